@@ -1,0 +1,408 @@
+package conn
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+
+	"github.com/mysqlfailover/mysqlfailover/failover"
+	"github.com/mysqlfailover/mysqlfailover/stmt"
+)
+
+// Config is the per-connection part of the DSN.
+type Config struct {
+	// ReadOnly is the initial explicit read-only flag (DSN readOnly, default false). It is
+	// restored when database/sql hands the connection to its next user (ResetSession).
+	ReadOnly bool
+	// FailOverReadOnly makes the connection read-only while it is on a secondary (DSN
+	// failOverReadOnly, default true), as Connector/J.
+	FailOverReadOnly bool
+	// DBName is the DSN's database: the one every new physical session starts in.
+	DBName string
+}
+
+// Conn is the proxy around one physical go-sql-driver connection at a time: the
+// driver.Conn that database/sql pools. database/sql uses a driver.Conn from one goroutine
+// at a time, so Conn has no lock; the state it shares with the pool lives in the
+// failover.Cluster.
+//
+// Besides the driver interfaces, users reach three methods through (*sql.Conn).Raw:
+// SetReadOnly, ReadOnly and Host.
+type Conn struct {
+	cl  *failover.Cluster
+	cfg Config
+
+	phys  driver.Conn // nil when lost: the next call joins the pool's host
+	host  int         // index of phys's host
+	epoch uint64      // changes with phys; statements prepared on an older one re-prepare
+
+	// the physical connection's optional interfaces, looked up once per connection
+	execer  driver.ExecerContext
+	queryer driver.QueryerContext
+	checker driver.NamedValueChecker // kept from the last physical connection: it is stateless
+
+	explicitRO bool   // the last SetReadOnly value, or Config.ReadOnly
+	appliedRO  bool   // the read-only state of the physical session
+	db         string // the current database: the DSN's or the last USE
+	tx         *Tx    // the open transaction, if any
+	rows       int    // open result sets: no switch while results are being read
+	closed     bool
+}
+
+// Open returns a connection on the pool's host, walking the host list if needed, with
+// the session state (read-only, database) set up. It never returns driver.ErrBadConn.
+func Open(ctx context.Context, cl *failover.Cluster, cfg Config) (*Conn, error) {
+	c := &Conn{cl: cl, cfg: cfg, explicitRO: cfg.ReadOnly, db: cfg.DBName}
+	phys, host, err := cl.Connect(ctx, c.setup)
+	if err != nil {
+		return nil, err
+	}
+	c.attach(phys, host)
+	return c, nil
+}
+
+// attach makes phys, on host, the physical connection.
+func (c *Conn) attach(phys driver.Conn, host int) {
+	c.phys, c.host = phys, host
+	c.appliedRO = c.readOnlyOn(host) // setup applied it
+	c.epoch++
+	c.execer, _ = phys.(driver.ExecerContext)
+	c.queryer, _ = phys.(driver.QueryerContext)
+	if ch, ok := phys.(driver.NamedValueChecker); ok {
+		c.checker = ch
+	}
+}
+
+// drop closes the physical connection; the logical one lives on.
+func (c *Conn) drop() {
+	if c.phys != nil {
+		_ = c.phys.Close()
+		c.phys, c.execer, c.queryer = nil, nil, nil
+		c.epoch++
+	}
+}
+
+// h exposes the stmt.Owner methods without adding them to Conn's method set, which users
+// see through (*sql.Conn).Raw. The conversion costs nothing.
+type h Conn
+
+// ready is the safe-point check before every call that talks to the server. Outside a
+// transaction it moves the connection to the pool's host (nothing has been sent, so the
+// caller sees no error) and falls back to the primary when that is due; inside one it
+// only refuses statements of a lost transaction. count marks statements.
+func (c *Conn) ready(ctx context.Context, count bool) error {
+	if c.tx != nil {
+		if c.tx.lost != nil {
+			return c.tx.lost
+		}
+		if count && c.host != failover.Primary {
+			c.cl.NoteStatement()
+		}
+		return nil
+	}
+	if c.phys != nil && c.host == c.cl.Active() {
+		if c.host == failover.Primary {
+			return nil // the hot path: one atomic load
+		}
+		if c.rows == 0 {
+			if phys, _ := c.cl.TryFallBack(ctx, c.setup); phys != nil {
+				c.drop()
+				c.attach(phys, failover.Primary)
+				return nil
+			}
+		}
+		if count {
+			c.cl.NoteStatement()
+		}
+		return nil
+	}
+	if c.closed {
+		return driver.ErrBadConn
+	}
+	if c.phys != nil && c.rows > 0 {
+		return nil // results are still being read here; move at the next safe point
+	}
+	// The pool moved (another connection saw this host fail, or fell back), or this
+	// connection lost its physical one: join the pool's host.
+	c.drop()
+	phys, host, err := c.cl.Connect(ctx, c.setup)
+	if err != nil {
+		return err
+	}
+	c.attach(phys, host)
+	if count && host != failover.Primary {
+		c.cl.NoteStatement()
+	}
+	return nil
+}
+
+// fail is the one place that decides what an error from the physical connection of the
+// given epoch means, and whether the call that got it may run again (see stmt.Retry).
+//
+//   - Data errors pass through untouched; the connection stays.
+//   - The caller's context ending is not a host failure: the error goes back as the
+//     context error, and a physical connection go-sql-driver closed on cancel is dropped,
+//     to be replaced on the pool's host.
+//   - A communication error closes the physical connection, reports the host, walks to
+//     the next one and restores the session there, and only then returns a
+//     *failover.FailoverError. Inside a transaction the transaction is lost (ErrTxLost)
+//     and nothing is repeated. Outside one, a call that provably sent nothing
+//     (driver.ErrBadConn) is repeated once on the new host; driver.ErrBadConn itself never
+//     goes back to database/sql, which would repeat the call up to three times however
+//     much of it ran (go-sql-driver#582, golang/go#11978).
+func (c *Conn) fail(ctx context.Context, epoch uint64, err error, r stmt.Retry) (bool, error) {
+	if epoch != c.epoch {
+		// The physical connection this came from is already gone (a Rows closed after
+		// its failure was handled): nothing more to decide.
+		return false, failover.NotBadConn(err, "")
+	}
+	class := failover.Classify(err)
+	if class == failover.Data {
+		c.dropIfInvalid(err)
+		return false, err
+	}
+	if cerr := ctx.Err(); class == failover.Canceled || cerr != nil {
+		c.dropIfInvalid(err)
+		if cerr != nil && !errors.Is(err, cerr) {
+			return false, fmt.Errorf("%w (%v)", cerr, failover.NotBadConn(err, ""))
+		}
+		return false, err
+	}
+	notSent := errors.Is(err, driver.ErrBadConn)
+	failed := c.host
+	c.drop()
+	fe := &failover.FailoverError{
+		Failed:        c.cl.Host(failed),
+		MaybeExecuted: !notSent,
+		Err:           failover.NotBadConn(err, "the connection was broken before the request was sent"),
+	}
+	phys, host, werr := c.cl.Failover(ctx, failed, err, c.setup)
+	if werr != nil {
+		fe.Reconnect = werr
+	} else {
+		c.attach(phys, host)
+		fe.Current = c.cl.Host(host)
+	}
+	if c.tx != nil {
+		c.tx.lost = fmt.Errorf("%w: %w", failover.ErrTxLost, fe)
+		return false, c.tx.lost
+	}
+	if werr == nil && (r == stmt.RetryAlways || r == stmt.RetryIfNotSent && notSent) {
+		return true, nil
+	}
+	return false, fe
+}
+
+// dropIfInvalid drops a physical connection that go-sql-driver has closed (after a
+// cancel, or a protocol error): the host is fine, the next call reconnects to the pool's
+// host.
+// Inside a transaction that loses the transaction.
+func (c *Conn) dropIfInvalid(err error) {
+	if v, ok := c.phys.(driver.Validator); ok && !v.IsValid() {
+		c.drop()
+		if c.tx != nil && c.tx.lost == nil {
+			c.tx.lost = fmt.Errorf("%w: %w", failover.ErrTxLost, failover.NotBadConn(err, ""))
+		}
+	}
+}
+
+// Ready implements stmt.Owner.
+func (o *h) Ready(ctx context.Context, count bool) (driver.Conn, uint64, error) {
+	c := (*Conn)(o)
+	if err := c.ready(ctx, count); err != nil {
+		return nil, 0, err
+	}
+	return c.phys, c.epoch, nil
+}
+
+// Fail implements stmt.Owner.
+func (o *h) Fail(ctx context.Context, epoch uint64, err error, r stmt.Retry) (bool, error) {
+	return (*Conn)(o).fail(ctx, epoch, err, r)
+}
+
+// RowsOpened implements stmt.Owner: every Rows, of a plain query or of a prepared
+// statement, counts, so that the count never goes negative and no switch or fall-back
+// closes a physical connection whose results are still being read.
+func (o *h) RowsOpened() { o.rows++ }
+
+// RowsClosed implements stmt.Owner.
+func (o *h) RowsClosed() { o.rows-- }
+
+// CheckNamedValue implements stmt.Owner.
+func (o *h) CheckNamedValue(nv *driver.NamedValue) error {
+	return (*Conn)(o).CheckNamedValue(nv)
+}
+
+// ExecContext implements driver.ExecerContext.
+func (c *Conn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	for attempt := 0; ; attempt++ {
+		if err := c.ready(ctx, attempt == 0); err != nil {
+			return nil, err
+		}
+		if c.execer == nil {
+			return nil, driver.ErrSkip // database/sql prepares instead
+		}
+		res, err := c.execer.ExecContext(ctx, query, args)
+		if err == nil {
+			c.track(query)
+			return res, nil
+		}
+		retry, out := c.fail(ctx, c.epoch, err, retryFor(attempt, stmt.RetryIfNotSent))
+		if !retry {
+			return nil, out
+		}
+	}
+}
+
+// QueryContext implements driver.QueryerContext.
+func (c *Conn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	for attempt := 0; ; attempt++ {
+		if err := c.ready(ctx, attempt == 0); err != nil {
+			return nil, err
+		}
+		if c.queryer == nil {
+			return nil, driver.ErrSkip
+		}
+		rows, err := c.queryer.QueryContext(ctx, query, args)
+		if err == nil {
+			c.track(query)
+			return stmt.NewRows((*h)(c), ctx, rows, c.epoch), nil
+		}
+		retry, out := c.fail(ctx, c.epoch, err, retryFor(attempt, stmt.RetryIfNotSent))
+		if !retry {
+			return nil, out
+		}
+	}
+}
+
+// Prepare implements driver.Conn.
+func (c *Conn) Prepare(query string) (driver.Stmt, error) {
+	return c.PrepareContext(context.Background(), query)
+}
+
+// PrepareContext implements driver.ConnPrepareContext. PREPARE has no side effects, so a
+// communication failure is retried once on the new host (outside transactions).
+func (c *Conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
+	for attempt := 0; ; attempt++ {
+		if err := c.ready(ctx, false); err != nil {
+			return nil, err
+		}
+		var s driver.Stmt
+		var err error
+		if p, ok := c.phys.(driver.ConnPrepareContext); ok {
+			s, err = p.PrepareContext(ctx, query)
+		} else {
+			s, err = c.phys.Prepare(query)
+		}
+		if err == nil {
+			return stmt.New((*h)(c), query, s, c.epoch), nil
+		}
+		retry, out := c.fail(ctx, c.epoch, err, retryFor(attempt, stmt.RetryAlways))
+		if !retry {
+			return nil, out
+		}
+	}
+}
+
+// Ping implements driver.Pinger; a failed ping moves the connection and pings the new
+// host once.
+func (c *Conn) Ping(ctx context.Context) error {
+	for attempt := 0; ; attempt++ {
+		if err := c.ready(ctx, false); err != nil {
+			return err
+		}
+		p, ok := c.phys.(driver.Pinger)
+		if !ok {
+			return nil
+		}
+		err := p.Ping(ctx)
+		if err == nil {
+			return nil
+		}
+		retry, out := c.fail(ctx, c.epoch, err, retryFor(attempt, stmt.RetryAlways))
+		if !retry {
+			return out
+		}
+	}
+}
+
+// CheckNamedValue forwards to the physical connection so that go-sql-driver's value
+// converter is kept; driver.ErrSkip lets database/sql use its default.
+func (c *Conn) CheckNamedValue(nv *driver.NamedValue) error {
+	if c.checker != nil {
+		return c.checker.CheckNamedValue(nv)
+	}
+	return driver.ErrSkip
+}
+
+// ResetSession is called by database/sql before it hands a pooled connection to its next
+// user. It retires (driver.ErrBadConn: nothing has been sent) a connection whose physical
+// connection is gone or whose host the pool has left, so that database/sql opens a new
+// one on the pool's host through the connector: one walk for the pool instead of one per
+// idle connection. It forwards to the physical connection, which keeps go-sql-driver's
+// liveness check of idle connections (a stale one is retired, its host not blamed:
+// go-sql-driver#657). It restores the DSN's read-only flag for the next user.
+func (c *Conn) ResetSession(ctx context.Context) error {
+	if c.phys == nil || c.host != c.cl.Active() || c.closed {
+		return driver.ErrBadConn
+	}
+	if r, ok := c.phys.(driver.SessionResetter); ok {
+		if err := r.ResetSession(ctx); err != nil {
+			return driver.ErrBadConn
+		}
+	}
+	c.explicitRO = c.cfg.ReadOnly
+	if want := c.readOnlyOn(c.host); want != c.appliedRO {
+		if err := c.exec(ctx, c.phys, readOnlySQL(want)); err != nil {
+			return driver.ErrBadConn // the SET ran or not; the connection is retired either way
+		}
+		c.appliedRO = want
+	}
+	return nil
+}
+
+// IsValid implements driver.Validator: false once the physical connection is gone.
+func (c *Conn) IsValid() bool {
+	if c.phys == nil || c.closed {
+		return false
+	}
+	if v, ok := c.phys.(driver.Validator); ok {
+		return v.IsValid()
+	}
+	return true
+}
+
+// Close closes the physical connection, exactly once.
+func (c *Conn) Close() error {
+	if c.closed {
+		return nil
+	}
+	c.closed = true
+	if c.phys == nil {
+		return nil
+	}
+	err := c.phys.Close()
+	c.phys, c.execer, c.queryer = nil, nil, nil
+	return failover.NotBadConn(err, "")
+}
+
+func retryFor(attempt int, r stmt.Retry) stmt.Retry {
+	if attempt > 0 {
+		return stmt.NoRetry
+	}
+	return r
+}
+
+var (
+	_ driver.Conn               = (*Conn)(nil)
+	_ driver.ConnBeginTx        = (*Conn)(nil)
+	_ driver.ConnPrepareContext = (*Conn)(nil)
+	_ driver.ExecerContext      = (*Conn)(nil)
+	_ driver.QueryerContext     = (*Conn)(nil)
+	_ driver.Pinger             = (*Conn)(nil)
+	_ driver.NamedValueChecker  = (*Conn)(nil)
+	_ driver.SessionResetter    = (*Conn)(nil)
+	_ driver.Validator          = (*Conn)(nil)
+	_ stmt.Owner                = (*h)(nil)
+)

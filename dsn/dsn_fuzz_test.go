@@ -1,0 +1,144 @@
+package dsn
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+// fuzzPW is put in front of fuzzed DSNs as the password; letters only, so it
+// cannot be cut by the DSN syntax, and without 'x', ':' or '@' so that it
+// cannot overlap the ":xxxxx@" of String.
+const fuzzPW = "Pw9Marker7Q"
+
+// FuzzParse: for any input Parse does not panic (nor recover from one); a
+// success is a valid Config that round-trips through FormatDSN and whose
+// String and GoString hide the password; and with a marker password in front,
+// neither errors nor String contain it.
+func FuzzParse(f *testing.F) {
+	for _, tt := range parseTests {
+		f.Add(tt.dsn)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if len(s) > 2000 {
+			t.Skip("too long to be useful")
+		}
+		c, err := Parse(s)
+		if errors.Is(err, errPanicked) {
+			t.Fatalf("Parse(%q) panicked", s)
+		}
+		if err == nil {
+			checkParsed(t, s, c)
+		} else if !strings.HasPrefix(err.Error(), "dsn: ") {
+			t.Errorf("Parse(%q): error %q lacks the \"dsn: \" prefix", s, err)
+		}
+
+		if strings.Contains(s, fuzzPW) || strings.Contains(percentDecode(s), fuzzPW) {
+			return
+		}
+		marked := "fuzzuser:" + fuzzPW + "@" + s
+		c, err = Parse(marked)
+		if errors.Is(err, errPanicked) {
+			t.Fatalf("Parse(%q) panicked", marked)
+		}
+		if err != nil {
+			if strings.Contains(err.Error(), fuzzPW) {
+				t.Fatalf("Parse(%q): error %q contains the password", marked, err)
+			}
+			return
+		}
+		if !strings.Contains(c.MySQL.Passwd, fuzzPW) || c.MySQL.User != "fuzzuser" {
+			t.Fatalf("Parse(%q): user info not cut as go-sql-driver does", marked)
+		}
+		checkParsed(t, marked, c)
+	})
+}
+
+// checkParsed checks a Config Parse returned for s.
+func checkParsed(t *testing.T, s string, c *Config) {
+	t.Helper()
+	if err := c.Validate(); err != nil {
+		t.Fatalf("Parse(%q) returned an invalid Config: %v", s, err)
+	}
+	if c.MySQL.Addr != c.Hosts[0].Addr() || c.MySQL.Net != tcpNet(c.MySQL.Net) {
+		t.Fatalf("Parse(%q): MySQL has %s(%s)", s, c.MySQL.Net, c.MySQL.Addr)
+	}
+	for i := range c.Hosts {
+		if m := c.HostConfig(i); m.Addr != c.Hosts[i].Addr() {
+			t.Fatalf("HostConfig(%d).Addr = %q", i, m.Addr)
+		}
+	}
+
+	f := c.FormatDSN()
+	c2, err := Parse(f)
+	if err != nil {
+		t.Fatalf("Parse(%q) ok, but Parse of its FormatDSN %q: %v", s, f, err)
+	}
+	if d := diffConfig(c, c2); d != "" {
+		t.Fatalf("Parse(%q), round trip through %q: %s", s, f, d)
+	}
+	if c2.MySQL.Addr != c.MySQL.Addr || c2.MySQL.Net != c.MySQL.Net {
+		t.Fatalf("round trip of %q changed MySQL %s(%s) to %s(%s)", s, c.MySQL.Net, c.MySQL.Addr, c2.MySQL.Net, c2.MySQL.Addr)
+	}
+	if f2 := c2.FormatDSN(); f2 != f {
+		t.Fatalf("FormatDSN not stable: %q then %q", f, f2)
+	}
+
+	// String must be FormatDSN with only the password replaced ...
+	pw := c.MySQL.Passwd
+	r := c.Clone()
+	if pw != "" {
+		r.MySQL.Passwd = redacted
+	}
+	str := c.String()
+	if str != r.FormatDSN() {
+		t.Fatalf("String() = %q, want %q", str, r.FormatDSN())
+	}
+	// ... and must not contain it. A password that also occurs elsewhere in
+	// the DSN, or that could straddle ":xxxxx@", cannot be checked by
+	// substring.
+	if len(pw) < 3 || strings.ContainsAny(pw, "x:@") {
+		return
+	}
+	r.MySQL.Passwd = ""
+	if strings.Contains(r.FormatDSN(), pw) {
+		return
+	}
+	if strings.Contains(str, pw) {
+		t.Fatalf("String() = %q contains the password", str)
+	}
+	if g := c.GoString(); strings.Contains(g, pw) {
+		t.Fatalf("GoString() = %q contains the password", g)
+	}
+}
+
+// percentDecode decodes every valid %XX, for telling whether fuzz input
+// spells the marker in escaped form (go-sql-driver unescapes values, so the
+// marker could legitimately come back in a parameter).
+func percentDecode(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '%' && i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]) {
+			b.WriteByte(unhex(s[i+1])<<4 | unhex(s[i+2]))
+			i += 2
+			continue
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+func unhex(c byte) byte {
+	switch {
+	case c <= '9':
+		return c - '0'
+	case c <= 'F':
+		return c - 'A' + 10
+	default:
+		return c - 'a' + 10
+	}
+}

@@ -1,0 +1,639 @@
+package dsn
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+)
+
+// testPW is the password of every DSN in parseTests that has one worth
+// checking: no error, String or GoString may contain it.
+const testPW = "S3cr3tPW"
+
+var local = []Host{{Name: "127.0.0.1", Port: 3306}}
+
+// parseTest is one row of the Parse table. A row with wantErr set expects an
+// error; otherwise hosts and opts describe the result and my checks MySQL.
+type parseTest struct {
+	name  string
+	dsn   string
+	hosts []Host
+	opts  func(*Config)                   // changes from NewConfig's defaults
+	my    func(*testing.T, *mysql.Config) // extra checks on Config.MySQL
+
+	wantErr  error    // sentinel the error must wrap; errAny for "any error"
+	errParts []string // substrings of the error message
+}
+
+// errAny marks rows that expect an error without a sentinel of ours (an
+// error of go-sql-driver).
+var errAny = errors.New("any error")
+
+var parseTests = []parseTest{
+	// Host lists.
+	{name: "empty DSN is go-sql-driver's default", dsn: "", hosts: local},
+	{name: "only database", dsn: "/db", hosts: local, my: func(t *testing.T, m *mysql.Config) {
+		want(t, "DBName", m.DBName, "db")
+		want(t, "Net", m.Net, "tcp")
+		want(t, "Addr", m.Addr, "127.0.0.1:3306")
+	}},
+	{name: "three hosts with ports and IPv6", dsn: "user:" + testPW + "@tcp(h1:3306,h2:3307,[::1]:3308)/db?k=v",
+		hosts: []Host{{"h1", 3306}, {"h2", 3307}, {"::1", 3308}},
+		my: func(t *testing.T, m *mysql.Config) {
+			want(t, "User", m.User, "user")
+			want(t, "Passwd", m.Passwd, testPW)
+			want(t, "DBName", m.DBName, "db")
+			want(t, "Addr", m.Addr, "h1:3306")
+			want(t, "Params[k]", m.Params["k"], "v")
+		}},
+	{name: "default ports", dsn: "u:" + testPW + "@tcp(db1,db2,[fe80::1%eth0])/x",
+		hosts: []Host{{"db1", 3306}, {"db2", 3306}, {"fe80::1%eth0", 3306}}},
+	{name: "net without address list", dsn: "u:" + testPW + "@tcp/db", hosts: local},
+	{name: "empty address list", dsn: "u:" + testPW + "@tcp()/db", hosts: local},
+	{name: "empty net means tcp", dsn: "u@(db1)/x", hosts: []Host{{"db1", 3306}},
+		my: func(t *testing.T, m *mysql.Config) { want(t, "Net", m.Net, "tcp") }},
+	{name: "tcp6 kept", dsn: "u@tcp6([::1]:3307,[2001:db8::2])/x",
+		hosts: []Host{{"::1", 3307}, {"2001:db8::2", 3306}},
+		my:    func(t *testing.T, m *mysql.Config) { want(t, "Net", m.Net, "tcp6") }},
+	{name: "tcp4 kept", dsn: "tcp4(10.0.0.1,10.0.0.2:3310)/", hosts: []Host{{"10.0.0.1", 3306}, {"10.0.0.2", 3310}},
+		my: func(t *testing.T, m *mysql.Config) { want(t, "Net", m.Net, "tcp4") }},
+	{name: "bracketed name without colon", dsn: "tcp([db1]:3307)/", hosts: []Host{{"db1", 3307}}},
+	{name: "leading zeros in port", dsn: "tcp(db1:03306,db2:65535,db3:1)/", hosts: []Host{{"db1", 3306}, {"db2", 65535}, {"db3", 1}}},
+	{name: "unresolvable name is fine", dsn: "tcp(no-such-host.invalid)/", hosts: []Host{{"no-such-host.invalid", 3306}}},
+	{name: "same name other port is not a duplicate", dsn: "tcp(db1:3306,db1:3307)/", hosts: []Host{{"db1", 3306}, {"db1", 3307}}},
+
+	// User info, cut where go-sql-driver cuts.
+	{name: "password with @ : / ( )", dsn: "u:p@ss:w/o(r)d" + testPW + "@tcp(h1,h2)/db",
+		hosts: []Host{{"h1", 3306}, {"h2", 3306}},
+		my: func(t *testing.T, m *mysql.Config) {
+			want(t, "User", m.User, "u")
+			want(t, "Passwd", m.Passwd, "p@ss:w/o(r)d"+testPW)
+		}},
+	{name: "password without user", dsn: ":" + testPW + "@tcp(h1)/db", hosts: []Host{{"h1", 3306}},
+		my: func(t *testing.T, m *mysql.Config) {
+			want(t, "User", m.User, "")
+			want(t, "Passwd", m.Passwd, testPW)
+		}},
+	{name: "escaped database name", dsn: "/my%2Fdb%3F", hosts: local,
+		my: func(t *testing.T, m *mysql.Config) { want(t, "DBName", m.DBName, "my/db?") }},
+
+	// Our options.
+	{name: "all options", dsn: "u:" + testPW + "@tcp(h1,h2)/db?retriesAllDown=3&secondsBeforeRetryMaster=10&queriesBeforeRetryMaster=20&failOverReadOnly=false&readOnly=true&hostTimeout=1500ms",
+		hosts: []Host{{"h1", 3306}, {"h2", 3306}},
+		opts: func(c *Config) {
+			c.RetriesAllDown, c.SecondsBeforeRetryMaster, c.QueriesBeforeRetryMaster = 3, 10, 20
+			c.FailOverReadOnly, c.ReadOnly, c.HostTimeout = false, true, 1500*time.Millisecond
+		},
+		my: func(t *testing.T, m *mysql.Config) {
+			if len(m.Params) != 0 {
+				t.Errorf("our keys reached go-sql-driver: Params = %v", m.Params)
+			}
+		}},
+	{name: "Source aliases", dsn: "/?secondsBeforeRetrySource=7&queriesBeforeRetrySource=8", hosts: local,
+		opts: func(c *Config) { c.SecondsBeforeRetryMaster, c.QueriesBeforeRetryMaster = 7, 8 }},
+	{name: "alias and main name agreeing", dsn: "/?secondsBeforeRetryMaster=7&secondsBeforeRetrySource=7", hosts: local,
+		opts: func(c *Config) { c.SecondsBeforeRetryMaster = 7 }},
+	{name: "same key twice with equal values", dsn: "/?readOnly=1&readOnly=true&retriesAllDown=5&retriesAllDown=005", hosts: local,
+		opts: func(c *Config) { c.ReadOnly, c.RetriesAllDown = true, 5 }},
+	{name: "zeros", dsn: "/?retriesAllDown=0&secondsBeforeRetryMaster=0&queriesBeforeRetryMaster=0&hostTimeout=0", hosts: local,
+		opts: func(c *Config) {
+			c.RetriesAllDown, c.SecondsBeforeRetryMaster, c.QueriesBeforeRetryMaster, c.HostTimeout = 0, 0, 0, 0
+		}},
+	{name: "defaults written out", dsn: "/?retriesAllDown=120&failOverReadOnly=T&readOnly=F&hostTimeout=5s", hosts: local},
+	{name: "long duration", dsn: "/?hostTimeout=1h2m3.5s", hosts: local,
+		opts: func(c *Config) { c.HostTimeout = time.Hour + 2*time.Minute + 3500*time.Millisecond }},
+
+	// go-sql-driver's parameters pass unchanged.
+	{name: "go-sql-driver params and system variables", dsn: "u:" + testPW + "@tcp(h1,h2)/db?tls=skip-verify&readTimeout=2s&parseTime=true&retriesAllDown=1&sql_mode=%27ANSI_QUOTES%2CSTRICT_ALL_TABLES%27&time_zone=%27%2B00%3A00%27&maxAllowedPacket=0",
+		hosts: []Host{{"h1", 3306}, {"h2", 3306}},
+		opts:  func(c *Config) { c.RetriesAllDown = 1 },
+		my: func(t *testing.T, m *mysql.Config) {
+			want(t, "TLSConfig", m.TLSConfig, "skip-verify")
+			want(t, "ReadTimeout", m.ReadTimeout, 2*time.Second)
+			want(t, "ParseTime", m.ParseTime, true)
+			want(t, "MaxAllowedPacket", m.MaxAllowedPacket, 0)
+			want(t, "Params[sql_mode]", m.Params["sql_mode"], "'ANSI_QUOTES,STRICT_ALL_TABLES'")
+			want(t, "Params[time_zone]", m.Params["time_zone"], "'+00:00'")
+			want(t, "len(Params)", len(m.Params), 2)
+		}},
+	{name: "tls=true leaves TLS for NewConnector to build per host", dsn: "tcp(h1,h2)/?tls=true", hosts: []Host{{"h1", 3306}, {"h2", 3306}},
+		my: func(t *testing.T, m *mysql.Config) {
+			want(t, "TLSConfig", m.TLSConfig, "true")
+			if m.TLS != nil {
+				t.Errorf("TLS = %+v, want nil (ServerName would be the primary's for every host)", m.TLS)
+			}
+		}},
+	{name: "tls=preferred", dsn: "/?tls=preferred", hosts: local,
+		my: func(t *testing.T, m *mysql.Config) {
+			want(t, "AllowFallbackToPlaintext", m.AllowFallbackToPlaintext, true)
+		}},
+	{name: "item without = is ignored as by go-sql-driver", dsn: "/?foo&parseTime=1&&", hosts: local,
+		my: func(t *testing.T, m *mysql.Config) { want(t, "ParseTime", m.ParseTime, true) }},
+	{name: "plus and question mark in values", dsn: "/db?x=a+b%2Bc?d&retriesAllDown=2", hosts: local,
+		opts: func(c *Config) { c.RetriesAllDown = 2 },
+		my:   func(t *testing.T, m *mysql.Config) { want(t, "Params[x]", m.Params["x"], "a b+c?d") }},
+
+	// Syntax errors.
+	{name: "missing slash", dsn: "u:" + testPW + "@tcp(h1,h2)", wantErr: ErrSyntax, errParts: []string{"'/'"}},
+	{name: "unterminated address list", dsn: "u:" + testPW + "@tcp(h1,h2/db", wantErr: ErrSyntax, errParts: []string{"missing ')'"}},
+	{name: "text after address list", dsn: "u:" + testPW + "@tcp(h1,h2)x/db", wantErr: ErrSyntax, errParts: []string{"escape"}},
+	{name: "our key without value", dsn: "u:" + testPW + "@tcp(h1)/db?readOnly", wantErr: ErrSyntax, errParts: []string{"readOnly", "=value"}},
+	{name: "strict makes go-sql-driver panic", dsn: "u:" + testPW + "@tcp(h1)/db?strict=true", wantErr: ErrSyntax, errParts: []string{`"strict"`}},
+
+	// Networks.
+	{name: "unix socket", dsn: "u:" + testPW + "@unix(/tmp/mysql.sock)/db", wantErr: ErrNotTCP, errParts: []string{`"unix"`, "failover needs TCP hosts"}},
+	{name: "udp", dsn: "u:" + testPW + "@udp(h1,h2)/db", wantErr: ErrNotTCP, errParts: []string{`"udp"`}},
+	{name: "missing @ makes user:password the net", dsn: "u:" + testPW + "/db", wantErr: ErrNotTCP, errParts: []string{"failover needs TCP hosts"}},
+	{name: "missing @ with address list", dsn: "u:" + testPW + "tcp(h1)/db", wantErr: ErrNotTCP},
+
+	// Host entries.
+	{name: "empty entry", dsn: "u:" + testPW + "@tcp(h1,,h2)/db", wantErr: ErrInvalidHost, errParts: []string{"host 2", `""`, "empty"}},
+	{name: "trailing comma", dsn: "tcp(h1,)/db", wantErr: ErrInvalidHost, errParts: []string{"host 2", "empty"}},
+	{name: "non-numeric port", dsn: "u:" + testPW + "@tcp(h1:abc)/db", wantErr: ErrInvalidHost, errParts: []string{"host 1", `"h1:abc"`, `"abc"`}},
+	{name: "port 0", dsn: "tcp(h1,h2:0)/db", wantErr: ErrInvalidHost, errParts: []string{"host 2", `"h2:0"`, "1..65535"}},
+	{name: "port 65536", dsn: "tcp(h1:65536)/db", wantErr: ErrInvalidHost, errParts: []string{`"h1:65536"`}},
+	{name: "huge port", dsn: "tcp(h1:99999999999999999999999)/db", wantErr: ErrInvalidHost},
+	{name: "signed port", dsn: "tcp(h1:+3306)/db", wantErr: ErrInvalidHost, errParts: []string{`"+3306"`}},
+	{name: "empty port", dsn: "tcp(h1:)/db", wantErr: ErrInvalidHost, errParts: []string{`"h1:"`}},
+	{name: "empty name", dsn: "tcp(:3306)/db", wantErr: ErrInvalidHost, errParts: []string{"empty host name"}},
+	{name: "empty brackets", dsn: "tcp([]:3306)/db", wantErr: ErrInvalidHost, errParts: []string{"empty host name"}},
+	{name: "open bracket", dsn: "tcp(h1,[::1)/db", wantErr: ErrInvalidHost, errParts: []string{"host 2", `"[::1"`, "unbalanced"}},
+	{name: "close bracket", dsn: "tcp(::1]:3306)/db", wantErr: ErrInvalidHost, errParts: []string{"unbalanced"}},
+	{name: "double bracket", dsn: "tcp([[::1]])/db", wantErr: ErrInvalidHost, errParts: []string{"unbalanced"}},
+	{name: "junk after bracket", dsn: "tcp([::1]3306)/db", wantErr: ErrInvalidHost, errParts: []string{`"[::1]3306"`}},
+	{name: "unbracketed IPv6", dsn: "tcp(::1)/db", wantErr: ErrInvalidHost, errParts: []string{"brackets"}},
+	{name: "blank in name", dsn: "tcp(h1, h2)/db", wantErr: ErrInvalidHost, errParts: []string{`" h2"`}},
+	{name: "slash in name", dsn: "tcp(a/b)/db", wantErr: ErrInvalidHost, errParts: []string{`"a/b"`}},
+	{name: "parenthesis in name", dsn: "tcp(a(b)/db", wantErr: ErrInvalidHost, errParts: []string{`"a(b"`}},
+	{name: "duplicate host", dsn: "u:" + testPW + "@tcp(h1,h2,h1:3306)/db", wantErr: ErrInvalidHost, errParts: []string{"host 3", `"h1:3306"`, "duplicate of host 1", `"h1"`}},
+	{name: "duplicate host in other case", dsn: "tcp(DB1,db1)/db", wantErr: ErrInvalidHost, errParts: []string{"duplicate"}},
+	{name: "duplicate IPv6 in other spelling", dsn: "tcp([::1],[0:0::1]:3306)/db", wantErr: ErrInvalidHost, errParts: []string{"duplicate"}},
+
+	// Option values.
+	{name: "non-numeric count", dsn: "u:" + testPW + "@tcp(h1)/db?retriesAllDown=abc", wantErr: ErrInvalidOption,
+		errParts: []string{`dsn: retriesAllDown: invalid value "abc": want an integer >= 0`}},
+	{name: "negative count", dsn: "/?queriesBeforeRetryMaster=-1", wantErr: ErrInvalidOption, errParts: []string{"queriesBeforeRetryMaster", `"-1"`}},
+	{name: "empty count", dsn: "/?retriesAllDown=", wantErr: ErrInvalidOption, errParts: []string{"retriesAllDown", `""`}},
+	{name: "fractional seconds", dsn: "/?secondsBeforeRetrySource=1.5", wantErr: ErrInvalidOption, errParts: []string{"secondsBeforeRetrySource", `"1.5"`, "seconds"}},
+	{name: "count overflow", dsn: "/?retriesAllDown=99999999999999999999999", wantErr: ErrInvalidOption, errParts: []string{"fits"}},
+	{name: "bad bool", dsn: "/?failOverReadOnly=maybe", wantErr: ErrInvalidOption, errParts: []string{"failOverReadOnly", `"maybe"`}},
+	{name: "duration without unit", dsn: "/?hostTimeout=5", wantErr: ErrInvalidOption, errParts: []string{"hostTimeout", `"5"`, "duration"}},
+	{name: "negative duration", dsn: "/?hostTimeout=-1s", wantErr: ErrInvalidOption, errParts: []string{"hostTimeout", `"-1s"`}},
+	{name: "alias conflict", dsn: "u:" + testPW + "@tcp(h1)/db?secondsBeforeRetryMaster=1&secondsBeforeRetrySource=2", wantErr: ErrInvalidOption,
+		errParts: []string{"secondsBeforeRetryMaster", "secondsBeforeRetrySource", `"1"`, `"2"`}},
+	{name: "queries alias conflict", dsn: "/?queriesBeforeRetrySource=1&queriesBeforeRetryMaster=2", wantErr: ErrInvalidOption,
+		errParts: []string{"queriesBeforeRetryMaster", "queriesBeforeRetrySource"}},
+	{name: "same key twice differing", dsn: "/?retriesAllDown=1&retriesAllDown=2", wantErr: ErrInvalidOption,
+		errParts: []string{"retriesAllDown", "twice", `"1"`, `"2"`}},
+
+	// Near misses.
+	{name: "lower-case key", dsn: "u:" + testPW + "@tcp(h1)/db?retriesalldown=1", wantErr: ErrInvalidOption,
+		errParts: []string{`dsn: unknown parameter "retriesalldown": did you mean "retriesAllDown"?`}},
+	{name: "capitalised key", dsn: "/?FailOverReadOnly=true", wantErr: ErrInvalidOption, errParts: []string{`"failOverReadOnly"`}},
+	{name: "upper-case alias", dsn: "/?SECONDSBEFORERETRYSOURCE=3", wantErr: ErrInvalidOption, errParts: []string{`"secondsBeforeRetrySource"`}},
+	{name: "near miss without value", dsn: "/?readonly", wantErr: ErrInvalidOption, errParts: []string{`"readOnly"`}},
+	{name: "near miss by Unicode folding", dsn: "/?retrieſAllDown=1", wantErr: ErrInvalidOption, errParts: []string{`"retriesAllDown"`}},
+
+	// go-sql-driver's errors.
+	{name: "go-sql-driver bad bool", dsn: "u:" + testPW + "@tcp(h1,h2)/db?parseTime=maybe", wantErr: errAny, errParts: []string{"dsn: ", "maybe"}},
+	{name: "go-sql-driver unknown TLS config", dsn: "u:" + testPW + "@tcp(h1,h2)/db?tls=nosuchconfig", wantErr: errAny, errParts: []string{"nosuchconfig"}},
+	{name: "go-sql-driver bad dbname escape", dsn: "u:" + testPW + "@tcp(h1)/%zz", wantErr: errAny, errParts: []string{"dbname"}},
+	{name: "go-sql-driver bad duration", dsn: "/?readTimeout=soon", wantErr: errAny, errParts: []string{"soon"}},
+}
+
+func want[T comparable](t *testing.T, what string, got, want T) {
+	t.Helper()
+	if got != want {
+		t.Errorf("%s = %v, want %v", what, got, want)
+	}
+}
+
+// TestParse runs the table: results match, errors wrap the right sentinel and
+// name what is wrong, and no error contains the password.
+func TestParse(t *testing.T) {
+	for _, tt := range parseTests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := Parse(tt.dsn)
+			if tt.wantErr != nil {
+				if err == nil {
+					t.Fatalf("Parse(%q) = %v, want an error", tt.dsn, c)
+				}
+				if c != nil {
+					t.Errorf("Parse returned a Config with the error")
+				}
+				msg := err.Error()
+				if !strings.HasPrefix(msg, "dsn: ") {
+					t.Errorf("error %q does not start with \"dsn: \"", msg)
+				}
+				if tt.wantErr != errAny && !errors.Is(err, tt.wantErr) {
+					t.Errorf("error %q does not wrap %v", msg, tt.wantErr)
+				}
+				for _, p := range tt.errParts {
+					if !strings.Contains(msg, p) {
+						t.Errorf("error %q does not contain %q", msg, p)
+					}
+				}
+				if strings.Contains(msg, testPW) {
+					t.Errorf("error %q contains the password", msg)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Parse(%q): %v", tt.dsn, err)
+			}
+			exp := NewConfig()
+			exp.Hosts = tt.hosts
+			if tt.opts != nil {
+				tt.opts(exp)
+			}
+			exp.MySQL = c.MySQL
+			if d := diffConfig(c, exp); d != "" {
+				t.Errorf("Parse(%q): %s", tt.dsn, d)
+			}
+			if err := c.Validate(); err != nil {
+				t.Errorf("Validate of a parsed Config: %v", err)
+			}
+			if tt.my != nil {
+				tt.my(t, c.MySQL)
+			}
+			if c.MySQL.Addr != c.Hosts[0].Addr() {
+				t.Errorf("MySQL.Addr = %q, want the primary %q", c.MySQL.Addr, c.Hosts[0].Addr())
+			}
+		})
+	}
+}
+
+// diffConfig describes how a and b differ, or returns "". MySQL is compared
+// by go-sql-driver's FormatDSN (which covers user, net, database and every
+// parameter; Addr is left out as HostConfig replaces it) plus the password
+// and TLS: DeepEqual would trip over
+// *time.Location caches and unexported fields go-sql-driver itself does not
+// round-trip (a negative timeTruncate).
+func diffConfig(a, b *Config) string {
+	var d []string
+	if !reflect.DeepEqual(a.Hosts, b.Hosts) {
+		d = append(d, fmt.Sprintf("Hosts %v != %v", a.Hosts, b.Hosts))
+	}
+	ao, bo := *a, *b
+	ao.Hosts, bo.Hosts, ao.MySQL, bo.MySQL = nil, nil, nil, nil
+	if !reflect.DeepEqual(ao, bo) {
+		d = append(d, fmt.Sprintf("options %+v != %+v", ao, bo))
+	}
+	switch am, bm := a.MySQL, b.MySQL; {
+	case am == nil || bm == nil:
+		if am != bm {
+			d = append(d, "one MySQL is nil")
+		}
+	default:
+		if af, bf := formatUsed(am), formatUsed(bm); af != bf {
+			d = append(d, fmt.Sprintf("MySQL %q != %q", af, bf))
+		}
+		if am.Passwd != bm.Passwd {
+			d = append(d, "MySQL.Passwd differs")
+		}
+		if (am.TLS == nil) != (bm.TLS == nil) {
+			d = append(d, "MySQL.TLS differs")
+		}
+	}
+	return strings.Join(d, "; ")
+}
+
+// formatUsed is go-sql-driver's FormatDSN of what HostConfig uses from m:
+// Addr is replaced per host, and Net "" means tcp.
+func formatUsed(m *mysql.Config) string {
+	m = m.Clone()
+	m.Addr, m.Net = "", tcpNet(m.Net)
+	return m.FormatDSN()
+}
+
+// TestRoundTrip: for every valid row, Parse(FormatDSN()) gives an equal
+// Config, and formatting is stable.
+func TestRoundTrip(t *testing.T) {
+	for _, tt := range parseTests {
+		if tt.wantErr != nil {
+			continue
+		}
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := Parse(tt.dsn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkRoundTrip(t, c)
+		})
+	}
+}
+
+func checkRoundTrip(t *testing.T, c *Config) {
+	t.Helper()
+	s := c.FormatDSN()
+	c2, err := Parse(s)
+	if err != nil {
+		t.Fatalf("Parse(FormatDSN()) of %q: %v", c.String(), err)
+	}
+	if d := diffConfig(c, c2); d != "" {
+		t.Errorf("round trip through %q: %s", c2.String(), d)
+	}
+	if s2 := c2.FormatDSN(); s2 != s {
+		t.Errorf("FormatDSN not stable: %q then %q", c.String(), c2.String())
+	}
+}
+
+// TestFormatDSN pins the output for hand-built Configs: host list, user info,
+// only non-default options in a fixed order under the Master names.
+func TestFormatDSN(t *testing.T) {
+	withHosts := func(hosts ...Host) *Config {
+		c := NewConfig()
+		c.Hosts = hosts
+		return c
+	}
+	tests := []struct {
+		name string
+		c    *Config
+		want string
+	}{
+		{"defaults with default host", withHosts(local...), "tcp(127.0.0.1:3306)/"},
+		{"hosts and IPv6", withHosts(Host{"db1", 3306}, Host{"::1", 3307}), "tcp(db1:3306,[::1]:3307)/"},
+		{"options", func() *Config {
+			c := withHosts(Host{"db1", 3306})
+			c.MySQL.User, c.MySQL.Passwd, c.MySQL.DBName = "app", "pw", "shop"
+			c.MySQL.ParseTime = true
+			c.HostTimeout, c.ReadOnly, c.FailOverReadOnly = 0, true, false
+			c.RetriesAllDown, c.SecondsBeforeRetryMaster, c.QueriesBeforeRetryMaster = 1, 2, 3
+			return c
+		}(), "app:pw@tcp(db1:3306)/shop?parseTime=true&retriesAllDown=1&secondsBeforeRetryMaster=2&queriesBeforeRetryMaster=3&failOverReadOnly=false&readOnly=true&hostTimeout=0s"},
+		{"password without user", func() *Config {
+			c := withHosts(Host{"db1", 3306})
+			c.MySQL.Passwd = "pw"
+			return c
+		}(), ":pw@tcp(db1:3306)/"},
+		{"tcp6 and empty net", func() *Config {
+			c := withHosts(Host{"::1", 3306})
+			c.MySQL.Net = "tcp6"
+			return c
+		}(), "tcp6([::1]:3306)/"},
+		{"nil MySQL", &Config{Hosts: []Host{{"db1", 3306}}, RetriesAllDown: DefaultRetriesAllDown, SecondsBeforeRetryMaster: DefaultSecondsBeforeRetryMaster,
+			QueriesBeforeRetryMaster: DefaultQueriesBeforeRetryMaster, FailOverReadOnly: true, HostTimeout: DefaultHostTimeout}, "tcp(db1:3306)/"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.c.FormatDSN(); got != tt.want {
+				t.Errorf("FormatDSN() = %q, want %q", got, tt.want)
+			}
+			if tt.c.MySQL != nil {
+				checkRoundTrip(t, tt.c)
+			}
+		})
+	}
+}
+
+// TestRedaction: String, GoString and every fmt verb hide the password, for
+// parsed and hand-built Configs, while FormatDSN keeps it.
+func TestRedaction(t *testing.T) {
+	for _, tt := range parseTests {
+		if tt.wantErr != nil || !strings.Contains(tt.dsn, testPW) {
+			continue
+		}
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := Parse(tt.dsn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(c.FormatDSN(), testPW) {
+				t.Errorf("FormatDSN() lost the password")
+			}
+			for _, s := range []string{
+				c.String(), c.GoString(),
+				fmt.Sprint(c), fmt.Sprintf("%v|%+v|%s|%#v|%q", c, c, c, c, c),
+				fmt.Sprintf("%v|%+v|%#v", *c, *c, *c),
+				fmt.Sprintf("%v|%#v", []*Config{c}, []*Config{c}),
+			} {
+				if strings.Contains(s, testPW) {
+					t.Errorf("password printed: %s", s)
+				}
+			}
+			if !strings.Contains(c.String(), ":xxxxx@") {
+				t.Errorf("String() = %q, want the password as xxxxx", c.String())
+			}
+			r := c.Clone()
+			r.MySQL.Passwd = "xxxxx"
+			want(t, "String()", c.String(), r.FormatDSN())
+		})
+	}
+	var nilCfg *Config
+	want(t, "nil String", nilCfg.String(), "<nil>")
+	want(t, "nil GoString", fmt.Sprintf("%#v", nilCfg), "(*dsn.Config)(nil)")
+	c := NewConfig()
+	c.Hosts = local
+	want(t, "String without password", c.String(), "tcp(127.0.0.1:3306)/")
+	want(t, "GoString", c.GoString(), `dsn.Config("tcp(127.0.0.1:3306)/")`)
+}
+
+// TestValidate checks hand-built Configs: each broken field yields the right
+// sentinel and a message naming it; Validate does not modify the Config.
+func TestValidate(t *testing.T) {
+	good := func() *Config {
+		c := NewConfig()
+		c.Hosts = []Host{{"db1", 3306}, {"db2", 3307}}
+		c.MySQL.User, c.MySQL.Passwd = "u", testPW
+		return c
+	}
+	tests := []struct {
+		name    string
+		change  func(*Config)
+		wantErr error
+		parts   []string
+	}{
+		{"valid", func(*Config) {}, nil, nil},
+		{"zero values allowed", func(c *Config) {
+			c.RetriesAllDown, c.SecondsBeforeRetryMaster, c.QueriesBeforeRetryMaster, c.HostTimeout = 0, 0, 0, 0
+		}, nil, nil},
+		{"empty Net allowed", func(c *Config) { c.MySQL.Net = "" }, nil, nil},
+		{"tcp6 allowed", func(c *Config) { c.MySQL.Net = "tcp6" }, nil, nil},
+		{"no hosts", func(c *Config) { c.Hosts = nil }, ErrInvalidHost, []string{"no hosts"}},
+		{"empty name", func(c *Config) { c.Hosts[1].Name = "" }, ErrInvalidHost, []string{"Hosts[1]", "empty"}},
+		{"comma in name", func(c *Config) { c.Hosts[0].Name = "a,b" }, ErrInvalidHost, []string{"Hosts[0]", `','`}},
+		{"port 0", func(c *Config) { c.Hosts[1].Port = 0 }, ErrInvalidHost, []string{"Hosts[1]", "1..65535"}},
+		{"port 65536", func(c *Config) { c.Hosts[0].Port = 65536 }, ErrInvalidHost, []string{"Hosts[0]"}},
+		{"duplicate", func(c *Config) { c.Hosts[1] = Host{"DB1", 3306} }, ErrInvalidHost, []string{"Hosts[1]", "duplicate of Hosts[0]"}},
+		{"negative retries", func(c *Config) { c.RetriesAllDown = -1 }, ErrInvalidOption, []string{"RetriesAllDown", "-1"}},
+		{"negative seconds", func(c *Config) { c.SecondsBeforeRetryMaster = -2 }, ErrInvalidOption, []string{"SecondsBeforeRetryMaster", "seconds"}},
+		{"negative queries", func(c *Config) { c.QueriesBeforeRetryMaster = -3 }, ErrInvalidOption, []string{"QueriesBeforeRetryMaster"}},
+		{"negative timeout", func(c *Config) { c.HostTimeout = -time.Second }, ErrInvalidOption, []string{"HostTimeout"}},
+		{"nil MySQL", func(c *Config) { c.MySQL = nil }, ErrInvalidOption, []string{"MySQL"}},
+		{"unix", func(c *Config) { c.MySQL.Net = "unix" }, ErrNotTCP, []string{`"unix"`}},
+		{"our key in Params", func(c *Config) { c.MySQL.Params = map[string]string{"readOnly": "1"} }, ErrInvalidOption,
+			[]string{`"readOnly"`, "Config.ReadOnly"}},
+		{"our key in Params in other case", func(c *Config) { c.MySQL.Params = map[string]string{"RETRIESALLDOWN": "1"} }, ErrInvalidOption,
+			[]string{`"RETRIESALLDOWN"`, "Config.RetriesAllDown"}},
+		{"alias in Params", func(c *Config) { c.MySQL.Params = map[string]string{"secondsbeforeretrysource": "1"} }, ErrInvalidOption,
+			[]string{"Config.SecondsBeforeRetryMaster"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := good()
+			tt.change(c)
+			before := c.Clone()
+			err := c.Validate()
+			if d := diffConfig(c, before); d != "" {
+				t.Errorf("Validate modified the Config: %s", d)
+			}
+			if tt.wantErr == nil {
+				if err != nil {
+					t.Fatalf("Validate: %v", err)
+				}
+				checkRoundTrip(t, c)
+				return
+			}
+			if err == nil {
+				t.Fatalf("Validate() = nil, want %v", tt.wantErr)
+			}
+			msg := err.Error()
+			if !errors.Is(err, tt.wantErr) {
+				t.Errorf("error %q does not wrap %v", msg, tt.wantErr)
+			}
+			if !strings.HasPrefix(msg, "dsn: ") || strings.Contains(msg, testPW) {
+				t.Errorf("error %q: want a \"dsn: \" prefix and no password", msg)
+			}
+			for _, p := range tt.parts {
+				if !strings.Contains(msg, p) {
+					t.Errorf("error %q does not contain %q", msg, p)
+				}
+			}
+		})
+	}
+	var nilCfg *Config
+	if err := nilCfg.Validate(); err == nil {
+		t.Error("nil Config validated")
+	}
+}
+
+// TestNewConfig pins the defaults against the constants and Connector/J's
+// values.
+func TestNewConfig(t *testing.T) {
+	c := NewConfig()
+	want(t, "RetriesAllDown", c.RetriesAllDown, 120)
+	want(t, "SecondsBeforeRetryMaster", c.SecondsBeforeRetryMaster, 30)
+	want(t, "QueriesBeforeRetryMaster", c.QueriesBeforeRetryMaster, 50)
+	want(t, "FailOverReadOnly", c.FailOverReadOnly, true)
+	want(t, "ReadOnly", c.ReadOnly, false)
+	want(t, "HostTimeout", c.HostTimeout, 5*time.Second)
+	if c.Hosts != nil || c.MySQL == nil {
+		t.Errorf("Hosts = %v, MySQL = %p: want nil hosts and a MySQL config", c.Hosts, c.MySQL)
+	}
+	if d := (&Config{MySQL: c.MySQL}).MySQL.FormatDSN(); d != mysql.NewConfig().FormatDSN() {
+		t.Errorf("MySQL is not mysql.NewConfig(): %q", d)
+	}
+	if err := c.Validate(); !errors.Is(err, ErrInvalidHost) {
+		t.Errorf("Validate without hosts: %v, want ErrInvalidHost", err)
+	}
+}
+
+// TestClone: the copy is equal and shares neither Hosts nor MySQL (nor its
+// Params map) with the original.
+func TestClone(t *testing.T) {
+	c, err := Parse("u:" + testPW + "@tcp(h1,h2)/db?sql_mode=ANSI&retriesAllDown=4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := c.Clone()
+	if d := diffConfig(c, cp); d != "" {
+		t.Fatalf("clone differs: %s", d)
+	}
+	cp.Hosts[0].Name = "changed"
+	cp.MySQL.Params["sql_mode"] = "changed"
+	cp.MySQL.User = "changed"
+	cp.RetriesAllDown = 9
+	if c.Hosts[0].Name != "h1" || c.MySQL.Params["sql_mode"] != "ANSI" || c.MySQL.User != "u" || c.RetriesAllDown != 4 {
+		t.Errorf("changing the clone changed the original: %v", c)
+	}
+	var nilCfg *Config
+	if nilCfg.Clone() != nil {
+		t.Error("nil.Clone() != nil")
+	}
+	if got := (&Config{}).Clone(); got.Hosts != nil || got.MySQL != nil {
+		t.Errorf("Clone of zero Config = %#v", got)
+	}
+}
+
+// TestHostConfig: one go-sql-driver config per host, with that host's
+// address, the configured TCP flavour, everything else from MySQL, and no
+// sharing with c; go-sql-driver's NewConnector accepts it.
+func TestHostConfig(t *testing.T) {
+	tests := []struct {
+		dsn     string
+		wantNet string
+	}{
+		{"u:" + testPW + "@tcp(h1,h2:3307,[::1]:3308)/db?parseTime=true&tls=true&sql_mode=ANSI", "tcp"},
+		{"u:" + testPW + "@(h1,h2:3307,[::1]:3308)/db", "tcp"},
+		{"tcp6(h1,h2:3307,[::1]:3308)/db", "tcp6"},
+		{"tcp4(h1,h2:3307,[::1]:3308)/db", "tcp4"},
+	}
+	for _, tt := range tests {
+		c, err := Parse(tt.dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := c.FormatDSN()
+		wantAddrs := []string{"h1:3306", "h2:3307", "[::1]:3308"}
+		for i, addr := range wantAddrs {
+			m := c.HostConfig(i)
+			want(t, "Addr", m.Addr, addr)
+			want(t, "Net", m.Net, tt.wantNet)
+			want(t, "Passwd", m.Passwd, c.MySQL.Passwd)
+			want(t, "DBName", m.DBName, "db")
+			want(t, "ParseTime", m.ParseTime, c.MySQL.ParseTime)
+			if _, err := mysql.NewConnector(m); err != nil {
+				t.Errorf("NewConnector(HostConfig(%d)): %v", i, err)
+			}
+			m.Params = map[string]string{"x": "y"}
+			m.DBName = "changed"
+		}
+		want(t, "config after HostConfig", c.FormatDSN(), before)
+	}
+	c := &Config{Hosts: []Host{{"db1", 3306}}}
+	if m := c.HostConfig(0); m.Addr != "db1:3306" || m.Net != "tcp" {
+		t.Errorf("HostConfig with nil MySQL = %s(%s)", m.Net, m.Addr)
+	}
+}
+
+// TestHostAddr: Addr and String bracket IPv6 literals and agree.
+func TestHostAddr(t *testing.T) {
+	for _, tt := range []struct {
+		h    Host
+		want string
+	}{
+		{Host{"db1", 3306}, "db1:3306"},
+		{Host{"10.0.0.1", 1}, "10.0.0.1:1"},
+		{Host{"::1", 3308}, "[::1]:3308"},
+		{Host{"fe80::1%eth0", 3306}, "[fe80::1%eth0]:3306"},
+	} {
+		want(t, "Addr", tt.h.Addr(), tt.want)
+		want(t, "String", tt.h.String(), tt.want)
+		want(t, "%v", fmt.Sprint(tt.h), tt.want)
+	}
+}
+
+// TestParseDoesNotPanic covers inputs that make go-sql-driver itself panic
+// or that stress the cutting logic.
+func TestParseDoesNotPanic(t *testing.T) {
+	for _, s := range []string{
+		"/?strict=1", "/?strict=", "(/", "()/", "@", "@/", "/?", "/?=", "/?&", "(", ")/", "a(/b)/", "[", "tcp([)/", "tcp(])/",
+		"tcp(,)/", "tcp([]:)/", "\x00/", "tcp(h:\x00)/",
+	} {
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					t.Errorf("Parse(%q) panicked: %v", s, r)
+				}
+			}()
+			if _, err := Parse(s); errors.Is(err, errPanicked) {
+				t.Errorf("Parse(%q): go-sql-driver or this package panicked", s)
+			}
+		}()
+	}
+}

@@ -1,0 +1,46 @@
+package dsn
+
+import "errors"
+
+// Sentinel errors. Every error that Parse and Validate return for a problem found
+// by this package wraps exactly one of them, so callers can branch with errors.Is
+// while the message itself names the offending key, value or host. Errors from
+// go-sql-driver's own DSN parser are wrapped as they are (errors.Is and errors.As
+// reach them) and wrap none of these.
+var (
+	// ErrSyntax: the DSN does not have the shape
+	// [user[:password]@][net[(addrlist)]]/dbname[?param=value&...], as
+	// go-sql-driver would also reject it (missing '/', unterminated address
+	// list); one of our parameters has no "=value"; the DSN has
+	// go-sql-driver's removed strict parameter (go-sql-driver would panic on
+	// it); or parsing panicked (Parse recovers, the panic is a bug).
+	ErrSyntax = errors.New("dsn: malformed DSN")
+
+	// ErrNotTCP: the network is not tcp, tcp4 or tcp6. Failover needs a list of
+	// TCP hosts; a unix socket or named pipe names one local server only.
+	ErrNotTCP = errors.New("dsn: failover needs TCP hosts (tcp, tcp4 or tcp6)")
+
+	// ErrInvalidHost: a host list entry is empty, has a bad port (not a decimal
+	// in 1..65535), unbalanced brackets, an unbracketed IPv6 literal, a
+	// character that cannot be part of a host name, or repeats an earlier
+	// entry; or Config.Hosts is empty.
+	ErrInvalidHost = errors.New("dsn: invalid host")
+
+	// ErrInvalidOption: one of the failover options has a bad value, is given
+	// twice (or with its alias) with different values, is misspelled only in
+	// case, or hides in mysql.Config.Params; or a Config field is out of range,
+	// or the Config or its MySQL is nil.
+	ErrInvalidOption = errors.New("dsn: invalid failover option")
+)
+
+// dsnError carries a full message (which already starts with "dsn: ") and the
+// sentinel it belongs to. fmt.Errorf("%w") would repeat the sentinel's text.
+type dsnError struct {
+	msg  string
+	kind error
+}
+
+func (e *dsnError) Error() string { return e.msg }
+func (e *dsnError) Unwrap() error { return e.kind }
+
+func newError(kind error, msg string) error { return &dsnError{msg: msg, kind: kind} }

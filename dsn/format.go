@@ -1,0 +1,117 @@
+package dsn
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/go-sql-driver/mysql"
+)
+
+// redacted replaces the password in String and GoString. It is a fixed text
+// so that the output says neither the password nor its length.
+const redacted = "xxxxx"
+
+// FormatDSN returns a DSN that Parse turns back into an equal Config. It
+// includes the password: it is for machines (a connection string to hand
+// over); use String to log or print.
+//
+// The address list is the comma-joined Host.Addr() values; the rest comes
+// from go-sql-driver's mysql.Config.FormatDSN, followed by our options that
+// differ from their defaults, in a fixed order and under their main
+// (...Master) names. Like go-sql-driver's, it cannot express MySQL.TLS,
+// Logger or DialFunc, and the guarantee holds for Configs that pass
+// Validate and whose MySQL go-sql-driver can format (a user name without
+// ':', parameter names without '&' or '=' ...), which all Parse results do.
+// A nil MySQL is formatted as mysql.NewConfig().
+func (c *Config) FormatDSN() string { return c.format(false) }
+
+// String returns FormatDSN with the password replaced by "xxxxx", so a
+// Config can be logged; it never contains the password. A nil receiver gives
+// "<nil>".
+func (c *Config) String() string {
+	if c == nil {
+		return "<nil>"
+	}
+	return c.format(true)
+}
+
+// GoString implements fmt.GoStringer so that %#v prints the redacted DSN,
+// as dsn.Config("..."), instead of the fields (whose MySQL holds the
+// password).
+func (c *Config) GoString() string {
+	if c == nil {
+		return "(*dsn.Config)(nil)"
+	}
+	return "dsn.Config(" + strconv.Quote(c.String()) + ")"
+}
+
+func (c *Config) format(redact bool) string {
+	var m *mysql.Config
+	if c.MySQL != nil {
+		m = c.MySQL.Clone()
+	} else {
+		m = mysql.NewConfig()
+	}
+	// go-sql-driver drops a password without a user name, which Parse
+	// accepts (":pw@"), so the user info is written here.
+	user, pw := m.User, m.Passwd
+	m.User, m.Passwd = "", ""
+	if m.Net == "" {
+		m.Net = "tcp"
+	}
+	addrs := make([]string, len(c.Hosts))
+	for i, h := range c.Hosts {
+		addrs[i] = h.Addr()
+	}
+	// go-sql-driver writes net(addr) verbatim, and always when addr is set,
+	// so the default 127.0.0.1:3306 survives too.
+	m.Addr = strings.Join(addrs, ",")
+
+	var b strings.Builder
+	if user != "" || pw != "" {
+		b.WriteString(user)
+		if pw != "" {
+			b.WriteByte(':')
+			if redact {
+				b.WriteString(redacted)
+			} else {
+				b.WriteString(pw)
+			}
+		}
+		b.WriteByte('@')
+	}
+	rest := m.FormatDSN()
+	b.WriteString(rest)
+
+	sep := byte('?')
+	if strings.IndexByte(rest[strings.LastIndexByte(rest, '/')+1:], '?') >= 0 {
+		sep = '&'
+	}
+	add := func(key, value string) {
+		b.WriteByte(sep)
+		sep = '&'
+		b.WriteString(key)
+		b.WriteByte('=')
+		b.WriteString(value)
+	}
+	// Same order as options; main names only.
+	if c.RetriesAllDown != DefaultRetriesAllDown {
+		add("retriesAllDown", strconv.Itoa(c.RetriesAllDown))
+	}
+	if c.SecondsBeforeRetryMaster != DefaultSecondsBeforeRetryMaster {
+		add("secondsBeforeRetryMaster", strconv.Itoa(c.SecondsBeforeRetryMaster))
+	}
+	if c.QueriesBeforeRetryMaster != DefaultQueriesBeforeRetryMaster {
+		add("queriesBeforeRetryMaster", strconv.Itoa(c.QueriesBeforeRetryMaster))
+	}
+	if !c.FailOverReadOnly {
+		add("failOverReadOnly", "false")
+	}
+	if c.ReadOnly {
+		add("readOnly", "true")
+	}
+	if c.HostTimeout != DefaultHostTimeout {
+		add("hostTimeout", c.HostTimeout.String()) // parses back exactly
+	}
+	return b.String()
+}

@@ -1,0 +1,388 @@
+package dsn
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+)
+
+// optKind is how a failover option's value is written in the DSN.
+type optKind int
+
+const (
+	optCount    optKind = iota // decimal integer >= 0
+	optSeconds                 // decimal integer >= 0, in seconds
+	optBool                    // strconv.ParseBool
+	optDuration                // time.ParseDuration >= 0
+)
+
+// option is one DSN key of ours. Aliases share main and field.
+type option struct {
+	key   string // exact DSN key (keys are case-sensitive, as go-sql-driver's)
+	main  string // the name FormatDSN writes; differs from key for aliases
+	field string // Config field, for messages
+	kind  optKind
+}
+
+// options lists every key Parse takes out of the query string; go-sql-driver
+// never sees them. Order is FormatDSN's output order.
+var options = []option{
+	{"retriesAllDown", "retriesAllDown", "RetriesAllDown", optCount},
+	{"secondsBeforeRetryMaster", "secondsBeforeRetryMaster", "SecondsBeforeRetryMaster", optSeconds},
+	{"queriesBeforeRetryMaster", "queriesBeforeRetryMaster", "QueriesBeforeRetryMaster", optCount},
+	{"failOverReadOnly", "failOverReadOnly", "FailOverReadOnly", optBool},
+	{"readOnly", "readOnly", "ReadOnly", optBool},
+	{"hostTimeout", "hostTimeout", "HostTimeout", optDuration},
+	// Connector/J 8.0.23 renamed ...Master to ...Source; both are accepted.
+	{"secondsBeforeRetrySource", "secondsBeforeRetryMaster", "SecondsBeforeRetryMaster", optSeconds},
+	{"queriesBeforeRetrySource", "queriesBeforeRetryMaster", "QueriesBeforeRetryMaster", optCount},
+}
+
+func exactOption(key string) *option {
+	for i := range options {
+		if options[i].key == key {
+			return &options[i]
+		}
+	}
+	return nil
+}
+
+// foldOption finds the option key equals under Unicode case folding. A key that
+// folds to ours but is not exact is a typo: go-sql-driver would otherwise send
+// it to the server as "SET retriesalldown=...", which fails late and obscurely.
+func foldOption(key string) *option {
+	for i := range options {
+		if strings.EqualFold(options[i].key, key) {
+			return &options[i]
+		}
+	}
+	return nil
+}
+
+// Parse parses a DSN in go-sql-driver's syntax with a host list:
+//
+//	[user[:password]@][net[(host[:port],host[:port],...)]]/dbname[?param=value&...]
+//
+// e.g. "app:pw@tcp(db1:3306,db2,[::1]:3308)/shop?readTimeout=5s&retriesAllDown=3".
+// The first host is the primary; a host without a port gets 3306; IPv6
+// literals go in brackets; no address list means 127.0.0.1:3306, as in
+// go-sql-driver. net must be tcp, tcp4 or tcp6 (or absent: tcp). Names are not
+// resolved.
+//
+// Our options (see the package documentation) are taken out of the query
+// string; everything else goes, with its escaping untouched, to
+// mysql.ParseDSN, whose result becomes MySQL (with Addr the primary's and TLS
+// left nil, see Config.MySQL).
+//
+// Errors start with "dsn: " and wrap ErrSyntax, ErrNotTCP, ErrInvalidHost or
+// ErrInvalidOption, or wrap go-sql-driver's own error. They name the
+// offending host entry (1-based position and text) or key and value, never
+// the password or the whole DSN. Parse does not panic.
+func Parse(dsn string) (c *Config, err error) {
+	defer func() {
+		// go-sql-driver panics on at least "strict=" (rejected below); any
+		// other panic must not take the caller down either.
+		if r := recover(); r != nil {
+			c, err = nil, errPanicked
+		}
+	}()
+
+	p, err := split(dsn)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkNet(p.net); err != nil {
+		return nil, err
+	}
+	hosts, err := parseHosts(p.addrlist)
+	if err != nil {
+		return nil, err
+	}
+	c = NewConfig()
+	c.Hosts = hosts
+	kept, err := c.takeOptions(p.query)
+	if err != nil {
+		return nil, err
+	}
+
+	// go-sql-driver would take the whole list as one address, so it gets the
+	// primary only; HostConfig sets the address per host.
+	var b strings.Builder
+	b.WriteString(p.userinfo)
+	if p.net == "" {
+		b.WriteString("tcp")
+	} else {
+		b.WriteString(p.net)
+	}
+	b.WriteByte('(')
+	b.WriteString(hosts[0].Addr())
+	b.WriteString(")/")
+	b.WriteString(p.dbname)
+	if kept != "" {
+		b.WriteByte('?')
+		b.WriteString(kept)
+	}
+	m, err := mysql.ParseDSN(b.String())
+	if err != nil {
+		return nil, fmt.Errorf("dsn: %w", err)
+	}
+	// go-sql-driver set TLS.ServerName from the primary's name; without TLS,
+	// NewConnector rebuilds it from TLSConfig and each host's own name.
+	m.TLS = nil
+	c.MySQL = m
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// errPanicked is what Parse returns after a panic. The panic value is not
+// included, as it might quote the DSN; the fuzz test fails on this error.
+var errPanicked = newError(ErrSyntax, "dsn: internal error while parsing the DSN (panic recovered)")
+
+// dsnParts are the raw pieces of a DSN, cut where go-sql-driver cuts.
+type dsnParts struct {
+	userinfo string // "user:password@", "user@" or ""; never printed
+	net      string
+	addrlist string // between the parentheses after net, "" if none
+	dbname   string // still path-escaped
+	query    string // after the first '?' following the dbname slash
+}
+
+// split cuts dsn by go-sql-driver's rules (ParseDSN, dsn.go): the last '/'
+// ends the address part, the last '@' before it ends the user info (so a
+// password may contain '@', ':', '/', '(' ...), and the first '(' after that
+// '@' opens the address list, which must end just before the '/'.
+func split(dsn string) (dsnParts, error) {
+	var p dsnParts
+	if dsn == "" {
+		return p, nil
+	}
+	slash := strings.LastIndexByte(dsn, '/')
+	if slash < 0 {
+		return p, newError(ErrSyntax, "dsn: missing the '/' before the database name")
+	}
+	if slash > 0 {
+		at := strings.LastIndexByte(dsn[:slash], '@')
+		p.userinfo = dsn[:at+1]
+		rest := dsn[at+1 : slash]
+		if open := strings.IndexByte(rest, '('); open >= 0 {
+			if dsn[slash-1] != ')' {
+				if strings.IndexByte(rest[open+1:], ')') >= 0 {
+					return p, newError(ErrSyntax, "dsn: address list not closed right before '/': did you forget to escape a parameter value?")
+				}
+				return p, newError(ErrSyntax, "dsn: address list not terminated (missing ')')")
+			}
+			p.net = rest[:open]
+			p.addrlist = rest[open+1 : len(rest)-1]
+		} else {
+			p.net = rest
+		}
+	}
+	after := dsn[slash+1:]
+	p.dbname, p.query, _ = strings.Cut(after, "?")
+	return p, nil
+}
+
+// parseHosts splits the address list. An empty list is go-sql-driver's
+// default address.
+func parseHosts(list string) ([]Host, error) {
+	if list == "" {
+		return []Host{{Name: "127.0.0.1", Port: defaultPort}}, nil
+	}
+	entries := strings.Split(list, ",")
+	hosts := make([]Host, 0, len(entries))
+	seen := make(map[string]int, len(entries))
+	for i, e := range entries {
+		h, reason := parseHost(e)
+		if reason != "" {
+			return nil, newError(ErrInvalidHost, fmt.Sprintf("dsn: host %d (%q): %s", i+1, e, reason))
+		}
+		k := hostKey(h)
+		if j, dup := seen[k]; dup {
+			return nil, newError(ErrInvalidHost, fmt.Sprintf("dsn: host %d (%q): duplicate of host %d (%q)", i+1, e, j+1, entries[j]))
+		}
+		seen[k] = i
+		hosts = append(hosts, h)
+	}
+	return hosts, nil
+}
+
+// parseHost parses "name", "name:port", "[ipv6]" or "[ipv6]:port". It returns
+// a reason instead of an error so that the caller can name the entry.
+func parseHost(e string) (Host, string) {
+	if e == "" {
+		return Host{}, "empty host entry"
+	}
+	var name, port string
+	hasPort := false
+	if e[0] == '[' {
+		end := strings.IndexByte(e, ']')
+		if end < 0 {
+			return Host{}, "unbalanced brackets: '[' without ']'"
+		}
+		name = e[1:end]
+		rest := e[end+1:]
+		if strings.ContainsAny(name, "[]") || strings.ContainsAny(rest, "[]") {
+			return Host{}, "unbalanced brackets"
+		}
+		if rest != "" {
+			if rest[0] != ':' {
+				return Host{}, `want "[address]" or "[address]:port"`
+			}
+			port, hasPort = rest[1:], true
+		}
+		return finishHost(name, port, hasPort)
+	}
+	if strings.ContainsAny(e, "[]") {
+		return Host{}, "unbalanced brackets"
+	}
+	switch strings.Count(e, ":") {
+	case 0:
+		name = e
+	case 1:
+		name, port, _ = strings.Cut(e, ":")
+		hasPort = true
+	default:
+		return Host{}, `IPv6 address must be in brackets, as in "[::1]" or "[::1]:3306"`
+	}
+	return finishHost(name, port, hasPort)
+}
+
+func finishHost(name, port string, hasPort bool) (Host, string) {
+	if reason := checkHostName(name); reason != "" {
+		return Host{}, reason
+	}
+	h := Host{Name: name, Port: defaultPort}
+	if hasPort {
+		n, ok := parsePort(port)
+		if !ok {
+			return Host{}, fmt.Sprintf("invalid port %q: want a decimal in 1..65535", port)
+		}
+		h.Port = n
+	}
+	return h, ""
+}
+
+func parsePort(s string) (int, bool) {
+	if !isDigits(s) {
+		return 0, false
+	}
+	n, err := strconv.Atoi(s)
+	return n, err == nil && n >= 1 && n <= 65535
+}
+
+// isDigits rejects the signs and blanks strconv.Atoi would accept or trip on.
+func isDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// takeOptions applies our keys from the raw query string to c and returns the
+// rest, byte for byte (escapes included: go-sql-driver unescapes values
+// itself).
+func (c *Config) takeOptions(query string) (string, error) {
+	if query == "" {
+		return "", nil
+	}
+	type given struct {
+		key, raw string
+		v        any
+	}
+	seen := make(map[string]given)
+	items := strings.Split(query, "&")
+	var kept []string
+	for _, item := range items {
+		key, raw, hasValue := strings.Cut(item, "=")
+		o := exactOption(key)
+		if o == nil {
+			if f := foldOption(key); f != nil {
+				return "", newError(ErrInvalidOption, fmt.Sprintf("dsn: unknown parameter %q: did you mean %q?", key, f.key))
+			}
+			if key == "strict" && hasValue {
+				return "", newError(ErrSyntax, `dsn: parameter "strict" is not supported: go-sql-driver removed strict mode`)
+			}
+			kept = append(kept, item)
+			continue
+		}
+		if !hasValue {
+			return "", newError(ErrSyntax, fmt.Sprintf("dsn: %s: missing \"=value\"", key))
+		}
+		v, err := parseValue(o, raw)
+		if err != nil {
+			return "", err
+		}
+		if prev, ok := seen[o.main]; ok {
+			if prev.v == v {
+				continue
+			}
+			if prev.key == key {
+				return "", newError(ErrInvalidOption, fmt.Sprintf("dsn: %s given twice with different values (%q and %q)", key, prev.raw, raw))
+			}
+			return "", newError(ErrInvalidOption, fmt.Sprintf(
+				"dsn: %s=%q and %s=%q disagree: they are the same option (Connector/J 8.0.23 renamed ...Master to ...Source)",
+				prev.key, prev.raw, key, raw))
+		}
+		seen[o.main] = given{key: key, raw: raw, v: v}
+		c.set(o, v)
+	}
+	return strings.Join(kept, "&"), nil
+}
+
+// parseValue checks one of our values; the message names key and value.
+func parseValue(o *option, raw string) (any, error) {
+	bad := func(want string) error {
+		return newError(ErrInvalidOption, fmt.Sprintf("dsn: %s: invalid value %q: want %s", o.key, raw, want))
+	}
+	switch o.kind {
+	case optCount, optSeconds:
+		want := "an integer >= 0"
+		if o.kind == optSeconds {
+			want = "an integer number of seconds >= 0"
+		}
+		if !isDigits(raw) {
+			return nil, bad(want)
+		}
+		n, err := strconv.Atoi(raw)
+		if err != nil {
+			return nil, bad(want + " that fits an int")
+		}
+		return n, nil
+	case optBool:
+		b, err := strconv.ParseBool(raw)
+		if err != nil {
+			return nil, bad("true or false (or 1, 0)")
+		}
+		return b, nil
+	default: // optDuration
+		d, err := time.ParseDuration(raw)
+		if err != nil || d < 0 {
+			return nil, bad(`a duration >= 0 such as "5s" or "500ms"`)
+		}
+		return d, nil
+	}
+}
+
+func (c *Config) set(o *option, v any) {
+	switch o.main {
+	case "retriesAllDown":
+		c.RetriesAllDown = v.(int)
+	case "secondsBeforeRetryMaster":
+		c.SecondsBeforeRetryMaster = v.(int)
+	case "queriesBeforeRetryMaster":
+		c.QueriesBeforeRetryMaster = v.(int)
+	case "failOverReadOnly":
+		c.FailOverReadOnly = v.(bool)
+	case "readOnly":
+		c.ReadOnly = v.(bool)
+	case "hostTimeout":
+		c.HostTimeout = v.(time.Duration)
+	}
+}

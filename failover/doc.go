@@ -1,0 +1,42 @@
+// Package failover is the brain of mysqlfailover: error classification, the host walk,
+// the fall-back clock and counter, and the errors and events users see. It knows nothing
+// of database/sql pooling; package conn drives it.
+//
+// # The shared state
+//
+// One Cluster serves every pooled connection of one connector. It holds the index of the
+// active host, the host the pool uses. A connection that finds its host is no longer the
+// active one moves at its next safe point, before it sends anything, so a single failure
+// moves the whole pool and the other callers see no error.
+//
+// # The walk
+//
+// Connect (a connection joining the pool) and Failover (a connection whose host failed)
+// walk the host list the way Connector/J's FailoverConnectionProxy does. A first
+// connection tries the primary, then the secondaries in DSN order. After a failure on
+// host k the walk goes round-robin from k+1 and ends the pass with k itself; while
+// fall-back is enabled but not due, the primary is skipped in the first pass and included
+// from the second; when fall-back is due, the primary is tried first. Each pass may be
+// followed by another, RetriesAllDown in all, with RetryPause (250 ms) between them. Every
+// host attempt (dial, handshake, session set-up) is bounded by HostTimeout and by the
+// caller's context, which also bounds the walk. A communication error moves the walk to
+// the next host; any other error (access denied, unknown database) ends it, because every
+// host would answer the same. A walk that finds no host returns a *NoHostAvailableError
+// naming every host and its last error, or why it was not tried.
+//
+// # Fall-back
+//
+// Once the pool is on a secondary it returns to the primary when
+// SecondsBeforeRetryMaster seconds have passed or QueriesBeforeRetryMaster statements ran
+// since it left (both 0: never; the primary is then an ordinary member of the rotation).
+// Connections check this only at safe points, before a statement outside a transaction,
+// and one connection at a time makes the attempt (TryFallBack). If the primary does not
+// answer, the pool stays and both clocks restart, silently.
+//
+// # Classification
+//
+// Classify sorts errors into Data (returned untouched), Communication (the host is gone
+// for this connection) and Canceled (the caller's context; the host is fine). Errors this
+// package returns never match driver.ErrBadConn (NotBadConn cuts that chain), because
+// database/sql repeats any call that fails with it.
+package failover

@@ -1,0 +1,193 @@
+package failover
+
+import (
+	"database/sql/driver"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ErrTxLost is matched (errors.Is) by every error that ends a transaction because its
+// connection failed inside it: the statement that hit the failure, every later statement
+// of the same transaction (which never runs anywhere) and its Commit. The server rolled
+// the transaction back when its session died; nothing of it was replayed on another host.
+// As MariaDB Connector/J's 25S03 "In progress transaction was lost".
+var ErrTxLost = errors.New("mysqlfailover: transaction lost: its connection failed, the server rolled it back and nothing after the failure ran")
+
+// ErrCommitOutcomeUnknown is matched (errors.Is) by the error of a Commit whose connection
+// failed after COMMIT was sent: the transaction may or may not have been committed, and
+// only reading the data can tell. It is never returned for a transaction known to be lost
+// (see ErrTxLost). As Connector/J's SQLSTATE 08007 "Transaction resolution unknown".
+var ErrCommitOutcomeUnknown = errors.New("mysqlfailover: commit outcome unknown: the connection failed after COMMIT was sent")
+
+// ErrClosed is returned by a Cluster or a connection used after Close.
+var ErrClosed = errors.New("mysqlfailover: closed")
+
+// FailoverError is returned, wrapped or as is, for a statement whose connection failed
+// with a communication error. By the time the caller sees it the proxy has already moved
+// to another host (Current) and restored the session state there, so the next statement
+// on the same connection runs on Current. errors.Is and errors.As reach the cause (Err)
+// and, when no host could be reached, the reason (Reconnect). It never matches
+// driver.ErrBadConn, so database/sql does not run the statement again.
+type FailoverError struct {
+	// Failed is the host:port whose connection failed.
+	Failed string
+	// Current is the host:port the connection uses now, or "" when no host could be reached.
+	Current string
+	// MaybeExecuted is true when the request may have reached Failed before the failure,
+	// so the statement may have run there; false when it was provably never sent.
+	MaybeExecuted bool
+	// Err is the communication error from Failed.
+	Err error
+	// Reconnect is non-nil when no other host could be reached: a *NoHostAvailableError,
+	// the caller's context error, or the data error (such as access denied) a host gave.
+	Reconnect error
+}
+
+// Error names both hosts and the cause, never a password.
+func (e *FailoverError) Error() string {
+	var b strings.Builder
+	b.WriteString("mysqlfailover: connection to ")
+	b.WriteString(e.Failed)
+	b.WriteString(" failed: ")
+	b.WriteString(e.Err.Error())
+	if e.Current != "" {
+		b.WriteString("; now on ")
+		b.WriteString(e.Current)
+	} else if e.Reconnect != nil {
+		b.WriteString("; no host to switch to: ")
+		b.WriteString(e.Reconnect.Error())
+	}
+	if e.MaybeExecuted {
+		b.WriteString(" (the statement may have run on ")
+		b.WriteString(e.Failed)
+		b.WriteString(")")
+	}
+	return b.String()
+}
+
+// Unwrap returns the cause and, if set, the reconnect error.
+func (e *FailoverError) Unwrap() []error {
+	if e.Reconnect != nil {
+		return []error{e.Err, e.Reconnect}
+	}
+	return []error{e.Err}
+}
+
+// HostError is one host's part of a NoHostAvailableError.
+type HostError struct {
+	// Host is the host:port.
+	Host string
+	// Err is the last error of the last attempt on Host; nil when Host was not tried.
+	Err error
+	// Skipped says why Host was not tried when Err is nil.
+	Skipped string
+}
+
+// Error returns "host: cause" or "host: not tried (reason)".
+func (e *HostError) Error() string {
+	if e.Err == nil {
+		return e.Host + ": not tried (" + e.Skipped + ")"
+	}
+	return e.Host + ": " + e.Err.Error()
+}
+
+// Unwrap returns the host's error.
+func (e *HostError) Unwrap() error { return e.Err }
+
+// NoHostAvailableError is returned when a walk over the host list ends without a
+// connection: after RetriesAllDown passes, or earlier when the caller's context ended.
+// It names every configured host, in DSN order, with its last error or the reason it was
+// not tried. It never matches driver.ErrBadConn, so database/sql does not repeat the walk.
+type NoHostAvailableError struct {
+	// Passes is the number of passes over the host list that were started.
+	Passes int
+	// Hosts has one entry per configured host, in DSN order.
+	Hosts []HostError
+	// Err is the caller's context error when the context ended the walk, else nil.
+	Err error
+}
+
+// Error lists every host and its cause.
+func (e *NoHostAvailableError) Error() string {
+	var b strings.Builder
+	b.WriteString("mysqlfailover: no host available after ")
+	b.WriteString(strconv.Itoa(e.Passes))
+	if e.Passes == 1 {
+		b.WriteString(" pass")
+	} else {
+		b.WriteString(" passes")
+	}
+	if e.Err != nil {
+		b.WriteString(" (")
+		b.WriteString(e.Err.Error())
+		b.WriteString(")")
+	}
+	for i := range e.Hosts {
+		if i == 0 {
+			b.WriteString(": ")
+		} else {
+			b.WriteString("; ")
+		}
+		b.WriteString(e.Hosts[i].Error())
+	}
+	return b.String()
+}
+
+// Unwrap returns the context error, if any, and every host's error.
+func (e *NoHostAvailableError) Unwrap() []error {
+	errs := make([]error, 0, len(e.Hosts)+1)
+	if e.Err != nil {
+		errs = append(errs, e.Err)
+	}
+	for i := range e.Hosts {
+		if e.Hosts[i].Err != nil {
+			errs = append(errs, &e.Hosts[i])
+		}
+	}
+	return errs
+}
+
+// HostTimeoutError is a host attempt (dial, handshake, session set-up) that did not finish
+// within Options.HostTimeout. It is a net.Error with Timeout() true, so Classify calls it a
+// communication error, and it deliberately does not match context.DeadlineExceeded: that
+// is reserved for the caller's own context.
+type HostTimeoutError struct {
+	// Timeout is the per-host bound that expired.
+	After time.Duration
+	// Cause is the error the attempt returned when its deadline fired.
+	Cause error
+}
+
+// Error says which bound expired.
+func (e *HostTimeoutError) Error() string {
+	return "host attempt timed out after " + e.After.String() + " (hostTimeout): " + e.Cause.Error()
+}
+
+// Timeout reports true (net.Error).
+func (e *HostTimeoutError) Timeout() bool { return true }
+
+// Temporary reports true (net.Error).
+func (e *HostTimeoutError) Temporary() bool { return true }
+
+// notSentError replaces driver.ErrBadConn inside the errors this package returns.
+// database/sql retries any error that matches driver.ErrBadConn (up to three times, on
+// other connections), which is only right while nothing was sent; once the proxy has
+// handled the failure itself, the error must not carry that meaning any more.
+type notSentError struct{ msg string }
+
+func (e *notSentError) Error() string { return e.msg }
+
+// NotBadConn returns err unchanged unless it matches driver.ErrBadConn, in which case it
+// returns an error with the same text (plus what) that does not: the one place where this
+// package cuts the ErrBadConn chain (DESIGN.md invariant 2).
+func NotBadConn(err error, what string) error {
+	if err == nil || !errors.Is(err, driver.ErrBadConn) {
+		return err
+	}
+	if what == "" {
+		return &notSentError{msg: err.Error()}
+	}
+	return &notSentError{msg: what + " (" + err.Error() + ")"}
+}

@@ -1,0 +1,186 @@
+package fake
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+
+	"github.com/DATA-DOG/go-sqlmock"
+	"github.com/go-sql-driver/mysql"
+)
+
+// Refused is the dial error of a down host: what net.Dialer returns for a closed port.
+func Refused(addr string) error {
+	return &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED), Addr: fakeAddr(addr)}
+}
+
+type fakeAddr string
+
+func (a fakeAddr) Network() string { return "tcp" }
+func (a fakeAddr) String() string  { return string(a) }
+
+// Net is a set of fake hosts H1:3306 .. Hn:3306, in the spirit of Connector/J's
+// UnreliableSocketFactory: a down host refuses new connections and its existing
+// connections fail every call. Physical connections are go-sqlmock connections,
+// scripted per host by Script.
+type Net struct {
+	t     testing.TB
+	mu    sync.Mutex
+	hosts []*host
+	seq   int
+	conns []*Conn
+}
+
+type host struct {
+	addr    string
+	dialErr error
+	ioErr   error
+	script  func(int, sqlmock.Sqlmock)
+}
+
+// NewNet returns n hosts, all up, whose connections expect nothing.
+func NewNet(t testing.TB, n int) *Net {
+	fn := &Net{t: t}
+	for i := 0; i < n; i++ {
+		fn.hosts = append(fn.hosts, &host{addr: "H" + strconv.Itoa(i+1) + ":3306"})
+	}
+	return fn
+}
+
+// Addrs returns "H1:3306", "H2:3306", ...
+func (n *Net) Addrs() []string {
+	out := make([]string, len(n.hosts))
+	for i, h := range n.hosts {
+		out[i] = h.addr
+	}
+	return out
+}
+
+// Down makes host i refuse new connections (ECONNREFUSED) and fail every call on its
+// open connections with mysql.ErrInvalidConn (a read failed after the request was sent).
+func (n *Net) Down(i int) { n.Set(i, Refused(n.hosts[i].addr), mysql.ErrInvalidConn) }
+
+// Kill is Down for a killed server process: its sockets are closed too, so go-sql-driver's
+// liveness check of idle connections (ResetSession) sees them dead.
+func (n *Net) Kill(i int) {
+	n.Down(i)
+	n.mu.Lock()
+	for _, c := range n.conns {
+		if c.Host == i {
+			c.dead = true
+		}
+	}
+	n.mu.Unlock()
+}
+
+// Up undoes Down and Kill (for new connections; killed ones stay dead).
+
+func (n *Net) Up(i int) { n.Set(i, nil, nil) }
+
+// Set sets the error new connections to host i get (nil: they succeed) and the error
+// every call on its open connections gets (nil: calls go to the script).
+func (n *Net) Set(i int, dialErr, ioErr error) {
+	n.mu.Lock()
+	n.hosts[i].dialErr, n.hosts[i].ioErr = dialErr, ioErr
+	n.mu.Unlock()
+}
+
+// Script sets what every new connection to host i expects. f receives the connection's
+// sequence number on that host (0 for the first) and its mock, unordered.
+func (n *Net) Script(i int, f func(seq int, m sqlmock.Sqlmock)) {
+	n.mu.Lock()
+	n.hosts[i].script = f
+	n.mu.Unlock()
+}
+
+// Conns returns every physical connection opened to host i, oldest first.
+func (n *Net) Conns(i int) []*Conn {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var out []*Conn
+	for _, c := range n.conns {
+		if c.Host == i {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// AllConns returns every physical connection opened.
+func (n *Net) AllConns() []*Conn {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return append([]*Conn(nil), n.conns...)
+}
+
+func (n *Net) ioErr(c *Conn) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if c.dead {
+		return mysql.ErrInvalidConn
+	}
+	return n.hosts[c.Host].ioErr
+}
+
+func (n *Net) killed(c *Conn) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return c.dead
+}
+
+// Dial is a failover.DialFunc.
+func (n *Net) Dial(ctx context.Context, i int) (driver.Conn, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	n.mu.Lock()
+	h := n.hosts[i]
+	if h.dialErr != nil {
+		n.mu.Unlock()
+		return nil, h.dialErr
+	}
+	n.seq++
+	dsn := fmt.Sprintf("fake-%s-%d-%p", h.addr, n.seq, n)
+	seq := 0
+	for _, c := range n.conns {
+		if c.Host == i {
+			seq++
+		}
+	}
+	script := h.script
+	n.mu.Unlock()
+
+	db, mock, err := sqlmock.NewWithDSN(dsn, sqlmock.QueryMatcherOption(sqlmock.QueryMatcherEqual),
+		sqlmock.ValueConverterOption(driver.DefaultParameterConverter))
+	if err != nil {
+		return nil, err
+	}
+	n.t.Cleanup(func() { _ = db.Close() })
+	mock.MatchExpectationsInOrder(false)
+	if script != nil {
+		script(seq, mock)
+	}
+	inner, err := db.Driver().Open(dsn)
+	if err != nil {
+		return nil, err
+	}
+	c := &Conn{Host: i, Seq: seq, Mock: mock, inner: inner, net: n}
+	n.mu.Lock()
+	n.conns = append(n.conns, c)
+	n.mu.Unlock()
+	return c, nil
+}
+
+// DB is a helper for tests that want a *sql.DB over a connector.
+func DB(t testing.TB, c driver.Connector) *sql.DB {
+	db := sql.OpenDB(c)
+	t.Cleanup(func() { _ = db.Close() })
+	return db
+}

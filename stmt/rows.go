@@ -1,0 +1,126 @@
+package stmt
+
+import (
+	"context"
+	"database/sql/driver"
+	"io"
+	"reflect"
+)
+
+// Rows is the result-set proxy. Its errors go to the owner, which switches hosts for the
+// next statement; the rows themselves are never re-read elsewhere.
+type Rows struct {
+	own    Owner
+	ctx    context.Context
+	inner  driver.Rows
+	epoch  uint64
+	closed bool
+}
+
+// NewRows wraps inner, read from the owner's physical connection of epoch, for a
+// statement that ran with ctx, and tells the owner (RowsOpened) that results are open.
+func NewRows(own Owner, ctx context.Context, inner driver.Rows, epoch uint64) *Rows {
+	own.RowsOpened()
+	return &Rows{own: own, ctx: ctx, inner: inner, epoch: epoch}
+}
+
+// Columns implements driver.Rows.
+func (r *Rows) Columns() []string { return r.inner.Columns() }
+
+// Close closes the physical rows once; a communication error is handled by the owner.
+func (r *Rows) Close() error {
+	if r.closed {
+		return nil
+	}
+	r.closed = true
+	r.own.RowsClosed()
+	if err := r.inner.Close(); err != nil {
+		_, out := r.own.Fail(r.ctx, r.epoch, err, NoRetry)
+		return out
+	}
+	return nil
+}
+
+// Next implements driver.Rows; io.EOF is the normal end and passes through.
+func (r *Rows) Next(dest []driver.Value) error {
+	err := r.inner.Next(dest)
+	if err == nil || err == io.EOF {
+		return err
+	}
+	_, out := r.own.Fail(r.ctx, r.epoch, err, NoRetry)
+	return out
+}
+
+// HasNextResultSet implements driver.RowsNextResultSet.
+func (r *Rows) HasNextResultSet() bool {
+	if n, ok := r.inner.(driver.RowsNextResultSet); ok {
+		return n.HasNextResultSet()
+	}
+	return false
+}
+
+// NextResultSet implements driver.RowsNextResultSet.
+func (r *Rows) NextResultSet() error {
+	n, ok := r.inner.(driver.RowsNextResultSet)
+	if !ok {
+		return io.EOF
+	}
+	err := n.NextResultSet()
+	if err == nil || err == io.EOF {
+		return err
+	}
+	_, out := r.own.Fail(r.ctx, r.epoch, err, NoRetry)
+	return out
+}
+
+var anyType = reflect.TypeOf(new(any)).Elem()
+
+// ColumnTypeScanType forwards; without it database/sql would use any.
+func (r *Rows) ColumnTypeScanType(i int) reflect.Type {
+	if c, ok := r.inner.(driver.RowsColumnTypeScanType); ok {
+		return c.ColumnTypeScanType(i)
+	}
+	return anyType
+}
+
+// ColumnTypeDatabaseTypeName forwards ("" when the driver does not say).
+func (r *Rows) ColumnTypeDatabaseTypeName(i int) string {
+	if c, ok := r.inner.(driver.RowsColumnTypeDatabaseTypeName); ok {
+		return c.ColumnTypeDatabaseTypeName(i)
+	}
+	return ""
+}
+
+// ColumnTypeLength forwards.
+func (r *Rows) ColumnTypeLength(i int) (int64, bool) {
+	if c, ok := r.inner.(driver.RowsColumnTypeLength); ok {
+		return c.ColumnTypeLength(i)
+	}
+	return 0, false
+}
+
+// ColumnTypeNullable forwards.
+func (r *Rows) ColumnTypeNullable(i int) (nullable, ok bool) {
+	if c, ok := r.inner.(driver.RowsColumnTypeNullable); ok {
+		return c.ColumnTypeNullable(i)
+	}
+	return false, false
+}
+
+// ColumnTypePrecisionScale forwards.
+func (r *Rows) ColumnTypePrecisionScale(i int) (precision, scale int64, ok bool) {
+	if c, ok := r.inner.(driver.RowsColumnTypePrecisionScale); ok {
+		return c.ColumnTypePrecisionScale(i)
+	}
+	return 0, 0, false
+}
+
+var (
+	_ driver.Rows                           = (*Rows)(nil)
+	_ driver.RowsNextResultSet              = (*Rows)(nil)
+	_ driver.RowsColumnTypeScanType         = (*Rows)(nil)
+	_ driver.RowsColumnTypeDatabaseTypeName = (*Rows)(nil)
+	_ driver.RowsColumnTypeLength           = (*Rows)(nil)
+	_ driver.RowsColumnTypeNullable         = (*Rows)(nil)
+	_ driver.RowsColumnTypePrecisionScale   = (*Rows)(nil)
+)

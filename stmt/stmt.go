@@ -1,0 +1,239 @@
+// Package stmt holds the statement and rows proxies of mysqlfailover. It never imports
+// package conn: every error goes back to the owning connection through the small Owner
+// interface, which decides what the error means and whether the connection moves.
+//
+// A Stmt outlives the physical connection it was prepared on: when its connection has
+// moved to another host (nothing was sent yet), the Stmt prepares itself again on the new
+// physical connection before it runs. PREPARE has no side effects, so this is always safe.
+// A Rows never moves: a failure while reading results is returned to the caller, after
+// the owner has switched hosts for the next statement.
+package stmt
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+)
+
+// Retry says which failures a call may be repeated after, once, on the new host.
+type Retry int
+
+const (
+	// NoRetry: the call may have had an effect (a read failed after the request was sent,
+	// or results were being read). Never repeated.
+	NoRetry Retry = iota
+	// RetryIfNotSent: repeated only when go-sql-driver proved nothing was sent
+	// (driver.ErrBadConn) and no transaction is open.
+	RetryIfNotSent
+	// RetryAlways: the call has no effect on data (PREPARE, PING, BEGIN, SET SESSION
+	// TRANSACTION), so it is repeated whenever the switch succeeded outside a transaction.
+	RetryAlways
+)
+
+// Owner is the connection a Stmt or Rows belongs to. The conn package implements it.
+type Owner interface {
+	// Ready is called before a call that talks to the server. It moves the connection
+	// to the pool's host at a safe point and returns the physical connection to use and
+	// its epoch (which changes whenever the physical connection does). count is true for
+	// statements (Exec, Query), which count towards queriesBeforeRetryMaster.
+	Ready(ctx context.Context, count bool) (driver.Conn, uint64, error)
+	// Fail handles err, returned by the physical connection of the given epoch. It
+	// returns retry=true when the call must be repeated once (after a successful switch,
+	// per r), else the error for the caller.
+	Fail(ctx context.Context, epoch uint64, err error, r Retry) (retry bool, out error)
+	// RowsOpened is called once when a Rows is made for the owner (NewRows), and
+	// RowsClosed once when it is closed: no switch happens while results are being read.
+	RowsOpened()
+	RowsClosed()
+	// CheckNamedValue converts an argument as the owner's physical connection does. A Stmt
+	// uses it when its physical statement has no converter of its own, as database/sql
+	// would use the connection's: a Stmt that answered driver.ErrSkip would lose it.
+	CheckNamedValue(nv *driver.NamedValue) error
+}
+
+// Stmt is the prepared-statement proxy.
+type Stmt struct {
+	own      Owner
+	query    string
+	inner    driver.Stmt
+	epoch    uint64
+	numInput int
+}
+
+// New wraps inner, prepared from query on the owner's physical connection of epoch.
+func New(own Owner, query string, inner driver.Stmt, epoch uint64) *Stmt {
+	return &Stmt{own: own, query: query, inner: inner, epoch: epoch, numInput: inner.NumInput()}
+}
+
+// Close closes the physical statement. A statement whose physical connection is already
+// gone has nothing left to close on the server, so its error is not reported.
+func (s *Stmt) Close() error {
+	if s.inner == nil {
+		return nil
+	}
+	err := s.inner.Close()
+	s.inner = nil
+	if errors.Is(err, driver.ErrBadConn) {
+		return nil
+	}
+	return err
+}
+
+// NumInput returns the placeholder count of the first preparation (-1: unknown).
+func (s *Stmt) NumInput() int { return s.numInput }
+
+// Exec implements driver.Stmt for callers without a context.
+func (s *Stmt) Exec(args []driver.Value) (driver.Result, error) {
+	return s.ExecContext(context.Background(), valuesToNamed(args))
+}
+
+// Query implements driver.Stmt for callers without a context.
+func (s *Stmt) Query(args []driver.Value) (driver.Rows, error) {
+	return s.QueryContext(context.Background(), valuesToNamed(args))
+}
+
+// physical returns the physical statement for epoch, preparing it again when the
+// owner's physical connection changed since it was prepared.
+func (s *Stmt) physical(ctx context.Context, phys driver.Conn, epoch uint64) (driver.Stmt, error) {
+	if epoch == s.epoch && s.inner != nil {
+		return s.inner, nil
+	}
+	if s.inner != nil {
+		_ = s.inner.Close() // it belongs to a physical connection that is gone
+		s.inner = nil
+	}
+	inner, err := prepare(ctx, phys, s.query)
+	if err != nil {
+		return nil, err
+	}
+	s.inner, s.epoch = inner, epoch
+	return inner, nil
+}
+
+// ExecContext runs the statement; a failure that provably sent nothing is retried once
+// on the new host, outside transactions.
+func (s *Stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
+	for attempt := 0; ; attempt++ {
+		phys, epoch, err := s.own.Ready(ctx, attempt == 0)
+		if err != nil {
+			return nil, err
+		}
+		inner, err := s.physical(ctx, phys, epoch)
+		mode := RetryAlways // only PREPARE was sent: it has no effect
+		if err == nil {
+			mode = RetryIfNotSent
+			var res driver.Result
+			if res, err = execStmt(ctx, inner, args); err == nil {
+				return res, nil
+			}
+		}
+		retry, out := s.own.Fail(ctx, epoch, err, retryFor(attempt, mode))
+		if !retry {
+			return nil, out
+		}
+	}
+}
+
+// QueryContext runs the statement and wraps its rows.
+func (s *Stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
+	for attempt := 0; ; attempt++ {
+		phys, epoch, err := s.own.Ready(ctx, attempt == 0)
+		if err != nil {
+			return nil, err
+		}
+		inner, err := s.physical(ctx, phys, epoch)
+		mode := RetryAlways // only PREPARE was sent: it has no effect
+		if err == nil {
+			mode = RetryIfNotSent
+			var rows driver.Rows
+			if rows, err = queryStmt(ctx, inner, args); err == nil {
+				return NewRows(s.own, ctx, rows, epoch), nil
+			}
+		}
+		retry, out := s.own.Fail(ctx, epoch, err, retryFor(attempt, mode))
+		if !retry {
+			return nil, out
+		}
+	}
+}
+
+// CheckNamedValue forwards to the physical statement, or else to the owner's physical
+// connection (database/sql's order), so that go-sql-driver's value converter keeps
+// working; driver.ErrSkip from the owner lets database/sql use its default.
+func (s *Stmt) CheckNamedValue(nv *driver.NamedValue) error {
+	if c, ok := s.inner.(driver.NamedValueChecker); ok {
+		return c.CheckNamedValue(nv)
+	}
+	return s.own.CheckNamedValue(nv)
+}
+
+func retryFor(attempt int, r Retry) Retry {
+	if attempt > 0 {
+		return NoRetry
+	}
+	return r
+}
+
+func prepare(ctx context.Context, c driver.Conn, query string) (driver.Stmt, error) {
+	if p, ok := c.(driver.ConnPrepareContext); ok {
+		return p.PrepareContext(ctx, query)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return c.Prepare(query)
+}
+
+func execStmt(ctx context.Context, s driver.Stmt, args []driver.NamedValue) (driver.Result, error) {
+	if e, ok := s.(driver.StmtExecContext); ok {
+		return e.ExecContext(ctx, args)
+	}
+	vals, err := namedToValues(args)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return s.Exec(vals) //nolint:staticcheck // fallback for drivers without StmtExecContext
+}
+
+func queryStmt(ctx context.Context, s driver.Stmt, args []driver.NamedValue) (driver.Rows, error) {
+	if q, ok := s.(driver.StmtQueryContext); ok {
+		return q.QueryContext(ctx, args)
+	}
+	vals, err := namedToValues(args)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return s.Query(vals) //nolint:staticcheck // fallback for drivers without StmtQueryContext
+}
+
+func namedToValues(named []driver.NamedValue) ([]driver.Value, error) {
+	vals := make([]driver.Value, len(named))
+	for i, nv := range named {
+		if nv.Name != "" {
+			return nil, errors.New("mysqlfailover: the driver does not support named parameters")
+		}
+		vals[i] = nv.Value
+	}
+	return vals, nil
+}
+
+func valuesToNamed(vals []driver.Value) []driver.NamedValue {
+	named := make([]driver.NamedValue, len(vals))
+	for i, v := range vals {
+		named[i] = driver.NamedValue{Ordinal: i + 1, Value: v}
+	}
+	return named
+}
+
+var (
+	_ driver.Stmt              = (*Stmt)(nil)
+	_ driver.StmtExecContext   = (*Stmt)(nil)
+	_ driver.StmtQueryContext  = (*Stmt)(nil)
+	_ driver.NamedValueChecker = (*Stmt)(nil)
+)
