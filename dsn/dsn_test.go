@@ -3,6 +3,7 @@ package dsn
 import (
 	"errors"
 	"fmt"
+	"go.uber.org/goleak"
 	"reflect"
 	"strings"
 	"testing"
@@ -79,6 +80,8 @@ var parseTests = []parseTest{
 			want(t, "User", m.User, "")
 			want(t, "Passwd", m.Passwd, testPW)
 		}},
+	{name: "fuzz: non-ASCII user, password spelt by GoString's escapes", dsn: "\U0001a618:000@/", hosts: local,
+		my: func(t *testing.T, m *mysql.Config) { want(t, "Passwd", m.Passwd, "000") }},
 	{name: "escaped database name", dsn: "/my%2Fdb%3F", hosts: local,
 		my: func(t *testing.T, m *mysql.Config) { want(t, "DBName", m.DBName, "my/db?") }},
 
@@ -637,3 +640,5 @@ func TestParseDoesNotPanic(t *testing.T) {
 		}()
 	}
 }
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
