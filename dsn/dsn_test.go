@@ -3,13 +3,13 @@ package dsn
 import (
 	"errors"
 	"fmt"
-	"go.uber.org/goleak"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+	"go.uber.org/goleak"
 )
 
 // testPW is the password of every DSN in parseTests that has one worth
