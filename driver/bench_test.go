@@ -123,16 +123,21 @@ func BenchmarkDBExec(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	fo, err := driver.NewConnector(cfg, driver.WithDial(func(context.Context, int) (sqldriver.Conn, error) { return &memConn{}, nil }))
-	if err != nil {
-		b.Fatal(err)
-	}
 	for _, impl := range []struct {
-		name string
-		c    sqldriver.Connector
-	}{{"bare", memConnector{}}, {"proxy", fo}} {
+		name      string
+		connector func() sqldriver.Connector
+	}{
+		{"bare", func() sqldriver.Connector { return memConnector{} }},
+		{"proxy", func() sqldriver.Connector {
+			fo, err := driver.NewConnector(cfg, driver.WithDial(func(context.Context, int) (sqldriver.Conn, error) { return &memConn{}, nil }))
+			if err != nil {
+				b.Fatal(err)
+			}
+			return fo
+		}},
+	} {
 		b.Run("impl="+impl.name, func(b *testing.B) {
-			db := sql.OpenDB(impl.c)
+			db := sql.OpenDB(impl.connector()) // DB.Close closes the connector
 			defer db.Close()
 			ctx := context.Background()
 			b.ReportAllocs()

@@ -329,7 +329,12 @@ func (c *Cluster) landed(h int, triedPrimary bool, failed int, cause error) {
 		// starts now (Connector/J resets it when the walk began at or passed the primary).
 		c.restartClocks()
 	}
-	if prev != h {
+	switch {
+	case prev == h:
+	case failed < 0 && h == Primary:
+		// A new connection found fall-back due and the primary answering.
+		c.emit(Event{Kind: EventFallBack, Host: c.hosts[h], From: c.hosts[prev]})
+	default:
 		e := Event{Kind: EventSwitch, Host: c.hosts[h], From: c.hosts[prev], Err: NotBadConn(cause, "")}
 		if failed >= 0 {
 			e.From = c.hosts[failed]

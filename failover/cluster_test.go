@@ -606,3 +606,31 @@ func TestClosedClusterRefuses(t *testing.T) {
 		t.Fatalf("Connect after Close: %v", err)
 	}
 }
+
+// TestNewConnectionFallsBackWhenDue: a connection that joins a pool on a secondary tries
+// the primary first once fall-back is due; if it answers, the pool is back (a fall-back
+// event); if not, the clocks restart and later joins go straight to the secondary.
+func TestNewConnectionFallsBackWhenDue(t *testing.T) {
+	r := newRig(t, 2, func(o *failover.Options) { o.SecondsBeforeRetryMaster, o.QueriesBeforeRetryMaster = 1, 0 })
+	r.down(0)
+	l := r.connect()
+	l.on(1)
+	r.clock.Advance(time.Second)
+	j := r.connect() // due, primary still down: tried first, then H2
+	j.on(1)
+	k := r.connect() // clocks restarted: H1 not tried
+	k.on(1)
+	if got, want := r.history(), `\H1 /H2 \H1 /H2 /H2`; got != want {
+		t.Fatalf("history %q, want %q", got, want)
+	}
+	r.up(0)
+	r.clock.Advance(time.Second)
+	m := r.connect()
+	m.on(0)
+	if fb := r.events(failover.EventFallBack); len(fb) != 1 || fb[0].From != "H2:3306" {
+		t.Fatalf("fall-back events %v", fb)
+	}
+	for _, x := range []*logical{l, j, k, m} {
+		x.c.Close()
+	}
+}
