@@ -1,0 +1,390 @@
+package harness
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	toxiproxy "github.com/Shopify/toxiproxy/v2"
+	"github.com/go-sql-driver/mysql"
+	"github.com/rs/zerolog"
+)
+
+// The application user and databases every cluster has. The user has ALL on the two
+// databases and no global privilege (no SUPER, no READ_ONLY ADMIN), so read_only really
+// stops its writes.
+const (
+	AppUser     = "app"
+	AppPassword = "apppw"
+	AppDB       = "app"
+	AppDB2      = "app2"
+
+	replUser     = "repl"
+	replPassword = "replpw"
+)
+
+// EnvCI, when true, turns "no server binary" from a skip into a failure.
+const EnvCI = "CI"
+
+// Option configures StartCluster and Start.
+type Option func(*options)
+
+type options struct {
+	backend Backend
+	logf    func(format string, args ...any)
+	timeout time.Duration
+}
+
+// WithBackend runs the cluster on b instead of a new LocalBackend. The cluster closes b.
+func WithBackend(b Backend) Option { return func(o *options) { o.backend = b } }
+
+// WithLogf sends the harness's progress lines to logf (Start uses t.Logf).
+func WithLogf(logf func(format string, args ...any)) Option {
+	return func(o *options) { o.logf = logf }
+}
+
+// WithTimeout bounds Start's whole bring-up (default 2 minutes; StartCluster uses its
+// context).
+func WithTimeout(d time.Duration) Option { return func(o *options) { o.timeout = d } }
+
+// Cluster is N servers, node 1 the primary and the others GTID replicas of it with
+// read_only=ON, each behind its own toxiproxy proxy. Nodes are numbered from 1.
+type Cluster struct {
+	backend Backend
+	tox     *toxiproxy.ApiServer
+	nodes   []*Node
+	logf    func(format string, args ...any)
+	bringUp time.Duration
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Start brings up an n-node cluster for t and closes it when t ends (passed, failed or
+// panicked). With no server binary the test is skipped, or fails when CI=true. It logs the
+// bring-up time, and on failure the tail of every server's log.
+func Start(t testing.TB, n int, opts ...Option) *Cluster {
+	t.Helper()
+	o := options{timeout: 2 * time.Minute}
+	for _, opt := range append([]Option{WithLogf(t.Logf)}, opts...) {
+		opt(&o)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
+	defer cancel()
+	c, err := StartCluster(ctx, n, append(opts[:len(opts):len(opts)], WithLogf(o.logf))...)
+	if err != nil {
+		if errors.Is(err, ErrNoServer) {
+			if ci, _ := strconv.ParseBool(os.Getenv(EnvCI)); ci {
+				t.Fatalf("harness: %v (CI=true: a server is required)", err)
+			}
+			t.Skipf("harness: %v", err)
+		}
+		t.Fatalf("harness: %v", err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			c.logServerLogs(t.Logf)
+		}
+		if err := c.Close(); err != nil {
+			t.Errorf("harness: close: %v", err)
+		}
+	})
+	return c
+}
+
+// StartCluster brings up an n-node cluster: n servers started in parallel, one proxy
+// each, the app user and databases on node 1, replication from node 1 to the others,
+// and returns once every replica has caught up. On error everything started is stopped.
+// The caller must Close the cluster.
+func StartCluster(ctx context.Context, n int, opts ...Option) (*Cluster, error) {
+	if n < 1 {
+		return nil, fmt.Errorf("harness: need at least one node, got %d", n)
+	}
+	o := options{logf: func(string, ...any) {}}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.backend == nil {
+		o.backend = &LocalBackend{Logf: o.logf}
+	}
+	begin := time.Now()
+	c := &Cluster{
+		backend: o.backend,
+		tox:     toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop()),
+		nodes:   make([]*Node, n),
+		logf:    o.logf,
+	}
+	err := c.startNodes(ctx)
+	started := time.Since(begin)
+	if err == nil {
+		err = c.setUpReplication(ctx)
+	}
+	if err != nil {
+		return nil, errors.Join(err, c.Close())
+	}
+	c.bringUp = time.Since(begin)
+	c.logf("harness: %d-node cluster up in %v (servers %v, replication %v); proxies %s",
+		n, c.bringUp.Round(time.Millisecond), started.Round(time.Millisecond),
+		(c.bringUp - started).Round(time.Millisecond), c.describe())
+	return c, nil
+}
+
+func (c *Cluster) startNodes(ctx context.Context) error {
+	errs := make([]error, len(c.nodes))
+	var wg sync.WaitGroup
+	for k := range c.nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[k] = c.startNode(ctx, k+1)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func (c *Cluster) startNode(ctx context.Context, idx int) error {
+	inst, err := c.backend.StartNode(ctx, NodeSpec{Index: idx, ServerID: idx})
+	if err != nil {
+		return err
+	}
+	n := &Node{c: c, idx: idx, inst: inst, state: Running}
+	c.nodes[idx-1] = n // before anything else can fail, so Close finds it
+
+	cfg, err := mysql.ParseDSN(inst.AdminDSN())
+	if err != nil {
+		return fmt.Errorf("harness: node %d: admin DSN: %w", idx, err)
+	}
+	cfg.Timeout = 5 * time.Second
+	cfg.ReadTimeout = 30 * time.Second
+	cfg.WriteTimeout = 30 * time.Second
+	connector, err := mysql.NewConnector(cfg)
+	if err != nil {
+		return err
+	}
+	n.admin = sql.OpenDB(connector)
+	var version string
+	if err := n.admin.QueryRowContext(ctx, "SELECT @@port, @@server_id, VERSION()").Scan(&n.port, &n.serverID, &version); err != nil {
+		return fmt.Errorf("harness: node %d: %w", idx, err)
+	}
+	if !strings.Contains(version, "MariaDB") {
+		return fmt.Errorf("harness: node %d runs %s: the cluster set-up speaks MariaDB only", idx, version)
+	}
+
+	n.proxy = toxiproxy.NewProxy(c.tox, "node"+strconv.Itoa(idx), "127.0.0.1:0", inst.Addr())
+	if err := n.proxy.Start(); err != nil {
+		return fmt.Errorf("harness: node %d: proxy: %w", idx, err)
+	}
+	n.proxyAddr = n.proxy.Listen // the bound address, set by Start
+	return nil
+}
+
+// setUpReplication creates the users and databases on node 1 and points the other nodes
+// at it. The replicas start from the same empty data directory, so they replay node 1's
+// whole binary log, users and databases included.
+func (c *Cluster) setUpReplication(ctx context.Context) error {
+	p := c.nodes[0]
+	for _, q := range []string{
+		"CREATE USER '" + replUser + "'@'%' IDENTIFIED BY '" + replPassword + "'",
+		"GRANT REPLICATION SLAVE ON *.* TO '" + replUser + "'@'%'",
+		"CREATE DATABASE " + AppDB,
+		"CREATE DATABASE " + AppDB2,
+		"CREATE USER '" + AppUser + "'@'%' IDENTIFIED BY '" + AppPassword + "'",
+		"GRANT ALL ON " + AppDB + ".* TO '" + AppUser + "'@'%'",
+		"GRANT ALL ON " + AppDB2 + ".* TO '" + AppUser + "'@'%'",
+	} {
+		if err := p.Exec(ctx, q); err != nil {
+			return fmt.Errorf("harness: primary set-up: %w", err)
+		}
+	}
+	host, port := p.inst.SourceAddr()
+	errs := make([]error, len(c.nodes))
+	var wg sync.WaitGroup
+	for _, r := range c.nodes[1:] {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r.readOnly = true
+			for _, q := range []string{
+				"SET GLOBAL read_only = ON",
+				fmt.Sprintf("CHANGE MASTER TO MASTER_HOST='%s', MASTER_PORT=%d, MASTER_USER='%s', "+
+					"MASTER_PASSWORD='%s', MASTER_USE_GTID=slave_pos, MASTER_CONNECT_RETRY=1",
+					host, port, replUser, replPassword),
+				"START SLAVE",
+			} {
+				if err := r.Exec(ctx, q); err != nil {
+					errs[r.idx-1] = fmt.Errorf("harness: replica %d set-up: %w", r.idx, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	return c.WaitReplicasCaughtUp(ctx)
+}
+
+// WaitReplicasCaughtUp waits until every running replica (not killed, stopped or frozen)
+// has applied everything node 1 has written so far (MASTER_GTID_WAIT on node 1's
+// gtid_binlog_pos). On ctx's end, or when a replica's replication has stopped, the error
+// carries the replica's Slave_IO/SQL state and last errors.
+func (c *Cluster) WaitReplicasCaughtUp(ctx context.Context) error {
+	pos, err := c.nodes[0].QueryString(ctx, "SELECT @@GLOBAL.gtid_binlog_pos")
+	if err != nil {
+		return fmt.Errorf("harness: primary's GTID position: %w", err)
+	}
+	wait := 30 * time.Second
+	if dl, ok := ctx.Deadline(); ok {
+		// A negative timeout would make MASTER_GTID_WAIT wait forever on the server.
+		wait = max(time.Until(dl), 100*time.Millisecond)
+	}
+	errs := make([]error, len(c.nodes))
+	var wg sync.WaitGroup
+	for _, r := range c.nodes[1:] {
+		if r.State() != Running {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var res sql.NullInt64
+			err := r.admin.QueryRowContext(ctx, "SELECT MASTER_GTID_WAIT(?, ?)", pos, wait.Seconds()).Scan(&res)
+			if err == nil && res.Valid && res.Int64 == 0 {
+				return
+			}
+			if err == nil {
+				err = fmt.Errorf("timed out at %s", r.gtidPos(context.Background()))
+			}
+			errs[r.idx-1] = fmt.Errorf("harness: replica %d did not reach %q: %w; %s", r.idx, pos, err, r.replicationStatus())
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// N is the number of nodes.
+func (c *Cluster) N() int { return len(c.nodes) }
+
+// Node returns node i, counted from 1 (node 1 is the primary). It panics on a bad index.
+func (c *Cluster) Node(i int) *Node {
+	if i < 1 || i > len(c.nodes) {
+		panic(fmt.Sprintf("harness: no node %d in a %d-node cluster", i, len(c.nodes)))
+	}
+	return c.nodes[i-1]
+}
+
+// Nodes returns every node, node 1 first.
+func (c *Cluster) Nodes() []*Node { return append([]*Node(nil), c.nodes...) }
+
+// Primary is node 1.
+func (c *Cluster) Primary() *Node { return c.nodes[0] }
+
+// BringUp is how long StartCluster took, from nothing to caught-up replicas.
+func (c *Cluster) BringUp() time.Duration { return c.bringUp }
+
+// DSN is the app user's multi-host DSN through the proxies, in node order, on database
+// app: "app:apppw@tcp(127.0.0.1:pA,127.0.0.1:pB,127.0.0.1:pC)/app?" + params.
+func (c *Cluster) DSN(params string) string {
+	addrs := make([]string, len(c.nodes))
+	for k, n := range c.nodes {
+		addrs[k] = n.proxyAddr
+	}
+	return appDSN(strings.Join(addrs, ","), params)
+}
+
+// HostDSN is the app user's DSN for node i alone, through its proxy.
+func (c *Cluster) HostDSN(i int, params string) string {
+	return appDSN(c.Node(i).proxyAddr, params)
+}
+
+// DirectDSN is the app user's DSN for node i alone, straight to the server (no proxy).
+func (c *Cluster) DirectDSN(i int, params string) string {
+	return appDSN(c.Node(i).inst.Addr(), params)
+}
+
+func appDSN(hosts, params string) string {
+	dsn := AppUser + ":" + AppPassword + "@tcp(" + hosts + ")/" + AppDB
+	if params = strings.TrimPrefix(params, "?"); params != "" {
+		dsn += "?" + params
+	}
+	return dsn
+}
+
+// NodeByPort returns the index of the node whose server reports port as @@port (its real
+// port, not its proxy's), or 0.
+func (c *Cluster) NodeByPort(port int) int {
+	for _, n := range c.nodes {
+		if n.port == port {
+			return n.idx
+		}
+	}
+	return 0
+}
+
+// NodeByAddr returns the index of the node whose proxy address or real address is
+// hostport (as conn.Conn.Host or failover errors name hosts), or 0.
+func (c *Cluster) NodeByAddr(hostport string) int {
+	for _, n := range c.nodes {
+		if hostport == n.proxyAddr || hostport == n.inst.Addr() {
+			return n.idx
+		}
+	}
+	return 0
+}
+
+// Close kills every server, stops every proxy, closes the admin connections and the
+// backend. It is safe to call more than once.
+func (c *Cluster) Close() error {
+	c.closeOnce.Do(func() {
+		var errs []error
+		for _, n := range c.nodes {
+			if n != nil {
+				errs = append(errs, n.inst.Kill()) // thaws first if frozen
+			}
+		}
+		for _, n := range c.nodes {
+			if n == nil {
+				continue
+			}
+			if n.proxy != nil {
+				n.proxy.Toxics.ResetToxics(context.Background())
+				n.proxy.Stop()
+			}
+			if n.admin != nil {
+				errs = append(errs, n.admin.Close())
+			}
+		}
+		errs = append(errs, c.backend.Close())
+		c.closeErr = errors.Join(errs...)
+	})
+	return c.closeErr
+}
+
+func (c *Cluster) describe() string {
+	parts := make([]string, len(c.nodes))
+	for k, n := range c.nodes {
+		parts[k] = fmt.Sprintf("node%d %s->%s", n.idx, n.proxyAddr, n.inst.Addr())
+	}
+	return strings.Join(parts, ", ")
+}
+
+// logServerLogs logs the end of every server's log, for backends that keep one.
+func (c *Cluster) logServerLogs(logf func(string, ...any)) {
+	for _, n := range c.nodes {
+		if n == nil {
+			continue
+		}
+		if lt, ok := n.inst.(interface{ LogTail(int) string }); ok {
+			logf("harness: node %d server log (end):\n%s", n.idx, lt.LogTail(15))
+		}
+	}
+}

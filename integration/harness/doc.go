@@ -1,0 +1,19 @@
+// Package harness runs real MariaDB clusters for mysqlfailover's integration tests.
+//
+// Start(t, 3) brings up three servers: node 1 the primary, nodes 2 and 3 GTID replicas of
+// it with read_only=ON, each behind its own toxiproxy proxy (in process, on loopback). The
+// app user (AppUser, no SUPER) has the databases app and app2. Cluster.DSN lists the
+// proxies in node order, so the driver sees A (primary), B, C; @@port on a server is its
+// real port, and Cluster.NodeByPort maps it back to the node.
+//
+// Faults are real: Node.Kill (SIGKILL), Freeze/Thaw (SIGSTOP/SIGCONT), Stop (clean
+// shutdown), Restart; on the proxy Disable/Enable (refused, open connections cut),
+// Blackhole (no FIN, no RST), ResetPeer, Latency, ClearToxics; and SetReadOnly. Checks go
+// through each node's admin connection (root, straight to the server, bypassing the
+// proxy).
+//
+// A Backend starts the servers; LocalBackend runs local mariadbd processes, and a
+// container backend can run the same scenarios unchanged. Everything is stopped when the
+// test ends, also on failure or panic; on Linux the servers also die with the test
+// process.
+package harness
