@@ -81,7 +81,6 @@ func (n *Net) Kill(i int) {
 }
 
 // Up undoes Down and Kill (for new connections; killed ones stay dead).
-
 func (n *Net) Up(i int) { n.Set(i, nil, nil) }
 
 // Set sets the error new connections to host i get (nil: they succeed) and the error
