@@ -5,8 +5,11 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"io"
 	"sync/atomic"
 	"time"
+
+	"github.com/go-sql-driver/mysql"
 )
 
 // Primary is the index of the primary host: the first host of the DSN.
@@ -352,18 +355,37 @@ func (c *Cluster) attempt(ctx context.Context, h int, setup SetupFunc) (driver.C
 		defer cancel()
 	}
 	conn, err := c.dial(actx, h)
-	if err == nil && setup != nil {
+	switch {
+	case err != nil && actx.Err() != nil && ctx.Err() == nil:
+		err = &HostTimeoutError{After: c.timeout, Cause: err}
+	case err != nil:
+		err = describeDialError(err)
+	case setup != nil:
 		if err = setup(actx, conn, h); err != nil {
 			_ = conn.Close()
 			conn = nil
+			if actx.Err() != nil && ctx.Err() == nil {
+				err = &HostTimeoutError{After: c.timeout, Cause: err}
+			}
+			err = NotBadConn(err, "session set-up failed")
 		}
-	}
-	if err != nil {
-		if actx.Err() != nil && ctx.Err() == nil {
-			err = &HostTimeoutError{After: c.timeout, Cause: err}
-		}
-		err = NotBadConn(err, "connection closed by the server before it was ready")
 	}
 	c.emit(Event{Kind: EventConnect, Host: c.hosts[h], Err: err})
 	return conn, err
+}
+
+// describeDialError says what a connection-phase failure means. go-sql-driver reports a
+// server that accepts TCP and then closes before or during the handshake (a stopped server
+// behind a proxy, max_connections, a crash) as mysql.ErrInvalidConn or driver.ErrBadConn,
+// the same words as a connection lost mid-query; an operator reading the all-hosts-down
+// error needs to know it happened at connect.
+func describeDialError(err error) error {
+	const what = "connection closed by the server during the handshake"
+	if errors.Is(err, driver.ErrBadConn) {
+		return NotBadConn(err, what)
+	}
+	if errors.Is(err, mysql.ErrInvalidConn) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return err
 }

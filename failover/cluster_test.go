@@ -443,7 +443,8 @@ func TestAllHostsDown(t *testing.T) {
 		cause    error
 	}{
 		{"refused, retriesAllDown=3", 3, func(r *rig, h int) error { return fake.Refused(r.net.Addrs()[h]) }, 9, syscall.ECONNREFUSED},
-		{"EOF at greeting, retriesAllDown=3", 3, func(*rig, int) error { return driver.ErrBadConn }, 9, nil},
+		{"EOF at greeting, retriesAllDown=3", 3, func(*rig, int) error { return mysql.ErrInvalidConn }, 9, mysql.ErrInvalidConn},
+		{"ErrBadConn at greeting, retriesAllDown=3", 3, func(*rig, int) error { return driver.ErrBadConn }, 9, nil},
 		{"retriesAllDown=0 is one pass", 0, func(r *rig, h int) error { return fake.Refused(r.net.Addrs()[h]) }, 3, syscall.ECONNREFUSED},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -469,6 +470,9 @@ func TestAllHostsDown(t *testing.T) {
 				if he.Host != r.net.Addrs()[i] || he.Err == nil || !strings.Contains(err.Error(), he.Host+": ") {
 					t.Fatalf("host entry %d: %+v in %q", i, he, err)
 				}
+			}
+			if errors.Is(tt.cause, mysql.ErrInvalidConn) && !strings.Contains(err.Error(), "H2:3306: connection closed by the server during the handshake") {
+				t.Fatalf("a handshake failure is not described as one: %v", err)
 			}
 			if tt.cause != nil && !errors.Is(err, tt.cause) {
 				t.Fatalf("error %v does not reach %v", err, tt.cause)
