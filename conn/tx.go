@@ -12,8 +12,7 @@ import (
 
 const retryAlways = stmt.RetryAlways
 
-// Tx is the transaction proxy. A transaction lives and dies on one host (DESIGN.md
-// invariant 3): no switch and no fall-back happen while it is open; a communication error
+// Tx is the transaction proxy. A transaction lives and dies on one host: no switch and no fall-back happen while it is open; a communication error
 // inside it loses it (failover.ErrTxLost) and every later statement of it fails without
 // running anywhere, while the connection itself has already moved for the next
 // transaction.

@@ -181,7 +181,7 @@ func (e *notSentError) Error() string { return e.msg }
 
 // NotBadConn returns err unchanged unless it matches driver.ErrBadConn, in which case it
 // returns an error with the same text (plus what) that does not: the one place where this
-// package cuts the ErrBadConn chain (DESIGN.md invariant 2).
+// package cuts the ErrBadConn chain (no silent re-execution).
 func NotBadConn(err error, what string) error {
 	if err == nil || !errors.Is(err, driver.ErrBadConn) {
 		return err
