@@ -177,7 +177,17 @@ func (c *Conn) fail(ctx context.Context, epoch uint64, err error, r stmt.Retry) 
 		MaybeExecuted: !notSent,
 		Err:           failover.NotBadConn(err, "the connection was broken before the request was sent"),
 	}
-	phys, host, werr := c.cl.Failover(ctx, failed, err, c.setup)
+	var phys driver.Conn
+	host, werr := failed, error(nil)
+	if failed == c.cl.Active() && failover.SessionEnded(err) {
+		// The server ended this session, or it was found dead before anything was
+		// sent: one attempt on the same host before blaming it (go-sql-driver#657,
+		// case 09: a stale connection must not move the pool).
+		phys, werr = c.cl.Reconnect(ctx, failed, c.setup)
+	}
+	if phys == nil {
+		phys, host, werr = c.cl.Failover(ctx, failed, err, c.setup)
+	}
 	if werr != nil {
 		fe.Reconnect = werr
 	} else {
@@ -185,8 +195,8 @@ func (c *Conn) fail(ctx context.Context, epoch uint64, err error, r stmt.Retry) 
 		fe.Current = c.cl.Host(host)
 	}
 	if c.tx != nil {
-		c.tx.lost = fmt.Errorf("%w: %w", failover.ErrTxLost, fe)
-		return false, c.tx.lost
+		c.tx.lost = fmt.Errorf("%w; not sent (the transaction failed earlier: %v)", failover.ErrTxLost, fe)
+		return false, fmt.Errorf("%w: %w", failover.ErrTxLost, fe)
 	}
 	if werr == nil && (r == stmt.RetryAlways || r == stmt.RetryIfNotSent && notSent) {
 		return true, nil
@@ -202,7 +212,7 @@ func (c *Conn) dropIfInvalid(err error) {
 	if v, ok := c.phys.(driver.Validator); ok && !v.IsValid() {
 		c.drop()
 		if c.tx != nil && c.tx.lost == nil {
-			c.tx.lost = fmt.Errorf("%w: %w", failover.ErrTxLost, failover.NotBadConn(err, ""))
+			c.tx.lost = fmt.Errorf("%w; not sent (the connection broke earlier: %v)", failover.ErrTxLost, failover.NotBadConn(err, ""))
 		}
 	}
 }

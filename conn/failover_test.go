@@ -29,7 +29,6 @@ func TestCommunicationErrorSwitchesThenReturnsFailoverError(t *testing.T) {
 	}{
 		{"invalid connection", mysql.ErrInvalidConn},
 		{"1053 server shutdown 08S01", &mysql.MySQLError{Number: 1053, SQLState: [5]byte{'0', '8', 'S', '0', '1'}, Message: "Server shutdown in progress"}},
-		{"1927 connection killed 70100", &mysql.MySQLError{Number: 1927, SQLState: [5]byte{'7', '0', '1', '0', '0'}, Message: "Connection was killed"}},
 		{"unexpected EOF", io.ErrUnexpectedEOF},
 		{"connection reset", &net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.ECONNRESET)}},
 	} {
@@ -150,6 +149,7 @@ func TestBadConnOutsideTransactionIsRetriedOnceOnNewHost(t *testing.T) {
 		e.script(0, fails(ins, driver.ErrBadConn))
 		e.script(1, all(ok(setReadOnly), ok(ins)))
 		c := e.open(seqA)
+		e.refuse(0) // H1 is gone: the same-host attempt fails, the walk goes on
 		mustExec(t, c, ins)
 		wantHost(t, c, h2)
 		e.wantEvents(failover.EventSwitch, h2, 1)
@@ -166,6 +166,7 @@ func TestBadConnOutsideTransactionIsRetriedOnceOnNewHost(t *testing.T) {
 			m.ExpectQuery(sel).WillReturnRows(sqlmock.NewRows([]string{"id"}).AddRow(7))
 		}))
 		c := e.open(seqA)
+		e.refuse(0)
 		rows, err := c.QueryContext(context.Background(), sel, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -183,12 +184,17 @@ func TestBadConnOutsideTransactionIsRetriedOnceOnNewHost(t *testing.T) {
 	t.Run("only once", func(t *testing.T) {
 		e := newEnv(t, 3)
 		e.script(0, fails(ins, driver.ErrBadConn))
-		e.script(1, all(ok(setReadOnly), fails(ins, driver.ErrBadConn)))
+		e.script(1, all(ok(setReadOnly), fails(ins, driver.ErrBadConn)), ok(setReadOnly))
 		e.script(2, all(ok(setReadOnly), trap(ins)))
 		c := e.open(seqA)
+		e.refuse(0)
 		err := exec(c, ins)
-		wantFailover(t, err, h2, h3, false)
-		e.untouched(2, 0, ins)
+		// The second failure is not retried: the connection only moves (H2 is up, so
+		// to a new session on H2) and the statement is not run a third time.
+		wantFailover(t, err, h2, h2, false)
+		if e.dialed(2) != 0 {
+			t.Errorf("H3 dialed %d times", e.dialed(2))
+		}
 	})
 }
 
@@ -200,6 +206,7 @@ func TestBadConnInsideTransactionIsNotRetriedAndLosesTransaction(t *testing.T) {
 	e.script(0, all(begin(), fails(ins, driver.ErrBadConn)))
 	e.script(1, all(ok(setReadOnly), trap(ins)))
 	c := e.open(seqA)
+	e.refuse(0)
 	tx, err := c.BeginTx(context.Background(), driver.TxOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -484,6 +491,7 @@ func TestEveryPhysicalConnectionIsClosedExactlyOnce(t *testing.T) {
 
 	wantFailover(t, exec(c, "Q1"), h1, h2, true) // H1 -> H2
 	e.closedExcept(e.phys(1, 0))
+	e.refuse(1)
 	mustExec(t, c, "Q2") // H2 -> H3, retried there
 	wantHost(t, c, h3)
 	e.closedExcept(e.phys(2, 0))
@@ -531,4 +539,55 @@ func TestClosedConnectionNeverReconnects(t *testing.T) {
 		t.Errorf("dialed H1 %d, H2 %d times; want 1, 0", e.dialed(0), e.dialed(1))
 	}
 	e.closedExcept(nil)
+}
+
+// Case 09 and case 10 (b): a session the server ended (KILL CONNECTION 1927, MySQL's
+// inactivity 4031) or a connection found dead before anything was sent (driver.ErrBadConn:
+// wait_timeout, an idle KILL, a restart) says nothing bad about the host: the connection
+// gets one new session on the same host before the host is blamed, and the pool stays.
+func TestSessionEndedReconnectsSameHost(t *testing.T) {
+	const ins, next = "INSERT INTO t VALUES(1)", "INSERT INTO t VALUES(2)"
+	for _, tc := range []struct {
+		name    string
+		cause   error
+		retried bool // nothing was sent: the statement runs on the new session
+	}{
+		{"1927 connection killed 70100", &mysql.MySQLError{Number: 1927, SQLState: [5]byte{'7', '0', '1', '0', '0'}, Message: "Connection was killed"}, false},
+		{"4031 inactivity", &mysql.MySQLError{Number: 4031, SQLState: [5]byte{'H', 'Y', '0', '0', '0'}, Message: "disconnected by the server because of inactivity"}, false},
+		{"stale connection, nothing sent", driver.ErrBadConn, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, 3)
+			e.script(0, fails(ins, tc.cause), all(ok(ins), ok(next)))
+			c := e.open(seqA)
+			err := exec(c, ins)
+			if tc.retried {
+				if err != nil {
+					t.Fatalf("statement: %v, want success on a new session on H1", err)
+				}
+			} else {
+				wantFailover(t, err, h1, h1, true)
+				mustExec(t, c, next)
+			}
+			wantHost(t, c, h1)
+			if e.cl.Active() != 0 || e.dialed(1) != 0 || e.dialed(2) != 0 {
+				t.Errorf("pool on H%d, H2 dialed %d, H3 dialed %d: the pool moved", e.cl.Active()+1, e.dialed(1), e.dialed(2))
+			}
+			e.wantEvents(failover.EventHostFailed, h1, 0)
+			e.wantEvents(failover.EventSwitch, h2, 0)
+			if n := e.phys(0, 0).Closes(); n != 1 {
+				t.Errorf("first H1 connection closed %d times, want 1", n)
+			}
+		})
+	}
+	t.Run("same host refuses: the walk goes on", func(t *testing.T) {
+		e := newEnv(t, 3)
+		e.script(0, fails(ins, driver.ErrBadConn))
+		e.script(1, all(ok(setReadOnly), ok(ins)))
+		c := e.open(seqA)
+		e.refuse(0)
+		mustExec(t, c, ins)
+		wantHost(t, c, h2)
+		e.wantEvents(failover.EventHostFailed, h1, 1)
+	})
 }

@@ -333,3 +333,7 @@ func mustQuery(t *testing.T, c *Conn, q string) driver.Rows {
 	}
 	return rows
 }
+
+// refuse makes host refuse new connections (ECONNREFUSED) while its open ones keep
+// following their scripts.
+func (e *env) refuse(host int) { e.net.Set(host, fake.Refused(e.net.Addrs()[host]), nil) }

@@ -86,6 +86,10 @@ func TestLostTransactionRefusesEveryStatement(t *testing.T) {
 	}
 	lost := exec(c, ins)
 	wantFailover(t, lost, h1, h2, true)
+	if !errors.Is(lost, failover.ErrTxLost) {
+		t.Errorf("the failing statement's error %v does not match ErrTxLost", lost)
+	}
+	var later error // what every later call of the transaction returns
 	ctx := context.Background()
 	for name, call := range map[string]func() error{
 		"exec":    func() error { return exec(c, ins) },
@@ -101,12 +105,17 @@ func TestLostTransactionRefusesEveryStatement(t *testing.T) {
 			}
 			continue
 		}
-		if err != lost {
-			t.Errorf("%s: %v, want the transaction's ErrTxLost error", name, err)
+		if !errors.Is(err, failover.ErrTxLost) || errors.As(err, new(*failover.FailoverError)) {
+			t.Errorf("%s: %v, want ErrTxLost and no FailoverError (it did not run)", name, err)
+		}
+		if later == nil {
+			later = err
+		} else if err != later {
+			t.Errorf("%s: %v, want the transaction's stored error %v", name, err, later)
 		}
 	}
-	if err := tx.Commit(); err != lost {
-		t.Errorf("Commit: %v, want %v", err, lost)
+	if err := tx.Commit(); err != later {
+		t.Errorf("Commit: %v, want %v", err, later)
 	}
 	e.allMet()
 }
@@ -149,6 +158,9 @@ func TestCommitFailure(t *testing.T) {
 			mustExec(t, c, ins)
 			if tc.down {
 				e.net.Down(0)
+			}
+			if tc.err == driver.ErrBadConn {
+				e.refuse(0) // the connection was found dead and H1 is gone too
 			}
 
 			err = tx.Commit()

@@ -232,6 +232,16 @@ func (c *Cluster) Failover(ctx context.Context, failed int, cause error, setup S
 	return c.walk(ctx, p, failed, cause, setup)
 }
 
+// Reconnect makes one bounded attempt on host for a connection whose session ended while
+// the host may be fine (see SessionEnded). It does not move the pool; a failed attempt is
+// returned as is, and the caller goes on with Failover.
+func (c *Cluster) Reconnect(ctx context.Context, host int, setup SetupFunc) (driver.Conn, error) {
+	if c.closed.Load() {
+		return nil, ErrClosed
+	}
+	return c.attempt(ctx, host, setup)
+}
+
 // TryFallBack is called by a connection on a secondary at a safe point (outside a
 // transaction, before a statement). If fall-back is due and no other connection is
 // already trying, it makes one attempt on the primary: on success the pool's active host
@@ -295,10 +305,11 @@ func (c *Cluster) walk(ctx context.Context, p plan, failed int, cause error, set
 			if ctx.Err() != nil {
 				return nil, -1, c.noHost(passes, errs, ctx.Err(), p)
 			}
-			if Classify(err) != Communication {
+			if Classify(err) != Communication && !(i == 0 && h == Primary && p.primaryFirst) {
 				// Access denied, unknown database...: every host would say the same
 				// (pgx stops its walk on these too), and hiding it behind retries
-				// would cost minutes.
+				// would cost minutes. A fall-back probe of the primary is the
+				// exception: the pool's own host is still there to go to.
 				return nil, -1, fmt.Errorf("mysqlfailover: host %s: %w", c.hosts[h], err)
 			}
 		}
@@ -346,18 +357,32 @@ func (c *Cluster) landed(h int, triedPrimary bool, failed int, cause error) {
 	}
 }
 
-// attempt makes one bounded host attempt: dial, then setup.
+// MinHostShare is the smallest per-host budget that a caller's deadline can impose (see
+// attempt).
+const MinHostShare = 250 * time.Millisecond
+
+// attempt makes one bounded host attempt: dial, then setup. The bound is HostTimeout, and
+// at most half of the time left before the caller's deadline, unless that half is under
+// MinHostShare: a hung host must not eat a short request deadline whole, or a pool whose
+// callers all carry deadlines below HostTimeout would never get past a frozen primary
+// (the caller's own deadline is not a host failure). A healthy handshake takes
+// milliseconds, far below either bound.
 func (c *Cluster) attempt(ctx context.Context, h int, setup SetupFunc) (driver.Conn, error) {
-	actx := ctx
-	if c.timeout > 0 {
+	actx, budget := ctx, c.timeout
+	if dl, ok := ctx.Deadline(); ok {
+		if half := time.Until(dl) / 2; half >= MinHostShare && (budget == 0 || half < budget) {
+			budget = half
+		}
+	}
+	if budget > 0 {
 		var cancel context.CancelFunc
-		actx, cancel = context.WithTimeout(ctx, c.timeout)
+		actx, cancel = context.WithTimeout(ctx, budget)
 		defer cancel()
 	}
 	conn, err := c.dial(actx, h)
 	switch {
 	case err != nil && actx.Err() != nil && ctx.Err() == nil:
-		err = &HostTimeoutError{After: c.timeout, Cause: err}
+		err = &HostTimeoutError{After: budget, Cause: err}
 	case err != nil:
 		err = describeDialError(err)
 	case setup != nil:
@@ -365,7 +390,7 @@ func (c *Cluster) attempt(ctx context.Context, h int, setup SetupFunc) (driver.C
 			_ = conn.Close()
 			conn = nil
 			if actx.Err() != nil && ctx.Err() == nil {
-				err = &HostTimeoutError{After: c.timeout, Cause: err}
+				err = &HostTimeoutError{After: budget, Cause: err}
 			}
 			err = NotBadConn(err, "session set-up failed")
 		}

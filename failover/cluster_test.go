@@ -638,3 +638,56 @@ func TestNewConnectionFallsBackWhenDue(t *testing.T) {
 		x.c.Close()
 	}
 }
+
+// TestShortCallerDeadlineStillMovesPastAHungHost: with a caller deadline shorter than
+// HostTimeout, a hung primary gets half of the time left, so the walk still reaches H2
+// inside the caller's deadline (a frozen primary must not hold a pool whose callers all
+// carry short deadlines).
+func TestShortCallerDeadlineStillMovesPastAHungHost(t *testing.T) {
+	var r *rig
+	r = newRig(t, 2, func(o *failover.Options) {
+		o.HostTimeout = time.Hour
+		o.Dial = func(ctx context.Context, h int) (driver.Conn, error) {
+			if h == failover.Primary {
+				<-ctx.Done() // a frozen server: TCP accepted, no greeting
+				return nil, ctx.Err()
+			}
+			return r.net.Dial(ctx, h)
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 4*failover.MinHostShare)
+	defer cancel()
+	c, h, err := r.cl.Connect(ctx, nil)
+	if err != nil || h != 1 {
+		t.Fatalf("Connect: H%d %v", h+1, err)
+	}
+	c.Close()
+	var te *failover.HostTimeoutError
+	if ev := r.events(failover.EventConnect)[0]; !errors.As(ev.Err, &te) || te.After > 2*failover.MinHostShare {
+		t.Fatalf("H1 attempt: %v, want a HostTimeoutError bounded by half the caller's time", ev.Err)
+	}
+}
+
+// TestPrimaryProbeDataErrorKeepsTheWalkGoing: when fall-back is due, a primary that answers
+// with a data error (a locked account, rotated credentials) is a failed fall-back probe:
+// the walk goes on to the pool's host instead of failing the caller.
+func TestPrimaryProbeDataErrorKeepsTheWalkGoing(t *testing.T) {
+	locked := &mysql.MySQLError{Number: 4151, SQLState: [5]byte{'H', 'Y', '0', '0', '0'}, Message: "Access denied, this account is locked"}
+	r := newRig(t, 3, func(o *failover.Options) { o.SecondsBeforeRetryMaster, o.QueriesBeforeRetryMaster = 1, 0 })
+	r.down(0)
+	l := r.connect()
+	l.on(1)
+	r.net.Set(0, locked, nil)
+	r.clock.Advance(time.Second)
+	j := r.connect() // a new connection: probe H1 (locked), then H2
+	j.on(1)
+	r.clock.Advance(time.Second)
+	r.down(1)
+	l.fail() // due again: probe H1 (locked), then H3
+	l.on(2)
+	if got, want := r.history(), `\H1 /H2 \H1 /H2 \H1 /H3`; got != want {
+		t.Fatalf("history %q, want %q", got, want)
+	}
+	j.c.Close()
+	l.c.Close()
+}

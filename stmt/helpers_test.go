@@ -268,3 +268,6 @@ func (e *env) db(cfg conn.Config) *sql.DB {
 	db.SetMaxOpenConns(1)
 	return db
 }
+
+// refuse makes host refuse new connections while its open ones follow their scripts.
+func (e *env) refuse(host int) { e.net.Set(host, fake.Refused(e.net.Addrs()[host]), nil) }
