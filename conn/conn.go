@@ -47,6 +47,7 @@ type Conn struct {
 	db         string // the current database: the DSN's or the last USE
 	tx         *Tx    // the open transaction, if any
 	rows       int    // open result sets: no switch while results are being read
+	counted    bool   // the last ready counted a statement towards queriesBeforeRetryMaster
 	closed     bool
 }
 
@@ -92,12 +93,13 @@ type h Conn
 // caller sees no error) and falls back to the primary when that is due; inside one it
 // only refuses statements of a lost transaction. count marks statements.
 func (c *Conn) ready(ctx context.Context, count bool) error {
+	c.counted = false
 	if c.tx != nil {
 		if c.tx.lost != nil {
 			return c.tx.lost
 		}
 		if count && c.host != failover.Primary {
-			c.cl.NoteStatement()
+			c.counted = c.cl.NoteStatement()
 		}
 		return nil
 	}
@@ -112,8 +114,8 @@ func (c *Conn) ready(ctx context.Context, count bool) error {
 				return nil
 			}
 		}
-		if count {
-			c.cl.NoteStatement()
+		if count && c.host != failover.Primary {
+			c.counted = c.cl.NoteStatement()
 		}
 		return nil
 	}
@@ -132,9 +134,17 @@ func (c *Conn) ready(ctx context.Context, count bool) error {
 	}
 	c.attach(phys, host)
 	if count && host != failover.Primary {
-		c.cl.NoteStatement()
+		c.counted = c.cl.NoteStatement()
 	}
 	return nil
+}
+
+// uncount takes back the statement the last ready counted.
+func (c *Conn) uncount() {
+	if c.counted {
+		c.cl.ForgetStatement()
+		c.counted = false
+	}
 }
 
 // fail is the one place that decides what an error from the physical connection of the
@@ -258,6 +268,13 @@ func (c *Conn) ExecContext(ctx context.Context, query string, args []driver.Name
 			c.track(query)
 			return res, nil
 		}
+		if err == driver.ErrSkip {
+			// go-sql-driver's answer to every statement with arguments unless
+			// interpolateParams is set: database/sql prepares instead, and the
+			// prepared statement counts itself. Nothing was sent.
+			c.uncount()
+			return nil, err
+		}
 		retry, out := c.fail(ctx, c.epoch, err, retryFor(attempt, stmt.RetryIfNotSent))
 		if !retry {
 			return nil, out
@@ -278,6 +295,10 @@ func (c *Conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 		if err == nil {
 			c.track(query)
 			return stmt.NewRows((*h)(c), ctx, rows, c.epoch), nil
+		}
+		if err == driver.ErrSkip {
+			c.uncount()
+			return nil, err // database/sql prepares instead; see ExecContext
 		}
 		retry, out := c.fail(ctx, c.epoch, err, retryFor(attempt, stmt.RetryIfNotSent))
 		if !retry {

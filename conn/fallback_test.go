@@ -1,6 +1,8 @@
 package conn
 
 import (
+	"context"
+	"database/sql/driver"
 	"testing"
 	"time"
 
@@ -139,5 +141,28 @@ func TestNoFallBackWhileResultsAreOpen(t *testing.T) {
 	}
 	mustExec(t, c, "BACK")
 	wantHost(t, c, h1)
+	e.allMet()
+}
+
+// go-sql-driver answers driver.ErrSkip to a statement with arguments (without
+// interpolateParams) and database/sql then prepares it: the ErrSkip passes straight back,
+// nothing is blamed, and the statement counts once towards queriesBeforeRetryMaster.
+func TestErrSkipPassesBackAndCountsOnce(t *testing.T) {
+	e := newEnv(t, 2, retryMaster(0, 3))
+	e.script(1, all(fails("S1", driver.ErrSkip), fails("S2", driver.ErrSkip), ok("S3"), ok("S4")))
+	c := e.open(seqB)
+	failOverToH2(t, e, c, true)
+	for _, q := range []string{"S1", "S2"} {
+		if _, err := c.ExecContext(context.Background(), q, nil); err != driver.ErrSkip {
+			t.Fatalf("%s: %v, want driver.ErrSkip itself", q, err)
+		}
+	}
+	if n := e.ev.count(failover.EventHostFailed, ""); n != 1 { // the one failover above
+		t.Errorf("%d host-failed events, want 1:\n%s", n, e.ev)
+	}
+	mustExec(t, c, "S3")
+	wantHost(t, c, h2) // S1 and S2 were handed back, not run: only one statement counted
+	mustExec(t, c, "S4")
+	wantHost(t, c, h2)
 	e.allMet()
 }

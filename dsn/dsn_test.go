@@ -124,6 +124,11 @@ var parseTests = []parseTest{
 			want(t, "Params[time_zone]", m.Params["time_zone"], "'+00:00'")
 			want(t, "len(Params)", len(m.Params), 2)
 		}},
+	{name: "system variables near our names pass through", dsn: "/?wait_timeout=2&net_read_timeout=30&tx_read_only=0&innodb_lock_wait_timeout=5",
+		hosts: []Host{{"127.0.0.1", 3306}},
+		my: func(t *testing.T, m *mysql.Config) {
+			want(t, "len(Params)", len(m.Params), 4)
+		}},
 	{name: "tls=true leaves TLS for NewConnector to build per host", dsn: "tcp(h1,h2)/?tls=true", hosts: []Host{{"h1", 3306}, {"h2", 3306}},
 		my: func(t *testing.T, m *mysql.Config) {
 			want(t, "TLSConfig", m.TLSConfig, "true")
@@ -201,6 +206,10 @@ var parseTests = []parseTest{
 	{name: "upper-case alias", dsn: "/?SECONDSBEFORERETRYSOURCE=3", wantErr: ErrInvalidOption, errParts: []string{`"secondsBeforeRetrySource"`}},
 	{name: "near miss without value", dsn: "/?readonly", wantErr: ErrInvalidOption, errParts: []string{`"readOnly"`}},
 	{name: "near miss by Unicode folding", dsn: "/?retrieſAllDown=1", wantErr: ErrInvalidOption, errParts: []string{`"retriesAllDown"`}},
+	{name: "near miss by a dropped letter", dsn: "/?retriesAllDwn=1", wantErr: ErrInvalidOption, errParts: []string{`"retriesAllDwn": did you mean "retriesAllDown"`}},
+	{name: "near miss by two edits", dsn: "/?secondsBeforeRetryMastr=1", wantErr: ErrInvalidOption, errParts: []string{`"secondsBeforeRetryMaster"`}},
+	{name: "go-sql-driver key in the wrong case", dsn: "/?readtimeout=2s", wantErr: ErrInvalidOption, errParts: []string{`"readtimeout": did you mean "readTimeout"`}},
+	{name: "go-sql-driver key in the wrong case, parseTime", dsn: "/?ParseTime=true", wantErr: ErrInvalidOption, errParts: []string{`"parseTime"`}},
 
 	// go-sql-driver's errors.
 	{name: "go-sql-driver bad bool", dsn: "u:" + testPW + "@tcp(h1,h2)/db?parseTime=maybe", wantErr: errAny, errParts: []string{"dsn: ", "maybe"}},

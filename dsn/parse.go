@@ -50,9 +50,7 @@ func exactOption(key string) *option {
 	return nil
 }
 
-// foldOption finds the option key equals under Unicode case folding. A key that
-// folds to ours but is not exact is a typo: go-sql-driver would otherwise send
-// it to the server as "SET retriesalldown=...", which fails late and obscurely.
+// foldOption finds our option that key equals under Unicode case folding.
 func foldOption(key string) *option {
 	for i := range options {
 		if strings.EqualFold(options[i].key, key) {
@@ -60,6 +58,57 @@ func foldOption(key string) *option {
 		}
 	}
 	return nil
+}
+
+// driverParams are go-sql-driver v1.10's own DSN parameters (parseDSNParams).
+var driverParams = []string{
+	"allowAllFiles", "allowCleartextPasswords", "allowFallbackToPlaintext", "allowNativePasswords",
+	"allowOldPasswords", "checkConnLiveness", "clientFoundRows", "charset", "collation",
+	"columnsWithAlias", "compress", "interpolateParams", "loc", "multiStatements", "parseTime",
+	"timeTruncate", "readTimeout", "rejectReadOnly", "serverPubKey", "timeout", "tls",
+	"writeTimeout", "maxAllowedPacket", "connectionAttributes",
+}
+
+// nearMiss returns the parameter key was probably meant to be, or "": one of ours
+// differing in case or by at most two edits (for keys of 8 characters or more), or one
+// of go-sql-driver's differing only in case. Any other unknown key goes to go-sql-driver,
+// which sends it to the server as a system variable ("SET retriesalldown=..."), where a
+// typo fails late and obscurely. Server system variables are lower case with
+// underscores, so none of them is caught here.
+func nearMiss(key string) string {
+	for i := range options {
+		k := options[i].key
+		if strings.EqualFold(k, key) || len(key) >= 8 && editDistance(strings.ToLower(k), strings.ToLower(key)) <= 2 {
+			return k
+		}
+	}
+	for _, k := range driverParams {
+		if k != key && strings.EqualFold(k, key) {
+			return k
+		}
+	}
+	return ""
+}
+
+// editDistance is the Levenshtein distance between a and b, in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 // Parse parses a DSN in go-sql-driver's syntax with a host list:
@@ -303,8 +352,8 @@ func (c *Config) takeOptions(query string) (string, error) {
 		key, raw, hasValue := strings.Cut(item, "=")
 		o := exactOption(key)
 		if o == nil {
-			if f := foldOption(key); f != nil {
-				return "", newError(ErrInvalidOption, fmt.Sprintf("dsn: unknown parameter %q: did you mean %q?", key, f.key))
+			if k := nearMiss(key); k != "" {
+				return "", newError(ErrInvalidOption, fmt.Sprintf("dsn: unknown parameter %q: did you mean %q?", key, k))
 			}
 			if key == "strict" && hasValue {
 				return "", newError(ErrSyntax, `dsn: parameter "strict" is not supported: go-sql-driver removed strict mode`)

@@ -131,10 +131,22 @@ func (c *Cluster) Close() { c.closed.Store(true) }
 func (c *Cluster) fallBackEnabled() bool { return c.secs > 0 || c.queries > 0 }
 
 // NoteStatement counts one statement run while the pool is on a secondary, for
-// QueriesBeforeRetryMaster. Call it after FallBackDue, once per statement.
-func (c *Cluster) NoteStatement() {
+// QueriesBeforeRetryMaster. Call it after FallBackDue, once per statement. It reports
+// whether the statement was counted (for ForgetStatement).
+func (c *Cluster) NoteStatement() (counted bool) {
 	if c.queries > 0 && c.active.Load() != Primary {
 		c.ran.Add(1)
+		return true
+	}
+	return false
+}
+
+// ForgetStatement takes back one NoteStatement that counted, for a statement that was handed back
+// without running (driver.ErrSkip: database/sql runs it as a prepared statement, which
+// counts itself).
+func (c *Cluster) ForgetStatement() {
+	if c.queries > 0 {
+		c.ran.Add(-1)
 	}
 }
 
