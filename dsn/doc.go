@@ -53,10 +53,12 @@
 //
 // failOverReadOnly makes sessions on a secondary read-only, since a secondary
 // is usually a replica. readOnly makes every session read-only, the primary's
-// too.
+// too: it is the initial explicit flag of every connection, which the
+// connection's SetReadOnly changes until database/sql hands it to its next user.
 //
 // hostTimeout (time.ParseDuration syntax: "5s", "500ms"; 0 means no per-host
-// bound, only the caller's context) bounds every host attempt: dial, TLS and
+// bound, only the caller's context; a caller's deadline also limits each attempt
+// to half of the time left, but not below 250 ms) bounds every host attempt: dial, TLS and
 // MySQL handshake, and session set-up. It exists because go-sql-driver's
 // timeout parameter only bounds the TCP dial, so a host that accepts the
 // connection and then hangs would stall the walk down the list.
