@@ -6,13 +6,10 @@ import (
 	sqldriver "database/sql/driver"
 	"errors"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	mfdriver "github.com/mysqlfailover/mysqlfailover/driver"
-	"github.com/mysqlfailover/mysqlfailover/dsn"
 	"github.com/mysqlfailover/mysqlfailover/failover"
 
 	"github.com/mysqlfailover/mysqlfailover/integration/harness"
@@ -24,31 +21,6 @@ import (
 // cause. It never leaks driver.ErrBadConn, which would make database/sql repeat the whole
 // walk (27 attempts instead of 9).
 
-// allDownEvents records every failover.Event of one pool.
-type allDownEvents struct {
-	mu sync.Mutex
-	ev []failover.Event
-}
-
-func (r *allDownEvents) hook(e failover.Event) {
-	r.mu.Lock()
-	r.ev = append(r.ev, e)
-	r.mu.Unlock()
-}
-
-// connects returns the EventConnect events from index from on, and the new end.
-func (r *allDownEvents) connects(from int) ([]failover.Event, int) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []failover.Event
-	for _, e := range r.ev[from:] {
-		if e.Kind == failover.EventConnect {
-			out = append(out, e)
-		}
-	}
-	return out, len(r.ev)
-}
-
 const (
 	allDownRetries     = 3
 	allDownHostTimeout = 500 * time.Millisecond
@@ -56,7 +28,7 @@ const (
 
 // allDownPing pings with a fresh context of d and returns the error, the time it took
 // and the connection attempts it made.
-func allDownPing(db *sql.DB, ev *allDownEvents, d time.Duration) (error, time.Duration, []failover.Event) {
+func allDownPing(db *sql.DB, ev *eventLog, d time.Duration) (error, time.Duration, []failover.Event) {
 	_, mark := ev.connects(0)
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
@@ -191,13 +163,7 @@ func TestAllNodesDown(t *testing.T) {
 			name := "TestAllNodesDown/" + f.name
 			c := harness.Start(t, 3)
 			ctx := ctxT(t, time.Minute)
-			ev := &allDownEvents{}
-			cfg, err := dsn.Parse(c.DSN("retriesAllDown=3&hostTimeout=500ms&readTimeout=2s"))
-			must(t, err)
-			connector, err := mfdriver.NewConnector(cfg, mfdriver.WithEventHook(ev.hook))
-			must(t, err)
-			db := sql.OpenDB(connector)
-			t.Cleanup(func() { db.Close() })
+			db, ev := openWithEvents(t, c.DSN("retriesAllDown=3&hostTimeout=500ms&readTimeout=2s"))
 
 			for i := 1; i <= 3; i++ {
 				must(t, f.down(c.Node(i)))

@@ -2,14 +2,11 @@ package integration
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"sync"
 	"testing"
 	"time"
 
-	mfdriver "github.com/mysqlfailover/mysqlfailover/driver"
-	"github.com/mysqlfailover/mysqlfailover/dsn"
 	"github.com/mysqlfailover/mysqlfailover/failover"
 
 	"github.com/mysqlfailover/mysqlfailover/integration/harness"
@@ -19,35 +16,11 @@ import (
 // physical connection (go-sql-driver does), but the host is healthy: no failover, no
 // event, no connection to a secondary; cancelled connections are replaced on the primary.
 
-// cancelEvents records every failover.Event of one pool.
-type cancelEvents struct {
-	mu sync.Mutex
-	ev []failover.Event
-}
-
-func (r *cancelEvents) hook(e failover.Event) {
-	r.mu.Lock()
-	r.ev = append(r.ev, e)
-	r.mu.Unlock()
-}
-
-func (r *cancelEvents) all() []failover.Event {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]failover.Event(nil), r.ev...)
-}
-
 func TestCallerCancellation(t *testing.T) {
 	const name = "TestCallerCancellation"
 	c := harness.Start(t, 3)
 	ctx := ctxT(t, time.Minute)
-	ev := &cancelEvents{}
-	cfg, err := dsn.Parse(c.DSN("readTimeout=5s&secondsBeforeRetryMaster=30"))
-	must(t, err)
-	connector, err := mfdriver.NewConnector(cfg, mfdriver.WithEventHook(ev.hook))
-	must(t, err)
-	db := sql.OpenDB(connector)
-	t.Cleanup(func() { db.Close() })
+	db, ev := openWithEvents(t, c.DSN("readTimeout=5s&secondsBeforeRetryMaster=30"))
 	db.SetMaxOpenConns(4)
 	db.SetMaxIdleConns(4)
 
@@ -56,8 +29,9 @@ func TestCallerCancellation(t *testing.T) {
 	}
 	conns := map[int]int64{}
 	for i := 2; i <= 3; i++ {
-		conns[i], err = c.Node(i).Connections(ctx)
+		n, err := c.Node(i).Connections(ctx)
 		must(t, err)
+		conns[i] = n
 	}
 
 	// 20 callers whose 100 ms deadline ends long before SLEEP(2).
@@ -110,8 +84,9 @@ func TestCallerCancellation(t *testing.T) {
 
 	after := map[int]int64{}
 	for i := 2; i <= 3; i++ {
-		after[i], err = c.Node(i).Connections(ctx)
+		n, err := c.Node(i).Connections(ctx)
 		must(t, err)
+		after[i] = n
 	}
 
 	var maxTook time.Duration

@@ -4,11 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"sync"
 	"testing"
 	"time"
 
-	mfdriver "github.com/mysqlfailover/mysqlfailover/driver"
 	"github.com/mysqlfailover/mysqlfailover/dsn"
 	"github.com/mysqlfailover/mysqlfailover/failover"
 
@@ -22,40 +20,11 @@ import (
 // fallbackTick is the statement period of the scenario.
 const fallbackTick = 200 * time.Millisecond
 
-// fallbackEvents records every failover.Event of one pool.
-type fallbackEvents struct {
-	mu sync.Mutex
-	ev []failover.Event
-}
-
-func (r *fallbackEvents) hook(e failover.Event) {
-	r.mu.Lock()
-	r.ev = append(r.ev, e)
-	r.mu.Unlock()
-}
-
-func (r *fallbackEvents) all() []failover.Event {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]failover.Event(nil), r.ev...)
-}
-
-// of returns the events of kind about host (any host when "") at or after since.
-func (r *fallbackEvents) of(kind failover.EventKind, host string, since time.Time) []failover.Event {
-	var out []failover.Event
-	for _, e := range r.all() {
-		if e.Kind == kind && (host == "" || e.Host == host) && !e.Time.Before(since) {
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
 // fallbackRun is one run of the scenario: a fresh cluster and a MaxOpen=1 pool on it.
 type fallbackRun struct {
 	c   *harness.Cluster
 	db  *sql.DB
-	ev  *fallbackEvents
+	ev  *eventLog
 	ctx context.Context
 	n1  string // node 1's proxy address, as events and errors name it
 
@@ -68,13 +37,7 @@ func fallbackStart(t *testing.T, params string) *fallbackRun {
 	t.Helper()
 	c := harness.Start(t, 3)
 	ctx := ctxT(t, 40*time.Second)
-	ev := &fallbackEvents{}
-	cfg, err := dsn.Parse(c.DSN(params))
-	must(t, err)
-	connector, err := mfdriver.NewConnector(cfg, mfdriver.WithEventHook(ev.hook))
-	must(t, err)
-	db := sql.OpenDB(connector)
-	t.Cleanup(func() { db.Close() })
+	db, ev := openWithEvents(t, c.DSN(params))
 	db.SetMaxOpenConns(1)
 	db.SetMaxIdleConns(1)
 	r := &fallbackRun{c: c, db: db, ev: ev, ctx: ctx, n1: c.Node(1).ProxyAddr()}

@@ -3,11 +3,15 @@ package integration
 import (
 	"context"
 	"database/sql"
+	"sync"
 	"testing"
 	"time"
 
 	_ "github.com/go-sql-driver/mysql" // "mysql": plain single-host connections for checks
 
+	mfdriver "github.com/mysqlfailover/mysqlfailover/driver"
+	"github.com/mysqlfailover/mysqlfailover/dsn"
+	"github.com/mysqlfailover/mysqlfailover/failover"
 	"github.com/mysqlfailover/mysqlfailover/integration/harness"
 )
 
@@ -42,4 +46,64 @@ func nodeOf(ctx context.Context, c *harness.Cluster, q interface {
 		return 0, err
 	}
 	return c.NodeByPort(port), nil
+}
+
+// eventLog records every failover.Event of one pool (the connector's event hook).
+type eventLog struct {
+	mu sync.Mutex
+	ev []failover.Event
+}
+
+func (r *eventLog) hook(e failover.Event) {
+	r.mu.Lock()
+	r.ev = append(r.ev, e)
+	r.mu.Unlock()
+}
+
+func (r *eventLog) all() []failover.Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]failover.Event(nil), r.ev...)
+}
+
+// of returns the events of kind about host (any host when "") at or after since.
+func (r *eventLog) of(kind failover.EventKind, host string, since time.Time) []failover.Event {
+	var out []failover.Event
+	for _, e := range r.all() {
+		if e.Kind == kind && (host == "" || e.Host == host) && !e.Time.Before(since) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// count returns how many events of kind about host (any host when "") were recorded.
+func (r *eventLog) count(kind failover.EventKind, host string) int {
+	return len(r.of(kind, host, time.Time{}))
+}
+
+// connects returns the EventConnect events from index from on, and the new end.
+func (r *eventLog) connects(from int) ([]failover.Event, int) {
+	all := r.all()
+	var out []failover.Event
+	for _, e := range all[from:] {
+		if e.Kind == failover.EventConnect {
+			out = append(out, e)
+		}
+	}
+	return out, len(all)
+}
+
+// openWithEvents opens a mysqlfailover pool on dsnStr through the connector API, with its
+// events recorded, and closes it when the test ends.
+func openWithEvents(t testing.TB, dsnStr string) (*sql.DB, *eventLog) {
+	t.Helper()
+	cfg, err := dsn.Parse(dsnStr)
+	must(t, err)
+	ev := &eventLog{}
+	connector, err := mfdriver.NewConnector(cfg, mfdriver.WithEventHook(ev.hook))
+	must(t, err)
+	db := sql.OpenDB(connector)
+	t.Cleanup(func() { db.Close() })
+	return db, ev
 }

@@ -6,7 +6,6 @@ import (
 	sqldriver "database/sql/driver"
 	"errors"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,30 +20,6 @@ import (
 // lives and dies on one host. Nothing of it is replayed on the secondary, whose read_only
 // is turned off and whose replication is stopped so that a row could only appear there if
 // the driver wrote it.
-
-// midTxEvents records every failover.Event of one pool.
-type midTxEvents struct {
-	mu sync.Mutex
-	ev []failover.Event
-}
-
-func (r *midTxEvents) hook(e failover.Event) {
-	r.mu.Lock()
-	r.ev = append(r.ev, e)
-	r.mu.Unlock()
-}
-
-func (r *midTxEvents) count(kind failover.EventKind, host string) int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	n := 0
-	for _, e := range r.ev {
-		if e.Kind == kind && (host == "" || e.Host == host) {
-			n++
-		}
-	}
-	return n
-}
 
 // midTxCounters are the statement counters of node 2 that a replay would move.
 var midTxCounters = []string{"Com_begin", "Com_insert", "Com_commit", "Com_rollback"}
@@ -78,7 +53,7 @@ func midTxDiff(before, after map[string]int64) string {
 // midTxSetup starts a cluster with table app.t(id PK) everywhere, then makes node 2 a
 // writable island: read_only OFF, replication stopped (started again when the test ends).
 // It returns a MaxOpen=1 pool built with the event hook.
-func midTxSetup(t *testing.T, params string) (*harness.Cluster, context.Context, *sql.DB, *midTxEvents) {
+func midTxSetup(t *testing.T, params string) (*harness.Cluster, context.Context, *sql.DB, *eventLog) {
 	t.Helper()
 	c := harness.Start(t, 3)
 	ctx := ctxT(t, 40*time.Second)
@@ -94,13 +69,7 @@ func midTxSetup(t *testing.T, params string) (*harness.Cluster, context.Context,
 			t.Errorf("START SLAVE on node 2: %v", err)
 		}
 	})
-	ev := &midTxEvents{}
-	cfg, err := dsn.Parse(c.DSN(params))
-	must(t, err)
-	connector, err := mfdriver.NewConnector(cfg, mfdriver.WithEventHook(ev.hook))
-	must(t, err)
-	db := sql.OpenDB(connector)
-	t.Cleanup(func() { db.Close() })
+	db, ev := openWithEvents(t, c.DSN(params))
 	db.SetMaxOpenConns(1)
 	db.SetMaxIdleConns(1)
 	if node, err := nodeOf(ctx, c, db); err != nil || node != 1 {
