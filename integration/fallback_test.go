@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mysqlfailover/mysqlfailover/dsn"
 	"github.com/mysqlfailover/mysqlfailover/failover"
 
 	"github.com/mysqlfailover/mysqlfailover/integration/harness"

@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	mfdriver "github.com/mysqlfailover/mysqlfailover/driver"
-	"github.com/mysqlfailover/mysqlfailover/dsn"
 	"github.com/mysqlfailover/mysqlfailover/failover"
 
 	"github.com/mysqlfailover/mysqlfailover/integration/harness"
