@@ -114,7 +114,7 @@ func (c *Conn) ready(ctx context.Context, count bool) error {
 				return nil
 			}
 		}
-		if count && c.host != failover.Primary {
+		if count {
 			c.counted = c.cl.NoteStatement()
 		}
 		return nil
