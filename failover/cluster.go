@@ -41,9 +41,11 @@ type Options struct {
 	// return to it (seconds; 0 disables the timer). As Connector/J's
 	// secondsBeforeRetryMaster.
 	SecondsBeforeRetryMaster int
-	// QueriesBeforeRetryMaster is how many statements run on a secondary before the pool
-	// tries to return to the primary (count; 0 disables the counter). Both 0 disables
-	// fall-back, and the primary becomes an ordinary member of the rotation.
+	// QueriesBeforeRetryMaster is how many statements run on a secondary, counted over
+	// the whole pool, before the pool tries to return to the primary (count; 0 disables
+	// the counter; after a failed attempt the count triggers no sooner than RetryPause
+	// later). Both 0 disables fall-back, and the primary becomes an ordinary member of the
+	// rotation.
 	QueriesBeforeRetryMaster int
 	// HostTimeout bounds each host attempt: dial, handshake and session set-up
 	// (duration; 0: only the caller's context bounds it).
@@ -77,6 +79,7 @@ type Cluster struct {
 	active      atomic.Int32 // index of the host the pool uses
 	leftPrimary atomic.Int64 // clock time (UnixNano) when the pool left the primary or last failed to return
 	ran         atomic.Int64 // statements run on a secondary since then
+	probeFailed atomic.Int64 // clock time (UnixNano) of the last failed attempt to return
 	fallingBack atomic.Bool  // one fall-back attempt at a time for the whole pool
 	closed      atomic.Bool
 }
@@ -152,22 +155,40 @@ func (c *Cluster) ForgetStatement() {
 
 // FallBackDue reports whether the pool is on a secondary and SecondsBeforeRetryMaster
 // have passed or QueriesBeforeRetryMaster statements ran since it left the primary (or
-// since the last failed attempt to return). As Connector/J readyToFallBackToPrimaryHost.
+// since the last failed attempt to return). As Connector/J readyToFallBackToPrimaryHost,
+// with one difference: after a failed attempt the statement count triggers the next one
+// no sooner than RetryPause later. A busy pool runs 50 statements in milliseconds, and
+// without the pause a dead primary would get a connection attempt every few milliseconds
+// for as long as it stays down.
 func (c *Cluster) FallBackDue() bool {
 	if c.active.Load() == Primary || !c.fallBackEnabled() {
 		return false
 	}
+	var now int64
 	if c.queries > 0 && c.ran.Load() >= c.queries {
-		return true
+		now = c.clock.Now().UnixNano()
+		if now-c.probeFailed.Load() >= int64(RetryPause) {
+			return true
+		}
 	}
-	return c.secs > 0 && c.clock.Now().UnixNano()-c.leftPrimary.Load() >= int64(c.secs)
+	if c.secs == 0 {
+		return false
+	}
+	if now == 0 {
+		now = c.clock.Now().UnixNano()
+	}
+	return now-c.leftPrimary.Load() >= int64(c.secs)
 }
 
 // restartClocks starts the fall-back timer and counter again (Connector/J
-// resetAutoFallBackCounters).
-func (c *Cluster) restartClocks() {
-	c.leftPrimary.Store(c.clock.Now().UnixNano())
+// resetAutoFallBackCounters); probeFailed says the primary was just tried in vain.
+func (c *Cluster) restartClocks(probeFailed bool) {
+	now := c.clock.Now().UnixNano()
+	c.leftPrimary.Store(now)
 	c.ran.Store(0)
+	if probeFailed {
+		c.probeFailed.Store(now)
+	}
 }
 
 func (c *Cluster) emit(e Event) {
@@ -273,7 +294,7 @@ func (c *Cluster) TryFallBack(ctx context.Context, setup SetupFunc) (driver.Conn
 	conn, err := c.attempt(ctx, Primary, setup)
 	if err != nil {
 		if ctx.Err() == nil { // the primary failed, not the caller
-			c.restartClocks()
+			c.restartClocks(true)
 			c.emit(Event{Kind: EventFallBackFailed, Host: c.Host(Primary), From: c.Host(from), Err: err})
 		}
 		return nil, err
@@ -353,7 +374,7 @@ func (c *Cluster) landed(h int, triedPrimary bool, failed int, cause error) {
 	if h != Primary && (prev == Primary || triedPrimary) {
 		// Left the primary, or it was tried and did not answer: the fall-back clock
 		// starts now (Connector/J resets it when the walk began at or passed the primary).
-		c.restartClocks()
+		c.restartClocks(triedPrimary)
 	}
 	switch {
 	case prev == h:

@@ -285,7 +285,7 @@ func TestAutoFallBackAtSafePoint(t *testing.T) {
 		wantAfter     int // statements on H2 before the one that runs on H1
 	}{
 		{"seconds", 1, 0, 100 * time.Millisecond, 10},
-		{"queries", 0, 3, 0, 3},
+		{"queries", 0, 3, 100 * time.Millisecond, 3},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			r := newRig(t, 3, func(o *failover.Options) {
@@ -689,5 +689,42 @@ func TestPrimaryProbeDataErrorKeepsTheWalkGoing(t *testing.T) {
 		t.Fatalf("history %q, want %q", got, want)
 	}
 	j.c.Close()
+	l.c.Close()
+}
+
+// TestQueryTriggerPausesAfterAFailedProbe: after a failed attempt to return, the statement
+// count alone cannot trigger the next attempt sooner than RetryPause later, so a busy pool
+// does not hammer a dead primary with an attempt every few statements.
+func TestQueryTriggerPausesAfterAFailedProbe(t *testing.T) {
+	r := newRig(t, 2, func(o *failover.Options) { o.SecondsBeforeRetryMaster, o.QueriesBeforeRetryMaster = 0, 3 })
+	l := r.connect()
+	r.down(0)
+	l.fail()
+	l.on(1)
+	probes := func() int { return len(r.events(failover.EventFallBackFailed)) }
+	for i := 0; i < 3; i++ {
+		l.statement(true)
+	}
+	l.statement(true) // due by count: the first probe, which fails
+	if probes() != 1 {
+		t.Fatalf("%d probes after 3 statements, want 1", probes())
+	}
+	for i := 0; i < 100; i++ { // no time passes: the count alone must not trigger again
+		l.statement(true)
+	}
+	if probes() != 1 {
+		t.Fatalf("%d probes within RetryPause of a failed one, want 1", probes())
+	}
+	r.clock.Advance(failover.RetryPause)
+	l.statement(true)
+	if probes() != 2 {
+		t.Fatalf("%d probes once RetryPause passed, want 2", probes())
+	}
+	r.up(0)
+	r.clock.Advance(failover.RetryPause)
+	for i := 0; i < 4 && l.host != failover.Primary; i++ {
+		l.statement(true)
+	}
+	l.on(0)
 	l.c.Close()
 }
