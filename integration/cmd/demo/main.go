@@ -605,7 +605,7 @@ func (r *recorder) classify(err error) (kind, text string) {
 		now := r.node(fe.Current)
 		may := "was not sent"
 		if fe.MaybeExecuted {
-			may = "may have run there"
+			may = "may have run on " + r.node(fe.Failed)
 		}
 		return "FailoverError", fmt.Sprintf("*failover.FailoverError: %s failed (%s), connection now on %s; the statement %s",
 			r.node(fe.Failed), short(fe.Err), now, may)
