@@ -241,7 +241,24 @@ func (c *Cluster) joinPlan() plan {
 // data error (wrapped with the host) that ended the walk. It never returns an error that
 // matches driver.ErrBadConn.
 func (c *Cluster) Connect(ctx context.Context, setup SetupFunc) (driver.Conn, int, error) {
-	return c.walk(ctx, c.joinPlan(), -1, nil, setup)
+	p := c.joinPlan()
+	defer c.probeOnce(&p)()
+	return c.walk(ctx, p, -1, nil, setup)
+}
+
+// probeOnce lets one walk at a time try the primary first when fall-back is due: the
+// others skip it in their first pass, so a burst of new connections (database/sql growing
+// the pool) does not pay a dead or hung primary's timeout once each. It returns the
+// release function.
+func (c *Cluster) probeOnce(p *plan) func() {
+	if !p.primaryFirst {
+		return func() {}
+	}
+	if !c.fallingBack.CompareAndSwap(false, true) {
+		p.primaryFirst, p.skipPrimary = false, true
+		return func() {}
+	}
+	return func() { c.fallingBack.Store(false) }
 }
 
 // Failover handles a communication error (cause) on a connection to host failed: it
@@ -252,16 +269,18 @@ func (c *Cluster) Connect(ctx context.Context, setup SetupFunc) (driver.Conn, in
 // for up to RetriesAllDown passes with RetryPause between them, all within ctx.
 func (c *Cluster) Failover(ctx context.Context, failed int, cause error, setup SetupFunc) (driver.Conn, int, error) {
 	c.emit(Event{Kind: EventHostFailed, Host: c.Host(failed), Err: NotBadConn(cause, "")})
+	var p plan
 	if int(c.active.Load()) != failed {
-		return c.walk(ctx, c.joinPlan(), failed, cause, setup)
+		p = c.joinPlan()
+	} else {
+		p.start = (failed + 1) % len(c.hosts)
+		if failed != Primary {
+			due := c.FallBackDue()
+			p.primaryFirst = due
+			p.skipPrimary = !due && c.fallBackEnabled()
+		}
 	}
-	n := len(c.hosts)
-	p := plan{start: (failed + 1) % n}
-	if failed != Primary {
-		due := c.FallBackDue()
-		p.primaryFirst = due
-		p.skipPrimary = !due && c.fallBackEnabled()
-	}
+	defer c.probeOnce(&p)()
 	return c.walk(ctx, p, failed, cause, setup)
 }
 

@@ -728,3 +728,46 @@ func TestQueryTriggerPausesAfterAFailedProbe(t *testing.T) {
 	l.on(0)
 	l.c.Close()
 }
+
+// TestOneProbeOfThePrimaryPerPool: while one connection tries the primary for a fall-back,
+// connections that open meanwhile go straight to the pool's host instead of each paying
+// the primary's timeout.
+func TestOneProbeOfThePrimaryPerPool(t *testing.T) {
+	entered, release := make(chan struct{}), make(chan struct{})
+	var r *rig
+	r = newRig(t, 2, func(o *failover.Options) {
+		o.SecondsBeforeRetryMaster, o.QueriesBeforeRetryMaster = 1, 0
+		o.Dial = func(ctx context.Context, h int) (driver.Conn, error) {
+			if h == failover.Primary && r.cl.Active() != failover.Primary {
+				close(entered)
+				<-release
+			}
+			return r.net.Dial(ctx, h)
+		}
+	})
+	r.down(0)
+	c0, _, err := r.cl.Connect(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c0.Close()
+	r.up(0)
+	r.clock.Advance(time.Second)
+	done := make(chan driver.Conn)
+	go func() {
+		c, _, _ := r.cl.Connect(context.Background(), nil) // due: probes H1
+		done <- c
+	}()
+	<-entered
+	c2, h, err := r.cl.Connect(context.Background(), nil) // must not touch H1
+	if err != nil || h != 1 {
+		t.Fatalf("second connection: H%d %v, want H2 without waiting for the probe", h+1, err)
+	}
+	c2.Close()
+	close(release)
+	c1 := <-done
+	if c1 == nil || r.cl.Active() != failover.Primary {
+		t.Fatal("the probing connection did not bring the pool back to H1")
+	}
+	c1.Close()
+}
