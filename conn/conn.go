@@ -368,25 +368,32 @@ func (c *Conn) CheckNamedValue(nv *driver.NamedValue) error {
 }
 
 // ResetSession is called by database/sql before it hands a pooled connection to its next
-// user. It retires (driver.ErrBadConn: nothing has been sent) a connection whose physical
-// connection is gone or whose host the pool has left, so that database/sql opens a new
-// one on the pool's host through the connector: one walk for the pool instead of one per
-// idle connection. It forwards to the physical connection, which keeps go-sql-driver's
-// liveness check of idle connections (a stale one is retired, its host not blamed:
-// go-sql-driver#657). It restores the DSN's read-only flag for the next user.
+// user. It repairs rather than retires: a physical connection whose host the pool has
+// left, or that go-sql-driver's liveness check (forwarded here, go-sql-driver#657) finds
+// stale, is dropped without blaming its host, and the next call joins the pool's host
+// before it sends anything (ready). It never returns driver.ErrBadConn: when database/sql
+// hands a connection to a caller queued at MaxOpenConns, it passes that error to the
+// caller as is. It restores the DSN's read-only flag for the next user. A connection that
+// cannot join any host fails its next call with the walk's error and is then discarded
+// (IsValid).
 func (c *Conn) ResetSession(ctx context.Context) error {
-	if c.phys == nil || c.host != c.cl.Active() || c.closed {
-		return driver.ErrBadConn
-	}
-	if r, ok := c.phys.(driver.SessionResetter); ok {
-		if err := r.ResetSession(ctx); err != nil {
-			return driver.ErrBadConn
-		}
+	if c.closed {
+		return driver.ErrBadConn // database/sql never resets a closed connection
 	}
 	c.explicitRO = c.cfg.ReadOnly
+	if c.phys != nil && c.host != c.cl.Active() {
+		c.drop()
+	}
+	if r, ok := c.phys.(driver.SessionResetter); ok && r.ResetSession(ctx) != nil {
+		c.drop()
+	}
+	if c.phys == nil {
+		return nil // setup applies the restored read-only flag on the new session
+	}
 	if want := c.readOnlyOn(c.host); want != c.appliedRO {
 		if err := c.exec(ctx, c.phys, readOnlySQL(want)); err != nil {
-			return driver.ErrBadConn // the SET ran or not; the connection is retired either way
+			c.drop() // the SET ran or not: a new session starts clean
+			return nil
 		}
 		c.appliedRO = want
 	}

@@ -41,8 +41,9 @@
 // # Pool hooks
 //
 // ResetSession is forwarded to the physical connection, so go-sql-driver's liveness
-// check of idle connections keeps working, and it retires (driver.ErrBadConn, nothing
-// sent) a connection whose host the pool has left or whose physical connection is gone:
-// database/sql then opens a new one through the connector. IsValid is false once the
-// physical connection is gone.
+// check of idle connections keeps working. A physical connection that check finds stale,
+// or whose host the pool has left, is dropped there, and the next call joins the pool's
+// host before it sends anything. ResetSession never answers driver.ErrBadConn, which
+// database/sql would pass as is to a caller queued at MaxOpenConns. IsValid is false once
+// the physical connection is gone.
 package conn

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"runtime"
 	"syscall"
 	"testing"
 	"time"
@@ -337,10 +338,10 @@ func TestPoolMovesAsOne(t *testing.T) {
 	e.allMet()
 }
 
-// Invariant 5 through database/sql: ResetSession retires an idle connection on the host
-// the pool left (driver.ErrBadConn: nothing sent), and the caller's statement runs on the
-// pool's host without an error.
-func TestResetSessionRetiresConnectionOnLeftHost(t *testing.T) {
+// Invariant 5 through database/sql: an idle connection on the host the pool left drops its
+// physical connection in ResetSession and joins the pool's host before the caller's
+// statement, which runs there without an error; database/sql opens no new connection.
+func TestResetSessionMovesIdleConnectionOnLeftHost(t *testing.T) {
 	const a1, b1 = "INSERT INTO t VALUES('a')", "INSERT INTO t VALUES('b')"
 	e := newEnv(t, 3)
 	e.script(0, fails(a1, mysql.ErrInvalidConn), nil)
@@ -359,16 +360,17 @@ func TestResetSessionRetiresConnectionOnLeftHost(t *testing.T) {
 	if old.Closes() != 1 || old.Resets() != 0 {
 		t.Errorf("idle H1 connection: %d closes, %d forwarded resets; want 1, 0", old.Closes(), old.Resets())
 	}
-	if n := e.opens.Load(); n != 3 {
-		t.Errorf("database/sql opened %d logical connections, want 3 (the idle one retired and replaced)", n)
+	if n := e.opens.Load(); n != 2 {
+		t.Errorf("database/sql opened %d logical connections, want 2 (the idle one repaired in place)", n)
 	}
 	e.wantEvents(failover.EventHostFailed, "", 1)
 	e.allMet()
 }
 
 // Case 09 (forwarded-reset-and-stale-idle-conns): ResetSession is forwarded to the
-// physical connection, whose liveness check retires a stale one without blaming its host.
-func TestResetSessionIsForwardedAndRetiresStaleConnection(t *testing.T) {
+// physical connection, whose liveness check has a stale one replaced on the same host,
+// without blaming the host.
+func TestResetSessionIsForwardedAndReplacesStaleConnection(t *testing.T) {
 	const q1, q2 = "INSERT INTO t VALUES(1)", "INSERT INTO t VALUES(2)"
 	for _, tc := range []struct {
 		name  string
@@ -399,8 +401,8 @@ func TestResetSessionIsForwardedAndRetiresStaleConnection(t *testing.T) {
 			if tc.stale {
 				want = 2
 			}
-			if e.dialed(0) != want || e.dialed(1) != 0 || int(e.opens.Load()) != want {
-				t.Errorf("dialed H1 %d, H2 %d times, %d logical connections; want %d, 0, %[4]d", e.dialed(0), e.dialed(1), e.opens.Load(), want)
+			if e.dialed(0) != want || e.dialed(1) != 0 || e.opens.Load() != 1 {
+				t.Errorf("dialed H1 %d, H2 %d times, %d logical connections; want %d, 0, 1", e.dialed(0), e.dialed(1), e.opens.Load(), want)
 			}
 			if tc.stale && first.Closes() != 1 {
 				t.Errorf("stale connection closed %d times, want 1", first.Closes())
@@ -590,4 +592,37 @@ func TestSessionEndedReconnectsSameHost(t *testing.T) {
 		wantHost(t, c, h2)
 		e.wantEvents(failover.EventHostFailed, h1, 1)
 	})
+}
+
+// A caller queued at MaxOpenConns is handed a connection straight from its releaser, and
+// database/sql returns a driver.ErrBadConn from ResetSession to that caller as is: the
+// connection must join the pool's host itself and the caller must see no error.
+func TestQueuedCallerGetsNoBadConnAfterThePoolMoved(t *testing.T) {
+	const q = "INSERT INTO t VALUES(1)"
+	e := newEnv(t, 2)
+	e.script(1, nil, all(ok(setReadOnly), ok(q))) // the first H2 connection is the reporter's
+	db := e.db(seqA, 1)
+	held := sqlConn(t, db) // the only connection, on H1
+	done := make(chan error)
+	go func() {
+		_, err := db.ExecContext(context.Background(), q) // queued behind held
+		done <- err
+	}()
+	for db.Stats().WaitCount == 0 {
+		runtime.Gosched()
+	}
+	// Another connection of the pool saw H1 fail: the pool is on H2 now.
+	c, _, err := e.cl.Failover(context.Background(), 0, mysql.ErrInvalidConn, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	_ = held.Close() // handed to the queued caller
+	if err := <-done; err != nil {
+		t.Fatalf("queued caller: %v (errors.Is ErrBadConn %v)", err, errors.Is(err, driver.ErrBadConn))
+	}
+	if e.opens.Load() != 1 {
+		t.Errorf("%d logical connections, want 1", e.opens.Load())
+	}
+	e.allMet()
 }
