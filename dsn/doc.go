@@ -58,7 +58,8 @@
 //
 // hostTimeout (time.ParseDuration syntax: "5s", "500ms"; 0 means no per-host
 // bound, only the caller's context; a caller's deadline also limits each attempt
-// to half of the time left, but not below 250 ms) bounds every host attempt: dial, TLS and
+// to half of the time left, but not below 250 ms nor below four times the host's
+// usual attempt time) bounds every host attempt: dial, TLS and
 // MySQL handshake, and session set-up. It exists because go-sql-driver's
 // timeout parameter only bounds the TCP dial, so a host that accepts the
 // connection and then hangs would stall the walk down the list.

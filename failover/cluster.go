@@ -76,11 +76,12 @@ type Cluster struct {
 	clock   Clock
 	onEvent func(Event)
 
-	active      atomic.Int32 // index of the host the pool uses
-	leftPrimary atomic.Int64 // clock time (UnixNano) when the pool left the primary or last failed to return
-	ran         atomic.Int64 // statements run on a secondary since then
-	probeFailed atomic.Int64 // clock time (UnixNano) of the last failed attempt to return
-	fallingBack atomic.Bool  // one fall-back attempt at a time for the whole pool
+	active      atomic.Int32   // index of the host the pool uses
+	leftPrimary atomic.Int64   // clock time (UnixNano) when the pool left the primary or last failed to return
+	ran         atomic.Int64   // statements run on a secondary since then
+	probeFailed atomic.Int64   // clock time (UnixNano) of the last failed attempt to return
+	fallingBack atomic.Bool    // one fall-back attempt at a time for the whole pool
+	typical     []atomic.Int64 // per host: smoothed duration (ns) of its successful attempts
 	closed      atomic.Bool
 }
 
@@ -109,6 +110,7 @@ func NewCluster(opts Options) (*Cluster, error) {
 	if c.clock == nil {
 		c.clock = SystemClock{}
 	}
+	c.typical = make([]atomic.Int64, len(c.hosts))
 	return c, nil
 }
 
@@ -413,17 +415,21 @@ func (c *Cluster) landed(h int, triedPrimary bool, failed int, cause error) {
 // attempt).
 const MinHostShare = 250 * time.Millisecond
 
-// attempt makes one bounded host attempt: dial, then setup. The bound is HostTimeout, and
-// at most half of the time left before the caller's deadline, unless that half is under
-// MinHostShare: a hung host must not eat a short request deadline whole, or a pool whose
-// callers all carry deadlines below HostTimeout would never get past a frozen primary
-// (the caller's own deadline is not a host failure). A healthy handshake takes
-// milliseconds, far below either bound.
+// attempt makes one bounded host attempt: dial, then setup. The bound is HostTimeout and,
+// when the caller's context has a deadline, a share of the time left: half of it, but at
+// least MinHostShare and at least four times what this host's attempts usually take. A
+// hung host must not eat a short request deadline whole, or a pool whose callers all
+// carry deadlines below HostTimeout would never get past a frozen primary (the caller's
+// own deadline is never blamed on a host); and a host that is merely far away (a slow
+// TLS handshake across regions) must not be taken for a hung one. When the share is not
+// shorter than the time left, the caller's deadline alone bounds the attempt.
 func (c *Cluster) attempt(ctx context.Context, h int, setup SetupFunc) (driver.Conn, error) {
 	actx, budget := ctx, c.timeout
 	if dl, ok := ctx.Deadline(); ok {
-		if half := time.Until(dl) / 2; half >= MinHostShare && (budget == 0 || half < budget) {
-			budget = half
+		left := time.Until(dl)
+		share := max(left/2, MinHostShare, 4*time.Duration(c.typical[h].Load()))
+		if share < left && (budget == 0 || share < budget) {
+			budget = share
 		}
 	}
 	if budget > 0 {
@@ -431,6 +437,7 @@ func (c *Cluster) attempt(ctx context.Context, h int, setup SetupFunc) (driver.C
 		actx, cancel = context.WithTimeout(ctx, budget)
 		defer cancel()
 	}
+	start := time.Now()
 	conn, err := c.dial(actx, h)
 	switch {
 	case err != nil && actx.Err() != nil && ctx.Err() == nil:
@@ -446,6 +453,13 @@ func (c *Cluster) attempt(ctx context.Context, h int, setup SetupFunc) (driver.C
 			}
 			err = NotBadConn(err, "session set-up failed")
 		}
+	}
+	if err == nil {
+		d := int64(time.Since(start))
+		if old := c.typical[h].Load(); old > 0 {
+			d = (3*old + d) / 4
+		}
+		c.typical[h].Store(d)
 	}
 	c.emit(Event{Kind: EventConnect, Host: c.hosts[h], Err: err})
 	return conn, err

@@ -644,27 +644,32 @@ func TestNewConnectionFallsBackWhenDue(t *testing.T) {
 // inside the caller's deadline (a frozen primary must not hold a pool whose callers all
 // carry short deadlines).
 func TestShortCallerDeadlineStillMovesPastAHungHost(t *testing.T) {
-	var r *rig
-	r = newRig(t, 2, func(o *failover.Options) {
-		o.HostTimeout = time.Hour
-		o.Dial = func(ctx context.Context, h int) (driver.Conn, error) {
-			if h == failover.Primary {
-				<-ctx.Done() // a frozen server: TCP accepted, no greeting
-				return nil, ctx.Err()
+	for _, deadline := range []time.Duration{300 * time.Millisecond, 4 * failover.MinHostShare} {
+		t.Run(deadline.String(), func(t *testing.T) {
+			var r *rig
+			r = newRig(t, 2, func(o *failover.Options) {
+				o.HostTimeout = time.Hour
+				o.Dial = func(ctx context.Context, h int) (driver.Conn, error) {
+					if h == failover.Primary {
+						<-ctx.Done() // a frozen server: TCP accepted, no greeting
+						return nil, ctx.Err()
+					}
+					return r.net.Dial(ctx, h)
+				}
+			})
+			ctx, cancel := context.WithTimeout(context.Background(), deadline)
+			defer cancel()
+			c, h, err := r.cl.Connect(ctx, nil)
+			if err != nil || h != 1 {
+				t.Fatalf("Connect: H%d %v", h+1, err)
 			}
-			return r.net.Dial(ctx, h)
-		}
-	})
-	ctx, cancel := context.WithTimeout(context.Background(), 4*failover.MinHostShare)
-	defer cancel()
-	c, h, err := r.cl.Connect(ctx, nil)
-	if err != nil || h != 1 {
-		t.Fatalf("Connect: H%d %v", h+1, err)
-	}
-	c.Close()
-	var te *failover.HostTimeoutError
-	if ev := r.events(failover.EventConnect)[0]; !errors.As(ev.Err, &te) || te.After > 2*failover.MinHostShare {
-		t.Fatalf("H1 attempt: %v, want a HostTimeoutError bounded by half the caller's time", ev.Err)
+			c.Close()
+			var te *failover.HostTimeoutError
+			ev := r.events(failover.EventConnect)[0]
+			if !errors.As(ev.Err, &te) || te.After > max(deadline/2, failover.MinHostShare) {
+				t.Fatalf("H1 attempt: %v, want a HostTimeoutError bounded by half the caller's time (at least MinHostShare)", ev.Err)
+			}
+		})
 	}
 }
 
@@ -770,4 +775,41 @@ func TestOneProbeOfThePrimaryPerPool(t *testing.T) {
 		t.Fatal("the probing connection did not bring the pool back to H1")
 	}
 	c1.Close()
+}
+
+// TestShortDeadlineCapSparesAFarHost: a host whose attempts usually take longer than half
+// a caller's deadline is given the whole deadline, not half of it, so a slow but healthy
+// handshake (a far region, TLS) does not fail the pool over.
+func TestShortDeadlineCapSparesAFarHost(t *testing.T) {
+	const handshake = 300 * time.Millisecond
+	var r *rig
+	r = newRig(t, 2, func(o *failover.Options) {
+		o.Dial = func(ctx context.Context, h int) (driver.Conn, error) {
+			if h == failover.Primary {
+				select { // far away: every handshake takes 300 ms
+				case <-time.After(handshake):
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
+			}
+			return r.net.Dial(ctx, h)
+		}
+	})
+	c, h, err := r.cl.Connect(context.Background(), nil) // learns how long H1 takes
+	if err != nil || h != failover.Primary {
+		t.Fatalf("first connection: H%d %v", h+1, err)
+	}
+	c.Close()
+	// Half of 500 ms is shorter than the handshake: without the host's history the
+	// attempt would be cut at 250 ms and the pool moved to H2.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*failover.MinHostShare)
+	defer cancel()
+	c, h, err = r.cl.Connect(ctx, nil)
+	if err != nil || h != failover.Primary {
+		t.Fatalf("under a 500 ms deadline: H%d %v, want H1", h+1, err)
+	}
+	c.Close()
+	if r.cl.Active() != failover.Primary {
+		t.Fatal("the pool left a slow but healthy primary")
+	}
 }

@@ -150,8 +150,8 @@ func (e *NoHostAvailableError) Unwrap() []error {
 }
 
 // HostTimeoutError is a host attempt (dial, handshake, session set-up) that did not finish
-// within its bound: Options.HostTimeout, or half of the caller's remaining time (see
-// MinHostShare). It is a net.Error with Timeout() true, so Classify calls it a
+// within its bound: Options.HostTimeout, or a share of the caller's remaining time (see
+// Cluster's attempt rules under MinHostShare). It is a net.Error with Timeout() true, so Classify calls it a
 // communication error, and it deliberately does not match context.DeadlineExceeded: that
 // is reserved for the caller's own context.
 type HostTimeoutError struct {
@@ -163,7 +163,7 @@ type HostTimeoutError struct {
 
 // Error says which bound expired.
 func (e *HostTimeoutError) Error() string {
-	return "host attempt timed out after " + e.After.String() + " (hostTimeout, or half the caller's time left): " + e.Cause.Error()
+	return "host attempt timed out after " + e.After.String() + " (hostTimeout, or a share of the caller's time left): " + e.Cause.Error()
 }
 
 // Timeout reports true (net.Error).
