@@ -5,6 +5,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/mysqlfailover/mysqlfailover/failover"
 	"github.com/mysqlfailover/mysqlfailover/stmt"
@@ -48,6 +49,8 @@ type Conn struct {
 	tx         *Tx    // the open transaction, if any
 	rows       int    // open result sets: no switch while results are being read
 	counted    bool   // the last ready counted a statement towards queriesBeforeRetryMaster
+	lastUsed   int64  // cluster clock (UnixNano) of the last call that talked to the server
+	checked    bool   // ResetSession just ran the liveness check: the next ready skips its own
 	closed     bool
 }
 
@@ -67,6 +70,7 @@ func Open(ctx context.Context, cl *failover.Cluster, cfg Config) (*Conn, error) 
 func (c *Conn) attach(phys driver.Conn, host int) {
 	c.phys, c.host = phys, host
 	c.appliedRO = c.readOnlyOn(host) // setup applied it
+	c.lastUsed = c.cl.Now().UnixNano()
 	c.epoch++
 	c.execer, _ = phys.(driver.ExecerContext)
 	c.queryer, _ = phys.(driver.QueryerContext)
@@ -94,6 +98,11 @@ type h Conn
 // only refuses statements of a lost transaction. count marks statements.
 func (c *Conn) ready(ctx context.Context, count bool) error {
 	c.counted = false
+	if c.checked {
+		c.checked = false // database/sql's checkout just checked it: no clock read needed
+	} else if c.stale(ctx) && c.tx != nil && c.tx.lost == nil {
+		c.tx.lost = fmt.Errorf("%w; not sent (the server closed the connection while the transaction sat idle)", failover.ErrTxLost)
+	}
 	if c.tx != nil {
 		if c.tx.lost != nil {
 			return c.tx.lost
@@ -137,6 +146,33 @@ func (c *Conn) ready(ctx context.Context, count bool) error {
 		c.counted = c.cl.NoteStatement()
 	}
 	return nil
+}
+
+// idleCheck is how long a connection may sit unused before its next call first runs
+// go-sql-driver's liveness check (a non-blocking read, no round trip). database/sql runs
+// that check itself (through ResetSession) only when it hands a pooled connection out,
+// not between the calls of a pinned *sql.Conn or a transaction: without this, a session
+// the server closed while it sat idle (wait_timeout, a KILL of a sleeping connection)
+// would fail its next statement with mysql.ErrInvalidConn and move the whole pool away
+// from a healthy host.
+const idleCheck = time.Second
+
+// stale runs the liveness check on a connection idle for idleCheck or more and drops a
+// physical connection that fails it, without blaming its host (the next call joins the
+// pool's host). It reports whether it dropped one.
+func (c *Conn) stale(ctx context.Context) bool {
+	now := c.cl.Now().UnixNano()
+	idle := now-c.lastUsed >= int64(idleCheck)
+	c.lastUsed = now
+	if !idle || c.phys == nil || c.rows > 0 {
+		return false
+	}
+	r, ok := c.phys.(driver.SessionResetter)
+	if !ok || r.ResetSession(ctx) == nil {
+		return false
+	}
+	c.drop()
+	return true
 }
 
 // uncount takes back the statement the last ready counted.
@@ -387,6 +423,7 @@ func (c *Conn) ResetSession(ctx context.Context) error {
 	if r, ok := c.phys.(driver.SessionResetter); ok && r.ResetSession(ctx) != nil {
 		c.drop()
 	}
+	c.checked = true
 	if c.phys == nil {
 		return nil // setup applies the restored read-only flag on the new session
 	}

@@ -626,3 +626,62 @@ func TestQueuedCallerGetsNoBadConnAfterThePoolMoved(t *testing.T) {
 	}
 	e.allMet()
 }
+
+// A pinned connection (or a transaction) gets no ResetSession between its calls, so a
+// session the server closed while it sat idle (wait_timeout, a KILL of a sleeping
+// connection) is caught by the liveness check the proxy runs after idleCheck: the
+// statement runs on a new session on the same host, the host is not blamed, the pool
+// stays. Inside a transaction the transaction is lost, and nothing is sent.
+func TestIdleStaleConnectionIsReplacedBeforeSending(t *testing.T) {
+	const q1, q2 = "INSERT INTO t VALUES(1)", "INSERT INTO t VALUES(2)"
+	t.Run("autocommit", func(t *testing.T) {
+		e := newEnv(t, 2)
+		e.script(0, ok(q1), ok(q2))
+		c := e.open(seqA)
+		mustExec(t, c, q1)
+		first := e.phys(0, 0)
+		e.clock.Advance(idleCheck / 2)
+		first.ResetErr.Store(driver.ErrBadConn) // the server closed it meanwhile
+		resets := first.Resets()
+		e.clock.Advance(idleCheck)
+		mustExec(t, c, q2)
+		wantHost(t, c, h1)
+		if first.Resets() != resets+1 || first.Closes() != 1 {
+			t.Errorf("stale connection: %d liveness checks, %d closes; want 1, 1", first.Resets()-resets, first.Closes())
+		}
+		e.noHostEvents()
+		e.allMet()
+	})
+	t.Run("busy connection is not checked", func(t *testing.T) {
+		e := newEnv(t, 2)
+		e.script(0, all(ok(q1), ok(q2)))
+		c := e.open(seqA)
+		mustExec(t, c, q1)
+		e.clock.Advance(idleCheck / 2)
+		mustExec(t, c, q2)
+		if n := e.phys(0, 0).Resets(); n != 0 {
+			t.Errorf("%d liveness checks on a busy connection, want 0", n)
+		}
+	})
+	t.Run("inside a transaction", func(t *testing.T) {
+		e := newEnv(t, 2)
+		e.script(0, all(begin(), ok(q1)), nil)
+		c := e.open(seqA)
+		tx, err := c.BeginTx(context.Background(), driver.TxOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustExec(t, c, q1)
+		e.phys(0, 0).ResetErr.Store(driver.ErrBadConn)
+		e.clock.Advance(2 * idleCheck)
+		err = exec(c, q2)
+		if !errors.Is(err, failover.ErrTxLost) || errors.As(err, new(*failover.FailoverError)) {
+			t.Fatalf("statement after the idle gap: %v, want ErrTxLost alone", err)
+		}
+		if err := tx.Rollback(); err != nil {
+			t.Fatal(err)
+		}
+		e.noHostEvents()
+		e.allMet()
+	})
+}

@@ -125,6 +125,9 @@ func (c *Cluster) Host(i int) string {
 	return c.hosts[i]
 }
 
+// Now returns the Cluster clock's time.
+func (c *Cluster) Now() time.Time { return c.clock.Now() }
+
 // Active returns the index of the host the pool uses now. Connections on another host
 // move to it at their next safe point.
 func (c *Cluster) Active() int { return int(c.active.Load()) }
