@@ -92,10 +92,12 @@ func (c *Conn) drop() {
 // see through (*sql.Conn).Raw. The conversion costs nothing.
 type h Conn
 
-// ready is the safe-point check before every call that talks to the server. Outside a
-// transaction it moves the connection to the pool's host (nothing has been sent, so the
-// caller sees no error) and falls back to the primary when that is due; inside one it
-// only refuses statements of a lost transaction. count marks statements.
+// ready is the safe-point check before every call that talks to the server. It first
+// replaces a physical connection that went stale while idle (see stale; skipped right
+// after database/sql's checkout, which ran the same check). Outside a transaction it then
+// moves the connection to the pool's host (nothing has been sent, so the caller sees no
+// error) and falls back to the primary when that is due; inside one it only refuses
+// statements of a lost transaction. count marks statements.
 func (c *Conn) ready(ctx context.Context, count bool) error {
 	c.counted = false
 	if c.checked {
@@ -114,7 +116,7 @@ func (c *Conn) ready(ctx context.Context, count bool) error {
 	}
 	if c.phys != nil && c.host == c.cl.Active() {
 		if c.host == failover.Primary {
-			return nil // the hot path: one atomic load
+			return nil // the hot path
 		}
 		if c.rows == 0 {
 			if phys, _ := c.cl.TryFallBack(ctx, c.setup); phys != nil {
