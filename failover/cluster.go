@@ -114,9 +114,6 @@ func NewCluster(opts Options) (*Cluster, error) {
 	return c, nil
 }
 
-// Hosts returns the host:port list; index 0 is the primary.
-func (c *Cluster) Hosts() []string { return append([]string(nil), c.hosts...) }
-
 // Host returns the host:port of index i, or "" when i is out of range.
 func (c *Cluster) Host(i int) string {
 	if i < 0 || i >= len(c.hosts) {
