@@ -355,13 +355,13 @@ func TestFallBackFailureRestartsClocks(t *testing.T) {
 	l.on(0)
 }
 
-// TestOneFallBackAttemptAtATime: while one connection tries the primary, the others go on
-// where they are instead of piling onto it.
-func TestOneFallBackAttemptAtATime(t *testing.T) {
-	entered, release := make(chan struct{}), make(chan struct{})
-	var r *rig
+// newProbeRig puts a 2-host pool on H2 with fall-back to H1 due and H1 back up; a dial of
+// H1 made while the pool is away from it closes entered and then waits for release.
+func newProbeRig(t *testing.T) (r *rig, entered, release chan struct{}) {
+	t.Helper()
+	entered, release = make(chan struct{}), make(chan struct{})
 	r = newRig(t, 2, func(o *failover.Options) {
-		o.SecondsBeforeRetryMaster = 1
+		o.SecondsBeforeRetryMaster, o.QueriesBeforeRetryMaster = 1, 0
 		o.Dial = func(ctx context.Context, h int) (driver.Conn, error) {
 			if h == failover.Primary && r.cl.Active() != failover.Primary {
 				close(entered)
@@ -375,9 +375,16 @@ func TestOneFallBackAttemptAtATime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	t.Cleanup(func() { c.Close() })
 	r.up(0)
 	r.clock.Advance(time.Second)
+	return r, entered, release
+}
+
+// TestOneFallBackAttemptAtATime: while one connection tries the primary, the others go on
+// where they are instead of piling onto it.
+func TestOneFallBackAttemptAtATime(t *testing.T) {
+	r, entered, release := newProbeRig(t)
 	done := make(chan driver.Conn)
 	go func() {
 		c, _ := r.cl.TryFallBack(context.Background(), nil)
@@ -738,26 +745,7 @@ func TestQueryTriggerPausesAfterAFailedProbe(t *testing.T) {
 // connections that open meanwhile go straight to the pool's host instead of each paying
 // the primary's timeout.
 func TestOneProbeOfThePrimaryPerPool(t *testing.T) {
-	entered, release := make(chan struct{}), make(chan struct{})
-	var r *rig
-	r = newRig(t, 2, func(o *failover.Options) {
-		o.SecondsBeforeRetryMaster, o.QueriesBeforeRetryMaster = 1, 0
-		o.Dial = func(ctx context.Context, h int) (driver.Conn, error) {
-			if h == failover.Primary && r.cl.Active() != failover.Primary {
-				close(entered)
-				<-release
-			}
-			return r.net.Dial(ctx, h)
-		}
-	})
-	r.down(0)
-	c0, _, err := r.cl.Connect(context.Background(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c0.Close()
-	r.up(0)
-	r.clock.Advance(time.Second)
+	r, entered, release := newProbeRig(t)
 	done := make(chan driver.Conn)
 	go func() {
 		c, _, _ := r.cl.Connect(context.Background(), nil) // due: probes H1

@@ -19,20 +19,7 @@ func TestKillPrimaryIdlePool(t *testing.T) {
 	db := openDB(t, "mysqlfailover", c.DSN("readTimeout=2s"))
 	db.SetMaxOpenConns(8)
 	db.SetMaxIdleConns(8)
-	conns := make([]interface{ Close() error }, 0, 8)
-	for range 8 {
-		conn, err := db.Conn(ctx)
-		must(t, err)
-		node, err := nodeOf(ctx, c, conn)
-		must(t, err)
-		if node != 1 {
-			t.Fatalf("pooled connection on node %d, want 1", node)
-		}
-		conns = append(conns, conn)
-	}
-	for _, conn := range conns {
-		must(t, conn.Close())
-	}
+	warmPool(t, ctx, c, db, 8)
 	if idle := db.Stats().Idle; idle != 8 {
 		t.Fatalf("idle connections: %d, want 8", idle)
 	}

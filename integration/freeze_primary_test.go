@@ -33,25 +33,6 @@ func freezeSelect(ctx context.Context, c *harness.Cluster, db *sql.DB, ctxTimeou
 	return freezeCall{node: node, took: time.Since(start), err: err}
 }
 
-// freezeWarm opens n connections on node 1 and puts them back in the pool idle.
-func freezeWarm(t *testing.T, ctx context.Context, c *harness.Cluster, db *sql.DB, n int) {
-	t.Helper()
-	conns := make([]*sql.Conn, 0, n)
-	for range n {
-		conn, err := db.Conn(ctx)
-		must(t, err)
-		node, err := nodeOf(ctx, c, conn)
-		must(t, err)
-		if node != 1 {
-			t.Fatalf("pooled connection on node %d, want 1", node)
-		}
-		conns = append(conns, conn)
-	}
-	for _, conn := range conns {
-		must(t, conn.Close())
-	}
-}
-
 // TestFreezePrimary (case 06): the primary is frozen (SIGSTOP): its sockets stay open and
 // nothing answers, no FIN, no RST.
 //
@@ -81,7 +62,7 @@ func TestFreezePrimary(t *testing.T) {
 		db := openDB(t, "mysqlfailover", c.DSN("readTimeout=1s&hostTimeout=1s&secondsBeforeRetryMaster=3600&queriesBeforeRetryMaster=0"))
 		db.SetMaxOpenConns(concurrent)
 		db.SetMaxIdleConns(concurrent)
-		freezeWarm(t, ctx, c, db, concurrent)
+		warmPool(t, ctx, c, db, concurrent)
 
 		must(t, c.Node(1).Freeze())
 		defer func() { must(t, c.Node(1).Thaw()) }()
@@ -165,7 +146,7 @@ func TestFreezePrimary(t *testing.T) {
 		db := openDB(t, "mysqlfailover", c.DSN(params))
 		db.SetMaxOpenConns(1)
 		db.SetMaxIdleConns(1)
-		freezeWarm(t, ctx, c, db, 1)
+		warmPool(t, ctx, c, db, 1)
 		sessionsBefore, err := c.Node(1).AppSessions(ctx)
 		must(t, err)
 

@@ -107,3 +107,22 @@ func openWithEvents(t testing.TB, dsnStr string) (*sql.DB, *eventLog) {
 	t.Cleanup(func() { db.Close() })
 	return db, ev
 }
+
+// warmPool opens n connections on node 1 and puts them back in the pool idle.
+func warmPool(t *testing.T, ctx context.Context, c *harness.Cluster, db *sql.DB, n int) {
+	t.Helper()
+	conns := make([]*sql.Conn, 0, n)
+	for range n {
+		conn, err := db.Conn(ctx)
+		must(t, err)
+		node, err := nodeOf(ctx, c, conn)
+		must(t, err)
+		if node != 1 {
+			t.Fatalf("pooled connection on node %d, want 1", node)
+		}
+		conns = append(conns, conn)
+	}
+	for _, conn := range conns {
+		must(t, conn.Close())
+	}
+}
