@@ -21,6 +21,14 @@ type Config struct {
 	FailOverReadOnly bool
 	// DBName is the DSN's database: the one every new physical session starts in.
 	DBName string
+	// WriteIntent is set for targetSessionAttrs read-write and primary: a statement the
+	// server rejects as read-only (1290, 1836) makes the connection check the host's
+	// role and, if it was demoted, move to a writable host (see Conn.fail).
+	WriteIntent bool
+	// MultiStatements is go-sql-driver's multiStatements: a rejected statement is then
+	// not run again after such a move, since earlier statements of its batch may have
+	// run.
+	MultiStatements bool
 }
 
 // Conn is the proxy around one physical go-sql-driver connection at a time: the
@@ -109,19 +117,19 @@ func (c *Conn) ready(ctx context.Context, count bool) error {
 		if c.tx.lost != nil {
 			return c.tx.lost
 		}
-		if count && c.host != failover.Primary {
+		if count && c.host != c.cl.Primary() {
 			c.counted = c.cl.NoteStatement()
 		}
 		return nil
 	}
 	if c.phys != nil && c.host == c.cl.Active() {
-		if c.host == failover.Primary {
+		if c.host == c.cl.Primary() {
 			return nil // the hot path
 		}
 		if c.rows == 0 {
 			if phys, _ := c.cl.TryFallBack(ctx, c.setup); phys != nil {
 				c.drop()
-				c.attach(phys, failover.Primary)
+				c.attach(phys, c.cl.Primary())
 				return nil
 			}
 		}
@@ -144,7 +152,7 @@ func (c *Conn) ready(ctx context.Context, count bool) error {
 		return err
 	}
 	c.attach(phys, host)
-	if count && host != failover.Primary {
+	if count && host != c.cl.Primary() {
 		c.counted = c.cl.NoteStatement()
 	}
 	return nil
@@ -207,6 +215,9 @@ func (c *Conn) fail(ctx context.Context, epoch uint64, err error, r stmt.Retry) 
 	}
 	class := failover.Classify(err)
 	if class == failover.Data {
+		if c.cfg.WriteIntent && failover.ReadOnlyRejection(err) && ctx.Err() == nil {
+			return c.rejected(ctx, err, r)
+		}
 		c.dropIfInvalid(err)
 		return false, err
 	}
@@ -217,7 +228,40 @@ func (c *Conn) fail(ctx context.Context, epoch uint64, err error, r stmt.Retry) 
 		}
 		return false, err
 	}
-	notSent := errors.Is(err, driver.ErrBadConn)
+	return c.move(ctx, err, errors.Is(err, driver.ErrBadConn), r)
+}
+
+// rejected handles a write the server refused because it is read-only (1290, 1836) on a
+// connection that wants a writer (targetSessionAttrs read-write or primary): one query
+// reads the host's role. If it still qualifies (1290 is also --secure-file-priv and
+// others) the rejection is an ordinary data error. Otherwise the topology changed (a
+// demoted primary): the host's role is recorded and the connection moves as for a
+// communication error, with a *failover.RoleError wrapping the rejection as the cause.
+// The rejected statement did not run, so outside a transaction it runs again on the new
+// host, unless multiStatements is on (earlier statements of the batch may have run).
+func (c *Conn) rejected(ctx context.Context, err error, r stmt.Retry) (bool, error) {
+	role, rerr := failover.ReadRole(ctx, c.phys)
+	if rerr != nil {
+		switch failover.Classify(rerr) {
+		case failover.Data:
+			return false, err // the role is unknown: leave the rejection as it is
+		case failover.Canceled:
+			return c.fail(ctx, c.epoch, rerr, stmt.NoRetry)
+		}
+		// The connection broke right after the rejection: the rejected statement did
+		// not run.
+		return c.move(ctx, rerr, true, r)
+	}
+	if c.cl.NoteRole(c.host, role) {
+		return false, err
+	}
+	return c.move(ctx, &failover.RoleError{Role: role, Wanted: c.cl.Target(), Cause: err}, !c.cfg.MultiStatements, r)
+}
+
+// move closes the physical connection, whose host failed with err, walks to the next
+// host and restores the session there, then says whether the call may run again (r, and
+// notSent: nothing of it ran) or returns the *failover.FailoverError.
+func (c *Conn) move(ctx context.Context, err error, notSent bool, r stmt.Retry) (bool, error) {
 	failed := c.host
 	c.drop()
 	fe := &failover.FailoverError{

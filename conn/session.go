@@ -4,8 +4,6 @@ import (
 	"context"
 	"database/sql/driver"
 	"strings"
-
-	"github.com/mysqlfailover/mysqlfailover/failover"
 )
 
 // readOnlyOn is the effective read-only state on host, as Connector/J
@@ -14,7 +12,7 @@ import (
 // (sequence B: the explicit flag, or else the previous connection's state, which here is
 // always the explicit flag because nothing else changes it).
 func (c *Conn) readOnlyOn(host int) bool {
-	if host != failover.Primary && c.cfg.FailOverReadOnly {
+	if host != c.cl.Primary() && c.cfg.FailOverReadOnly {
 		return true
 	}
 	return c.explicitRO

@@ -73,7 +73,8 @@ func (t *Tx) Commit() error {
 	if err == nil {
 		return nil
 	}
-	notSent := errors.Is(err, driver.ErrBadConn)
+	// A COMMIT refused by a server that became read-only did not commit.
+	notSent := errors.Is(err, driver.ErrBadConn) || failover.ReadOnlyRejection(err)
 	_, out := c.fail(t.ctx, t.epoch, err, stmt.NoRetry)
 	var fe *failover.FailoverError
 	if !errors.As(out, &fe) {

@@ -25,6 +25,7 @@ type options struct {
 	onEvent func(failover.Event)
 	clock   failover.Clock
 	dial    failover.DialFunc
+	layers  []func(failover.Policy) failover.Policy
 }
 
 // WithEventHook sets a function that receives every failover.Event: each connection
@@ -33,6 +34,18 @@ type options struct {
 // not block. Events never contain a password.
 func WithEventHook(fn func(failover.Event)) Option {
 	return func(o *options) { o.onEvent = fn }
+}
+
+// WithPolicy adds a layer on top of the host policy, as the DataStax Java driver's
+// TokenAwarePolicy wraps a child policy: layer receives the policy built from the DSN
+// (failover.Rotation, then failover.DCAware with localDC, then failover.RoleAware with
+// targetSessionAttrs) and returns the policy to use, which typically rates hosts with the
+// child's Distance and reorders the child's Plan (see failover.Policy; the example
+// "lowest connect time first" is in this package's tests). Several WithPolicy options
+// stack in the order given, the last one outermost. A layer that returns nil makes
+// NewConnector fail.
+func WithPolicy(layer func(child failover.Policy) failover.Policy) Option {
+	return func(o *options) { o.layers = append(o.layers, layer) }
 }
 
 // NewConnector validates a copy of cfg (the caller's struct is never changed) and returns
@@ -66,8 +79,20 @@ func NewConnector(cfg *dsn.Config, opts ...Option) (*Connector, error) {
 		}
 	}
 	addrs := make([]string, len(cfg.Hosts))
+	dcs := make([]string, len(cfg.Hosts))
 	for i, h := range cfg.Hosts {
-		addrs[i] = h.Addr()
+		addrs[i], dcs[i] = h.Addr(), h.DC
+	}
+	var layer func(failover.Policy) failover.Policy
+	if len(o.layers) > 0 {
+		layer = func(p failover.Policy) failover.Policy {
+			for _, l := range o.layers {
+				if p = l(p); p == nil {
+					return nil
+				}
+			}
+			return p
+		}
 	}
 	cl, err := failover.NewCluster(failover.Options{
 		Hosts:                    addrs,
@@ -78,6 +103,11 @@ func NewConnector(cfg *dsn.Config, opts ...Option) (*Connector, error) {
 		Dial:                     dial,
 		Clock:                    o.clock,
 		OnEvent:                  o.onEvent,
+		DCs:                      dcs,
+		LocalDC:                  cfg.LocalDC,
+		UsedHostsPerRemoteDC:     cfg.UsedHostsPerRemoteDC,
+		Target:                   cfg.TargetSessionAttrs,
+		Layer:                    layer,
 	})
 	if err != nil {
 		return nil, err
@@ -92,10 +122,15 @@ func NewConnector(cfg *dsn.Config, opts ...Option) (*Connector, error) {
 // cause, and a data error from a host (access denied, unknown database) ends the walk and
 // is returned wrapped with the host. After Close it returns failover.ErrClosed.
 func (c *Connector) Connect(ctx context.Context) (sqldriver.Conn, error) {
+	write := c.cfg.TargetSessionAttrs.WriteIntent()
 	cn, err := conn.Open(ctx, c.cluster, conn.Config{
-		ReadOnly:         c.cfg.ReadOnly,
-		FailOverReadOnly: c.cfg.FailOverReadOnly,
+		ReadOnly: c.cfg.ReadOnly,
+		// A host that passed the read-write or primary role check is a writer,
+		// wherever it is in the list: failOverReadOnly does not apply.
+		FailOverReadOnly: c.cfg.FailOverReadOnly && !write,
 		DBName:           c.cfg.MySQL.DBName,
+		WriteIntent:      write,
+		MultiStatements:  c.cfg.MySQL.MultiStatements,
 	})
 	if err != nil {
 		return nil, err

@@ -10,10 +10,9 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
-)
 
-// Primary is the index of the primary host: the first host of the DSN.
-const Primary = 0
+	"github.com/mysqlfailover/mysqlfailover/dsn"
+)
 
 // RetryPause is the pause between two passes over the host list, as Connector/J's 250 ms
 // between retriesAllDown cycles (MariaDB CONJ-529 restored it after a hot loop).
@@ -57,6 +56,23 @@ type Options struct {
 	// OnEvent, if set, receives every event, synchronously and possibly from several
 	// goroutines at once: it must be fast and must not block.
 	OnEvent func(Event)
+
+	// DCs are the hosts' data-centre labels, in Hosts' order ("" for none; nil: no
+	// labels).
+	DCs []string
+	// LocalDC, when set, makes the plan DC-aware (see DCAware), and the primary is the
+	// first host of LocalDC or without a label.
+	LocalDC string
+	// UsedHostsPerRemoteDC is how many hosts of each remote DC the DC-aware plan uses
+	// (count, default 0: none).
+	UsedHostsPerRemoteDC int
+	// Target is the targetSessionAttrs every host attempt checks ("" or any: no check).
+	// With read-write or primary, the primary is not left out of the first pass of a
+	// walk (the writer may be anywhere after a promotion).
+	Target dsn.TargetSessionAttrs
+	// Layer, if set, wraps the built-in policy (Rotation, then DCAware, then
+	// RoleAware) with the caller's own layers; see Policy.
+	Layer func(child Policy) Policy
 }
 
 // Cluster is the failover state that every pooled connection of one connector shares:
@@ -68,6 +84,10 @@ type Options struct {
 // failure moves the whole pool.
 type Cluster struct {
 	hosts   []string
+	dcs     []string
+	primary int
+	target  dsn.TargetSessionAttrs
+	policy  Policy
 	passes  int
 	secs    time.Duration
 	queries int64
@@ -82,6 +102,7 @@ type Cluster struct {
 	probeFailed atomic.Int64   // clock time (UnixNano) of the last failed attempt to return
 	fallingBack atomic.Bool    // one fall-back attempt at a time for the whole pool
 	typical     []atomic.Int64 // per host: smoothed duration (ns) of its successful attempts
+	roles       []atomic.Int32 // per host: the Role the last check found
 	closed      atomic.Bool
 }
 
@@ -94,8 +115,11 @@ func NewCluster(opts Options) (*Cluster, error) {
 	if opts.Dial == nil {
 		return nil, errors.New("mysqlfailover: Options.Dial is nil")
 	}
-	if opts.RetriesAllDown < 0 || opts.SecondsBeforeRetryMaster < 0 || opts.QueriesBeforeRetryMaster < 0 || opts.HostTimeout < 0 {
-		return nil, errors.New("mysqlfailover: negative retriesAllDown, secondsBeforeRetryMaster, queriesBeforeRetryMaster or hostTimeout")
+	if opts.RetriesAllDown < 0 || opts.SecondsBeforeRetryMaster < 0 || opts.QueriesBeforeRetryMaster < 0 || opts.HostTimeout < 0 || opts.UsedHostsPerRemoteDC < 0 {
+		return nil, errors.New("mysqlfailover: negative retriesAllDown, secondsBeforeRetryMaster, queriesBeforeRetryMaster, hostTimeout or usedHostsPerRemoteDC")
+	}
+	if opts.DCs != nil && len(opts.DCs) != len(opts.Hosts) {
+		return nil, errors.New("mysqlfailover: Options.DCs and Options.Hosts differ in length")
 	}
 	c := &Cluster{
 		hosts:   append([]string(nil), opts.Hosts...),
@@ -111,8 +135,58 @@ func NewCluster(opts Options) (*Cluster, error) {
 		c.clock = SystemClock{}
 	}
 	c.typical = make([]atomic.Int64, len(c.hosts))
+	c.roles = make([]atomic.Int32, len(c.hosts))
+	c.dcs = make([]string, len(c.hosts))
+	copy(c.dcs, opts.DCs)
+	c.target = opts.Target
+	if c.target == "" {
+		c.target = dsn.TargetAny
+	}
+	c.policy = Rotation{}
+	if opts.LocalDC != "" {
+		c.primary = -1
+		for i, dc := range c.dcs {
+			if dc == "" || dc == opts.LocalDC {
+				c.primary = i
+				break
+			}
+		}
+		if c.primary < 0 {
+			return nil, fmt.Errorf("mysqlfailover: localDC %q matches no host", opts.LocalDC)
+		}
+		c.policy = NewDCAware(c.policy, c.hostInfos(), opts.LocalDC, opts.UsedHostsPerRemoteDC)
+	}
+	if c.target != dsn.TargetAny {
+		c.policy = NewRoleAware(c.policy, c.target)
+	}
+	if opts.Layer != nil {
+		if c.policy = opts.Layer(c.policy); c.policy == nil {
+			return nil, errors.New("mysqlfailover: Options.Layer returned a nil Policy")
+		}
+	}
+	c.active.Store(int32(c.primary))
 	return c, nil
 }
+
+// hostInfos returns what policies see of the hosts now.
+func (c *Cluster) hostInfos() []HostInfo {
+	hs := make([]HostInfo, len(c.hosts))
+	for i := range hs {
+		hs[i] = HostInfo{
+			Index: i, Addr: c.hosts[i], DC: c.dcs[i],
+			Role: Role(c.roles[i].Load()), ConnectTime: time.Duration(c.typical[i].Load()),
+		}
+	}
+	return hs
+}
+
+// Primary returns the index of the primary: the first host of the DSN, or with localDC
+// the first host of the local DC (or without a label). Fall-back returns to it.
+func (c *Cluster) Primary() int { return c.primary }
+
+// Target returns the targetSessionAttrs that host attempts check (dsn.TargetAny when
+// none).
+func (c *Cluster) Target() dsn.TargetSessionAttrs { return c.target }
 
 // Host returns the host:port of index i, or "" when i is out of range.
 func (c *Cluster) Host(i int) string {
@@ -139,7 +213,7 @@ func (c *Cluster) fallBackEnabled() bool { return c.secs > 0 || c.queries > 0 }
 // QueriesBeforeRetryMaster. Call it after FallBackDue, once per statement. It reports
 // whether the statement was counted (for ForgetStatement).
 func (c *Cluster) NoteStatement() (counted bool) {
-	if c.queries > 0 && c.active.Load() != Primary {
+	if c.queries > 0 && int(c.active.Load()) != c.primary {
 		c.ran.Add(1)
 		return true
 	}
@@ -163,7 +237,7 @@ func (c *Cluster) ForgetStatement() {
 // without the pause a dead primary would get a connection attempt every few milliseconds
 // for as long as it stays down.
 func (c *Cluster) FallBackDue() bool {
-	if c.active.Load() == Primary || !c.fallBackEnabled() {
+	if int(c.active.Load()) == c.primary || !c.fallBackEnabled() {
 		return false
 	}
 	var now int64
@@ -200,40 +274,62 @@ func (c *Cluster) emit(e Event) {
 	}
 }
 
-// plan is the order of one walk: pass p visits the rotation that starts at start, except
-// that in the first pass the primary is either tried first (fall-back due) or skipped
-// (fall-back enabled but not due; Connector/J nextHost without vouching). From the second
-// pass on the primary is an ordinary member.
+// plan is the shape of one walk, which the policy turns into an order per pass (see
+// Walk): the rotation starts at start; in the first pass the primary is either tried
+// first (fall-back due) or left out (fall-back enabled but not due; Connector/J nextHost
+// without vouching); failed (-1 for none) is the host whose failure started the walk.
 type plan struct {
 	start        int
+	failed       int
 	primaryFirst bool
 	skipPrimary  bool
 }
 
-func (p plan) pass(n, i int, buf []int) []int {
-	buf = buf[:0]
-	if i == 0 && p.primaryFirst {
-		buf = append(buf, Primary)
+// order returns the hosts to try in pass i of p: the policy's plan, without ignored
+// hosts, out-of-range indexes and repeats, and in the first pass with the failed host
+// last (it has just failed; it is still tried, as in Connector/J's rotation).
+func (c *Cluster) order(p plan, i int, buf []int) []int {
+	w := Walk{Hosts: c.hostInfos(), Primary: c.primary, Start: p.start, Failed: p.failed, Pass: i}
+	if i == 0 {
+		w.PrimaryFirst, w.SkipPrimary = p.primaryFirst, p.skipPrimary
 	}
-	for k := 0; k < n; k++ {
-		h := (p.start + k) % n
-		if h == Primary && i == 0 && (p.primaryFirst || p.skipPrimary) {
+	raw := c.policy.Plan(&w, nil)
+	seen := make([]bool, len(c.hosts))
+	out := buf[:0]
+	last := -1
+	for _, h := range raw {
+		if h < 0 || h >= len(c.hosts) || seen[h] || c.policy.Distance(w.Hosts[h]) == DistanceIgnored {
 			continue
 		}
-		buf = append(buf, h)
+		seen[h] = true
+		if i == 0 && h == p.failed {
+			last = h
+			continue
+		}
+		out = append(out, h)
 	}
-	return buf
+	if last >= 0 {
+		out = append(out, last)
+	}
+	return out
 }
 
-// joinPlan is the order for a connection that joins the pool: a new connection, or one
+// skipPrimaryNow reports whether a walk's first pass leaves the primary out: fall-back is
+// enabled and not due, unless the walk looks for a writer (targetSessionAttrs read-write
+// or primary), which after a promotion may well be the primary again.
+func (c *Cluster) skipPrimaryNow(due bool) bool {
+	return !due && c.fallBackEnabled() && !c.target.WriteIntent()
+}
+
+// joinPlan is the plan for a connection that joins the pool: a new connection, or one
 // whose host is no longer the active one.
 func (c *Cluster) joinPlan() plan {
 	a := int(c.active.Load())
-	if a == Primary {
-		return plan{start: Primary}
+	if a == c.primary {
+		return plan{start: a, failed: -1}
 	}
 	due := c.FallBackDue()
-	return plan{start: a, primaryFirst: due, skipPrimary: !due && c.fallBackEnabled()}
+	return plan{start: a, failed: -1, primaryFirst: due, skipPrimary: c.skipPrimaryNow(due)}
 }
 
 // Connect opens a physical connection for a connection that joins the pool: to the active
@@ -245,7 +341,7 @@ func (c *Cluster) joinPlan() plan {
 func (c *Cluster) Connect(ctx context.Context, setup SetupFunc) (driver.Conn, int, error) {
 	p := c.joinPlan()
 	defer c.probeOnce(&p)()
-	return c.walk(ctx, p, -1, nil, setup)
+	return c.walk(ctx, p, nil, setup)
 }
 
 // probeOnce lets one walk at a time try the primary first when fall-back is due: the
@@ -268,22 +364,32 @@ func (c *Cluster) probeOnce(p *plan) func() {
 // FailoverConnectionProxy.failOver: if another connection already moved the pool, to the
 // pool's host; else if fall-back is due, to the primary first; else round-robin from the
 // host after failed, skipping the primary in the first pass while fall-back is enabled,
-// for up to RetriesAllDown passes with RetryPause between them, all within ctx.
+// for up to RetriesAllDown passes with RetryPause between them, all within ctx. The
+// policy (localDC, targetSessionAttrs, user layers) orders and filters each pass.
 func (c *Cluster) Failover(ctx context.Context, failed int, cause error, setup SetupFunc) (driver.Conn, int, error) {
 	c.emit(Event{Kind: EventHostFailed, Host: c.Host(failed), Err: NotBadConn(cause, "")})
 	var p plan
 	if int(c.active.Load()) != failed {
 		p = c.joinPlan()
 	} else {
-		p.start = (failed + 1) % len(c.hosts)
-		if failed != Primary {
+		p = plan{start: (failed + 1) % len(c.hosts), failed: failed}
+		if failed != c.primary {
 			due := c.FallBackDue()
 			p.primaryFirst = due
-			p.skipPrimary = !due && c.fallBackEnabled()
+			p.skipPrimary = c.skipPrimaryNow(due)
 		}
 	}
 	defer c.probeOnce(&p)()
-	return c.walk(ctx, p, failed, cause, setup)
+	return c.walk(ctx, p, cause, setup)
+}
+
+// NoteRole records role, found on host by a check outside the walk (a write rejected as
+// read-only makes the connection read the role again), and reports whether it qualifies
+// for the Target. A host that no longer qualifies is then left by the connection that
+// found out, with Failover and a *RoleError as the cause, which moves the pool.
+func (c *Cluster) NoteRole(host int, role Role) (qualifies bool) {
+	c.roles[host].Store(int32(role))
+	return Accepts(c.target, role)
 }
 
 // Reconnect makes one bounded attempt on host for a connection whose session ended while
@@ -293,73 +399,92 @@ func (c *Cluster) Reconnect(ctx context.Context, host int, setup SetupFunc) (dri
 	if c.closed.Load() {
 		return nil, ErrClosed
 	}
-	return c.attempt(ctx, host, setup)
+	conn, _, err := c.attempt(ctx, host, setup, false)
+	return conn, err
 }
 
 // TryFallBack is called by a connection on a secondary at a safe point (outside a
 // transaction, before a statement). If fall-back is due and no other connection is
-// already trying, it makes one attempt on the primary: on success the pool's active host
-// becomes the primary and the new physical connection is returned; on failure the pool
-// stays, the clocks restart, and (nil, err) is returned for the record: the caller's
-// statement goes on where it was, silently. (nil, nil) means nothing was attempted.
-// As Connector/J fallBackToPrimaryIfAvailable.
+// already trying, it makes one attempt on the primary (with the role check of
+// targetSessionAttrs): on success the pool's active host becomes the primary and the new
+// physical connection is returned; on failure the pool stays, the clocks restart, and
+// (nil, err) is returned for the record: the caller's statement goes on where it was,
+// silently. (nil, nil) means nothing was attempted. As Connector/J
+// fallBackToPrimaryIfAvailable.
 func (c *Cluster) TryFallBack(ctx context.Context, setup SetupFunc) (driver.Conn, error) {
 	if !c.FallBackDue() || !c.fallingBack.CompareAndSwap(false, true) {
 		return nil, nil
 	}
 	defer c.fallingBack.Store(false)
 	from := int(c.active.Load())
-	if from == Primary {
+	if from == c.primary {
 		return nil, nil
 	}
-	conn, err := c.attempt(ctx, Primary, setup)
+	conn, _, err := c.attempt(ctx, c.primary, setup, false)
 	if err != nil {
 		if ctx.Err() == nil { // the primary failed, not the caller
 			c.restartClocks(true)
-			c.emit(Event{Kind: EventFallBackFailed, Host: c.Host(Primary), From: c.Host(from), Err: err})
+			c.emit(Event{Kind: EventFallBackFailed, Host: c.Host(c.primary), From: c.Host(from), Err: err})
 		}
 		return nil, err
 	}
-	c.active.Store(Primary)
-	c.emit(Event{Kind: EventFallBack, Host: c.Host(Primary), From: c.Host(from)})
+	c.active.Store(int32(c.primary))
+	c.emit(Event{Kind: EventFallBack, Host: c.Host(c.primary), From: c.Host(from)})
 	return conn, nil
 }
 
-// walk runs plan p. failed (-1 for none) and cause describe the failure that started it,
-// for the switch event.
-func (c *Cluster) walk(ctx context.Context, p plan, failed int, cause error, setup SetupFunc) (driver.Conn, int, error) {
+// walk runs plan p. cause describes the failure that started it, for the switch event.
+// With prefer-standby, the first host that answers without being a standby is kept
+// aside during the first pass and used when no standby answers in it (libpq's last
+// resort).
+func (c *Cluster) walk(ctx context.Context, p plan, cause error, setup SetupFunc) (driver.Conn, int, error) {
 	if c.closed.Load() {
 		return nil, -1, ErrClosed
 	}
 	n := len(c.hosts)
 	errs := make([]error, n)
+	tried := make([]bool, n)
 	triedPrimary := false
+	var spare driver.Conn
+	spareHost := -1
+	defer func() {
+		if spare != nil {
+			_ = spare.Close()
+		}
+	}()
 	var buf [8]int
 	order := buf[:0]
 	passes := 0
 	for i := 0; i < c.passes; i++ {
 		if i > 0 {
 			if err := c.clock.Sleep(ctx, RetryPause); err != nil {
-				return nil, -1, c.noHost(passes, errs, ctx.Err(), p)
+				return nil, -1, c.noHost(passes, errs, tried, ctx.Err(), p)
 			}
 		}
 		passes++
-		order = p.pass(n, i, order)
+		order = c.order(p, i, order)
 		for _, h := range order {
 			if ctx.Err() != nil {
-				return nil, -1, c.noHost(passes, errs, ctx.Err(), p)
+				return nil, -1, c.noHost(passes, errs, tried, ctx.Err(), p)
 			}
-			triedPrimary = triedPrimary || h == Primary
-			conn, err := c.attempt(ctx, h, setup)
+			tried[h] = true
+			triedPrimary = triedPrimary || h == c.primary
+			conn, lastResort, err := c.attempt(ctx, h, setup, i == 0 && spare == nil)
+			if err == nil && lastResort {
+				spare, spareHost = conn, h
+				errs[h] = &RoleError{Role: Role(c.roles[h].Load()), Wanted: c.target}
+				continue
+			}
 			if err == nil {
-				c.landed(h, triedPrimary, failed, cause)
+				c.landed(h, triedPrimary, p.failed, cause)
 				return conn, h, nil
 			}
 			errs[h] = err
 			if ctx.Err() != nil {
-				return nil, -1, c.noHost(passes, errs, ctx.Err(), p)
+				return nil, -1, c.noHost(passes, errs, tried, ctx.Err(), p)
 			}
-			if Classify(err) != Communication && !(i == 0 && h == Primary && p.primaryFirst) {
+			var re *RoleError
+			if Classify(err) != Communication && !errors.As(err, &re) && !(i == 0 && h == c.primary && p.primaryFirst) {
 				// Access denied, unknown database...: every host would say the same
 				// (pgx stops its walk on these too), and hiding it behind retries
 				// would cost minutes. A fall-back probe of the primary is the
@@ -367,20 +492,34 @@ func (c *Cluster) walk(ctx context.Context, p plan, failed int, cause error, set
 				return nil, -1, fmt.Errorf("mysqlfailover: host %s: %w", c.hosts[h], err)
 			}
 		}
+		if spare != nil {
+			conn, h := spare, spareHost
+			spare = nil
+			c.landed(h, triedPrimary, p.failed, cause)
+			return conn, h, nil
+		}
 	}
-	return nil, -1, c.noHost(passes, errs, nil, p)
+	return nil, -1, c.noHost(passes, errs, tried, nil, p)
 }
 
-func (c *Cluster) noHost(passes int, errs []error, ctxErr error, p plan) error {
+func (c *Cluster) noHost(passes int, errs []error, tried []bool, ctxErr error, p plan) error {
 	e := &NoHostAvailableError{Passes: passes, Hosts: make([]HostError, len(c.hosts)), Err: ctxErr}
+	infos := c.hostInfos()
 	for i, h := range c.hosts {
 		e.Hosts[i] = HostError{Host: h, Err: errs[i]}
 		if errs[i] == nil {
 			switch {
+			case c.policy.Distance(infos[i]) == DistanceIgnored:
+				e.Hosts[i].Skipped = "ignored by the host policy"
+				if infos[i].DC != "" {
+					e.Hosts[i].Skipped += " (dc " + infos[i].DC + ": a remote DC beyond usedHostsPerRemoteDC)"
+				}
 			case ctxErr != nil:
 				e.Hosts[i].Skipped = "the caller's context ended first"
-			case i == Primary && p.skipPrimary:
+			case i == c.primary && p.skipPrimary:
 				e.Hosts[i].Skipped = "fall-back to the primary not due yet; it is tried from the second pass, and retriesAllDown allows one"
+			case !tried[i]:
+				e.Hosts[i].Skipped = "left out by the host policy"
 			default:
 				e.Hosts[i].Skipped = "not reached"
 			}
@@ -392,14 +531,14 @@ func (c *Cluster) noHost(passes int, errs []error, ctxErr error, p plan) error {
 // landed records that a walk ended on host h.
 func (c *Cluster) landed(h int, triedPrimary bool, failed int, cause error) {
 	prev := int(c.active.Swap(int32(h)))
-	if h != Primary && (prev == Primary || triedPrimary) {
+	if h != c.primary && (prev == c.primary || triedPrimary) {
 		// Left the primary, or it was tried and did not answer: the fall-back clock
 		// starts now (Connector/J resets it when the walk began at or passed the primary).
 		c.restartClocks(triedPrimary)
 	}
 	switch {
 	case prev == h:
-	case failed < 0 && h == Primary:
+	case failed < 0 && h == c.primary:
 		// A new connection found fall-back due and the primary answering.
 		c.emit(Event{Kind: EventFallBack, Host: c.hosts[h], From: c.hosts[prev]})
 	default:
@@ -415,15 +554,20 @@ func (c *Cluster) landed(h int, triedPrimary bool, failed int, cause error) {
 // attempt).
 const MinHostShare = 250 * time.Millisecond
 
-// attempt makes one bounded host attempt: dial, then setup. The bound is HostTimeout and,
-// when the caller's context has a deadline, a share of the time left: half of it, but at
-// least MinHostShare and at least four times what this host's attempts usually take. A
-// hung host must not eat a short request deadline whole, or a pool whose callers all
-// carry deadlines below HostTimeout would never get past a frozen primary (the caller's
-// own deadline is never blamed on a host); and a host that is merely far away (a slow
-// TLS handshake across regions) must not be taken for a hung one. When the share is not
-// shorter than the time left, the caller's deadline alone bounds the attempt.
-func (c *Cluster) attempt(ctx context.Context, h int, setup SetupFunc) (driver.Conn, error) {
+// attempt makes one bounded host attempt: dial, the role check of targetSessionAttrs
+// (one round trip), then setup. The bound is HostTimeout and, when the caller's context
+// has a deadline, a share of the time left: half of it, but at least MinHostShare and at
+// least four times what this host's attempts usually take. A hung host must not eat a
+// short request deadline whole, or a pool whose callers all carry deadlines below
+// HostTimeout would never get past a frozen primary (the caller's own deadline is never
+// blamed on a host); and a host that is merely far away (a slow TLS handshake across
+// regions) must not be taken for a hung one. When the share is not shorter than the time
+// left, the caller's deadline alone bounds the attempt.
+//
+// A host whose role does not qualify fails the attempt with a *RoleError, except that
+// with prefer-standby and lastResortOK a non-standby is set up and returned with
+// lastResort true, for the walk to keep aside.
+func (c *Cluster) attempt(ctx context.Context, h int, setup SetupFunc, lastResortOK bool) (conn driver.Conn, lastResort bool, err error) {
 	actx, budget := ctx, c.timeout
 	if dl, ok := ctx.Deadline(); ok {
 		left := time.Until(dl)
@@ -438,13 +582,37 @@ func (c *Cluster) attempt(ctx context.Context, h int, setup SetupFunc) (driver.C
 		defer cancel()
 	}
 	start := time.Now()
-	conn, err := c.dial(actx, h)
-	switch {
-	case err != nil && actx.Err() != nil && ctx.Err() == nil:
-		err = &HostTimeoutError{After: budget, Cause: err}
-	case err != nil:
-		err = describeDialError(err)
-	case setup != nil:
+	conn, err = c.dial(actx, h)
+	if err != nil {
+		if actx.Err() != nil && ctx.Err() == nil {
+			err = &HostTimeoutError{After: budget, Cause: err}
+		} else {
+			err = describeDialError(err)
+		}
+	}
+	if err == nil && c.target != dsn.TargetAny {
+		role, rerr := ReadRole(actx, conn)
+		switch {
+		case rerr != nil:
+			if actx.Err() != nil && ctx.Err() == nil {
+				rerr = &HostTimeoutError{After: budget, Cause: rerr}
+			}
+			err = NotBadConn(rerr, "role check failed")
+		case Accepts(c.target, role):
+		case lastResortOK && c.target == dsn.TargetPreferStandby:
+			lastResort = true
+		default:
+			err = &RoleError{Role: role, Wanted: c.target}
+		}
+		if rerr == nil {
+			c.roles[h].Store(int32(role))
+		}
+		if err != nil {
+			_ = conn.Close()
+			conn = nil
+		}
+	}
+	if err == nil && setup != nil {
 		if err = setup(actx, conn, h); err != nil {
 			_ = conn.Close()
 			conn = nil
@@ -462,7 +630,7 @@ func (c *Cluster) attempt(ctx context.Context, h int, setup SetupFunc) (driver.C
 		c.typical[h].Store(d)
 	}
 	c.emit(Event{Kind: EventConnect, Host: c.hosts[h], Err: err})
-	return conn, err
+	return conn, lastResort, err
 }
 
 // describeDialError says what a connection-phase failure means. go-sql-driver reports a

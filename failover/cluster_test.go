@@ -124,7 +124,7 @@ func (l *logical) statement(autocommit bool) {
 	if autocommit {
 		if c, _ := l.r.cl.TryFallBack(context.Background(), nil); c != nil {
 			_ = l.c.Close()
-			l.c, l.host = c, failover.Primary
+			l.c, l.host = c, primary
 		}
 	}
 	l.r.cl.NoteStatement()
@@ -295,12 +295,12 @@ func TestAutoFallBackAtSafePoint(t *testing.T) {
 			l := r.connect()
 			r.up(0, 2)
 			n := 0
-			for l.host != failover.Primary {
+			for l.host != primary {
 				if n > 100 {
 					t.Fatal("never fell back")
 				}
 				l.statement(true)
-				if l.host != failover.Primary {
+				if l.host != primary {
 					n++
 				}
 				r.clock.Advance(tt.step)
@@ -363,7 +363,7 @@ func newProbeRig(t *testing.T) (r *rig, entered, release chan struct{}) {
 	r = newRig(t, 2, func(o *failover.Options) {
 		o.SecondsBeforeRetryMaster, o.QueriesBeforeRetryMaster = 1, 0
 		o.Dial = func(ctx context.Context, h int) (driver.Conn, error) {
-			if h == failover.Primary && r.cl.Active() != failover.Primary {
+			if h == primary && r.cl.Active() != primary {
 				close(entered)
 				<-release
 			}
@@ -400,7 +400,7 @@ func TestOneFallBackAttemptAtATime(t *testing.T) {
 		t.Fatal("the first fall-back attempt did not land on the primary")
 	}
 	c1.Close()
-	if r.cl.Active() != failover.Primary {
+	if r.cl.Active() != primary {
 		t.Fatal("pool not on the primary after fall-back")
 	}
 }
@@ -563,7 +563,7 @@ func TestHostTimeoutBoundsEachAttempt(t *testing.T) {
 	r = newRig(t, 2, func(o *failover.Options) {
 		o.HostTimeout = time.Millisecond
 		o.Dial = func(ctx context.Context, h int) (driver.Conn, error) {
-			if h == failover.Primary {
+			if h == primary {
 				<-ctx.Done() // a blackholed handshake
 				return nil, ctx.Err()
 			}
@@ -657,7 +657,7 @@ func TestShortCallerDeadlineStillMovesPastAHungHost(t *testing.T) {
 			r = newRig(t, 2, func(o *failover.Options) {
 				o.HostTimeout = time.Hour
 				o.Dial = func(ctx context.Context, h int) (driver.Conn, error) {
-					if h == failover.Primary {
+					if h == primary {
 						<-ctx.Done() // a frozen server: TCP accepted, no greeting
 						return nil, ctx.Err()
 					}
@@ -734,7 +734,7 @@ func TestQueryTriggerPausesAfterAFailedProbe(t *testing.T) {
 	}
 	r.up(0)
 	r.clock.Advance(failover.RetryPause)
-	for i := 0; i < 4 && l.host != failover.Primary; i++ {
+	for i := 0; i < 4 && l.host != primary; i++ {
 		l.statement(true)
 	}
 	l.on(0)
@@ -759,7 +759,7 @@ func TestOneProbeOfThePrimaryPerPool(t *testing.T) {
 	c2.Close()
 	close(release)
 	c1 := <-done
-	if c1 == nil || r.cl.Active() != failover.Primary {
+	if c1 == nil || r.cl.Active() != primary {
 		t.Fatal("the probing connection did not bring the pool back to H1")
 	}
 	c1.Close()
@@ -773,7 +773,7 @@ func TestShortDeadlineCapSparesAFarHost(t *testing.T) {
 	var r *rig
 	r = newRig(t, 2, func(o *failover.Options) {
 		o.Dial = func(ctx context.Context, h int) (driver.Conn, error) {
-			if h == failover.Primary {
+			if h == primary {
 				select { // far away: every handshake takes 300 ms
 				case <-time.After(handshake):
 				case <-ctx.Done():
@@ -784,7 +784,7 @@ func TestShortDeadlineCapSparesAFarHost(t *testing.T) {
 		}
 	})
 	c, h, err := r.cl.Connect(context.Background(), nil) // learns how long H1 takes
-	if err != nil || h != failover.Primary {
+	if err != nil || h != primary {
 		t.Fatalf("first connection: H%d %v", h+1, err)
 	}
 	c.Close()
@@ -793,11 +793,14 @@ func TestShortDeadlineCapSparesAFarHost(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*failover.MinHostShare)
 	defer cancel()
 	c, h, err = r.cl.Connect(ctx, nil)
-	if err != nil || h != failover.Primary {
+	if err != nil || h != primary {
 		t.Fatalf("under a 500 ms deadline: H%d %v, want H1", h+1, err)
 	}
 	c.Close()
-	if r.cl.Active() != failover.Primary {
+	if r.cl.Active() != primary {
 		t.Fatal("the pool left a slow but healthy primary")
 	}
 }
+
+// primary is the index of the primary in these tests: the first host (no localDC).
+const primary = 0

@@ -1,0 +1,170 @@
+package failover
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/mysqlfailover/mysqlfailover/dsn"
+)
+
+// Role is what a server's global settings say it is, as read by ReadRole. MySQL and
+// MariaDB have no recovery mode: an orchestrator marks replicas with the global
+// read_only (MySQL also with super_read_only), and that is what standby means here.
+type Role int
+
+const (
+	// RoleUnknown: not checked yet.
+	RoleUnknown Role = iota
+	// RolePrimary: read_only and super_read_only OFF, and transactions start read-write
+	// (global transaction_read_only, tx_read_only before MySQL 8.0 and MariaDB 11.1, OFF).
+	RolePrimary
+	// RoleReadOnlyPrimary: read_only and super_read_only OFF, but the global
+	// transaction_read_only is ON: every transaction starts read-only by default (as
+	// PostgreSQL's default_transaction_read_only, which libpq's read-write excludes).
+	RoleReadOnlyPrimary
+	// RoleStandby: read_only or super_read_only ON (any value other than OFF, for
+	// MariaDB 11's NO_LOCK variants too).
+	RoleStandby
+)
+
+// String returns "unknown", "primary", "primary with transaction_read_only=ON" or
+// "standby".
+func (r Role) String() string {
+	switch r {
+	case RolePrimary:
+		return "primary"
+	case RoleReadOnlyPrimary:
+		return "primary with transaction_read_only=ON"
+	case RoleStandby:
+		return "standby"
+	}
+	return "unknown"
+}
+
+// Accepts reports whether a host of role r qualifies for target, as libpq's
+// target_session_attrs: any takes every host; read-write only RolePrimary; read-only
+// RoleStandby and RoleReadOnlyPrimary; primary RolePrimary and RoleReadOnlyPrimary;
+// standby and prefer-standby only RoleStandby (prefer-standby takes any host as a last
+// resort, which the walk decides, not Accepts). "" counts as any.
+func Accepts(target dsn.TargetSessionAttrs, r Role) bool {
+	switch target {
+	case dsn.TargetReadWrite:
+		return r == RolePrimary
+	case dsn.TargetReadOnly:
+		return r == RoleStandby || r == RoleReadOnlyPrimary
+	case dsn.TargetPrimary:
+		return r == RolePrimary || r == RoleReadOnlyPrimary
+	case dsn.TargetStandby, dsn.TargetPreferStandby:
+		return r == RoleStandby
+	}
+	return true
+}
+
+// RoleQuery is the one round trip ReadRole makes. SHOW works on every MySQL and
+// MariaDB version, where SELECT @@global.super_read_only or @@global.transaction_read_only
+// fails on servers that lack the variable; it needs no privilege.
+const RoleQuery = "SHOW GLOBAL VARIABLES WHERE Variable_name IN ('read_only', 'super_read_only', 'transaction_read_only', 'tx_read_only')"
+
+// ReadRole reads the server's role over conn with RoleQuery: one round trip. Its error is
+// the driver's (a communication error from a broken connection), or a plain error when
+// conn cannot run queries or the answer lacks read_only.
+func ReadRole(ctx context.Context, conn driver.Conn) (Role, error) {
+	q, ok := conn.(driver.QueryerContext)
+	if !ok {
+		return RoleUnknown, errors.New("mysqlfailover: the connection cannot run the role query (no driver.QueryerContext)")
+	}
+	rows, err := q.QueryContext(ctx, RoleQuery, nil)
+	if err != nil {
+		return RoleUnknown, err
+	}
+	var readOnly, txReadOnly, seen bool
+	vals := make([]driver.Value, len(rows.Columns()))
+	for {
+		if err = rows.Next(vals); err != nil {
+			break
+		}
+		if len(vals) < 2 {
+			continue
+		}
+		name, on := text(vals[0]), text(vals[1])
+		set := !strings.EqualFold(on, "OFF") && on != "0"
+		switch strings.ToLower(name) {
+		case "read_only":
+			seen = true
+			readOnly = readOnly || set
+		case "super_read_only":
+			readOnly = readOnly || set
+		case "transaction_read_only", "tx_read_only":
+			txReadOnly = txReadOnly || set
+		}
+	}
+	cerr := rows.Close()
+	if err != io.EOF {
+		return RoleUnknown, err
+	}
+	if cerr != nil {
+		return RoleUnknown, cerr
+	}
+	switch {
+	case !seen:
+		return RoleUnknown, errors.New("mysqlfailover: the server did not report read_only")
+	case readOnly:
+		return RoleStandby, nil
+	case txReadOnly:
+		return RoleReadOnlyPrimary, nil
+	}
+	return RolePrimary, nil
+}
+
+func text(v driver.Value) string {
+	switch v := v.(type) {
+	case []byte:
+		return string(v)
+	case string:
+		return v
+	}
+	return fmt.Sprint(v)
+}
+
+// RoleError says that a host was not used because of its role: the role check after
+// connecting found Role where targetSessionAttrs wanted Wanted, or (Cause set) a write on
+// a host believed writable was rejected because the server had become read-only (a
+// demoted primary). It is not a communication error: the host is up, and the walk goes
+// on to the next host.
+type RoleError struct {
+	// Role is the role the check found.
+	Role Role
+	// Wanted is the configured targetSessionAttrs.
+	Wanted dsn.TargetSessionAttrs
+	// Cause is the rejection that made the proxy check the role again (a
+	// *mysql.MySQLError 1290 or 1836), or nil for a check right after connecting.
+	Cause error
+}
+
+// Error returns "skipped: role is standby, wanted read-write", followed by the cause.
+func (e *RoleError) Error() string {
+	s := "skipped: role is " + e.Role.String() + ", wanted " + string(e.Wanted)
+	if e.Cause != nil {
+		s += " (the server rejected a write: " + e.Cause.Error() + ")"
+	}
+	return s
+}
+
+// Unwrap returns Cause.
+func (e *RoleError) Unwrap() error { return e.Cause }
+
+// ReadOnlyRejection reports whether err is the server refusing a statement because it is
+// globally read-only: 1290 ER_OPTION_PREVENTS_STATEMENT (which other options, such as
+// --secure-file-priv, also raise: the caller checks the role before acting) or 1836
+// ER_READ_ONLY_MODE. 1792 (a write in a read-only transaction) is not one: the session
+// made itself read-only, not the server.
+func ReadOnlyRejection(err error) bool {
+	var me *mysql.MySQLError
+	return errors.As(err, &me) && (me.Number == 1290 || me.Number == 1836)
+}
