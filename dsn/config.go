@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -38,14 +39,114 @@ const defaultPort = 3306
 type Host struct {
 	Name string // host name or IP literal, IPv6 WITHOUT brackets (e.g. "::1")
 	Port int    // TCP port, 1..65535; Parse fills 3306 when the DSN gives none
+
+	// DC is the host's data-centre label, written "db1:3306;dc=east" in the
+	// DSN: 1..64 bytes of A-Z a-z 0-9 '.' '_' '-', case-sensitive. "" means
+	// no label, and such a host counts as local (see Config.LocalDC). It is
+	// not part of the address: two entries with the same name and port are
+	// duplicates whatever their labels.
+	DC string
 }
 
+// maxLabel is the longest data-centre label, in bytes.
+const maxLabel = 64
+
+// labelRule says what checkLabel accepts, for messages.
+const labelRule = "1..64 bytes of A-Z a-z 0-9 . _ -"
+
 // Addr returns the address in the form net.Dial and go-sql-driver's
-// Config.Addr take: "db1:3306", or "[::1]:3308" for an IPv6 literal.
+// Config.Addr take: "db1:3306", or "[::1]:3308" for an IPv6 literal. It
+// never includes the DC label.
 func (h Host) Addr() string { return net.JoinHostPort(h.Name, strconv.Itoa(h.Port)) }
 
-// String returns Addr, so host lists print the way they are written in a DSN.
-func (h Host) String() string { return h.Addr() }
+// String returns Addr followed by ";dc=LABEL" when DC is set
+// ("db1:3306;dc=east", "[::1]:3308;dc=west"), so host lists print the way
+// they are written in a DSN. Use Addr for an address to dial.
+func (h Host) String() string {
+	if h.DC == "" {
+		return h.Addr()
+	}
+	return h.Addr() + ";dc=" + h.DC
+}
+
+// TargetSessionAttrs is the kind of session a connection must get, named as
+// libpq's and pgx's target_session_attrs: a host whose session does not
+// qualify is passed over for the next one. The zero value "" means TargetAny
+// in a hand-built Config. Package failover runs the checks; the variables
+// named are MySQL's global read_only and super_read_only and the session's
+// transaction_read_only.
+type TargetSessionAttrs string
+
+// The values of TargetSessionAttrs (DSN targetSessionAttrs).
+const (
+	// TargetAny accepts any host that completes the handshake: no check.
+	// It is the default.
+	TargetAny TargetSessionAttrs = "any"
+	// TargetReadWrite accepts a host where read_only, super_read_only and
+	// transaction_read_only are all OFF: the session can write.
+	TargetReadWrite TargetSessionAttrs = "read-write"
+	// TargetReadOnly accepts a host where read_only or super_read_only is
+	// ON, or transaction_read_only is ON: the session cannot write.
+	TargetReadOnly TargetSessionAttrs = "read-only"
+	// TargetPrimary accepts a host where read_only and super_read_only are
+	// OFF: a server that takes writes, whatever the session's own
+	// transaction_read_only.
+	TargetPrimary TargetSessionAttrs = "primary"
+	// TargetStandby accepts a host where read_only or super_read_only is
+	// ON: a replica.
+	TargetStandby TargetSessionAttrs = "standby"
+	// TargetPreferStandby tries the standbys first (as TargetStandby) and
+	// takes any host as a last resort, when no standby qualifies.
+	TargetPreferStandby TargetSessionAttrs = "prefer-standby"
+)
+
+// targets lists the valid TargetSessionAttrs, in the order messages list
+// them.
+var targets = []TargetSessionAttrs{TargetAny, TargetReadWrite, TargetReadOnly, TargetPrimary, TargetStandby, TargetPreferStandby}
+
+// targetList is targets for messages.
+const targetList = "any, read-write, read-only, primary, standby, prefer-standby"
+
+// WriteIntent reports whether t asks for a session that can write:
+// true for TargetReadWrite and TargetPrimary, false for the others
+// (including "").
+func (t TargetSessionAttrs) WriteIntent() bool {
+	return t == TargetReadWrite || t == TargetPrimary
+}
+
+// knownTarget reports whether t is one of the constants.
+func knownTarget(t TargetSessionAttrs) bool { return slices.Contains(targets, t) }
+
+// targetNearMiss returns the constant s differs from only in case, in '_'
+// or blanks for '-', or in leaving the '-' out ("read_write", "Primary",
+// "preferstandby"), or "".
+func targetNearMiss(s string) TargetSessionAttrs {
+	norm := func(s string) string {
+		return strings.Map(func(r rune) rune {
+			if r == '-' || r == '_' || r == ' ' {
+				return -1
+			}
+			return r
+		}, strings.ToLower(s))
+	}
+	n := norm(s)
+	for _, t := range targets {
+		if norm(string(t)) == n {
+			return t
+		}
+	}
+	return ""
+}
+
+// badTarget explains why s is not a TargetSessionAttrs value, after what
+// ("dsn: targetSessionAttrs: invalid value "x"" or the like); valid lists
+// the accepted values.
+func badTarget(what, s, valid string) string {
+	if t := targetNearMiss(s); t != "" {
+		return fmt.Sprintf("%s: did you mean %q? (values are case-sensitive: %s)", what, t, valid)
+	}
+	return fmt.Sprintf("%s: want one of %s", what, valid)
+}
 
 // Config is a parsed failover DSN: the host list, the failover options and,
 // in MySQL, everything else for go-sql-driver.
@@ -95,6 +196,29 @@ type Config struct {
 	// connection but never answers would otherwise stall the walk.
 	HostTimeout time.Duration
 
+	// TargetSessionAttrs is the kind of session a connection must get
+	// (default TargetAny, DSN targetSessionAttrs, as libpq's
+	// target_session_attrs): hosts whose session does not qualify are passed
+	// over. "" is taken as TargetAny. See the constants for the checks.
+	TargetSessionAttrs TargetSessionAttrs
+
+	// LocalDC is the data-centre label of the local hosts (default "", DSN
+	// localDC, as the DataStax Java driver's DCAwareRoundRobinPolicy
+	// localDc). When set, the hosts labelled LocalDC and the unlabelled ones
+	// are tried first, in DSN order; hosts of other ("remote") DCs only as
+	// UsedHostsPerRemoteDC allows. It must be one of the hosts' DC labels
+	// (case-sensitive). "" leaves the labels informational: every host is
+	// used in DSN order.
+	LocalDC string
+
+	// UsedHostsPerRemoteDC is how many hosts of each remote DC may be used,
+	// after the local ones (count >= 0, default 0, DSN usedHostsPerRemoteDC,
+	// as DCAwareRoundRobinPolicy's usedHostsPerRemoteDc): the first ones of
+	// that DC in DSN order; the others are never connected to. 0 means
+	// remote hosts are never used. A value > 0 needs LocalDC and labelled
+	// hosts.
+	UsedHostsPerRemoteDC int
+
 	// MySQL holds every other setting, given to go-sql-driver for each host.
 	// Its Net and Addr are not used for hosts: HostConfig sets them per host
 	// (Parse leaves Addr at the primary). Parse leaves MySQL.TLS nil and keeps
@@ -113,6 +237,7 @@ func NewConfig() *Config {
 		QueriesBeforeRetryMaster: DefaultQueriesBeforeRetryMaster,
 		FailOverReadOnly:         true,
 		HostTimeout:              DefaultHostTimeout,
+		TargetSessionAttrs:       TargetAny,
 		MySQL:                    mysql.NewConfig(),
 	}
 }
@@ -162,8 +287,11 @@ func tcpNet(n string) string {
 }
 
 // Validate checks a Config, typically a hand-built one (Parse already
-// returns valid Configs): Hosts non-empty with valid, distinct names and ports
-// 1..65535 (ErrInvalidHost); counts, seconds and HostTimeout >= 0, and no
+// returns valid Configs, as it ends with Validate): Hosts non-empty with
+// valid, distinct names and ports 1..65535, and DC labels "" or valid
+// (ErrInvalidHost); counts, seconds and HostTimeout >= 0,
+// TargetSessionAttrs "" or one of the constants, LocalDC "" or one of the
+// hosts' labels, UsedHostsPerRemoteDC > 0 only with LocalDC set, and no
 // failover option in MySQL.Params under any spelling, where go-sql-driver
 // would send it to the server as a system variable (ErrInvalidOption);
 // MySQL non-nil (ErrInvalidOption) with Net "", tcp, tcp4 or tcp6
@@ -185,6 +313,11 @@ func (c *Config) Validate() error {
 		if h.Port < 1 || h.Port > 65535 {
 			return newError(ErrInvalidHost, where+": port out of range 1..65535")
 		}
+		if h.DC != "" {
+			if reason := checkLabel(h.DC); reason != "" {
+				return newError(ErrInvalidHost, where+": "+reason+": want "+labelRule)
+			}
+		}
 		k := hostKey(h)
 		if j, dup := seen[k]; dup {
 			return newError(ErrInvalidHost, fmt.Sprintf("%s: duplicate of Hosts[%d]", where, j))
@@ -199,6 +332,7 @@ func (c *Config) Validate() error {
 		{"RetriesAllDown", c.RetriesAllDown, "a count"},
 		{"SecondsBeforeRetryMaster", c.SecondsBeforeRetryMaster, "seconds"},
 		{"QueriesBeforeRetryMaster", c.QueriesBeforeRetryMaster, "a count"},
+		{"UsedHostsPerRemoteDC", c.UsedHostsPerRemoteDC, "a count"},
 	} {
 		if f.v < 0 {
 			return newError(ErrInvalidOption, fmt.Sprintf("dsn: %s is %d: want %s >= 0", f.name, f.v, f.unit))
@@ -206,6 +340,12 @@ func (c *Config) Validate() error {
 	}
 	if c.HostTimeout < 0 {
 		return newError(ErrInvalidOption, fmt.Sprintf("dsn: HostTimeout is %v: want a duration >= 0 (0: no per-host bound)", c.HostTimeout))
+	}
+	if t := c.TargetSessionAttrs; t != "" && !knownTarget(t) {
+		return newError(ErrInvalidOption, badTarget(fmt.Sprintf("dsn: TargetSessionAttrs is %q", string(t)), string(t), targetList+`, or "" (any)`))
+	}
+	if err := c.checkTopology(); err != nil {
+		return err
 	}
 	if c.MySQL == nil {
 		return newError(ErrInvalidOption, "dsn: Config.MySQL is nil: start from NewConfig or Parse")
@@ -221,6 +361,67 @@ func (c *Config) Validate() error {
 		}
 	}
 	return nil
+}
+
+// checkTopology checks LocalDC and UsedHostsPerRemoteDC against the hosts'
+// labels, which Validate has checked before. Messages use the DSN keys, as
+// most Configs come from Parse.
+func (c *Config) checkTopology() error {
+	var dcs []string // distinct labels, sorted
+	for _, h := range c.Hosts {
+		if h.DC != "" {
+			dcs = append(dcs, h.DC)
+		}
+	}
+	slices.Sort(dcs)
+	dcs = slices.Compact(dcs)
+	if c.LocalDC != "" {
+		if checkLabel(c.LocalDC) != "" {
+			return newError(ErrInvalidOption, fmt.Sprintf("dsn: LocalDC is %q: want a dc label, %s", c.LocalDC, labelRule))
+		}
+		if len(dcs) == 0 {
+			return newError(ErrInvalidOption, fmt.Sprintf("dsn: localDC %q: no host has a dc label (write them as tcp(db1:3306;dc=east,...))", c.LocalDC))
+		}
+		if !slices.Contains(dcs, c.LocalDC) {
+			msg := fmt.Sprintf("dsn: localDC %q matches no host's dc label; known DCs: %s", c.LocalDC, strings.Join(dcs, ", "))
+			if i := slices.IndexFunc(dcs, func(dc string) bool { return strings.EqualFold(dc, c.LocalDC) }); i >= 0 {
+				msg += fmt.Sprintf("; labels are case-sensitive: did you mean %q?", dcs[i])
+			} else {
+				msg += " (labels are case-sensitive)"
+			}
+			return newError(ErrInvalidOption, msg)
+		}
+	}
+	if n := c.UsedHostsPerRemoteDC; n > 0 {
+		switch {
+		case len(dcs) == 0:
+			// LocalDC is "" here: with LocalDC set, the check above failed.
+			return newError(ErrInvalidOption, fmt.Sprintf(
+				"dsn: usedHostsPerRemoteDC=%d needs dc labels on the hosts and localDC (as in tcp(db1:3306;dc=east,db2;dc=west)/db?localDC=east&usedHostsPerRemoteDC=%d)", n, n))
+		case c.LocalDC == "":
+			return newError(ErrInvalidOption, fmt.Sprintf(
+				"dsn: usedHostsPerRemoteDC=%d needs localDC: without it no DC is remote (known DCs: %s)", n, strings.Join(dcs, ", ")))
+		}
+	}
+	return nil
+}
+
+// checkLabel returns why s cannot be a data-centre label, or "": labels
+// are 1..64 bytes of A-Z a-z 0-9 '.' '_' '-', which need no escaping in a
+// DSN. The message quotes s unless it is too long.
+func checkLabel(s string) string {
+	if s == "" {
+		return "empty dc label"
+	}
+	if len(s) > maxLabel {
+		return fmt.Sprintf("dc label of %d bytes", len(s))
+	}
+	for _, r := range s {
+		if !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '.' || r == '_' || r == '-') {
+			return fmt.Sprintf("dc label %q contains %q", s, r)
+		}
+	}
+	return ""
 }
 
 // checkNet accepts the networks that reach a TCP host.
@@ -249,8 +450,9 @@ func isWord(s string) bool {
 
 // checkHostName returns why name cannot be a host of the list, or "". It
 // refuses what FormatDSN could not write back unambiguously (',', '@', '/',
-// brackets, parentheses) and blanks or control characters, which no host name
-// or IP literal contains; it does not resolve the name.
+// brackets, parentheses, and ';' and '=', which start host attributes) and
+// blanks or control characters, which no host name or IP literal contains;
+// it does not resolve the name.
 func checkHostName(name string) string {
 	if name == "" {
 		return "empty host name"
@@ -260,7 +462,7 @@ func checkHostName(name string) string {
 		if b <= ' ' || b == 0x7f {
 			return fmt.Sprintf("host name contains the blank or control character %q", b)
 		}
-		if strings.IndexByte(",@/()[]", b) >= 0 {
+		if strings.IndexByte(",@/()[];=", b) >= 0 {
 			return fmt.Sprintf("host name contains %q", b)
 		}
 	}
@@ -269,7 +471,7 @@ func checkHostName(name string) string {
 
 // hostKey identifies a host for duplicate detection: DNS names are
 // case-insensitive and IP literals have several spellings ("::1",
-// "0:0::1").
+// "0:0::1"). The DC label is not part of it.
 func hostKey(h Host) string {
 	name := strings.ToLower(h.Name)
 	if a, err := netip.ParseAddr(h.Name); err == nil {

@@ -7,9 +7,10 @@
 // A DSN has go-sql-driver's shape, with a comma-separated host list where
 // go-sql-driver has one address:
 //
-//	[user[:password]@][net[(host[:port],host[:port],...)]]/dbname[?param=value&...]
+//	[user[:password]@][net[(host[:port][;dc=LABEL],host[:port][;dc=LABEL],...)]]/dbname[?param=value&...]
 //
 //	app:secret@tcp(db1:3306,db2:3307,[::1]:3308)/shop?parseTime=true&retriesAllDown=3
+//	app:secret@tcp(db1:3306;dc=east,db2;dc=west,[::1]:3308;dc=east)/shop?localDC=east
 //
 // The first host is the primary, the others are secondaries in order of
 // preference, as in a Connector/J failover URL. A host without a port gets
@@ -21,24 +22,44 @@
 // are not resolved when parsing; an empty entry, a bad port, unbalanced
 // brackets or the same host twice are errors.
 //
+// # Host attributes
+//
+// A host entry may end with attributes, each written ";key=value" after the
+// optional port (and after the brackets of an IPv6 literal: "[::1];dc=east",
+// "[::1]:3308;dc=east"). The only key is dc, the host's data-centre label
+// (Host.DC): 1..64 bytes of A-Z a-z 0-9 '.' '_' '-', case-sensitive. A host
+// without one has no label and counts as local. An empty label (";dc="), a
+// character outside that set, another key (";zone=x", ";DC=x"), a key
+// without "=" and dc given twice are errors, and so are ';' and '=' in host
+// names. Labels do not make hosts different: "db1;dc=east,db1;dc=west" is
+// the same host twice. Labels only matter with localDC; without it they
+// are informational, printed by Host.String and kept by FormatDSN.
+//
 // # Failover options
 //
 // These query parameters belong to this package; keys are case-sensitive,
-// and a key that differs from one of them only in case is an error (instead
-// of reaching the server as "SET retriesalldown=..." through go-sql-driver).
+// and a key that differs from one of them only in case ("localdc",
+// DataStax's "usedHostsPerRemoteDc") or, for keys of 8 characters or more, by
+// one or two letters ("retriesAllDwn", libpq's "target_session_attrs") is an
+// error that says what was meant (instead of reaching the server as
+// "SET retriesalldown=..." through go-sql-driver).
 //
-//	key                       type      unit     default  meaning                                   Connector/J name
-//	retriesAllDown            int       count    120      passes over the host list when all down   retriesAllDown
-//	secondsBeforeRetryMaster  int       seconds  30       time on a secondary before falling back   secondsBeforeRetryMaster
-//	secondsBeforeRetrySource  alias of secondsBeforeRetryMaster                                     secondsBeforeRetrySource (8.0.23+)
-//	queriesBeforeRetryMaster  int       count    50       statements on a secondary before that     queriesBeforeRetryMaster
-//	queriesBeforeRetrySource  alias of queriesBeforeRetryMaster                                     queriesBeforeRetrySource (8.0.23+)
-//	failOverReadOnly          bool      -        true     sessions on a secondary are read-only     failOverReadOnly
+//	key                       type      unit     default  meaning                                   reference name
+//	retriesAllDown            int       count    120      passes over the host list when all down   Connector/J retriesAllDown
+//	secondsBeforeRetryMaster  int       seconds  30       time on a secondary before falling back   Connector/J secondsBeforeRetryMaster
+//	secondsBeforeRetrySource  alias of secondsBeforeRetryMaster                                     Connector/J secondsBeforeRetrySource (8.0.23+)
+//	queriesBeforeRetryMaster  int       count    50       statements on a secondary before that     Connector/J queriesBeforeRetryMaster
+//	queriesBeforeRetrySource  alias of queriesBeforeRetryMaster                                     Connector/J queriesBeforeRetrySource (8.0.23+)
+//	failOverReadOnly          bool      -        true     sessions on a secondary are read-only     Connector/J failOverReadOnly
 //	readOnly                  bool      -        false    every session is read-only                (JDBC Connection.setReadOnly)
 //	hostTimeout               duration  -        5s       bound on each host attempt, 0: none       (none)
+//	targetSessionAttrs        enum      -        any      kind of session a host must give          libpq target_session_attrs
+//	localDC                   dc label  -        ""       data centre whose hosts are tried first   DataStax DCAwareRoundRobinPolicy localDc
+//	usedHostsPerRemoteDC      int       count    0        hosts used of each other data centre      DataStax DCAwareRoundRobinPolicy usedHostsPerRemoteDc
 //
 // The Config fields have the same names, capitalised (RetriesAllDown,
-// SecondsBeforeRetryMaster, ... HostTimeout).
+// SecondsBeforeRetryMaster, ... HostTimeout, TargetSessionAttrs, LocalDC,
+// UsedHostsPerRemoteDC).
 //
 // retriesAllDown is the number of passes over the whole host list when every
 // host is down before a connection attempt fails. 0 is treated as one pass
@@ -63,6 +84,38 @@
 // MySQL handshake, and session set-up. It exists because go-sql-driver's
 // timeout parameter only bounds the TCP dial, so a host that accepts the
 // connection and then hangs would stall the walk down the list.
+//
+// targetSessionAttrs (Config.TargetSessionAttrs, named and spelt as libpq's
+// and pgx's target_session_attrs) is the kind of session a connection must
+// get; a host whose session does not qualify is passed over for the next
+// one. The checks are on MySQL's global read_only and super_read_only
+// and the session's transaction_read_only:
+//
+//	any             no check (the default)
+//	read-write      read_only, super_read_only and transaction_read_only all OFF
+//	read-only       read_only or super_read_only ON, or transaction_read_only ON
+//	primary         read_only and super_read_only OFF
+//	standby         read_only or super_read_only ON
+//	prefer-standby  standbys first; any host as a last resort
+//
+// Values are case-sensitive; "read_write" or "Primary" is an error that says
+// what was meant. TargetSessionAttrs.WriteIntent tells read-write and
+// primary, which ask for a session that can write, from the others.
+//
+// localDC (Config.LocalDC, as the DataStax Java driver's
+// DCAwareRoundRobinPolicy localDc) names the local data centre: its hosts,
+// and the unlabelled ones, are tried first, in DSN order; hosts labelled
+// with another ("remote") data centre come after them, and only as
+// usedHostsPerRemoteDC allows. It must be the label of at least one host,
+// exactly (labels are case-sensitive); a localDC without labelled hosts, or
+// matching none of them, is an error that lists the known labels.
+//
+// usedHostsPerRemoteDC (Config.UsedHostsPerRemoteDC, as
+// DCAwareRoundRobinPolicy's usedHostsPerRemoteDc) is how many hosts of each
+// remote data centre may be used: the first ones of that data centre in DSN
+// order; the others are never connected to. The default 0 keeps
+// connections in the local data centre. A value > 0 needs localDC (and so
+// labelled hosts).
 //
 // Integers are decimal >= 0; booleans are what strconv.ParseBool accepts
 // (true/false/1/0 among others). A key given twice must have the same value.

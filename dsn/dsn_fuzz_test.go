@@ -2,6 +2,7 @@ package dsn
 
 import (
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,12 +14,22 @@ import (
 const fuzzPW = "Pw9Marker7Q"
 
 // FuzzParse: for any input Parse does not panic (nor recover from one); a
-// success is a valid Config that round-trips through FormatDSN and whose
-// String and GoString hide the password; and with a marker password in front,
-// neither errors nor String contain it.
+// success is a valid Config that round-trips through FormatDSN (dc labels
+// and topology options included) and whose String and GoString hide the
+// password; and with a marker password in front, neither errors nor String
+// contain it.
 func FuzzParse(f *testing.F) {
 	for _, tt := range parseTests {
 		f.Add(tt.dsn)
+	}
+	// Labelled hosts and topology options, beyond the table's rows.
+	for _, s := range []string{
+		"u:pw@tcp([::1]:3308;dc=east,[::2];dc=west,h3:3307;dc=west,h4)/db?localDC=east&usedHostsPerRemoteDC=1&targetSessionAttrs=prefer-standby",
+		"tcp6([fe80::1%eth0];dc=a,[fe80::1%eth0]:3307;dc=a)/?localDC=a&targetSessionAttrs=standby",
+		"tcp(h1;dc=a;dc=b)/", "tcp(h1;DC=a)/", "tcp(h1;dc=a=b)/", "tcp(h1;;dc=a)/", "tcp([::1]);dc=a)/",
+		"tcp(h1;dc=a,h1;dc=b)/", "/?localDC=x&usedHostsPerRemoteDC=1", "/?targetSessionAttrs=Read_Only",
+	} {
+		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		if len(s) > 2000 {
@@ -64,13 +75,37 @@ func checkParsed(t *testing.T, s string, c *Config) {
 	if c.MySQL.Addr != c.Hosts[0].Addr() || c.MySQL.Net != tcpNet(c.MySQL.Net) {
 		t.Fatalf("Parse(%q): MySQL has %s(%s)", s, c.MySQL.Net, c.MySQL.Addr)
 	}
-	for i := range c.Hosts {
-		if m := c.HostConfig(i); m.Addr != c.Hosts[i].Addr() {
+	hostList := make([]string, len(c.Hosts))
+	for i, h := range c.Hosts {
+		if m := c.HostConfig(i); m.Addr != h.Addr() || strings.ContainsAny(m.Addr, ";=") {
 			t.Fatalf("HostConfig(%d).Addr = %q", i, m.Addr)
 		}
+		wantStr := h.Addr()
+		if h.DC != "" {
+			if r := checkLabel(h.DC); r != "" {
+				t.Fatalf("Parse(%q): Hosts[%d].DC: %s", s, i, r)
+			}
+			wantStr += ";dc=" + h.DC
+		}
+		if h.String() != wantStr {
+			t.Fatalf("Hosts[%d].String() = %q, want %q", i, h.String(), wantStr)
+		}
+		hostList[i] = wantStr
+	}
+	if !knownTarget(c.TargetSessionAttrs) {
+		t.Fatalf("Parse(%q): TargetSessionAttrs %q", s, c.TargetSessionAttrs)
+	}
+	if c.LocalDC != "" && !slices.ContainsFunc(c.Hosts, func(h Host) bool { return h.DC == c.LocalDC }) {
+		t.Fatalf("Parse(%q): LocalDC %q is no host's label", s, c.LocalDC)
+	}
+	if c.UsedHostsPerRemoteDC > 0 && c.LocalDC == "" {
+		t.Fatalf("Parse(%q): UsedHostsPerRemoteDC %d without LocalDC", s, c.UsedHostsPerRemoteDC)
 	}
 
 	f := c.FormatDSN()
+	if !strings.Contains(f, "("+strings.Join(hostList, ",")+")/") {
+		t.Fatalf("FormatDSN() = %q lacks the host list %v", f, hostList)
+	}
 	c2, err := Parse(f)
 	if err != nil {
 		t.Fatalf("Parse(%q) ok, but Parse of its FormatDSN %q: %v", s, f, err)

@@ -44,7 +44,7 @@ var parseTests = []parseTest{
 		want(t, "Addr", m.Addr, "127.0.0.1:3306")
 	}},
 	{name: "three hosts with ports and IPv6", dsn: "user:" + testPW + "@tcp(h1:3306,h2:3307,[::1]:3308)/db?k=v",
-		hosts: []Host{{"h1", 3306}, {"h2", 3307}, {"::1", 3308}},
+		hosts: []Host{{Name: "h1", Port: 3306}, {Name: "h2", Port: 3307}, {Name: "::1", Port: 3308}},
 		my: func(t *testing.T, m *mysql.Config) {
 			want(t, "User", m.User, "user")
 			want(t, "Passwd", m.Passwd, testPW)
@@ -53,29 +53,29 @@ var parseTests = []parseTest{
 			want(t, "Params[k]", m.Params["k"], "v")
 		}},
 	{name: "default ports", dsn: "u:" + testPW + "@tcp(db1,db2,[fe80::1%eth0])/x",
-		hosts: []Host{{"db1", 3306}, {"db2", 3306}, {"fe80::1%eth0", 3306}}},
+		hosts: []Host{{Name: "db1", Port: 3306}, {Name: "db2", Port: 3306}, {Name: "fe80::1%eth0", Port: 3306}}},
 	{name: "net without address list", dsn: "u:" + testPW + "@tcp/db", hosts: local},
 	{name: "empty address list", dsn: "u:" + testPW + "@tcp()/db", hosts: local},
-	{name: "empty net means tcp", dsn: "u@(db1)/x", hosts: []Host{{"db1", 3306}},
+	{name: "empty net means tcp", dsn: "u@(db1)/x", hosts: []Host{{Name: "db1", Port: 3306}},
 		my: func(t *testing.T, m *mysql.Config) { want(t, "Net", m.Net, "tcp") }},
 	{name: "tcp6 kept", dsn: "u@tcp6([::1]:3307,[2001:db8::2])/x",
-		hosts: []Host{{"::1", 3307}, {"2001:db8::2", 3306}},
+		hosts: []Host{{Name: "::1", Port: 3307}, {Name: "2001:db8::2", Port: 3306}},
 		my:    func(t *testing.T, m *mysql.Config) { want(t, "Net", m.Net, "tcp6") }},
-	{name: "tcp4 kept", dsn: "tcp4(10.0.0.1,10.0.0.2:3310)/", hosts: []Host{{"10.0.0.1", 3306}, {"10.0.0.2", 3310}},
+	{name: "tcp4 kept", dsn: "tcp4(10.0.0.1,10.0.0.2:3310)/", hosts: []Host{{Name: "10.0.0.1", Port: 3306}, {Name: "10.0.0.2", Port: 3310}},
 		my: func(t *testing.T, m *mysql.Config) { want(t, "Net", m.Net, "tcp4") }},
-	{name: "bracketed name without colon", dsn: "tcp([db1]:3307)/", hosts: []Host{{"db1", 3307}}},
-	{name: "leading zeros in port", dsn: "tcp(db1:03306,db2:65535,db3:1)/", hosts: []Host{{"db1", 3306}, {"db2", 65535}, {"db3", 1}}},
-	{name: "unresolvable name is fine", dsn: "tcp(no-such-host.invalid)/", hosts: []Host{{"no-such-host.invalid", 3306}}},
-	{name: "same name other port is not a duplicate", dsn: "tcp(db1:3306,db1:3307)/", hosts: []Host{{"db1", 3306}, {"db1", 3307}}},
+	{name: "bracketed name without colon", dsn: "tcp([db1]:3307)/", hosts: []Host{{Name: "db1", Port: 3307}}},
+	{name: "leading zeros in port", dsn: "tcp(db1:03306,db2:65535,db3:1)/", hosts: []Host{{Name: "db1", Port: 3306}, {Name: "db2", Port: 65535}, {Name: "db3", Port: 1}}},
+	{name: "unresolvable name is fine", dsn: "tcp(no-such-host.invalid)/", hosts: []Host{{Name: "no-such-host.invalid", Port: 3306}}},
+	{name: "same name other port is not a duplicate", dsn: "tcp(db1:3306,db1:3307)/", hosts: []Host{{Name: "db1", Port: 3306}, {Name: "db1", Port: 3307}}},
 
 	// User info, cut where go-sql-driver cuts.
 	{name: "password with @ : / ( )", dsn: "u:p@ss:w/o(r)d" + testPW + "@tcp(h1,h2)/db",
-		hosts: []Host{{"h1", 3306}, {"h2", 3306}},
+		hosts: []Host{{Name: "h1", Port: 3306}, {Name: "h2", Port: 3306}},
 		my: func(t *testing.T, m *mysql.Config) {
 			want(t, "User", m.User, "u")
 			want(t, "Passwd", m.Passwd, "p@ss:w/o(r)d"+testPW)
 		}},
-	{name: "password without user", dsn: ":" + testPW + "@tcp(h1)/db", hosts: []Host{{"h1", 3306}},
+	{name: "password without user", dsn: ":" + testPW + "@tcp(h1)/db", hosts: []Host{{Name: "h1", Port: 3306}},
 		my: func(t *testing.T, m *mysql.Config) {
 			want(t, "User", m.User, "")
 			want(t, "Passwd", m.Passwd, testPW)
@@ -87,7 +87,7 @@ var parseTests = []parseTest{
 
 	// Our options.
 	{name: "all options", dsn: "u:" + testPW + "@tcp(h1,h2)/db?retriesAllDown=3&secondsBeforeRetryMaster=10&queriesBeforeRetryMaster=20&failOverReadOnly=false&readOnly=true&hostTimeout=1500ms",
-		hosts: []Host{{"h1", 3306}, {"h2", 3306}},
+		hosts: []Host{{Name: "h1", Port: 3306}, {Name: "h2", Port: 3306}},
 		opts: func(c *Config) {
 			c.RetriesAllDown, c.SecondsBeforeRetryMaster, c.QueriesBeforeRetryMaster = 3, 10, 20
 			c.FailOverReadOnly, c.ReadOnly, c.HostTimeout = false, true, 1500*time.Millisecond
@@ -113,7 +113,7 @@ var parseTests = []parseTest{
 
 	// go-sql-driver's parameters pass unchanged.
 	{name: "go-sql-driver params and system variables", dsn: "u:" + testPW + "@tcp(h1,h2)/db?tls=skip-verify&readTimeout=2s&parseTime=true&retriesAllDown=1&sql_mode=%27ANSI_QUOTES%2CSTRICT_ALL_TABLES%27&time_zone=%27%2B00%3A00%27&maxAllowedPacket=0",
-		hosts: []Host{{"h1", 3306}, {"h2", 3306}},
+		hosts: []Host{{Name: "h1", Port: 3306}, {Name: "h2", Port: 3306}},
 		opts:  func(c *Config) { c.RetriesAllDown = 1 },
 		my: func(t *testing.T, m *mysql.Config) {
 			want(t, "TLSConfig", m.TLSConfig, "skip-verify")
@@ -125,11 +125,11 @@ var parseTests = []parseTest{
 			want(t, "len(Params)", len(m.Params), 2)
 		}},
 	{name: "system variables near our names pass through", dsn: "/?wait_timeout=2&net_read_timeout=30&tx_read_only=0&innodb_lock_wait_timeout=5",
-		hosts: []Host{{"127.0.0.1", 3306}},
+		hosts: []Host{{Name: "127.0.0.1", Port: 3306}},
 		my: func(t *testing.T, m *mysql.Config) {
 			want(t, "len(Params)", len(m.Params), 4)
 		}},
-	{name: "tls=true leaves TLS for NewConnector to build per host", dsn: "tcp(h1,h2)/?tls=true", hosts: []Host{{"h1", 3306}, {"h2", 3306}},
+	{name: "tls=true leaves TLS for NewConnector to build per host", dsn: "tcp(h1,h2)/?tls=true", hosts: []Host{{Name: "h1", Port: 3306}, {Name: "h2", Port: 3306}},
 		my: func(t *testing.T, m *mysql.Config) {
 			want(t, "TLSConfig", m.TLSConfig, "true")
 			if m.TLS != nil {
@@ -216,6 +216,105 @@ var parseTests = []parseTest{
 	{name: "go-sql-driver unknown TLS config", dsn: "u:" + testPW + "@tcp(h1,h2)/db?tls=nosuchconfig", wantErr: errAny, errParts: []string{"nosuchconfig"}},
 	{name: "go-sql-driver bad dbname escape", dsn: "u:" + testPW + "@tcp(h1)/%zz", wantErr: errAny, errParts: []string{"dbname"}},
 	{name: "go-sql-driver bad duration", dsn: "/?readTimeout=soon", wantErr: errAny, errParts: []string{"soon"}},
+
+	// Data-centre labels.
+	{name: "dc labels in every host form", dsn: "u:" + testPW + "@tcp(h1:3306;dc=east,h2;dc=west,[::1]:3308;dc=east,[::2];dc=x.Y_z-9,h5)/db",
+		hosts: []Host{{Name: "h1", Port: 3306, DC: "east"}, {Name: "h2", Port: 3306, DC: "west"}, {Name: "::1", Port: 3308, DC: "east"},
+			{Name: "::2", Port: 3306, DC: "x.Y_z-9"}, {Name: "h5", Port: 3306}},
+		my: func(t *testing.T, m *mysql.Config) {
+			want(t, "Addr", m.Addr, "h1:3306")
+			want(t, "Passwd", m.Passwd, testPW)
+		}},
+	{name: "labels without localDC are informational", dsn: "tcp(h1;dc=east,h2)/", hosts: []Host{{Name: "h1", Port: 3306, DC: "east"}, {Name: "h2", Port: 3306}}},
+	{name: "IPv6 with zone and label", dsn: "tcp([fe80::1%eth0];dc=a,[fe80::1%eth0]:3307;dc=b)/",
+		hosts: []Host{{Name: "fe80::1%eth0", Port: 3306, DC: "a"}, {Name: "fe80::1%eth0", Port: 3307, DC: "b"}}},
+	{name: "tcp6 with labels and localDC", dsn: "u:" + testPW + "@tcp6([::1]:3307;dc=a,[2001:db8::2];dc=b)/x?localDC=b",
+		hosts: []Host{{Name: "::1", Port: 3307, DC: "a"}, {Name: "2001:db8::2", Port: 3306, DC: "b"}},
+		opts:  func(c *Config) { c.LocalDC = "b" },
+		my:    func(t *testing.T, m *mysql.Config) { want(t, "Net", m.Net, "tcp6") }},
+	{name: "64-byte label", dsn: "tcp(h1;dc=" + strings.Repeat("a", 64) + ")/", hosts: []Host{{Name: "h1", Port: 3306, DC: strings.Repeat("a", 64)}}},
+
+	// Topology options.
+	{name: "localDC, usedHostsPerRemoteDC and targetSessionAttrs", dsn: "u:" + testPW + "@tcp(h1;dc=dc1,h2;dc=dc2,h3;dc=dc3,h4)/db?localDC=dc1&usedHostsPerRemoteDC=1&targetSessionAttrs=read-write&parseTime=true",
+		hosts: []Host{{Name: "h1", Port: 3306, DC: "dc1"}, {Name: "h2", Port: 3306, DC: "dc2"}, {Name: "h3", Port: 3306, DC: "dc3"}, {Name: "h4", Port: 3306}},
+		opts: func(c *Config) {
+			c.LocalDC, c.UsedHostsPerRemoteDC, c.TargetSessionAttrs = "dc1", 1, TargetReadWrite
+		},
+		my: func(t *testing.T, m *mysql.Config) {
+			want(t, "ParseTime", m.ParseTime, true)
+			want(t, "len(Params)", len(m.Params), 0)
+		}},
+	{name: "targetSessionAttrs=any", dsn: "/?targetSessionAttrs=any", hosts: local},
+	{name: "targetSessionAttrs=read-only", dsn: "/?targetSessionAttrs=read-only", hosts: local, opts: func(c *Config) { c.TargetSessionAttrs = TargetReadOnly }},
+	{name: "targetSessionAttrs=primary", dsn: "/?targetSessionAttrs=primary", hosts: local, opts: func(c *Config) { c.TargetSessionAttrs = TargetPrimary }},
+	{name: "targetSessionAttrs=standby", dsn: "/?targetSessionAttrs=standby", hosts: local, opts: func(c *Config) { c.TargetSessionAttrs = TargetStandby }},
+	{name: "targetSessionAttrs=prefer-standby", dsn: "tcp(h1,h2)/?targetSessionAttrs=prefer-standby&targetSessionAttrs=prefer-standby",
+		hosts: []Host{{Name: "h1", Port: 3306}, {Name: "h2", Port: 3306}}, opts: func(c *Config) { c.TargetSessionAttrs = TargetPreferStandby }},
+	{name: "usedHostsPerRemoteDC=0 needs nothing", dsn: "/?usedHostsPerRemoteDC=0", hosts: local},
+	{name: "localDC with unlabelled hosts too", dsn: "tcp(h1,h2;dc=east,h3;dc=west)/?localDC=east&usedHostsPerRemoteDC=2",
+		hosts: []Host{{Name: "h1", Port: 3306}, {Name: "h2", Port: 3306, DC: "east"}, {Name: "h3", Port: 3306, DC: "west"}},
+		opts:  func(c *Config) { c.LocalDC, c.UsedHostsPerRemoteDC = "east", 2 }},
+
+	// Host attribute errors.
+	{name: "empty dc label", dsn: "u:" + testPW + "@tcp(h1;dc=)/db", wantErr: ErrInvalidHost,
+		errParts: []string{`dsn: host 1 ("h1;dc="): empty dc label: want 1..64 bytes of A-Z a-z 0-9 . _ -`}},
+	{name: "bad character in dc label", dsn: "tcp(h1,h2;dc=we+st)/db", wantErr: ErrInvalidHost,
+		errParts: []string{`host 2 ("h2;dc=we+st")`, `dc label "we+st" contains '+'`}},
+	{name: "non-ASCII dc label", dsn: "tcp(h1;dc=osté)/db", wantErr: ErrInvalidHost, errParts: []string{"host 1", `contains 'é'`}},
+	{name: "65-byte dc label", dsn: "tcp(h1;dc=" + strings.Repeat("a", 65) + ")/db", wantErr: ErrInvalidHost, errParts: []string{"dc label of 65 bytes", "1..64"}},
+	{name: "dc label before the port", dsn: "tcp(h1;dc=a:3306)/db", wantErr: ErrInvalidHost, errParts: []string{`dc label "a:3306" contains ':'`}},
+	{name: "unknown host attribute", dsn: "tcp(h1;zone=x)/db", wantErr: ErrInvalidHost,
+		errParts: []string{`dsn: host 1 ("h1;zone=x"): unknown host attribute "zone": only "dc" is known`}},
+	{name: "host attribute in the wrong case", dsn: "tcp(h1,h2;DC=x)/db", wantErr: ErrInvalidHost,
+		errParts: []string{`host 2 ("h2;DC=x")`, `unknown host attribute "DC": did you mean "dc"?`}},
+	{name: "host attribute without =", dsn: "tcp(h1;dc)/db", wantErr: ErrInvalidHost, errParts: []string{`host 1 ("h1;dc")`, `"dc" without "="`}},
+	{name: "bare word as host attribute", dsn: "tcp(h1;east)/db", wantErr: ErrInvalidHost, errParts: []string{`unknown host attribute "east"`, `only "dc"`}},
+	{name: "empty host attribute", dsn: "tcp(h1;)/db", wantErr: ErrInvalidHost, errParts: []string{`host 1 ("h1;")`, "empty host attribute"}},
+	{name: "dc twice", dsn: "tcp(h1;dc=a;dc=b)/db", wantErr: ErrInvalidHost, errParts: []string{`host 1 ("h1;dc=a;dc=b")`, `"dc" given twice`}},
+	{name: "dc twice with the same label", dsn: "tcp(h1;dc=a;dc=a)/db", wantErr: ErrInvalidHost, errParts: []string{"given twice"}},
+	{name: "label without host", dsn: "tcp(;dc=a)/db", wantErr: ErrInvalidHost, errParts: []string{"empty host name"}},
+	{name: "label inside IPv6 brackets", dsn: "tcp([::1;dc=a])/db", wantErr: ErrInvalidHost, errParts: []string{"unbalanced"}},
+	{name: "unbracketed IPv6 with label", dsn: "tcp(::1;dc=a)/db", wantErr: ErrInvalidHost, errParts: []string{"brackets"}},
+	{name: "equals sign in host name", dsn: "tcp(h=1)/db", wantErr: ErrInvalidHost, errParts: []string{`host 1 ("h=1")`, `contains '='`}},
+	{name: "duplicate host with other labels", dsn: "tcp(h1;dc=a,h2,H1:3306;dc=b)/db", wantErr: ErrInvalidHost,
+		errParts: []string{`host 3 ("H1:3306;dc=b"): duplicate of host 1 ("h1;dc=a")`}},
+	{name: "duplicate IPv6 with labels", dsn: "tcp([::1]:3306;dc=a,[0::1];dc=a)/db", wantErr: ErrInvalidHost, errParts: []string{"duplicate of host 1"}},
+
+	// Topology option errors.
+	{name: "unknown targetSessionAttrs", dsn: "u:" + testPW + "@tcp(h1)/db?targetSessionAttrs=master", wantErr: ErrInvalidOption,
+		errParts: []string{`dsn: targetSessionAttrs: invalid value "master": want one of any, read-write, read-only, primary, standby, prefer-standby`}},
+	{name: "targetSessionAttrs with underscore", dsn: "/?targetSessionAttrs=read_write", wantErr: ErrInvalidOption,
+		errParts: []string{`dsn: targetSessionAttrs: invalid value "read_write": did you mean "read-write"?`, "case-sensitive"}},
+	{name: "targetSessionAttrs in the wrong case", dsn: "/?targetSessionAttrs=Primary", wantErr: ErrInvalidOption, errParts: []string{`"Primary": did you mean "primary"?`}},
+	{name: "targetSessionAttrs without dash", dsn: "/?targetSessionAttrs=PreferStandby", wantErr: ErrInvalidOption, errParts: []string{`did you mean "prefer-standby"?`}},
+	{name: "empty targetSessionAttrs", dsn: "/?targetSessionAttrs=", wantErr: ErrInvalidOption, errParts: []string{`targetSessionAttrs: invalid value ""`, "want one of"}},
+	{name: "targetSessionAttrs twice differing", dsn: "/?targetSessionAttrs=standby&targetSessionAttrs=primary", wantErr: ErrInvalidOption,
+		errParts: []string{"targetSessionAttrs given twice", `"standby"`, `"primary"`}},
+	{name: "targetSessionAttrs without value", dsn: "/?targetSessionAttrs", wantErr: ErrSyntax, errParts: []string{"targetSessionAttrs", "=value"}},
+	{name: "bad localDC label", dsn: "tcp(h1;dc=a)/?localDC=a%20b", wantErr: ErrInvalidOption,
+		errParts: []string{`dsn: localDC: invalid value "a%20b": want a dc label, 1..64 bytes of A-Z a-z 0-9 . _ -`}},
+	{name: "empty localDC", dsn: "tcp(h1;dc=a)/?localDC=", wantErr: ErrInvalidOption, errParts: []string{`localDC: invalid value ""`}},
+	{name: "negative usedHostsPerRemoteDC", dsn: "/?usedHostsPerRemoteDC=-1", wantErr: ErrInvalidOption,
+		errParts: []string{`dsn: usedHostsPerRemoteDC: invalid value "-1": want an integer >= 0`}},
+	{name: "localDC without labels", dsn: "u:" + testPW + "@tcp(h1,h2)/db?localDC=dc1", wantErr: ErrInvalidOption,
+		errParts: []string{`dsn: localDC "dc1": no host has a dc label (write them as tcp(db1:3306;dc=east,...))`}},
+	{name: "localDC matching no label", dsn: "u:" + testPW + "@tcp(h1;dc=dc2,h2;dc=dc1,h3;dc=dc3,h4;dc=dc1,h5)/db?localDC=dc9", wantErr: ErrInvalidOption,
+		errParts: []string{`dsn: localDC "dc9" matches no host's dc label; known DCs: dc1, dc2, dc3 (labels are case-sensitive)`}},
+	{name: "localDC matching a label in other case", dsn: "tcp(h1;dc=dc2,h2;dc=dc1,h3;dc=dc3)/db?localDC=DC1", wantErr: ErrInvalidOption,
+		errParts: []string{`dsn: localDC "DC1" matches no host's dc label; known DCs: dc1, dc2, dc3; labels are case-sensitive: did you mean "dc1"?`}},
+	{name: "usedHostsPerRemoteDC without labels", dsn: "tcp(h1,h2)/db?usedHostsPerRemoteDC=1", wantErr: ErrInvalidOption,
+		errParts: []string{"dsn: usedHostsPerRemoteDC=1 needs dc labels on the hosts and localDC", "tcp(db1:3306;dc=east,"}},
+	{name: "usedHostsPerRemoteDC without localDC", dsn: "tcp(h1;dc=a,h2;dc=b)/db?usedHostsPerRemoteDC=2", wantErr: ErrInvalidOption,
+		errParts: []string{"usedHostsPerRemoteDC=2 needs localDC", "known DCs: a, b"}},
+
+	// Near misses of the topology keys.
+	{name: "localdc", dsn: "/?localdc=east", wantErr: ErrInvalidOption, errParts: []string{`dsn: unknown parameter "localdc": did you mean "localDC"?`}},
+	{name: "LocalDC", dsn: "/?LocalDC=east", wantErr: ErrInvalidOption, errParts: []string{`"LocalDC": did you mean "localDC"?`}},
+	{name: "DataStax's usedHostsPerRemoteDc", dsn: "/?usedHostsPerRemoteDc=1", wantErr: ErrInvalidOption,
+		errParts: []string{`"usedHostsPerRemoteDc": did you mean "usedHostsPerRemoteDC"?`}},
+	{name: "libpq's target_session_attrs", dsn: "/?target_session_attrs=read-write", wantErr: ErrInvalidOption,
+		errParts: []string{`"target_session_attrs": did you mean "targetSessionAttrs"?`}},
+	{name: "targetsessionattrs", dsn: "/?targetsessionattrs=any", wantErr: ErrInvalidOption, errParts: []string{`did you mean "targetSessionAttrs"?`}},
 }
 
 func want[T comparable](t *testing.T, what string, got, want T) {
@@ -369,9 +468,9 @@ func TestFormatDSN(t *testing.T) {
 		want string
 	}{
 		{"defaults with default host", withHosts(local...), "tcp(127.0.0.1:3306)/"},
-		{"hosts and IPv6", withHosts(Host{"db1", 3306}, Host{"::1", 3307}), "tcp(db1:3306,[::1]:3307)/"},
+		{"hosts and IPv6", withHosts(Host{Name: "db1", Port: 3306}, Host{Name: "::1", Port: 3307}), "tcp(db1:3306,[::1]:3307)/"},
 		{"options", func() *Config {
-			c := withHosts(Host{"db1", 3306})
+			c := withHosts(Host{Name: "db1", Port: 3306})
 			c.MySQL.User, c.MySQL.Passwd, c.MySQL.DBName = "app", "pw", "shop"
 			c.MySQL.ParseTime = true
 			c.HostTimeout, c.ReadOnly, c.FailOverReadOnly = 0, true, false
@@ -379,16 +478,16 @@ func TestFormatDSN(t *testing.T) {
 			return c
 		}(), "app:pw@tcp(db1:3306)/shop?parseTime=true&retriesAllDown=1&secondsBeforeRetryMaster=2&queriesBeforeRetryMaster=3&failOverReadOnly=false&readOnly=true&hostTimeout=0s"},
 		{"password without user", func() *Config {
-			c := withHosts(Host{"db1", 3306})
+			c := withHosts(Host{Name: "db1", Port: 3306})
 			c.MySQL.Passwd = "pw"
 			return c
 		}(), ":pw@tcp(db1:3306)/"},
 		{"tcp6 and empty net", func() *Config {
-			c := withHosts(Host{"::1", 3306})
+			c := withHosts(Host{Name: "::1", Port: 3306})
 			c.MySQL.Net = "tcp6"
 			return c
 		}(), "tcp6([::1]:3306)/"},
-		{"nil MySQL", &Config{Hosts: []Host{{"db1", 3306}}, RetriesAllDown: DefaultRetriesAllDown, SecondsBeforeRetryMaster: DefaultSecondsBeforeRetryMaster,
+		{"nil MySQL", &Config{Hosts: []Host{{Name: "db1", Port: 3306}}, RetriesAllDown: DefaultRetriesAllDown, SecondsBeforeRetryMaster: DefaultSecondsBeforeRetryMaster,
 			QueriesBeforeRetryMaster: DefaultQueriesBeforeRetryMaster, FailOverReadOnly: true, HostTimeout: DefaultHostTimeout}, "tcp(db1:3306)/"},
 	}
 	for _, tt := range tests {
@@ -450,7 +549,7 @@ func TestRedaction(t *testing.T) {
 func TestValidate(t *testing.T) {
 	good := func() *Config {
 		c := NewConfig()
-		c.Hosts = []Host{{"db1", 3306}, {"db2", 3307}}
+		c.Hosts = []Host{{Name: "db1", Port: 3306}, {Name: "db2", Port: 3307}}
 		c.MySQL.User, c.MySQL.Passwd = "u", testPW
 		return c
 	}
@@ -471,7 +570,7 @@ func TestValidate(t *testing.T) {
 		{"comma in name", func(c *Config) { c.Hosts[0].Name = "a,b" }, ErrInvalidHost, []string{"Hosts[0]", `','`}},
 		{"port 0", func(c *Config) { c.Hosts[1].Port = 0 }, ErrInvalidHost, []string{"Hosts[1]", "1..65535"}},
 		{"port 65536", func(c *Config) { c.Hosts[0].Port = 65536 }, ErrInvalidHost, []string{"Hosts[0]"}},
-		{"duplicate", func(c *Config) { c.Hosts[1] = Host{"DB1", 3306} }, ErrInvalidHost, []string{"Hosts[1]", "duplicate of Hosts[0]"}},
+		{"duplicate", func(c *Config) { c.Hosts[1] = Host{Name: "DB1", Port: 3306} }, ErrInvalidHost, []string{"Hosts[1]", "duplicate of Hosts[0]"}},
 		{"negative retries", func(c *Config) { c.RetriesAllDown = -1 }, ErrInvalidOption, []string{"RetriesAllDown", "-1"}},
 		{"negative seconds", func(c *Config) { c.SecondsBeforeRetryMaster = -2 }, ErrInvalidOption, []string{"SecondsBeforeRetryMaster", "seconds"}},
 		{"negative queries", func(c *Config) { c.QueriesBeforeRetryMaster = -3 }, ErrInvalidOption, []string{"QueriesBeforeRetryMaster"}},
@@ -484,6 +583,43 @@ func TestValidate(t *testing.T) {
 			[]string{`"RETRIESALLDOWN"`, "Config.RetriesAllDown"}},
 		{"alias in Params", func(c *Config) { c.MySQL.Params = map[string]string{"secondsbeforeretrysource": "1"} }, ErrInvalidOption,
 			[]string{"Config.SecondsBeforeRetryMaster"}},
+
+		// Labels and topology.
+		{"labels, localDC, remote hosts, target", func(c *Config) {
+			c.Hosts = append(c.Hosts, Host{Name: "db3", Port: 3306, DC: "west"})
+			c.Hosts[0].DC, c.Hosts[1].DC = "east", "east"
+			c.LocalDC, c.UsedHostsPerRemoteDC, c.TargetSessionAttrs = "east", 1, TargetStandby
+		}, nil, nil},
+		{"labels without localDC", func(c *Config) { c.Hosts[1].DC = "west" }, nil, nil},
+		{"bad dc label", func(c *Config) { c.Hosts[1].DC = "we st" }, ErrInvalidHost,
+			[]string{`Hosts[1] ("db2", port 3307)`, `dc label "we st" contains ' '`, "1..64 bytes"}},
+		{"long dc label", func(c *Config) { c.Hosts[0].DC = strings.Repeat("x", 65) }, ErrInvalidHost, []string{"Hosts[0]", "dc label of 65 bytes"}},
+		{"semicolon in name", func(c *Config) { c.Hosts[0].Name = "db1;dc=east" }, ErrInvalidHost, []string{"Hosts[0]", `contains ';'`}},
+		{"equals sign in name", func(c *Config) { c.Hosts[1].Name = "a=b" }, ErrInvalidHost, []string{"Hosts[1]", `contains '='`}},
+		{"duplicate with other labels", func(c *Config) {
+			c.Hosts[0].DC = "east"
+			c.Hosts[1] = Host{Name: "db1", Port: 3306, DC: "west"}
+		}, ErrInvalidHost, []string{"Hosts[1]", "duplicate of Hosts[0]"}},
+		{"unknown target", func(c *Config) { c.TargetSessionAttrs = "master" }, ErrInvalidOption,
+			[]string{`dsn: TargetSessionAttrs is "master": want one of any, read-write, read-only, primary, standby, prefer-standby, or "" (any)`}},
+		{"target in the wrong case", func(c *Config) { c.TargetSessionAttrs = "READ-ONLY" }, ErrInvalidOption,
+			[]string{`TargetSessionAttrs is "READ-ONLY": did you mean "read-only"?`}},
+		{"bad LocalDC", func(c *Config) { c.Hosts[0].DC = "east"; c.LocalDC = "east;dc" }, ErrInvalidOption,
+			[]string{`dsn: LocalDC is "east;dc": want a dc label, 1..64 bytes`}},
+		{"LocalDC without labels", func(c *Config) { c.LocalDC = "dc1" }, ErrInvalidOption,
+			[]string{`dsn: localDC "dc1": no host has a dc label (write them as tcp(db1:3306;dc=east,...))`}},
+		{"LocalDC matching no label", func(c *Config) { c.Hosts[0].DC, c.Hosts[1].DC, c.LocalDC = "b", "a", "c" }, ErrInvalidOption,
+			[]string{`dsn: localDC "c" matches no host's dc label; known DCs: a, b (labels are case-sensitive)`}},
+		{"LocalDC in other case", func(c *Config) { c.Hosts[0].DC, c.LocalDC = "East", "east" }, ErrInvalidOption,
+			[]string{`known DCs: East; labels are case-sensitive: did you mean "East"?`}},
+		{"negative UsedHostsPerRemoteDC", func(c *Config) { c.UsedHostsPerRemoteDC = -1 }, ErrInvalidOption,
+			[]string{"dsn: UsedHostsPerRemoteDC is -1: want a count >= 0"}},
+		{"UsedHostsPerRemoteDC without labels", func(c *Config) { c.UsedHostsPerRemoteDC = 3 }, ErrInvalidOption,
+			[]string{"usedHostsPerRemoteDC=3 needs dc labels on the hosts"}},
+		{"UsedHostsPerRemoteDC without LocalDC", func(c *Config) { c.Hosts[0].DC = "east"; c.UsedHostsPerRemoteDC = 1 }, ErrInvalidOption,
+			[]string{"usedHostsPerRemoteDC=1 needs localDC"}},
+		{"topology key in Params", func(c *Config) { c.MySQL.Params = map[string]string{"localdc": "east"} }, ErrInvalidOption,
+			[]string{`"localdc"`, "Config.LocalDC"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -534,6 +670,9 @@ func TestNewConfig(t *testing.T) {
 	want(t, "FailOverReadOnly", c.FailOverReadOnly, true)
 	want(t, "ReadOnly", c.ReadOnly, false)
 	want(t, "HostTimeout", c.HostTimeout, 5*time.Second)
+	want(t, "TargetSessionAttrs", c.TargetSessionAttrs, TargetAny)
+	want(t, "LocalDC", c.LocalDC, "")
+	want(t, "UsedHostsPerRemoteDC", c.UsedHostsPerRemoteDC, 0)
 	if c.Hosts != nil || c.MySQL == nil {
 		t.Errorf("Hosts = %v, MySQL = %p: want nil hosts and a MySQL config", c.Hosts, c.MySQL)
 	}
@@ -607,24 +746,27 @@ func TestHostConfig(t *testing.T) {
 		}
 		want(t, "config after HostConfig", c.FormatDSN(), before)
 	}
-	c := &Config{Hosts: []Host{{"db1", 3306}}}
+	c := &Config{Hosts: []Host{{Name: "db1", Port: 3306}}}
 	if m := c.HostConfig(0); m.Addr != "db1:3306" || m.Net != "tcp" {
 		t.Errorf("HostConfig with nil MySQL = %s(%s)", m.Net, m.Addr)
 	}
 }
 
-// TestHostAddr: Addr and String bracket IPv6 literals and agree.
+// TestHostAddr: Addr and String bracket IPv6 literals; String adds the dc
+// label as written in a DSN, Addr never does.
 func TestHostAddr(t *testing.T) {
 	for _, tt := range []struct {
-		h    Host
-		want string
+		h          Host
+		addr, want string
 	}{
-		{Host{"db1", 3306}, "db1:3306"},
-		{Host{"10.0.0.1", 1}, "10.0.0.1:1"},
-		{Host{"::1", 3308}, "[::1]:3308"},
-		{Host{"fe80::1%eth0", 3306}, "[fe80::1%eth0]:3306"},
+		{Host{Name: "db1", Port: 3306}, "db1:3306", "db1:3306"},
+		{Host{Name: "10.0.0.1", Port: 1}, "10.0.0.1:1", "10.0.0.1:1"},
+		{Host{Name: "::1", Port: 3308}, "[::1]:3308", "[::1]:3308"},
+		{Host{Name: "fe80::1%eth0", Port: 3306}, "[fe80::1%eth0]:3306", "[fe80::1%eth0]:3306"},
+		{Host{Name: "db1", Port: 3306, DC: "east"}, "db1:3306", "db1:3306;dc=east"},
+		{Host{Name: "::1", Port: 3308, DC: "west-2"}, "[::1]:3308", "[::1]:3308;dc=west-2"},
 	} {
-		want(t, "Addr", tt.h.Addr(), tt.want)
+		want(t, "Addr", tt.h.Addr(), tt.addr)
 		want(t, "String", tt.h.String(), tt.want)
 		want(t, "%v", fmt.Sprint(tt.h), tt.want)
 	}

@@ -22,14 +22,17 @@ var (
 
 	// ErrInvalidHost: a host list entry is empty, has a bad port (not a decimal
 	// in 1..65535), unbalanced brackets, an unbracketed IPv6 literal, a
-	// character that cannot be part of a host name, or repeats an earlier
-	// entry; or Config.Hosts is empty.
+	// character that cannot be part of a host name, a bad attribute (an
+	// unknown key, no "=", "dc" twice, or a dc label that is empty, too long
+	// or has a character outside A-Z a-z 0-9 . _ -), or repeats an earlier
+	// entry (whatever the labels); or Config.Hosts is empty.
 	ErrInvalidHost = errors.New("dsn: invalid host")
 
 	// ErrInvalidOption: one of the failover options has a bad value, is given
 	// twice (or with its alias) with different values, is misspelled only in
-	// case, or hides in mysql.Config.Params; or a Config field is out of range,
-	// or the Config or its MySQL is nil.
+	// case, or hides in mysql.Config.Params; or a Config field is out of range;
+	// or localDC matches no host's dc label, or usedHostsPerRemoteDC > 0 lacks
+	// localDC or labelled hosts; or the Config or its MySQL is nil.
 	ErrInvalidOption = errors.New("dsn: invalid failover option")
 )
 

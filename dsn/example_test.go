@@ -51,3 +51,35 @@ func ExampleConfig_FormatDSN() {
 	// app:s3cret@tcp(db1:3306,db2:3307)/shop?retriesAllDown=3
 	// app:xxxxx@tcp(db1:3306,db2:3307)/shop?retriesAllDown=3
 }
+
+// Hosts labelled with their data centre, the local one named by localDC, one
+// host per remote data centre as a last resort, and sessions that must be able
+// to write. The labels stay out of each host's go-sql-driver address.
+func ExampleParse_topology() {
+	c, err := dsn.Parse("app:s3cret@tcp(db1:3306;dc=east,db2;dc=east,db3;dc=west,[2001:db8::7]:3307;dc=west)/shop" +
+		"?localDC=east&usedHostsPerRemoteDC=1&targetSessionAttrs=read-write")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(c)
+	for i, h := range c.Hosts {
+		fmt.Printf("%s dc=%s addr=%s\n", h, h.DC, c.HostConfig(i).Addr)
+	}
+	fmt.Println("local:", c.LocalDC, "remote hosts per DC:", c.UsedHostsPerRemoteDC,
+		"target:", c.TargetSessionAttrs, "write intent:", c.TargetSessionAttrs.WriteIntent())
+
+	_, err = dsn.Parse("app:s3cret@tcp(db1;dc=east,db2;dc=west)/shop?localDC=East")
+	fmt.Println(err)
+	_, err = dsn.Parse("app:s3cret@tcp(db1,db2)/shop?targetSessionAttrs=read_write")
+	fmt.Println(err)
+	// Output:
+	// app:xxxxx@tcp(db1:3306;dc=east,db2:3306;dc=east,db3:3306;dc=west,[2001:db8::7]:3307;dc=west)/shop?targetSessionAttrs=read-write&localDC=east&usedHostsPerRemoteDC=1
+	// db1:3306;dc=east dc=east addr=db1:3306
+	// db2:3306;dc=east dc=east addr=db2:3306
+	// db3:3306;dc=west dc=west addr=db3:3306
+	// [2001:db8::7]:3307;dc=west dc=west addr=[2001:db8::7]:3307
+	// local: east remote hosts per DC: 1 target: read-write write intent: true
+	// dsn: localDC "East" matches no host's dc label; known DCs: east, west; labels are case-sensitive: did you mean "east"?
+	// dsn: targetSessionAttrs: invalid value "read_write": did you mean "read-write"? (values are case-sensitive: any, read-write, read-only, primary, standby, prefer-standby)
+}

@@ -15,14 +15,17 @@ const redacted = "xxxxx"
 // includes the password: it is for machines (a connection string to hand
 // over); use String to log or print.
 //
-// The address list is the comma-joined Host.Addr() values; the rest comes
+// The address list is the comma-joined Host.String() values (the address,
+// then ";dc=LABEL" for a labelled host); the rest comes
 // from go-sql-driver's mysql.Config.FormatDSN, followed by our options that
 // differ from their defaults, in a fixed order and under their main
 // (...Master) names. Like go-sql-driver's, it cannot express MySQL.TLS,
 // Logger or DialFunc, and the guarantee holds for Configs that pass
 // Validate and whose MySQL go-sql-driver can format (a user name without
 // ':', parameter names without '&' or '=' ...), which all Parse results do.
-// A nil MySQL is formatted as mysql.NewConfig().
+// A nil MySQL is formatted as mysql.NewConfig(), and a TargetSessionAttrs of
+// "" is left out, so both come back as their defaults (mysql.NewConfig(),
+// TargetAny), which mean the same.
 func (c *Config) FormatDSN() string { return c.format(false) }
 
 // String returns FormatDSN with the password replaced by "xxxxx", so a
@@ -61,10 +64,10 @@ func (c *Config) format(redact bool) string {
 	}
 	addrs := make([]string, len(c.Hosts))
 	for i, h := range c.Hosts {
-		addrs[i] = h.Addr()
+		addrs[i] = h.String()
 	}
 	// go-sql-driver writes net(addr) verbatim, and always when addr is set,
-	// so the default 127.0.0.1:3306 survives too.
+	// so the default 127.0.0.1:3306 and the ";dc=" labels survive too.
 	m.Addr = strings.Join(addrs, ",")
 
 	var b strings.Builder
@@ -112,6 +115,15 @@ func (c *Config) format(redact bool) string {
 	}
 	if c.HostTimeout != DefaultHostTimeout {
 		add("hostTimeout", c.HostTimeout.String()) // parses back exactly
+	}
+	if t := c.TargetSessionAttrs; t != "" && t != TargetAny {
+		add("targetSessionAttrs", string(t))
+	}
+	if c.LocalDC != "" {
+		add("localDC", c.LocalDC) // a label needs no escaping
+	}
+	if c.UsedHostsPerRemoteDC != 0 {
+		add("usedHostsPerRemoteDC", strconv.Itoa(c.UsedHostsPerRemoteDC))
 	}
 	return b.String()
 }

@@ -17,6 +17,8 @@ const (
 	optSeconds                 // decimal integer >= 0, in seconds
 	optBool                    // strconv.ParseBool
 	optDuration                // time.ParseDuration >= 0
+	optTarget                  // a TargetSessionAttrs constant
+	optLabel                   // a data-centre label (checkLabel)
 )
 
 // option is one DSN key of ours. Aliases share main and field.
@@ -36,6 +38,9 @@ var options = []option{
 	{"failOverReadOnly", "failOverReadOnly", "FailOverReadOnly", optBool},
 	{"readOnly", "readOnly", "ReadOnly", optBool},
 	{"hostTimeout", "hostTimeout", "HostTimeout", optDuration},
+	{"targetSessionAttrs", "targetSessionAttrs", "TargetSessionAttrs", optTarget},
+	{"localDC", "localDC", "LocalDC", optLabel},
+	{"usedHostsPerRemoteDC", "usedHostsPerRemoteDC", "UsedHostsPerRemoteDC", optCount},
 	// Connector/J 8.0.23 renamed ...Master to ...Source; both are accepted.
 	{"secondsBeforeRetrySource", "secondsBeforeRetryMaster", "SecondsBeforeRetryMaster", optSeconds},
 	{"queriesBeforeRetrySource", "queriesBeforeRetryMaster", "QueriesBeforeRetryMaster", optCount},
@@ -113,13 +118,14 @@ func editDistance(a, b string) int {
 
 // Parse parses a DSN in go-sql-driver's syntax with a host list:
 //
-//	[user[:password]@][net[(host[:port],host[:port],...)]]/dbname[?param=value&...]
+//	[user[:password]@][net[(host[:port][;dc=LABEL],...)]]/dbname[?param=value&...]
 //
-// e.g. "app:pw@tcp(db1:3306,db2,[::1]:3308)/shop?readTimeout=5s&retriesAllDown=3".
+// e.g. "app:pw@tcp(db1:3306,db2,[::1]:3308)/shop?readTimeout=5s&retriesAllDown=3"
+// or "app:pw@tcp(db1;dc=east,db2;dc=east,db3:3307;dc=west)/shop?localDC=east".
 // The first host is the primary; a host without a port gets 3306; IPv6
-// literals go in brackets; no address list means 127.0.0.1:3306, as in
-// go-sql-driver. net must be tcp, tcp4 or tcp6 (or absent: tcp). Names are not
-// resolved.
+// literals go in brackets; ";dc=LABEL" after the optional port sets
+// Host.DC; no address list means 127.0.0.1:3306, as in go-sql-driver. net
+// must be tcp, tcp4 or tcp6 (or absent: tcp). Names are not resolved.
 //
 // Our options (see the package documentation) are taken out of the query
 // string; everything else goes, with its escaping untouched, to
@@ -260,11 +266,63 @@ func parseHosts(list string) ([]Host, error) {
 	return hosts, nil
 }
 
-// parseHost parses "name", "name:port", "[ipv6]" or "[ipv6]:port". It returns
-// a reason instead of an error so that the caller can name the entry.
+// parseHost parses "name", "name:port", "[ipv6]" or "[ipv6]:port", each
+// optionally followed by attributes ";dc=LABEL". It returns a reason instead
+// of an error so that the caller can name the entry.
 func parseHost(e string) (Host, string) {
 	if e == "" {
 		return Host{}, "empty host entry"
+	}
+	// Host names cannot contain ';' (checkHostName), so the first one ends
+	// the address.
+	addr, attrs, hasAttrs := strings.Cut(e, ";")
+	h, reason := parseAddr(addr)
+	if reason != "" || !hasAttrs {
+		return h, reason
+	}
+	dc, reason := parseHostAttrs(attrs)
+	if reason != "" {
+		return Host{}, reason
+	}
+	h.DC = dc
+	return h, ""
+}
+
+// parseHostAttrs parses the ';'-separated attributes after a host's
+// address; "dc" is the only one, and it returns its label.
+func parseHostAttrs(attrs string) (dc, reason string) {
+	seen := false
+	for _, a := range strings.Split(attrs, ";") {
+		key, val, hasValue := strings.Cut(a, "=")
+		switch {
+		case key == "dc":
+		case a == "":
+			return "", `empty host attribute after ';': want ";dc=LABEL"`
+		case strings.EqualFold(key, "dc"):
+			return "", fmt.Sprintf(`unknown host attribute %q: did you mean "dc"? (attribute keys are case-sensitive)`, key)
+		default:
+			return "", fmt.Sprintf(`unknown host attribute %q: only "dc" is known (";dc=LABEL")`, key)
+		}
+		if !hasValue {
+			return "", `host attribute "dc" without "=": want ";dc=LABEL"`
+		}
+		if seen {
+			return "", `host attribute "dc" given twice`
+		}
+		seen = true
+		if reason := checkLabel(val); reason != "" {
+			return "", reason + ": want " + labelRule
+		}
+		dc = val
+	}
+	return dc, ""
+}
+
+// parseAddr parses the address part of a host entry: "name", "name:port",
+// "[ipv6]" or "[ipv6]:port".
+func parseAddr(e string) (Host, string) {
+	if e == "" {
+		return Host{}, "empty host name" // as in ";dc=east"
 	}
 	var name, port string
 	hasPort := false
@@ -410,12 +468,23 @@ func parseValue(o *option, raw string) (any, error) {
 			return nil, bad("true or false (or 1, 0)")
 		}
 		return b, nil
-	default: // optDuration
+	case optDuration:
 		d, err := time.ParseDuration(raw)
 		if err != nil || d < 0 {
 			return nil, bad(`a duration >= 0 such as "5s" or "500ms"`)
 		}
 		return d, nil
+	case optTarget:
+		t := TargetSessionAttrs(raw)
+		if !knownTarget(t) {
+			return nil, newError(ErrInvalidOption, badTarget(fmt.Sprintf("dsn: %s: invalid value %q", o.key, raw), raw, targetList))
+		}
+		return t, nil
+	default: // optLabel
+		if checkLabel(raw) != "" {
+			return nil, bad("a dc label, " + labelRule)
+		}
+		return raw, nil
 	}
 }
 
@@ -433,5 +502,11 @@ func (c *Config) set(o *option, v any) {
 		c.ReadOnly = v.(bool)
 	case "hostTimeout":
 		c.HostTimeout = v.(time.Duration)
+	case "targetSessionAttrs":
+		c.TargetSessionAttrs = v.(TargetSessionAttrs)
+	case "localDC":
+		c.LocalDC = v.(string)
+	case "usedHostsPerRemoteDC":
+		c.UsedHostsPerRemoteDC = v.(int)
 	}
 }

@@ -89,6 +89,9 @@ func (c *Conn) ExecContext(ctx context.Context, query string, args []driver.Name
 	if err := c.check(); err != nil {
 		return nil, err
 	}
+	if err := c.rejectWrite(query); err != nil {
+		return nil, err
+	}
 	return c.inner.(driver.ExecerContext).ExecContext(ctx, query, args)
 }
 
@@ -96,6 +99,9 @@ func (c *Conn) ExecContext(ctx context.Context, query string, args []driver.Name
 func (c *Conn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
 	if err := c.check(); err != nil {
 		return nil, err
+	}
+	if r, ok := c.roleAnswer(query); ok {
+		return r, nil
 	}
 	return c.inner.(driver.QueryerContext).QueryContext(ctx, query, args)
 }

@@ -43,6 +43,9 @@ type host struct {
 	dialErr error
 	ioErr   error
 	script  func(int, sqlmock.Sqlmock)
+
+	readOnly, txReadOnly bool // answered to the role query; readOnly rejects writes
+	roleChecks           int
 }
 
 // NewNet returns n hosts, all up, whose connections expect nothing.

@@ -1,0 +1,91 @@
+package fake
+
+import (
+	"database/sql/driver"
+	"io"
+	"strings"
+
+	"github.com/go-sql-driver/mysql"
+)
+
+// SetReadOnly sets host i's global read_only (all hosts start OFF). While it is ON, every
+// INSERT, UPDATE, DELETE or REPLACE on the host's connections fails with 1290, as a
+// MariaDB replica answers a user without SUPER, before reaching the script.
+func (n *Net) SetReadOnly(i int, on bool) {
+	n.mu.Lock()
+	n.hosts[i].readOnly = on
+	n.mu.Unlock()
+}
+
+// SetTxReadOnly sets host i's global transaction_read_only (all hosts start OFF).
+func (n *Net) SetTxReadOnly(i int, on bool) {
+	n.mu.Lock()
+	n.hosts[i].txReadOnly = on
+	n.mu.Unlock()
+}
+
+// RoleChecks returns how many role queries (SHOW GLOBAL VARIABLES ...) host i answered.
+func (n *Net) RoleChecks(i int) int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.hosts[i].roleChecks
+}
+
+// ReadOnlyError is the error a MariaDB server with read_only=ON gives a write.
+var ReadOnlyError = &mysql.MySQLError{Number: 1290, SQLState: [5]byte{'H', 'Y', '0', '0', '0'},
+	Message: "The MariaDB server is running with the --read-only option so it cannot execute this statement"}
+
+// roleAnswer answers the role query from the host's state; ok is false for other queries.
+func (c *Conn) roleAnswer(query string) (driver.Rows, bool) {
+	if !strings.HasPrefix(query, "SHOW GLOBAL VARIABLES") {
+		return nil, false
+	}
+	c.net.mu.Lock()
+	h := c.net.hosts[c.Host]
+	h.roleChecks++
+	ro, tx := h.readOnly, h.txReadOnly
+	c.net.mu.Unlock()
+	onOff := func(b bool) string {
+		if b {
+			return "ON"
+		}
+		return "OFF"
+	}
+	return &rows{vals: [][]driver.Value{
+		{[]byte("read_only"), []byte(onOff(ro))},
+		{[]byte("tx_read_only"), []byte(onOff(tx))},
+	}}, true
+}
+
+// rejectWrite returns 1290 for a write while the host is read-only.
+func (c *Conn) rejectWrite(query string) error {
+	q := strings.ToUpper(strings.TrimSpace(query))
+	write := false
+	for _, w := range []string{"INSERT", "UPDATE", "DELETE", "REPLACE"} {
+		write = write || strings.HasPrefix(q, w)
+	}
+	c.net.mu.Lock()
+	ro := c.net.hosts[c.Host].readOnly
+	c.net.mu.Unlock()
+	if write && ro {
+		return ReadOnlyError
+	}
+	return nil
+}
+
+// rows is a fixed two-column result.
+type rows struct {
+	vals [][]driver.Value
+	i    int
+}
+
+func (r *rows) Columns() []string { return []string{"Variable_name", "Value"} }
+func (r *rows) Close() error      { return nil }
+func (r *rows) Next(dest []driver.Value) error {
+	if r.i >= len(r.vals) {
+		return io.EOF
+	}
+	copy(dest, r.vals[r.i])
+	r.i++
+	return nil
+}
