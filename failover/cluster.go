@@ -435,8 +435,7 @@ func (c *Cluster) TryFallBack(ctx context.Context, setup SetupFunc) (driver.Conn
 
 // walk runs plan p. cause describes the failure that started it, for the switch event.
 // With prefer-standby, the first host that answers without being a standby is kept
-// aside during the first pass and used when no standby answers in it (libpq's last
-// resort).
+// aside and used when no standby answers in the same pass (libpq's last resort).
 func (c *Cluster) walk(ctx context.Context, p plan, cause error, setup SetupFunc) (driver.Conn, int, error) {
 	if c.closed.Load() {
 		return nil, -1, ErrClosed
@@ -469,7 +468,7 @@ func (c *Cluster) walk(ctx context.Context, p plan, cause error, setup SetupFunc
 			}
 			tried[h] = true
 			triedPrimary = triedPrimary || h == c.primary
-			conn, lastResort, err := c.attempt(ctx, h, setup, i == 0 && spare == nil)
+			conn, lastResort, err := c.attempt(ctx, h, setup, spare == nil)
 			if err == nil && lastResort {
 				spare, spareHost = conn, h
 				errs[h] = &RoleError{Role: Role(c.roles[h].Load()), Wanted: c.target}

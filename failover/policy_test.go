@@ -486,3 +486,25 @@ func TestUserLayerReordersPlan(t *testing.T) {
 		t.Error("a nil layer was accepted")
 	}
 }
+
+// TestPreferStandbyLastResortInALaterPass: the last resort also applies when nothing
+// answered in the first pass and only a non-standby answers in a later one.
+func TestPreferStandbyLastResortInALaterPass(t *testing.T) {
+	var r *rig
+	dials := 0
+	r = roleRig(t, dsn.TargetPreferStandby, func(o *failover.Options) {
+		o.RetriesAllDown = 3
+		o.Dial = func(ctx context.Context, h int) (driver.Conn, error) {
+			if dials++; dials == 3 {
+				r.up(0) // the end of the first pass: the primary comes back
+			}
+			return r.net.Dial(ctx, h)
+		}
+	})
+	r.down(0, 1, 2)
+	l := r.connect()
+	defer l.c.Close()
+	if l.host != 0 || r.history() != `\H1 \H2 \H3 /H1 \H2 \H3` {
+		t.Fatalf("on H%d after %q; want H1 after \\H1 \\H2 \\H3 /H1 \\H2 \\H3", l.host+1, r.history())
+	}
+}
