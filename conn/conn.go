@@ -216,7 +216,7 @@ func (c *Conn) fail(ctx context.Context, epoch uint64, err error, r stmt.Retry) 
 	class := failover.Classify(err)
 	if class == failover.Data {
 		if c.cfg.WriteIntent && failover.ReadOnlyRejection(err) && ctx.Err() == nil {
-			return c.rejected(ctx, err, r)
+			return c.rejected(ctx, err, r, c.cfg.MultiStatements)
 		}
 		c.dropIfInvalid(err)
 		return false, err
@@ -238,8 +238,8 @@ func (c *Conn) fail(ctx context.Context, epoch uint64, err error, r stmt.Retry) 
 // demoted primary): the host's role is recorded and the connection moves as for a
 // communication error, with a *failover.RoleError wrapping the rejection as the cause.
 // The rejected statement did not run, so outside a transaction it runs again on the new
-// host, unless multiStatements is on (earlier statements of the batch may have run).
-func (c *Conn) rejected(ctx context.Context, err error, r stmt.Retry) (bool, error) {
+// host, unless it may be a batch (multiStatements: earlier statements of it may have run).
+func (c *Conn) rejected(ctx context.Context, err error, r stmt.Retry, batch bool) (bool, error) {
 	role, rerr := failover.ReadRole(ctx, c.phys)
 	if rerr != nil {
 		switch failover.Classify(rerr) {
@@ -255,7 +255,7 @@ func (c *Conn) rejected(ctx context.Context, err error, r stmt.Retry) (bool, err
 	if c.cl.NoteRole(c.host, role) {
 		return false, err
 	}
-	return c.move(ctx, &failover.RoleError{Role: role, Wanted: c.cl.Target(), Cause: err}, !c.cfg.MultiStatements, r)
+	return c.move(ctx, &failover.RoleError{Role: role, Wanted: c.cl.Target(), Cause: err}, !batch, r)
 }
 
 // move closes the physical connection, whose host failed with err, walks to the next

@@ -74,8 +74,14 @@ func (t *Tx) Commit() error {
 		return nil
 	}
 	// A COMMIT refused by a server that became read-only did not commit.
-	notSent := errors.Is(err, driver.ErrBadConn) || failover.ReadOnlyRejection(err)
-	_, out := c.fail(t.ctx, t.epoch, err, stmt.NoRetry)
+	rejected := failover.ReadOnlyRejection(err)
+	notSent := errors.Is(err, driver.ErrBadConn) || rejected
+	var out error
+	if rejected && c.cfg.WriteIntent && t.epoch == c.epoch && t.ctx.Err() == nil {
+		_, out = c.rejected(t.ctx, err, stmt.NoRetry, false) // COMMIT is never a batch
+	} else {
+		_, out = c.fail(t.ctx, t.epoch, err, stmt.NoRetry)
+	}
 	var fe *failover.FailoverError
 	if !errors.As(out, &fe) {
 		return out // a data error (deadlock...) or the caller's context
