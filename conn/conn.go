@@ -122,7 +122,7 @@ func (c *Conn) ready(ctx context.Context, count bool) error {
 		}
 		return nil
 	}
-	if c.phys != nil && c.host == c.cl.Active() {
+	if c.phys != nil && c.host == c.cl.Active() && !c.cl.Unfit(c.host) {
 		if c.host == c.cl.Primary() {
 			return nil // the hot path
 		}
@@ -145,7 +145,9 @@ func (c *Conn) ready(ctx context.Context, count bool) error {
 		return nil // results are still being read here; move at the next safe point
 	}
 	// The pool moved (another connection saw this host fail, or fell back), or this
-	// connection lost its physical one: join the pool's host.
+	// connection lost its physical one, or its host no longer has the wanted role (a
+	// demoted primary: another connection is looking for the writer): join the pool's
+	// host, or the walk.
 	c.drop()
 	phys, host, err := c.cl.Connect(ctx, c.setup)
 	if err != nil {
@@ -451,7 +453,7 @@ func (c *Conn) CheckNamedValue(nv *driver.NamedValue) error {
 
 // ResetSession is called by database/sql before it hands a pooled connection to its next
 // user. It repairs rather than retires: a physical connection whose host the pool has
-// left, or that go-sql-driver's liveness check (forwarded here, go-sql-driver#657) finds
+// left or whose host lost its wanted role (Cluster.Unfit), or that go-sql-driver's liveness check (forwarded here, go-sql-driver#657) finds
 // stale, is dropped without blaming its host, and the next call joins the pool's host
 // before it sends anything (ready). It never returns driver.ErrBadConn: when database/sql
 // hands a connection to a caller queued at MaxOpenConns, it passes that error to the
@@ -463,7 +465,7 @@ func (c *Conn) ResetSession(ctx context.Context) error {
 		return driver.ErrBadConn // database/sql never resets a closed connection
 	}
 	c.explicitRO = c.cfg.ReadOnly
-	if c.phys != nil && c.host != c.cl.Active() {
+	if c.phys != nil && (c.host != c.cl.Active() || c.cl.Unfit(c.host)) {
 		c.drop()
 	}
 	if r, ok := c.phys.(driver.SessionResetter); ok && r.ResetSession(ctx) != nil {

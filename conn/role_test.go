@@ -500,3 +500,33 @@ func TestDemotedPrimaryPreparedWriteReprepares(t *testing.T) {
 	wantRoleError(t, failed[0].Err, failover.RoleStandby, dsn.TargetReadWrite, 1290)
 	e.allMet()
 }
+
+// TestNoTransactionStartsOnAHostKnownDemoted: while the walk that followed a demotion is
+// still looking for the writer (the pool's active host has not changed yet), another
+// connection on the demoted host does not begin its transaction there: it joins the
+// walk first, so its transaction runs on the writer and is not lost.
+func TestNoTransactionStartsOnAHostKnownDemoted(t *testing.T) {
+	const ins = "INSERT INTO t VALUES(1)"
+	e := newEnv(t, 2, target(dsn.TargetReadWrite))
+	e.script(1, all(begin(), ok(ins), commit(nil)))
+	c := e.open(writer)
+	// Another connection has just read H1's role after a rejection; its walk has not
+	// landed anywhere yet.
+	e.net.SetReadOnly(0, true)
+	if e.cl.NoteRole(0, failover.RoleStandby) || e.cl.Active() != 0 {
+		t.Fatal("setup: want H1 unfit and still active")
+	}
+	tx, err := c.BeginTx(context.Background(), driver.TxOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantHost(t, c, h2)
+	mustExec(t, c, ins)
+	if err := tx.Commit(); err != nil {
+		t.Fatalf("commit: %v", err)
+	}
+	if n := e.phys(0, 0).Closes(); n != 1 {
+		t.Errorf("H1 connection closed %d times, want 1", n)
+	}
+	e.allMet()
+}

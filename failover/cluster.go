@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -103,6 +104,7 @@ type Cluster struct {
 	fallingBack atomic.Bool    // one fall-back attempt at a time for the whole pool
 	typical     []atomic.Int64 // per host: smoothed duration (ns) of its successful attempts
 	roles       []atomic.Int32 // per host: the Role the last check found
+	unfit       []atomic.Bool  // per host: the last check found a role the Target does not accept
 	closed      atomic.Bool
 }
 
@@ -136,6 +138,7 @@ func NewCluster(opts Options) (*Cluster, error) {
 	}
 	c.typical = make([]atomic.Int64, len(c.hosts))
 	c.roles = make([]atomic.Int32, len(c.hosts))
+	c.unfit = make([]atomic.Bool, len(c.hosts))
 	c.dcs = make([]string, len(c.hosts))
 	copy(c.dcs, opts.DCs)
 	c.target = opts.Target
@@ -283,6 +286,7 @@ type plan struct {
 	failed       int
 	primaryFirst bool
 	skipPrimary  bool
+	join         bool // a connection joining the pool: start, the pool's host, goes first
 }
 
 // order returns the hosts to try in pass i of p: the policy's plan, without ignored
@@ -311,6 +315,21 @@ func (c *Cluster) order(p plan, i int, buf []int) []int {
 	if last >= 0 {
 		out = append(out, last)
 	}
+	if i == 0 && p.join && p.start != c.primary && !c.unfit[p.start].Load() {
+		// Once the pool has failed over, a connection that joins it goes to the pool's
+		// host first (after the primary when fall-back is due), whatever the layers
+		// prefer: a local host that is down must not cost every new connection an
+		// attempt while the pool works elsewhere, and the return to the primary
+		// follows the fall-back rules, not the first new connection.
+		front := 0
+		if p.primaryFirst && len(out) > 0 && out[0] == c.primary {
+			front = 1
+		}
+		if k := slices.Index(out, p.start); k > front {
+			copy(out[front+1:k+1], out[front:k])
+			out[front] = p.start
+		}
+	}
 	return out
 }
 
@@ -326,10 +345,10 @@ func (c *Cluster) skipPrimaryNow(due bool) bool {
 func (c *Cluster) joinPlan() plan {
 	a := int(c.active.Load())
 	if a == c.primary {
-		return plan{start: a, failed: -1}
+		return plan{start: a, failed: -1, join: true}
 	}
 	due := c.FallBackDue()
-	return plan{start: a, failed: -1, primaryFirst: due, skipPrimary: c.skipPrimaryNow(due)}
+	return plan{start: a, failed: -1, join: true, primaryFirst: due, skipPrimary: c.skipPrimaryNow(due)}
 }
 
 // Connect opens a physical connection for a connection that joins the pool: to the active
@@ -388,9 +407,23 @@ func (c *Cluster) Failover(ctx context.Context, failed int, cause error, setup S
 // for the Target. A host that no longer qualifies is then left by the connection that
 // found out, with Failover and a *RoleError as the cause, which moves the pool.
 func (c *Cluster) NoteRole(host int, role Role) (qualifies bool) {
-	c.roles[host].Store(int32(role))
-	return Accepts(c.target, role)
+	return c.setRole(host, role)
 }
+
+// setRole records the role a check found on host and reports whether it qualifies.
+func (c *Cluster) setRole(host int, role Role) bool {
+	ok := Accepts(c.target, role)
+	c.roles[host].Store(int32(role))
+	// prefer-standby takes any host as a last resort: a connection there stays.
+	c.unfit[host].Store(!ok && c.target != dsn.TargetPreferStandby)
+	return ok
+}
+
+// Unfit reports whether the last role check of host found a role that targetSessionAttrs
+// does not accept: a connection on it, even on the active host while a walk is still
+// looking for a qualifying one, joins the walk before its next statement or transaction
+// instead of sending it there. Always false with targetSessionAttrs any.
+func (c *Cluster) Unfit(host int) bool { return c.unfit[host].Load() }
 
 // Reconnect makes one bounded attempt on host for a connection whose session ended while
 // the host may be fine (see SessionEnded). It does not move the pool; a failed attempt is
@@ -604,7 +637,7 @@ func (c *Cluster) attempt(ctx context.Context, h int, setup SetupFunc, lastResor
 			err = &RoleError{Role: role, Wanted: c.target}
 		}
 		if rerr == nil {
-			c.roles[h].Store(int32(role))
+			c.setRole(h, role)
 		}
 		if err != nil {
 			_ = conn.Close()

@@ -82,8 +82,12 @@ type Policy interface {
 	// Distance rates h.
 	Distance(h HostInfo) Distance
 	// Plan appends to dst the indexes of the hosts to try in pass w.Pass, in order,
-	// each at most once, and returns the extended slice. The Cluster drops ignored
-	// hosts and moves w.Failed last in pass 0 whatever a Plan says.
+	// each at most once, and returns the extended slice. Whatever a Plan says, the
+	// Cluster drops ignored hosts and repeats, moves w.Failed last in pass 0, and, once
+	// the pool has failed over, for a connection that joins it (Failed -1) puts the
+	// pool's host (w.Start) first in pass 0 (after the primary when w.PrimaryFirst)
+	// unless its role disqualifies it: new connections follow a failed-over pool, and
+	// the way back is the fall-back rules'.
 	Plan(w *Walk, dst []int) []int
 }
 

@@ -508,3 +508,61 @@ func TestPreferStandbyLastResortInALaterPass(t *testing.T) {
 		t.Fatalf("on H%d after %q; want H1 after \\H1 \\H2 \\H3 /H1 \\H2 \\H3", l.host+1, r.history())
 	}
 }
+
+// TestJoiningConnectionFollowsFailedOverPool: once the pool is on a remote host, a new
+// connection goes there first; it does not try the local host that is down first, and
+// it does not take the pool back to dc1 ahead of the fall-back rules.
+func TestJoiningConnectionFollowsFailedOverPool(t *testing.T) {
+	r := dcRig(t, "dc1", 1, nil)
+	l := r.connect()
+	defer func() { _ = l.c.Close() }()
+	r.down(0, 1)
+	l.fail() // \H2 /H3
+	before := r.history()
+	c, h, err := r.cl.Connect(context.Background(), nil)
+	if err != nil || h != 2 {
+		t.Fatalf("new connection: H%d, %v; want H3", h+1, err)
+	}
+	_ = c.Close()
+	if got := strings.TrimPrefix(r.history(), before); got != " /H3" {
+		t.Errorf("new connection's attempts %q, want only /H3", got)
+	}
+	// dc1 is back, fall-back not due: new connections still follow the pool.
+	r.up(0, 1)
+	c, h, err = r.cl.Connect(context.Background(), nil)
+	if err != nil || h != 2 || r.cl.Active() != 2 {
+		t.Fatalf("new connection with dc1 back: H%d, %v, active H%d; want H3", h+1, err, r.cl.Active()+1)
+	}
+	_ = c.Close()
+	// Fall-back due: the primary first.
+	r.clock.Advance(30 * time.Second)
+	c, h, err = r.cl.Connect(context.Background(), nil)
+	if err != nil || h != 0 {
+		t.Fatalf("new connection after 30 s: H%d, %v; want H1", h+1, err)
+	}
+	_ = c.Close()
+}
+
+// TestUnfitActiveHost: the active host found demoted is unfit until a check says
+// otherwise; prefer-standby never makes a host unfit.
+func TestUnfitActiveHost(t *testing.T) {
+	r := roleRig(t, dsn.TargetReadWrite, nil)
+	l := r.connect()
+	defer func() { _ = l.c.Close() }()
+	if r.cl.Unfit(0) {
+		t.Fatal("writable H1 unfit")
+	}
+	r.cl.NoteRole(0, failover.RoleStandby)
+	if !r.cl.Unfit(0) || r.cl.Active() != 0 {
+		t.Fatalf("after demotion: unfit %v, active H%d; want true, H1 (no walk has landed yet)", r.cl.Unfit(0), r.cl.Active()+1)
+	}
+	r.cl.NoteRole(0, failover.RolePrimary)
+	if r.cl.Unfit(0) {
+		t.Fatal("promoted again, still unfit")
+	}
+	p := roleRig(t, dsn.TargetPreferStandby, nil)
+	p.cl.NoteRole(0, failover.RolePrimary)
+	if p.cl.Unfit(0) {
+		t.Error("prefer-standby: a primary is a last resort, not unfit")
+	}
+}
