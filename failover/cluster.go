@@ -389,7 +389,8 @@ func (c *Cluster) Failover(ctx context.Context, failed int, cause error, setup S
 	c.emit(Event{Kind: EventHostFailed, Host: c.Host(failed), Err: NotBadConn(cause, "")})
 	var p plan
 	if int(c.active.Load()) != failed {
-		p = c.joinPlan()
+		p = c.joinPlan() // another connection already moved the pool: follow it
+		p.failed = failed
 	} else {
 		p = plan{start: (failed + 1) % len(c.hosts), failed: failed}
 		if failed != c.primary {
