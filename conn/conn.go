@@ -117,19 +117,19 @@ func (c *Conn) ready(ctx context.Context, count bool) error {
 		if c.tx.lost != nil {
 			return c.tx.lost
 		}
-		if count && c.host != c.cl.Primary() {
+		if count && !c.cl.Home(c.host) {
 			c.counted = c.cl.NoteStatement()
 		}
 		return nil
 	}
 	if c.phys != nil && c.host == c.cl.Active() && !c.cl.Unfit(c.host) {
-		if c.host == c.cl.Primary() {
+		if c.cl.Home(c.host) {
 			return nil // the hot path
 		}
 		if c.rows == 0 {
-			if phys, _ := c.cl.TryFallBack(ctx, c.setup); phys != nil {
+			if phys, host, _ := c.cl.TryFallBack(ctx, c.setup); phys != nil {
 				c.drop()
-				c.attach(phys, c.cl.Primary())
+				c.attach(phys, host)
 				return nil
 			}
 		}
@@ -154,7 +154,7 @@ func (c *Conn) ready(ctx context.Context, count bool) error {
 		return err
 	}
 	c.attach(phys, host)
-	if count && host != c.cl.Primary() {
+	if count && !c.cl.Home(host) {
 		c.counted = c.cl.NoteStatement()
 	}
 	return nil

@@ -88,20 +88,28 @@ type Cluster struct {
 	dcs     []string
 	primary int
 	target  dsn.TargetSessionAttrs
-	policy  Policy
-	passes  int
-	secs    time.Duration
-	queries int64
-	timeout time.Duration
-	dial    DialFunc
-	clock   Clock
-	onEvent func(Event)
+	policy  Policy // the whole stack, user layers included
+	base    Policy // the built-in stack: user layers may reorder, never widen it
+	// home says per host whether the pool, once there, has nothing to fall back to: the
+	// primary; with standby, read-only or prefer-standby every local host (any standby
+	// will do, and the primary, a writer, would never qualify).
+	home          []bool
+	standbyIntent bool
+	perRemote     int
+	passes        int
+	secs          time.Duration
+	queries       int64
+	timeout       time.Duration
+	dial          DialFunc
+	clock         Clock
+	onEvent       func(Event)
 
 	active      atomic.Int32   // index of the host the pool uses
 	leftPrimary atomic.Int64   // clock time (UnixNano) when the pool left the primary or last failed to return
 	ran         atomic.Int64   // statements run on a secondary since then
 	probeFailed atomic.Int64   // clock time (UnixNano) of the last failed attempt to return
 	fallingBack atomic.Bool    // one fall-back attempt at a time for the whole pool
+	lastResort  atomic.Bool    // prefer-standby: the pool is on a non-standby for want of a standby
 	typical     []atomic.Int64 // per host: smoothed duration (ns) of its successful attempts
 	roles       []atomic.Int32 // per host: the Role the last check found
 	unfit       []atomic.Bool  // per host: the last check found a role the Target does not accept
@@ -162,6 +170,13 @@ func NewCluster(opts Options) (*Cluster, error) {
 	if c.target != dsn.TargetAny {
 		c.policy = NewRoleAware(c.policy, c.target)
 	}
+	c.base = c.policy
+	c.perRemote = opts.UsedHostsPerRemoteDC
+	c.standbyIntent = c.target == dsn.TargetStandby || c.target == dsn.TargetReadOnly || c.target == dsn.TargetPreferStandby
+	c.home = make([]bool, len(c.hosts))
+	for i, h := range c.hostInfos() {
+		c.home[i] = i == c.primary || c.standbyIntent && c.base.Distance(h) == DistanceLocal
+	}
 	if opts.Layer != nil {
 		if c.policy = opts.Layer(c.policy); c.policy == nil {
 			return nil, errors.New("mysqlfailover: Options.Layer returned a nil Policy")
@@ -186,6 +201,18 @@ func (c *Cluster) hostInfos() []HostInfo {
 // Primary returns the index of the primary: the first host of the DSN, or with localDC
 // the first host of the local DC (or without a label). Fall-back returns to it.
 func (c *Cluster) Primary() int { return c.primary }
+
+// Home reports whether host is where the pool wants to be, so that a pool there has
+// nothing to fall back to: the primary, or with targetSessionAttrs standby, read-only or
+// prefer-standby any local host (unless prefer-standby had to take it as a last resort).
+// It is on every statement's path: two loads.
+func (c *Cluster) Home(host int) bool { return c.home[host] && !c.lastResort.Load() }
+
+// distance rates h with the whole policy stack, but never nearer than the built-in
+// layers do: a user layer may reorder hosts, not reach those that localDC ignores.
+func (c *Cluster) distance(h HostInfo) Distance {
+	return max(c.policy.Distance(h), c.base.Distance(h))
+}
 
 // Target returns the targetSessionAttrs that host attempts check (dsn.TargetAny when
 // none).
@@ -216,7 +243,7 @@ func (c *Cluster) fallBackEnabled() bool { return c.secs > 0 || c.queries > 0 }
 // QueriesBeforeRetryMaster. Call it after FallBackDue, once per statement. It reports
 // whether the statement was counted (for ForgetStatement).
 func (c *Cluster) NoteStatement() (counted bool) {
-	if c.queries > 0 && int(c.active.Load()) != c.primary {
+	if c.queries > 0 && !c.Home(int(c.active.Load())) {
 		c.ran.Add(1)
 		return true
 	}
@@ -240,7 +267,7 @@ func (c *Cluster) ForgetStatement() {
 // without the pause a dead primary would get a connection attempt every few milliseconds
 // for as long as it stays down.
 func (c *Cluster) FallBackDue() bool {
-	if int(c.active.Load()) == c.primary || !c.fallBackEnabled() {
+	if c.Home(int(c.active.Load())) || !c.fallBackEnabled() {
 		return false
 	}
 	var now int64
@@ -302,7 +329,7 @@ func (c *Cluster) order(p plan, i int, buf []int) []int {
 	out := buf[:0]
 	last := -1
 	for _, h := range raw {
-		if h < 0 || h >= len(c.hosts) || seen[h] || c.policy.Distance(w.Hosts[h]) == DistanceIgnored {
+		if h < 0 || h >= len(c.hosts) || seen[h] || c.distance(w.Hosts[h]) == DistanceIgnored {
 			continue
 		}
 		seen[h] = true
@@ -344,11 +371,12 @@ func (c *Cluster) skipPrimaryNow(due bool) bool {
 // whose host is no longer the active one.
 func (c *Cluster) joinPlan() plan {
 	a := int(c.active.Load())
-	if a == c.primary {
+	if c.Home(a) {
 		return plan{start: a, failed: -1, join: true}
 	}
 	due := c.FallBackDue()
-	return plan{start: a, failed: -1, join: true, primaryFirst: due, skipPrimary: c.skipPrimaryNow(due)}
+	// With a standby target the way home is TryFallBack's search, not the primary.
+	return plan{start: a, failed: -1, join: true, primaryFirst: due && !c.standbyIntent, skipPrimary: c.skipPrimaryNow(due)}
 }
 
 // Connect opens a physical connection for a connection that joins the pool: to the active
@@ -395,7 +423,7 @@ func (c *Cluster) Failover(ctx context.Context, failed int, cause error, setup S
 		p = plan{start: (failed + 1) % len(c.hosts), failed: failed}
 		if failed != c.primary {
 			due := c.FallBackDue()
-			p.primaryFirst = due
+			p.primaryFirst = due && !c.standbyIntent
 			p.skipPrimary = c.skipPrimaryNow(due)
 		}
 	}
@@ -437,34 +465,65 @@ func (c *Cluster) Reconnect(ctx context.Context, host int, setup SetupFunc) (dri
 	return conn, err
 }
 
-// TryFallBack is called by a connection on a secondary at a safe point (outside a
-// transaction, before a statement). If fall-back is due and no other connection is
-// already trying, it makes one attempt on the primary (with the role check of
-// targetSessionAttrs): on success the pool's active host becomes the primary and the new
-// physical connection is returned; on failure the pool stays, the clocks restart, and
-// (nil, err) is returned for the record: the caller's statement goes on where it was,
-// silently. (nil, nil) means nothing was attempted. As Connector/J
+// TryFallBack is called by a connection away from home (see Home) at a safe point
+// (outside a transaction, before a statement). If fall-back is due and no other
+// connection is already trying, it makes one attempt on the primary (with the role check
+// of targetSessionAttrs), or with a standby target one strict pass over the other local
+// hosts: on success the pool's active host becomes that host and the new physical
+// connection and its host are returned; on failure the pool stays, the clocks restart,
+// and (nil, -1, err) is returned for the record: the caller's statement goes on where it
+// was, silently. (nil, -1, nil) means nothing was attempted. As Connector/J
 // fallBackToPrimaryIfAvailable.
-func (c *Cluster) TryFallBack(ctx context.Context, setup SetupFunc) (driver.Conn, error) {
+func (c *Cluster) TryFallBack(ctx context.Context, setup SetupFunc) (driver.Conn, int, error) {
 	if !c.FallBackDue() || !c.fallingBack.CompareAndSwap(false, true) {
-		return nil, nil
+		return nil, -1, nil
 	}
 	defer c.fallingBack.Store(false)
 	from := int(c.active.Load())
-	if from == c.primary {
-		return nil, nil
+	if c.Home(from) {
+		return nil, -1, nil
 	}
-	conn, _, err := c.attempt(ctx, c.primary, setup, false)
+	var conn driver.Conn
+	var err error
+	h := c.primary
+	if c.standbyIntent {
+		conn, h, err = c.findHome(ctx, from, setup)
+	} else {
+		conn, _, err = c.attempt(ctx, h, setup, false)
+	}
 	if err != nil {
-		if ctx.Err() == nil { // the primary failed, not the caller
+		if ctx.Err() == nil { // the hosts failed, not the caller
 			c.restartClocks(true)
-			c.emit(Event{Kind: EventFallBackFailed, Host: c.Host(c.primary), From: c.Host(from), Err: err})
+			c.emit(Event{Kind: EventFallBackFailed, Host: c.Host(h), From: c.Host(from), Err: err})
 		}
-		return nil, err
+		return nil, -1, err
 	}
-	c.active.Store(int32(c.primary))
-	c.emit(Event{Kind: EventFallBack, Host: c.Host(c.primary), From: c.Host(from)})
-	return conn, nil
+	c.lastResort.Store(false)
+	c.active.Store(int32(h))
+	c.emit(Event{Kind: EventFallBack, Host: c.Host(h), From: c.Host(from)})
+	return conn, h, nil
+}
+
+// findHome is TryFallBack's search with a standby target: one pass, in plan order, over
+// the home hosts other than from, each attempt strict (no last resort). It returns the
+// first that qualifies, or the last error (h is then the last host tried, or -1).
+func (c *Cluster) findHome(ctx context.Context, from int, setup SetupFunc) (driver.Conn, int, error) {
+	err := errors.New("mysqlfailover: no other local host to return to")
+	last := -1
+	for _, h := range c.order(plan{start: from, failed: -1}, 0, nil) {
+		if h == from || !c.home[h] {
+			continue
+		}
+		conn, _, aerr := c.attempt(ctx, h, setup, false)
+		if aerr == nil {
+			return conn, h, nil
+		}
+		err, last = aerr, h
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return nil, last, err
 }
 
 // walk runs plan p. cause describes the failure that started it, for the switch event.
@@ -509,7 +568,7 @@ func (c *Cluster) walk(ctx context.Context, p plan, cause error, setup SetupFunc
 				continue
 			}
 			if err == nil {
-				c.landed(h, triedPrimary, p.failed, cause)
+				c.landed(h, triedPrimary, p.failed, cause, false)
 				return conn, h, nil
 			}
 			errs[h] = err
@@ -528,7 +587,7 @@ func (c *Cluster) walk(ctx context.Context, p plan, cause error, setup SetupFunc
 		if spare != nil {
 			conn, h := spare, spareHost
 			spare = nil
-			c.landed(h, triedPrimary, p.failed, cause)
+			c.landed(h, triedPrimary, p.failed, cause, true)
 			return conn, h, nil
 		}
 	}
@@ -542,11 +601,11 @@ func (c *Cluster) noHost(passes int, errs []error, tried []bool, ctxErr error, p
 		e.Hosts[i] = HostError{Host: h, Err: errs[i]}
 		if errs[i] == nil {
 			switch {
-			case c.policy.Distance(infos[i]) == DistanceIgnored:
-				e.Hosts[i].Skipped = "ignored by the host policy"
-				if infos[i].DC != "" {
-					e.Hosts[i].Skipped += " (dc " + infos[i].DC + ": a remote DC beyond usedHostsPerRemoteDC)"
-				}
+			case c.base.Distance(infos[i]) == DistanceIgnored:
+				e.Hosts[i].Skipped = fmt.Sprintf("ignored: dc %s is remote, and usedHostsPerRemoteDC=%d uses only the first %d host(s) of each remote DC",
+					infos[i].DC, c.perRemote, c.perRemote)
+			case c.distance(infos[i]) == DistanceIgnored:
+				e.Hosts[i].Skipped = "ignored by a policy layer (driver.WithPolicy)"
 			case ctxErr != nil:
 				e.Hosts[i].Skipped = "the caller's context ended first"
 			case i == c.primary && p.skipPrimary:
@@ -561,18 +620,20 @@ func (c *Cluster) noHost(passes int, errs []error, tried []bool, ctxErr error, p
 	return e
 }
 
-// landed records that a walk ended on host h.
-func (c *Cluster) landed(h int, triedPrimary bool, failed int, cause error) {
+// landed records that a walk ended on host h, lastResort when prefer-standby had to
+// take a non-standby.
+func (c *Cluster) landed(h int, triedPrimary bool, failed int, cause error, lastResort bool) {
 	prev := int(c.active.Swap(int32(h)))
-	if h != c.primary && (prev == c.primary || triedPrimary) {
-		// Left the primary, or it was tried and did not answer: the fall-back clock
+	prevHome := c.home[prev] && !c.lastResort.Swap(lastResort)
+	if !c.Home(h) && (prevHome || triedPrimary) {
+		// Left home, or the primary was tried and did not answer: the fall-back clock
 		// starts now (Connector/J resets it when the walk began at or passed the primary).
 		c.restartClocks(triedPrimary)
 	}
 	switch {
 	case prev == h:
-	case failed < 0 && h == c.primary:
-		// A new connection found fall-back due and the primary answering.
+	case failed < 0 && c.Home(h) && !prevHome:
+		// A new connection found fall-back due and home answering.
 		c.emit(Event{Kind: EventFallBack, Host: c.hosts[h], From: c.hosts[prev]})
 	default:
 		e := Event{Kind: EventSwitch, Host: c.hosts[h], From: c.hosts[prev], Err: NotBadConn(cause, "")}

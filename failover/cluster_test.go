@@ -122,7 +122,7 @@ func (l *logical) fail() {
 // statement runs one statement: at a safe point (autocommit) it may fall back.
 func (l *logical) statement(autocommit bool) {
 	if autocommit {
-		if c, _ := l.r.cl.TryFallBack(context.Background(), nil); c != nil {
+		if c, _, _ := l.r.cl.TryFallBack(context.Background(), nil); c != nil {
 			_ = l.c.Close()
 			l.c, l.host = c, primary
 		}
@@ -387,11 +387,11 @@ func TestOneFallBackAttemptAtATime(t *testing.T) {
 	r, entered, release := newProbeRig(t)
 	done := make(chan driver.Conn)
 	go func() {
-		c, _ := r.cl.TryFallBack(context.Background(), nil)
+		c, _, _ := r.cl.TryFallBack(context.Background(), nil)
 		done <- c
 	}()
 	<-entered
-	if c2, err := r.cl.TryFallBack(context.Background(), nil); c2 != nil || err != nil {
+	if c2, _, err := r.cl.TryFallBack(context.Background(), nil); c2 != nil || err != nil {
 		t.Fatalf("second concurrent fall-back attempt made: %v %v", c2, err)
 	}
 	close(release)

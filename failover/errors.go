@@ -9,11 +9,13 @@ import (
 )
 
 // ErrTxLost is matched (errors.Is) by every error that ends a transaction because its
-// connection failed inside it: the statement that hit the failure, every later statement
-// of the same transaction (which never runs anywhere) and its Commit. The server rolled
-// the transaction back when its session died; nothing of it was replayed on another host.
+// connection failed inside it (or, with targetSessionAttrs read-write or primary, its
+// host was found demoted and the connection left it): the statement that hit the
+// failure, every later statement of the same transaction (which never runs anywhere) and
+// its Commit. The server rolled the transaction back when its session died; nothing of it
+// was replayed on another host.
 // As MariaDB Connector/J's 25S03 "In progress transaction was lost".
-var ErrTxLost = errors.New("mysqlfailover: transaction lost: its connection failed, the server rolled it back and nothing after the failure ran")
+var ErrTxLost = errors.New("mysqlfailover: transaction lost: its connection failed (or its host was demoted), the server rolled it back and nothing after the failure ran")
 
 // ErrCommitOutcomeUnknown is matched (errors.Is) by the error of a Commit whose connection
 // failed after COMMIT was sent: the transaction may or may not have been committed, and
@@ -48,9 +50,16 @@ type FailoverError struct {
 // Error names both hosts and the cause, never a password.
 func (e *FailoverError) Error() string {
 	var b strings.Builder
-	b.WriteString("mysqlfailover: connection to ")
-	b.WriteString(e.Failed)
-	b.WriteString(" failed: ")
+	var re *RoleError
+	if errors.As(e.Err, &re) && re.Cause != nil {
+		b.WriteString("mysqlfailover: left ")
+		b.WriteString(e.Failed)
+		b.WriteString(", ")
+	} else {
+		b.WriteString("mysqlfailover: connection to ")
+		b.WriteString(e.Failed)
+		b.WriteString(" failed: ")
+	}
 	b.WriteString(e.Err.Error())
 	if e.Current != "" {
 		b.WriteString("; now on ")

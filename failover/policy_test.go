@@ -123,7 +123,7 @@ func TestDCAwareWalk(t *testing.T) {
 	}
 	r.up(0, 1, 2)
 	r.clock.Advance(30 * time.Second)
-	c, err := r.cl.TryFallBack(context.Background(), nil)
+	c, _, err := r.cl.TryFallBack(context.Background(), nil)
 	if err != nil || c == nil || r.cl.Active() != 0 {
 		t.Fatalf("fall-back after 30 s: conn %v, err %v, active H%d; want H1", c, err, r.cl.Active()+1)
 	}
@@ -144,7 +144,7 @@ func TestDCAwareAllDownNamesIgnoredHosts(t *testing.T) {
 	}
 	msg := err.Error()
 	for _, want := range []string{"H1:3306: dial", "H2:3306: dial", "H3:3306: dial", "H5:3306: dial",
-		"H4:3306: not tried (ignored by the host policy (dc dc2: a remote DC beyond usedHostsPerRemoteDC))"} {
+		"H4:3306: not tried (ignored: dc dc2 is remote, and usedHostsPerRemoteDC=1 uses only the first 1 host(s) of each remote DC)"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("error lacks %q:\n%s", want, msg)
 		}
@@ -185,7 +185,7 @@ func TestLocalDCPrimary(t *testing.T) {
 	}
 	r.up(2)
 	r.clock.Advance(30 * time.Second)
-	c, err := r.cl.TryFallBack(context.Background(), nil)
+	c, _, err := r.cl.TryFallBack(context.Background(), nil)
 	if err != nil || c == nil || r.cl.Active() != 2 {
 		t.Fatalf("fall-back: %v, active H%d; want H3", err, r.cl.Active()+1)
 	}
@@ -419,7 +419,7 @@ func TestFallBackProbeChecksRole(t *testing.T) {
 	if !r.cl.FallBackDue() {
 		t.Fatal("fall-back not due after 30 s")
 	}
-	c, err := r.cl.TryFallBack(context.Background(), nil)
+	c, _, err := r.cl.TryFallBack(context.Background(), nil)
 	var re *failover.RoleError
 	if c != nil || !errors.As(err, &re) || re.Role != failover.RoleStandby {
 		t.Fatalf("TryFallBack = %v, %v; want a *RoleError", c, err)
@@ -459,10 +459,10 @@ func TestUserLayerCannotReachIgnoredHosts(t *testing.T) {
 	}
 }
 
-// everything plans every host twice, ignored ones included.
+// everything plans every host twice, ignored ones included, and calls every host local.
 type everything struct{ child failover.Policy }
 
-func (p everything) Distance(h failover.HostInfo) failover.Distance { return p.child.Distance(h) }
+func (p everything) Distance(failover.HostInfo) failover.Distance { return failover.DistanceLocal }
 func (p everything) Plan(w *failover.Walk, dst []int) []int {
 	for range 2 {
 		for i := range w.Hosts {
@@ -564,5 +564,118 @@ func TestUnfitActiveHost(t *testing.T) {
 	p.cl.NoteRole(0, failover.RolePrimary)
 	if p.cl.Unfit(0) {
 		t.Error("prefer-standby: a primary is a last resort, not unfit")
+	}
+}
+
+// TestLayerIgnoringHostsIsNamed: hosts a user layer ignores are named as such, not as
+// the DC layer's doing.
+func TestLayerIgnoringHostsIsNamed(t *testing.T) {
+	r := newRig(t, 2, func(o *failover.Options) {
+		o.RetriesAllDown = 1
+		o.Layer = func(child failover.Policy) failover.Policy { return onlyFirst{child} }
+	})
+	r.down(0)
+	_, _, err := r.cl.Connect(context.Background(), nil)
+	if err == nil || !strings.Contains(err.Error(), "H2:3306: not tried (ignored by a policy layer (driver.WithPolicy))") {
+		t.Fatalf("err %v", err)
+	}
+}
+
+// onlyFirst ignores every host but the first.
+type onlyFirst struct{ failover.Policy }
+
+func (p onlyFirst) Distance(h failover.HostInfo) failover.Distance {
+	if h.Index > 0 {
+		return failover.DistanceIgnored
+	}
+	return p.Policy.Distance(h)
+}
+
+// TestPreferStandbyLeavesLastResortByTheFallBackRules: a prefer-standby pool that had to
+// take the primary looks for a standby again when fall-back is due, even though it is on
+// the primary; a failed search restarts the clocks.
+func TestPreferStandbyLeavesLastResortByTheFallBackRules(t *testing.T) {
+	r := roleRig(t, dsn.TargetPreferStandby, nil)
+	r.net.SetReadOnly(1, true)
+	r.net.SetReadOnly(2, true)
+	r.down(1, 2)
+	l := r.connect()
+	defer func() { _ = l.c.Close() }()
+	if l.host != 0 || r.cl.Home(0) {
+		t.Fatalf("on H%d, home %v; want H1 as a last resort, not home", l.host+1, r.cl.Home(0))
+	}
+	r.clock.Advance(30 * time.Second)
+	if c, h, err := r.cl.TryFallBack(context.Background(), nil); c != nil || err == nil {
+		t.Fatalf("search with both standbys down: H%d, %v; want a failure", h+1, err)
+	}
+	if r.cl.FallBackDue() || r.cl.Active() != 0 {
+		t.Fatal("a failed search did not restart the clocks, or moved the pool")
+	}
+	r.up(2)
+	r.clock.Advance(30 * time.Second)
+	c, h, err := r.cl.TryFallBack(context.Background(), nil)
+	if err != nil || h != 2 || r.cl.Active() != 2 || !r.cl.Home(2) {
+		t.Fatalf("search with H3 back: H%d, %v, active H%d; want H3, home", h+1, err, r.cl.Active()+1)
+	}
+	_ = c.Close()
+	if n := len(r.events(failover.EventFallBack)); n != 1 {
+		t.Errorf("%d fall-back events, want 1", n)
+	}
+}
+
+// TestStandbyTargetHasNoFallBackToTheWriter: with targetSessionAttrs=standby any standby
+// is home: after moving from H2 to H3 the pool never tries to return, and in particular
+// never probes the primary, which is a writer.
+func TestStandbyTargetHasNoFallBackToTheWriter(t *testing.T) {
+	r := roleRig(t, dsn.TargetStandby, nil)
+	r.net.SetReadOnly(1, true)
+	r.net.SetReadOnly(2, true)
+	l := r.connect() // \H1 /H2
+	defer func() { _ = l.c.Close() }()
+	r.down(1)
+	l.fail()
+	if l.host != 2 {
+		t.Fatalf("on H%d, want H3", l.host+1)
+	}
+	r.up(1)
+	r.clock.Advance(time.Hour)
+	if r.cl.FallBackDue() {
+		t.Error("fall-back due on a standby with a standby target")
+	}
+	if got := r.history(); got != `\H1 /H2 /H3` {
+		t.Errorf("history %q: the primary must be skipped in the failover walk (fall-back enabled, not due)", got)
+	}
+}
+
+// TestStandbyTargetReturnsToLocalDC: with localDC a standby pool on a remote standby
+// returns to a local one by the fall-back rules.
+func TestStandbyTargetReturnsToLocalDC(t *testing.T) {
+	r := newRig(t, 4, func(o *failover.Options) {
+		o.Target = dsn.TargetStandby
+		o.DCs = []string{"dc1", "dc1", "dc2", "dc2"}
+		o.LocalDC, o.UsedHostsPerRemoteDC = "dc1", 1
+	})
+	for i := 1; i < 4; i++ {
+		r.net.SetReadOnly(i, true)
+	}
+	l := r.connect()
+	defer func() { _ = l.c.Close() }()
+	if l.host != 1 {
+		t.Fatalf("on H%d, want H2 (the local standby)", l.host+1)
+	}
+	r.down(1)
+	l.fail()
+	if l.host != 2 || r.cl.Home(2) {
+		t.Fatalf("on H%d (home %v), want remote H3, not home", l.host+1, r.cl.Home(2))
+	}
+	r.up(1)
+	r.clock.Advance(30 * time.Second)
+	c, h, err := r.cl.TryFallBack(context.Background(), nil)
+	if err != nil || h != 1 {
+		t.Fatalf("fall-back: H%d, %v; want H2", h+1, err)
+	}
+	_ = c.Close()
+	if n := len(r.net.Conns(3)); n != 0 {
+		t.Errorf("H4 (beyond usedHostsPerRemoteDC) got %d connections", n)
 	}
 }

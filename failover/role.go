@@ -147,13 +147,15 @@ type RoleError struct {
 	Cause error
 }
 
-// Error returns "skipped: role is standby, wanted read-write", followed by the cause.
+// Error returns "skipped: role is standby, wanted read-write" for a check after
+// connecting, and "demoted: role is standby now, wanted read-write (the server rejected a
+// write: ...)" when Cause is set.
 func (e *RoleError) Error() string {
-	s := "skipped: role is " + e.Role.String() + ", wanted " + string(e.Wanted)
 	if e.Cause != nil {
-		s += " (the server rejected a write: " + e.Cause.Error() + ")"
+		return "demoted: role is " + e.Role.String() + " now, wanted " + string(e.Wanted) +
+			" (the server rejected a write: " + e.Cause.Error() + ")"
 	}
-	return s
+	return "skipped: role is " + e.Role.String() + ", wanted " + string(e.Wanted)
 }
 
 // Unwrap returns Cause.
