@@ -980,4 +980,46 @@ func TestTargetSessionAttrs(t *testing.T) {
 			t.Errorf("next 5 connections landed on %v, want node 1", nodes)
 		}
 	})
+
+	// A steady pool (idle connections reused, none opened) that had to take the primary
+	// returns to a standby by the fall-back clocks once one is back.
+	t.Run("prefer-standby-returns", func(t *testing.T) {
+		must(t, c.Node(2).Disable())
+		must(t, c.Node(3).Disable())
+		enabled := false
+		defer func() {
+			if !enabled {
+				must(t, c.Node(2).Enable())
+				must(t, c.Node(3).Enable())
+			}
+		}()
+		db, ev := openWithEvents(t, c.DSN("targetSessionAttrs=prefer-standby&secondsBeforeRetryMaster=1&queriesBeforeRetryMaster=0&readTimeout=2s"))
+		db.SetMaxOpenConns(2)
+		pctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		defer cancel()
+		if node, err := nodeOf(pctx, c, db); err != nil || node != 1 {
+			t.Fatalf("with both standbys down: node %d, %v; want node 1", node, err)
+		}
+		must(t, c.Node(2).Enable())
+		must(t, c.Node(3).Enable())
+		enabled = true
+		back := time.Now()
+		for {
+			node, err := nodeOf(pctx, c, db)
+			if err != nil {
+				t.Fatalf("read after the standbys came back: %v", err)
+			}
+			if node != 1 {
+				t.Logf("FIGURE %s: standby_back_to_reads_on_standby_ms=%d (node %d)", t.Name(), time.Since(back).Milliseconds(), node)
+				break
+			}
+			if pctx.Err() != nil {
+				t.Fatalf("reads still on node 1 %v after the standbys came back; events:\n%v", time.Since(back), ev.all())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if n := ev.count(failover.EventFallBack, ""); n != 1 {
+			t.Errorf("%d fall-back events, want 1", n)
+		}
+	})
 }
