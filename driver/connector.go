@@ -4,6 +4,8 @@ import (
 	"context"
 	sqldriver "database/sql/driver"
 	"fmt"
+	"log/slog"
+	"sync"
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/mysqlfailover/mysqlfailover/conn"
@@ -16,6 +18,7 @@ import (
 type Connector struct {
 	cfg     *dsn.Config
 	cluster *failover.Cluster
+	tracker *tracker
 }
 
 // Option configures a Connector beyond the DSN.
@@ -25,7 +28,26 @@ type options struct {
 	onEvent func(failover.Event)
 	clock   failover.Clock
 	dial    failover.DialFunc
-	layers  []func(failover.Policy) failover.Policy
+	layers   []func(failover.Policy) failover.Policy
+	logger   *slog.Logger
+	provider failover.HostListProvider
+}
+
+// WithLogger sets the structured logger that receives every state change: host states
+// (up, suspect, down), switches, fall-backs, probes that failed, aborts and host lists
+// (Info for changes, Warn for failures, Debug for each connection attempt). Records
+// never contain a password or the hostsToken. Without it the driver is silent.
+func WithLogger(l *slog.Logger) Option {
+	return func(o *options) { o.logger = l }
+}
+
+// WithHostListProvider makes the connector poll p every checkInterval for its host list,
+// instead of the DSN's hostsURL (the DSN's host list is the first list, and stays until
+// p answers). A failing or invalid answer keeps the last good list and is reported
+// (failover.EventHostList, the logger); the pool is never emptied. It needs
+// checkInterval > 0: NewConnector fails otherwise.
+func WithHostListProvider(p failover.HostListProvider) Option {
+	return func(o *options) { o.provider = p }
 }
 
 // WithEventHook sets a function that receives every failover.Event: each connection
@@ -64,19 +86,34 @@ func NewConnector(cfg *dsn.Config, opts ...Option) (*Connector, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
+	tr := &tracker{}
+	var cl *failover.Cluster
 	dial := o.dial
 	if dial == nil {
-		hosts := make([]sqldriver.Connector, len(cfg.Hosts))
+		hc := &hostConnectors{cfg: cfg, tracker: tr, byAddr: map[string]sqldriver.Connector{}}
 		for i := range cfg.Hosts {
-			c, err := mysql.NewConnector(cfg.HostConfig(i))
-			if err != nil {
-				return nil, fmt.Errorf("mysqlfailover: host %s: %w", cfg.Hosts[i].Addr(), err)
+			if _, err := hc.get(cfg.Hosts[i].Addr()); err != nil {
+				return nil, err
 			}
-			hosts[i] = c
 		}
 		dial = func(ctx context.Context, i int) (sqldriver.Conn, error) {
-			return hosts[i].Connect(ctx)
+			c, err := hc.get(cl.Host(i))
+			if err != nil {
+				return nil, err
+			}
+			return c.Connect(ctx)
 		}
+	}
+	provider := o.provider
+	if provider == nil && cfg.HostsURL != "" {
+		p, err := failover.NewHTTPHostList(cfg.HostsURL, cfg.HostsToken, cfg.HostsAllowHTTP, nil)
+		if err != nil {
+			return nil, err
+		}
+		provider = p
+	}
+	if provider != nil && cfg.CheckInterval <= 0 {
+		return nil, fmt.Errorf("mysqlfailover: a host list provider needs checkInterval > 0 (it is polled every checkInterval)")
 	}
 	addrs := make([]string, len(cfg.Hosts))
 	dcs := make([]string, len(cfg.Hosts))
@@ -95,6 +132,14 @@ func NewConnector(cfg *dsn.Config, opts ...Option) (*Connector, error) {
 		}
 	}
 	cl, err := failover.NewCluster(failover.Options{
+		CheckInterval:   cfg.CheckInterval,
+		FailoverDelay:   cfg.FailoverDelay,
+		SwitchBackDelay: cfg.SwitchBackDelay,
+		Provider:        provider,
+		Logger:          o.logger,
+		Abort: func(i int) {
+			tr.closeAll(cl.Host(i))
+		},
 		Hosts:                    addrs,
 		RetriesAllDown:           cfg.RetriesAllDown,
 		SecondsBeforeRetryMaster: cfg.SecondsBeforeRetryMaster,
@@ -112,7 +157,34 @@ func NewConnector(cfg *dsn.Config, opts ...Option) (*Connector, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Connector{cfg: cfg, cluster: cl}, nil
+	cl.Start()
+	return &Connector{cfg: cfg, cluster: cl, tracker: tr}, nil
+}
+
+// hostConnectors makes and keeps one go-sql-driver connector per host address, also for
+// hosts a host list provider adds later.
+type hostConnectors struct {
+	cfg     *dsn.Config
+	tracker *tracker
+	mu      sync.Mutex
+	byAddr  map[string]sqldriver.Connector
+}
+
+func (h *hostConnectors) get(addr string) (sqldriver.Connector, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if c := h.byAddr[addr]; c != nil {
+		return c, nil
+	}
+	m := h.cfg.HostConfig(0)
+	m.Addr = addr
+	m.DialFunc = h.tracker.dialFunc(m.DialFunc)
+	c, err := mysql.NewConnector(m)
+	if err != nil {
+		return nil, fmt.Errorf("mysqlfailover: host %s: %w", addr, err)
+	}
+	h.byAddr[addr] = c
+	return c, nil
 }
 
 // Connect implements driver.Connector: it opens a connection on the pool's host (the
@@ -141,12 +213,36 @@ func (c *Connector) Connect(ctx context.Context) (sqldriver.Conn, error) {
 // Driver implements driver.Connector.
 func (c *Connector) Driver() sqldriver.Driver { return Driver{} }
 
-// Close stops the connector: later Connect calls fail with failover.ErrClosed.
-// Connections already open are closed by database/sql. The connector starts no
-// goroutines, so none outlives it. Close always returns nil.
+// Close stops the connector: later Connect calls fail with failover.ErrClosed, and the
+// monitor (checkInterval > 0) stops; Close waits for its goroutines and closes the probe
+// connections. Connections already open are closed by database/sql. Close always
+// returns nil.
 func (c *Connector) Close() error {
 	c.cluster.Close()
 	return nil
+}
+
+// SwitchTo moves the pool to host (host:port as in the host list) for an operator: one
+// bounded attempt checks the host (and its role with targetSessionAttrs), and then every
+// connection moves at its next safe point, never inside a transaction, without an error
+// for its caller. The host stays the one the pool returns to until the next SwitchTo or
+// a new host list. It returns an error naming the host when it is not in the list or
+// does not answer; the pool then stays. As Pulsar's ControlledClusterFailover.
+func (c *Connector) SwitchTo(ctx context.Context, host string) error {
+	return c.cluster.SwitchTo(ctx, host)
+}
+
+// Stats returns a snapshot of the pool's hosts for operators: per host of the current
+// list its state (up, suspect, down, backoff, wrong-role), last error (password-free),
+// time of the last change, open physical connections (probe connections included),
+// last probe latency; the totals of failovers, fall-backs and abort rounds; the active
+// host and the primary.
+func (c *Connector) Stats() failover.Stats {
+	s := c.cluster.Stats()
+	for i := range s.Hosts {
+		s.Hosts[i].OpenConns = c.tracker.open(s.Hosts[i].Addr)
+	}
+	return s
 }
 
 // String describes the connector without its password.

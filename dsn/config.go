@@ -1,9 +1,11 @@
 package dsn
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,7 +16,11 @@ import (
 
 // Defaults of the failover options, used by NewConfig and by Parse for options
 // the DSN does not give. They are Connector/J 5.1's defaults except
-// DefaultHostTimeout, which has no Connector/J counterpart.
+// DefaultHostTimeout, which has no Connector/J counterpart, and the probe
+// defaults (DefaultCheckInterval, DefaultFailoverDelay,
+// DefaultSwitchBackDelay), which are this package's own: the options are
+// named after the Pulsar Java client's AutoClusterFailover, which has no
+// defaults for them.
 const (
 	// DefaultRetriesAllDown is the number of passes over the host list when
 	// every host is down (count), as Connector/J's retriesAllDown.
@@ -30,6 +36,21 @@ const (
 	// set-up). Five seconds lets a list of several dead hosts be walked well
 	// within a typical request deadline.
 	DefaultHostTimeout = 5 * time.Second
+	// DefaultCheckInterval is the probe interval (duration): 0, probing and
+	// host list polling are off unless the DSN sets checkInterval.
+	DefaultCheckInterval time.Duration = 0
+	// MinCheckInterval is the shortest CheckInterval other than 0
+	// (duration): a shorter one would turn the probes into load on every
+	// host. Validate rejects 0 < CheckInterval < MinCheckInterval.
+	MinCheckInterval = 10 * time.Millisecond
+	// DefaultFailoverDelay is how long the active host must fail its probes
+	// without a pause before the pool moves away from it (duration), as
+	// Pulsar's AutoClusterFailover failoverDelay.
+	DefaultFailoverDelay = time.Second
+	// DefaultSwitchBackDelay is how long the primary must pass its probes
+	// without a pause before the pool moves back to it (duration), as
+	// Pulsar's AutoClusterFailover switchBackDelay.
+	DefaultSwitchBackDelay = 30 * time.Second
 )
 
 // defaultPort is MySQL's registered port, the one go-sql-driver adds too.
@@ -170,13 +191,17 @@ type Config struct {
 	// DefaultSecondsBeforeRetryMaster, 0 disables this trigger). DSN
 	// secondsBeforeRetryMaster or its alias secondsBeforeRetrySource
 	// (Connector/J 8.0.23 renamed ...Master to ...Source; both are accepted).
+	// With probing on (CheckInterval > 0), SwitchBackDelay is the fall-back
+	// trigger instead, and this one is not used.
 	SecondsBeforeRetryMaster int
 
 	// QueriesBeforeRetryMaster is the number of statements on a secondary
 	// after which the pool tries to fall back to the primary (count >= 0,
 	// default DefaultQueriesBeforeRetryMaster, 0 disables this trigger; both
 	// triggers 0 disables fall-back, as in Connector/J). DSN
-	// queriesBeforeRetryMaster or its alias queriesBeforeRetrySource.
+	// queriesBeforeRetryMaster or its alias queriesBeforeRetrySource. With
+	// probing on (CheckInterval > 0), SwitchBackDelay is the fall-back
+	// trigger instead, and this one is not used.
 	QueriesBeforeRetryMaster int
 
 	// FailOverReadOnly makes sessions on a secondary read-only (default true,
@@ -219,6 +244,55 @@ type Config struct {
 	// hosts.
 	UsedHostsPerRemoteDC int
 
+	// CheckInterval is how often each host is probed with a real SQL round
+	// trip, on one long-lived probe connection per host, and how often
+	// HostsURL is polled (duration, default DefaultCheckInterval = 0, DSN
+	// checkInterval in time.ParseDuration syntax, as Pulsar's
+	// AutoClusterFailover checkInterval). 0 turns probing and polling off;
+	// otherwise it must be at least MinCheckInterval (10ms).
+	CheckInterval time.Duration
+
+	// FailoverDelay is how long the active host must fail its probes
+	// without a pause before the pool moves away from it proactively, before
+	// a statement fails there (duration >= 0, default DefaultFailoverDelay,
+	// DSN failoverDelay, as Pulsar's AutoClusterFailover failoverDelay). 0
+	// moves on the first failed probe. Used only with CheckInterval > 0.
+	FailoverDelay time.Duration
+
+	// SwitchBackDelay is how long the primary must pass its probes without
+	// a pause, while the pool is elsewhere, before the pool moves back to it
+	// (duration >= 0, default DefaultSwitchBackDelay, DSN switchBackDelay, as
+	// Pulsar's AutoClusterFailover switchBackDelay). 0 moves back on the
+	// first passed probe. Used only with CheckInterval > 0, and then it
+	// replaces SecondsBeforeRetryMaster and QueriesBeforeRetryMaster as the
+	// fall-back trigger.
+	SwitchBackDelay time.Duration
+
+	// HostsURL is an http or https URL whose JSON document gives the host
+	// list, polled every CheckInterval (default "", no provider; DSN
+	// hostsURL, query-escaped; package driver fetches and decodes it). It
+	// needs CheckInterval > 0. Its scheme must be https, or http to a
+	// loopback host (127.0.0.0/8, ::1, localhost) or with HostsAllowHTTP; it
+	// must have a host and no user info: credentials go in HostsToken, as
+	// the URL is shown by String and in errors.
+	HostsURL string
+
+	// HostsToken is sent to HostsURL as "Authorization: Bearer <token>"
+	// (default "", no header; DSN hostsToken, whose %XX escapes are decoded
+	// but whose '+' stays '+'). It is a secret: String and GoString print it
+	// as "xxxxx", as the password, and errors never include it; only
+	// FormatDSN does. It must be an RFC 6750 b64token (1 or more of A-Z a-z
+	// 0-9 - . _ ~ + / followed by optional '=' padding) and needs HostsURL.
+	// Printing a Config value (not a *Config) with fmt shows the fields,
+	// this one included: print the pointer.
+	HostsToken string
+
+	// HostsAllowHTTP allows a plain-http HostsURL to a host that is not a
+	// loopback address (default false, DSN hostsAllowHTTP): the host list,
+	// and HostsToken, then cross the network unencrypted. It has no effect
+	// without HostsURL.
+	HostsAllowHTTP bool
+
 	// MySQL holds every other setting, given to go-sql-driver for each host.
 	// Its Net and Addr are not used for hosts: HostConfig sets them per host
 	// (Parse leaves Addr at the primary). Parse leaves MySQL.TLS nil and keeps
@@ -238,6 +312,9 @@ func NewConfig() *Config {
 		FailOverReadOnly:         true,
 		HostTimeout:              DefaultHostTimeout,
 		TargetSessionAttrs:       TargetAny,
+		CheckInterval:            DefaultCheckInterval,
+		FailoverDelay:            DefaultFailoverDelay,
+		SwitchBackDelay:          DefaultSwitchBackDelay,
 		MySQL:                    mysql.NewConfig(),
 	}
 }
@@ -289,14 +366,17 @@ func tcpNet(n string) string {
 // Validate checks a Config, typically a hand-built one (Parse already
 // returns valid Configs, as it ends with Validate): Hosts non-empty with
 // valid, distinct names and ports 1..65535, and DC labels "" or valid
-// (ErrInvalidHost); counts, seconds and HostTimeout >= 0,
-// TargetSessionAttrs "" or one of the constants, LocalDC "" or one of the
-// hosts' labels, UsedHostsPerRemoteDC > 0 only with LocalDC set, and no
-// failover option in MySQL.Params under any spelling, where go-sql-driver
-// would send it to the server as a system variable (ErrInvalidOption);
-// MySQL non-nil (ErrInvalidOption) with Net "", tcp, tcp4 or tcp6
-// (ErrNotTCP). It does not modify c and never includes the password in an
-// error.
+// (ErrInvalidHost); counts, seconds, HostTimeout, CheckInterval,
+// FailoverDelay and SwitchBackDelay >= 0, CheckInterval 0 or at least
+// MinCheckInterval, TargetSessionAttrs "" or one of the constants, LocalDC
+// "" or one of the hosts' labels, UsedHostsPerRemoteDC > 0 only with
+// LocalDC set, HostsURL "" or a valid provider URL with CheckInterval > 0
+// (see Config.HostsURL), HostsToken "" or a b64token with HostsURL set, and
+// no failover option in MySQL.Params under any spelling, where
+// go-sql-driver would send it to the server as a system variable
+// (ErrInvalidOption); MySQL non-nil (ErrInvalidOption) with Net "", tcp,
+// tcp4 or tcp6 (ErrNotTCP). It does not modify c and never includes the
+// password or HostsToken in an error.
 func (c *Config) Validate() error {
 	if c == nil {
 		return newError(ErrInvalidOption, "dsn: nil *Config")
@@ -338,13 +418,27 @@ func (c *Config) Validate() error {
 			return newError(ErrInvalidOption, fmt.Sprintf("dsn: %s is %d: want %s >= 0", f.name, f.v, f.unit))
 		}
 	}
-	if c.HostTimeout < 0 {
-		return newError(ErrInvalidOption, fmt.Sprintf("dsn: HostTimeout is %v: want a duration >= 0 (0: no per-host bound)", c.HostTimeout))
+	for _, f := range []struct {
+		name string
+		v    time.Duration
+		zero string
+	}{
+		{"HostTimeout", c.HostTimeout, " (0: no per-host bound)"},
+		{"CheckInterval", c.CheckInterval, " (0: probing off)"},
+		{"FailoverDelay", c.FailoverDelay, ""},
+		{"SwitchBackDelay", c.SwitchBackDelay, ""},
+	} {
+		if f.v < 0 {
+			return newError(ErrInvalidOption, fmt.Sprintf("dsn: %s is %v: want a duration >= 0%s", f.name, f.v, f.zero))
+		}
 	}
 	if t := c.TargetSessionAttrs; t != "" && !knownTarget(t) {
 		return newError(ErrInvalidOption, badTarget(fmt.Sprintf("dsn: TargetSessionAttrs is %q", string(t)), string(t), targetList+`, or "" (any)`))
 	}
 	if err := c.checkTopology(); err != nil {
+		return err
+	}
+	if err := c.checkProbing(); err != nil {
 		return err
 	}
 	if c.MySQL == nil {
@@ -404,6 +498,121 @@ func (c *Config) checkTopology() error {
 		}
 	}
 	return nil
+}
+
+// checkProbing checks CheckInterval against MinCheckInterval and the host
+// list provider options against each other. Messages use the DSN keys, as
+// checkTopology's, and never include HostsToken, nor HostsURL when it may
+// hold credentials (showURL).
+func (c *Config) checkProbing() error {
+	if d := c.CheckInterval; d > 0 && d < MinCheckInterval {
+		return newError(ErrInvalidOption, fmt.Sprintf(
+			"dsn: checkInterval=%v is too small: want 0 (probing off) or at least %v", d, MinCheckInterval))
+	}
+	if c.HostsURL != "" {
+		if reason := checkHostsURL(c.HostsURL, c.HostsAllowHTTP); reason != "" {
+			return newError(ErrInvalidOption, "dsn: hostsURL "+showURL(c.HostsURL)+": "+reason)
+		}
+		if c.CheckInterval == 0 {
+			return newError(ErrInvalidOption,
+				"dsn: hostsURL needs checkInterval > 0, the interval at which it is polled: set checkInterval (e.g. checkInterval=5s)")
+		}
+	}
+	if c.HostsToken != "" {
+		if reason := checkToken(c.HostsToken); reason != "" {
+			return newError(ErrInvalidOption, "dsn: hostsToken (not shown): "+reason+": want "+tokenRule)
+		}
+		if c.HostsURL == "" {
+			return newError(ErrInvalidOption, "dsn: hostsToken needs hostsURL: the token is only sent to hostsURL")
+		}
+	}
+	return nil
+}
+
+// checkHostsURL returns why s cannot be Config.HostsURL, or "". The reason
+// does not quote s, nor anything from it when it contains '@' (url.Parse's
+// messages quote parts of the URL, such as a bad escape in a password).
+func checkHostsURL(s string, allowHTTP bool) string {
+	for i := 0; i < len(s); i++ {
+		if b := s[i]; b <= ' ' || b == 0x7f {
+			return "contains a blank or control character (in a DSN, '+' stands for a blank: write a '+' as %2B)"
+		}
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		var ue *url.Error
+		if !strings.Contains(s, "@") && errors.As(err, &ue) {
+			return "not a valid URL: " + ue.Err.Error()
+		}
+		return "not a valid URL"
+	}
+	if u.User != nil {
+		return "must not carry credentials (user info before '@'): send a bearer token as hostsToken instead"
+	}
+	if u.Scheme != "https" && u.Scheme != "http" {
+		return fmt.Sprintf("scheme %q: want https (or http to a loopback host, or with hostsAllowHTTP=true)", u.Scheme)
+	}
+	if u.Opaque != "" || u.Hostname() == "" {
+		return `no host: want an absolute URL such as "https://cfg.example/hosts.json"`
+	}
+	if p := u.Port(); p != "" {
+		if _, ok := parsePort(p); !ok {
+			return fmt.Sprintf("invalid port %q: want a decimal in 1..65535", p)
+		}
+	}
+	if u.Scheme == "http" && !allowHTTP && !isLoopback(u.Hostname()) {
+		return "plain http to a host that is not a loopback address would send the host list (and hostsToken) unencrypted: use https, or set hostsAllowHTTP=true"
+	}
+	return ""
+}
+
+// isLoopback reports whether host (a URL's Hostname) is "localhost" (in any
+// case) or a loopback IP literal: 127.0.0.0/8, ::1, or those mapped into
+// IPv6 or with a zone. It does not resolve names.
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	a, err := netip.ParseAddr(host)
+	return err == nil && a.IsLoopback()
+}
+
+// showURL quotes a HostsURL for a message, unless it may hold credentials:
+// with '@' in it, it is shown only when url.Parse finds no user info.
+func showURL(s string) string {
+	if strings.Contains(s, "@") {
+		if u, err := url.Parse(s); err != nil || u.User != nil {
+			return "(not shown: it may hold credentials)"
+		}
+	}
+	return strconv.Quote(s)
+}
+
+// tokenRule says what checkToken accepts, for messages.
+const tokenRule = "a bearer token (RFC 6750 b64token): 1 or more of A-Z a-z 0-9 - . _ ~ + / then optional '=' padding"
+
+// checkToken returns why s cannot be a bearer token (RFC 6750 b64token,
+// which needs no quoting in an Authorization header and cannot smuggle
+// header lines), or "". The reason never includes s, nor its characters or
+// length.
+func checkToken(s string) string {
+	t := strings.TrimRight(s, "=")
+	if t == "" {
+		return "empty before the '=' padding"
+	}
+	for i := 0; i < len(t); i++ {
+		b := t[i]
+		switch {
+		case 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z' || '0' <= b && b <= '9' || strings.IndexByte("-._~+/", b) >= 0:
+		case b == '=':
+			return "'=' before the end (only trailing '=' padding is allowed)"
+		case b <= ' ' || b == 0x7f:
+			return "contains a blank or control character"
+		default:
+			return "contains a character outside the b64token set"
+		}
+	}
+	return ""
 }
 
 // checkLabel returns why s cannot be a data-centre label, or "": labels

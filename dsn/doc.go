@@ -56,10 +56,18 @@
 //	targetSessionAttrs        enum      -        any      kind of session a host must give          libpq target_session_attrs
 //	localDC                   dc label  -        ""       data centre whose hosts are tried first   DataStax DCAwareRoundRobinPolicy localDc
 //	usedHostsPerRemoteDC      int       count    0        hosts used of each other data centre      DataStax DCAwareRoundRobinPolicy usedHostsPerRemoteDc
+//	checkInterval             duration  -        0        probe and hostsURL poll interval, 0: off  Pulsar AutoClusterFailover checkInterval
+//	failoverDelay             duration  -        1s       time failing probes before moving away    Pulsar AutoClusterFailover failoverDelay
+//	switchBackDelay           duration  -        30s      time passing probes before moving back    Pulsar AutoClusterFailover switchBackDelay
+//	hostsURL                  URL       -        ""       http(s) URL polled for the host list      (none)
+//	hostsToken                secret    -        ""       bearer token sent to hostsURL             (none)
+//	hostsAllowHTTP            bool      -        false    plain http to a non-loopback hostsURL     (none)
 //
 // The Config fields have the same names, capitalised (RetriesAllDown,
 // SecondsBeforeRetryMaster, ... HostTimeout, TargetSessionAttrs, LocalDC,
-// UsedHostsPerRemoteDC).
+// UsedHostsPerRemoteDC, CheckInterval, FailoverDelay, SwitchBackDelay),
+// except that hostsURL, hostsToken and hostsAllowHTTP are HostsURL,
+// HostsToken and HostsAllowHTTP.
 //
 // retriesAllDown is the number of passes over the whole host list when every
 // host is down before a connection attempt fails. 0 is treated as one pass
@@ -70,7 +78,8 @@
 // many statements, whichever comes first; 0 disables that trigger and both 0
 // disables fall-back, as in Connector/J. Connector/J 8.0.23 renamed the
 // ...Master keys to ...Source; both are accepted, and giving both names with
-// different values is an error.
+// different values is an error. With probing on (checkInterval > 0, below),
+// switchBackDelay replaces both as the fall-back trigger.
 //
 // failOverReadOnly makes sessions on a secondary read-only, since a secondary
 // is usually a replica. readOnly makes every session read-only, the primary's
@@ -117,6 +126,52 @@
 // connections in the local data centre. A value > 0 needs localDC (and so
 // labelled hosts).
 //
+// # Active health probes
+//
+// checkInterval, failoverDelay and switchBackDelay (Config.CheckInterval,
+// FailoverDelay, SwitchBackDelay, named after the Pulsar Java client's
+// AutoClusterFailover options; durations in time.ParseDuration syntax) turn
+// on and tune active health probes. With checkInterval > 0 (it must then be
+// at least 10ms, MinCheckInterval) each host is probed every checkInterval
+// with a real SQL round trip, on one long-lived probe connection per host.
+// When the host the pool uses has failed its probes without a pause for
+// failoverDelay (default 1s), the pool moves away from it proactively,
+// before a statement fails there; when the pool is elsewhere and the
+// primary has passed its probes without a pause for switchBackDelay
+// (default 30s), the pool moves back to it. With probing on,
+// switchBackDelay is the fall-back trigger: secondsBeforeRetryMaster and
+// queriesBeforeRetryMaster are not used. The default checkInterval 0 turns
+// probing off; failoverDelay and switchBackDelay are then ignored.
+//
+// # Host list provider
+//
+// hostsURL (Config.HostsURL) is an http or https URL whose JSON document
+// gives the host list; it is fetched every checkInterval, which must then be
+// > 0 (package driver implements the fetch and documents the JSON). The
+// value is query-escaped, as url.QueryEscape writes it and FormatDSN
+// writes it:
+//
+//	tcp(db1,db2)/shop?checkInterval=5s&hostsURL=https%3A%2F%2Fcfg.example%2Fdb%3Fcluster%3Da
+//
+// A URL without '&', '%' or '+' may also be written as it is
+// ("?checkInterval=5s&hostsURL=https://cfg.example/hosts.json"): its '/' do
+// not end the address list. A raw value ends at the next '&', and '+' in it
+// means a blank, as in any query string. The URL must be https, or http to
+// a loopback host (127.0.0.0/8, ::1, localhost), and have a host. Plain http
+// to another host is an error unless hostsAllowHTTP=true
+// (Config.HostsAllowHTTP), as the host list and the token would cross the
+// network unencrypted. The URL must not hold user info
+// ("https://user:pw@cfg.example/"): it is shown by String and in errors, so
+// credentials go in hostsToken.
+//
+// hostsToken (Config.HostsToken) is sent to hostsURL as
+// "Authorization: Bearer <token>"; it needs hostsURL. It must be an
+// RFC 6750 b64token: 1 or more of A-Z a-z 0-9 - . _ ~ + / followed by
+// optional '=' padding. It may be written as it is ('/' included) or
+// %XX-escaped; unlike in other values, '+' stays '+'. FormatDSN escapes it
+// with url.QueryEscape. It is a secret, treated as the password (see
+// Passwords).
+//
 // Integers are decimal >= 0; booleans are what strconv.ParseBool accepts
 // (true/false/1/0 among others). A key given twice must have the same value.
 //
@@ -131,8 +186,11 @@
 //
 // # Passwords
 //
-// Errors from Parse and Validate never contain the password or the whole
-// DSN: they name the offending host entry, key or value only. Config.String
-// and GoString (%v, %s, %#v) print the DSN with the password replaced by
-// "xxxxx"; only FormatDSN, meant for machines, includes it.
+// Errors from Parse and Validate never contain the password, hostsToken or
+// the whole DSN: they name the offending host entry, key or value only (a
+// hostsToken value is "(not shown)", and so is a hostsURL that may hold
+// user info). Config.String and GoString (%v, %s, %#v of a *Config) print
+// the DSN with the password and hostsToken replaced by "xxxxx"; only
+// FormatDSN, meant for machines, includes them. Formatting a Config value
+// (not a pointer) with fmt prints its fields, HostsToken included.
 package dsn

@@ -488,7 +488,8 @@ func TestFormatDSN(t *testing.T) {
 			return c
 		}(), "tcp6([::1]:3306)/"},
 		{"nil MySQL", &Config{Hosts: []Host{{Name: "db1", Port: 3306}}, RetriesAllDown: DefaultRetriesAllDown, SecondsBeforeRetryMaster: DefaultSecondsBeforeRetryMaster,
-			QueriesBeforeRetryMaster: DefaultQueriesBeforeRetryMaster, FailOverReadOnly: true, HostTimeout: DefaultHostTimeout}, "tcp(db1:3306)/"},
+			QueriesBeforeRetryMaster: DefaultQueriesBeforeRetryMaster, FailOverReadOnly: true, HostTimeout: DefaultHostTimeout,
+			FailoverDelay: DefaultFailoverDelay, SwitchBackDelay: DefaultSwitchBackDelay}, "tcp(db1:3306)/"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -32,7 +32,11 @@ var (
 	// twice (or with its alias) with different values, is misspelled only in
 	// case, or hides in mysql.Config.Params; or a Config field is out of range;
 	// or localDC matches no host's dc label, or usedHostsPerRemoteDC > 0 lacks
-	// localDC or labelled hosts; or the Config or its MySQL is nil.
+	// localDC or labelled hosts; or checkInterval is below 10ms but not 0;
+	// or hostsURL is not an http(s) URL with a host, has user info, is plain
+	// http to a non-loopback host without hostsAllowHTTP, or lacks
+	// checkInterval; or hostsToken is not a bearer token or lacks hostsURL;
+	// or the Config or its MySQL is nil.
 	ErrInvalidOption = errors.New("dsn: invalid failover option")
 )
 

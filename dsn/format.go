@@ -1,14 +1,16 @@
 package dsn
 
 import (
+	"net/url"
 	"strconv"
 	"strings"
 
 	"github.com/go-sql-driver/mysql"
 )
 
-// redacted replaces the password in String and GoString. It is a fixed text
-// so that the output says neither the password nor its length.
+// redacted replaces the password and HostsToken in String and GoString. It
+// is a fixed text so that the output says neither the secret nor its
+// length.
 const redacted = "xxxxx"
 
 // FormatDSN returns a DSN that Parse turns back into an equal Config. It
@@ -19,7 +21,8 @@ const redacted = "xxxxx"
 // then ";dc=LABEL" for a labelled host); the rest comes
 // from go-sql-driver's mysql.Config.FormatDSN, followed by our options that
 // differ from their defaults, in a fixed order and under their main
-// (...Master) names. Like go-sql-driver's, it cannot express MySQL.TLS,
+// (...Master) names; hostsURL and hostsToken are escaped with
+// url.QueryEscape, so they never depend on Parse's tolerance of raw values. Like go-sql-driver's, it cannot express MySQL.TLS,
 // Logger or DialFunc, and the guarantee holds for Configs that pass
 // Validate and whose MySQL go-sql-driver can format (a user name without
 // ':', parameter names without '&' or '=' ...), which all Parse results do.
@@ -28,9 +31,10 @@ const redacted = "xxxxx"
 // TargetAny), which mean the same.
 func (c *Config) FormatDSN() string { return c.format(false) }
 
-// String returns FormatDSN with the password replaced by "xxxxx", so a
-// Config can be logged; it never contains the password. A nil receiver gives
-// "<nil>".
+// String returns FormatDSN with the password and HostsToken replaced by
+// "xxxxx" (and the user info of a HostsURL, which Validate rejects), so a
+// Config can be logged; it never contains the password or the token. A nil
+// receiver gives "<nil>".
 func (c *Config) String() string {
 	if c == nil {
 		return "<nil>"
@@ -40,7 +44,7 @@ func (c *Config) String() string {
 
 // GoString implements fmt.GoStringer so that %#v prints the redacted DSN,
 // as dsn.Config("..."), instead of the fields (whose MySQL holds the
-// password).
+// password, and HostsToken the token).
 func (c *Config) GoString() string {
 	if c == nil {
 		return "(*dsn.Config)(nil)"
@@ -125,5 +129,48 @@ func (c *Config) format(redact bool) string {
 	if c.UsedHostsPerRemoteDC != 0 {
 		add("usedHostsPerRemoteDC", strconv.Itoa(c.UsedHostsPerRemoteDC))
 	}
+	if c.CheckInterval != DefaultCheckInterval {
+		add("checkInterval", c.CheckInterval.String())
+	}
+	if c.FailoverDelay != DefaultFailoverDelay {
+		add("failoverDelay", c.FailoverDelay.String())
+	}
+	if c.SwitchBackDelay != DefaultSwitchBackDelay {
+		add("switchBackDelay", c.SwitchBackDelay.String())
+	}
+	if u := c.HostsURL; u != "" {
+		if redact {
+			u = redactURL(u)
+		}
+		add("hostsURL", url.QueryEscape(u))
+	}
+	if t := c.HostsToken; t != "" {
+		if redact {
+			t = redacted
+		}
+		add("hostsToken", url.QueryEscape(t))
+	}
+	if c.HostsAllowHTTP {
+		add("hostsAllowHTTP", "true")
+	}
 	return b.String()
+}
+
+// redactURL returns a HostsURL for String: as it is, unless it has user
+// info, which Validate rejects but a hand-built Config may hold; that is
+// replaced by "xxxxx" (a user name can be a token too), and a URL with '@'
+// that does not parse is replaced whole.
+func redactURL(s string) string {
+	if !strings.Contains(s, "@") {
+		return s
+	}
+	u, err := url.Parse(s)
+	switch {
+	case err != nil:
+		return redacted
+	case u.User != nil:
+		u.User = url.User(redacted)
+		return u.String()
+	}
+	return s
 }

@@ -2,6 +2,8 @@ package dsn
 
 import (
 	"fmt"
+	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -19,6 +21,8 @@ const (
 	optDuration                // time.ParseDuration >= 0
 	optTarget                  // a TargetSessionAttrs constant
 	optLabel                   // a data-centre label (checkLabel)
+	optURL                     // a URL, query-escaped (url.QueryUnescape); checked by Validate
+	optSecret                  // a bearer token, %XX-escaped (url.PathUnescape); never printed
 )
 
 // option is one DSN key of ours. Aliases share main and field.
@@ -41,9 +45,27 @@ var options = []option{
 	{"targetSessionAttrs", "targetSessionAttrs", "TargetSessionAttrs", optTarget},
 	{"localDC", "localDC", "LocalDC", optLabel},
 	{"usedHostsPerRemoteDC", "usedHostsPerRemoteDC", "UsedHostsPerRemoteDC", optCount},
+	{"checkInterval", "checkInterval", "CheckInterval", optDuration},
+	{"failoverDelay", "failoverDelay", "FailoverDelay", optDuration},
+	{"switchBackDelay", "switchBackDelay", "SwitchBackDelay", optDuration},
+	{"hostsURL", "hostsURL", "HostsURL", optURL},
+	{"hostsToken", "hostsToken", "HostsToken", optSecret},
+	{"hostsAllowHTTP", "hostsAllowHTTP", "HostsAllowHTTP", optBool},
 	// Connector/J 8.0.23 renamed ...Master to ...Source; both are accepted.
 	{"secondsBeforeRetrySource", "secondsBeforeRetryMaster", "SecondsBeforeRetryMaster", optSeconds},
 	{"queriesBeforeRetrySource", "queriesBeforeRetryMaster", "QueriesBeforeRetryMaster", optCount},
+}
+
+// show quotes raw, a value of o as written in the DSN, for a message; a
+// secret is never shown, nor a URL that may hold credentials.
+func (o *option) show(raw string) string {
+	switch o.kind {
+	case optSecret:
+		return "(not shown)"
+	case optURL:
+		return showURL(raw)
+	}
+	return strconv.Quote(raw)
 }
 
 func exactOption(key string) *option {
@@ -135,7 +157,7 @@ func editDistance(a, b string) int {
 // Errors start with "dsn: " and wrap ErrSyntax, ErrNotTCP, ErrInvalidHost or
 // ErrInvalidOption, or wrap go-sql-driver's own error. They name the
 // offending host entry (1-based position and text) or key and value, never
-// the password or the whole DSN. Parse does not panic.
+// the password, hostsToken or the whole DSN. Parse does not panic.
 func Parse(dsn string) (c *Config, err error) {
 	defer func() {
 		// go-sql-driver panics on at least "strict=" (rejected below); any
@@ -211,35 +233,109 @@ type dsnParts struct {
 // ends the address part, the last '@' before it ends the user info (so a
 // password may contain '@', ':', '/', '(' ...), and the first '(' after that
 // '@' opens the address list, which must end just before the '/'.
+//
+// One exception: the values of hostsURL and hostsToken may be written
+// unescaped ("?hostsURL=https://cfg.example/hosts.json"), although their
+// '/' would move go-sql-driver's cut. split first cuts with those values
+// masked (rawValues); it keeps that cut if each masked value is then an
+// item of the query string, and otherwise (the text is in the password,
+// say) cuts dsn as it is.
 func split(dsn string) (dsnParts, error) {
-	var p dsnParts
-	if dsn == "" {
-		return p, nil
-	}
-	slash := strings.LastIndexByte(dsn, '/')
-	if slash < 0 {
-		return p, newError(ErrSyntax, "dsn: missing the '/' before the database name")
-	}
-	if slash > 0 {
-		at := strings.LastIndexByte(dsn[:slash], '@')
-		p.userinfo = dsn[:at+1]
-		rest := dsn[at+1 : slash]
-		if open := strings.IndexByte(rest, '('); open >= 0 {
-			if dsn[slash-1] != ')' {
-				if strings.IndexByte(rest[open+1:], ')') >= 0 {
-					return p, newError(ErrSyntax, "dsn: address list not closed right before '/': did you forget to escape a parameter value?")
-				}
-				return p, newError(ErrSyntax, "dsn: address list not terminated (missing ')')")
-			}
-			p.net = rest[:open]
-			p.addrlist = rest[open+1 : len(rest)-1]
-		} else {
-			p.net = rest
+	if scan, items := rawValues(dsn); len(items) > 0 {
+		p, q, err := cut(dsn, scan)
+		if err == nil && q >= 0 && !slices.ContainsFunc(items, func(i int) bool { return i < q || i > q && dsn[i] != '&' }) {
+			return p, nil
 		}
 	}
-	after := dsn[slash+1:]
-	p.dbname, p.query, _ = strings.Cut(after, "?")
-	return p, nil
+	p, _, err := cut(dsn, dsn)
+	return p, err
+}
+
+// rawValueKeys are the options whose values may hold '/' unescaped.
+var rawValueKeys = []string{"hostsURL", "hostsToken"}
+
+// rawValues returns dsn with the bytes split looks for ('/', '@', '(',
+// ')', '?') replaced by 'x' in the value of every "hostsURL=" or
+// "hostsToken=" (in any case, so that a misspelt key reaches the near-miss
+// check) that follows a '?' or '&' and runs to the next '&' or the end;
+// and the indexes of those '?' or '&'. It returns no indexes when no byte
+// was replaced.
+func rawValues(dsn string) (string, []int) {
+	var b []byte
+	var items []int
+	for i := 0; i < len(dsn); i++ {
+		if dsn[i] != '?' && dsn[i] != '&' {
+			continue
+		}
+		start := -1
+		for _, k := range rawValueKeys {
+			if n := i + 1 + len(k); n < len(dsn) && dsn[n] == '=' && strings.EqualFold(dsn[i+1:n], k) {
+				start = n + 1
+			}
+		}
+		if start < 0 {
+			continue
+		}
+		end := len(dsn)
+		if j := strings.IndexByte(dsn[start:], '&'); j >= 0 {
+			end = start + j
+		}
+		masked := false
+		for j := start; j < end; j++ {
+			if strings.IndexByte("/@()?", dsn[j]) >= 0 {
+				if b == nil {
+					b = []byte(dsn)
+				}
+				b[j] = 'x'
+				masked = true
+			}
+		}
+		if masked {
+			items = append(items, i)
+		}
+		i = end - 1
+	}
+	if b == nil {
+		return dsn, nil
+	}
+	return string(b), items
+}
+
+// cut is split's cut: it finds the separators in scan, which is dsn or dsn
+// with some bytes masked (same length), and slices dsn. q is the index of
+// the '?' that starts the query string, or -1.
+func cut(dsn, scan string) (p dsnParts, q int, err error) {
+	if dsn == "" {
+		return p, -1, nil
+	}
+	slash := strings.LastIndexByte(scan, '/')
+	if slash < 0 {
+		return p, -1, newError(ErrSyntax, "dsn: missing the '/' before the database name")
+	}
+	if slash > 0 {
+		at := strings.LastIndexByte(scan[:slash], '@')
+		p.userinfo = dsn[:at+1]
+		rest := scan[at+1 : slash]
+		if open := strings.IndexByte(rest, '('); open >= 0 {
+			if scan[slash-1] != ')' {
+				if strings.IndexByte(rest[open+1:], ')') >= 0 {
+					return p, -1, newError(ErrSyntax, "dsn: address list not closed right before '/': did you forget to escape a parameter value?")
+				}
+				return p, -1, newError(ErrSyntax, "dsn: address list not terminated (missing ')')")
+			}
+			p.net = dsn[at+1 : at+1+open]
+			p.addrlist = dsn[at+1+open+1 : slash-1]
+		} else {
+			p.net = dsn[at+1 : slash]
+		}
+	}
+	p.dbname = dsn[slash+1:]
+	q = -1
+	if i := strings.IndexByte(scan[slash+1:], '?'); i >= 0 {
+		q = slash + 1 + i
+		p.dbname, p.query = dsn[slash+1:q], dsn[q+1:]
+	}
+	return p, q, nil
 }
 
 // parseHosts splits the address list. An empty list is go-sql-driver's
@@ -431,11 +527,11 @@ func (c *Config) takeOptions(query string) (string, error) {
 				continue
 			}
 			if prev.key == key {
-				return "", newError(ErrInvalidOption, fmt.Sprintf("dsn: %s given twice with different values (%q and %q)", key, prev.raw, raw))
+				return "", newError(ErrInvalidOption, fmt.Sprintf("dsn: %s given twice with different values (%s and %s)", key, o.show(prev.raw), o.show(raw)))
 			}
 			return "", newError(ErrInvalidOption, fmt.Sprintf(
-				"dsn: %s=%q and %s=%q disagree: they are the same option (Connector/J 8.0.23 renamed ...Master to ...Source)",
-				prev.key, prev.raw, key, raw))
+				"dsn: %s=%s and %s=%s disagree: they are the same option (Connector/J 8.0.23 renamed ...Master to ...Source)",
+				prev.key, o.show(prev.raw), key, o.show(raw)))
 		}
 		seen[o.main] = given{key: key, raw: raw, v: v}
 		c.set(o, v)
@@ -443,10 +539,11 @@ func (c *Config) takeOptions(query string) (string, error) {
 	return strings.Join(kept, "&"), nil
 }
 
-// parseValue checks one of our values; the message names key and value.
+// parseValue checks one of our values; the message names key and value
+// (o.show: not a secret's).
 func parseValue(o *option, raw string) (any, error) {
 	bad := func(want string) error {
-		return newError(ErrInvalidOption, fmt.Sprintf("dsn: %s: invalid value %q: want %s", o.key, raw, want))
+		return newError(ErrInvalidOption, fmt.Sprintf("dsn: %s: invalid value %s: want %s", o.key, o.show(raw), want))
 	}
 	switch o.kind {
 	case optCount, optSeconds:
@@ -480,6 +577,21 @@ func parseValue(o *option, raw string) (any, error) {
 			return nil, newError(ErrInvalidOption, badTarget(fmt.Sprintf("dsn: %s: invalid value %q", o.key, raw), raw, targetList))
 		}
 		return t, nil
+	case optURL:
+		// Validate checks the URL itself, for hand-built Configs too.
+		u, err := url.QueryUnescape(raw)
+		if err != nil {
+			return nil, bad("a URL, query-escaped as by url.QueryEscape (bad %-escape)")
+		}
+		return u, nil
+	case optSecret:
+		// '+' stays '+': a bearer token has no blanks. Validate checks the
+		// token itself.
+		t, err := url.PathUnescape(raw)
+		if err != nil {
+			return nil, bad("a bearer token, written as is or %XX-escaped (bad %-escape)")
+		}
+		return t, nil
 	default: // optLabel
 		if checkLabel(raw) != "" {
 			return nil, bad("a dc label, " + labelRule)
@@ -508,5 +620,17 @@ func (c *Config) set(o *option, v any) {
 		c.LocalDC = v.(string)
 	case "usedHostsPerRemoteDC":
 		c.UsedHostsPerRemoteDC = v.(int)
+	case "checkInterval":
+		c.CheckInterval = v.(time.Duration)
+	case "failoverDelay":
+		c.FailoverDelay = v.(time.Duration)
+	case "switchBackDelay":
+		c.SwitchBackDelay = v.(time.Duration)
+	case "hostsURL":
+		c.HostsURL = v.(string)
+	case "hostsToken":
+		c.HostsToken = v.(string)
+	case "hostsAllowHTTP":
+		c.HostsAllowHTTP = v.(bool)
 	}
 }

@@ -6,7 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"math/rand/v2"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -19,8 +22,9 @@ import (
 // between retriesAllDown cycles (MariaDB CONJ-529 restored it after a hot loop).
 const RetryPause = 250 * time.Millisecond
 
-// DialFunc opens a physical connection to host (an index into Options.Hosts). The
-// context carries the per-host deadline and the caller's cancellation.
+// DialFunc opens a physical connection to host (an id: Options.Hosts[i] is id i; hosts a
+// HostListProvider adds get the next ids, see Cluster.Host). The context carries the
+// per-host deadline and the caller's cancellation.
 type DialFunc func(ctx context.Context, host int) (driver.Conn, error)
 
 // SetupFunc restores a logical connection's session state (read-only first, then the
@@ -39,13 +43,14 @@ type Options struct {
 	RetriesAllDown int
 	// SecondsBeforeRetryMaster is how long after leaving the primary the pool tries to
 	// return to it (seconds; 0 disables the timer). As Connector/J's
-	// secondsBeforeRetryMaster.
+	// secondsBeforeRetryMaster. Not used while probing is on (CheckInterval > 0):
+	// SwitchBackDelay decides then.
 	SecondsBeforeRetryMaster int
 	// QueriesBeforeRetryMaster is how many statements run on a secondary, counted over
 	// the whole pool, before the pool tries to return to the primary (count; 0 disables
 	// the counter; after a failed attempt the count triggers no sooner than RetryPause
 	// later). Both 0 disables fall-back, and the primary becomes an ordinary member of the
-	// rotation.
+	// rotation. Not used while probing is on.
 	QueriesBeforeRetryMaster int
 	// HostTimeout bounds each host attempt: dial, handshake and session set-up
 	// (duration; 0: only the caller's context bounds it).
@@ -57,6 +62,9 @@ type Options struct {
 	// OnEvent, if set, receives every event, synchronously and possibly from several
 	// goroutines at once: it must be fast and must not block.
 	OnEvent func(Event)
+	// Logger, if set, receives every event as a structured record (state changes at
+	// Info, failures at Warn, connection attempts at Debug). nil: silent.
+	Logger *slog.Logger
 
 	// DCs are the hosts' data-centre labels, in Hosts' order ("" for none; nil: no
 	// labels).
@@ -74,28 +82,41 @@ type Options struct {
 	// Layer, if set, wraps the built-in policy (Rotation, then DCAware, then
 	// RoleAware) with the caller's own layers; see Policy.
 	Layer func(child Policy) Policy
+
+	// CheckInterval is how often the monitor probes every listed host and polls
+	// Provider (duration; 0: no monitor, as before). See Cluster.Start.
+	CheckInterval time.Duration
+	// FailoverDelay is how long the active host must fail its probes without a pause
+	// before the pool leaves it (duration, as Pulsar's failoverDelay).
+	FailoverDelay time.Duration
+	// SwitchBackDelay is how long the primary must pass its probes without a pause
+	// before the pool returns to it (duration, as Pulsar's switchBackDelay).
+	SwitchBackDelay time.Duration
+	// Provider, if set, is polled every CheckInterval for the host list.
+	Provider HostListProvider
+	// Abort, if set, is called with a host that probes declared down while the pool was
+	// on it: it must close every physical connection to that host so that statements in
+	// flight fail at once (the driver closes their sockets).
+	Abort func(host int)
 }
 
 // Cluster is the failover state that every pooled connection of one connector shares:
-// which host the pool uses (the active host), the fall-back clock and counter, and the
-// host walk. Its methods are safe for concurrent use; none holds a lock while dialing.
+// which host the pool uses (the active host), the fall-back clock and counter, each
+// host's health and backoff, and the host walk. Its methods are safe for concurrent use;
+// none holds a lock while dialing.
 //
 // The walk follows Connector/J's FailoverConnectionProxy (failOver, nextHost,
 // readyToFallBackToPrimaryHost), with the per-connection state moved here so that one
-// failure moves the whole pool.
+// failure moves the whole pool, and one walk at a time runs for it (see Failover).
 type Cluster struct {
-	hosts   []string
-	dcs     []string
-	primary int
-	target  dsn.TargetSessionAttrs
-	policy  Policy // the whole stack, user layers included
-	base    Policy // the built-in stack: user layers may reorder, never widen it
-	// home says per host whether the pool, once there, has nothing to fall back to: the
-	// primary; with standby, read-only or prefer-standby every local host (any standby
-	// will do, and the primary, a writer, would never qualify).
-	home          []bool
-	standbyIntent bool
+	t      atomic.Pointer[topo]
+	topoMu sync.Mutex // serialises SetHosts and SwitchTo
+
+	target        dsn.TargetSessionAttrs
+	localDC       string
 	perRemote     int
+	layer         func(Policy) Policy
+	standbyIntent bool
 	passes        int
 	secs          time.Duration
 	queries       int64
@@ -103,17 +124,29 @@ type Cluster struct {
 	dial          DialFunc
 	clock         Clock
 	onEvent       func(Event)
+	logger        *slog.Logger
 
-	active      atomic.Int32   // index of the host the pool uses
-	leftPrimary atomic.Int64   // clock time (UnixNano) when the pool left the primary or last failed to return
-	ran         atomic.Int64   // statements run on a secondary since then
-	probeFailed atomic.Int64   // clock time (UnixNano) of the last failed attempt to return
-	fallingBack atomic.Bool    // one fall-back attempt at a time for the whole pool
-	lastResort  atomic.Bool    // prefer-standby: the pool is on a non-standby for want of a standby
-	typical     []atomic.Int64 // per host: smoothed duration (ns) of its successful attempts
-	roles       []atomic.Int32 // per host: the Role the last check found
-	unfit       []atomic.Bool  // per host: the last check found a role the Target does not accept
+	interval   time.Duration
+	failDelay  time.Duration
+	backDelay  time.Duration
+	provider   HostListProvider
+	abort      func(int)
+	stop       context.CancelFunc
+	monitorRun sync.WaitGroup
+	probes     probeSet
+
+	active      atomic.Int32 // id of the host the pool uses
+	leftPrimary atomic.Int64 // clock time (UnixNano) when the pool left home or last failed to return
+	ran         atomic.Int64 // statements run away from home since then
+	probeFailed atomic.Int64 // clock time (UnixNano) of the last failed attempt to return
+	fallingBack atomic.Bool  // one fall-back attempt at a time for the whole pool
+	lastResort  atomic.Bool  // prefer-standby: the pool is on a non-standby for want of a standby
 	closed      atomic.Bool
+
+	flightMu sync.Mutex
+	flight   *flight // the walk in progress after a failure, if any
+
+	failovers, fallBacks, aborted atomic.Int64
 }
 
 // NewCluster validates opts and returns a Cluster on the primary.
@@ -125,121 +158,121 @@ func NewCluster(opts Options) (*Cluster, error) {
 	if opts.Dial == nil {
 		return nil, errors.New("mysqlfailover: Options.Dial is nil")
 	}
-	if opts.RetriesAllDown < 0 || opts.SecondsBeforeRetryMaster < 0 || opts.QueriesBeforeRetryMaster < 0 || opts.HostTimeout < 0 || opts.UsedHostsPerRemoteDC < 0 {
-		return nil, errors.New("mysqlfailover: negative retriesAllDown, secondsBeforeRetryMaster, queriesBeforeRetryMaster, hostTimeout or usedHostsPerRemoteDC")
+	if opts.RetriesAllDown < 0 || opts.SecondsBeforeRetryMaster < 0 || opts.QueriesBeforeRetryMaster < 0 || opts.HostTimeout < 0 ||
+		opts.UsedHostsPerRemoteDC < 0 || opts.CheckInterval < 0 || opts.FailoverDelay < 0 || opts.SwitchBackDelay < 0 {
+		return nil, errors.New("mysqlfailover: negative retriesAllDown, secondsBeforeRetryMaster, queriesBeforeRetryMaster, hostTimeout, usedHostsPerRemoteDC, checkInterval, failoverDelay or switchBackDelay")
 	}
 	if opts.DCs != nil && len(opts.DCs) != len(opts.Hosts) {
 		return nil, errors.New("mysqlfailover: Options.DCs and Options.Hosts differ in length")
 	}
 	c := &Cluster{
-		hosts:   append([]string(nil), opts.Hosts...),
-		passes:  max(opts.RetriesAllDown, 1),
-		secs:    time.Duration(opts.SecondsBeforeRetryMaster) * time.Second,
-		queries: int64(opts.QueriesBeforeRetryMaster),
-		timeout: opts.HostTimeout,
-		dial:    opts.Dial,
-		clock:   opts.Clock,
-		onEvent: opts.OnEvent,
+		passes:    max(opts.RetriesAllDown, 1),
+		secs:      time.Duration(opts.SecondsBeforeRetryMaster) * time.Second,
+		queries:   int64(opts.QueriesBeforeRetryMaster),
+		timeout:   opts.HostTimeout,
+		dial:      opts.Dial,
+		clock:     opts.Clock,
+		onEvent:   opts.OnEvent,
+		logger:    opts.Logger,
+		target:    opts.Target,
+		localDC:   opts.LocalDC,
+		perRemote: opts.UsedHostsPerRemoteDC,
+		layer:     opts.Layer,
+		interval:  opts.CheckInterval,
+		failDelay: opts.FailoverDelay,
+		backDelay: opts.SwitchBackDelay,
+		provider:  opts.Provider,
+		abort:     opts.Abort,
 	}
 	if c.clock == nil {
 		c.clock = SystemClock{}
 	}
-	c.typical = make([]atomic.Int64, len(c.hosts))
-	c.roles = make([]atomic.Int32, len(c.hosts))
-	c.unfit = make([]atomic.Bool, len(c.hosts))
-	c.dcs = make([]string, len(c.hosts))
-	copy(c.dcs, opts.DCs)
-	c.target = opts.Target
 	if c.target == "" {
 		c.target = dsn.TargetAny
 	}
-	c.policy = Rotation{}
-	if opts.LocalDC != "" {
-		c.primary = -1
-		for i, dc := range c.dcs {
-			if dc == "" || dc == opts.LocalDC {
-				c.primary = i
-				break
-			}
-		}
-		if c.primary < 0 {
-			return nil, fmt.Errorf("mysqlfailover: localDC %q matches no host", opts.LocalDC)
-		}
-		c.policy = NewDCAware(c.policy, c.hostInfos(), opts.LocalDC, opts.UsedHostsPerRemoteDC)
-	}
-	if c.target != dsn.TargetAny {
-		c.policy = NewRoleAware(c.policy, c.target)
-	}
-	c.base = c.policy
-	c.perRemote = opts.UsedHostsPerRemoteDC
 	c.standbyIntent = c.target == dsn.TargetStandby || c.target == dsn.TargetReadOnly || c.target == dsn.TargetPreferStandby
-	c.home = make([]bool, len(c.hosts))
-	for i, h := range c.hostInfos() {
-		c.home[i] = i == c.primary || c.standbyIntent && c.base.Distance(h) == DistanceLocal
-	}
-	if opts.Layer != nil {
-		if c.policy = opts.Layer(c.policy); c.policy == nil {
-			return nil, errors.New("mysqlfailover: Options.Layer returned a nil Policy")
+	hosts := make([]*hostState, len(opts.Hosts))
+	list := make([]int, len(opts.Hosts))
+	for i, a := range opts.Hosts {
+		dc := ""
+		if opts.DCs != nil {
+			dc = opts.DCs[i]
 		}
+		hosts[i], list[i] = newHostState(a, dc), i
 	}
-	c.active.Store(int32(c.primary))
+	t, err := c.newTopo(hosts, list, -1)
+	if err != nil {
+		return nil, err
+	}
+	c.t.Store(t)
+	c.active.Store(int32(t.primary))
 	return c, nil
 }
 
-// hostInfos returns what policies see of the hosts now.
-func (c *Cluster) hostInfos() []HostInfo {
-	hs := make([]HostInfo, len(c.hosts))
-	for i := range hs {
-		hs[i] = HostInfo{
-			Index: i, Addr: c.hosts[i], DC: c.dcs[i],
-			Role: Role(c.roles[i].Load()), ConnectTime: time.Duration(c.typical[i].Load()),
-		}
+// host returns the state of host id i in t, or nil.
+func (t *topo) host(i int) *hostState {
+	if i < 0 || i >= len(t.hosts) {
+		return nil
 	}
-	return hs
+	return t.hosts[i]
 }
 
-// Primary returns the index of the primary: the first host of the DSN, or with localDC
-// the first host of the local DC (or without a label). Fall-back returns to it.
-func (c *Cluster) Primary() int { return c.primary }
+// Host returns the host:port of id i, or "" when there is no such host.
+func (c *Cluster) Host(i int) string {
+	if h := c.t.Load().host(i); h != nil {
+		return h.addr
+	}
+	return ""
+}
+
+// Primary returns the id of the primary: the first host of the list, or with localDC
+// the first host of the local DC (or without a label), or the host of the last SwitchTo.
+// Fall-back returns to it.
+func (c *Cluster) Primary() int { return c.t.Load().primary }
 
 // Home reports whether host is where the pool wants to be, so that a pool there has
 // nothing to fall back to: the primary, or with targetSessionAttrs standby, read-only or
 // prefer-standby any local host (unless prefer-standby had to take it as a last resort).
-// It is on every statement's path: two loads.
-func (c *Cluster) Home(host int) bool { return c.home[host] && !c.lastResort.Load() }
-
-// distance rates h with the whole policy stack, but never nearer than the built-in
-// layers do: a user layer may reorder hosts, not reach those that localDC ignores.
-func (c *Cluster) distance(h HostInfo) Distance {
-	return max(c.policy.Distance(h), c.base.Distance(h))
-}
+// It is on every statement's path: three loads.
+func (c *Cluster) Home(host int) bool { return c.home(c.t.Load(), host) && !c.lastResort.Load() }
 
 // Target returns the targetSessionAttrs that host attempts check (dsn.TargetAny when
 // none).
 func (c *Cluster) Target() dsn.TargetSessionAttrs { return c.target }
 
-// Host returns the host:port of index i, or "" when i is out of range.
-func (c *Cluster) Host(i int) string {
-	if i < 0 || i >= len(c.hosts) {
-		return ""
-	}
-	return c.hosts[i]
-}
-
 // Now returns the Cluster clock's time.
 func (c *Cluster) Now() time.Time { return c.clock.Now() }
 
-// Active returns the index of the host the pool uses now. Connections on another host
-// move to it at their next safe point.
+// Active returns the id of the host the pool uses now. Connections on another host move
+// to it at their next safe point.
 func (c *Cluster) Active() int { return int(c.active.Load()) }
 
-// Close makes later walks fail with ErrClosed. It starts no goroutine and so stops none.
-func (c *Cluster) Close() { c.closed.Store(true) }
+// Unfit reports whether a connection on host must move before its next statement or
+// transaction although the host may be the active one: the last role check found a role
+// that targetSessionAttrs does not accept (a connection on a demoted primary joins the
+// walk instead of sending there while another connection looks for the writer), or the
+// host left the list. Always false with targetSessionAttrs any and a fixed list.
+func (c *Cluster) Unfit(host int) bool {
+	t := c.t.Load()
+	h := t.host(host)
+	return h == nil || h.unfit.Load() || !t.member[host]
+}
 
-// fallBackEnabled: both 0 disables fall-back (Connector/J enableFallBackToPrimaryHost).
-func (c *Cluster) fallBackEnabled() bool { return c.secs > 0 || c.queries > 0 }
+// Close makes later walks fail with ErrClosed and stops the monitor, waiting for its
+// goroutines (probe connections are closed) before it returns.
+func (c *Cluster) Close() {
+	c.closed.Store(true)
+	if c.stop != nil {
+		c.stop()
+	}
+	c.monitorRun.Wait()
+}
 
-// NoteStatement counts one statement run while the pool is on a secondary, for
+// fallBackEnabled: both 0 disables fall-back (Connector/J enableFallBackToPrimaryHost);
+// with probing on, the monitor decides instead (SwitchBackDelay).
+func (c *Cluster) fallBackEnabled() bool { return c.interval == 0 && (c.secs > 0 || c.queries > 0) }
+
+// NoteStatement counts one statement run while the pool is away from home, for
 // QueriesBeforeRetryMaster. Call it after FallBackDue, once per statement. It reports
 // whether the statement was counted (for ForgetStatement).
 func (c *Cluster) NoteStatement() (counted bool) {
@@ -259,13 +292,13 @@ func (c *Cluster) ForgetStatement() {
 	}
 }
 
-// FallBackDue reports whether the pool is on a secondary and SecondsBeforeRetryMaster
-// have passed or QueriesBeforeRetryMaster statements ran since it left the primary (or
-// since the last failed attempt to return). As Connector/J readyToFallBackToPrimaryHost,
-// with one difference: after a failed attempt the statement count triggers the next one
-// no sooner than RetryPause later. A busy pool runs 50 statements in milliseconds, and
-// without the pause a dead primary would get a connection attempt every few milliseconds
-// for as long as it stays down.
+// FallBackDue reports whether the pool is away from home and SecondsBeforeRetryMaster
+// have passed or QueriesBeforeRetryMaster statements ran since it left (or since the
+// last failed attempt to return). As Connector/J readyToFallBackToPrimaryHost, with one
+// difference: after a failed attempt the statement count triggers the next one no sooner
+// than RetryPause later. A busy pool runs 50 statements in milliseconds, and without the
+// pause a dead primary would get a connection attempt every few milliseconds for as long
+// as it stays down. Always false while probing is on: the monitor returns the pool then.
 func (c *Cluster) FallBackDue() bool {
 	if c.Home(int(c.active.Load())) || !c.fallBackEnabled() {
 		return false
@@ -297,13 +330,6 @@ func (c *Cluster) restartClocks(probeFailed bool) {
 	}
 }
 
-func (c *Cluster) emit(e Event) {
-	if c.onEvent != nil {
-		e.Time = c.clock.Now()
-		c.onEvent(e)
-	}
-}
-
 // plan is the shape of one walk, which the policy turns into an order per pass (see
 // Walk): the rotation starts at start; in the first pass the primary is either tried
 // first (fall-back due) or left out (fall-back enabled but not due; Connector/J nextHost
@@ -317,19 +343,23 @@ type plan struct {
 }
 
 // order returns the hosts to try in pass i of p: the policy's plan, without ignored
-// hosts, out-of-range indexes and repeats, and in the first pass with the failed host
-// last (it has just failed; it is still tried, as in Connector/J's rotation).
-func (c *Cluster) order(p plan, i int, buf []int) []int {
-	w := Walk{Hosts: c.hostInfos(), Primary: c.primary, Start: p.start, Failed: p.failed, Pass: i}
+// hosts, hosts not in the list, out-of-range ids and repeats, and in the first pass with
+// the failed host last (it has just failed; it is still tried, as in Connector/J's
+// rotation). Hosts declared down by probes, and for joining connections hosts in
+// backoff, are left out too, unless that would leave nothing to try: then every planned
+// host is tried (all hosts down is when retriesAllDown matters).
+func (c *Cluster) order(t *topo, p plan, i int, buf []int) []int {
+	infos := t.infos()
+	w := Walk{Hosts: infos, List: t.list, Primary: t.primary, Start: p.start, Failed: p.failed, Pass: i}
 	if i == 0 {
 		w.PrimaryFirst, w.SkipPrimary = p.primaryFirst, p.skipPrimary
 	}
-	raw := c.policy.Plan(&w, nil)
-	seen := make([]bool, len(c.hosts))
+	raw := t.policy.Plan(&w, nil)
+	seen := make([]bool, len(t.hosts))
 	out := buf[:0]
 	last := -1
 	for _, h := range raw {
-		if h < 0 || h >= len(c.hosts) || seen[h] || c.distance(w.Hosts[h]) == DistanceIgnored {
+		if h < 0 || h >= len(t.hosts) || seen[h] || t.distance(infos[h]) == DistanceIgnored {
 			continue
 		}
 		seen[h] = true
@@ -342,20 +372,36 @@ func (c *Cluster) order(p plan, i int, buf []int) []int {
 	if last >= 0 {
 		out = append(out, last)
 	}
-	if i == 0 && p.join && p.start != c.primary && !c.unfit[p.start].Load() {
+	if i == 0 && p.join && p.start != t.primary && !c.Unfit(p.start) {
 		// Once the pool has failed over, a connection that joins it goes to the pool's
 		// host first (after the primary when fall-back is due), whatever the layers
 		// prefer: a local host that is down must not cost every new connection an
 		// attempt while the pool works elsewhere, and the return to the primary
 		// follows the fall-back rules, not the first new connection.
 		front := 0
-		if p.primaryFirst && len(out) > 0 && out[0] == c.primary {
+		if p.primaryFirst && len(out) > 0 && out[0] == t.primary {
 			front = 1
 		}
 		if k := slices.Index(out, p.start); k > front {
 			copy(out[front+1:k+1], out[front:k])
 			out[front] = p.start
 		}
+	}
+	now := c.clock.Now().UnixNano()
+	k := 0
+	for _, h := range out {
+		// Backoff is for connections that join the pool (new ones, and followers of a
+		// pool that moved): they are many, and must not each pay a dead host's timeout.
+		// The one walk that moves the pool after a failure keeps Connector/J's order,
+		// each host once per pass, and skips only hosts the probes declared down. The
+		// host whose failure started a walk keeps its place (last of the first pass).
+		if h == p.failed || !t.hosts[h].down.Load() && !(p.join && t.hosts[h].retryAt.Load() > now) {
+			out[k] = h
+			k++
+		}
+	}
+	if k > 0 {
+		out = out[:k]
 	}
 	return out
 }
@@ -382,8 +428,8 @@ func (c *Cluster) joinPlan() plan {
 // Connect opens a physical connection for a connection that joins the pool: to the active
 // host, or along the walk when it does not answer. When the pool is on a secondary and
 // fall-back is due, the primary is tried first. setup runs inside each host attempt.
-// It returns the connection and its host index, or a *NoHostAvailableError, or the
-// data error (wrapped with the host) that ended the walk. It never returns an error that
+// It returns the connection and its host id, or a *NoHostAvailableError, or the data
+// error (wrapped with the host) that ended the walk. It never returns an error that
 // matches driver.ErrBadConn.
 func (c *Cluster) Connect(ctx context.Context, setup SetupFunc) (driver.Conn, int, error) {
 	p := c.joinPlan()
@@ -406,29 +452,136 @@ func (c *Cluster) probeOnce(p *plan) func() {
 	return func() { c.fallingBack.Store(false) }
 }
 
+// flight is one walk that moves the pool after a failure, which the connections that
+// fail at the same time wait for instead of walking themselves.
+type flight struct {
+	failed  int
+	done    chan struct{}
+	host    int   // where the walk landed (valid when err is nil)
+	err     error // the walk's error
+	ctxEnd  bool  // the walk ended because its leader's context ended
+	waiters atomic.Int32
+}
+
+// FollowerJitter is the spread of the connections that waited for another connection's
+// walk: each waits a random time in [0, FollowerJitter x waiters), at most MaxJitter,
+// before it opens its own connection to the host that walk found, so that a large pool
+// does not open all its connections to the new host in the same millisecond.
+const (
+	FollowerJitter = 2 * time.Millisecond
+	MaxJitter      = 200 * time.Millisecond
+)
+
 // Failover handles a communication error (cause) on a connection to host failed: it
-// reports the failure and opens a physical connection to the next host, as Connector/J
-// FailoverConnectionProxy.failOver: if another connection already moved the pool, to the
-// pool's host; else if fall-back is due, to the primary first; else round-robin from the
-// host after failed, skipping the primary in the first pass while fall-back is enabled,
-// for up to RetriesAllDown passes with RetryPause between them, all within ctx. The
-// policy (localDC, targetSessionAttrs, user layers) orders and filters each pass.
+// reports the failure, puts the host into backoff and opens a physical connection to the
+// next host, as Connector/J FailoverConnectionProxy.failOver: if another connection
+// already moved the pool, to the pool's host; else if fall-back is due, to the primary
+// first; else round-robin from the host after failed, skipping the primary in the first
+// pass while fall-back is enabled, for up to RetriesAllDown passes with RetryPause
+// between them, all within ctx. The policy (localDC, targetSessionAttrs, user layers)
+// orders and filters each pass.
+//
+// One walk at a time runs for the whole pool: connections whose host fails while
+// another connection is walking wait for that walk (each within its own ctx) and then
+// connect to the host it found, spread over a short jitter (FollowerJitter); when it
+// found none they get its error. So a dead host gets one attempt per pass from the
+// connector, not one per pooled connection.
 func (c *Cluster) Failover(ctx context.Context, failed int, cause error, setup SetupFunc) (driver.Conn, int, error) {
 	c.emit(Event{Kind: EventHostFailed, Host: c.Host(failed), Err: NotBadConn(cause, "")})
-	var p plan
-	if int(c.active.Load()) != failed {
-		p = c.joinPlan() // another connection already moved the pool: follow it
-		p.failed = failed
-	} else {
-		p = plan{start: (failed + 1) % len(c.hosts), failed: failed}
-		if failed != c.primary {
-			due := c.FallBackDue()
-			p.primaryFirst = due && !c.standbyIntent
-			p.skipPrimary = c.skipPrimaryNow(due)
+	if h := c.t.Load().host(failed); h != nil {
+		var re *RoleError
+		if !errors.As(cause, &re) && Classify(cause) == Communication {
+			c.attemptFailed(h, NotBadConn(cause, ""))
 		}
 	}
+	for {
+		c.flightMu.Lock()
+		f := c.flight
+		if f == nil && int(c.active.Load()) != failed {
+			// Another connection already moved the pool: follow it.
+			c.flightMu.Unlock()
+			p := c.joinPlan()
+			p.failed = failed
+			defer c.probeOnce(&p)()
+			return c.walk(ctx, p, cause, setup)
+		}
+		if f == nil {
+			f = &flight{failed: failed, done: make(chan struct{})}
+			c.flight = f
+			c.flightMu.Unlock()
+			return c.lead(ctx, f, cause, setup)
+		}
+		n := f.waiters.Add(1)
+		c.flightMu.Unlock()
+		select {
+		case <-f.done:
+		case <-ctx.Done():
+			return nil, -1, ctx.Err()
+		}
+		if f.ctxEnd {
+			continue // the leader gave up for its own reasons: walk again
+		}
+		if f.err != nil {
+			return nil, -1, f.err
+		}
+		if err := c.clock.Sleep(ctx, jitter(n)); err != nil {
+			return nil, -1, err
+		}
+		conn, _, err := c.attempt(ctx, f.host, setup, false)
+		if err == nil {
+			return conn, f.host, nil
+		}
+		if ctx.Err() != nil || Classify(err) != Communication {
+			var re *RoleError
+			if !errors.As(err, &re) {
+				return nil, -1, fmt.Errorf("mysqlfailover: host %s: %w", c.Host(f.host), err)
+			}
+		}
+		failed, cause = f.host, err // the new host failed too: walk from there
+	}
+}
+
+// lead runs the walk of flight f and publishes its result.
+func (c *Cluster) lead(ctx context.Context, f *flight, cause error, setup SetupFunc) (driver.Conn, int, error) {
+	defer func() {
+		c.flightMu.Lock()
+		c.flight = nil
+		c.flightMu.Unlock()
+		close(f.done)
+	}()
+	t := c.t.Load()
+	p := plan{start: c.next(t, f.failed), failed: f.failed}
+	if f.failed != t.primary {
+		due := c.FallBackDue()
+		p.primaryFirst = due && !c.standbyIntent
+		p.skipPrimary = c.skipPrimaryNow(due)
+	}
 	defer c.probeOnce(&p)()
-	return c.walk(ctx, p, cause, setup)
+	conn, h, err := c.walk(ctx, p, cause, setup)
+	f.host, f.err = h, err
+	var nh *NoHostAvailableError
+	f.ctxEnd = err != nil && (ctx.Err() != nil || errors.As(err, &nh) && nh.Err != nil)
+	if err == nil {
+		c.failovers.Add(1)
+	}
+	return conn, h, err
+}
+
+// next returns the host after failed in the list (the rotation's start), or the list's
+// first host when failed is not in it.
+func (c *Cluster) next(t *topo, failed int) int {
+	if k := slices.Index(t.list, failed); k >= 0 {
+		return t.list[(k+1)%len(t.list)]
+	}
+	return t.list[0]
+}
+
+func jitter(waiters int32) time.Duration {
+	w := min(time.Duration(waiters)*FollowerJitter, MaxJitter)
+	if w <= 0 {
+		return 0
+	}
+	return rand.N(w)
 }
 
 // NoteRole records role, found on host by a check outside the walk (a write rejected as
@@ -442,17 +595,15 @@ func (c *Cluster) NoteRole(host int, role Role) (qualifies bool) {
 // setRole records the role a check found on host and reports whether it qualifies.
 func (c *Cluster) setRole(host int, role Role) bool {
 	ok := Accepts(c.target, role)
-	c.roles[host].Store(int32(role))
+	h := c.t.Load().host(host)
+	if h == nil {
+		return ok
+	}
+	h.role.Store(int32(role))
 	// prefer-standby takes any host as a last resort: a connection there stays.
-	c.unfit[host].Store(!ok && c.target != dsn.TargetPreferStandby)
+	h.unfit.Store(!ok && c.target != dsn.TargetPreferStandby)
 	return ok
 }
-
-// Unfit reports whether the last role check of host found a role that targetSessionAttrs
-// does not accept: a connection on it, even on the active host while a walk is still
-// looking for a qualifying one, joins the walk before its next statement or transaction
-// instead of sending it there. Always false with targetSessionAttrs any.
-func (c *Cluster) Unfit(host int) bool { return c.unfit[host].Load() }
 
 // Reconnect makes one bounded attempt on host for a connection whose session ended while
 // the host may be fine (see SessionEnded). It does not move the pool; a failed attempt is
@@ -485,7 +636,7 @@ func (c *Cluster) TryFallBack(ctx context.Context, setup SetupFunc) (driver.Conn
 	}
 	var conn driver.Conn
 	var err error
-	h := c.primary
+	h := c.Primary()
 	if c.standbyIntent {
 		conn, h, err = c.findHome(ctx, from, setup)
 	} else {
@@ -500,6 +651,7 @@ func (c *Cluster) TryFallBack(ctx context.Context, setup SetupFunc) (driver.Conn
 	}
 	c.lastResort.Store(false)
 	c.active.Store(int32(h))
+	c.fallBacks.Add(1)
 	c.emit(Event{Kind: EventFallBack, Host: c.Host(h), From: c.Host(from)})
 	return conn, h, nil
 }
@@ -510,8 +662,9 @@ func (c *Cluster) TryFallBack(ctx context.Context, setup SetupFunc) (driver.Conn
 func (c *Cluster) findHome(ctx context.Context, from int, setup SetupFunc) (driver.Conn, int, error) {
 	err := errors.New("mysqlfailover: no other local host to return to")
 	last := -1
-	for _, h := range c.order(plan{start: from, failed: -1}, 0, nil) {
-		if h == from || !c.home[h] {
+	t := c.t.Load()
+	for _, h := range c.order(t, plan{start: from, failed: -1}, 0, nil) {
+		if h == from || !c.home(t, h) {
 			continue
 		}
 		conn, _, aerr := c.attempt(ctx, h, setup, false)
@@ -533,7 +686,8 @@ func (c *Cluster) walk(ctx context.Context, p plan, cause error, setup SetupFunc
 	if c.closed.Load() {
 		return nil, -1, ErrClosed
 	}
-	n := len(c.hosts)
+	t := c.t.Load()
+	n := len(t.hosts)
 	errs := make([]error, n)
 	tried := make([]bool, n)
 	triedPrimary := false
@@ -550,21 +704,21 @@ func (c *Cluster) walk(ctx context.Context, p plan, cause error, setup SetupFunc
 	for i := 0; i < c.passes; i++ {
 		if i > 0 {
 			if err := c.clock.Sleep(ctx, RetryPause); err != nil {
-				return nil, -1, c.noHost(passes, errs, tried, ctx.Err(), p)
+				return nil, -1, c.noHost(t, passes, errs, tried, ctx.Err(), p)
 			}
 		}
 		passes++
-		order = c.order(p, i, order)
+		order = c.order(t, p, i, order)
 		for _, h := range order {
 			if ctx.Err() != nil {
-				return nil, -1, c.noHost(passes, errs, tried, ctx.Err(), p)
+				return nil, -1, c.noHost(t, passes, errs, tried, ctx.Err(), p)
 			}
 			tried[h] = true
-			triedPrimary = triedPrimary || h == c.primary
+			triedPrimary = triedPrimary || h == t.primary
 			conn, lastResort, err := c.attempt(ctx, h, setup, spare == nil)
 			if err == nil && lastResort {
 				spare, spareHost = conn, h
-				errs[h] = &RoleError{Role: Role(c.roles[h].Load()), Wanted: c.target}
+				errs[h] = &RoleError{Role: Role(t.hosts[h].role.Load()), Wanted: c.target}
 				continue
 			}
 			if err == nil {
@@ -573,15 +727,16 @@ func (c *Cluster) walk(ctx context.Context, p plan, cause error, setup SetupFunc
 			}
 			errs[h] = err
 			if ctx.Err() != nil {
-				return nil, -1, c.noHost(passes, errs, tried, ctx.Err(), p)
+				return nil, -1, c.noHost(t, passes, errs, tried, ctx.Err(), p)
 			}
 			var re *RoleError
-			if Classify(err) != Communication && !errors.As(err, &re) && !(i == 0 && h == c.primary && p.primaryFirst) {
+			if Classify(err) != Communication && !errors.As(err, &re) && !(i == 0 && h == t.primary && p.primaryFirst) {
 				// Access denied, unknown database...: every host would say the same
 				// (pgx stops its walk on these too), and hiding it behind retries
 				// would cost minutes. A fall-back probe of the primary is the
-				// exception: the pool's own host is still there to go to.
-				return nil, -1, fmt.Errorf("mysqlfailover: host %s: %w", c.hosts[h], err)
+				// exception: the pool's own host is still there to go to. The host
+				// is in backoff now, so the next walk tries the others first.
+				return nil, -1, fmt.Errorf("mysqlfailover: host %s: %w", t.hosts[h].addr, err)
 			}
 		}
 		if spare != nil {
@@ -591,31 +746,35 @@ func (c *Cluster) walk(ctx context.Context, p plan, cause error, setup SetupFunc
 			return conn, h, nil
 		}
 	}
-	return nil, -1, c.noHost(passes, errs, tried, nil, p)
+	return nil, -1, c.noHost(t, passes, errs, tried, nil, p)
 }
 
-func (c *Cluster) noHost(passes int, errs []error, tried []bool, ctxErr error, p plan) error {
-	e := &NoHostAvailableError{Passes: passes, Hosts: make([]HostError, len(c.hosts)), Err: ctxErr}
-	infos := c.hostInfos()
-	for i, h := range c.hosts {
-		e.Hosts[i] = HostError{Host: h, Err: errs[i]}
+func (c *Cluster) noHost(t *topo, passes int, errs []error, tried []bool, ctxErr error, p plan) error {
+	e := &NoHostAvailableError{Passes: passes, Hosts: make([]HostError, 0, len(t.list)), Err: ctxErr}
+	infos := t.infos()
+	now := c.clock.Now().UnixNano()
+	for _, i := range t.list {
+		he := HostError{Host: t.hosts[i].addr, Err: errs[i]}
 		if errs[i] == nil {
 			switch {
-			case c.base.Distance(infos[i]) == DistanceIgnored:
-				e.Hosts[i].Skipped = fmt.Sprintf("ignored: dc %s is remote, and usedHostsPerRemoteDC=%d uses only the first %d host(s) of each remote DC",
+			case t.base.Distance(infos[i]) == DistanceIgnored:
+				he.Skipped = fmt.Sprintf("ignored: dc %s is remote, and usedHostsPerRemoteDC=%d uses only the first %d host(s) of each remote DC",
 					infos[i].DC, c.perRemote, c.perRemote)
-			case c.distance(infos[i]) == DistanceIgnored:
-				e.Hosts[i].Skipped = "ignored by a policy layer (driver.WithPolicy)"
-			case ctxErr != nil:
-				e.Hosts[i].Skipped = "the caller's context ended first"
-			case i == c.primary && p.skipPrimary:
-				e.Hosts[i].Skipped = "fall-back to the primary not due yet; it is tried from the second pass, and retriesAllDown allows one"
+			case t.distance(infos[i]) == DistanceIgnored:
+				he.Skipped = "ignored by a policy layer (driver.WithPolicy)"
+			case ctxErr != nil && !tried[i]:
+				he.Skipped = "the caller's context ended first"
+			case i == t.primary && p.skipPrimary:
+				he.Skipped = "fall-back to the primary not due yet; it is tried from the second pass, and retriesAllDown allows one"
+			case c.skipped(t.hosts[i], now):
+				he.Skipped = "in backoff after failing (or declared down by probes), while other hosts were tried"
 			case !tried[i]:
-				e.Hosts[i].Skipped = "left out by the host policy"
+				he.Skipped = "left out by the host policy"
 			default:
-				e.Hosts[i].Skipped = "not reached"
+				he.Skipped = "not reached"
 			}
 		}
+		e.Hosts = append(e.Hosts, he)
 	}
 	return e
 }
@@ -623,8 +782,9 @@ func (c *Cluster) noHost(passes int, errs []error, tried []bool, ctxErr error, p
 // landed records that a walk ended on host h, lastResort when prefer-standby had to
 // take a non-standby.
 func (c *Cluster) landed(h int, triedPrimary bool, failed int, cause error, lastResort bool) {
+	t := c.t.Load()
 	prev := int(c.active.Swap(int32(h)))
-	prevHome := c.home[prev] && !c.lastResort.Swap(lastResort)
+	prevHome := c.home(t, prev) && !c.lastResort.Swap(lastResort)
 	if !c.Home(h) && (prevHome || triedPrimary) {
 		// Left home, or the primary was tried and did not answer: the fall-back clock
 		// starts now (Connector/J resets it when the walk began at or passed the primary).
@@ -634,11 +794,12 @@ func (c *Cluster) landed(h int, triedPrimary bool, failed int, cause error, last
 	case prev == h:
 	case failed < 0 && c.Home(h) && !prevHome:
 		// A new connection found fall-back due and home answering.
-		c.emit(Event{Kind: EventFallBack, Host: c.hosts[h], From: c.hosts[prev]})
+		c.fallBacks.Add(1)
+		c.emit(Event{Kind: EventFallBack, Host: c.Host(h), From: c.Host(prev)})
 	default:
-		e := Event{Kind: EventSwitch, Host: c.hosts[h], From: c.hosts[prev], Err: NotBadConn(cause, "")}
+		e := Event{Kind: EventSwitch, Host: c.Host(h), From: c.Host(prev), Err: NotBadConn(cause, "")}
 		if failed >= 0 {
-			e.From = c.hosts[failed]
+			e.From = c.Host(failed)
 		}
 		c.emit(e)
 	}
@@ -660,12 +821,17 @@ const MinHostShare = 250 * time.Millisecond
 //
 // A host whose role does not qualify fails the attempt with a *RoleError, except that
 // with prefer-standby and lastResortOK a non-standby is set up and returned with
-// lastResort true, for the walk to keep aside.
+// lastResort true, for the walk to keep aside. A failure that is the host's (not the
+// caller's context, not its role) puts the host into backoff; a success clears it.
 func (c *Cluster) attempt(ctx context.Context, h int, setup SetupFunc, lastResortOK bool) (conn driver.Conn, lastResort bool, err error) {
+	hs := c.t.Load().host(h)
+	if hs == nil {
+		return nil, false, fmt.Errorf("mysqlfailover: no host with id %d", h)
+	}
 	actx, budget := ctx, c.timeout
 	if dl, ok := ctx.Deadline(); ok {
 		left := time.Until(dl)
-		share := max(left/2, MinHostShare, 4*time.Duration(c.typical[h].Load()))
+		share := max(left/2, MinHostShare, 4*time.Duration(hs.typical.Load()))
 		if share < left && (budget == 0 || share < budget) {
 			budget = share
 		}
@@ -716,14 +882,21 @@ func (c *Cluster) attempt(ctx context.Context, h int, setup SetupFunc, lastResor
 			err = NotBadConn(err, "session set-up failed")
 		}
 	}
-	if err == nil {
+	var re *RoleError
+	switch {
+	case err == nil:
 		d := int64(time.Since(start))
-		if old := c.typical[h].Load(); old > 0 {
+		if old := hs.typical.Load(); old > 0 {
 			d = (3*old + d) / 4
 		}
-		c.typical[h].Store(d)
+		hs.typical.Store(d)
+		c.attemptSucceeded(hs)
+	case errors.As(err, &re):
+		c.attemptSucceeded(hs) // the host answers; the walk skips it for its role
+	case ctx.Err() == nil:
+		c.attemptFailed(hs, err)
 	}
-	c.emit(Event{Kind: EventConnect, Host: c.hosts[h], Err: err})
+	c.emit(Event{Kind: EventConnect, Host: hs.addr, Err: err})
 	return conn, lastResort, err
 }
 
@@ -741,4 +914,17 @@ func describeDialError(err error) error {
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	return err
+}
+
+func (c *Cluster) emit(e Event) {
+	if c.onEvent == nil && c.logger == nil {
+		return
+	}
+	e.Time = c.clock.Now()
+	if c.onEvent != nil {
+		c.onEvent(e)
+	}
+	if c.logger != nil {
+		c.log(e)
+	}
 }

@@ -1,6 +1,10 @@
 package failover
 
-import "time"
+import (
+	"context"
+	"log/slog"
+	"time"
+)
 
 // EventKind says what an Event reports.
 type EventKind int
@@ -17,6 +21,17 @@ const (
 	// EventFallBackFailed is an attempt to return to the primary (Host) that failed (Err);
 	// the pool stays on From and the fall-back clocks restart.
 	EventFallBackFailed
+	// EventHostState is a change of what the Cluster believes of Host: State, with the
+	// error that caused it (Err, nil for up).
+	EventHostState
+	// EventHostList is a host list from the HostListProvider: taken (Err nil; Host is the
+	// new list's primary) or rejected (Err says why; the last good list stays).
+	EventHostList
+	// EventProbe is a failed probe of Host (Err). Passed probes are not reported.
+	EventProbe
+	// EventAbort is the Cluster closing every connection to Host, which probes declared
+	// down while the pool was on it, so that statements in flight fail at once.
+	EventAbort
 )
 
 // String returns the kind's name, e.g. "connect".
@@ -32,6 +47,14 @@ func (k EventKind) String() string {
 		return "fall-back"
 	case EventFallBackFailed:
 		return "fall-back-failed"
+	case EventHostState:
+		return "host-state"
+	case EventHostList:
+		return "host-list"
+	case EventProbe:
+		return "probe-failed"
+	case EventAbort:
+		return "abort"
 	}
 	return "unknown"
 }
@@ -49,11 +72,16 @@ type Event struct {
 	From string
 	// Err is the failure, for failed attempts, EventHostFailed and EventSwitch.
 	Err error
+	// State is the host's new state, for EventHostState.
+	State HostState
 }
 
 // String renders the event on one line, e.g. "connect 10.0.0.2:3306 ok".
 func (e Event) String() string {
 	s := e.Kind.String() + " " + e.Host
+	if e.Kind == EventHostState {
+		s += " " + e.State.String()
+	}
 	if e.From != "" {
 		s += " from " + e.From
 	}
@@ -64,4 +92,27 @@ func (e Event) String() string {
 		return s + " ok"
 	}
 	return s
+}
+
+// log writes e to the Cluster's logger: connection attempts at Debug, failures at Warn,
+// the rest at Info.
+func (c *Cluster) log(e Event) {
+	level := slog.LevelInfo
+	switch {
+	case e.Kind == EventConnect && e.Err == nil:
+		level = slog.LevelDebug
+	case e.Err != nil, e.Kind == EventAbort, e.Kind == EventHostState && e.State != HostUp:
+		level = slog.LevelWarn
+	}
+	attrs := []slog.Attr{slog.String("event", e.Kind.String()), slog.String("host", e.Host)}
+	if e.From != "" {
+		attrs = append(attrs, slog.String("from", e.From))
+	}
+	if e.Kind == EventHostState {
+		attrs = append(attrs, slog.String("state", e.State.String()))
+	}
+	if e.Err != nil {
+		attrs = append(attrs, slog.String("error", e.Err.Error()))
+	}
+	c.logger.LogAttrs(context.Background(), level, "mysqlfailover: "+e.Kind.String(), attrs...)
 }

@@ -49,10 +49,14 @@ type HostInfo struct {
 
 // Walk describes one pass of a walk over the hosts to a Policy.
 type Walk struct {
-	// Hosts is every configured host, in DSN order: Hosts[i].Index == i.
+	// Hosts is every host the Cluster knows, by id: Hosts[i].Index == i. Ids are the
+	// DSN's order; a HostListProvider's new hosts get the next ids.
 	Hosts []HostInfo
-	// Primary is the index of the primary: the first host of the local DC (the first
-	// host of the DSN without localDC).
+	// List is the current host list, in order (ids): the DSN's hosts, or the last list
+	// a HostListProvider gave. Hosts not in it are never tried.
+	List []int
+	// Primary is the id of the primary: the first host of the list (of the local DC
+	// with localDC), or the host of the last SwitchTo.
 	Primary int
 	// Start is where the rotation starts: the host after the one that failed, or the
 	// pool's host for a connection that joins the pool.
@@ -92,8 +96,9 @@ type Policy interface {
 }
 
 // Rotation is the base policy, Connector/J FailoverConnectionProxy's order: every host
-// local; each pass visits the hosts in DSN order starting at w.Start and wrapping
+// local; each pass visits the hosts in list order starting at w.Start and wrapping
 // around, with the primary first when w.PrimaryFirst and left out when w.SkipPrimary.
+// A nil w.List means every host of w.Hosts, in id order.
 type Rotation struct{}
 
 // Distance returns DistanceLocal.
@@ -101,12 +106,26 @@ func (Rotation) Distance(HostInfo) Distance { return DistanceLocal }
 
 // Plan implements Policy.
 func (Rotation) Plan(w *Walk, dst []int) []int {
-	n := len(w.Hosts)
+	list := w.List
+	if list == nil {
+		list = make([]int, len(w.Hosts))
+		for i := range list {
+			list[i] = i
+		}
+	}
+	n := len(list)
+	first := 0
+	for k, h := range list {
+		if h == w.Start {
+			first = k
+			break
+		}
+	}
 	if w.PrimaryFirst {
 		dst = append(dst, w.Primary)
 	}
 	for k := 0; k < n; k++ {
-		h := (w.Start + k) % n
+		h := list[(first+k)%n]
 		if h == w.Primary && (w.PrimaryFirst || w.SkipPrimary) {
 			continue
 		}
@@ -126,19 +145,24 @@ type DCAware struct {
 	remote []bool // per host index: a remote host within the cap
 }
 
-// NewDCAware returns the DC layer over child for hosts (Walk.Hosts's order).
+// NewDCAware returns the DC layer over child for hosts, in list order (the remote caps
+// take the first hosts of each DC in that order; HostInfo.Index is each host's id).
 // usedHostsPerRemoteDC is a count (0: remote DCs are never used). It does not validate
 // localDC: dsn.Config.Validate does.
 func NewDCAware(child Policy, hosts []HostInfo, localDC string, usedHostsPerRemoteDC int) *DCAware {
-	p := &DCAware{child: child, local: localDC, remote: make([]bool, len(hosts))}
+	n := 0
+	for _, h := range hosts {
+		n = max(n, h.Index+1)
+	}
+	p := &DCAware{child: child, local: localDC, remote: make([]bool, n)}
 	used := map[string]int{}
-	for i, h := range hosts {
-		if h.DC == "" || h.DC == localDC {
+	for _, h := range hosts {
+		if h.DC == "" || h.DC == localDC || h.Index < 0 {
 			continue
 		}
 		if used[h.DC] < usedHostsPerRemoteDC {
 			used[h.DC]++
-			p.remote[i] = true
+			p.remote[h.Index] = true
 		}
 	}
 	return p

@@ -1,0 +1,342 @@
+package failover
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mysqlfailover/mysqlfailover/dsn"
+)
+
+// MinProbeTimeout is the least time a probe gets: CheckInterval when that is longer, and
+// never more than HostTimeout when that is set.
+const MinProbeTimeout = 500 * time.Millisecond
+
+// ProbeQuery is the probe's round trip when targetSessionAttrs is any; otherwise the
+// probe runs RoleQuery, which reads the role on the way.
+const ProbeQuery = "SELECT 1"
+
+// probeSet holds the long-lived probe connection of each host.
+type probeSet struct {
+	mu    sync.Mutex
+	conns map[int]driver.Conn
+}
+
+func (p *probeSet) take(id int) driver.Conn {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c := p.conns[id]
+	delete(p.conns, id)
+	return c
+}
+
+func (p *probeSet) put(id int, c driver.Conn) {
+	p.mu.Lock()
+	if p.conns == nil {
+		p.conns = map[int]driver.Conn{}
+	}
+	old := p.conns[id]
+	p.conns[id] = c
+	p.mu.Unlock()
+	if old != nil {
+		_ = old.Close()
+	}
+}
+
+func (p *probeSet) closeAll() {
+	p.mu.Lock()
+	cs := p.conns
+	p.conns = nil
+	p.mu.Unlock()
+	for _, c := range cs {
+		_ = c.Close()
+	}
+}
+
+// Start starts the monitor when CheckInterval > 0: one goroutine that runs Check every
+// CheckInterval until Close, which waits for it and closes the probe connections. It
+// does nothing when CheckInterval is 0 or the monitor already runs.
+func (c *Cluster) Start() {
+	if c.interval <= 0 || c.stop != nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	c.stop = cancel
+	c.monitorRun.Add(1)
+	go func() {
+		defer c.monitorRun.Done()
+		defer c.probes.closeAll()
+		for {
+			c.Check(ctx)
+			if c.clock.Sleep(ctx, c.interval) != nil {
+				return
+			}
+		}
+	}()
+}
+
+// probeTimeout is the bound of one probe: max(CheckInterval, MinProbeTimeout), at most
+// HostTimeout when that is set.
+func (c *Cluster) probeTimeout() time.Duration {
+	d := max(c.interval, MinProbeTimeout)
+	if c.timeout > 0 {
+		d = min(d, c.timeout)
+	}
+	return d
+}
+
+// Check runs one monitor round: it polls the HostListProvider (a failing or invalid
+// answer keeps the last good list and is reported as EventHostList with Err), probes
+// every listed host that the policy does not ignore, all at once, each with its own
+// timeout on its own long-lived probe connection (opened again when broken; never a
+// pool connection, never a connect-and-drop), and then acts on the results:
+//
+//   - The active host, once its probes have failed without a pause for FailoverDelay
+//     (or at once when its role stopped qualifying), is left: the pool moves to the
+//     first host of the plan whose last probe passed, and every physical connection to
+//     the old host is closed (Options.Abort), so that statements in flight fail at once
+//     with the failover error instead of waiting for readTimeout. With no host to go to
+//     the pool stays and keeps probing.
+//   - Away from home, once home's probes have passed without a pause for
+//     SwitchBackDelay, the pool returns (connections move at their next safe point).
+//
+// As Pulsar's AutoClusterFailover, with the delays measured from the first failed (or
+// passed) probe of the current run, and cleared by every probe that breaks the run.
+// The monitor goroutine calls Check every CheckInterval; it is exported for tests and
+// for callers that run the checks from their own scheduler (then leave CheckInterval 0
+// and give Check a context that ends).
+func (c *Cluster) Check(ctx context.Context) {
+	if c.closed.Load() {
+		return
+	}
+	if c.provider != nil {
+		pctx, cancel := context.WithTimeout(ctx, c.probeTimeout())
+		hosts, err := c.provider.Hosts(pctx)
+		cancel()
+		if err == nil {
+			err = c.SetHosts(hosts)
+		}
+		if err != nil && ctx.Err() == nil {
+			c.emit(Event{Kind: EventHostList, Err: fmt.Errorf("host list not taken, the last good list stays: %w", err)})
+		}
+	}
+	t := c.t.Load()
+	infos := t.infos()
+	var wg sync.WaitGroup
+	for _, id := range t.list {
+		if t.distance(infos[id]) == DistanceIgnored {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.probe(ctx, id)
+		}()
+	}
+	wg.Wait()
+	if ctx.Err() == nil {
+		c.decide()
+	}
+}
+
+// probe makes one probe of host id and records the result.
+func (c *Cluster) probe(ctx context.Context, id int) {
+	h := c.t.Load().host(id)
+	pctx, cancel := context.WithTimeout(ctx, c.probeTimeout())
+	defer cancel()
+	start := c.clock.Now()
+	conn := c.probes.take(id)
+	var err error
+	if conn == nil {
+		conn, err = c.dial(pctx, id)
+		if err != nil {
+			err = describeDialError(err)
+		}
+	}
+	role := RoleUnknown
+	if err == nil {
+		if c.target != dsn.TargetAny {
+			role, err = ReadRole(pctx, conn)
+		} else {
+			err = selectOne(pctx, conn)
+		}
+		if err != nil {
+			_ = conn.Close()
+		} else {
+			c.probes.put(id, conn)
+		}
+	}
+	if ctx.Err() != nil {
+		return // Close: not the host's doing
+	}
+	now := c.clock.Now()
+	if err != nil {
+		if pctx.Err() != nil {
+			err = &HostTimeoutError{After: c.probeTimeout(), Cause: err}
+		}
+		err = NotBadConn(err, "probe failed")
+		h.mu.Lock()
+		if h.failSince.IsZero() {
+			h.failSince = start
+		}
+		h.okSince = time.Time{}
+		down := now.Sub(h.failSince) >= c.failDelay
+		h.mu.Unlock()
+		c.emit(Event{Kind: EventProbe, Host: h.addr, Err: err})
+		if down {
+			h.down.Store(true)
+			c.setState(h, HostDown, err)
+		} else {
+			c.setState(h, HostSuspect, err)
+		}
+		return
+	}
+	if role != RoleUnknown {
+		c.setRole(id, role)
+	}
+	h.mu.Lock()
+	if h.okSince.IsZero() {
+		h.okSince = now
+	}
+	h.failSince = time.Time{}
+	h.probeLat = now.Sub(start)
+	h.fails = 0
+	h.mu.Unlock()
+	h.retryAt.Store(0)
+	h.down.Store(false)
+	c.setState(h, HostUp, nil)
+}
+
+// selectOne runs ProbeQuery on conn and reads its row.
+func selectOne(ctx context.Context, conn driver.Conn) error {
+	q, ok := conn.(driver.QueryerContext)
+	if !ok {
+		return errors.New("mysqlfailover: the connection cannot run the probe query (no driver.QueryerContext)")
+	}
+	rows, err := q.QueryContext(ctx, ProbeQuery, nil)
+	if err != nil {
+		return err
+	}
+	vals := make([]driver.Value, len(rows.Columns()))
+	for err == nil {
+		err = rows.Next(vals)
+	}
+	cerr := rows.Close()
+	if err != io.EOF {
+		return err
+	}
+	return cerr
+}
+
+// healthy reports whether h's probes have passed without a pause for at least d, its
+// role qualifies, and probes have not declared it down.
+func (c *Cluster) healthy(h *hostState, now time.Time, d time.Duration) bool {
+	if h.down.Load() || h.unfit.Load() {
+		return false
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return !h.okSince.IsZero() && now.Sub(h.okSince) >= d
+}
+
+// decide acts on the probes' results: see Check.
+func (c *Cluster) decide() {
+	t := c.t.Load()
+	now := c.clock.Now()
+	a := c.Active()
+	ha := t.host(a)
+	if ha.down.Load() || ha.unfit.Load() || !t.member[a] {
+		target := -1
+		for _, id := range c.order(t, plan{start: c.next(t, a), failed: a}, 0, nil) {
+			if id != a && c.healthy(t.hosts[id], now, 0) {
+				target = id
+				break
+			}
+		}
+		if target < 0 {
+			return // nowhere better to go: stay, keep probing
+		}
+		ha.mu.Lock()
+		cause := ha.lastErr
+		ha.mu.Unlock()
+		if cause == nil {
+			cause = &RoleError{Role: Role(ha.role.Load()), Wanted: c.target}
+		}
+		c.active.Store(int32(target))
+		c.lastResort.Store(false)
+		if !c.Home(target) {
+			c.restartClocks(false)
+		}
+		c.failovers.Add(1)
+		c.emit(Event{Kind: EventSwitch, Host: t.hosts[target].addr, From: ha.addr, Err: cause})
+		if ha.down.Load() && c.abort != nil {
+			c.aborted.Add(1)
+			c.emit(Event{Kind: EventAbort, Host: ha.addr, Err: cause})
+			c.abort(a)
+		}
+		return
+	}
+	if c.Home(a) {
+		return
+	}
+	for _, id := range c.order(t, plan{start: t.primary, failed: -1}, 0, nil) {
+		if id == a || !c.home(t, id) || !c.healthy(t.hosts[id], now, c.backDelay) {
+			continue
+		}
+		c.active.Store(int32(id))
+		c.lastResort.Store(false)
+		c.fallBacks.Add(1)
+		c.emit(Event{Kind: EventFallBack, Host: t.hosts[id].addr, From: ha.addr})
+		return
+	}
+}
+
+// SwitchTo moves the pool to host (host:port as listed, case-insensitive) for an
+// operator: it makes one bounded attempt on the host (with the role check of
+// targetSessionAttrs) and, if that succeeds, makes the host the primary, the host the
+// pool returns to, until the next SwitchTo or a new host list. Connections move at
+// their next safe point, never inside a transaction, and their callers see no error.
+// It returns an error naming the host when it is not in the list or the attempt fails;
+// the pool then stays where it is. As Pulsar's ControlledClusterFailover.
+func (c *Cluster) SwitchTo(ctx context.Context, host string) error {
+	t := c.t.Load()
+	id := -1
+	for _, i := range t.list {
+		if strings.EqualFold(t.hosts[i].addr, host) {
+			id = i
+		}
+	}
+	if id < 0 {
+		known := make([]string, len(t.list))
+		for k, i := range t.list {
+			known[k] = t.hosts[i].addr
+		}
+		return fmt.Errorf("mysqlfailover: SwitchTo %q: not in the host list (%s)", host, strings.Join(known, ", "))
+	}
+	conn, _, err := c.attempt(ctx, id, nil, false)
+	if err != nil {
+		return fmt.Errorf("mysqlfailover: SwitchTo %s: %w", t.hosts[id].addr, NotBadConn(err, ""))
+	}
+	_ = conn.Close()
+	c.topoMu.Lock()
+	cur := c.t.Load()
+	nt, err := c.newTopo(cur.hosts, cur.list, id)
+	if err != nil {
+		c.topoMu.Unlock()
+		return err
+	}
+	c.t.Store(nt)
+	from := int(c.active.Swap(int32(id)))
+	c.lastResort.Store(false)
+	c.topoMu.Unlock()
+	c.restartClocks(false)
+	if from != id {
+		c.emit(Event{Kind: EventSwitch, Host: nt.hosts[id].addr, From: nt.hosts[from].addr})
+	}
+	return nil
+}

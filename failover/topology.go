@@ -1,0 +1,195 @@
+package failover
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mysqlfailover/mysqlfailover/dsn"
+)
+
+// hostState is everything the Cluster knows of one host. A host keeps its state, and its
+// index (its id), for the Cluster's whole life, also when a HostListProvider drops it
+// from the list and adds it back: ids only ever grow.
+type hostState struct {
+	addr, dc string
+
+	typical atomic.Int64 // smoothed duration (ns) of its successful attempts
+	role    atomic.Int32 // the Role the last check found
+	unfit   atomic.Bool  // the last check found a role the Target does not accept
+	retryAt atomic.Int64 // backoff: clock time (UnixNano) before which walks skip it
+	down    atomic.Bool  // probes declared it down (probing on): walks skip it
+
+	mu        sync.Mutex // guards the rest
+	fails     int        // consecutive failed attempts: the backoff exponent
+	lastErr   error
+	changed   time.Time // last change of state
+	state     HostState
+	probeLat  time.Duration
+	failSince time.Time // first of the current run of failed probes (zero: last probe passed)
+	okSince   time.Time // first of the current run of passed probes (zero: last probe failed)
+}
+
+// topo is one version of the host list. It is never modified once published: a new list
+// (HostListProvider) or a new primary (SwitchTo) publishes a new topo.
+type topo struct {
+	hosts   []*hostState // by id; every host ever listed
+	list    []int        // the current host list, in order (ids)
+	member  []bool       // by id: in list
+	primary int          // the id of the primary: home for classic targets
+	local   []bool       // by id: a member that the built-in policy rates local
+	policy  Policy       // the whole stack, user layers included
+	base    Policy       // the built-in stack: user layers may reorder, never widen it
+}
+
+// newTopo builds a topo over hosts (ids; list the current list) for opts's policy
+// settings. primary < 0 means the first local member.
+func (c *Cluster) newTopo(hosts []*hostState, list []int, primary int) (*topo, error) {
+	t := &topo{hosts: hosts, list: list, member: make([]bool, len(hosts)), local: make([]bool, len(hosts))}
+	for _, id := range list {
+		t.member[id] = true
+	}
+	infos := t.infos()
+	if c.localDC != "" {
+		found := false
+		for _, id := range list {
+			if dc := hosts[id].dc; dc == "" || dc == c.localDC {
+				found = true
+				if primary < 0 {
+					primary = id
+				}
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("mysqlfailover: localDC %q matches no host of the list", c.localDC)
+		}
+	}
+	if primary < 0 {
+		primary = list[0]
+	}
+	t.primary = primary
+	var p Policy = Rotation{}
+	if c.localDC != "" {
+		listed := make([]HostInfo, len(list))
+		for k, id := range list {
+			listed[k] = infos[id]
+		}
+		p = NewDCAware(p, listed, c.localDC, c.perRemote)
+	}
+	if c.target != dsn.TargetAny {
+		p = NewRoleAware(p, c.target)
+	}
+	t.base = p
+	if c.layer != nil {
+		if p = c.layer(p); p == nil {
+			return nil, errors.New("mysqlfailover: Options.Layer returned a nil Policy")
+		}
+	}
+	t.policy = p
+	for _, id := range list {
+		t.local[id] = t.base.Distance(infos[id]) == DistanceLocal
+	}
+	return t, nil
+}
+
+// infos returns what policies see of every host now, by id.
+func (t *topo) infos() []HostInfo {
+	hs := make([]HostInfo, len(t.hosts))
+	for i, h := range t.hosts {
+		hs[i] = HostInfo{
+			Index: i, Addr: h.addr, DC: h.dc,
+			Role: Role(h.role.Load()), ConnectTime: time.Duration(h.typical.Load()),
+		}
+	}
+	return hs
+}
+
+// distance rates h with the whole stack, never nearer than the built-in layers, and a
+// host that is not in the list is ignored.
+func (t *topo) distance(h HostInfo) Distance {
+	if h.Index < 0 || h.Index >= len(t.member) || !t.member[h.Index] {
+		return DistanceIgnored
+	}
+	return max(t.policy.Distance(h), t.base.Distance(h))
+}
+
+// home reports whether host is where the pool wants to be (see Cluster.Home), ignoring
+// the last-resort flag.
+func (c *Cluster) home(t *topo, host int) bool {
+	if host < 0 || host >= len(t.hosts) || !t.member[host] {
+		return false
+	}
+	if c.standbyIntent {
+		return t.local[host]
+	}
+	return host == t.primary
+}
+
+// SetHosts replaces the host list (a HostListProvider's answer, primary first). Hosts
+// already known keep their state and id; new ones are added. It returns an error, and
+// changes nothing, when the list is empty, has a duplicate, or (with localDC) no local
+// host. Connections on hosts that left the list, or away from the new primary, move at
+// their next safe point: the active host becomes the new list's primary when the old
+// active host left the list or the primary changed.
+func (c *Cluster) SetHosts(hosts []ProvidedHost) error {
+	if err := ValidateHosts(hosts); err != nil {
+		return err
+	}
+	c.topoMu.Lock()
+	defer c.topoMu.Unlock()
+	old := c.t.Load()
+	all := old.hosts
+	list := make([]int, 0, len(hosts))
+	for _, h := range hosts {
+		id := -1
+		for i, s := range all {
+			if strings.EqualFold(s.addr, h.Addr) && s.dc == h.DC {
+				id = i
+				break
+			}
+		}
+		if id < 0 {
+			// The three-index slice makes append copy: readers of the older topo must
+			// never see its slice change.
+			all = append(all[:len(all):len(all)], newHostState(h.Addr, h.DC))
+			id = len(all) - 1
+		}
+		list = append(list, id)
+	}
+	if slicesEqual(list, old.list) && len(all) == len(old.hosts) {
+		return nil
+	}
+	t, err := c.newTopo(all, list, -1)
+	if err != nil {
+		return err
+	}
+	c.t.Store(t)
+	from := c.Active()
+	if !t.member[from] || t.primary != old.primary {
+		c.active.Store(int32(t.primary))
+		c.lastResort.Store(false)
+		c.emit(Event{Kind: EventSwitch, Host: t.hosts[t.primary].addr, From: t.hosts[from].addr,
+			Err: errors.New("the host list changed")})
+	}
+	c.emit(Event{Kind: EventHostList, Host: t.hosts[t.primary].addr, Err: nil})
+	return nil
+}
+
+func slicesEqual(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func newHostState(addr, dc string) *hostState {
+	return &hostState{addr: addr, dc: dc}
+}
