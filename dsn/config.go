@@ -18,9 +18,8 @@ import (
 // the DSN does not give. They are Connector/J 5.1's defaults except
 // DefaultHostTimeout, which has no Connector/J counterpart, and the probe
 // defaults (DefaultCheckInterval, DefaultFailoverDelay,
-// DefaultSwitchBackDelay), which are this package's own: the options are
-// named after the Pulsar Java client's AutoClusterFailover, which has no
-// defaults for them.
+// DefaultSwitchBackDelay), which are this package's own: only the options'
+// names and meanings come from the Pulsar Java client's AutoClusterFailover.
 const (
 	// DefaultRetriesAllDown is the number of passes over the host list when
 	// every host is down (count), as Connector/J's retriesAllDown.
@@ -44,12 +43,12 @@ const (
 	// host. Validate rejects 0 < CheckInterval < MinCheckInterval.
 	MinCheckInterval = 10 * time.Millisecond
 	// DefaultFailoverDelay is how long the active host must fail its probes
-	// without a pause before the pool moves away from it (duration), as
-	// Pulsar's AutoClusterFailover failoverDelay.
+	// without a pause before the pool moves away from it (duration); the
+	// option is Pulsar's AutoClusterFailover failoverDelay.
 	DefaultFailoverDelay = time.Second
 	// DefaultSwitchBackDelay is how long the primary must pass its probes
-	// without a pause before the pool moves back to it (duration), as
-	// Pulsar's AutoClusterFailover switchBackDelay.
+	// without a pause before the pool moves back to it (duration); the
+	// option is Pulsar's AutoClusterFailover switchBackDelay.
 	DefaultSwitchBackDelay = 30 * time.Second
 )
 

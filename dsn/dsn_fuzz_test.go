@@ -2,6 +2,8 @@ package dsn
 
 import (
 	"errors"
+	"fmt"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -31,6 +33,16 @@ func FuzzParse(f *testing.F) {
 	} {
 		f.Add(s)
 	}
+	// Probes and the host list provider, raw values with '/' included.
+	for _, s := range []string{
+		"u:pw@tcp(h1,h2)/db?checkInterval=1s&hostsURL=https://cfg/x/y?a=b&hostsToken=ab/c+d==&failoverDelay=0s&switchBackDelay=2m",
+		"tcp(h1)/db?hostsURL=http://[::1]:80/(x)&checkInterval=10ms&hostsAllowHTTP=1&hostsToken=a%2Fb",
+		"u:p?hostsURL=a/b@tcp(h)/db?checkInterval=1s&hostsURL=https://c/d",
+		"u:p&hostsToken=a/b&@tcp(h)/db?hostsToken=c/d&hostsURL=https://e/f&checkInterval=1s",
+		"/?checkInterval=1s&hostsURL=https%3A%2F%2Fu%3Ap%40h%2F", "/?hostsToken=x&hostsToken=y", "/?hostsURL=https://a/b&hostsURL=https://a/c",
+	} {
+		f.Add(s)
+	}
 	f.Fuzz(func(t *testing.T, s string) {
 		if len(s) > 2000 {
 			t.Skip("too long to be useful")
@@ -41,6 +53,9 @@ func FuzzParse(f *testing.F) {
 		}
 		if err == nil {
 			checkParsed(t, s, c)
+			if c.HostsURL != "" && !strings.Contains(percentDecode(s), fuzzToken) {
+				checkTokenMarker(t, s, c)
+			}
 		} else if !strings.HasPrefix(err.Error(), "dsn: ") {
 			t.Errorf("Parse(%q): error %q lacks the \"dsn: \" prefix", s, err)
 		}
@@ -64,6 +79,38 @@ func FuzzParse(f *testing.F) {
 		}
 		checkParsed(t, marked, c)
 	})
+}
+
+// fuzzToken is given as hostsToken to fuzzed DSNs that have a hostsURL:
+// letters and digits, so a b64token, and without 'x' so that it cannot
+// overlap the "xxxxx" of String.
+const fuzzToken = "Tk7MarkerQ9z"
+
+// checkTokenMarker adds hostsToken=fuzzToken to c, parsed from s: it must
+// come back as c.HostsToken, in FormatDSN only; or, when c has another
+// token, be refused by an error that shows neither.
+func checkTokenMarker(t *testing.T, s string, c *Config) {
+	t.Helper()
+	marked := c.FormatDSN() + "&hostsToken=" + fuzzToken
+	c2, err := Parse(marked)
+	if c.HostsToken != "" && c.HostsToken != fuzzToken {
+		if !errors.Is(err, ErrInvalidOption) || strings.Contains(err.Error(), fuzzToken) ||
+			len(c.HostsToken) >= 8 && strings.Contains(err.Error(), c.HostsToken) {
+			t.Fatalf("Parse(%q) (from %q) with a second token: %v", marked, s, err)
+		}
+		return
+	}
+	if err != nil || c2.HostsToken != fuzzToken {
+		t.Fatalf("Parse(%q) (from %q): %v, want the token kept", marked, s, err)
+	}
+	if !strings.Contains(c2.FormatDSN(), "&hostsToken="+fuzzToken) {
+		t.Fatalf("FormatDSN() = %q lost the token", c2.FormatDSN())
+	}
+	for _, p := range []string{c2.String(), c2.GoString(), fmt.Sprintf("%v|%+v|%s|%#v", c2, c2, c2, c2)} {
+		if strings.Contains(p, fuzzToken) {
+			t.Fatalf("Parse(%q): the token is printed: %s", marked, p)
+		}
+	}
 }
 
 // checkParsed checks a Config Parse returned for s.
@@ -120,11 +167,32 @@ func checkParsed(t *testing.T, s string, c *Config) {
 		t.Fatalf("FormatDSN not stable: %q then %q", f, f2)
 	}
 
-	// String must be FormatDSN with only the password replaced ...
+	// Probe and provider options.
+	if d := c.CheckInterval; d < 0 || d > 0 && d < MinCheckInterval || c.FailoverDelay < 0 || c.SwitchBackDelay < 0 {
+		t.Fatalf("Parse(%q): CheckInterval %v, FailoverDelay %v, SwitchBackDelay %v", s, d, c.FailoverDelay, c.SwitchBackDelay)
+	}
+	if c.HostsURL != "" {
+		u, err := url.Parse(c.HostsURL)
+		if err != nil || u.User != nil || u.Scheme != "https" && u.Scheme != "http" || u.Hostname() == "" || c.CheckInterval == 0 {
+			t.Fatalf("Parse(%q): HostsURL %q with CheckInterval %v", s, c.HostsURL, c.CheckInterval)
+		}
+		if u.Scheme == "http" && !c.HostsAllowHTTP && !isLoopback(u.Hostname()) {
+			t.Fatalf("Parse(%q): plain http HostsURL %q", s, c.HostsURL)
+		}
+	}
+	if c.HostsToken != "" && (c.HostsURL == "" || checkToken(c.HostsToken) != "") {
+		t.Fatalf("Parse(%q): HostsToken without HostsURL or not a b64token", s)
+	}
+
+	// String must be FormatDSN with only the password and the token
+	// replaced ...
 	pw := c.MySQL.Passwd
 	r := c.Clone()
 	if pw != "" {
 		r.MySQL.Passwd = redacted
+	}
+	if r.HostsToken != "" {
+		r.HostsToken = redacted
 	}
 	str := c.String()
 	if str != r.FormatDSN() {
@@ -132,7 +200,7 @@ func checkParsed(t *testing.T, s string, c *Config) {
 	}
 	// ... and must not contain it. A password that also occurs elsewhere in
 	// the DSN, or that could straddle ":xxxxx@", cannot be checked by
-	// substring.
+	// substring. (checkToken tests the token the same way, with a marker.)
 	if len(pw) < 3 || strings.ContainsAny(pw, "x:@") {
 		return
 	}

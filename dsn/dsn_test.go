@@ -16,6 +16,14 @@ import (
 // checking: no error, String or GoString may contain it.
 const testPW = "S3cr3tPW"
 
+// testToken is the hostsToken of the rows that have one worth checking: no
+// error, String or GoString may contain it. Letters and digits only, so
+// that url.QueryEscape leaves it as it is.
+const testToken = "T0kenS3cr3tQ"
+
+// rawURL is a hostsURL written unescaped in a DSN.
+const rawURL = "https://cfg.example/db/hosts.json"
+
 var local = []Host{{Name: "127.0.0.1", Port: 3306}}
 
 // parseTest is one row of the Parse table. A row with wantErr set expects an
@@ -315,6 +323,167 @@ var parseTests = []parseTest{
 	{name: "libpq's target_session_attrs", dsn: "/?target_session_attrs=read-write", wantErr: ErrInvalidOption,
 		errParts: []string{`"target_session_attrs": did you mean "targetSessionAttrs"?`}},
 	{name: "targetsessionattrs", dsn: "/?targetsessionattrs=any", wantErr: ErrInvalidOption, errParts: []string{`did you mean "targetSessionAttrs"?`}},
+
+	// Active health probes.
+	{name: "probe options", dsn: "u:" + testPW + "@tcp(h1,h2)/db?checkInterval=2s&failoverDelay=500ms&switchBackDelay=1m",
+		hosts: []Host{{Name: "h1", Port: 3306}, {Name: "h2", Port: 3306}},
+		opts: func(c *Config) {
+			c.CheckInterval, c.FailoverDelay, c.SwitchBackDelay = 2*time.Second, 500*time.Millisecond, time.Minute
+		},
+		my: func(t *testing.T, m *mysql.Config) { want(t, "len(Params)", len(m.Params), 0) }},
+	{name: "probe zeros", dsn: "/?checkInterval=0&failoverDelay=0&switchBackDelay=0", hosts: local,
+		opts: func(c *Config) { c.CheckInterval, c.FailoverDelay, c.SwitchBackDelay = 0, 0, 0 }},
+	{name: "probe defaults written out", dsn: "/?checkInterval=0s&failoverDelay=1s&switchBackDelay=30s", hosts: local},
+	{name: "checkInterval at the minimum", dsn: "/?checkInterval=10ms&checkInterval=0.01s", hosts: local,
+		opts: func(c *Config) { c.CheckInterval = 10 * time.Millisecond }},
+	{name: "delays without probing are kept", dsn: "/?failoverDelay=3s&switchBackDelay=1h", hosts: local,
+		opts: func(c *Config) { c.FailoverDelay, c.SwitchBackDelay = 3*time.Second, time.Hour }},
+
+	// Host list provider.
+	{name: "escaped hostsURL and token", dsn: "u:" + testPW + "@tcp(h1,h2)/db?checkInterval=5s&hostsURL=https%3A%2F%2Fcfg.example%2Fdb%3Fcluster%3Da&hostsToken=" + testToken + "&parseTime=true",
+		hosts: []Host{{Name: "h1", Port: 3306}, {Name: "h2", Port: 3306}},
+		opts: func(c *Config) {
+			c.CheckInterval, c.HostsURL, c.HostsToken = 5*time.Second, "https://cfg.example/db?cluster=a", testToken
+		},
+		my: func(t *testing.T, m *mysql.Config) {
+			want(t, "ParseTime", m.ParseTime, true)
+			want(t, "len(Params)", len(m.Params), 0)
+		}},
+	{name: "raw hostsURL", dsn: "u:" + testPW + "@tcp(h1,h2)/db?checkInterval=5s&hostsURL=" + rawURL + "&hostsToken=" + testToken,
+		hosts: []Host{{Name: "h1", Port: 3306}, {Name: "h2", Port: 3306}},
+		opts:  func(c *Config) { c.CheckInterval, c.HostsURL, c.HostsToken = 5*time.Second, rawURL, testToken },
+		my: func(t *testing.T, m *mysql.Config) {
+			want(t, "DBName", m.DBName, "db")
+			want(t, "Passwd", m.Passwd, testPW)
+		}},
+	{name: "raw hostsURL with a query, last", dsn: "tcp(h1)/db?checkInterval=1s&hostsURL=https://cfg.example/db?cluster=a",
+		hosts: []Host{{Name: "h1", Port: 3306}},
+		opts:  func(c *Config) { c.CheckInterval, c.HostsURL = time.Second, "https://cfg.example/db?cluster=a" }},
+	{name: "raw hostsURL first, go-sql-driver params after", dsn: "u:" + testPW + "@tcp(h1)/db?hostsURL=https://cfg.example:8443/v1/hosts&checkInterval=1s&sql_mode=ANSI&readTimeout=1s",
+		hosts: []Host{{Name: "h1", Port: 3306}},
+		opts:  func(c *Config) { c.CheckInterval, c.HostsURL = time.Second, "https://cfg.example:8443/v1/hosts" },
+		my: func(t *testing.T, m *mysql.Config) {
+			want(t, "Params[sql_mode]", m.Params["sql_mode"], "ANSI")
+			want(t, "ReadTimeout", m.ReadTimeout, time.Second)
+		}},
+	{name: "raw hostsURL with parentheses and @ in the path", dsn: "tcp(h1)/db?checkInterval=1s&hostsURL=https://cfg.example/(a)/api@v2/hosts",
+		hosts: []Host{{Name: "h1", Port: 3306}},
+		opts:  func(c *Config) { c.CheckInterval, c.HostsURL = time.Second, "https://cfg.example/(a)/api@v2/hosts" }},
+	{name: "raw and escaped hostsURL agreeing", dsn: "/?checkInterval=1s&hostsURL=https://cfg/x&hostsURL=https%3A%2F%2Fcfg%2Fx", hosts: local,
+		opts: func(c *Config) { c.CheckInterval, c.HostsURL = time.Second, "https://cfg/x" }},
+	{name: "scheme in upper case", dsn: "/?checkInterval=1s&hostsURL=HTTPS://Cfg.Example/x", hosts: local,
+		opts: func(c *Config) { c.CheckInterval, c.HostsURL = time.Second, "HTTPS://Cfg.Example/x" }},
+	{name: "http to 127.0.0.1", dsn: "/?checkInterval=1s&hostsURL=http://127.0.0.1:8080/hosts", hosts: local,
+		opts: func(c *Config) { c.CheckInterval, c.HostsURL = time.Second, "http://127.0.0.1:8080/hosts" }},
+	{name: "http to 127.9.8.7", dsn: "/?checkInterval=1s&hostsURL=http%3A%2F%2F127.9.8.7%2Fh", hosts: local,
+		opts: func(c *Config) { c.CheckInterval, c.HostsURL = time.Second, "http://127.9.8.7/h" }},
+	{name: "http to [::1]", dsn: "/?checkInterval=1s&hostsURL=http://[::1]:8080/hosts", hosts: local,
+		opts: func(c *Config) { c.CheckInterval, c.HostsURL = time.Second, "http://[::1]:8080/hosts" }},
+	{name: "http to localhost", dsn: "/?checkInterval=1s&hostsURL=http://LocalHost/hosts", hosts: local,
+		opts: func(c *Config) { c.CheckInterval, c.HostsURL = time.Second, "http://LocalHost/hosts" }},
+	{name: "http to a mapped loopback", dsn: "/?checkInterval=1s&hostsURL=http://[::ffff:127.0.0.1]/h", hosts: local,
+		opts: func(c *Config) { c.CheckInterval, c.HostsURL = time.Second, "http://[::ffff:127.0.0.1]/h" }},
+	{name: "http elsewhere with hostsAllowHTTP", dsn: "u:" + testPW + "@tcp(h1)/db?checkInterval=1s&hostsURL=http://cfg.internal/hosts&hostsAllowHTTP=true&hostsToken=" + testToken,
+		hosts: []Host{{Name: "h1", Port: 3306}},
+		opts: func(c *Config) {
+			c.CheckInterval, c.HostsURL, c.HostsAllowHTTP, c.HostsToken = time.Second, "http://cfg.internal/hosts", true, testToken
+		}},
+	{name: "hostsAllowHTTP alone", dsn: "/?hostsAllowHTTP=1", hosts: local, opts: func(c *Config) { c.HostsAllowHTTP = true }},
+	{name: "hostsAllowHTTP=false", dsn: "/?hostsAllowHTTP=false", hosts: local},
+	{name: "token with + / and padding, raw", dsn: "u:" + testPW + "@tcp(h1)/db?checkInterval=1s&hostsURL=" + rawURL + "&hostsToken=" + testToken + "+/9-._~==",
+		hosts: []Host{{Name: "h1", Port: 3306}},
+		opts: func(c *Config) {
+			c.CheckInterval, c.HostsURL, c.HostsToken = time.Second, rawURL, testToken+"+/9-._~=="
+		}},
+	{name: "token escaped", dsn: "u:" + testPW + "@tcp(h1)/db?checkInterval=1s&hostsURL=" + rawURL + "&hostsToken=" + testToken + "%2B%2F%3D",
+		hosts: []Host{{Name: "h1", Port: 3306}},
+		opts:  func(c *Config) { c.CheckInterval, c.HostsURL, c.HostsToken = time.Second, rawURL, testToken+"+/=" }},
+	{name: "hostsURL text in the password", dsn: "u:" + testPW + "&hostsURL=x/y@tcp(h1)/db", hosts: []Host{{Name: "h1", Port: 3306}},
+		my: func(t *testing.T, m *mysql.Config) { want(t, "Passwd", m.Passwd, testPW+"&hostsURL=x/y") }},
+	{name: "hostsToken text in the password, hostsURL after", dsn: "u:" + testPW + "?hostsToken=a/b&c@tcp(h1)/db?checkInterval=1s&hostsURL=https%3A%2F%2Fcfg%2Fx",
+		hosts: []Host{{Name: "h1", Port: 3306}},
+		opts:  func(c *Config) { c.CheckInterval, c.HostsURL = time.Second, "https://cfg/x" },
+		my:    func(t *testing.T, m *mysql.Config) { want(t, "Passwd", m.Passwd, testPW+"?hostsToken=a/b&c") }},
+
+	// Probe option errors.
+	{name: "checkInterval too small", dsn: "u:" + testPW + "@tcp(h1)/db?checkInterval=9ms", wantErr: ErrInvalidOption,
+		errParts: []string{"dsn: checkInterval=9ms is too small: want 0 (probing off) or at least 10ms"}},
+	{name: "checkInterval of 1ns", dsn: "/?checkInterval=1ns", wantErr: ErrInvalidOption, errParts: []string{"checkInterval=1ns is too small"}},
+	{name: "negative checkInterval", dsn: "/?checkInterval=-5s", wantErr: ErrInvalidOption,
+		errParts: []string{`dsn: checkInterval: invalid value "-5s": want a duration >= 0`}},
+	{name: "negative failoverDelay", dsn: "/?failoverDelay=-1s", wantErr: ErrInvalidOption, errParts: []string{`dsn: failoverDelay: invalid value "-1s"`}},
+	{name: "switchBackDelay without unit", dsn: "/?switchBackDelay=30", wantErr: ErrInvalidOption, errParts: []string{`switchBackDelay: invalid value "30"`, "duration"}},
+	{name: "checkInterval twice differing", dsn: "/?checkInterval=1s&checkInterval=2s", wantErr: ErrInvalidOption,
+		errParts: []string{`dsn: checkInterval given twice with different values ("1s" and "2s")`}},
+	{name: "bad hostsAllowHTTP", dsn: "/?hostsAllowHTTP=yes", wantErr: ErrInvalidOption, errParts: []string{`hostsAllowHTTP: invalid value "yes"`}},
+	{name: "failoverDelay without value", dsn: "/?failoverDelay", wantErr: ErrSyntax, errParts: []string{"failoverDelay", "=value"}},
+
+	// Host list provider errors.
+	{name: "hostsURL without checkInterval", dsn: "u:" + testPW + "@tcp(h1)/db?hostsURL=" + rawURL, wantErr: ErrInvalidOption,
+		errParts: []string{"dsn: hostsURL needs checkInterval > 0", "set checkInterval"}},
+	{name: "hostsURL with checkInterval=0", dsn: "/?hostsURL=" + rawURL + "&checkInterval=0", wantErr: ErrInvalidOption, errParts: []string{"needs checkInterval > 0"}},
+	{name: "hostsURL with user and password", dsn: "u:" + testPW + "@tcp(h1)/db?checkInterval=1s&hostsURL=https://admin:" + testToken + "@cfg.example/h", wantErr: ErrInvalidOption,
+		errParts: []string{"dsn: hostsURL (not shown: it may hold credentials): must not carry credentials", "hostsToken"}},
+	{name: "hostsURL with escaped user info", dsn: "/?checkInterval=1s&hostsURL=https%3A%2F%2Fadmin%3A" + testToken + "%40cfg.example%2Fh", wantErr: ErrInvalidOption,
+		errParts: []string{"must not carry credentials"}},
+	{name: "hostsURL with a user name only", dsn: "/?checkInterval=1s&hostsURL=https://" + testToken + "@cfg.example/h", wantErr: ErrInvalidOption,
+		errParts: []string{"must not carry credentials"}},
+	{name: "hostsURL with user info and a bad escape", dsn: "/?checkInterval=1s&hostsURL=https://u:" + testToken + "%zz@cfg.example/h", wantErr: ErrInvalidOption,
+		errParts: []string{"dsn: hostsURL: invalid value (not shown: it may hold credentials): want a URL, query-escaped"}},
+	{name: "hostsURL with a bad escape", dsn: "/?checkInterval=1s&hostsURL=https%3A%2F%2Fcfg%2F%zz", wantErr: ErrInvalidOption,
+		errParts: []string{`dsn: hostsURL: invalid value "https%3A%2F%2Fcfg%2F%zz": want a URL, query-escaped as by url.QueryEscape`}},
+	{name: "hostsURL that url.Parse rejects", dsn: "/?checkInterval=1s&hostsURL=https://cfg:x/h", wantErr: ErrInvalidOption,
+		errParts: []string{`dsn: hostsURL "https://cfg:x/h": not a valid URL: invalid port ":x" after host`}},
+	{name: "empty hostsURL", dsn: "/?hostsURL=", wantErr: ErrInvalidOption, errParts: []string{`dsn: hostsURL: invalid value "": want an http(s) URL`}},
+	{name: "ftp hostsURL", dsn: "/?checkInterval=1s&hostsURL=ftp://cfg.example/h", wantErr: ErrInvalidOption,
+		errParts: []string{`dsn: hostsURL "ftp://cfg.example/h": scheme "ftp": want https`}},
+	{name: "hostsURL without scheme", dsn: "/?checkInterval=1s&hostsURL=cfg.example%2Fh", wantErr: ErrInvalidOption, errParts: []string{`scheme "": want https`}},
+	{name: "hostsURL without host", dsn: "/?checkInterval=1s&hostsURL=https:///h", wantErr: ErrInvalidOption, errParts: []string{`"https:///h": no host`}},
+	{name: "opaque hostsURL", dsn: "/?checkInterval=1s&hostsURL=https:cfg.example", wantErr: ErrInvalidOption, errParts: []string{"no host"}},
+	{name: "hostsURL port out of range", dsn: "/?checkInterval=1s&hostsURL=https://cfg:99999/h", wantErr: ErrInvalidOption, errParts: []string{`invalid port "99999"`}},
+	{name: "plain http to a remote host", dsn: "u:" + testPW + "@tcp(h1)/db?checkInterval=1s&hostsURL=http://cfg.example/h&hostsToken=" + testToken, wantErr: ErrInvalidOption,
+		errParts: []string{`dsn: hostsURL "http://cfg.example/h": plain http to a host that is not a loopback address`, "hostsAllowHTTP=true"}},
+	{name: "plain http to 128.0.0.1", dsn: "/?checkInterval=1s&hostsURL=http://128.0.0.1/h", wantErr: ErrInvalidOption, errParts: []string{"plain http"}},
+	{name: "plain http to a name under localhost", dsn: "/?checkInterval=1s&hostsURL=http://localhost.example/h", wantErr: ErrInvalidOption, errParts: []string{"plain http"}},
+	{name: "plain http with hostsAllowHTTP=false", dsn: "/?checkInterval=1s&hostsURL=http://10.0.0.1/h&hostsAllowHTTP=false", wantErr: ErrInvalidOption, errParts: []string{"plain http"}},
+	{name: "+ in a raw hostsURL is a blank", dsn: "/?checkInterval=1s&hostsURL=https://cfg/a+b", wantErr: ErrInvalidOption,
+		errParts: []string{`dsn: hostsURL "https://cfg/a b": contains a blank or control character`, "%2B"}},
+	{name: "hostsURL twice differing", dsn: "/?hostsURL=https://a/x&hostsURL=https://b/x", wantErr: ErrInvalidOption,
+		errParts: []string{`dsn: hostsURL given twice with different values ("https://a/x" and "https://b/x")`}},
+	{name: "hostsURL twice differing, with user info", dsn: "/?hostsURL=https://a/x&hostsURL=https://u:" + testToken + "@b/x", wantErr: ErrInvalidOption,
+		errParts: []string{`dsn: hostsURL given twice with different values ("https://a/x" and (not shown: it may hold credentials))`}},
+	{name: "hostsToken without hostsURL", dsn: "u:" + testPW + "@tcp(h1)/db?hostsToken=" + testToken + "&checkInterval=1s", wantErr: ErrInvalidOption,
+		errParts: []string{"dsn: hostsToken needs hostsURL"}},
+	{name: "token with a character outside b64token", dsn: "/?checkInterval=1s&hostsURL=" + rawURL + "&hostsToken=" + testToken + "%21", wantErr: ErrInvalidOption,
+		errParts: []string{"dsn: hostsToken (not shown): contains a character outside the b64token set: want a bearer token (RFC 6750 b64token)"}},
+	{name: "token with a blank", dsn: "/?checkInterval=1s&hostsURL=" + rawURL + "&hostsToken=" + testToken + "%20x", wantErr: ErrInvalidOption,
+		errParts: []string{"hostsToken (not shown): contains a blank or control character"}},
+	{name: "token with CR LF", dsn: "/?checkInterval=1s&hostsURL=" + rawURL + "&hostsToken=" + testToken + "%0D%0AX-Evil:%201", wantErr: ErrInvalidOption,
+		errParts: []string{"blank or control character"}},
+	{name: "token with = inside", dsn: "/?checkInterval=1s&hostsURL=" + rawURL + "&hostsToken=" + testToken + "=x", wantErr: ErrInvalidOption,
+		errParts: []string{"'=' before the end"}},
+	{name: "token of padding only", dsn: "/?checkInterval=1s&hostsURL=" + rawURL + "&hostsToken===", wantErr: ErrInvalidOption,
+		errParts: []string{"empty before the '=' padding"}},
+	{name: "empty token", dsn: "/?checkInterval=1s&hostsURL=" + rawURL + "&hostsToken=", wantErr: ErrInvalidOption,
+		errParts: []string{`dsn: hostsToken: invalid value "": want a bearer token`}},
+	{name: "token with a bad escape", dsn: "u:" + testPW + "@tcp(h1)/db?checkInterval=1s&hostsURL=" + rawURL + "&hostsToken=" + testToken + "%zz", wantErr: ErrInvalidOption,
+		errParts: []string{"dsn: hostsToken: invalid value (not shown): want a bearer token, written as is or %XX-escaped"}},
+	{name: "token twice differing", dsn: "/?checkInterval=1s&hostsURL=" + rawURL + "&hostsToken=" + testToken + "a&hostsToken=" + testToken + "b", wantErr: ErrInvalidOption,
+		errParts: []string{"dsn: hostsToken given twice with different values ((not shown) and (not shown))"}},
+	{name: "raw hostsURL with a near-miss key", dsn: "u:" + testPW + "@tcp(h1)/db?hostsUrl=" + rawURL, wantErr: ErrInvalidOption,
+		errParts: []string{`dsn: unknown parameter "hostsUrl": did you mean "hostsURL"?`}},
+	{name: "raw token with a near-miss key", dsn: "u:" + testPW + "@tcp(h1)/db?HOSTSTOKEN=" + testToken + "/x", wantErr: ErrInvalidOption,
+		errParts: []string{`"HOSTSTOKEN": did you mean "hostsToken"?`}},
+	{name: "raw hostsURL behind another item's '?'", dsn: "tcp(h1)/db?x=1?hostsURL=" + rawURL, wantErr: ErrSyntax, errParts: []string{"escape"}},
+
+	// Near misses of the probe and provider keys.
+	{name: "checkinterval", dsn: "/?checkinterval=1s", wantErr: ErrInvalidOption, errParts: []string{`"checkinterval": did you mean "checkInterval"?`}},
+	{name: "check_interval", dsn: "/?check_interval=1s", wantErr: ErrInvalidOption, errParts: []string{`did you mean "checkInterval"?`}},
+	{name: "failOverDelay", dsn: "/?failOverDelay=1s", wantErr: ErrInvalidOption, errParts: []string{`"failOverDelay": did you mean "failoverDelay"?`}},
+	{name: "switchbackDelay", dsn: "/?switchbackDelay=1s", wantErr: ErrInvalidOption, errParts: []string{`did you mean "switchBackDelay"?`}},
+	{name: "hostsurl", dsn: "/?hostsurl=x", wantErr: ErrInvalidOption, errParts: []string{`did you mean "hostsURL"?`}},
+	{name: "hostToken", dsn: "/?hostToken=" + testToken, wantErr: ErrInvalidOption, errParts: []string{`"hostToken": did you mean "hostsToken"?`}},
+	{name: "hostsAllowHttp", dsn: "/?hostsAllowHttp=true", wantErr: ErrInvalidOption, errParts: []string{`did you mean "hostsAllowHTTP"?`}},
 }
 
 func want[T comparable](t *testing.T, what string, got, want T) {
@@ -349,8 +518,8 @@ func TestParse(t *testing.T) {
 						t.Errorf("error %q does not contain %q", msg, p)
 					}
 				}
-				if strings.Contains(msg, testPW) {
-					t.Errorf("error %q contains the password", msg)
+				if strings.Contains(msg, testPW) || strings.Contains(msg, testToken) {
+					t.Errorf("error %q contains the password or the token", msg)
 				}
 				return
 			}
@@ -503,11 +672,13 @@ func TestFormatDSN(t *testing.T) {
 	}
 }
 
-// TestRedaction: String, GoString and every fmt verb hide the password, for
-// parsed and hand-built Configs, while FormatDSN keeps it.
+// TestRedaction: String, GoString and every fmt verb hide the password and
+// hostsToken, for parsed and hand-built Configs, while FormatDSN keeps them.
+// (A Config value, *c, prints its fields: HostsToken is a plain string.)
 func TestRedaction(t *testing.T) {
 	for _, tt := range parseTests {
-		if tt.wantErr != nil || !strings.Contains(tt.dsn, testPW) {
+		hasPW, hasToken := strings.Contains(tt.dsn, testPW), strings.Contains(tt.dsn, "hostsToken="+testToken)
+		if tt.wantErr != nil || !hasPW && !hasToken {
 			continue
 		}
 		t.Run(tt.name, func(t *testing.T) {
@@ -515,24 +686,36 @@ func TestRedaction(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !strings.Contains(c.FormatDSN(), testPW) {
-				t.Errorf("FormatDSN() lost the password")
+			f := c.FormatDSN()
+			if hasPW && !strings.Contains(f, testPW) || hasToken && !strings.Contains(f, "&hostsToken="+testToken) {
+				t.Errorf("FormatDSN() = %q lost the password or the token", f)
 			}
-			for _, s := range []string{
+			prints := []string{
 				c.String(), c.GoString(),
 				fmt.Sprint(c), fmt.Sprintf("%v|%+v|%s|%#v|%q", c, c, c, c, c),
-				fmt.Sprintf("%v|%+v|%#v", *c, *c, *c),
 				fmt.Sprintf("%v|%#v", []*Config{c}, []*Config{c}),
-			} {
-				if strings.Contains(s, testPW) {
-					t.Errorf("password printed: %s", s)
+			}
+			if !hasToken {
+				prints = append(prints, fmt.Sprintf("%v|%+v|%#v", *c, *c, *c))
+			}
+			for _, s := range prints {
+				if strings.Contains(s, testPW) || strings.Contains(s, testToken) {
+					t.Errorf("password or token printed: %s", s)
 				}
 			}
-			if !strings.Contains(c.String(), ":xxxxx@") {
+			if hasPW && !strings.Contains(c.String(), ":xxxxx@") {
 				t.Errorf("String() = %q, want the password as xxxxx", c.String())
 			}
+			if hasToken && !strings.Contains(c.String(), "&hostsToken=xxxxx") {
+				t.Errorf("String() = %q, want the token as xxxxx", c.String())
+			}
 			r := c.Clone()
-			r.MySQL.Passwd = "xxxxx"
+			if hasPW {
+				r.MySQL.Passwd = "xxxxx"
+			}
+			if hasToken {
+				r.HostsToken = "xxxxx"
+			}
 			want(t, "String()", c.String(), r.FormatDSN())
 		})
 	}
@@ -621,6 +804,54 @@ func TestValidate(t *testing.T) {
 			[]string{"usedHostsPerRemoteDC=1 needs localDC"}},
 		{"topology key in Params", func(c *Config) { c.MySQL.Params = map[string]string{"localdc": "east"} }, ErrInvalidOption,
 			[]string{`"localdc"`, "Config.LocalDC"}},
+
+		// Probes and the host list provider.
+		{"probes and provider", func(c *Config) {
+			c.CheckInterval, c.FailoverDelay, c.SwitchBackDelay = 250*time.Millisecond, 0, 0
+			c.HostsURL, c.HostsToken = "https://cfg.example/hosts?x=a&y=b+c%2F", testToken+"+/=="
+		}, nil, nil},
+		{"http with HostsAllowHTTP", func(c *Config) {
+			c.CheckInterval, c.HostsURL, c.HostsAllowHTTP = time.Second, "http://10.0.0.1:8080/h", true
+		}, nil, nil},
+		{"delays and HostsAllowHTTP without probing", func(c *Config) {
+			c.FailoverDelay, c.SwitchBackDelay, c.HostsAllowHTTP = time.Hour, time.Nanosecond, true
+		}, nil, nil},
+		{"negative CheckInterval", func(c *Config) { c.CheckInterval = -time.Second }, ErrInvalidOption,
+			[]string{"dsn: CheckInterval is -1s: want a duration >= 0 (0: probing off)"}},
+		{"negative FailoverDelay", func(c *Config) { c.FailoverDelay = -time.Millisecond }, ErrInvalidOption,
+			[]string{"dsn: FailoverDelay is -1ms: want a duration >= 0"}},
+		{"negative SwitchBackDelay", func(c *Config) { c.SwitchBackDelay = -1 }, ErrInvalidOption,
+			[]string{"dsn: SwitchBackDelay is -1ns: want a duration >= 0"}},
+		{"CheckInterval too small", func(c *Config) { c.CheckInterval = time.Millisecond }, ErrInvalidOption,
+			[]string{"dsn: checkInterval=1ms is too small: want 0 (probing off) or at least 10ms"}},
+		{"HostsURL without CheckInterval", func(c *Config) { c.HostsURL = "https://cfg/h" }, ErrInvalidOption,
+			[]string{"dsn: hostsURL needs checkInterval > 0"}},
+		{"HostsURL with user info", func(c *Config) { c.CheckInterval, c.HostsURL = time.Second, "https://u:"+testToken+"@cfg/h" }, ErrInvalidOption,
+			[]string{"dsn: hostsURL (not shown: it may hold credentials): must not carry credentials"}},
+		{"HostsURL with user info that does not parse", func(c *Config) { c.CheckInterval, c.HostsURL = time.Second, "https://u:"+testToken+"%zz@cfg/h" }, ErrInvalidOption,
+			[]string{"dsn: hostsURL (not shown: it may hold credentials): not a valid URL"}},
+		{"HostsURL that does not parse", func(c *Config) { c.CheckInterval, c.HostsURL = time.Second, "https://cfg/%zz" }, ErrInvalidOption,
+			[]string{`dsn: hostsURL "https://cfg/%zz": not a valid URL: invalid URL escape "%zz"`}},
+		{"HostsURL with a control character", func(c *Config) { c.CheckInterval, c.HostsURL = time.Second, "https://cfg/\x00" }, ErrInvalidOption,
+			[]string{`"https://cfg/\x00": contains a blank or control character`}},
+		{"HostsURL plain http", func(c *Config) { c.CheckInterval, c.HostsURL = time.Second, "http://10.0.0.1/h" }, ErrInvalidOption,
+			[]string{"plain http", "hostsAllowHTTP=true"}},
+		{"HostsURL relative", func(c *Config) { c.CheckInterval, c.HostsURL = time.Second, "/hosts.json" }, ErrInvalidOption,
+			[]string{`scheme ""`}},
+		{"HostsToken without HostsURL", func(c *Config) { c.HostsToken = testToken }, ErrInvalidOption,
+			[]string{"dsn: hostsToken needs hostsURL"}},
+		{"HostsToken with &", func(c *Config) {
+			c.CheckInterval, c.HostsURL, c.HostsToken = time.Second, "https://cfg/h", testToken+"&x=y"
+		}, ErrInvalidOption,
+			[]string{"dsn: hostsToken (not shown): contains a character outside the b64token set"}},
+		{"HostsToken with a header line", func(c *Config) {
+			c.CheckInterval, c.HostsURL, c.HostsToken = time.Second, "https://cfg/h", testToken+"\r\nX: y"
+		}, ErrInvalidOption,
+			[]string{"blank or control character"}},
+		{"HostsToken in Params", func(c *Config) { c.MySQL.Params = map[string]string{"hoststoken": testToken} }, ErrInvalidOption,
+			[]string{`"hoststoken"`, "Config.HostsToken"}},
+		{"checkInterval in Params", func(c *Config) { c.MySQL.Params = map[string]string{"checkInterval": "1s"} }, ErrInvalidOption,
+			[]string{"Config.CheckInterval"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -645,8 +876,8 @@ func TestValidate(t *testing.T) {
 			if !errors.Is(err, tt.wantErr) {
 				t.Errorf("error %q does not wrap %v", msg, tt.wantErr)
 			}
-			if !strings.HasPrefix(msg, "dsn: ") || strings.Contains(msg, testPW) {
-				t.Errorf("error %q: want a \"dsn: \" prefix and no password", msg)
+			if !strings.HasPrefix(msg, "dsn: ") || strings.Contains(msg, testPW) || strings.Contains(msg, testToken) {
+				t.Errorf("error %q: want a \"dsn: \" prefix and no password or token", msg)
 			}
 			for _, p := range tt.parts {
 				if !strings.Contains(msg, p) {
@@ -674,6 +905,14 @@ func TestNewConfig(t *testing.T) {
 	want(t, "TargetSessionAttrs", c.TargetSessionAttrs, TargetAny)
 	want(t, "LocalDC", c.LocalDC, "")
 	want(t, "UsedHostsPerRemoteDC", c.UsedHostsPerRemoteDC, 0)
+	want(t, "CheckInterval", c.CheckInterval, 0)
+	want(t, "FailoverDelay", c.FailoverDelay, time.Second)
+	want(t, "SwitchBackDelay", c.SwitchBackDelay, 30*time.Second)
+	want(t, "HostsURL", c.HostsURL, "")
+	want(t, "HostsToken", c.HostsToken, "")
+	want(t, "HostsAllowHTTP", c.HostsAllowHTTP, false)
+	want(t, "DefaultCheckInterval", DefaultCheckInterval, 0)
+	want(t, "MinCheckInterval", MinCheckInterval, 10*time.Millisecond)
 	if c.Hosts != nil || c.MySQL == nil {
 		t.Errorf("Hosts = %v, MySQL = %p: want nil hosts and a MySQL config", c.Hosts, c.MySQL)
 	}

@@ -83,3 +83,29 @@ func ExampleParse_topology() {
 	// dsn: localDC "East" matches no host's dc label; known DCs: east, west; labels are case-sensitive: did you mean "east"?
 	// dsn: targetSessionAttrs: invalid value "read_write": did you mean "read-write"? (values are case-sensitive: any, read-write, read-only, primary, standby, prefer-standby)
 }
+
+// Active health probes every 2s, and a host list provider polled at the
+// same interval with a bearer token. The URL may be written as it is or
+// query-escaped; String hides the token as it hides the password.
+func ExampleParse_probes() {
+	c, err := dsn.Parse("app:s3cret@tcp(db1,db2)/shop?checkInterval=2s&failoverDelay=3s&switchBackDelay=1m" +
+		"&hostsURL=https://cfg.example/mysql/hosts.json&hostsToken=tok3n")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(c)
+	fmt.Println("probe every", c.CheckInterval, "- move away after", c.FailoverDelay, "- move back after", c.SwitchBackDelay)
+	fmt.Println("hosts from", c.HostsURL)
+
+	_, err = dsn.Parse("app:s3cret@tcp(db1,db2)/shop?hostsURL=https://cfg.example/hosts.json")
+	fmt.Println(err)
+	_, err = dsn.Parse("app:s3cret@tcp(db1,db2)/shop?checkInterval=2s&hostsURL=http://cfg.example/hosts.json")
+	fmt.Println(err)
+	// Output:
+	// app:xxxxx@tcp(db1:3306,db2:3306)/shop?checkInterval=2s&failoverDelay=3s&switchBackDelay=1m0s&hostsURL=https%3A%2F%2Fcfg.example%2Fmysql%2Fhosts.json&hostsToken=xxxxx
+	// probe every 2s - move away after 3s - move back after 1m0s
+	// hosts from https://cfg.example/mysql/hosts.json
+	// dsn: hostsURL needs checkInterval > 0, the interval at which it is polled: set checkInterval (e.g. checkInterval=5s)
+	// dsn: hostsURL "http://cfg.example/hosts.json": plain http to a host that is not a loopback address would send the host list (and hostsToken) unencrypted: use https, or set hostsAllowHTTP=true
+}

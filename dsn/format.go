@@ -22,8 +22,9 @@ const redacted = "xxxxx"
 // from go-sql-driver's mysql.Config.FormatDSN, followed by our options that
 // differ from their defaults, in a fixed order and under their main
 // (...Master) names; hostsURL and hostsToken are escaped with
-// url.QueryEscape, so they never depend on Parse's tolerance of raw values. Like go-sql-driver's, it cannot express MySQL.TLS,
-// Logger or DialFunc, and the guarantee holds for Configs that pass
+// url.QueryEscape, so the output never relies on Parse's tolerance of raw
+// values. Like go-sql-driver's, it cannot express MySQL.TLS, Logger or
+// DialFunc, and the guarantee holds for Configs that pass
 // Validate and whose MySQL go-sql-driver can format (a user name without
 // ':', parameter names without '&' or '=' ...), which all Parse results do.
 // A nil MySQL is formatted as mysql.NewConfig(), and a TargetSessionAttrs of

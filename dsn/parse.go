@@ -57,12 +57,14 @@ var options = []option{
 }
 
 // show quotes raw, a value of o as written in the DSN, for a message; a
-// secret is never shown, nor a URL that may hold credentials.
+// secret is never shown (unless empty), nor a URL that may hold
+// credentials.
 func (o *option) show(raw string) string {
-	switch o.kind {
-	case optSecret:
+	switch {
+	case raw == "":
+	case o.kind == optSecret:
 		return "(not shown)"
-	case optURL:
+	case o.kind == optURL:
 		return showURL(raw)
 	}
 	return strconv.Quote(raw)
@@ -150,8 +152,8 @@ func editDistance(a, b string) int {
 // must be tcp, tcp4 or tcp6 (or absent: tcp). Names are not resolved.
 //
 // Our options (see the package documentation) are taken out of the query
-// string; everything else goes, with its escaping untouched, to
-// mysql.ParseDSN, whose result becomes MySQL (with Addr the primary's and TLS
+// string (the values of hostsURL and hostsToken may hold unescaped '/');
+// everything else goes, with its escaping untouched, to mysql.ParseDSN, whose result becomes MySQL (with Addr the primary's and TLS
 // left nil, see Config.MySQL).
 //
 // Errors start with "dsn: " and wrap ErrSyntax, ErrNotTCP, ErrInvalidHost or
@@ -167,14 +169,7 @@ func Parse(dsn string) (c *Config, err error) {
 		}
 	}()
 
-	p, err := split(dsn)
-	if err != nil {
-		return nil, err
-	}
-	if err := checkNet(p.net); err != nil {
-		return nil, err
-	}
-	hosts, err := parseHosts(p.addrlist)
+	p, hosts, err := split(dsn)
 	if err != nil {
 		return nil, err
 	}
@@ -232,23 +227,46 @@ type dsnParts struct {
 // split cuts dsn by go-sql-driver's rules (ParseDSN, dsn.go): the last '/'
 // ends the address part, the last '@' before it ends the user info (so a
 // password may contain '@', ':', '/', '(' ...), and the first '(' after that
-// '@' opens the address list, which must end just before the '/'.
+// '@' opens the address list, which must end just before the '/'. It checks
+// the network and parses the host list too.
 //
 // One exception: the values of hostsURL and hostsToken may be written
 // unescaped ("?hostsURL=https://cfg.example/hosts.json"), although their
 // '/' would move go-sql-driver's cut. split first cuts with those values
-// masked (rawValues); it keeps that cut if each masked value is then an
-// item of the query string, and otherwise (the text is in the password,
-// say) cuts dsn as it is.
-func split(dsn string) (dsnParts, error) {
+// masked (rawValues). It keeps that cut if each masked value is then an
+// item of the query string and the network and hosts are valid; otherwise
+// it cuts dsn as it is (the look-alike is in the password, say), and
+// reports the masked cut's network or host error only if that fails too.
+func split(dsn string) (dsnParts, []Host, error) {
 	if scan, items := rawValues(dsn); len(items) > 0 {
 		p, q, err := cut(dsn, scan)
 		if err == nil && q >= 0 && !slices.ContainsFunc(items, func(i int) bool { return i < q || i > q && dsn[i] != '&' }) {
-			return p, nil
+			hosts, err := p.hosts()
+			if err == nil {
+				return p, hosts, nil
+			}
+			if p2, _, err2 := cut(dsn, dsn); err2 == nil {
+				if hosts2, err2 := p2.hosts(); err2 == nil {
+					return p2, hosts2, nil
+				}
+			}
+			return p, nil, err
 		}
 	}
 	p, _, err := cut(dsn, dsn)
-	return p, err
+	if err != nil {
+		return p, nil, err
+	}
+	hosts, err := p.hosts()
+	return p, hosts, err
+}
+
+// hosts checks the network and parses the address list.
+func (p dsnParts) hosts() ([]Host, error) {
+	if err := checkNet(p.net); err != nil {
+		return nil, err
+	}
+	return parseHosts(p.addrlist)
 }
 
 // rawValueKeys are the options whose values may hold '/' unescaped.
@@ -580,6 +598,9 @@ func parseValue(o *option, raw string) (any, error) {
 	case optURL:
 		// Validate checks the URL itself, for hand-built Configs too.
 		u, err := url.QueryUnescape(raw)
+		if raw == "" {
+			return nil, bad(`an http(s) URL such as "https://cfg.example/hosts.json"`)
+		}
 		if err != nil {
 			return nil, bad("a URL, query-escaped as by url.QueryEscape (bad %-escape)")
 		}
@@ -588,6 +609,9 @@ func parseValue(o *option, raw string) (any, error) {
 		// '+' stays '+': a bearer token has no blanks. Validate checks the
 		// token itself.
 		t, err := url.PathUnescape(raw)
+		if raw == "" {
+			return nil, bad(tokenRule)
+		}
 		if err != nil {
 			return nil, bad("a bearer token, written as is or %XX-escaped (bad %-escape)")
 		}

@@ -348,7 +348,7 @@ type plan struct {
 // rotation). Hosts declared down by probes, and for joining connections hosts in
 // backoff, are left out too, unless that would leave nothing to try: then every planned
 // host is tried (all hosts down is when retriesAllDown matters).
-func (c *Cluster) order(t *topo, p plan, i int, buf []int) []int {
+func (c *Cluster) order(t *topo, p plan, i int, tried []bool, buf []int) []int {
 	infos := t.infos()
 	w := Walk{Hosts: infos, List: t.list, Primary: t.primary, Start: p.start, Failed: p.failed, Pass: i}
 	if i == 0 {
@@ -388,14 +388,23 @@ func (c *Cluster) order(t *topo, p plan, i int, buf []int) []int {
 		}
 	}
 	now := c.clock.Now().UnixNano()
+	// Backoff is for connections that join the pool (new ones, and followers of a pool
+	// that moved): they are many, and must not each pay a dead host's timeout while a
+	// healthy host is in the plan. The one walk that moves the pool after a failure
+	// keeps Connector/J's order, each host once per pass; so does a walk in which every
+	// host has failed lately (all down), and a walk never skips a host it has tried
+	// itself in an earlier pass. Hosts the probes declared down are skipped by every
+	// walk; the host whose failure started a walk keeps its place (last of the first
+	// pass).
+	healthy := false
+	for _, h := range out {
+		healthy = healthy || !t.hosts[h].failing.Load() && !t.hosts[h].down.Load()
+	}
 	k := 0
 	for _, h := range out {
-		// Backoff is for connections that join the pool (new ones, and followers of a
-		// pool that moved): they are many, and must not each pay a dead host's timeout.
-		// The one walk that moves the pool after a failure keeps Connector/J's order,
-		// each host once per pass, and skips only hosts the probes declared down. The
-		// host whose failure started a walk keeps its place (last of the first pass).
-		if h == p.failed || !t.hosts[h].down.Load() && !(p.join && t.hosts[h].retryAt.Load() > now) {
+		hs := t.hosts[h]
+		backingOff := p.join && healthy && hs.retryAt.Load() > now && (tried == nil || !tried[h])
+		if h == p.failed || !hs.down.Load() && !backingOff {
 			out[k] = h
 			k++
 		}
@@ -663,7 +672,7 @@ func (c *Cluster) findHome(ctx context.Context, from int, setup SetupFunc) (driv
 	err := errors.New("mysqlfailover: no other local host to return to")
 	last := -1
 	t := c.t.Load()
-	for _, h := range c.order(t, plan{start: from, failed: -1}, 0, nil) {
+	for _, h := range c.order(t, plan{start: from, failed: -1}, 0, nil, nil) {
 		if h == from || !c.home(t, h) {
 			continue
 		}
@@ -708,7 +717,7 @@ func (c *Cluster) walk(ctx context.Context, p plan, cause error, setup SetupFunc
 			}
 		}
 		passes++
-		order = c.order(t, p, i, order)
+		order = c.order(t, p, i, tried, order)
 		for _, h := range order {
 			if ctx.Err() != nil {
 				return nil, -1, c.noHost(t, passes, errs, tried, ctx.Err(), p)

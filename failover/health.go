@@ -84,6 +84,7 @@ func (c *Cluster) attemptFailed(h *hostState, err error) {
 	d := backoff(h.fails)
 	h.mu.Unlock()
 	h.retryAt.Store(now.Add(d).UnixNano())
+	h.failing.Store(true)
 	c.setState(h, HostDown, err)
 }
 
@@ -93,6 +94,7 @@ func (c *Cluster) attemptSucceeded(h *hostState) {
 	h.fails = 0
 	h.mu.Unlock()
 	h.retryAt.Store(0)
+	h.failing.Store(false)
 	if !h.down.Load() {
 		c.setState(h, HostUp, nil)
 	}

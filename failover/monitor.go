@@ -208,6 +208,7 @@ func (c *Cluster) probe(ctx context.Context, id int) {
 	h.fails = 0
 	h.mu.Unlock()
 	h.retryAt.Store(0)
+	h.failing.Store(false)
 	h.down.Store(false)
 	c.setState(h, HostUp, nil)
 }
@@ -252,7 +253,7 @@ func (c *Cluster) decide() {
 	ha := t.host(a)
 	if ha.down.Load() || ha.unfit.Load() || !t.member[a] {
 		target := -1
-		for _, id := range c.order(t, plan{start: c.next(t, a), failed: a}, 0, nil) {
+		for _, id := range c.order(t, plan{start: c.next(t, a), failed: a}, 0, nil, nil) {
 			if id != a && c.healthy(t.hosts[id], now, 0) {
 				target = id
 				break
@@ -284,7 +285,7 @@ func (c *Cluster) decide() {
 	if c.Home(a) {
 		return
 	}
-	for _, id := range c.order(t, plan{start: t.primary, failed: -1}, 0, nil) {
+	for _, id := range c.order(t, plan{start: t.primary, failed: -1}, 0, nil, nil) {
 		if id == a || !c.home(t, id) || !c.healthy(t.hosts[id], now, c.backDelay) {
 			continue
 		}

@@ -22,6 +22,7 @@ type hostState struct {
 	unfit   atomic.Bool  // the last check found a role the Target does not accept
 	retryAt atomic.Int64 // backoff: clock time (UnixNano) before which walks skip it
 	down    atomic.Bool  // probes declared it down (probing on): walks skip it
+	failing atomic.Bool  // its last attempt failed
 
 	mu        sync.Mutex // guards the rest
 	fails     int        // consecutive failed attempts: the backoff exponent

@@ -46,6 +46,7 @@ type host struct {
 
 	readOnly, txReadOnly bool // answered to the role query; readOnly rejects writes
 	roleChecks           int
+	probes               int
 }
 
 // NewNet returns n hosts, all up, whose connections expect nothing.

@@ -35,8 +35,22 @@ func (n *Net) RoleChecks(i int) int {
 var ReadOnlyError = &mysql.MySQLError{Number: 1290, SQLState: [5]byte{'H', 'Y', '0', '0', '0'},
 	Message: "The MariaDB server is running with the --read-only option so it cannot execute this statement"}
 
-// roleAnswer answers the role query from the host's state; ok is false for other queries.
+// Probes returns how many probe queries (SELECT 1) host i answered.
+func (n *Net) Probes(i int) int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.hosts[i].probes
+}
+
+// roleAnswer answers the role query from the host's state, and the probe query
+// (SELECT 1) with one row; ok is false for other queries.
 func (c *Conn) roleAnswer(query string) (driver.Rows, bool) {
+	if query == "SELECT 1" {
+		c.net.mu.Lock()
+		c.net.hosts[c.Host].probes++
+		c.net.mu.Unlock()
+		return &rows{vals: [][]driver.Value{{int64(1), int64(1)}}}, true
+	}
 	if !strings.HasPrefix(query, "SHOW GLOBAL VARIABLES") {
 		return nil, false
 	}
