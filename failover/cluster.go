@@ -497,7 +497,8 @@ const (
 // connector, not one per pooled connection.
 func (c *Cluster) Failover(ctx context.Context, failed int, cause error, setup SetupFunc) (driver.Conn, int, error) {
 	c.emit(Event{Kind: EventHostFailed, Host: c.Host(failed), Err: NotBadConn(cause, "")})
-	if h := c.t.Load().host(failed); h != nil {
+	if h := c.t.Load().host(failed); h != nil && h.retryAt.Load() <= c.clock.Now().UnixNano() {
+		// Into backoff, unless already there (a failed Reconnect just put it there).
 		var re *RoleError
 		if !errors.As(cause, &re) && Classify(cause) == Communication {
 			c.attemptFailed(h, NotBadConn(cause, ""))
