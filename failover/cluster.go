@@ -259,13 +259,17 @@ func (c *Cluster) Unfit(host int) bool {
 }
 
 // Close makes later walks fail with ErrClosed and stops the monitor, waiting for its
-// goroutines (probe connections are closed) before it returns.
+// goroutines (probe connections are closed) before it returns; a provider with a
+// CloseIdleConnections method (HTTPHostList) has it called.
 func (c *Cluster) Close() {
 	c.closed.Store(true)
 	if c.stop != nil {
 		c.stop()
 	}
 	c.monitorRun.Wait()
+	if p, ok := c.provider.(interface{ CloseIdleConnections() }); ok {
+		p.CloseIdleConnections() // HTTPHostList: no keep-alive goroutine outlives Close
+	}
 }
 
 // fallBackEnabled: both 0 disables fall-back (Connector/J enableFallBackToPrimaryHost);
