@@ -44,9 +44,15 @@ type Driver struct{}
 // Open parses name and returns one connection from a Connector of its own. Prefer
 // sql.Open, which calls OpenConnector once per sql.DB. It returns the dsn package's
 // error for a bad DSN, and the failover package's *NoHostAvailableError when no host
-// answers.
+// answers. The Connector of a lone connection runs no monitor (checkInterval and
+// hostsURL are ignored): nothing would ever stop it.
 func (d Driver) Open(name string) (sqldriver.Conn, error) {
-	c, err := d.OpenConnector(name)
+	cfg, err := dsn.Parse(name)
+	if err != nil {
+		return nil, err
+	}
+	cfg.CheckInterval, cfg.HostsURL, cfg.HostsToken = 0, "", ""
+	c, err := NewConnector(cfg)
 	if err != nil {
 		return nil, err
 	}
