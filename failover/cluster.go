@@ -267,6 +267,7 @@ func (c *Cluster) Close() {
 		c.stop()
 	}
 	c.monitorRun.Wait()
+	c.probes.closeAll() // also those of Check calls made without Start
 	if p, ok := c.provider.(interface{ CloseIdleConnections() }); ok {
 		p.CloseIdleConnections() // HTTPHostList: no keep-alive goroutine outlives Close
 	}
@@ -501,10 +502,14 @@ const (
 // connector, not one per pooled connection.
 func (c *Cluster) Failover(ctx context.Context, failed int, cause error, setup SetupFunc) (driver.Conn, int, error) {
 	c.emit(Event{Kind: EventHostFailed, Host: c.Host(failed), Err: NotBadConn(cause, "")})
-	if h := c.t.Load().host(failed); h != nil && h.retryAt.Load() <= c.clock.Now().UnixNano() {
-		// Into backoff, unless already there (a failed Reconnect just put it there).
-		var re *RoleError
-		if !errors.As(cause, &re) && Classify(cause) == Communication {
+	var re *RoleError
+	if h := c.t.Load().host(failed); h != nil && !errors.As(cause, &re) && Classify(cause) == Communication {
+		// Into backoff, unless already there (a failed Reconnect just put it there, or
+		// another connection reported the same failure a moment ago): one failure, one
+		// step of backoff, however many connections saw it. The compare-and-swap claims
+		// the report; attemptFailed then sets the real end of the backoff.
+		now := c.clock.Now().UnixNano()
+		if old := h.retryAt.Load(); old <= now && h.retryAt.CompareAndSwap(old, now+1) {
 			c.attemptFailed(h, NotBadConn(cause, ""))
 		}
 	}
@@ -575,9 +580,6 @@ func (c *Cluster) lead(ctx context.Context, f *flight, cause error, setup SetupF
 	f.host, f.err = h, err
 	var nh *NoHostAvailableError
 	f.ctxEnd = err != nil && (ctx.Err() != nil || errors.As(err, &nh) && nh.Err != nil)
-	if err == nil {
-		c.failovers.Add(1)
-	}
 	return conn, h, err
 }
 
@@ -736,7 +738,7 @@ func (c *Cluster) walk(ctx context.Context, p plan, cause error, setup SetupFunc
 				continue
 			}
 			if err == nil {
-				c.landed(h, triedPrimary, p.failed, cause, false)
+				c.landed(h, triedPrimary, p.failed, c.why(cause, errs), false)
 				return conn, h, nil
 			}
 			errs[h] = err
@@ -756,7 +758,7 @@ func (c *Cluster) walk(ctx context.Context, p plan, cause error, setup SetupFunc
 		if spare != nil {
 			conn, h := spare, spareHost
 			spare = nil
-			c.landed(h, triedPrimary, p.failed, cause, true)
+			c.landed(h, triedPrimary, p.failed, c.why(cause, errs), true)
 			return conn, h, nil
 		}
 	}
@@ -793,8 +795,17 @@ func (c *Cluster) noHost(t *topo, passes int, errs []error, tried []bool, ctxErr
 	return e
 }
 
+// why is the cause of a switch for its event: the failure that started the walk, or
+// for a connection that joined the pool the error the pool's host gave it in this walk.
+func (c *Cluster) why(cause error, errs []error) error {
+	if a := c.Active(); cause == nil && a < len(errs) {
+		return errs[a]
+	}
+	return cause
+}
+
 // landed records that a walk ended on host h, lastResort when prefer-standby had to
-// take a non-standby.
+// take a non-standby. A move away from the pool's host counts as a failover.
 func (c *Cluster) landed(h int, triedPrimary bool, failed int, cause error, lastResort bool) {
 	t := c.t.Load()
 	prev := int(c.active.Swap(int32(h)))
@@ -811,6 +822,7 @@ func (c *Cluster) landed(h int, triedPrimary bool, failed int, cause error, last
 		c.fallBacks.Add(1)
 		c.emit(Event{Kind: EventFallBack, Host: c.Host(h), From: c.Host(prev)})
 	default:
+		c.failovers.Add(1)
 		e := Event{Kind: EventSwitch, Host: c.Host(h), From: c.Host(prev), Err: NotBadConn(cause, "")}
 		if failed >= 0 {
 			e.From = c.Host(failed)

@@ -48,6 +48,23 @@ func (p *probeSet) put(id int, c driver.Conn) {
 	}
 }
 
+// keepOnly closes the probe connections of the hosts whose keep entry is false (or
+// beyond it).
+func (p *probeSet) keepOnly(keep []bool) {
+	p.mu.Lock()
+	var drop []driver.Conn
+	for id, c := range p.conns {
+		if id >= len(keep) || !keep[id] {
+			drop = append(drop, c)
+			delete(p.conns, id)
+		}
+	}
+	p.mu.Unlock()
+	for _, c := range drop {
+		_ = c.Close()
+	}
+}
+
 func (p *probeSet) closeAll() {
 	p.mu.Lock()
 	cs := p.conns
@@ -127,9 +144,14 @@ func (c *Cluster) Check(ctx context.Context) {
 	}
 	t := c.t.Load()
 	infos := t.infos()
+	probed := make([]bool, len(t.hosts))
+	for _, id := range t.list {
+		probed[id] = t.distance(infos[id]) != DistanceIgnored
+	}
+	c.probes.keepOnly(probed) // hosts that left the list, or are ignored: no probe connection
 	var wg sync.WaitGroup
 	for _, id := range t.list {
-		if t.distance(infos[id]) == DistanceIgnored {
+		if !probed[id] {
 			continue
 		}
 		wg.Add(1)
@@ -200,7 +222,12 @@ func (c *Cluster) probe(ctx context.Context, id int) {
 		c.setRole(id, role)
 	}
 	h.mu.Lock()
-	if h.okSince.IsZero() {
+	switch {
+	case h.unfit.Load():
+		// Up, but of the wrong role: a run of qualifying probes starts only when the
+		// role qualifies again, so a read_only that flaps never draws the pool back.
+		h.okSince = time.Time{}
+	case h.okSince.IsZero():
 		h.okSince = now
 	}
 	h.failSince = time.Time{}

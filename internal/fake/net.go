@@ -9,12 +9,15 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 
 	"github.com/DATA-DOG/go-sqlmock"
 	"github.com/go-sql-driver/mysql"
 )
+
+var dsnSeq atomic.Int64
 
 // Refused is the dial error of a down host: what net.Dialer returns for a closed port.
 func Refused(addr string) error {
@@ -150,7 +153,9 @@ func (n *Net) Dial(ctx context.Context, i int) (driver.Conn, error) {
 		return nil, h.dialErr
 	}
 	n.seq++
-	dsn := fmt.Sprintf("fake-%s-%d-%p", h.addr, n.seq, n)
+	// sqlmock keeps every DSN it saw for the life of the process: a process-wide
+	// sequence keeps them unique across tests (a Net's address can be reused).
+	dsn := fmt.Sprintf("fake-%s-%d", h.addr, dsnSeq.Add(1))
 	seq := 0
 	for _, c := range n.conns {
 		if c.Host == i {
