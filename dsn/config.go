@@ -577,14 +577,19 @@ func isLoopback(host string) bool {
 }
 
 // showURL quotes a HostsURL for a message, unless it may hold credentials:
-// with '@' in it, it is shown only when url.Parse finds no user info.
+// with '@' in it, it is shown only when url.Parse finds no user info; its
+// query and fragment, which may carry a key, are shown as "xxxxx" (redactURL).
 func showURL(s string) string {
 	if strings.Contains(s, "@") {
 		if u, err := url.Parse(s); err != nil || u.User != nil {
 			return "(not shown: it may hold credentials)"
 		}
 	}
-	return strconv.Quote(s)
+	r := redactURL(s)
+	if r == redacted {
+		return "(not shown: it may hold credentials)"
+	}
+	return strconv.Quote(r)
 }
 
 // tokenRule says what checkToken accepts, for messages.

@@ -184,8 +184,8 @@ func checkParsed(t *testing.T, s string, c *Config) {
 		t.Fatalf("Parse(%q): HostsToken without HostsURL or not a b64token", s)
 	}
 
-	// String must be FormatDSN with only the password and the token
-	// replaced ...
+	// String must be FormatDSN with only the password, the token and the
+	// hostsURL's query (and user info) replaced ...
 	pw := c.MySQL.Passwd
 	r := c.Clone()
 	if pw != "" {
@@ -193,6 +193,9 @@ func checkParsed(t *testing.T, s string, c *Config) {
 	}
 	if r.HostsToken != "" {
 		r.HostsToken = redacted
+	}
+	if r.HostsURL != "" {
+		r.HostsURL = redactURL(r.HostsURL)
 	}
 	str := c.String()
 	if str != r.FormatDSN() {

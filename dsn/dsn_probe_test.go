@@ -187,8 +187,8 @@ func TestProbeRedaction(t *testing.T) {
 		"https://admin:" + testToken + "@cfg/h":    "hostsURL=" + url.QueryEscape("https://xxxxx@cfg/h"),
 		"https://" + testToken + "@cfg/h":          "hostsURL=" + url.QueryEscape("https://xxxxx@cfg/h"),
 		"https://a:" + testToken + "%zz@cfg/h":     "hostsURL=xxxxx&",
-		"https://cfg/api@v2?k=" + testToken[:4]:    "hostsURL=" + url.QueryEscape("https://cfg/api@v2?k="+testToken[:4]),
-		"ftp://cfg/" + testToken[:4] + "@x/y#frag": "hostsURL=" + url.QueryEscape("ftp://cfg/"+testToken[:4]+"@x/y#frag"),
+		"https://cfg/api@v2?k=" + testToken[:4]:    "hostsURL=" + url.QueryEscape("https://cfg/api@v2?xxxxx"),
+		"ftp://cfg/" + testToken[:4] + "@x/y#frag": "hostsURL=" + url.QueryEscape("ftp://cfg/"+testToken[:4]+"@x/y#xxxxx"),
 	} {
 		h := c.Clone()
 		h.HostsURL = u

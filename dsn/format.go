@@ -157,21 +157,27 @@ func (c *Config) format(redact bool) string {
 	return b.String()
 }
 
-// redactURL returns a HostsURL for String: as it is, unless it has user
-// info, which Validate rejects but a hand-built Config may hold; that is
-// replaced by "xxxxx" (a user name can be a token too), and a URL with '@'
-// that does not parse is replaced whole.
+// redactURL returns a HostsURL for String: its query and fragment, which may
+// carry a key, are replaced by "xxxxx" (as failover.HTTPHostList prints it);
+// user info, which Validate rejects but a hand-built Config may hold, is
+// replaced by "xxxxx" too (a user name can be a token); a URL that does not
+// parse is replaced whole when it has '@', '?' or '#'.
 func redactURL(s string) string {
-	if !strings.Contains(s, "@") {
+	if !strings.ContainsAny(s, "@?#") {
 		return s
 	}
 	u, err := url.Parse(s)
-	switch {
-	case err != nil:
+	if err != nil {
 		return redacted
-	case u.User != nil:
-		u.User = url.User(redacted)
-		return u.String()
 	}
-	return s
+	if u.User != nil {
+		u.User = url.User(redacted)
+	}
+	if u.RawQuery != "" || u.ForceQuery {
+		u.RawQuery, u.ForceQuery = redacted, false
+	}
+	if u.Fragment != "" {
+		u.Fragment, u.RawFragment = redacted, ""
+	}
+	return u.String()
 }
