@@ -71,7 +71,9 @@ func WithPolicy(layer func(child failover.Policy) failover.Policy) Option {
 }
 
 // NewConnector validates a copy of cfg (the caller's struct is never changed) and returns
-// a Connector for sql.OpenDB. No connection is opened until database/sql asks for one.
+// a Connector for sql.OpenDB. No connection is opened, and no goroutine started, until
+// database/sql asks for the first connection; with checkInterval > 0 the monitor starts
+// then and runs until Close (sql.DB.Close calls it).
 // It returns cfg.Validate's error for a bad configuration and an error when a host's
 // go-sql-driver configuration is rejected (for example an unknown TLS config name).
 func NewConnector(cfg *dsn.Config, opts ...Option) (*Connector, error) {
@@ -157,7 +159,6 @@ func NewConnector(cfg *dsn.Config, opts ...Option) (*Connector, error) {
 	if err != nil {
 		return nil, err
 	}
-	cl.Start()
 	if o.dial != nil {
 		tr = nil
 	}
@@ -197,6 +198,7 @@ func (h *hostConnectors) get(addr string) (sqldriver.Connector, error) {
 // cause, and a data error from a host (access denied, unknown database) ends the walk and
 // is returned wrapped with the host. After Close it returns failover.ErrClosed.
 func (c *Connector) Connect(ctx context.Context) (sqldriver.Conn, error) {
+	c.cluster.Start() // the monitor, with checkInterval > 0: from the first connection on
 	write := c.cfg.TargetSessionAttrs.WriteIntent()
 	cn, err := conn.Open(ctx, c.cluster, conn.Config{
 		ReadOnly: c.cfg.ReadOnly,

@@ -180,6 +180,10 @@ func TestHostsURLConnectorClose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A connector nobody uses starts nothing: the monitor starts with the first
+	// connection.
+	goleak.VerifyNone(t, leaks...)
+	startMonitor(t, c)
 	select {
 	case e := <-lists:
 		if e.Err == nil || strings.Contains(e.Err.Error(), password) {
@@ -224,6 +228,7 @@ func TestHostsURLConnectorCloseAfterPolls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	startMonitor(t, c)
 	waitFor(t, "three polls", func() bool { return polls.Load() >= 3 })
 	if s := c.Stats(); s.Primary != "H2:3306" || s.Active != "H2:3306" {
 		c.Close()
@@ -263,5 +268,17 @@ func TestConnectorSwitchTo(t *testing.T) {
 	}
 	if port, err := p.port(ctx, p.db); err != nil || port != 3302 {
 		t.Fatalf("after the refused SwitchTo: port %d %v, want H2 still", port, err)
+	}
+}
+
+// startMonitor opens (and closes) one connection: the monitor starts with the first.
+func startMonitor(t *testing.T, c *driver.Connector) {
+	t.Helper()
+	cn, err := c.Connect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cn.Close(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -132,6 +132,8 @@ type Cluster struct {
 	provider   HostListProvider
 	abort      func(int)
 	stop       context.CancelFunc
+	started    atomic.Bool
+	startMu    sync.Mutex // with started: Start and Close do not race
 	monitorRun sync.WaitGroup
 	probes     probeSet
 
@@ -262,9 +264,12 @@ func (c *Cluster) Unfit(host int) bool {
 // goroutines (probe connections are closed) before it returns; a provider with a
 // CloseIdleConnections method (HTTPHostList) has it called.
 func (c *Cluster) Close() {
+	c.startMu.Lock()
 	c.closed.Store(true)
-	if c.stop != nil {
-		c.stop()
+	stop := c.stop
+	c.startMu.Unlock()
+	if stop != nil {
+		stop()
 	}
 	c.monitorRun.Wait()
 	c.probes.closeAll() // also those of Check calls made without Start

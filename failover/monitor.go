@@ -77,11 +77,19 @@ func (p *probeSet) closeAll() {
 
 // Start starts the monitor when CheckInterval > 0: one goroutine that runs Check every
 // CheckInterval until Close, which waits for it and closes the probe connections. It
-// does nothing when CheckInterval is 0 or the monitor already runs.
+// does nothing when CheckInterval is 0, the monitor already runs, or the Cluster is
+// closed. It is safe for concurrent use and cheap once started (the driver calls it on
+// every new connection, so that a connector nobody uses starts nothing).
 func (c *Cluster) Start() {
-	if c.interval <= 0 || c.stop != nil {
+	if c.interval <= 0 || c.started.Load() {
 		return
 	}
+	c.startMu.Lock()
+	defer c.startMu.Unlock()
+	if c.started.Load() || c.closed.Load() {
+		return
+	}
+	c.started.Store(true)
 	ctx, cancel := context.WithCancel(context.Background())
 	c.stop = cancel
 	c.monitorRun.Add(1)
@@ -131,17 +139,34 @@ func (c *Cluster) Check(ctx context.Context) {
 	if c.closed.Load() {
 		return
 	}
+	// The host list is fetched while the hosts are probed: a slow list server must not
+	// delay failure detection. The new list applies after the round.
+	var hosts []ProvidedHost
+	var perr error
+	fetched := make(chan struct{})
 	if c.provider != nil {
-		pctx, cancel := context.WithTimeout(ctx, c.probeTimeout())
-		hosts, err := c.provider.Hosts(pctx)
-		cancel()
+		go func() {
+			defer close(fetched)
+			pctx, cancel := context.WithTimeout(ctx, c.probeTimeout())
+			defer cancel()
+			hosts, perr = c.provider.Hosts(pctx)
+		}()
+	} else {
+		close(fetched)
+	}
+	defer func() {
+		<-fetched
+		if c.provider == nil {
+			return
+		}
+		err := perr
 		if err == nil {
 			err = c.SetHosts(hosts)
 		}
 		if err != nil && ctx.Err() == nil {
 			c.emit(Event{Kind: EventHostList, Err: fmt.Errorf("host list not taken, the last good list stays: %w", err)})
 		}
-	}
+	}()
 	t := c.t.Load()
 	infos := t.infos()
 	probed := make([]bool, len(t.hosts))
@@ -166,27 +191,40 @@ func (c *Cluster) Check(ctx context.Context) {
 	}
 }
 
-// probe makes one probe of host id and records the result.
+// probe makes one probe of host id and records the result. Opening the probe connection
+// is bounded like any host attempt (HostTimeout, else the probe timeout): a far host
+// whose handshake takes several round trips must not be taken for a dead one. The round
+// trip itself gets the probe timeout.
 func (c *Cluster) probe(ctx context.Context, id int) {
 	h := c.t.Load().host(id)
-	pctx, cancel := context.WithTimeout(ctx, c.probeTimeout())
-	defer cancel()
 	start := c.clock.Now()
 	conn := c.probes.take(id)
 	var err error
 	if conn == nil {
-		conn, err = c.dial(pctx, id)
+		dialBound := max(c.timeout, c.probeTimeout())
+		dctx, cancel := context.WithTimeout(ctx, dialBound)
+		conn, err = c.dial(dctx, id)
 		if err != nil {
-			err = describeDialError(err)
+			if dctx.Err() != nil && ctx.Err() == nil {
+				err = fmt.Errorf("probe connection not opened within %v (hostTimeout): %w", dialBound, err)
+			} else {
+				err = describeDialError(err)
+			}
 		}
+		cancel()
 	}
 	role := RoleUnknown
 	if err == nil {
+		pctx, cancel := context.WithTimeout(ctx, c.probeTimeout())
 		if c.target != dsn.TargetAny {
 			role, err = ReadRole(pctx, conn)
 		} else {
 			err = selectOne(pctx, conn)
 		}
+		if err != nil && pctx.Err() != nil && ctx.Err() == nil {
+			err = fmt.Errorf("probe timed out after %v (max(checkInterval, %v), at most hostTimeout): %w", c.probeTimeout(), MinProbeTimeout, err)
+		}
+		cancel()
 		if err != nil {
 			_ = conn.Close()
 		} else {
@@ -198,9 +236,6 @@ func (c *Cluster) probe(ctx context.Context, id int) {
 	}
 	now := c.clock.Now()
 	if err != nil {
-		if pctx.Err() != nil {
-			err = &HostTimeoutError{After: c.probeTimeout(), Cause: err}
-		}
 		err = NotBadConn(err, "probe failed")
 		h.mu.Lock()
 		if h.failSince.IsZero() {

@@ -526,12 +526,14 @@ func TestMonitorProvider(t *testing.T) {
 		}
 	}
 
-	// A new host: H4 gets id 3.
+	// A new host: H4 gets id 3. A list fetched in a round applies at its end (the fetch
+	// runs while the hosts are probed), so H4 is probed from the next round on.
 	p.set(nil, "H3:3306", "H1:3306", "H2:3306", "H4:3306")
 	r.tick(monInterval)
-	if r.cl.Host(3) != "H4:3306" {
-		t.Fatalf("Host(3) = %q, want H4:3306", r.cl.Host(3))
+	if r.cl.Host(3) != "H4:3306" || r.net.Probes(3) != 0 {
+		t.Fatalf("Host(3) = %q probed %d times, want H4:3306 not probed yet", r.cl.Host(3), r.net.Probes(3))
 	}
+	r.tick(monInterval)
 	if _, ok := dialed.Load(3); !ok || r.net.Probes(3) != 1 {
 		t.Fatalf("H4 dialed %v, probed %d times; want dialed with id 3, probed once", ok, r.net.Probes(3))
 	}
@@ -560,10 +562,10 @@ func TestMonitorProbeConnOfRemovedHost(t *testing.T) {
 	p.set(nil, "H1:3306", "H2:3306", "H3:3306")
 	r.cl.Check(context.Background())
 	p.set(nil, "H1:3306", "H2:3306")
+	r.tick(monInterval) // probes H3 once more: the list fetched meanwhile applies at the end
 	r.tick(monInterval)
-	r.tick(monInterval)
-	if n := r.net.Probes(2); n != 1 {
-		t.Fatalf("H3 probed %d times, want only in the first round", n)
+	if n := r.net.Probes(2); n != 2 {
+		t.Fatalf("H3 probed %d times, want in the two rounds before the new list applied", n)
 	}
 	if cs := r.net.Conns(2); len(cs) != 1 || cs[0].Closes() != 1 {
 		t.Errorf("H3 left the list two rounds ago: its probe connection closes %v, want [1]", closes(cs))

@@ -659,3 +659,54 @@ func TestStormNoRetryStorm(t *testing.T) {
 	fig("stats_failovers", st.Failovers)
 	fig("db_open_after", db.Stats().OpenConnections)
 }
+
+// TestSlowPrimaryIsNotDeclaredDead: a primary 300 ms away (every packet delayed), with
+// probes every 200 ms, stays the pool's host, also after its probe connection is killed
+// and must be opened again: the handshake (several round trips) is bounded by
+// hostTimeout, only the probe's round trip by the probe timeout (500 ms). A break-it
+// review found the pool leaving such a host for good when the reconnect shared the
+// 500 ms.
+func TestSlowPrimaryIsNotDeclaredDead(t *testing.T) {
+	c := harness.Start(t, 2)
+	ctx := ctxT(t, 60*time.Second)
+	must(t, c.Node(1).Latency(300*time.Millisecond))
+	db, connector, ev := healthOpen(t, c.DSN("checkInterval=200ms&failoverDelay=1s&readTimeout=10s"))
+	db.SetMaxIdleConns(0) // no idle pool session on node 1: the only one to kill is the probe's
+	if node, err := nodeOf(ctx, c, db); err != nil || node != 1 {
+		t.Fatalf("first read: node %d, %v; want node 1", node, err)
+	}
+	if !healthPoll(10*time.Second, func() bool { return connector.Stats().Hosts[0].ProbeLatency > 0 }) {
+		t.Fatal("no probe of node 1 passed")
+	}
+	// Kill the app sessions on node 1: the probe's (and a pool session still closing).
+	rows, err := c.Node(1).Admin().QueryContext(ctx, "SELECT ID FROM information_schema.PROCESSLIST WHERE USER = ?", harness.AppUser)
+	must(t, err)
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		must(t, rows.Scan(&id))
+		ids = append(ids, id)
+	}
+	must(t, rows.Err())
+	must(t, rows.Close())
+	for _, id := range ids {
+		_ = c.Node(1).Exec(ctx, fmt.Sprintf("KILL CONNECTION %d", id))
+	}
+	killed := time.Now()
+	// Three failoverDelays of reads.
+	for time.Since(killed) < 3*time.Second {
+		if node, err := nodeOf(ctx, c, db); err != nil || node != 1 {
+			t.Fatalf("read %v after the kill: node %d, %v; want node 1", time.Since(killed), node, err)
+		}
+	}
+	for _, k := range []failover.EventKind{failover.EventSwitch, failover.EventAbort} {
+		if n := ev.count(k, ""); n != 0 {
+			t.Errorf("%d %v events, want none: %v", n, k, ev.of(k, "", time.Time{}))
+		}
+	}
+	st := connector.Stats().Hosts[0]
+	t.Logf("FIGURE %s: killed_sessions=%d node1_state=%v probe_latency=%v", t.Name(), len(ids), st.State, st.ProbeLatency)
+	if st.State != failover.HostUp {
+		t.Errorf("node 1 state %v (%v), want up", st.State, st.LastError)
+	}
+}
