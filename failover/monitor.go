@@ -191,44 +191,53 @@ func (c *Cluster) Check(ctx context.Context) {
 	}
 }
 
-// probe makes one probe of host id and records the result. Opening the probe connection
-// is bounded like any host attempt (HostTimeout, else the probe timeout): a far host
-// whose handshake takes several round trips must not be taken for a dead one. The round
-// trip itself gets the probe timeout.
+// probe makes one probe of host id and records the result. The round trip gets the
+// probe timeout. Opening the probe connection gets HostTimeout (a far host's handshake
+// takes several round trips and must not make it look dead), except while the host is
+// in a run of failed probes: then the probe timeout, so that a hung host is declared
+// down after FailoverDelay and not after HostTimeout. A probe connection that breaks
+// without a timeout (the server killed it, or restarted) is opened again at once, in the
+// same probe: a blip of the connection is not a failure of the host.
 func (c *Cluster) probe(ctx context.Context, id int) {
 	h := c.t.Load().host(id)
 	start := c.clock.Now()
+	h.mu.Lock()
+	suspect := !h.failSince.IsZero()
+	h.mu.Unlock()
 	conn := c.probes.take(id)
 	var err error
-	if conn == nil {
-		dialBound := max(c.timeout, c.probeTimeout())
-		dctx, cancel := context.WithTimeout(ctx, dialBound)
-		conn, err = c.dial(dctx, id)
-		if err != nil {
-			if dctx.Err() != nil && ctx.Err() == nil {
-				err = fmt.Errorf("probe connection not opened within %v (hostTimeout): %w", dialBound, err)
-			} else {
-				err = describeDialError(err)
+	var role Role
+	for again := conn != nil; ; again = false {
+		if conn == nil {
+			bound := c.probeTimeout()
+			what := "the probe timeout, the host failing its probes"
+			if !suspect {
+				bound, what = max(c.timeout, bound), "hostTimeout"
+			}
+			dctx, cancel := context.WithTimeout(ctx, bound)
+			conn, err = c.dial(dctx, id)
+			if err != nil {
+				if dctx.Err() != nil && ctx.Err() == nil {
+					err = fmt.Errorf("probe connection not opened within %v (%s): %w", bound, what, err)
+				} else {
+					err = describeDialError(err)
+				}
+			}
+			cancel()
+			if err != nil {
+				break
 			}
 		}
-		cancel()
-	}
-	role := RoleUnknown
-	if err == nil {
-		pctx, cancel := context.WithTimeout(ctx, c.probeTimeout())
-		if c.target != dsn.TargetAny {
-			role, err = ReadRole(pctx, conn)
-		} else {
-			err = selectOne(pctx, conn)
-		}
-		if err != nil && pctx.Err() != nil && ctx.Err() == nil {
-			err = fmt.Errorf("probe timed out after %v (max(checkInterval, %v), at most hostTimeout): %w", c.probeTimeout(), MinProbeTimeout, err)
-		}
-		cancel()
-		if err != nil {
-			_ = conn.Close()
-		} else {
+		var timedOut bool
+		role, timedOut, err = c.roundTrip(ctx, conn)
+		if err == nil {
 			c.probes.put(id, conn)
+			break
+		}
+		_ = conn.Close()
+		conn = nil
+		if !again || timedOut || ctx.Err() != nil || Classify(err) != Communication {
+			break
 		}
 	}
 	if ctx.Err() != nil {
@@ -273,6 +282,22 @@ func (c *Cluster) probe(ctx context.Context, id int) {
 	h.failing.Store(false)
 	h.down.Store(false)
 	c.setState(h, HostUp, nil)
+}
+
+// roundTrip runs the probe's query on conn within the probe timeout: the role query
+// with targetSessionAttrs, else ProbeQuery.
+func (c *Cluster) roundTrip(ctx context.Context, conn driver.Conn) (role Role, timedOut bool, err error) {
+	pctx, cancel := context.WithTimeout(ctx, c.probeTimeout())
+	defer cancel()
+	if c.target != dsn.TargetAny {
+		role, err = ReadRole(pctx, conn)
+	} else {
+		err = selectOne(pctx, conn)
+	}
+	if err != nil && pctx.Err() != nil && ctx.Err() == nil {
+		return role, true, fmt.Errorf("probe timed out after %v (max(checkInterval, %v), at most hostTimeout): %w", c.probeTimeout(), MinProbeTimeout, err)
+	}
+	return role, false, err
 }
 
 // selectOne runs ProbeQuery on conn and reads its row.

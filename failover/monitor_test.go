@@ -383,10 +383,17 @@ func TestMonitorProbeConnReuse(t *testing.T) {
 			t.Fatalf("H%d after 5 rounds: %d connections (closes %v), %d probes; want 1 open, 5", h+1, len(cs), closes(cs), r.net.Probes(h))
 		}
 	}
-	r.net.Set(0, nil, mysql.ErrInvalidConn) // accepts new connections, the old one breaks
+	// A probe connection that breaks while its host is fine (killed by the server) is
+	// replaced in the same round: no failed probe.
+	r.net.Conns(1)[0].Broken.Store(true)
 	r.tick(monInterval)
-	if cs := r.net.Conns(0); len(cs) != 1 || cs[0].Closes() != 1 {
-		t.Fatalf("H1 after a failed probe: %d connections, closes %v; want the one, closed once", len(cs), closes(cs))
+	if cs := r.net.Conns(1); len(cs) != 2 || cs[0].Closes() != 1 || cs[1].Closes() != 0 || r.stat(1).State != failover.HostUp {
+		t.Fatalf("H2 after its probe connection broke: %d connections, closes %v, %v; want 2, [1 0], up", len(cs), closes(cs), r.stat(1).State)
+	}
+	r.net.Set(0, nil, mysql.ErrInvalidConn) // accepts new connections, every call on them fails
+	r.tick(monInterval)
+	if cs := r.net.Conns(0); len(cs) != 2 || cs[0].Closes() != 1 || cs[1].Closes() != 1 {
+		t.Fatalf("H1 after a failed probe: %d connections, closes %v; want the old one and one reopened in the same round, both closed", len(cs), closes(cs))
 	}
 	if got := r.stat(0).State; got != failover.HostSuspect {
 		t.Fatalf("H1 after a failed probe on its connection: %v, want suspect", got)
@@ -394,12 +401,12 @@ func TestMonitorProbeConnReuse(t *testing.T) {
 	r.up(0)
 	r.tick(monInterval)
 	cs := r.net.Conns(0)
-	if len(cs) != 2 || cs[0].Closes() != 1 || cs[1].Closes() != 0 || r.net.Probes(0) != 6 {
-		t.Fatalf("H1 next round: %d connections, closes %v, %d probes; want 2, [1 0], 6", len(cs), closes(cs), r.net.Probes(0))
+	if len(cs) != 3 || cs[2].Closes() != 0 || r.net.Probes(0) != 7 {
+		t.Fatalf("H1 next round: %d connections, closes %v, %d probes; want 3, [1 1 0], 7", len(cs), closes(cs), r.net.Probes(0))
 	}
-	for h := 1; h < 3; h++ {
-		if n := len(r.net.Conns(h)); n != 1 || r.net.Probes(h) != 7 {
-			t.Fatalf("H%d: %d connections, %d probes; want 1, 7", h+1, n, r.net.Probes(h))
+	for h, conns := range map[int]int{1: 2, 2: 1} { // H2's broke once and was replaced
+		if n := len(r.net.Conns(h)); n != conns || r.net.Probes(h) != 8 {
+			t.Fatalf("H%d: %d connections, %d probes; want %d, 8", h+1, n, r.net.Probes(h), conns)
 		}
 	}
 	// Probe connections are never pool connections.
@@ -408,8 +415,8 @@ func TestMonitorProbeConnReuse(t *testing.T) {
 		t.Fatalf("Connect: H%d %v", h+1, err)
 	}
 	c.Close()
-	if n := len(r.net.Conns(0)); n != 3 {
-		t.Fatalf("Connect opened no connection of its own (H1 has %d), want 3", n)
+	if n := len(r.net.Conns(0)); n != 4 {
+		t.Fatalf("Connect opened no connection of its own (H1 has %d), want 4", n)
 	}
 }
 
