@@ -619,6 +619,16 @@ func checkToken(s string) string {
 	return ""
 }
 
+// LabelProblem returns why s cannot be a data-centre label (Host.DC,
+// localDC, a host list provider's "dc"), or "" when it can: labels are 1..64
+// bytes of A-Z a-z 0-9 '.' '_' '-'.
+func LabelProblem(s string) string { return checkLabel(s) }
+
+// HostNameProblem returns why name cannot be the name of a listed host (a
+// DSN entry or a host list provider's address), or "" when it can; see
+// checkHostName. Names are not resolved.
+func HostNameProblem(name string) string { return checkHostName(name) }
+
 // checkLabel returns why s cannot be a data-centre label, or "": labels
 // are 1..64 bytes of A-Z a-z 0-9 '.' '_' '-', which need no escaping in a
 // DSN. The message quotes s unless it is too long.

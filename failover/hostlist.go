@@ -1,6 +1,8 @@
 package failover
 
 import (
+	"github.com/mysqlfailover/mysqlfailover/dsn"
+
 	"bytes"
 	"context"
 	"encoding/json"
@@ -412,21 +414,7 @@ func hostAddrKey(addr string) (key, reason string) {
 }
 
 // checkProvidedName applies package dsn's host name rule.
-func checkProvidedName(name string) string {
-	if name == "" {
-		return "empty host name"
-	}
-	for i := 0; i < len(name); i++ {
-		b := name[i]
-		if b <= ' ' || b == 0x7f {
-			return fmt.Sprintf("host name contains the blank or control character %q", b)
-		}
-		if strings.IndexByte(",@/()[];=", b) >= 0 {
-			return fmt.Sprintf("host name contains %q", b)
-		}
-	}
-	return ""
-}
+func checkProvidedName(name string) string { return dsn.HostNameProblem(name) }
 
 // hostListPort parses a port: decimal digits only (no sign, no blank), 1..65535.
 func hostListPort(s string) (int, bool) {
@@ -444,14 +432,8 @@ func hostListPort(s string) (int, bool) {
 
 // checkHostLabel applies package dsn's data-centre label rule to a non-empty label.
 func checkHostLabel(s string) string {
-	const rule = ": want 1..64 bytes of A-Z a-z 0-9 . _ -"
-	if len(s) > hostListLabelMax {
-		return fmt.Sprintf("dc label of %d bytes%s", len(s), rule)
-	}
-	for _, r := range s {
-		if !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '.' || r == '_' || r == '-') {
-			return fmt.Sprintf("dc label contains %q%s", r, rule)
-		}
+	if p := dsn.LabelProblem(s); p != "" {
+		return p + ": want 1..64 bytes of A-Z a-z 0-9 . _ -"
 	}
 	return ""
 }

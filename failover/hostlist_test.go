@@ -170,7 +170,7 @@ func TestHTTPHostListInvalid(t *testing.T) {
 		{"missing port", `{"hosts":[{"addr":"db1:3306"},{"addr":"db2"}]}`, `entry 2 (addr "db2"): missing port`},
 		{"missing addr", `{"hosts":[{"dc":"east"}]}`, `entry 1 (addr "", dc "east"): empty addr`},
 		{"duplicate", `{"hosts":[{"addr":"db1:3306"},{"addr":"db2:3306"},{"addr":"DB1:3306","dc":"east"}]}`, `entry 3 (addr "DB1:3306", dc "east"): duplicate of entry 1`},
-		{"bad label", `{"hosts":[{"addr":"db1:3306","dc":"east coast"}]}`, `entry 1 (addr "db1:3306", dc "east coast"): dc label contains ' '`},
+		{"bad label", `{"hosts":[{"addr":"db1:3306","dc":"east coast"}]}`, `entry 1 (addr "db1:3306", dc "east coast"): dc label "east coast" contains ' '`},
 		{"trailing garbage", `{"hosts":[{"addr":"db1:3306"}]} xyz`, "data after the JSON document (at byte 33)"},
 		{"trailing bracket", "{\"hosts\":[{\"addr\":\"db1:3306\"}]}\r\n\t]", "data after the JSON document (at byte 35)"},
 		{"second document", `{"hosts":[{"addr":"db1:3306"}]}{"hosts":[{"addr":"db2:3306"}]}`, "data after the JSON document (at byte 32)"},
@@ -478,9 +478,9 @@ func TestValidateHosts(t *testing.T) {
 		{"duplicate v6 case", []failover.ProvidedHost{{Addr: "[2001:DB8::1]:3306"}, {Addr: "[2001:db8::1]:3306"}}, "duplicate of entry 1"},
 		{"duplicate mapped", []failover.ProvidedHost{{Addr: "10.0.0.1:3306"}, {Addr: "[::ffff:10.0.0.1]:3306"}}, "duplicate of entry 1"},
 		{"duplicate port zeros", []failover.ProvidedHost{{Addr: "db1:3306"}, {Addr: "db1:03306"}}, "duplicate of entry 1"},
-		{"bad label", []failover.ProvidedHost{{Addr: "db1:3306", DC: "east/1"}}, `entry 1 (addr "db1:3306", dc "east/1"): dc label contains '/'`},
+		{"bad label", []failover.ProvidedHost{{Addr: "db1:3306", DC: "east/1"}}, `entry 1 (addr "db1:3306", dc "east/1"): dc label "east/1" contains '/'`},
 		{"label 65", []failover.ProvidedHost{{Addr: "db1:3306"}, {Addr: "db2:3306", DC: strings.Repeat("a", 65)}}, "entry 2 (addr \"db2:3306\", dc \"" + strings.Repeat("a", 65) + "\"): dc label of 65 bytes"},
-		{"label unicode", []failover.ProvidedHost{{Addr: "db1:3306", DC: "ést"}}, `dc label contains 'é'`},
+		{"label unicode", []failover.ProvidedHost{{Addr: "db1:3306", DC: "ést"}}, `contains 'é'`},
 		{"long addr", []failover.ProvidedHost{{Addr: long + ":x"}}, `entry 1 (addr "` + strings.Repeat("x", 100) + `"...): invalid port "x"`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
