@@ -51,7 +51,8 @@ func WithHostListProvider(p failover.HostListProvider) Option {
 }
 
 // WithEventHook sets a function that receives every failover.Event: each connection
-// attempt (host, ok or error), each host failure, switch and fall-back. It is called
+// attempt (host, ok or error), each host failure, switch and fall-back, and with
+// checkInterval > 0 host state changes, failed probes, aborts and host lists. It is called
 // synchronously, possibly from several goroutines at once, so it must be fast and must
 // not block. Events never contain a password.
 func WithEventHook(fn func(failover.Event)) Option {
@@ -74,8 +75,10 @@ func WithPolicy(layer func(child failover.Policy) failover.Policy) Option {
 // a Connector for sql.OpenDB. No connection is opened, and no goroutine started, until
 // database/sql asks for the first connection; with checkInterval > 0 the monitor starts
 // then and runs until Close (sql.DB.Close calls it).
-// It returns cfg.Validate's error for a bad configuration and an error when a host's
-// go-sql-driver configuration is rejected (for example an unknown TLS config name).
+// It returns cfg.Validate's error for a bad configuration, an error when a host's
+// go-sql-driver configuration is rejected (for example an unknown TLS config name), when
+// failover.NewHTTPHostList rejects hostsURL, when a host list provider is given without
+// checkInterval > 0, and when a WithPolicy layer returns nil.
 func NewConnector(cfg *dsn.Config, opts ...Option) (*Connector, error) {
 	if cfg == nil {
 		return nil, fmt.Errorf("mysqlfailover: nil *dsn.Config")
@@ -230,18 +233,20 @@ func (c *Connector) Close() error {
 // SwitchTo moves the pool to host (host:port as in the host list) for an operator: one
 // bounded attempt checks the host (and its role with targetSessionAttrs), and then every
 // connection moves at its next safe point, never inside a transaction, without an error
-// for its caller. The host stays the one the pool returns to until the next SwitchTo or
-// a new host list. It returns an error naming the host when it is not in the list or
+// for its caller. The host becomes the primary (the one the pool returns to, and where
+// failOverReadOnly does not apply) until the next SwitchTo or a host list that differs
+// from the current one. It returns an error naming the host when it is not in the list or
 // does not answer; the pool then stays. As Pulsar's ControlledClusterFailover.
 func (c *Connector) SwitchTo(ctx context.Context, host string) error {
 	return c.cluster.SwitchTo(ctx, host)
 }
 
 // Stats returns a snapshot of the pool's hosts for operators: per host of the current
-// list its state (up, suspect, down, backoff, wrong-role), last error (password-free),
-// time of the last change, open physical connections (probe connections included),
-// last probe latency; the totals of failovers, fall-backs and abort rounds; the active
-// host and the primary.
+// list its address, DC label, state (unknown, up, suspect, down, backoff, wrong-role),
+// role, last error (password-free), time of the last change, end of its backoff, open
+// physical connections (probe connections included; -1 with a test dialer), last probe
+// latency; the totals of failovers, fall-backs and abort rounds; the active host and the
+// primary. See failover.Stats for units.
 func (c *Connector) Stats() failover.Stats {
 	s := c.cluster.Stats()
 	if c.tracker == nil {

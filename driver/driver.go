@@ -18,7 +18,8 @@
 // session's read-only state and database, and only then returns the error. All
 // connections of one Connector share their failover state, so the pool moves as one, and
 // they return to the primary together, at safe points, after secondsBeforeRetryMaster or
-// queriesBeforeRetryMaster. The semantics follow MySQL Connector/J's failover mode
+// queriesBeforeRetryMaster (with checkInterval > 0: once the primary has passed its
+// probes for switchBackDelay). The semantics follow MySQL Connector/J's failover mode
 // (FailoverConnectionProxy); the dsn package lists the options.
 package driver
 

@@ -93,8 +93,9 @@ func (h Host) String() string {
 // libpq's and pgx's target_session_attrs: a host whose session does not
 // qualify is passed over for the next one. The zero value "" means TargetAny
 // in a hand-built Config. Package failover runs the checks; the variables
-// named are MySQL's global read_only and super_read_only and the session's
-// transaction_read_only.
+// named are MySQL's global read_only, super_read_only and
+// transaction_read_only (tx_read_only on older servers), the last being the
+// default of every new session.
 type TargetSessionAttrs string
 
 // The values of TargetSessionAttrs (DSN targetSessionAttrs).
@@ -103,13 +104,14 @@ const (
 	// It is the default.
 	TargetAny TargetSessionAttrs = "any"
 	// TargetReadWrite accepts a host where read_only, super_read_only and
-	// transaction_read_only are all OFF: the session can write.
+	// the global transaction_read_only are all OFF: a new session can write.
 	TargetReadWrite TargetSessionAttrs = "read-write"
 	// TargetReadOnly accepts a host where read_only or super_read_only is
-	// ON, or transaction_read_only is ON: the session cannot write.
+	// ON, or the global transaction_read_only is ON: a new session cannot
+	// write.
 	TargetReadOnly TargetSessionAttrs = "read-only"
 	// TargetPrimary accepts a host where read_only and super_read_only are
-	// OFF: a server that takes writes, whatever the session's own
+	// OFF: a server that takes writes, whatever the global
 	// transaction_read_only.
 	TargetPrimary TargetSessionAttrs = "primary"
 	// TargetStandby accepts a host where read_only or super_read_only is
@@ -229,8 +231,9 @@ type Config struct {
 	// LocalDC is the data-centre label of the local hosts (default "", DSN
 	// localDC, as the DataStax Java driver's DCAwareRoundRobinPolicy
 	// localDc). When set, the hosts labelled LocalDC and the unlabelled ones
-	// are tried first, in DSN order; hosts of other ("remote") DCs only as
-	// UsedHostsPerRemoteDC allows. It must be one of the hosts' DC labels
+	// are tried first, in the usual rotation over the DSN order, and the first
+	// of them in DSN order is the primary; hosts of other ("remote") DCs only
+	// as UsedHostsPerRemoteDC allows. It must be one of the hosts' DC labels
 	// (case-sensitive). "" leaves the labels informational: every host is
 	// used in DSN order.
 	LocalDC string

@@ -97,8 +97,8 @@
 // targetSessionAttrs (Config.TargetSessionAttrs, named and spelt as libpq's
 // and pgx's target_session_attrs) is the kind of session a connection must
 // get; a host whose session does not qualify is passed over for the next
-// one. The checks are on MySQL's global read_only and super_read_only
-// and the session's transaction_read_only:
+// one. The checks are on MySQL's global read_only, super_read_only and
+// transaction_read_only (the default of every new session):
 //
 //	any             no check (the default)
 //	read-write      read_only, super_read_only and transaction_read_only all OFF
@@ -113,7 +113,8 @@
 //
 // localDC (Config.LocalDC, as the DataStax Java driver's
 // DCAwareRoundRobinPolicy localDc) names the local data centre: its hosts,
-// and the unlabelled ones, are tried first, in DSN order; hosts labelled
+// and the unlabelled ones, are tried first, in the usual rotation over the
+// DSN order, and the first of them is the primary; hosts labelled
 // with another ("remote") data centre come after them, and only as
 // usedHostsPerRemoteDC allows. It must be the label of at least one host,
 // exactly (labels are case-sensitive); a localDC without labelled hosts, or

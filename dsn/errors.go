@@ -29,8 +29,10 @@ var (
 	ErrInvalidHost = errors.New("dsn: invalid host")
 
 	// ErrInvalidOption: one of the failover options has a bad value, is given
-	// twice (or with its alias) with different values, is misspelled only in
-	// case, or hides in mysql.Config.Params; or a Config field is out of range;
+	// twice (or with its alias) with different values, or hides in
+	// mysql.Config.Params; or an unknown key is one of them misspelled (in
+	// case, or, for keys of 8 characters or more, by one or two edits) or one
+	// of go-sql-driver's keys in another case; or a Config field is out of range;
 	// or localDC matches no host's dc label, or usedHostsPerRemoteDC > 0 lacks
 	// localDC or labelled hosts; or checkInterval is below 10ms but not 0;
 	// or hostsURL is not an http(s) URL with a host, has user info, is plain

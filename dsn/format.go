@@ -33,8 +33,9 @@ const redacted = "xxxxx"
 func (c *Config) FormatDSN() string { return c.format(false) }
 
 // String returns FormatDSN with the password and HostsToken replaced by
-// "xxxxx" (and the user info of a HostsURL, which Validate rejects), so a
-// Config can be logged; it never contains the password or the token. A nil
+// "xxxxx", and so are a HostsURL's query, fragment and user info (which
+// Validate rejects), so a Config can be logged; it never contains the
+// password or the token. A nil
 // receiver gives "<nil>".
 func (c *Config) String() string {
 	if c == nil {

@@ -84,15 +84,19 @@ type Options struct {
 	Layer func(child Policy) Policy
 
 	// CheckInterval is how often the monitor probes every listed host and polls
-	// Provider (duration; 0: no monitor, as before). See Cluster.Start.
+	// Provider (duration; 0: no monitor, and SecondsBeforeRetryMaster and
+	// QueriesBeforeRetryMaster decide fall-back). See Cluster.Start.
 	CheckInterval time.Duration
 	// FailoverDelay is how long the active host must fail its probes without a pause
-	// before the pool leaves it (duration, as Pulsar's failoverDelay).
+	// before the pool leaves it (duration, as Pulsar's failoverDelay; 0: at the first
+	// failed probe). Used only with CheckInterval > 0.
 	FailoverDelay time.Duration
 	// SwitchBackDelay is how long the primary must pass its probes without a pause
-	// before the pool returns to it (duration, as Pulsar's switchBackDelay).
+	// before the pool returns to it (duration, as Pulsar's switchBackDelay; 0: at the
+	// first passed probe). Used only with CheckInterval > 0.
 	SwitchBackDelay time.Duration
-	// Provider, if set, is polled every CheckInterval for the host list.
+	// Provider, if set, is polled every CheckInterval for the host list (not at all
+	// with CheckInterval 0, unless the caller runs Check).
 	Provider HostListProvider
 	// Abort, if set, is called with a host that probes declared down while the pool was
 	// on it: it must close every physical connection to that host so that statements in
@@ -152,7 +156,8 @@ type Cluster struct {
 }
 
 // NewCluster validates opts and returns a Cluster on the primary.
-// It returns an error when Hosts is empty or Dial is nil, or a count is negative.
+// It returns an error when Hosts is empty, Dial is nil, a count or duration is negative,
+// DCs and Hosts differ in length, LocalDC matches no host, or Layer returns nil.
 func NewCluster(opts Options) (*Cluster, error) {
 	if len(opts.Hosts) == 0 {
 		return nil, errors.New("mysqlfailover: no hosts")

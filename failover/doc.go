@@ -33,6 +33,14 @@
 // and one connection at a time makes the attempt (TryFallBack). If the primary does not
 // answer, the pool stays and both clocks restart, silently.
 //
+// # Active health
+//
+// With CheckInterval > 0, Start runs a monitor that probes every host, polls the
+// HostListProvider and moves the pool itself: away from an active host that failed its
+// probes for FailoverDelay, back home after SwitchBackDelay of passed probes (see
+// Check). The fall-back clock and counter are then not used. SwitchTo moves the pool
+// on an operator's request.
+//
 // # Classification
 //
 // Classify sorts errors into Data (returned untouched), Communication (the host is gone

@@ -14,9 +14,12 @@ const (
 	EventConnect EventKind = iota + 1
 	// EventHostFailed is a communication error on an established connection to Host (Err).
 	EventHostFailed
-	// EventSwitch is the pool moving from From to Host after a failure (Err is the cause).
+	// EventSwitch is the pool moving from From to Host: after a failure or a role
+	// change (Err is the cause), after a new host list moved the primary (Err says so),
+	// or for SwitchTo (Err nil).
 	EventSwitch
-	// EventFallBack is the pool returning from From to the primary (Host).
+	// EventFallBack is the pool returning from From to home (Host): the primary, or with
+	// a standby targetSessionAttrs a local standby.
 	EventFallBack
 	// EventFallBackFailed is an attempt to return to the primary (Host) that failed (Err);
 	// the pool stays on From and the fall-back clocks restart.
@@ -25,7 +28,8 @@ const (
 	// error that caused it (Err, nil for up).
 	EventHostState
 	// EventHostList is a host list from the HostListProvider: taken (Err nil; Host is the
-	// new list's primary) or rejected (Err says why; the last good list stays).
+	// new list's primary) or rejected (Err says why; the last good list stays). A list
+	// equal to the current one is taken silently.
 	EventHostList
 	// EventProbe is a failed probe of Host (Err). Passed probes are not reported.
 	EventProbe
@@ -62,6 +66,7 @@ func (k EventKind) String() string {
 // Event is what Options.OnEvent receives. Errors in events never contain a password
 // (go-sql-driver's errors do not carry the DSN, and this package never adds it).
 type Event struct {
+	// Kind says what the event reports.
 	Kind EventKind
 	// Time is the Cluster clock's time of the event.
 	Time time.Time
@@ -70,7 +75,9 @@ type Event struct {
 	// From is the host:port the pool left, for EventSwitch, EventFallBack and
 	// EventFallBackFailed.
 	From string
-	// Err is the failure, for failed attempts, EventHostFailed and EventSwitch.
+	// Err is the failure or cause: for a failed EventConnect, EventHostFailed,
+	// EventSwitch, EventFallBackFailed, EventHostState (nil for up), a rejected
+	// EventHostList, EventProbe and EventAbort; nil otherwise.
 	Err error
 	// State is the host's new state, for EventHostState.
 	State HostState

@@ -14,13 +14,16 @@ const (
 	HostUp
 	// HostSuspect: probes are failing, for less than failoverDelay.
 	HostSuspect
-	// HostDown: the last attempt failed, or probes failed for failoverDelay; walks skip
-	// it until its backoff ends (Stats then shows HostBackoff) or a probe passes.
+	// HostDown: the last attempt failed, or probes failed for failoverDelay. After a
+	// failed attempt Stats shows HostBackoff until the backoff ends, then HostDown until a
+	// success; a host the probes declared down is skipped by every walk until a probe
+	// passes.
 	HostDown
-	// HostBackoff: down, and walks skip it until HostStats.RetryAt (unless every host is
-	// skipped).
+	// HostBackoff: down, and new connections skip it until HostStats.RetryAt while
+	// another host of the plan is healthy (Stats only; never in EventHostState).
 	HostBackoff
-	// HostWrongRole: up, but its role does not qualify for targetSessionAttrs.
+	// HostWrongRole: up, but its role does not qualify for targetSessionAttrs (Stats
+	// only; never in EventHostState).
 	HostWrongRole
 )
 
@@ -141,7 +144,8 @@ type HostStats struct {
 	Changed time.Time
 	// RetryAt is when its backoff ends (zero: not in backoff).
 	RetryAt time.Time
-	// ProbeLatency is the duration of its last successful probe (0: none).
+	// ProbeLatency is the duration of its last successful probe, including reopening the
+	// probe connection when it had to be (0: none).
 	ProbeLatency time.Duration
 	// OpenConns is the number of physical connections open to it, probe connections
 	// included (filled by the driver; -1 when unknown).

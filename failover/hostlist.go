@@ -71,7 +71,8 @@ type ProvidedHost struct {
 
 // HostListProvider supplies the host list at run time, primary first (Hosts[0] takes
 // the role of a DSN's first host), as GitHub issue 5 asks. The pool polls it every
-// checkInterval with a context that bounds the call, and checks each list with
+// checkInterval with a context that bounds the call to the probe timeout
+// (max(checkInterval, MinProbeTimeout), at most hostTimeout), and checks each list with
 // ValidateHosts. A provider that fails, or returns an invalid list, never empties the
 // pool: the pool keeps its last good list and logs the failure.
 //

@@ -75,8 +75,9 @@ func (p *probeSet) closeAll() {
 	}
 }
 
-// Start starts the monitor when CheckInterval > 0: one goroutine that runs Check every
-// CheckInterval until Close, which waits for it and closes the probe connections. It
+// Start starts the monitor when CheckInterval > 0: one goroutine that runs Check, waits
+// CheckInterval after each round, and stops at Close, which waits for it and closes the
+// probe connections. It
 // does nothing when CheckInterval is 0, the monitor already runs, or the Cluster is
 // closed. It is safe for concurrent use and cheap once started (the driver calls it on
 // every new connection, so that a connector nobody uses starts nothing).
@@ -192,8 +193,9 @@ func (c *Cluster) Check(ctx context.Context) {
 }
 
 // probe makes one probe of host id and records the result. The round trip gets the
-// probe timeout. Opening the probe connection gets HostTimeout (a far host's handshake
-// takes several round trips and must not make it look dead), except while the host is
+// probe timeout. Opening the probe connection gets HostTimeout, or the probe timeout
+// when HostTimeout is 0 (a far host's handshake takes several round trips and must not
+// make it look dead), except while the host is
 // in a run of failed probes: then the probe timeout, so that a hung host is declared
 // down after FailoverDelay and not after HostTimeout. A probe connection that breaks
 // without a timeout (the server killed it, or restarted) is opened again at once, in the
@@ -387,7 +389,8 @@ func (c *Cluster) decide() {
 // SwitchTo moves the pool to host (host:port as listed, case-insensitive) for an
 // operator: it makes one bounded attempt on the host (with the role check of
 // targetSessionAttrs) and, if that succeeds, makes the host the primary, the host the
-// pool returns to, until the next SwitchTo or a new host list. Connections move at
+// pool returns to and where failOverReadOnly does not apply, until the next SwitchTo or
+// a host list that differs from the current one. Connections move at
 // their next safe point, never inside a transaction, and their callers see no error.
 // It returns an error naming the host when it is not in the list or the attempt fails;
 // the pool then stays where it is. As Pulsar's ControlledClusterFailover.

@@ -130,9 +130,11 @@ func (c *Cluster) home(t *topo, host int) bool {
 }
 
 // SetHosts replaces the host list (a HostListProvider's answer, primary first). Hosts
-// already known keep their state and id; new ones are added. It returns an error, and
-// changes nothing, when the list is empty, has a duplicate, or (with localDC) no local
-// host. Connections on hosts that left the list, or away from the new primary, move at
+// already known (same address, case-insensitive, and same DC label) keep their state and
+// id; new ones are added. A list equal to the current one changes nothing and reports
+// nothing. It returns an error, and changes nothing, when ValidateHosts refuses the list
+// (empty, a bad address or label, a duplicate; ErrInvalidHostList) or, with localDC, it
+// has no local host. Connections on hosts that left the list, or away from the new primary, move at
 // their next safe point: the active host becomes the new list's primary when the old
 // active host left the list or the primary changed.
 func (c *Cluster) SetHosts(hosts []ProvidedHost) error {
