@@ -64,7 +64,7 @@ var commErrnosSys = []syscall.Errno{
 	syscall.ETIMEDOUT, syscall.EHOSTUNREACH, syscall.ENETUNREACH, syscall.ENETDOWN,
 }
 
-// Classify tells communication errors from data errors, (the README's "What the caller sees").
+// Classify tells communication errors from data errors (the README's "What the caller sees").
 //
 // Communication: a *mysql.MySQLError whose SQLSTATE class is 08 or whose number ends the
 // session (1040, 1043, 1047, 1053, 1152-1161, 1927, ...); mysql.ErrInvalidConn;

@@ -34,9 +34,6 @@ const maxHostListRedirects = 10
 // quotes, in bytes.
 const hlMaxEcho = 100
 
-// hostListLabelMax is the longest data-centre label (bytes), as in package dsn.
-const hostListLabelMax = 64
-
 // ErrInvalidHostList is matched (errors.Is) by every error that rejects a host list's
 // content rather than failing to fetch it: a list that ValidateHosts refuses and, from
 // HTTPHostList, a response that is not exactly one JSON document of the expected form,

@@ -175,7 +175,11 @@ func (c *Cluster) Check(ctx context.Context) {
 		probed[id] = t.distance(infos[id]) != DistanceIgnored
 	}
 	c.probes.keepOnly(probed) // hosts that left the list, or are ignored: no probe connection
+	// The active host's probe is acted on as soon as it ends: another host slow to open
+	// its probe connection (up to hostTimeout) must not hold back leaving a dead one.
 	var wg sync.WaitGroup
+	active := c.Active()
+	activeDone := make(chan struct{})
 	for _, id := range t.list {
 		if !probed[id] {
 			continue
@@ -184,7 +188,19 @@ func (c *Cluster) Check(ctx context.Context) {
 		go func() {
 			defer wg.Done()
 			c.probe(ctx, id)
+			if id == active {
+				close(activeDone)
+			}
 		}()
+	}
+	if probed[active] {
+		select {
+		case <-activeDone:
+			if ctx.Err() == nil {
+				c.decide()
+			}
+		case <-ctx.Done():
+		}
 	}
 	wg.Wait()
 	if ctx.Err() == nil {
