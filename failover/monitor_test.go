@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -771,4 +773,57 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+// TestMonitorActsOnActiveHostFirst: a round acts on the active host's probe as soon as
+// it ends; another host slow to open its probe connection (here: blocked until the test
+// lets it go) does not hold back leaving a dead active host.
+func TestMonitorActsOnActiveHostFirst(t *testing.T) {
+	release := make(chan struct{})
+	var block atomic.Bool
+	var r *rig
+	r, _ = monRig(t, 3, func(o *failover.Options) {
+		o.HostTimeout = time.Hour // only the test's release ends H3's reopen
+		o.Dial = func(ctx context.Context, h int) (driver.Conn, error) {
+			if h == 2 && block.Load() { // H3's reopen hangs
+				select {
+				case <-release:
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
+			}
+			return r.net.Dial(ctx, h)
+		}
+	})
+	r.cl.Check(context.Background()) // every host up, probe connections open
+	r.down(0)
+	r.clock.Advance(monInterval)
+	r.cl.Check(context.Background()) // H1 suspect
+	r.net.Conns(2)[0].Broken.Store(true)
+	block.Store(true)
+	r.clock.Advance(monFailDelay)
+	done := make(chan struct{})
+	go func() {
+		r.cl.Check(context.Background())
+		close(done)
+	}()
+	guard := time.Now().Add(10 * time.Second) // a hang guard, not a timing assertion
+	for r.cl.Active() == 0 {
+		select {
+		case <-done:
+			t.Fatal("the round ended before H3 was released: its probe did not block")
+		default:
+		}
+		if time.Now().After(guard) {
+			close(release)
+			<-done
+			t.Fatal("the pool did not leave H1 while H3's probe was still opening its connection")
+		}
+		runtime.Gosched()
+	}
+	close(release)
+	<-done
+	if r.cl.Active() != 1 {
+		t.Fatalf("active H%d, want H2", r.cl.Active()+1)
+	}
 }
