@@ -455,9 +455,9 @@ func (c *Conn) CheckNamedValue(nv *driver.NamedValue) error {
 // user. It repairs rather than retires: a physical connection whose host the pool has
 // left or that lost its wanted role (Cluster.Unfit), or that go-sql-driver's liveness
 // check (forwarded here, go-sql-driver#657) finds stale, is dropped without blaming its
-// host, and the next call joins the pool's host before it sends anything (ready). It never returns driver.ErrBadConn: when database/sql
-// hands a connection to a caller queued at MaxOpenConns, it passes that error to the
-// caller as is. It restores the DSN's read-only flag for the next user. A connection that
+// host, and the next call joins the pool's host before it sends anything (ready). It
+// never returns driver.ErrBadConn: when database/sql hands a connection to a caller
+// queued at MaxOpenConns, it passes that error to the caller as is. It restores the DSN's read-only flag for the next user. A connection that
 // cannot join any host fails its next call with the walk's error and is then discarded
 // (IsValid).
 func (c *Conn) ResetSession(ctx context.Context) error {
