@@ -3,6 +3,7 @@ package failover
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -134,9 +135,9 @@ func (c *Cluster) home(t *topo, host int) bool {
 // id; new ones are added. A list equal to the current one changes nothing and reports
 // nothing. It returns an error, and changes nothing, when ValidateHosts refuses the list
 // (empty, a bad address or label, a duplicate; ErrInvalidHostList) or, with localDC, it
-// has no local host. Connections on hosts that left the list, or away from the new primary, move at
-// their next safe point: the active host becomes the new list's primary when the old
-// active host left the list or the primary changed.
+// has no local host. Connections on hosts that left the list, or away from the new
+// primary, move at their next safe point: the active host becomes the new list's primary
+// when the old active host left the list or the primary changed.
 func (c *Cluster) SetHosts(hosts []ProvidedHost) error {
 	if err := ValidateHosts(hosts); err != nil {
 		return err
@@ -162,7 +163,7 @@ func (c *Cluster) SetHosts(hosts []ProvidedHost) error {
 		}
 		list = append(list, id)
 	}
-	if slicesEqual(list, old.list) && len(all) == len(old.hosts) {
+	if slices.Equal(list, old.list) && len(all) == len(old.hosts) {
 		return nil
 	}
 	t, err := c.newTopo(all, list, -1)
@@ -179,18 +180,6 @@ func (c *Cluster) SetHosts(hosts []ProvidedHost) error {
 	}
 	c.emit(Event{Kind: EventHostList, Host: t.hosts[t.primary].addr, Err: nil})
 	return nil
-}
-
-func slicesEqual(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func newHostState(addr, dc string) *hostState {
