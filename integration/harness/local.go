@@ -369,13 +369,32 @@ func findInstallDB(basedir string) (string, error) {
 }
 
 func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("harness: free port: %w", err)
+	portsMu.Lock()
+	defer portsMu.Unlock()
+	for range 100 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, fmt.Errorf("harness: free port: %w", err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		// The kernel may hand the same port to two nodes starting at once (it is free
+		// again once probed), and a server that binds with SO_REUSEPORT does not fail on
+		// it: two servers would then share a port, and a replica could be sent to
+		// itself ("equal MariaDB server ids", seen once in CI). A port is handed out once
+		// per process.
+		if !portsGiven[port] {
+			portsGiven[port] = true
+			return port, nil
+		}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return 0, errors.New("harness: free port: every port the kernel offered was handed out already")
 }
+
+var (
+	portsMu    sync.Mutex
+	portsGiven = map[int]bool{}
+)
 
 // copyTree copies the regular files and directories under src to dst. auto.cnf (the
 // server's UUID) is left out so every copy gets its own.
