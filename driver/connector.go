@@ -162,10 +162,11 @@ func NewConnector(cfg *dsn.Config, opts ...Option) (*Connector, error) {
 	if err != nil {
 		return nil, err
 	}
+	c := &Connector{cfg: cfg, cluster: cl, tracker: tr}
 	if o.dial != nil {
-		tr = nil
+		c.tracker = nil // a test dialer: the tracker sees no socket (the Abort closure keeps its own)
 	}
-	return &Connector{cfg: cfg, cluster: cl, tracker: tr}, nil
+	return c, nil
 }
 
 // hostConnectors makes and keeps one go-sql-driver connector per host address, also for

@@ -282,3 +282,40 @@ func startMonitor(t *testing.T, c *driver.Connector) {
 		t.Fatal(err)
 	}
 }
+
+// TestAbortWithTestDialer: a connector whose sockets the tracker cannot see (WithDial)
+// still survives the monitor declaring its host down: the abort closes nothing, and
+// does not crash the monitor goroutine (a nil tracker once did).
+func TestAbortWithTestDialer(t *testing.T) {
+	n := fake.NewNet(t, 2)
+	cfg, err := dsn.Parse("app:" + password + "@tcp(H1:3306,H2:3306)/shop?checkInterval=10ms&failoverDelay=0s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	aborts := make(chan failover.Event, 4)
+	c, err := driver.NewConnector(cfg, driver.WithDial(n.Dial), driver.WithEventHook(func(e failover.Event) {
+		if e.Kind == failover.EventAbort {
+			select {
+			case aborts <- e:
+			default:
+			}
+		}
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	startMonitor(t, c)
+	n.Down(0)
+	select {
+	case e := <-aborts:
+		if e.Host != "H1:3306" {
+			t.Fatalf("abort of %s, want H1:3306", e.Host)
+		}
+	case <-time.After(10 * time.Second): // a hang guard, not a timing assertion
+		t.Fatal("no abort of H1 after it went down")
+	}
+	if s := c.Stats(); s.Active != "H2:3306" || s.Aborted != 1 {
+		t.Fatalf("after the abort: active %s, aborted %d; want H2:3306, 1", s.Active, s.Aborted)
+	}
+}
