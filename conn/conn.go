@@ -122,10 +122,14 @@ func (c *Conn) ready(ctx context.Context, count bool) error {
 		}
 		return nil
 	}
-	if c.phys != nil && c.host == c.cl.Active() && !c.cl.Unfit(c.host) {
-		if c.cl.Home(c.host) {
-			return nil // the hot path
-		}
+	place := failover.PlaceAway
+	if c.phys != nil {
+		place = c.cl.Place(c.host)
+	}
+	if place == failover.PlaceHome {
+		return nil // the hot path
+	}
+	if place == failover.PlaceActive {
 		if c.rows == 0 {
 			if phys, host, _ := c.cl.TryFallBack(ctx, c.setup); phys != nil {
 				c.drop()

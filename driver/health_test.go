@@ -6,7 +6,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,19 +19,6 @@ import (
 	"github.com/mysqlfailover/mysqlfailover/failover"
 	"github.com/mysqlfailover/mysqlfailover/internal/fake"
 )
-
-// waitFor polls cond, yielding the processor, for at most 10 s of real time: a
-// synchronisation with other goroutines, not a timing assumption.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		runtime.Gosched()
-	}
-}
 
 // The fake hosts' sqlmock databases each run a connectionOpener until the test ends.
 var ignoreSQLMock = goleak.IgnoreTopFunction("database/sql.(*DB).connectionOpener")
@@ -117,7 +103,7 @@ func TestConnectorStatsOpenConnsCountsSockets(t *testing.T) {
 		_, err := c.Connect(ctx)
 		done <- err
 	}()
-	waitFor(t, "a socket to H1 in Stats", func() bool { return open(0) == 1 })
+	fake.WaitFor(t, "a socket to H1 in Stats", func() bool { return open(0) == 1 })
 	if open(1) != 0 {
 		t.Fatalf("OpenConns of the second host %d, want 0", open(1))
 	}
@@ -229,7 +215,7 @@ func TestHostsURLConnectorCloseAfterPolls(t *testing.T) {
 		t.Fatal(err)
 	}
 	startMonitor(t, c)
-	waitFor(t, "three polls", func() bool { return polls.Load() >= 3 })
+	fake.WaitFor(t, "three polls", func() bool { return polls.Load() >= 3 })
 	if s := c.Stats(); s.Primary != "H2:3306" || s.Active != "H2:3306" {
 		c.Close()
 		t.Fatalf("after polls: primary %s active %s, want the list's H2", s.Primary, s.Active)

@@ -53,13 +53,7 @@ func TestFormatDSNProbes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if err := tt.c.Validate(); err != nil {
-				t.Fatalf("Validate: %v", err)
-			}
-			if got := tt.c.FormatDSN(); got != tt.want {
-				t.Errorf("FormatDSN() = %q, want %q", got, tt.want)
-			}
-			checkRoundTrip(t, tt.c)
+			checkValidFormat(t, tt.c, tt.want)
 		})
 	}
 }

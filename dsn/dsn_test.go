@@ -608,6 +608,18 @@ func TestRoundTrip(t *testing.T) {
 	}
 }
 
+// checkValidFormat checks that c is valid, formats as want and round-trips.
+func checkValidFormat(t *testing.T, c *Config, want string) {
+	t.Helper()
+	if err := c.Validate(); err != nil {
+		t.Fatalf("Validate: %v", err)
+	}
+	if got := c.FormatDSN(); got != want {
+		t.Errorf("FormatDSN() = %q, want %q", got, want)
+	}
+	checkRoundTrip(t, c)
+}
+
 func checkRoundTrip(t *testing.T, c *Config) {
 	t.Helper()
 	s := c.FormatDSN()

@@ -135,13 +135,7 @@ func TestFormatDSNTopology(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if err := tt.c.Validate(); err != nil {
-				t.Fatalf("Validate: %v", err)
-			}
-			if got := tt.c.FormatDSN(); got != tt.want {
-				t.Errorf("FormatDSN() = %q, want %q", got, tt.want)
-			}
-			checkRoundTrip(t, tt.c)
+			checkValidFormat(t, tt.c, tt.want)
 			for i, h := range tt.c.Hosts {
 				if m := tt.c.HostConfig(i); m.Addr != h.Addr() || strings.Contains(m.Addr, ";") {
 					t.Errorf("HostConfig(%d).Addr = %q, want %q without the label", i, m.Addr, h.Addr())

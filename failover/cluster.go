@@ -243,6 +243,36 @@ func (c *Cluster) Primary() int { return c.t.Load().primary }
 // It is on every statement's path: three loads.
 func (c *Cluster) Home(host int) bool { return c.home(c.t.Load(), host) && !c.lastResort.Load() }
 
+// Place is where a connection's host stands for its next statement (see Cluster.Place).
+type Place int
+
+const (
+	// PlaceAway: not the pool's host, or unfit (see Unfit): the connection joins the
+	// pool's host before it sends anything.
+	PlaceAway Place = iota
+	// PlaceActive: the pool's host, but not home: the statement may first fall back.
+	PlaceActive
+	// PlaceHome: the pool's host and home (see Home): nothing to do.
+	PlaceHome
+)
+
+// Place tells a connection on host what its next statement needs: Active, Unfit and
+// Home in one, with one read of the host list. It is on every statement's path.
+func (c *Cluster) Place(host int) Place {
+	if int(c.active.Load()) != host {
+		return PlaceAway
+	}
+	t := c.t.Load()
+	h := t.host(host)
+	switch {
+	case h == nil || h.unfit.Load() || !t.member[host]:
+		return PlaceAway
+	case c.home(t, host) && !c.lastResort.Load():
+		return PlaceHome
+	}
+	return PlaceActive
+}
+
 // Target returns the targetSessionAttrs that host attempts check (dsn.TargetAny when
 // none).
 func (c *Cluster) Target() dsn.TargetSessionAttrs { return c.target }

@@ -22,6 +22,7 @@ import (
 
 	"github.com/mysqlfailover/mysqlfailover/dsn"
 	"github.com/mysqlfailover/mysqlfailover/failover"
+	"github.com/mysqlfailover/mysqlfailover/internal/fake"
 )
 
 // The monitor tests drive the monitor by hand: one cl.Check per round, the fake clock
@@ -662,7 +663,7 @@ func TestMonitorStartClose(t *testing.T) {
 		}
 	}
 	// Wait for a second round on every host (the connections are reused).
-	waitUntil(t, "a second round on every host", func() bool {
+	fake.WaitFor(t, "a second round on every host", func() bool {
 		return r.net.Probes(0) >= 2 && r.net.Probes(1) >= 2 && r.net.Probes(2) >= 2
 	})
 	done := make(chan struct{})

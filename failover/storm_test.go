@@ -15,20 +15,8 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/mysqlfailover/mysqlfailover/failover"
+	"github.com/mysqlfailover/mysqlfailover/internal/fake"
 )
-
-// waitUntil polls cond, yielding the processor, for at most 10 s of real time: a
-// synchronisation with other goroutines, not a timing assumption.
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		runtime.Gosched()
-	}
-}
 
 // waitingFollowers counts the goroutines parked in Failover waiting for another
 // connection's walk (a select inside (*Cluster).Failover).
@@ -106,8 +94,8 @@ func (s *stormRig) storm(t *testing.T) []stormResult {
 		}()
 	}
 	close(start)
-	waitUntil(t, "the leader's first dial", s.blocked.Load)
-	waitUntil(t, "63 followers waiting for the leader's walk", func() bool { return waitingFollowers() == stormConns-1 })
+	fake.WaitFor(t, "the leader's first dial", s.blocked.Load)
+	fake.WaitFor(t, "63 followers waiting for the leader's walk", func() bool { return waitingFollowers() == stormConns-1 })
 	s.h1, s.wait = s.stat(0), s.clock.Now()
 	s.release()
 	wg.Wait()
