@@ -219,17 +219,16 @@ func (c *Conn) fail(ctx context.Context, epoch uint64, err error, r stmt.Retry) 
 		// its failure was handled): nothing more to decide.
 		return false, failover.NotBadConn(err, "")
 	}
-	class := failover.Classify(err)
-	if class == failover.Data {
+	switch failover.Classify(ctx, err) {
+	case failover.Data:
 		if c.cfg.WriteIntent && failover.ReadOnlyRejection(err) && ctx.Err() == nil {
 			return c.rejected(ctx, err, r, c.cfg.MultiStatements)
 		}
 		c.dropIfInvalid(err)
 		return false, err
-	}
-	if cerr := ctx.Err(); class == failover.Canceled || cerr != nil {
+	case failover.Canceled:
 		c.dropIfInvalid(err)
-		if cerr != nil && !errors.Is(err, cerr) {
+		if cerr := ctx.Err(); !errors.Is(err, cerr) {
 			return false, fmt.Errorf("%w (%v)", cerr, failover.NotBadConn(err, ""))
 		}
 		return false, err
@@ -248,15 +247,15 @@ func (c *Conn) fail(ctx context.Context, epoch uint64, err error, r stmt.Retry) 
 func (c *Conn) rejected(ctx context.Context, err error, r stmt.Retry, batch bool) (bool, error) {
 	role, rerr := failover.ReadRole(ctx, c.phys)
 	if rerr != nil {
-		switch failover.Classify(rerr) {
+		switch failover.Classify(ctx, rerr) {
 		case failover.Data:
 			return false, err // the role is unknown: leave the rejection as it is
 		case failover.Canceled:
 			return c.fail(ctx, c.epoch, rerr, stmt.NoRetry)
 		}
 		// The connection broke right after the rejection: the rejected statement did
-		// not run.
-		return c.move(ctx, rerr, true, r)
+		// not run, but with multiStatements earlier statements of its batch may have.
+		return c.move(ctx, rerr, !batch, r)
 	}
 	if c.cl.NoteRole(c.host, role) {
 		return false, err
@@ -275,17 +274,9 @@ func (c *Conn) move(ctx context.Context, err error, notSent bool, r stmt.Retry) 
 		MaybeExecuted: !notSent,
 		Err:           failover.NotBadConn(err, "the connection was broken before the request was sent"),
 	}
-	var phys driver.Conn
-	host, werr := failed, error(nil)
-	if failed == c.cl.Active() && failover.SessionEnded(err) {
-		// The server ended this session, or it was found dead before anything was
-		// sent: one attempt on the same host before blaming it (go-sql-driver#657,
-		// case 09: a stale connection must not move the pool).
-		phys, werr = c.cl.Reconnect(ctx, failed, c.setup)
-	}
-	if phys == nil {
-		phys, host, werr = c.cl.Failover(ctx, failed, err, c.setup)
-	}
+	// The cluster decides whether the host or only this session is gone, and returns a
+	// new session on the same host, or on the next one.
+	phys, host, werr := c.cl.Recover(ctx, failed, err, c.setup)
 	if werr != nil {
 		fe.Reconnect = werr
 	} else {

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -229,6 +230,29 @@ type breaks struct{ conn func() *fake.Conn }
 
 func (b breaks) Match(driver.Value) bool { b.conn().Broken.Store(true); return true }
 
+// ending is a caller's context that ends, with err, when end is called: in the middle of
+// a statement, as a request deadline passes while the server works. Its Done channel is
+// nil, so that sqlmock returns the scripted error (go-sql-driver's own answer) instead of
+// racing it with an error of its own.
+type ending struct {
+	context.Context
+	err   error
+	ended atomic.Bool
+}
+
+func newEnding(err error) *ending { return &ending{Context: context.Background(), err: err} }
+
+func (c *ending) end() { c.ended.Store(true) }
+
+func (c *ending) Done() <-chan struct{} { return nil }
+
+func (c *ending) Err() error {
+	if c.ended.Load() {
+		return c.err
+	}
+	return nil
+}
+
 // Case 02 (ctx-cancel-is-not-a-host-failure), invariant 1: the caller's context ending is
 // not a host failure: the error matches the context error (never ErrBadConn), no host is
 // reported, the pool stays on H1, and a physical connection go-sql-driver closed is
@@ -250,8 +274,11 @@ func TestCallerCancellationIsNotAHostFailure(t *testing.T) {
 		driverErr error
 		want      error
 	}{
-		{"driver returns context.Canceled", context.Background(), context.Canceled, context.Canceled},
-		{"driver returns context.DeadlineExceeded", context.Background(), context.DeadlineExceeded, context.DeadlineExceeded},
+		// Whether the caller cancelled is read from its context, never from the error
+		// (failover.Classify): go-sql-driver returns the context's error once it ended,
+		// here while the statement runs.
+		{"driver returns context.Canceled", newEnding(context.Canceled), context.Canceled, context.Canceled},
+		{"driver returns context.DeadlineExceeded", newEnding(context.DeadlineExceeded), context.DeadlineExceeded, context.DeadlineExceeded},
 		{"ctx cancelled, connection closed by the driver", cancelled, nil, context.Canceled},
 		{"deadline passed, connection closed by the driver", expired, nil, context.DeadlineExceeded},
 	} {
@@ -259,7 +286,12 @@ func TestCallerCancellationIsNotAHostFailure(t *testing.T) {
 			e := newEnv(t, 2)
 			first := func(m sqlmock.Sqlmock) {
 				if tc.driverErr != nil {
-					m.ExpectExec(sleep).WithArgs(breaks{func() *fake.Conn { return e.phys(0, 0) }}).WillReturnError(tc.driverErr)
+					m.ExpectExec(sleep).WithArgs(breaks{func() *fake.Conn {
+						if end, ok := tc.ctx.(*ending); ok {
+							end.end()
+						}
+						return e.phys(0, 0)
+					}}).WillReturnError(tc.driverErr)
 				}
 			}
 			e.script(0, first, ok(next))

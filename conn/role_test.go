@@ -429,6 +429,25 @@ func TestRoleCheckBrokenAfterRejection(t *testing.T) {
 		e.allMet()
 	})
 
+	// With multiStatements the rejected statement may be a batch whose first statements
+	// ran before the rejection: a move after the broken re-read must not run it again.
+	t.Run("invalid connection, multiStatements: moves to H2, batch not re-run", func(t *testing.T) {
+		const batch = "INSERT INTO t VALUES(?); INSERT INTO t VALUES(2)"
+		e := newEnv(t, 3, target(dsn.TargetReadWrite))
+		e.script(0, func(m sqlmock.Sqlmock) {
+			m.ExpectExec(batch).WithArgs(argHook(func() { e.net.Set(0, nil, mysql.ErrInvalidConn) })).
+				WillReturnError(fake.ReadOnlyError)
+		})
+		e.script(1, func(m sqlmock.Sqlmock) {
+			m.ExpectExec(batch).WithArgs(int64(1)).WillReturnResult(sqlmock.NewResult(0, 2))
+		})
+		c := e.open(Config{WriteIntent: true, MultiStatements: true})
+		_, err := c.ExecContext(context.Background(), batch, args)
+		wantFailover(t, err, h1, h2, true)
+		wantHost(t, c, h2)
+		e.untouched(1, 0, batch)
+	})
+
 	t.Run("session ended, host still writable: same host again", func(t *testing.T) {
 		e := newEnv(t, 3, target(dsn.TargetReadWrite))
 		e.script(0, rejectThen(func() { e.phys(0, 0).Broken.Store(true) }), okArgs)

@@ -64,55 +64,65 @@ var commErrnosSys = []syscall.Errno{
 	syscall.ETIMEDOUT, syscall.EHOSTUNREACH, syscall.ENETUNREACH, syscall.ENETDOWN,
 }
 
-// Classify tells communication errors from data errors (the README's "What the caller sees").
+// Classify tells communication errors from data errors (the README's "What the caller sees"),
+// and the caller's own cancellation from both. ctx is the caller's context of the call that
+// got err; nil means one that never ends.
 //
 // Communication: a *mysql.MySQLError whose SQLSTATE class is 08 or whose number ends the
 // session (1040, 1043, 1047, 1053, 1152-1161, 1927, ...); mysql.ErrInvalidConn;
 // driver.ErrBadConn; io.EOF; io.ErrUnexpectedEOF; net.ErrClosed; any net.Error (timeouts,
-// *net.OpError, *net.DNSError); ECONNREFUSED, ECONNRESET, EPIPE and their kin; and this
+// *net.OpError, *net.DNSError); ECONNREFUSED, ECONNRESET, EPIPE and their kin; this
 // package's own *FailoverError and *NoHostAvailableError, and driver.ErrBadConn after
-// NotBadConn replaced it.
+// NotBadConn replaced it; and context.Canceled or context.DeadlineExceeded while ctx is
+// still live: a deadline of the driver's own (a dial timeout, a host attempt's budget) is a
+// host that did not answer in time.
 //
-// Canceled: context.Canceled and context.DeadlineExceeded. They are checked first because
-// context.DeadlineExceeded also satisfies net.Error.
+// Canceled: any of these while ctx has ended. Whether the caller cancelled is read from the
+// caller's context, never from the error value: a dial timeout matches
+// context.DeadlineExceeded too, as pgconn's normalizeTimeoutError also decides from the
+// context.
 //
-// Everything else, nil included, is Data. Like Connector/J's
+// Everything else, nil included, is Data, also when ctx has ended (a duplicate key that
+// arrived as the deadline passed is still a duplicate key). Like Connector/J's
 // shouldExceptionTriggerConnectionSwitch, the decision is made on values, never on
 // message text.
-func Classify(err error) Class {
-	if err == nil {
+func Classify(ctx context.Context, err error) Class {
+	if err == nil || !communication(err) {
 		return Data
 	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	if ctx != nil && ctx.Err() != nil {
 		return Canceled
+	}
+	return Communication
+}
+
+// communication reports whether err, as a value, says that the connection is gone or did
+// not answer in time (see Classify).
+func communication(err error) bool {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return true
 	}
 	var fe *FailoverError
 	var nh *NoHostAvailableError
 	var ns *notSentError
 	if errors.As(err, &fe) || errors.As(err, &nh) || errors.As(err, &ns) {
-		return Communication
+		return true
 	}
 	var me *mysql.MySQLError
 	if errors.As(err, &me) {
-		if me.SQLState[0] == '0' && me.SQLState[1] == '8' || commErrnos[me.Number] {
-			return Communication
-		}
-		return Data
+		return me.SQLState[0] == '0' && me.SQLState[1] == '8' || commErrnos[me.Number]
 	}
 	if errors.Is(err, mysql.ErrInvalidConn) || errors.Is(err, driver.ErrBadConn) ||
 		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) {
-		return Communication
+		return true
 	}
 	for _, e := range commErrnosSys {
 		if errors.Is(err, e) {
-			return Communication
+			return true
 		}
 	}
 	var ne net.Error
-	if errors.As(err, &ne) {
-		return Communication
-	}
-	return Data
+	return errors.As(err, &ne)
 }
 
 // SessionEnded reports whether err says that this one session ended while its server may

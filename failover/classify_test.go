@@ -10,6 +10,7 @@ import (
 	"os"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/mysqlfailover/mysqlfailover/failover"
@@ -57,10 +58,10 @@ func TestClassify(t *testing.T) {
 		{"i/o timeout", &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}, failover.Communication},
 		{"DNS no such host", &net.DNSError{Err: "no such host", Name: "db-b.invalid", IsNotFound: true}, failover.Communication},
 		{"host attempt timeout", &failover.HostTimeoutError{After: 5e9, Cause: context.DeadlineExceeded}, failover.Communication},
-		// canceled by the caller
-		{"context.Canceled", context.Canceled, failover.Canceled},
-		{"context.DeadlineExceeded", context.DeadlineExceeded, failover.Canceled},
-		{"wrapped deadline", fmt.Errorf("query: %w", context.DeadlineExceeded), failover.Canceled},
+		// a deadline that is not the caller's (the caller's context is live): a timeout
+		{"context.Canceled, caller live", context.Canceled, failover.Communication},
+		{"context.DeadlineExceeded, caller live", context.DeadlineExceeded, failover.Communication},
+		{"dial timeout of a user DialFunc", dialTimeout(t), failover.Communication},
 		// data errors
 		{"1062 duplicate key", myErr(1062, "23000", "Duplicate entry"), failover.Data},
 		{"1064 syntax", myErr(1064, "42000", "You have an error"), failover.Data},
@@ -74,13 +75,38 @@ func TestClassify(t *testing.T) {
 		{"driver.ErrSkip", driver.ErrSkip, failover.Data},
 		{"plain error", errors.New("boom"), failover.Data},
 	}
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := failover.Classify(tt.err); got != tt.want {
-				t.Fatalf("Classify(%v) = %v, want %v", tt.err, got, tt.want)
+			if got := failover.Classify(context.Background(), tt.err); got != tt.want {
+				t.Fatalf("Classify(live, %v) = %v, want %v", tt.err, got, tt.want)
+			}
+			// With the caller's context ended, every communication error is the caller's
+			// cancellation; data errors stay data errors.
+			want := tt.want
+			if want == failover.Communication {
+				want = failover.Canceled
+			}
+			if got := failover.Classify(ended, tt.err); got != want {
+				t.Fatalf("Classify(ended, %v) = %v, want %v", tt.err, got, want)
 			}
 		})
 	}
+	if got := failover.Classify(nil, io.EOF); got != failover.Communication {
+		t.Fatalf("Classify(nil ctx, EOF) = %v, want communication", got)
+	}
+}
+
+// dialTimeout returns the error of a real dial whose own deadline passed: it matches
+// context.DeadlineExceeded although no caller cancelled anything.
+func dialTimeout(t *testing.T) error {
+	d := net.Dialer{Deadline: time.Now().Add(-time.Second)}
+	_, err := d.Dial("tcp", "127.0.0.1:1")
+	if err == nil || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("dial with a past deadline: %v, want an error matching context.DeadlineExceeded", err)
+	}
+	return err
 }
 
 func TestNotBadConnCutsTheChain(t *testing.T) {

@@ -543,7 +543,7 @@ const (
 func (c *Cluster) Failover(ctx context.Context, failed int, cause error, setup SetupFunc) (driver.Conn, int, error) {
 	c.emit(Event{Kind: EventHostFailed, Host: c.Host(failed), Err: NotBadConn(cause, "")})
 	var re *RoleError
-	if h := c.t.Load().host(failed); h != nil && !errors.As(cause, &re) && Classify(cause) == Communication {
+	if h := c.t.Load().host(failed); h != nil && !errors.As(cause, &re) && communication(cause) {
 		// Into backoff, unless already there (a failed Reconnect just put it there, or
 		// another connection reported the same failure a moment ago): one failure, one
 		// step of backoff, however many connections saw it. The compare-and-swap claims
@@ -590,7 +590,7 @@ func (c *Cluster) Failover(ctx context.Context, failed int, cause error, setup S
 		if err == nil {
 			return conn, f.host, nil
 		}
-		if ctx.Err() != nil || Classify(err) != Communication {
+		if Classify(ctx, err) != Communication {
 			var re *RoleError
 			if !errors.As(err, &re) {
 				return nil, -1, fmt.Errorf("mysqlfailover: host %s: %w", c.Host(f.host), err)
@@ -661,15 +661,24 @@ func (c *Cluster) setRole(host int, role Role) bool {
 	return ok
 }
 
-// Reconnect makes one bounded attempt on host for a connection whose session ended while
-// the host may be fine (see SessionEnded). It does not move the pool; a failed attempt is
-// returned as is, and the caller goes on with Failover.
-func (c *Cluster) Reconnect(ctx context.Context, host int, setup SetupFunc) (driver.Conn, error) {
+// Recover handles a communication error (cause) on an established session to host: it
+// decides whether the host is down or only this session ended, and returns a new physical
+// connection (set up by setup) and its host. When the host answers, the new connection is
+// on the same host (the returned host equals host) and the pool stays; otherwise the pool
+// moves as with Failover. It never returns an error that matches driver.ErrBadConn.
+func (c *Cluster) Recover(ctx context.Context, host int, cause error, setup SetupFunc) (driver.Conn, int, error) {
 	if c.closed.Load() {
-		return nil, ErrClosed
+		return nil, -1, ErrClosed
 	}
-	conn, _, err := c.attempt(ctx, host, setup, false)
-	return conn, err
+	if host == c.Active() && SessionEnded(cause) {
+		// The server ended this session, or it was found dead before anything was
+		// sent: one attempt on the same host before blaming it (go-sql-driver#657,
+		// case 09: a stale connection must not move the pool).
+		if conn, _, err := c.attempt(ctx, host, setup, false); err == nil {
+			return conn, host, nil
+		}
+	}
+	return c.Failover(ctx, host, cause, setup)
 }
 
 // TryFallBack is called by a connection away from home (see Home) at a safe point
@@ -786,7 +795,7 @@ func (c *Cluster) walk(ctx context.Context, p plan, cause error, setup SetupFunc
 				return nil, -1, c.noHost(t, passes, errs, tried, ctx.Err(), p)
 			}
 			var re *RoleError
-			if Classify(err) != Communication && !errors.As(err, &re) && !(i == 0 && h == t.primary && p.primaryFirst) {
+			if Classify(ctx, err) != Communication && !errors.As(err, &re) && !(i == 0 && h == t.primary && p.primaryFirst) {
 				// Access denied, unknown database...: every host would say the same
 				// (pgx stops its walk on these too), and hiding it behind retries
 				// would cost minutes. A fall-back probe of the primary is the

@@ -804,3 +804,21 @@ func TestShortDeadlineCapSparesAFarHost(t *testing.T) {
 
 // primary is the index of the primary in these tests: the first host (no localDC).
 const primary = 0
+
+// A user DialFunc's own timeout (net.Dialer.Timeout) matches context.DeadlineExceeded,
+// but the caller's context is live: the host did not answer, and the walk goes on to the
+// next host instead of ending as if the caller had cancelled.
+func TestDialTimeoutOfUserDialFuncIsAHostFailure(t *testing.T) {
+	r := newRig(t, 2, nil)
+	r.net.Set(0, dialTimeout(t), nil)
+	_, h, err := r.cl.Connect(context.Background(), nil)
+	if err != nil {
+		t.Fatalf("Connect: %v, want H2", err)
+	}
+	if h != 1 {
+		t.Fatalf("Connect landed on host %d, want 1 (H2)", h)
+	}
+	if got := r.history(); got != `\H1 /H2` {
+		t.Fatalf("history %q, want \\H1 /H2", got)
+	}
+}

@@ -254,7 +254,7 @@ func (c *Cluster) probe(ctx context.Context, id int) {
 		}
 		_ = conn.Close()
 		conn = nil
-		if !again || timedOut || ctx.Err() != nil || Classify(err) != Communication {
+		if !again || timedOut || Classify(ctx, err) != Communication {
 			break
 		}
 	}
