@@ -137,7 +137,7 @@ func TestAllNodesDown(t *testing.T) {
 			back: (*harness.Node).Restart,
 			hostCause: func(err error) bool {
 				var ht *failover.HostTimeoutError
-				return failover.Classify(err) == failover.Communication && !errors.As(err, &ht) &&
+				return failover.Classify(context.Background(), err) == failover.Communication && !errors.As(err, &ht) &&
 					!errors.Is(err, syscall.ECONNREFUSED) && !errors.Is(err, sqldriver.ErrBadConn)
 			},
 			cause: "a communication error at the greeting (EOF), not a timeout, not refused, not driver.ErrBadConn",

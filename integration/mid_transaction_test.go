@@ -177,7 +177,7 @@ func TestMidTransactionFailure(t *testing.T) {
 			} else {
 				endErr = tx.Rollback()
 				t.Logf("Rollback: %v", endErr)
-				if endErr != nil && failover.Classify(endErr) != failover.Communication {
+				if endErr != nil && failover.Classify(context.Background(), endErr) != failover.Communication {
 					t.Errorf("Rollback of the lost transaction: %v, want nil or a connection error", endErr)
 				}
 			}
