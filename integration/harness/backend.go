@@ -25,6 +25,12 @@ type NodeSpec struct {
 	Index int
 	// ServerID is the server_id to run with, unique in the cluster.
 	ServerID int
+	// Args are extra server options for this node only (WithNodeArgs), in mariadbd's
+	// command-line syntax ("--ssl-cert=/path", "--max-connections=20"). A backend applies
+	// them on every start of the node, restarts included, after its own options, so that
+	// they win; one that cannot pass options (a fixed container image) must fail
+	// StartNode rather than ignore them.
+	Args []string
 }
 
 // Instance is one server a Backend started. Replication, users, read_only and every

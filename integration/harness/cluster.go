@@ -37,9 +37,10 @@ const EnvCI = "CI"
 type Option func(*options)
 
 type options struct {
-	backend Backend
-	logf    func(format string, args ...any)
-	timeout time.Duration
+	backend  Backend
+	logf     func(format string, args ...any)
+	timeout  time.Duration
+	nodeArgs map[int][]string
 }
 
 // WithBackend runs the cluster on b instead of a new LocalBackend. The cluster closes b.
@@ -48,6 +49,21 @@ func WithBackend(b Backend) Option { return func(o *options) { o.backend = b } }
 // WithLogf sends the harness's progress lines to logf (Start uses t.Logf).
 func WithLogf(logf func(format string, args ...any)) Option {
 	return func(o *options) { o.logf = logf }
+}
+
+// WithNodeArgs gives node i (from 1) extra server options, on every start of that node
+// (Restart too), after the harness's own options and LocalBackend.Args, so they override
+// both: "--ssl-cert=/path/cert.pem", "--max-allowed-packet=1M". Given twice for the same
+// node, the options add up. StartCluster fails for a node the cluster does not have.
+// Options that stop the server from starting, or from answering the harness's root
+// admin connection (no password, plain TCP), fail StartCluster with the server's log.
+func WithNodeArgs(i int, args ...string) Option {
+	return func(o *options) {
+		if o.nodeArgs == nil {
+			o.nodeArgs = map[int][]string{}
+		}
+		o.nodeArgs[i] = append(o.nodeArgs[i], args...)
+	}
 }
 
 // WithTimeout bounds Start's whole bring-up (default 2 minutes; StartCluster uses its
@@ -111,6 +127,11 @@ func StartCluster(ctx context.Context, n int, opts ...Option) (*Cluster, error) 
 	for _, opt := range opts {
 		opt(&o)
 	}
+	for i := range o.nodeArgs {
+		if i < 1 || i > n {
+			return nil, fmt.Errorf("harness: WithNodeArgs for node %d of a %d-node cluster", i, n)
+		}
+	}
 	if o.backend == nil {
 		o.backend = &LocalBackend{Logf: o.logf}
 	}
@@ -121,7 +142,7 @@ func StartCluster(ctx context.Context, n int, opts ...Option) (*Cluster, error) 
 		nodes:   make([]*Node, n),
 		logf:    o.logf,
 	}
-	err := c.startNodes(ctx)
+	err := c.startNodes(ctx, o.nodeArgs)
 	started := time.Since(begin)
 	if err == nil {
 		err = c.setUpReplication(ctx)
@@ -136,22 +157,22 @@ func StartCluster(ctx context.Context, n int, opts ...Option) (*Cluster, error) 
 	return c, nil
 }
 
-func (c *Cluster) startNodes(ctx context.Context) error {
+func (c *Cluster) startNodes(ctx context.Context, nodeArgs map[int][]string) error {
 	errs := make([]error, len(c.nodes))
 	var wg sync.WaitGroup
 	for k := range c.nodes {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[k] = c.startNode(ctx, k+1)
+			errs[k] = c.startNode(ctx, k+1, nodeArgs[k+1])
 		}()
 	}
 	wg.Wait()
 	return errors.Join(errs...)
 }
 
-func (c *Cluster) startNode(ctx context.Context, idx int) error {
-	inst, err := c.backend.StartNode(ctx, NodeSpec{Index: idx, ServerID: idx})
+func (c *Cluster) startNode(ctx context.Context, idx int, args []string) error {
+	inst, err := c.backend.StartNode(ctx, NodeSpec{Index: idx, ServerID: idx, Args: args})
 	if err != nil {
 		return err
 	}

@@ -64,7 +64,8 @@ type LocalBackend struct {
 	Binary string
 	// Dir is where the data directories go. Empty: EnvTmpDir, /dev/shm, os.TempDir().
 	Dir string
-	// Args are extra server options, appended to every start.
+	// Args are extra server options, appended to every start of every node (before a
+	// node's own NodeSpec.Args).
 	Args []string
 	// StartTimeout bounds each start until the server answers; default 30s.
 	StartTimeout time.Duration
@@ -516,7 +517,8 @@ func (i *localInstance) serverArgs() []string {
 		args = append(args, "--user=root")
 	}
 	args = append(args, innodbArgs...)
-	return append(args, i.b.Args...)
+	args = append(args, i.b.Args...)
+	return append(args, i.spec.Args...) // last: a node's own options win
 }
 
 // Start runs mariadbd on the instance's port and data and waits until root can log in.
