@@ -39,6 +39,7 @@ func TestCommunicationErrorSwitchesThenReturnsFailoverError(t *testing.T) {
 			e.script(0, fails(ins, tc.cause))
 			e.script(1, all(ok(setReadOnly), ok(next), trap(ins)))
 			c := e.open(seqA)
+			e.refuse(0) // H1 is gone: the check of the host fails
 
 			err := exec(c, ins)
 			fe := wantFailover(t, err, h1, h2, true)
@@ -80,6 +81,10 @@ func TestDatabaseSQLDoesNotRerunAfterFailoverError(t *testing.T) {
 		e.script(0, fails(ins, mysql.ErrInvalidConn))
 		e.script(1, all(ok(setReadOnly), ok(next), trap(ins)))
 		db := e.db(seqA, 1)
+		if err := db.PingContext(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		e.refuse(0)
 		_, err := db.ExecContext(context.Background(), ins)
 		wantFailover(t, err, h1, h2, true)
 		if _, err := db.ExecContext(context.Background(), next); err != nil {
@@ -97,6 +102,7 @@ func TestDatabaseSQLDoesNotRerunAfterFailoverError(t *testing.T) {
 		db := e.db(seqA, 2)
 		sc := sqlConn(t, db)
 		defer sc.Close()
+		e.refuse(0)
 		_, err := sc.ExecContext(context.Background(), ins)
 		wantFailover(t, err, h1, h2, true)
 		if _, err := sc.ExecContext(context.Background(), next); err != nil {
@@ -358,6 +364,7 @@ func TestPoolMovesAsOne(t *testing.T) {
 	e.script(0, fails(a1, mysql.ErrInvalidConn), nil) // A, then B: B expects nothing on H1
 	e.script(1, ok(setReadOnly), all(ok(setReadOnly), ok(b1)))
 	a, b := e.open(seqA), e.open(seqA)
+	e.refuse(0)
 
 	wantFailover(t, exec(a, a1), h1, h2, true)
 	mustExec(t, b, b1)
@@ -382,6 +389,7 @@ func TestResetSessionMovesIdleConnectionOnLeftHost(t *testing.T) {
 	sa, sb := sqlConn(t, db), sqlConn(t, db)
 	defer sa.Close()
 	_ = sb.Close() // idle, on H1
+	e.refuse(0)
 
 	_, err := sa.ExecContext(context.Background(), a1)
 	wantFailover(t, err, h1, h2, true)
@@ -522,6 +530,7 @@ func TestEveryPhysicalConnectionIsClosedExactlyOnce(t *testing.T) {
 	e.script(1, fails("Q2", driver.ErrBadConn))
 	e.script(2, ok("Q2"))
 	c := e.open(seqB)
+	e.refuse(0)
 
 	wantFailover(t, exec(c, "Q1"), h1, h2, true) // H1 -> H2
 	e.closedExcept(e.phys(1, 0))
@@ -529,6 +538,7 @@ func TestEveryPhysicalConnectionIsClosedExactlyOnce(t *testing.T) {
 	mustExec(t, c, "Q2") // H2 -> H3, retried there
 	wantHost(t, c, h3)
 	e.closedExcept(e.phys(2, 0))
+	e.net.Up(0)
 	e.clock.Advance(2 * time.Second)
 	mustExec(t, c, "Q3") // falls back to H1
 	wantHost(t, c, h1)
@@ -589,6 +599,13 @@ func TestSessionEndedReconnectsSameHost(t *testing.T) {
 		{"1927 connection killed 70100", &mysql.MySQLError{Number: 1927, SQLState: [5]byte{'7', '0', '1', '0', '0'}, Message: "Connection was killed"}, false},
 		{"4031 inactivity", &mysql.MySQLError{Number: 4031, SQLState: [5]byte{'H', 'Y', '0', '0', '0'}, Message: "disconnected by the server because of inactivity"}, false},
 		{"stale connection, nothing sent", driver.ErrBadConn, true},
+		// Issue 9: these prove only that the session died (a KILL of a busy query on
+		// MariaDB 10.11 is a bare EOF, net_write_timeout and a query past readTimeout are
+		// read failures, a packet over max_allowed_packet is 1153): H1 answers the check.
+		{"invalid connection (KILL on MariaDB, net_write_timeout)", mysql.ErrInvalidConn, false},
+		{"read timeout (a query longer than readTimeout)", &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}, false},
+		{"1153 packet bigger than max_allowed_packet 08S01", &mysql.MySQLError{Number: 1153, SQLState: [5]byte{'0', '8', 'S', '0', '1'}, Message: "Got a packet bigger than 'max_allowed_packet' bytes"}, false},
+		{"connection reset", &net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.ECONNRESET)}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, 3)
@@ -609,6 +626,7 @@ func TestSessionEndedReconnectsSameHost(t *testing.T) {
 			}
 			e.wantEvents(failover.EventHostFailed, h1, 0)
 			e.wantEvents(failover.EventSwitch, h2, 0)
+			e.wantEvents(failover.EventSessionEnded, h1, 1)
 			if n := e.phys(0, 0).Closes(); n != 1 {
 				t.Errorf("first H1 connection closed %d times, want 1", n)
 			}

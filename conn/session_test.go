@@ -31,6 +31,7 @@ func TestReadOnlySequenceA(t *testing.T) {
 			if c.ReadOnly() {
 				t.Fatal("read-only on the primary")
 			}
+			e.refuse(0) // H1 is gone
 			wantFailover(t, exec(c, "Q0"), h1, h2, true)
 			if !c.ReadOnly() {
 				t.Error("ReadOnly() = false on the secondary with failOverReadOnly=true")
@@ -43,6 +44,7 @@ func TestReadOnlySequenceA(t *testing.T) {
 			}
 			mustExec(t, c, "Q1")
 
+			e.net.Up(0) // H1 is back
 			e.clock.Advance(30 * time.Second)
 			mustExec(t, c, "AFTER")
 			wantHost(t, c, h1)
@@ -75,6 +77,7 @@ func TestReadOnlySequenceB(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			e.refuse(0)
 			wantFailover(t, exec(c, "Q0"), h1, h2, true)
 			if c.ReadOnly() != tc.explicit {
 				t.Errorf("ReadOnly() = %v on the secondary, want %v", c.ReadOnly(), tc.explicit)
@@ -132,6 +135,7 @@ func TestResetSessionRestoresDSNReadOnly(t *testing.T) {
 
 			sc := sqlConn(t, db)
 			if tc.failover {
+				e.refuse(0)
 				_, err := sc.ExecContext(ctx, "Q0")
 				wantFailover(t, err, h1, h2, true)
 			}
@@ -206,7 +210,9 @@ func TestCurrentDatabaseSurvivesSwitches(t *testing.T) {
 					t.Fatalf("%s: %v", tc.use, err)
 				}
 			}
+			e.refuse(0)
 			wantFailover(t, exec(c, "Q1"), h1, h2, true)
+			e.refuse(1)
 			wantFailover(t, exec(c, "Q2"), h2, h3, true)
 			mustExec(t, c, "Q3")
 			e.allMet()

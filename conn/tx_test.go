@@ -84,6 +84,7 @@ func TestLostTransactionRefusesEveryStatement(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	e.refuse(0)
 	lost := exec(c, ins)
 	wantFailover(t, lost, h1, h2, true)
 	if !errors.Is(lost, failover.ErrTxLost) {
@@ -159,8 +160,8 @@ func TestCommitFailure(t *testing.T) {
 			if tc.down {
 				e.net.Down(0)
 			}
-			if tc.err == driver.ErrBadConn {
-				e.refuse(0) // the connection was found dead and H1 is gone too
+			if tc.err == mysql.ErrInvalidConn || tc.err == driver.ErrBadConn {
+				e.refuse(0) // the connection failed and H1 is gone too
 			}
 
 			err = tx.Commit()
@@ -202,7 +203,9 @@ func TestNoFallBackInsideTransaction(t *testing.T) {
 	e.script(0, fails("Q0", mysql.ErrInvalidConn), ok("AFTER"))
 	e.script(1, all(begin(), ok("T1"), ok("T2"), commit(nil)))
 	c := e.open(seqB)
+	e.refuse(0)
 	wantFailover(t, exec(c, "Q0"), h1, h2, true)
+	e.net.Up(0)
 
 	tx, err := c.BeginTx(context.Background(), driver.TxOptions{})
 	if err != nil {
@@ -215,8 +218,10 @@ func TestNoFallBackInsideTransaction(t *testing.T) {
 	mustExec(t, c, "T1")
 	mustExec(t, c, "T2")
 	wantHost(t, c, h2)
-	if e.dialed(0) != 1 || e.ev.count(failover.EventConnect, h1) != 1 {
-		t.Errorf("H1 dialed %d times (%d connect events) inside the transaction, want only the first",
+	// The first connection, and the refused check after Q0 failed; none inside the
+	// transaction.
+	if e.dialed(0) != 1 || e.ev.count(failover.EventConnect, h1) != 2 {
+		t.Errorf("H1 dialed %d times (%d connect events) inside the transaction, want only the first and the check",
 			e.dialed(0), e.ev.count(failover.EventConnect, h1))
 	}
 	if err := tx.Commit(); err != nil {
@@ -244,6 +249,7 @@ func TestNoSwitchInsideTransactionWhenThePoolMoves(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustExec(t, a, "A1")
+	e.refuse(0) // new connections to H1 are refused; A's open one still works
 	wantFailover(t, exec(b, "B1"), h1, h2, true)
 	if e.cl.Active() != 1 {
 		t.Fatalf("Active() = %d after B's failover, want 1", e.cl.Active())

@@ -124,24 +124,3 @@ func communication(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne)
 }
-
-// SessionEnded reports whether err says that this one session ended while its server may
-// well be up, so that a new connection to the same host is worth one attempt before the
-// host is blamed and the pool moved: driver.ErrBadConn (go-sql-driver found the
-// connection closed before it sent anything: an idle timeout, a KILL of an idle
-// connection, a restarted server), 1927 ER_CONNECTION_KILLED (KILL CONNECTION from another
-// session) and 4031 (MySQL 8: disconnected for inactivity). Any other communication
-// error, mysql.ErrInvalidConn in particular (go-sql-driver's word for every read failure:
-// a crash, a reset, a read timeout), moves the connection to the next host as in
-// Connector/J.
-func SessionEnded(err error) bool {
-	if errors.Is(err, driver.ErrBadConn) {
-		return true
-	}
-	var ns *notSentError
-	if errors.As(err, &ns) {
-		return true
-	}
-	var me *mysql.MySQLError
-	return errors.As(err, &me) && (me.Number == 1927 || me.Number == 4031)
-}

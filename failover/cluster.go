@@ -586,9 +586,13 @@ func (c *Cluster) Failover(ctx context.Context, failed int, cause error, setup S
 		if err := c.clock.Sleep(ctx, jitter(n)); err != nil {
 			return nil, -1, err
 		}
-		conn, _, err := c.attempt(ctx, f.host, setup, false)
+		conn, _, err := c.attemptPatient(ctx, f.host, setup, false, 0)
 		if err == nil {
 			return conn, f.host, nil
+		}
+		var full *fullError
+		if errors.As(err, &full) {
+			return nil, -1, err // the pool's new host is up but full: it stays there
 		}
 		if Classify(ctx, err) != Communication {
 			var re *RoleError
@@ -659,26 +663,6 @@ func (c *Cluster) setRole(host int, role Role) bool {
 	// prefer-standby takes any host as a last resort: a connection there stays.
 	h.unfit.Store(!ok && c.target != dsn.TargetPreferStandby)
 	return ok
-}
-
-// Recover handles a communication error (cause) on an established session to host: it
-// decides whether the host is down or only this session ended, and returns a new physical
-// connection (set up by setup) and its host. When the host answers, the new connection is
-// on the same host (the returned host equals host) and the pool stays; otherwise the pool
-// moves as with Failover. It never returns an error that matches driver.ErrBadConn.
-func (c *Cluster) Recover(ctx context.Context, host int, cause error, setup SetupFunc) (driver.Conn, int, error) {
-	if c.closed.Load() {
-		return nil, -1, ErrClosed
-	}
-	if host == c.Active() && SessionEnded(cause) {
-		// The server ended this session, or it was found dead before anything was
-		// sent: one attempt on the same host before blaming it (go-sql-driver#657,
-		// case 09: a stale connection must not move the pool).
-		if conn, _, err := c.attempt(ctx, host, setup, false); err == nil {
-			return conn, host, nil
-		}
-	}
-	return c.Failover(ctx, host, cause, setup)
 }
 
 // TryFallBack is called by a connection away from home (see Home) at a safe point
@@ -780,7 +764,21 @@ func (c *Cluster) walk(ctx context.Context, p plan, cause error, setup SetupFunc
 			}
 			tried[h] = true
 			triedPrimary = triedPrimary || h == t.primary
-			conn, lastResort, err := c.attempt(ctx, h, setup, spare == nil)
+			var conn driver.Conn
+			var lastResort bool
+			var err error
+			if p.join && h == p.start {
+				// The pool's own host: a connection that joins the pool waits for a full
+				// host rather than leave it (1040 is not a down host), and a lasting
+				// refusal is its error, the pool staying where it is.
+				conn, lastResort, err = c.attemptPatient(ctx, h, setup, spare == nil, 0)
+				var fe *fullError
+				if errors.As(err, &fe) {
+					return nil, -1, err
+				}
+			} else {
+				conn, lastResort, err = c.attempt(ctx, h, setup, spare == nil)
+			}
 			if err == nil && lastResort {
 				spare, spareHost = conn, h
 				errs[h] = &RoleError{Role: Role(t.hosts[h].role.Load()), Wanted: c.target}
@@ -794,13 +792,12 @@ func (c *Cluster) walk(ctx context.Context, p plan, cause error, setup SetupFunc
 			if ctx.Err() != nil {
 				return nil, -1, c.noHost(t, passes, errs, tried, ctx.Err(), p)
 			}
-			var re *RoleError
-			if Classify(ctx, err) != Communication && !errors.As(err, &re) && !(i == 0 && h == t.primary && p.primaryFirst) {
-				// Access denied, unknown database...: every host would say the same
-				// (pgx stops its walk on these too), and hiding it behind retries
-				// would cost minutes. A fall-back probe of the primary is the
-				// exception: the pool's own host is still there to go to. The host
-				// is in backoff now, so the next walk tries the others first.
+			if stopsWalk(ctx, err) && !(i == 0 && h == t.primary && p.primaryFirst) {
+				// Access denied, unknown database...: every host would say the same,
+				// and hiding it behind retries would cost minutes. A fall-back probe of
+				// the primary is the exception: the pool's own host is still there to
+				// go to. The host is in backoff now, so the next walk tries the others
+				// first.
 				return nil, -1, fmt.Errorf("mysqlfailover: host %s: %w", t.hosts[h].addr, err)
 			}
 		}
@@ -858,7 +855,10 @@ func (c *Cluster) why(cause error, errs []error) error {
 func (c *Cluster) landed(h int, triedPrimary bool, failed int, cause error, lastResort bool) {
 	t := c.t.Load()
 	prev := int(c.active.Swap(int32(h)))
-	prevHome := c.home(t, prev) && !c.lastResort.Swap(lastResort)
+	// The flag describes the host the pool lands on, whatever it left: a pool that
+	// leaves a remote standby for a local writer as a last resort is not home there.
+	wasLastResort := c.lastResort.Swap(lastResort)
+	prevHome := c.home(t, prev) && !wasLastResort
 	if !c.Home(h) && (prevHome || triedPrimary) {
 		// Left home, or the primary was tried and did not answer: the fall-back clock
 		// starts now (Connector/J resets it when the walk began at or passed the primary).
@@ -897,30 +897,46 @@ const MinHostShare = 250 * time.Millisecond
 // A host whose role does not qualify fails the attempt with a *RoleError, except that
 // with prefer-standby and lastResortOK a non-standby is set up and returned with
 // lastResort true, for the walk to keep aside. A failure that is the host's (not the
-// caller's context, not its role) puts the host into backoff; a success clears it.
-func (c *Cluster) attempt(ctx context.Context, h int, setup SetupFunc, lastResortOK bool) (conn driver.Conn, lastResort bool, err error) {
+// caller's context, not its role, not a full host) puts the host into backoff; a success
+// clears it.
+func (c *Cluster) attempt(ctx context.Context, h int, setup SetupFunc, lastResortOK bool) (driver.Conn, bool, error) {
+	return c.attemptWithin(ctx, h, setup, lastResortOK, 0)
+}
+
+// attemptWithin is attempt with a further bound, limit (0: none), for the quick
+// same-host check of Recover.
+func (c *Cluster) attemptWithin(ctx context.Context, h int, setup SetupFunc, lastResortOK bool, limit time.Duration) (conn driver.Conn, lastResort bool, err error) {
 	hs := c.t.Load().host(h)
 	if hs == nil {
 		return nil, false, fmt.Errorf("mysqlfailover: no host with id %d", h)
 	}
-	actx, budget := ctx, c.timeout
+	actx, budget, bound := ctx, c.timeout, "hostTimeout"
 	if dl, ok := ctx.Deadline(); ok {
-		left := time.Until(dl)
+		left := time.Until(dl) // the caller's deadline is on the wall clock
 		share := max(left/2, MinHostShare, 4*time.Duration(hs.typical.Load()))
 		if share < left && (budget == 0 || share < budget) {
-			budget = share
+			budget, bound = share, "a share of the caller's time left"
 		}
+	}
+	if limit > 0 && (budget == 0 || limit < budget) {
+		budget, bound = limit, "the check of a host whose session ended"
 	}
 	if budget > 0 {
 		var cancel context.CancelFunc
 		actx, cancel = context.WithTimeout(ctx, budget)
 		defer cancel()
 	}
-	start := time.Now()
+	timedOut := func(err error) error {
+		if actx.Err() != nil && ctx.Err() == nil {
+			return &HostTimeoutError{After: budget, Cause: err, bound: bound}
+		}
+		return err
+	}
+	start := c.clock.Now()
 	conn, err = c.dial(actx, h)
 	if err != nil {
-		if actx.Err() != nil && ctx.Err() == nil {
-			err = &HostTimeoutError{After: budget, Cause: err}
+		if e := timedOut(err); e != err {
+			err = e
 		} else {
 			err = describeDialError(err)
 		}
@@ -929,10 +945,7 @@ func (c *Cluster) attempt(ctx context.Context, h int, setup SetupFunc, lastResor
 		role, rerr := ReadRole(actx, conn)
 		switch {
 		case rerr != nil:
-			if actx.Err() != nil && ctx.Err() == nil {
-				rerr = &HostTimeoutError{After: budget, Cause: rerr}
-			}
-			err = NotBadConn(rerr, "role check failed")
+			err = NotBadConn(timedOut(rerr), "role check failed")
 		case Accepts(c.target, role):
 		case lastResortOK && c.target == dsn.TargetPreferStandby:
 			lastResort = true
@@ -951,23 +964,20 @@ func (c *Cluster) attempt(ctx context.Context, h int, setup SetupFunc, lastResor
 		if err = setup(actx, conn, h); err != nil {
 			_ = conn.Close()
 			conn = nil
-			if actx.Err() != nil && ctx.Err() == nil {
-				err = &HostTimeoutError{After: budget, Cause: err}
-			}
-			err = NotBadConn(err, "session set-up failed")
+			err = NotBadConn(timedOut(err), "session set-up failed")
 		}
 	}
 	var re *RoleError
 	switch {
 	case err == nil:
-		d := int64(time.Since(start))
+		d := int64(c.clock.Now().Sub(start))
 		if old := hs.typical.Load(); old > 0 {
 			d = (3*old + d) / 4
 		}
 		hs.typical.Store(d)
 		c.attemptSucceeded(hs)
-	case errors.As(err, &re):
-		c.attemptSucceeded(hs) // the host answers; the walk skips it for its role
+	case errors.As(err, &re), fullHost(err):
+		c.attemptSucceeded(hs) // the host answers; the walk skips it for its role, or it is full
 	case ctx.Err() == nil:
 		c.attemptFailed(hs, err)
 	}

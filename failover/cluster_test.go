@@ -767,18 +767,20 @@ func TestOneProbeOfThePrimaryPerPool(t *testing.T) {
 
 // TestShortDeadlineCapSparesAFarHost: a host whose attempts usually take longer than half
 // a caller's deadline is given the whole deadline, not half of it, so a slow but healthy
-// handshake (a far region, TLS) does not fail the pool over.
+// handshake (a far region, TLS) does not fail the pool over. The attempts' duration is
+// read from the Cluster's clock: each handshake of H1 takes 300 ms of it.
 func TestShortDeadlineCapSparesAFarHost(t *testing.T) {
 	const handshake = 300 * time.Millisecond
 	var r *rig
+	var budget time.Duration // what the last attempt on H1 was given
 	r = newRig(t, 2, func(o *failover.Options) {
 		o.Dial = func(ctx context.Context, h int) (driver.Conn, error) {
 			if h == primary {
-				select { // far away: every handshake takes 300 ms
-				case <-time.After(handshake):
-				case <-ctx.Done():
-					return nil, ctx.Err()
+				budget = 0
+				if dl, ok := ctx.Deadline(); ok {
+					budget = time.Until(dl)
 				}
+				r.clock.Advance(handshake) // far away
 			}
 			return r.net.Dial(ctx, h)
 		}
@@ -797,6 +799,9 @@ func TestShortDeadlineCapSparesAFarHost(t *testing.T) {
 		t.Fatalf("under a 500 ms deadline: H%d %v, want H1", h+1, err)
 	}
 	c.Close()
+	if budget <= failover.MinHostShare+50*time.Millisecond {
+		t.Fatalf("the attempt on H1 was given %v of a 500 ms deadline, want the whole deadline (its handshakes take %v)", budget, handshake)
+	}
 	if r.cl.Active() != primary {
 		t.Fatal("the pool left a slow but healthy primary")
 	}

@@ -27,23 +27,28 @@ var ErrCommitOutcomeUnknown = errors.New("mysqlfailover: commit outcome unknown:
 var ErrClosed = errors.New("mysqlfailover: closed")
 
 // FailoverError is returned, wrapped or as is, for a statement whose connection failed
-// with a communication error. By the time the caller sees it the proxy has already moved
-// to another host (Current) and restored the session state there, so the next statement
-// on the same connection runs on Current. errors.Is and errors.As reach the cause (Err)
-// and, when no host could be reached, the reason (Reconnect). It never matches
-// driver.ErrBadConn, so database/sql does not run the statement again.
+// with a communication error. By the time the caller sees it the proxy has a new session
+// (on Current) with the session state restored, so the next statement on the same
+// connection runs there. When the host still answered (one session ended: a KILL, a
+// packet over max_allowed_packet, a query past readTimeout), Current equals Failed and
+// the pool stayed; otherwise the pool moved with the connection. errors.Is and
+// errors.As reach the cause (Err) and, when no session could be opened, the reason
+// (Reconnect). It never matches driver.ErrBadConn, so database/sql does not run the
+// statement again.
 type FailoverError struct {
 	// Failed is the host:port whose connection failed.
 	Failed string
-	// Current is the host:port the connection uses now, or "" when no host could be reached.
+	// Current is the host:port the connection uses now (Failed itself when only the
+	// session ended), or "" when no session could be opened.
 	Current string
 	// MaybeExecuted is true when the request may have reached Failed before the failure,
 	// so the statement may have run there; false when it was provably never sent.
 	MaybeExecuted bool
 	// Err is the communication error from Failed.
 	Err error
-	// Reconnect is non-nil when no other host could be reached: a *NoHostAvailableError,
-	// the caller's context error, or the data error (such as access denied) a host gave.
+	// Reconnect is non-nil when no session could be opened: a *NoHostAvailableError,
+	// the caller's context error, a host that stayed full, or the data error (such as
+	// access denied) a host gave.
 	Reconnect error
 }
 
@@ -51,20 +56,32 @@ type FailoverError struct {
 func (e *FailoverError) Error() string {
 	var b strings.Builder
 	var re *RoleError
-	if errors.As(e.Err, &re) && re.Cause != nil {
+	switch {
+	case errors.As(e.Err, &re) && re.Cause != nil:
 		b.WriteString("mysqlfailover: left ")
 		b.WriteString(e.Failed)
 		b.WriteString(", ")
-	} else {
+	case e.Failed != "" && e.Failed == e.Current:
+		b.WriteString("mysqlfailover: session on ")
+		b.WriteString(e.Failed)
+		b.WriteString(" ended: ")
+	default:
 		b.WriteString("mysqlfailover: connection to ")
 		b.WriteString(e.Failed)
 		b.WriteString(" failed: ")
 	}
-	b.WriteString(e.Err.Error())
-	if e.Current != "" {
+	if e.Err != nil {
+		b.WriteString(e.Err.Error())
+	} else {
+		b.WriteString("communication error")
+	}
+	switch {
+	case e.Current != "" && e.Current == e.Failed:
+		b.WriteString("; the host answers, a new session is open there")
+	case e.Current != "":
 		b.WriteString("; now on ")
 		b.WriteString(e.Current)
-	} else if e.Reconnect != nil {
+	case e.Reconnect != nil:
 		b.WriteString("; no host to switch to: ")
 		b.WriteString(e.Reconnect.Error())
 	}
@@ -78,10 +95,13 @@ func (e *FailoverError) Error() string {
 
 // Unwrap returns the cause and, if set, the reconnect error.
 func (e *FailoverError) Unwrap() []error {
-	if e.Reconnect != nil {
-		return []error{e.Err, e.Reconnect}
+	errs := make([]error, 0, 2)
+	for _, err := range []error{e.Err, e.Reconnect} {
+		if err != nil {
+			errs = append(errs, err)
+		}
 	}
-	return []error{e.Err}
+	return errs
 }
 
 // HostError is one host's part of a NoHostAvailableError.
@@ -168,11 +188,20 @@ type HostTimeoutError struct {
 	After time.Duration
 	// Cause is the error the attempt returned when its deadline fired.
 	Cause error
+
+	bound string // which bound After is, for Error
 }
 
-// Error says which bound expired.
+// Error says which bound expired, and the cause.
 func (e *HostTimeoutError) Error() string {
-	return "host attempt timed out after " + e.After.String() + " (hostTimeout, or a share of the caller's time left): " + e.Cause.Error()
+	s := "host attempt timed out after " + e.After.String()
+	if e.bound != "" {
+		s += " (" + e.bound + ")"
+	}
+	if e.Cause != nil {
+		s += ": " + e.Cause.Error()
+	}
+	return s
 }
 
 // Timeout reports true (net.Error).

@@ -36,6 +36,11 @@ const (
 	// EventAbort is the Cluster closing every connection to Host, which probes declared
 	// down while the pool was on it, so that statements in flight fail at once.
 	EventAbort
+	// EventSessionEnded is a communication error (Err) on an established connection to
+	// Host while Host still answers (a KILL, a packet over max_allowed_packet,
+	// net_write_timeout, a query past readTimeout): the connection has a new session on
+	// Host and the pool stays.
+	EventSessionEnded
 )
 
 // String returns the kind's name, e.g. "connect".
@@ -59,6 +64,8 @@ func (k EventKind) String() string {
 		return "probe-failed"
 	case EventAbort:
 		return "abort"
+	case EventSessionEnded:
+		return "session-ended"
 	}
 	return "unknown"
 }

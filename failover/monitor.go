@@ -242,6 +242,13 @@ func (c *Cluster) probe(ctx context.Context, id int) {
 				}
 			}
 			cancel()
+			if fullHost(err) {
+				// The server answered that it takes no more connections: it is up and
+				// its sessions work (a full host is not a down host). The probe
+				// connection is opened again next round.
+				err = nil
+				break
+			}
 			if err != nil {
 				break
 			}

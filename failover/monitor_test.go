@@ -828,3 +828,19 @@ func TestMonitorActsOnActiveHostFirst(t *testing.T) {
 		t.Fatalf("active H%d, want H2", r.cl.Active()+1)
 	}
 }
+
+// Issue 9: a host whose probe connection has to be opened again and that answers full
+// (1040) is up: it is not made suspect, and with failoverDelay 0 the pool does not leave it.
+func TestProbeOfAFullHostPasses(t *testing.T) {
+	r, ab := monRig(t, 3, func(o *failover.Options) { o.FailoverDelay = 0 })
+	r.net.Set(0, myErr(1040, "08004", "Too many connections"), nil)
+	for range 3 {
+		r.tick(monInterval)
+	}
+	if got := r.stat(0).State; got != failover.HostUp {
+		t.Fatalf("H1 %v after full answers to its probes, want up", got)
+	}
+	if r.cl.Active() != 0 || len(r.events(failover.EventSwitch)) != 0 || len(ab.get()) != 0 {
+		t.Fatal("the pool left a full host")
+	}
+}

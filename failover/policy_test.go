@@ -679,3 +679,41 @@ func TestStandbyTargetReturnsToLocalDC(t *testing.T) {
 		t.Errorf("H4 (beyond usedHostsPerRemoteDC) got %d connections", n)
 	}
 }
+
+// Issue 9: a prefer-standby pool that leaves a remote standby for a local writer as a
+// last resort (no standby answers) is not home there: the fall-back clocks make it look
+// for a local standby again, and it returns to one once it is back. (It used to take
+// the writer for home, since the last-resort flag was only set when leaving home.)
+func TestPreferStandbyLastResortAfterARemoteStandby(t *testing.T) {
+	r := newRig(t, 3, func(o *failover.Options) {
+		o.Target = dsn.TargetPreferStandby
+		o.DCs = []string{"dc1", "dc1", "dc2"}
+		o.LocalDC, o.UsedHostsPerRemoteDC = "dc1", 1
+	})
+	r.net.SetReadOnly(1, true)
+	r.net.SetReadOnly(2, true)
+	r.down(1) // the local standby
+	l := r.connect()
+	defer func() { _ = l.c.Close() }()
+	if l.host != 2 || r.cl.Home(2) {
+		t.Fatalf("on H%d (home %v), want the remote standby H3, not home", l.host+1, r.cl.Home(2))
+	}
+	r.down(2)
+	l.fail() // no standby answers: H1, the local writer, as a last resort
+	if l.host != 0 {
+		t.Fatalf("on H%d after H3 failed, want H1 as a last resort (%s)", l.host+1, r.history())
+	}
+	if r.cl.Home(0) {
+		t.Fatal("the last resort H1 counts as home: the pool would never look for a standby again")
+	}
+	r.up(1)
+	r.clock.Advance(30 * time.Second)
+	if !r.cl.FallBackDue() {
+		t.Fatal("no fall-back due 30 s after taking the last resort")
+	}
+	c, h, err := r.cl.TryFallBack(context.Background(), nil)
+	if err != nil || h != 1 || !r.cl.Home(1) {
+		t.Fatalf("fall-back: H%d, %v; want the local standby H2, home", h+1, err)
+	}
+	_ = c.Close()
+}

@@ -25,6 +25,9 @@ type hostState struct {
 	down    atomic.Bool  // probes declared it down (probing on): walks skip it
 	failing atomic.Bool  // its last attempt failed
 
+	checkMu sync.Mutex
+	check   *check // the same-host check in progress after a session ended (Recover)
+
 	mu        sync.Mutex // guards the rest
 	fails     int        // consecutive failed attempts: the backoff exponent
 	lastErr   error

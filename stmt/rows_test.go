@@ -66,6 +66,7 @@ func TestRowsErrorReturnsFailoverErrorAndNextStatementRunsOnNewHost(t *testing.T
 				if err := r.Next(dest); err != nil || dest[0] != int64(1) {
 					t.Fatalf("first row: %v, %v", dest[0], err)
 				}
+				e.refuse(0) // H1 is gone
 				err := r.Next(dest)
 				wantFailover(t, err, h1, h2, true)
 				if !errors.Is(err, mysql.ErrInvalidConn) {
@@ -148,6 +149,7 @@ func TestRowsErrorThroughDatabaseSQL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	e.refuse(0) // H1 is gone
 	n := 0
 	for rows.Next() {
 		n++
@@ -178,7 +180,9 @@ func TestPreparedStatementRowsHoldFallBackUntilClosed(t *testing.T) {
 	e.script(0, fails("MOVE", mysql.ErrInvalidConn), ok("BACK"))
 	e.script(1, all(ok(setReadOnly), preparedQuery(sel, idRows(1, 0, nil, nil)), ok("DURING")))
 	c := e.open(seqA)
+	e.refuse(0)
 	wantFailover(t, exec(c, "MOVE"), h1, h2, true)
+	e.net.Up(0)
 
 	r, closeStmt := openRows(t, c, true)
 	e.clock.Advance(31 * time.Second) // fall-back due
@@ -206,6 +210,7 @@ func TestRowsCloseCommunicationErrorSwitches(t *testing.T) {
 	if err := r.Next(dest); err != nil {
 		t.Fatal(err)
 	}
+	e.refuse(0)
 	wantFailover(t, r.Close(), h1, h2, true)
 	if err := r.Close(); err != nil {
 		t.Errorf("second Close: %v, want nil", err)

@@ -26,6 +26,7 @@ func TestPreparedStatementSurvivesSwitch(t *testing.T) {
 	if err := execStmt(s, 1); err != nil {
 		t.Fatal(err)
 	}
+	e.refuse(0)
 	wantFailover(t, exec(c, "MOVE"), h1, h2, true)
 	if err := execStmt(s, 2); err != nil {
 		t.Fatalf("the statement on H2: %v", err)
@@ -45,6 +46,7 @@ func TestStmtCommunicationErrorReturnsFailoverErrorAndIsNotRerun(t *testing.T) {
 	e.script(1, all(ok(setReadOnly), prepared(ins, 2, nil))) // a re-run with 1 would not match
 	c := e.open(seqA)
 	s := prepare(t, c, ins)
+	e.refuse(0)
 
 	err := execStmt(s, 1)
 	wantFailover(t, err, h1, h2, true)

@@ -1,0 +1,13 @@
+package failover
+
+// CheckWaiters returns how many connections wait for the same-host check of host in
+// progress (Recover), for tests.
+func CheckWaiters(c *Cluster, host int) int {
+	h := c.t.Load().host(host)
+	h.checkMu.Lock()
+	defer h.checkMu.Unlock()
+	if h.check == nil {
+		return 0
+	}
+	return int(h.check.waiters)
+}
