@@ -98,9 +98,11 @@ func errKind(err error) string {
 }
 
 // wantSessionFault checks err as the error of a statement whose session died on a host
-// that still answers: a *failover.FailoverError with Failed == Current == node's proxy
-// address, never driver.ErrBadConn. It returns the FailoverError (nil when err is not one).
-func wantSessionFault(t *testing.T, c *harness.Cluster, what string, err error, node int) *failover.FailoverError {
+// that still answers: a *failover.FailoverError with Failed == Current == addr (the
+// host as the DSN names it: a node's proxy address, or its real one with
+// DirectClusterDSN), never driver.ErrBadConn. It returns the FailoverError (nil when err
+// is not one).
+func wantSessionFault(t *testing.T, c *harness.Cluster, what string, err error, addr string) *failover.FailoverError {
 	t.Helper()
 	if errors.Is(err, sqldriver.ErrBadConn) {
 		t.Errorf("%s: %v matches driver.ErrBadConn: database/sql would run it again", what, err)
@@ -110,10 +112,9 @@ func wantSessionFault(t *testing.T, c *harness.Cluster, what string, err error, 
 		t.Errorf("%s: %T %v, want a *failover.FailoverError", what, err, err)
 		return nil
 	}
-	want := c.Node(node).ProxyAddr()
-	if fe.Failed != want || fe.Current != want {
+	if fe.Failed != addr || fe.Current != addr {
 		t.Errorf("%s: FailoverError Failed=%q (node %d) Current=%q (node %d), want both %q (node %d): the host answers, only the session died",
-			what, fe.Failed, c.NodeByAddr(fe.Failed), fe.Current, c.NodeByAddr(fe.Current), want, node)
+			what, fe.Failed, c.NodeByAddr(fe.Failed), fe.Current, c.NodeByAddr(fe.Current), addr, c.NodeByAddr(addr))
 	}
 	return fe
 }

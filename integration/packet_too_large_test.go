@@ -24,7 +24,9 @@ func TestPacketTooLarge(t *testing.T) {
 	// Sessions copy the global value when they start: set it before the pool connects.
 	must(t, n1.Exec(ctx, "SET GLOBAL max_allowed_packet = 1048576"))
 
-	p := openFaultPool(t, c.DSN(sessionFaultParams))
+	// Straight to the servers: toxiproxy 2.5.0 leaks a link's goroutines when the server
+	// stops reading a request half-way (see harness.Cluster.DirectClusterDSN).
+	p := openFaultPool(t, c.DirectClusterDSN(sessionFaultParams))
 	load := startWriters(t, ctx, p.db, "ptl_load", 2, 20*time.Millisecond)
 	blob := strings.Repeat("x", 2<<20) // 2 MiB
 
@@ -54,7 +56,7 @@ func TestPacketTooLarge(t *testing.T) {
 		t.Logf("%s: 2 MiB INSERT: %.300v", step.name, callerErr)
 		if callerErr == nil {
 			t.Errorf("%s: the 2 MiB INSERT succeeded with max_allowed_packet=1M", step.name)
-		} else if fe := wantSessionFault(t, c, step.name+": 2 MiB INSERT", callerErr, 1); fe != nil {
+		} else if fe := wantSessionFault(t, c, step.name+": 2 MiB INSERT", callerErr, n1.Addr()); fe != nil {
 			t.Logf("FIGURE %s: %s_maybe_executed=%v", name, step.name, fe.MaybeExecuted)
 		}
 		after, aerr := sessionOf(ctx, c, sc)
