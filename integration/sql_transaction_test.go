@@ -301,6 +301,44 @@ func TestSQLTransaction(t *testing.T) {
 			t.Logf("FIGURE %s: switch_events=%d", name, p.switches())
 		})
 	}
+
+	// The COMMIT statement of a transaction opened with START TRANSACTION is interrupted:
+	// node 1 commits and the reply is lost (a downstream reset_peer). The caller gets
+	// ErrCommitOutcomeUnknown (not ErrTxLost: it may be committed), and the row is on
+	// node 1 exactly once, nothing on node 2.
+	t.Run("start-transaction-commit-interrupted", func(t *testing.T) {
+		name := t.Name()
+		p, sc, _ := pinned(t, noFallBack)
+		wantNil(t, "START TRANSACTION", execErr(sc.ExecContext(ctx, "START TRANSACTION")))
+		wantNil(t, "INSERT 501", sqlTxInsert(ctx, sc, 501))
+		before := midTxStatus(ctx, t, n2)
+		must(t, n1.ResetPeer(false))
+		commitErr := execErr(sc.ExecContext(ctx, "COMMIT"))
+		must(t, n1.ClearToxics())
+		afterCommit := midTxStatus(ctx, t, n2)
+		t.Logf("COMMIT with its reply lost: %v", commitErr)
+		if !errors.Is(commitErr, failover.ErrCommitOutcomeUnknown) {
+			t.Errorf("COMMIT: %s %v, want failover.ErrCommitOutcomeUnknown", errKind(commitErr), commitErr)
+		}
+		if errors.Is(commitErr, failover.ErrTxLost) || errors.Is(commitErr, sqldriver.ErrBadConn) {
+			t.Errorf("COMMIT: %v says the transaction is lost, or matches driver.ErrBadConn; its outcome is unknown", commitErr)
+		}
+		var fe *failover.FailoverError
+		if !errors.As(commitErr, &fe) || !fe.MaybeExecuted || c.NodeByAddr(fe.Failed) != 1 {
+			t.Errorf("COMMIT: %v, want a *failover.FailoverError from node 1 with MaybeExecuted", commitErr)
+		}
+		if d := midTxDiff(before, afterCommit); d != "" {
+			t.Errorf("node 2 ran statements while the COMMIT failed (a replay):%s", d)
+		}
+		wantRows(ctx, t, c, 1, 501, 509, 501)
+		wantRows(ctx, t, c, 2, 501, 509)
+		next, err := sessionOf(ctx, c, sc)
+		if err != nil {
+			t.Errorf("the statement after the interrupted COMMIT: %v", err)
+		}
+		t.Logf("FIGURE %s: commit_error=%s", name, errKind(commitErr))
+		t.Logf("FIGURE %s: node_after_commit=%d switch_events=%d", name, next.node, p.switches())
+	})
 }
 
 // execErr drops an Exec's result.
