@@ -91,6 +91,7 @@ func (c *Conn) attach(phys driver.Conn, host int) {
 func (c *Conn) drop() {
 	if c.phys != nil {
 		_ = c.phys.Close()
+		c.cl.Release(c.host)
 		c.phys, c.execer, c.queryer = nil, nil, nil
 		c.epoch++
 	}
@@ -501,6 +502,7 @@ func (c *Conn) Close() error {
 		return nil
 	}
 	err := c.phys.Close()
+	c.cl.Release(c.host)
 	c.phys, c.execer, c.queryer = nil, nil, nil
 	return failover.NotBadConn(err, "")
 }
