@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
+
 	"github.com/mysqlfailover/mysqlfailover/failover"
 	"github.com/mysqlfailover/mysqlfailover/stmt"
 )
@@ -89,11 +91,21 @@ func (c *Conn) attach(phys driver.Conn, host int) {
 
 // drop closes the physical connection; the logical one lives on.
 func (c *Conn) drop() {
-	if c.phys != nil {
-		_ = c.phys.Close()
-		c.phys, c.execer, c.queryer = nil, nil, nil
-		c.epoch++
+	if c.closePhys() {
+		c.cl.Release(c.host)
 	}
+}
+
+// closePhys closes the physical connection without releasing its host's id (see
+// failover.Cluster.Release), and reports whether there was one.
+func (c *Conn) closePhys() bool {
+	if c.phys == nil {
+		return false
+	}
+	_ = c.phys.Close()
+	c.phys, c.execer, c.queryer = nil, nil, nil
+	c.epoch++
+	return true
 }
 
 // h exposes the stmt.Owner methods without adding them to Conn's method set, which users
@@ -268,15 +280,18 @@ func (c *Conn) rejected(ctx context.Context, err error, r stmt.Retry, batch bool
 // notSent: nothing of it ran) or returns the *failover.FailoverError.
 func (c *Conn) move(ctx context.Context, err error, notSent bool, r stmt.Retry) (bool, error) {
 	failed := c.host
-	c.drop()
+	held := c.closePhys() // the id stays held until Recover has used it
 	fe := &failover.FailoverError{
 		Failed:        c.cl.Host(failed),
-		MaybeExecuted: !notSent,
+		MaybeExecuted: !notSent && !packetRefused(err),
 		Err:           failover.NotBadConn(err, "the connection was broken before the request was sent"),
 	}
 	// The cluster decides whether the host or only this session is gone, and returns a
 	// new session on the same host, or on the next one.
 	phys, host, werr := c.cl.Recover(ctx, failed, err, c.setup)
+	if held {
+		c.cl.Release(failed)
+	}
 	if werr != nil {
 		fe.Reconnect = werr
 	} else {
@@ -291,6 +306,15 @@ func (c *Conn) move(ctx context.Context, err error, notSent bool, r stmt.Retry) 
 		return true, nil
 	}
 	return false, fe
+}
+
+// packetRefused reports whether err is the server's answer that the request's packet was
+// bigger than its max_allowed_packet (1153, 08S01): the server closes the session
+// without reading the request, so nothing of it ran (but it is not run again: it would
+// be refused again).
+func packetRefused(err error) bool {
+	var me *mysql.MySQLError
+	return errors.As(err, &me) && me.Number == 1153
 }
 
 // dropIfInvalid drops a physical connection that go-sql-driver has closed (after a
@@ -501,6 +525,7 @@ func (c *Conn) Close() error {
 		return nil
 	}
 	err := c.phys.Close()
+	c.cl.Release(c.host)
 	c.phys, c.execer, c.queryer = nil, nil, nil
 	return failover.NotBadConn(err, "")
 }

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -617,7 +618,8 @@ func TestSessionEndedReconnectsSameHost(t *testing.T) {
 					t.Fatalf("statement: %v, want success on a new session on H1", err)
 				}
 			} else {
-				wantFailover(t, err, h1, h1, true)
+				// A packet the server refused for its size was not read: nothing ran.
+				wantFailover(t, err, h1, h1, !strings.HasPrefix(tc.name, "1153"))
 				mustExec(t, c, next)
 			}
 			wantHost(t, c, h1)

@@ -101,6 +101,7 @@ func NewConnector(cfg *dsn.Config, opts ...Option) (*Connector, error) {
 				return nil, err
 			}
 		}
+		hc.listed = func(addr string) bool { return cl.Listed(addr) }
 		dial = func(ctx context.Context, i int) (sqldriver.Conn, error) {
 			c, err := hc.get(cl.Host(i))
 			if err != nil {
@@ -170,10 +171,13 @@ func NewConnector(cfg *dsn.Config, opts ...Option) (*Connector, error) {
 }
 
 // hostConnectors makes and keeps one go-sql-driver connector per host address, also for
-// hosts a host list provider adds later.
+// hosts a host list provider adds later. When it makes one, it drops those of addresses
+// that listed (when set) says are no longer in the host list: a connector holds only its
+// configuration, and one is made again if its host comes back.
 type hostConnectors struct {
 	cfg     *dsn.Config
 	tracker *tracker
+	listed  func(addr string) bool
 	mu      sync.Mutex
 	byAddr  map[string]sqldriver.Connector
 }
@@ -183,6 +187,13 @@ func (h *hostConnectors) get(addr string) (sqldriver.Connector, error) {
 	defer h.mu.Unlock()
 	if c := h.byAddr[addr]; c != nil {
 		return c, nil
+	}
+	if h.listed != nil {
+		for a := range h.byAddr {
+			if !h.listed(a) {
+				delete(h.byAddr, a)
+			}
+		}
 	}
 	m := h.cfg.HostConfig(0)
 	m.Addr = addr

@@ -54,7 +54,11 @@ func (t *tracker) dialFunc(next func(ctx context.Context, network, addr string) 
 
 func (t *tracker) forget(tc *trackedConn) {
 	t.mu.Lock()
-	delete(t.conns[tc.addr], tc)
+	set := t.conns[tc.addr]
+	delete(set, tc)
+	if len(set) == 0 {
+		delete(t.conns, tc.addr) // a host list whose addresses churn must not grow the map
+	}
 	t.mu.Unlock()
 }
 

@@ -115,6 +115,11 @@ type Options struct {
 type Cluster struct {
 	t      atomic.Pointer[topo]
 	topoMu sync.Mutex // serialises SetHosts and SwitchTo
+	// inUse is held for reading by every operation that uses host ids of a list it
+	// loaded for longer than one call (walks, checks, fall-backs, monitor rounds), so
+	// that SetHosts gives no id away under it. Its writer only ever uses TryLock, so a
+	// reader never waits and may take it again inside another reader.
+	inUse sync.RWMutex
 
 	target        dsn.TargetSessionAttrs
 	localDC       string
@@ -232,6 +237,18 @@ func (c *Cluster) Host(i int) string {
 	return ""
 }
 
+// Listed reports whether addr (host:port, as Host returns it) is in the current host
+// list.
+func (c *Cluster) Listed(addr string) bool {
+	t := c.t.Load()
+	for _, id := range t.list {
+		if t.hosts[id].addr == addr {
+			return true
+		}
+	}
+	return false
+}
+
 // Primary returns the id of the primary: the first host of the list, or with localDC
 // the first host of the local DC (or without a label), or the host of the last SwitchTo.
 // Fall-back returns to it.
@@ -293,6 +310,15 @@ func (c *Cluster) Unfit(host int) bool {
 	t := c.t.Load()
 	h := t.host(host)
 	return h == nil || h.unfit.Load() || !t.member[host]
+}
+
+// Release tells the Cluster that a physical connection to host that it returned (from
+// Connect, Failover, Recover or TryFallBack) is closed. The id of a host that has left
+// the list is given to a new host only once every such connection is released.
+func (c *Cluster) Release(host int) {
+	if h := c.t.Load().host(host); h != nil {
+		h.refs.Add(-1)
+	}
 }
 
 // Close makes later walks fail with ErrClosed and stops the monitor, waiting for its
@@ -486,6 +512,8 @@ func (c *Cluster) joinPlan() plan {
 // error (wrapped with the host) that ended the walk. It never returns an error that
 // matches driver.ErrBadConn.
 func (c *Cluster) Connect(ctx context.Context, setup SetupFunc) (driver.Conn, int, error) {
+	c.inUse.RLock()
+	defer c.inUse.RUnlock()
 	p := c.joinPlan()
 	defer c.probeOnce(&p)()
 	return c.walk(ctx, p, nil, setup)
@@ -541,6 +569,8 @@ const (
 // found none they get its error. So a dead host gets one attempt per pass from the
 // connector, not one per pooled connection.
 func (c *Cluster) Failover(ctx context.Context, failed int, cause error, setup SetupFunc) (driver.Conn, int, error) {
+	c.inUse.RLock()
+	defer c.inUse.RUnlock()
 	c.emit(Event{Kind: EventHostFailed, Host: c.Host(failed), Err: NotBadConn(cause, "")})
 	var re *RoleError
 	if h := c.t.Load().host(failed); h != nil && !errors.As(cause, &re) && communication(cause) {
@@ -675,6 +705,8 @@ func (c *Cluster) setRole(host int, role Role) bool {
 // was, silently. (nil, -1, nil) means nothing was attempted. As Connector/J
 // fallBackToPrimaryIfAvailable.
 func (c *Cluster) TryFallBack(ctx context.Context, setup SetupFunc) (driver.Conn, int, error) {
+	c.inUse.RLock()
+	defer c.inUse.RUnlock()
 	if !c.FallBackDue() || !c.fallingBack.CompareAndSwap(false, true) {
 		return nil, -1, nil
 	}
@@ -745,6 +777,7 @@ func (c *Cluster) walk(ctx context.Context, p plan, cause error, setup SetupFunc
 	defer func() {
 		if spare != nil {
 			_ = spare.Close()
+			c.Release(spareHost)
 		}
 	}()
 	var buf [8]int
@@ -975,6 +1008,7 @@ func (c *Cluster) attemptWithin(ctx context.Context, h int, setup SetupFunc, las
 			d = (3*old + d) / 4
 		}
 		hs.typical.Store(d)
+		hs.refs.Add(1) // until Release
 		c.attemptSucceeded(hs)
 	case errors.As(err, &re), fullHost(err):
 		c.attemptSucceeded(hs) // the host answers; the walk skips it for its role, or it is full

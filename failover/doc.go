@@ -19,10 +19,21 @@
 // from the second; when fall-back is due, the primary is tried first. Each pass may be
 // followed by another, RetriesAllDown in all, with RetryPause (250 ms) between them. Every
 // host attempt (dial, handshake, session set-up) is bounded by HostTimeout and by the
-// caller's context, which also bounds the walk. A communication error moves the walk to
-// the next host; any other error (access denied, unknown database) ends it, because every
-// host would answer the same. A walk that finds no host returns a *NoHostAvailableError
-// naming every host and its last error, or why it was not tried.
+// caller's context, which also bounds the walk. A failure that belongs to the host (it
+// is unreachable, slow, full, of the wrong role, fails the TLS handshake, greets
+// wrongly) moves the walk to the next host; a server's refusal every host would repeat
+// (access denied, unknown database) ends it. A walk that finds no host returns a
+// *NoHostAvailableError naming every host and its last error, or why it was not tried.
+//
+// # A dead session is not a dead host
+//
+// A communication error on an established session proves only that the session died.
+// Recover decides: from what the Cluster knows (probes, a failed attempt a moment ago,
+// the server's own words), or with one quick attempt on the same host, shared by the
+// sessions that fail together. A host that answers keeps the pool, and the connection
+// gets a new session there; only a host that does not answer is left (Failover). A host
+// that answers full (1040, 1203) is waited for, never left by the connections that join
+// the pool.
 //
 // # Fall-back
 //
@@ -43,8 +54,9 @@
 //
 // # Classification
 //
-// Classify sorts errors into Data (returned untouched), Communication (the host is gone
-// for this connection) and Canceled (the caller's context; the host is fine). Errors this
+// Classify sorts errors into Data (returned untouched), Communication (the session is gone,
+// or a host did not answer in time) and Canceled (the caller's context ended, read from
+// the context itself; the host is fine). Errors this
 // package returns never match driver.ErrBadConn (NotBadConn cuts that chain), because
 // database/sql repeats any call that fails with it.
 package failover

@@ -11,3 +11,6 @@ func CheckWaiters(c *Cluster, host int) int {
 	}
 	return int(h.check.waiters)
 }
+
+// HostSlots returns the size of the host table, for tests.
+func HostSlots(c *Cluster) int { return len(c.t.Load().hosts) }

@@ -27,6 +27,13 @@ type probeSet struct {
 	conns map[int]driver.Conn
 }
 
+// has reports whether a probe connection of host id is kept.
+func (p *probeSet) has(id int) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.conns[id] != nil
+}
+
 func (p *probeSet) take(id int) driver.Conn {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -168,6 +175,8 @@ func (c *Cluster) Check(ctx context.Context) {
 			c.emit(Event{Kind: EventHostList, Err: fmt.Errorf("host list not taken, the last good list stays: %w", err)})
 		}
 	}()
+	c.inUse.RLock()
+	defer c.inUse.RUnlock() // before the host list is applied (the deferred SetHosts)
 	t := c.t.Load()
 	infos := t.infos()
 	probed := make([]bool, len(t.hosts))
@@ -418,6 +427,8 @@ func (c *Cluster) decide() {
 // It returns an error naming the host when it is not in the list or the attempt fails;
 // the pool then stays where it is. As Pulsar's ControlledClusterFailover.
 func (c *Cluster) SwitchTo(ctx context.Context, host string) error {
+	c.inUse.RLock()
+	defer c.inUse.RUnlock()
 	t := c.t.Load()
 	id := -1
 	for _, i := range t.list {
@@ -437,6 +448,7 @@ func (c *Cluster) SwitchTo(ctx context.Context, host string) error {
 		return fmt.Errorf("mysqlfailover: SwitchTo %s: %w", t.hosts[id].addr, NotBadConn(err, ""))
 	}
 	_ = conn.Close()
+	c.Release(id)
 	c.topoMu.Lock()
 	cur := c.t.Load()
 	nt, err := c.newTopo(cur.hosts, cur.list, id)

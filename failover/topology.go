@@ -13,8 +13,10 @@ import (
 )
 
 // hostState is everything the Cluster knows of one host. A host keeps its state, and its
-// index (its id), for the Cluster's whole life, also when a HostListProvider drops it
-// from the list and adds it back: ids only ever grow.
+// index (its id), while it is in the list or anything still uses it: a HostListProvider
+// may drop it and add it back. Once it has left the list, no physical connection to it
+// is held (Release) and no operation that may hold its id runs, its slot may be given to
+// a new host (SetHosts), so that a list whose addresses churn does not grow the table.
 type hostState struct {
 	addr, dc string
 
@@ -24,6 +26,7 @@ type hostState struct {
 	retryAt atomic.Int64 // backoff: clock time (UnixNano) before which walks skip it
 	down    atomic.Bool  // probes declared it down (probing on): walks skip it
 	failing atomic.Bool  // its last attempt failed
+	refs    atomic.Int32 // physical connections handed out and not yet released (Release)
 
 	checkMu sync.Mutex
 	check   *check // the same-host check in progress after a session ended (Recover)
@@ -135,7 +138,8 @@ func (c *Cluster) home(t *topo, host int) bool {
 
 // SetHosts replaces the host list (a HostListProvider's answer, primary first). Hosts
 // already known (same address, case-insensitive, and same DC label) keep their state and
-// id; new ones are added. A list equal to the current one changes nothing and reports
+// id; new ones take the id of a host that left the list and is no longer used (see
+// hostState), or a new one. A list equal to the current one changes nothing and reports
 // nothing. It returns an error, and changes nothing, when ValidateHosts refuses the list
 // (empty, a bad address or label, a duplicate; ErrInvalidHostList) or, with localDC, it
 // has no local host. Connections on hosts that left the list, or away from the new
@@ -149,6 +153,21 @@ func (c *Cluster) SetHosts(hosts []ProvidedHost) error {
 	defer c.topoMu.Unlock()
 	old := c.t.Load()
 	all := old.hosts
+	// Ids of hosts that left the list may be given to new hosts when nothing can still
+	// hold them: no physical connection is out (refs), no probe connection is kept, and
+	// no walk, check or monitor round is running (they hold c.inUse for reading while
+	// they use ids of the list they loaded; taking it for writing never waits).
+	var free []int
+	if c.inUse.TryLock() {
+		defer c.inUse.Unlock()
+		active := c.Active()
+		for i, s := range all {
+			if !old.member[i] && i != active && s.refs.Load() == 0 && !c.probes.has(i) {
+				free = append(free, i)
+			}
+		}
+	}
+	copied := false
 	list := make([]int, 0, len(hosts))
 	for _, h := range hosts {
 		id := -1
@@ -158,15 +177,25 @@ func (c *Cluster) SetHosts(hosts []ProvidedHost) error {
 				break
 			}
 		}
-		if id < 0 {
-			// The three-index slice makes append copy: readers of the older topo must
-			// never see its slice change.
+		if k := slices.Index(free, id); k >= 0 {
+			free = slices.Delete(free, k, k+1) // back in the list: it keeps its state
+		}
+		switch {
+		case id >= 0:
+		case len(free) > 0:
+			if !copied { // readers of the older topo must never see its slice change
+				all, copied = slices.Clone(all), true
+			}
+			id, free = free[0], free[1:]
+			all[id] = newHostState(h.Addr, h.DC)
+		default:
+			// The three-index slice makes append copy, for the same reason.
 			all = append(all[:len(all):len(all)], newHostState(h.Addr, h.DC))
 			id = len(all) - 1
 		}
 		list = append(list, id)
 	}
-	if slices.Equal(list, old.list) && len(all) == len(old.hosts) {
+	if slices.Equal(list, old.list) && len(all) == len(old.hosts) && !copied {
 		return nil
 	}
 	t, err := c.newTopo(all, list, -1)

@@ -70,6 +70,8 @@ func (c *Cluster) Recover(ctx context.Context, host int, cause error, setup Setu
 	if c.closed.Load() {
 		return nil, -1, ErrClosed
 	}
+	c.inUse.RLock()
+	defer c.inUse.RUnlock()
 	t := c.t.Load()
 	hs := t.host(host)
 	var re *RoleError

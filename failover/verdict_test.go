@@ -479,3 +479,50 @@ func TestErrorZeroValues(t *testing.T) {
 		t.Error("a zero FailoverError matches driver.ErrBadConn")
 	}
 }
+
+// Issue 9: host ids are reclaimed. A host list whose addresses churn keeps the host table
+// at the size of the list, plus the hosts that left it while a physical connection to
+// them is still held; an id is never given away while such a connection is out.
+func TestHostIDsAreReclaimed(t *testing.T) {
+	var r *rig
+	r = newRig(t, 2, func(o *failover.Options) {
+		o.Dial = func(ctx context.Context, h int) (driver.Conn, error) {
+			if r.cl.Host(h) == "H1:3306" {
+				return r.net.Dial(ctx, 0)
+			}
+			return r.net.Dial(ctx, 1) // every other address: the second fake host
+		}
+	})
+	list := func(second string) {
+		t.Helper()
+		if err := r.cl.SetHosts([]failover.ProvidedHost{{Addr: "H1:3306"}, {Addr: second}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	list("10.0.0.1:3306")
+	r.net.Down(0)
+	held, h, err := r.cl.Failover(context.Background(), primary, io.EOF, nil)
+	if err != nil || r.cl.Host(h) != "10.0.0.1:3306" {
+		t.Fatalf("Failover: %s %v, want 10.0.0.1:3306", r.cl.Host(h), err)
+	}
+	r.net.Up(0)
+	for i := range 1000 {
+		list(fmt.Sprintf("10.0.%d.%d:3306", 1+i/250, i%250))
+	}
+	if n := failover.HostSlots(r.cl); n > 4 {
+		t.Fatalf("host table has %d slots after 1000 lists of 2 hosts, want at most 4", n)
+	}
+	if got := r.cl.Host(h); got != "10.0.0.1:3306" {
+		t.Fatalf("the held connection's id now names %q: given away while in use", got)
+	}
+	held.Close()
+	r.cl.Release(h)
+	list("10.9.9.9:3306")
+	list("10.9.9.8:3306")
+	if got := r.cl.Host(h); got == "10.0.0.1:3306" {
+		t.Fatalf("the released id still names the host that left the list")
+	}
+	if n := failover.HostSlots(r.cl); n > 4 {
+		t.Fatalf("host table has %d slots, want at most 4 (it never shrinks, it stops growing)", n)
+	}
+}
