@@ -97,13 +97,16 @@ func errKind(err error) string {
 	}
 }
 
-// wantSessionFault checks err as the error of a statement whose session died on a host
-// that still answers: a *failover.FailoverError with Failed == Current == addr (the
+// wantSessionFault checks err as the error of a statement of pool p whose session died on
+// a host that still answers: a *failover.FailoverError with Failed == Current == addr (the
 // host as the DSN names it: a node's proxy address, or its real one with
-// DirectClusterDSN), never driver.ErrBadConn. It returns the FailoverError (nil when err
-// is not one).
-func wantSessionFault(t *testing.T, c *harness.Cluster, what string, err error, addr string) *failover.FailoverError {
+// DirectClusterDSN), never driver.ErrBadConn, and an EventSessionEnded about addr. It
+// returns the FailoverError (nil when err is not one).
+func wantSessionFault(t *testing.T, c *harness.Cluster, p *faultPool, what string, err error, addr string) *failover.FailoverError {
 	t.Helper()
+	if p.ev.count(failover.EventSessionEnded, addr) == 0 {
+		t.Errorf("%s: no %s event about %s", what, failover.EventSessionEnded, addr)
+	}
 	if errors.Is(err, sqldriver.ErrBadConn) {
 		t.Errorf("%s: %v matches driver.ErrBadConn: database/sql would run it again", what, err)
 	}
@@ -131,6 +134,9 @@ func wantPoolOn(t *testing.T, ctx context.Context, c *harness.Cluster, p *faultP
 	}
 	if sw := p.ev.of(failover.EventSwitch, "", time.Time{}); len(sw) != 0 {
 		t.Errorf("%s: %d switch events, want none: %v", when, len(sw), sw)
+	}
+	if hf := p.ev.of(failover.EventHostFailed, "", time.Time{}); len(hf) != 0 {
+		t.Errorf("%s: %d host-failed events, want none: %v", when, len(hf), hf)
 	}
 }
 

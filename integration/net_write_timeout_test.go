@@ -66,7 +66,7 @@ func TestSlowReaderNetWriteTimeout(t *testing.T) {
 	if read >= resultRows {
 		t.Errorf("read all %d rows: the server never cut the stalled session", read)
 	}
-	wantSessionFault(t, c, "reading on after the stall", callerErr, n1.ProxyAddr())
+	wantSessionFault(t, c, p, "reading on after the stall", callerErr, n1.ProxyAddr())
 	after, aerr := sessionOf(ctx, c, sc)
 	if aerr != nil || after.node != 1 || after.id == before.id {
 		t.Errorf("the connection after the cut: %+v, %v; want a new session on node 1 (was %d)", after, aerr, before.id)

@@ -46,7 +46,7 @@ func TestQueryLongerThanReadTimeout(t *testing.T) {
 		t.Logf("%s: %s: %v after %v", step.name, step.query, callerErr, took.Round(time.Millisecond))
 		if callerErr == nil {
 			t.Errorf("%s: %s returned nil with readTimeout=1s", step.name, step.query)
-		} else if fe := wantSessionFault(t, c, step.name, callerErr, n1.ProxyAddr()); fe != nil && !fe.MaybeExecuted {
+		} else if fe := wantSessionFault(t, c, p, step.name, callerErr, n1.ProxyAddr()); fe != nil && !fe.MaybeExecuted {
 			t.Errorf("%s: FailoverError.MaybeExecuted is false for a statement the server was running", step.name)
 		}
 		if took < 900*time.Millisecond || took > 1800*time.Millisecond {

@@ -110,7 +110,7 @@ func TestSessionFault(t *testing.T) {
 			took := time.Since(begin)
 			must(t, <-killed)
 			t.Logf("%s after the KILL: %v", tc.query, callerErr)
-			fe := wantSessionFault(t, c, tc.query, callerErr, n1.ProxyAddr())
+			fe := wantSessionFault(t, c, r.p, tc.query, callerErr, n1.ProxyAddr())
 			if fe != nil && !fe.MaybeExecuted {
 				t.Errorf("FailoverError.MaybeExecuted is false for a statement killed while it ran")
 			}
@@ -164,7 +164,7 @@ func TestSessionFault(t *testing.T) {
 				}
 			}
 		} else {
-			wantSessionFault(t, c, "INSERT after the KILL", err, n1.ProxyAddr())
+			wantSessionFault(t, c, r.p, "INSERT after the KILL", err, n1.ProxyAddr())
 			for i := 1; i <= c.N(); i++ {
 				if n := sfRows(t, i, 10); n != 0 {
 					t.Errorf("node %d has row 10 %d times, want 0 (it met a dead session and must not be run again)", i, n)
