@@ -213,6 +213,32 @@ func TestSQLTransaction(t *testing.T) {
 		})
 	}
 
+	// An XA transaction while the pool moves: it stays in its session on node 1 through XA
+	// END, XA PREPARE and XA COMMIT (between END and COMMIT it is still open); the next
+	// statement moves to node 2.
+	t.Run("xa-pool-moves", func(t *testing.T) {
+		name := t.Name()
+		p, sc, s := pinned(t, noFallBack)
+		wantNil(t, "XA START", execErr(sc.ExecContext(ctx, "XA START 'mf601'")))
+		wantNil(t, "INSERT 601", sqlTxInsert(ctx, sc, 601))
+		must(t, p.cn.SwitchTo(ctx, n2.ProxyAddr()))
+		wantNil(t, "INSERT 602 after the pool moved", sqlTxInsert(ctx, sc, 602))
+		wantNil(t, "XA END", execErr(sc.ExecContext(ctx, "XA END 'mf601'")))
+		wantNil(t, "XA PREPARE", execErr(sc.ExecContext(ctx, "XA PREPARE 'mf601'")))
+		sameSession(t, sc, s, "after XA PREPARE")
+		commitErr := execErr(sc.ExecContext(ctx, "XA COMMIT 'mf601'"))
+		wantNil(t, "XA COMMIT", commitErr)
+		after, err := sessionOf(ctx, c, sc)
+		if err != nil || after.node != 2 {
+			t.Errorf("the statement after XA COMMIT ran on node %d (%v), want node 2", after.node, err)
+		}
+		wantRows(ctx, t, c, 1, 601, 609, 601, 602)
+		wantRows(ctx, t, c, 2, 601, 609)
+		t.Logf("FIGURE %s: commit_error=%s node_after_commit=%d", name, errKind(commitErr), after.node)
+		t.Logf("FIGURE %s: rows_on_node1=%v rows_on_node2=%v", name,
+			sqlTxRows(ctx, t, c, n1, 601, 609), sqlTxRows(ctx, t, c, n2, 601, 609))
+	})
+
 	// The transaction's own host goes away (node 1's proxy disabled): the failing
 	// statement gets ErrTxLost and the FailoverError, the next ones ErrTxLost without
 	// being sent anywhere, COMMIT ErrTxLost, ROLLBACK nil; then the connection works on
