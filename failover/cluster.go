@@ -99,8 +99,9 @@ type Options struct {
 	// with CheckInterval 0, unless the caller runs Check).
 	Provider HostListProvider
 	// Abort, if set, is called with a host that probes declared down while the pool was
-	// on it: it must close every physical connection to that host so that statements in
-	// flight fail at once (the driver closes their sockets).
+	// on it, or after a connection's walk had moved the pool off it for a failure: it
+	// must close every physical connection to that host so that statements in flight
+	// (and handshakes) fail at once (the driver closes their sockets).
 	Abort func(host int)
 }
 
@@ -910,6 +911,7 @@ func (c *Cluster) landed(h int, triedPrimary bool, failed int, cause error, last
 			e.From = c.Host(failed)
 		}
 		c.emit(e)
+		c.leftAfterFailure(prev)
 	}
 }
 
