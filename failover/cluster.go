@@ -956,6 +956,14 @@ func (c *Cluster) attemptWithin(ctx context.Context, h int, setup SetupFunc, las
 	if limit > 0 && (budget == 0 || limit < budget) {
 		budget, bound = limit, "the check of a host whose session ended"
 	}
+	if hs.down.Load() && c.interval > 0 {
+		// Declared down by the probes, after this attempt was planned (walks leave such
+		// hosts out): it gets no more than a probe would, so that a socket opened after
+		// the monitor closed the host's connections does not wait for hostTimeout.
+		if pt := c.probeTimeout(); budget == 0 || pt < budget {
+			budget, bound = pt, "the probe timeout: the probes declared the host down"
+		}
+	}
 	if budget > 0 {
 		var cancel context.CancelFunc
 		actx, cancel = context.WithTimeout(ctx, budget)

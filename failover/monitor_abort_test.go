@@ -126,3 +126,33 @@ func TestMonitorAbortsHostAWalkLeft(t *testing.T) {
 		t.Fatalf("H2 failed after it had passed a probe, the pool elsewhere: aborts %v, want [0]", got)
 	}
 }
+
+// An attempt on a host that the probes declared down after the walk planned it (walks
+// leave such hosts out, unless nothing else is left) gets no more than the probe timeout:
+// a socket opened after the monitor closed the host's connections must not wait for
+// hostTimeout.
+func TestAttemptOnAHostDeclaredDownGetsTheProbeTimeout(t *testing.T) {
+	var r *rig
+	var budget time.Duration
+	r, _ = monRig(t, 1, func(o *failover.Options) {
+		o.HostTimeout = time.Hour
+		o.FailoverDelay = 0
+		o.Dial = func(ctx context.Context, h int) (driver.Conn, error) {
+			if dl, ok := ctx.Deadline(); ok {
+				budget = time.Until(dl)
+			}
+			return r.net.Dial(ctx, h)
+		}
+	})
+	r.down(0)
+	r.cl.Check(context.Background()) // the only host is declared down at its first failed probe
+	r.up(0)
+	c, _, err := r.cl.Connect(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	if budget <= 0 || budget > failover.MinProbeTimeout {
+		t.Fatalf("the attempt on the host declared down was given %v, want at most the probe timeout %v", budget, failover.MinProbeTimeout)
+	}
+}
