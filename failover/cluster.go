@@ -99,8 +99,9 @@ type Options struct {
 	// with CheckInterval 0, unless the caller runs Check).
 	Provider HostListProvider
 	// Abort, if set, is called with a host that probes declared down while the pool was
-	// on it: it must close every physical connection to that host so that statements in
-	// flight fail at once (the driver closes their sockets).
+	// on it, or after a connection's walk had moved the pool off it for a failure: it
+	// must close every physical connection to that host so that statements in flight
+	// (and handshakes) fail at once (the driver closes their sockets).
 	Abort func(host int)
 }
 
@@ -910,6 +911,7 @@ func (c *Cluster) landed(h int, triedPrimary bool, failed int, cause error, last
 			e.From = c.Host(failed)
 		}
 		c.emit(e)
+		c.leftAfterFailure(prev)
 	}
 }
 
@@ -953,6 +955,14 @@ func (c *Cluster) attemptWithin(ctx context.Context, h int, setup SetupFunc, las
 	}
 	if limit > 0 && (budget == 0 || limit < budget) {
 		budget, bound = limit, "the check of a host whose session ended"
+	}
+	if hs.down.Load() && c.interval > 0 {
+		// Declared down by the probes, after this attempt was planned (walks leave such
+		// hosts out): it gets no more than a probe would, so that a socket opened after
+		// the monitor closed the host's connections does not wait for hostTimeout.
+		if pt := c.probeTimeout(); budget == 0 || pt < budget {
+			budget, bound = pt, "the probe timeout: the probes declared the host down"
+		}
 	}
 	if budget > 0 {
 		var cancel context.CancelFunc

@@ -34,7 +34,8 @@ const (
 	// EventProbe is a failed probe of Host (Err). Passed probes are not reported.
 	EventProbe
 	// EventAbort is the Cluster closing every connection to Host, which probes declared
-	// down while the pool was on it, so that statements in flight fail at once.
+	// down while the pool was on it (or after a walk left it for a failure), so that
+	// statements in flight fail at once.
 	EventAbort
 	// EventSessionEnded is a communication error (Err) on an established connection to
 	// Host while Host still answers (a KILL, a packet over max_allowed_packet,

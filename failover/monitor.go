@@ -134,7 +134,9 @@ func (c *Cluster) probeTimeout() time.Duration {
 //     first host of the plan whose last probe passed, and every physical connection to
 //     the old host is closed (Options.Abort), so that statements in flight fail at once
 //     with the failover error instead of waiting for readTimeout. With no host to go to
-//     the pool stays and keeps probing.
+//     the pool stays and keeps probing. A host that a connection's walk left for a
+//     failure before its probes declared it down (a caller's deadline cut the walk's
+//     attempt short) has its connections closed when they do, once.
 //   - Away from home, once home's probes have passed without a pause for
 //     SwitchBackDelay, the pool returns (connections move at their next safe point).
 //
@@ -309,6 +311,7 @@ func (c *Cluster) probe(ctx context.Context, id int) {
 		h.okSince = now
 	}
 	h.failSince = time.Time{}
+	h.abortDue = false
 	h.probeLat = now.Sub(start)
 	h.fails = 0
 	h.mu.Unlock()
@@ -366,12 +369,53 @@ func (c *Cluster) healthy(h *hostState, now time.Time, d time.Duration) bool {
 	return !h.okSince.IsZero() && now.Sub(h.okSince) >= d
 }
 
+// leftAfterFailure records that a connection's walk moved the pool off host id after a
+// failure. The walk may beat the probes to it (a caller's deadline cuts its attempt on a
+// hung host to a share of 250 ms, the probe timeout is 500 ms): decide then finds the pool
+// already elsewhere, and without this record the connections still on the host (statements
+// in flight, handshakes that hang) would wait for readTimeout and hostTimeout.
+func (c *Cluster) leftAfterFailure(id int) {
+	if h := c.t.Load().host(id); h != nil {
+		h.mu.Lock()
+		h.abortDue = true
+		h.mu.Unlock()
+	}
+}
+
+// abortHost closes every connection to h, host id, which probes declared down
+// (Options.Abort), and reports it with cause.
+func (c *Cluster) abortHost(id int, h *hostState, cause error) {
+	h.mu.Lock()
+	h.abortDue = false
+	h.mu.Unlock()
+	c.aborted.Add(1)
+	c.emit(Event{Kind: EventAbort, Host: h.addr, Err: cause})
+	c.abort(id)
+}
+
 // decide acts on the probes' results: see Check.
 func (c *Cluster) decide() {
 	t := c.t.Load()
 	now := c.clock.Now()
 	a := c.Active()
 	ha := t.host(a)
+	if c.abort != nil {
+		// Hosts the probes declared down after a walk had moved the pool off them: their
+		// connections are closed as if the monitor had moved the pool (once).
+		for _, id := range t.list {
+			h := t.hosts[id]
+			if id == a || !h.down.Load() {
+				continue
+			}
+			h.mu.Lock()
+			due, cause := h.abortDue, h.lastErr
+			h.abortDue = false
+			h.mu.Unlock()
+			if due {
+				c.abortHost(id, h, cause)
+			}
+		}
+	}
 	if ha.down.Load() || ha.unfit.Load() || !t.member[a] {
 		target := -1
 		for _, id := range c.order(t, plan{start: c.next(t, a), failed: a}, 0, nil, nil) {
@@ -397,9 +441,7 @@ func (c *Cluster) decide() {
 		c.failovers.Add(1)
 		c.emit(Event{Kind: EventSwitch, Host: t.hosts[target].addr, From: ha.addr, Err: cause})
 		if ha.down.Load() && c.abort != nil {
-			c.aborted.Add(1)
-			c.emit(Event{Kind: EventAbort, Host: ha.addr, Err: cause})
-			c.abort(a)
+			c.abortHost(a, ha, cause)
 		}
 		return
 	}

@@ -39,6 +39,7 @@ type hostState struct {
 	probeLat  time.Duration
 	failSince time.Time // first of the current run of failed probes (zero: last probe passed)
 	okSince   time.Time // first of the current run of passed probes (zero: last probe failed)
+	abortDue  bool      // a walk moved the pool off it after a failure: abort it if probes declare it down
 }
 
 // topo is one version of the host list. It is never modified once published: a new list

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -57,14 +58,27 @@ type healthLoad struct {
 }
 
 func healthStartLoad(ctx context.Context, c *harness.Cluster, db *sql.DB, workers int, stmtTimeout, pace time.Duration) *healthLoad {
+	timeouts := make([]time.Duration, workers)
+	for w := range timeouts {
+		timeouts[w] = stmtTimeout
+	}
+	return healthStartMixedLoad(ctx, c, db, timeouts, pace)
+}
+
+// healthStartMixedLoad is healthStartLoad with one worker per entry of timeouts, each
+// statement of worker w with a context of timeouts[w] (0: the test's context only).
+func healthStartMixedLoad(ctx context.Context, c *harness.Cluster, db *sql.DB, timeouts []time.Duration, pace time.Duration) *healthLoad {
 	l := &healthLoad{c: c, db: db}
-	for w := range workers {
+	for w, stmtTimeout := range timeouts {
 		l.wg.Add(1)
 		go func() {
 			defer l.wg.Done()
 			for !l.stop.Load() && ctx.Err() == nil {
 				op := healthOp{worker: w, start: time.Now()}
-				sctx, cancel := context.WithTimeout(ctx, stmtTimeout)
+				sctx, cancel := ctx, context.CancelFunc(func() {})
+				if stmtTimeout > 0 {
+					sctx, cancel = context.WithTimeout(ctx, stmtTimeout)
+				}
 				op.node, op.err = nodeOf(sctx, c, db)
 				cancel()
 				op.end = time.Now()
@@ -181,11 +195,15 @@ type freezeDetection struct {
 //     of waiting for the 10 s readTimeout (every statement ends within 4 s); statements
 //     started more than 0.5 s after the switch run on node 2 within 1 s (none waits on
 //     the frozen host).
+//   - probing-fast (checkInterval=100ms&failoverDelay=100ms, hostTimeout at its 5 s
+//     default): another workload, which opens connections during the freeze, some of
+//     its statements with short deadlines; node 1 must be left well under hostTimeout
+//     by every caller. See freezeDetectFast.
 //
-// In both runs only the statements caught on node 1 may fail (at most one per worker),
-// each with a *failover.FailoverError from node 1 to node 2. Both detection times (freeze
-// to EventSwitch, freeze to the first statement that returned from node 2) and the
-// longest statement are reported.
+// In probing-off and probing-on only the statements caught on node 1 may fail (at most
+// one per worker), each with a *failover.FailoverError from node 1 to node 2. Both
+// detection times (freeze to EventSwitch, freeze to the first statement that returned
+// from node 2) and the longest statement are reported.
 func TestFreezeDetection(t *testing.T) {
 	var off, on freezeDetection
 	t.Run("probing-off", func(t *testing.T) {
@@ -196,6 +214,7 @@ func TestFreezeDetection(t *testing.T) {
 		on = freezeDetect(t, true, 10*time.Second,
 			"checkInterval=200ms&failoverDelay=1s&readTimeout=10s&secondsBeforeRetryMaster=3600&queriesBeforeRetryMaster=0")
 	})
+	t.Run("probing-fast", freezeDetectFast)
 	if off.toSwitch > 0 && on.toSwitch > 0 {
 		t.Logf("FIGURE %s: switch_off_minus_on=%v", t.Name(), (off.toSwitch - on.toSwitch).Round(time.Millisecond))
 		t.Logf("FIGURE %s: longest_off_minus_on=%v", t.Name(), (off.longest - on.longest).Round(time.Millisecond))
@@ -709,4 +728,179 @@ func TestSlowPrimaryIsNotDeclaredDead(t *testing.T) {
 	if st.State != failover.HostUp {
 		t.Errorf("node 1 state %v (%v), want up", st.State, st.LastError)
 	}
+}
+
+// freezeDetectFast is TestFreezeDetection/probing-fast: checkInterval=100ms,
+// failoverDelay=100ms, readTimeout=10s, hostTimeout 5 s (the default), 2 nodes, node 1
+// frozen under 8 goroutines of SELECT @@port: 3 without a deadline, 3 with a 10 s context,
+// 2 with a 300 ms context, on a pool of at most 8 open and 2 idle connections (so new
+// connections are opened all the time, also during the freeze).
+//
+// Either the monitor's probes move the pool (about one probe timeout, 500 ms, after the
+// freeze), or first a walk of a connection with a short deadline (its attempt on node 1
+// is cut at a 250 ms share); in both cases node 1 must be left well under hostTimeout:
+// EventSwitch from node 1 to node 2 and EventAbort of node 1 within 1.5 s of the freeze,
+// every goroutine with a statement answered by node 2 within 1.5 s, no statement longer
+// than 1.5 s (none waits for hostTimeout on a handshake with the frozen node, or for
+// readTimeout on a statement caught there). Only statements caught by the freeze may
+// fail: a *failover.FailoverError from node 1, or the 300 ms deadline; every statement
+// started 0.5 s after the abort or later runs on node 2. A regression test: before the
+// fix, when a walk moved the pool first, node 1 was never aborted, and the goroutines
+// caught on it returned after 5 s (hostTimeout) or at the thaw.
+func freezeDetectFast(t *testing.T) {
+	const (
+		bound     = 1500 * time.Millisecond // "well under hostTimeout" (5 s)
+		short     = 300 * time.Millisecond
+		afterWhat = 500 * time.Millisecond
+	)
+	timeouts := []time.Duration{0, 0, 0, 10 * time.Second, 10 * time.Second, 10 * time.Second, short, short}
+	c := harness.Start(t, 2)
+	ctx := ctxT(t, time.Minute)
+	name := t.Name()
+	n1 := c.Node(1)
+	db, connector, ev := healthOpen(t, c.DSN("checkInterval=100ms&failoverDelay=100ms&readTimeout=10s&secondsBeforeRetryMaster=3600&queriesBeforeRetryMaster=0"))
+	db.SetMaxOpenConns(len(timeouts))
+	db.SetMaxIdleConns(2)
+	warmPool(t, ctx, c, db, 2)
+
+	load := healthStartMixedLoad(ctx, c, db, timeouts, 2*time.Millisecond)
+	defer load.halt()
+	if _, ok := load.waitFor(5*time.Second, func(op healthOp) bool { return op.err == nil && op.node == 1 }); !ok {
+		t.Fatalf("the load never ran on node 1")
+	}
+	time.Sleep(500 * time.Millisecond)
+
+	freezeStart := time.Now()
+	must(t, n1.Freeze())
+	frozen := time.Now()
+	thaw := sync.OnceValue(n1.Thaw)
+	defer func() { // before load.halt: no worker may wait for the rest of its context
+		if err := thaw(); err != nil {
+			t.Errorf("thaw: %v", err)
+		}
+	}()
+	sw, ok := healthWaitEvent(ev, freezeStart, 10*time.Second, func(e failover.Event) bool { return e.Kind == failover.EventSwitch })
+	if !ok {
+		t.Fatalf("no EventSwitch within 10 s of the freeze; events: %v", ev.all())
+	}
+	ab, abOK := healthWaitEvent(ev, freezeStart, 10*time.Second, func(e failover.Event) bool {
+		return e.Kind == failover.EventAbort && e.Host == n1.ProxyAddr()
+	})
+	// Keep node 1 frozen well past the bound, so that anything that waits on it shows.
+	end := frozen.Add(3 * time.Second)
+	if abOK {
+		end = later(end, ab.Time.Add(2*time.Second))
+	}
+	time.Sleep(time.Until(end))
+	ops := load.halt()
+	st := connector.Stats()
+	must(t, thaw())
+	n1.Admin().SetMaxIdleConns(0) // as in TestFreezePrimary
+	n1.Admin().SetMaxIdleConns(2)
+
+	if c.NodeByAddr(sw.Host) != 2 || c.NodeByAddr(sw.From) != 1 {
+		t.Errorf("switch %v: want from node 1 to node 2", sw)
+	}
+	toSwitch := sw.Time.Sub(frozen)
+	if toSwitch > bound {
+		t.Errorf("EventSwitch %v after the freeze, want within %v (hostTimeout is 5 s)", toSwitch, bound)
+	}
+	if !abOK {
+		t.Errorf("no EventAbort of node 1: the connections caught on it were left to hostTimeout and readTimeout")
+	} else if d := ab.Time.Sub(frozen); d > bound {
+		t.Errorf("EventAbort of node 1 %v after the freeze, want within %v", d, bound)
+	}
+	byWalk := 1 // a connection's walk moved the pool first (landed), or the monitor (the cause is a probe's)
+	if sw.Err != nil && strings.Contains(sw.Err.Error(), "probe") {
+		byWalk = 0
+	}
+
+	var longest, lastOn2, first2 time.Duration
+	var longestOp healthOp
+	var failures, deadlines, failovers int
+	onNode2 := map[int]time.Duration{} // worker -> end of its first statement answered by node 2, after the freeze
+	reported := 0
+	report := func(format string, args ...any) {
+		if reported < 10 {
+			t.Errorf(format, args...)
+		}
+		reported++
+	}
+	for _, op := range ops {
+		if !op.end.After(frozen) {
+			continue
+		}
+		if op.took() > longest {
+			longest, longestOp = op.took(), op
+		}
+		if op.err == nil && op.node == 2 {
+			d := op.end.Sub(frozen)
+			if _, seen := onNode2[op.worker]; !seen {
+				onNode2[op.worker] = d
+				lastOn2 = max(lastOn2, d)
+				if first2 == 0 || d < first2 {
+					first2 = d
+				}
+			}
+		}
+		if op.err != nil {
+			failures++
+			switch {
+			case healthIsFailover(c, op.err, 1, 0):
+				failovers++
+			case errors.Is(op.err, context.DeadlineExceeded) && timeouts[op.worker] == short:
+				deadlines++
+			default:
+				report("worker %d (context %v), statement started %v after the freeze: %T %v; want a *failover.FailoverError from node 1, or its own deadline",
+					op.worker, timeouts[op.worker], op.start.Sub(frozen), op.err, op.err)
+			}
+		}
+		if abOK && op.start.After(ab.Time.Add(afterWhat)) && (op.err != nil || op.node != 2) {
+			report("worker %d, statement started %v after the abort: node %d, %v; want node 2", op.worker, op.start.Sub(ab.Time), op.node, op.err)
+		}
+	}
+	if reported > 10 {
+		t.Errorf("... %d problems in all", reported)
+	}
+	if longest > bound {
+		t.Errorf("longest statement %v (worker %d, context %v, started %v after the freeze, node %d, %v), want at most %v: it waited on the frozen node",
+			longest, longestOp.worker, timeouts[longestOp.worker], longestOp.start.Sub(frozen), longestOp.node, longestOp.err, bound)
+	}
+	for w := range timeouts {
+		d, ok := onNode2[w]
+		switch {
+		case !ok:
+			t.Errorf("worker %d (context %v) never got an answer from node 2", w, timeouts[w])
+		case d > bound:
+			t.Errorf("worker %d (context %v) got its first answer from node 2 %v after the freeze, want within %v", w, timeouts[w], d, bound)
+		}
+	}
+	if c.NodeByAddr(st.Active) != 2 || st.Aborted < 1 {
+		t.Errorf("Stats: active %s, aborted %d; want node 2, >= 1", st.Active, st.Aborted)
+	}
+
+	fig := func(k string, v any) { t.Logf("FIGURE %s: %s=%v", name, k, v) }
+	fig("freeze_call", frozen.Sub(freezeStart).Round(time.Millisecond))
+	fig("freeze_to_switch_event", toSwitch.Round(time.Millisecond))
+	fig("switch_by_walk", byWalk)
+	if abOK {
+		fig("freeze_to_abort_event", ab.Time.Sub(frozen).Round(time.Millisecond))
+	}
+	fig("freeze_to_first_ok_node2", first2.Round(time.Millisecond))
+	fig("freeze_to_every_worker_on_node2", lastOn2.Round(time.Millisecond))
+	fig("longest_statement", longest.Round(time.Millisecond))
+	fig("failed", failures)
+	fig("failed_failover_error", failovers)
+	fig("failed_own_deadline", deadlines)
+	fig("statements", len(ops))
+	fig("stats_failovers", st.Failovers)
+	fig("stats_aborted", st.Aborted)
+}
+
+// later returns the later of a and b.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
