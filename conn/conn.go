@@ -84,6 +84,7 @@ type Conn struct {
 	lost      error   // set while a transaction opened by statements is lost (see whileLost)
 	batch     string  // the query of the kBatch statement in flight, for fail
 	noInTrans bool    // the session's server has no @@in_transaction (MySQL)
+	mute      bool    // the session's server did not answer resolve: not asked again
 }
 
 // Open returns a connection on the pool's host, walking the host list if needed, with
@@ -129,7 +130,7 @@ func (c *Conn) drop() {
 	if c.st.ct == ctUnknown {
 		c.st.ct = c.dsnCT
 	}
-	c.noInTrans = false
+	c.noInTrans, c.mute = false, false
 }
 
 // discard drops the physical connection between calls (found dead, or its state could

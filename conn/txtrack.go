@@ -101,8 +101,8 @@ func (c *Conn) settle(ctx context.Context, place failover.Place) error {
 	if c.rows > 0 || !c.st.resolvable() || place == failover.PlaceActive && !c.cl.FallBackDue() {
 		return nil
 	}
-	if c.noInTrans && c.st.ac != acUnknown && c.st.ct != ctUnknown {
-		return nil // only the transaction is unknown, and this server cannot tell
+	if c.mute || c.noInTrans && c.st.ac != acUnknown && c.st.ct != ctUnknown {
+		return nil // this session's server cannot tell
 	}
 	return c.resolve(ctx)
 }
@@ -124,7 +124,8 @@ const errUnknownSystemVariable = 1193
 // @@in_transaction is remembered for the session. A communication failure of the
 // question loses the session with whatever it held: the caller gets failover.ErrTxLost
 // (its own statement was not sent), as do the statements after it until COMMIT or
-// ROLLBACK. Any other error leaves the state as it was (counted as open).
+// ROLLBACK. Any other error leaves the state as it was (counted as open), and the
+// session is not asked again.
 func (c *Conn) resolve(ctx context.Context) error {
 	q := askAll
 	if c.noInTrans {
@@ -142,6 +143,7 @@ func (c *Conn) resolve(ctx context.Context) error {
 	if err != nil {
 		switch failover.Classify(ctx, err) {
 		case failover.Data:
+			c.mute = true
 			return nil
 		case failover.Canceled:
 			_, out := c.fail(ctx, c.epoch, err, stmt.NoRetry, kPlain)
