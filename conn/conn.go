@@ -520,7 +520,11 @@ func (c *Conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 		}
 		rows, err := c.queryer.QueryContext(ctx, query, args)
 		if err == nil {
-			c.ran(k, query)
+			if k == kBatch {
+				c.st.mayHaveRun(query) // the statements after the first run while the caller reads
+			} else {
+				c.ran(k, query)
+			}
 			return stmt.NewRows((*h)(c), ctx, rows, c.epoch), nil
 		}
 		if err == driver.ErrSkip {

@@ -717,3 +717,23 @@ func TestBatchFailure(t *testing.T) {
 		})
 	}
 }
+
+// With multiStatements a query's later statements run while the caller reads the first
+// result: until the state is asked for, the transaction may be open or not (unknown).
+func TestMultiStatementQueryMayStillRun(t *testing.T) {
+	cfg := Config{MultiStatements: true}
+	const q = "SELECT 1; COMMIT"
+	e := newEnv(t, 2)
+	e.script(0, all(ok("BEGIN"), queryRows(q, 1), asked(1, "NO_CHAIN", 0)), fails("B1", mysql.ErrInvalidConn))
+	e.script(1, nil, ok("A3"))
+	a, b := e.open(cfg), e.open(cfg)
+	mustExec(t, a, "BEGIN")
+	rows := mustQuery(t, a, q)
+	if err := rows.Close(); err != nil {
+		t.Fatal(err)
+	}
+	movePool(t, e, b)
+	mustExec(t, a, "A3") // after the server said no transaction is open
+	wantHost(t, a, h2)
+	e.allMet()
+}

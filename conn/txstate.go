@@ -194,6 +194,26 @@ func (s *txState) failedBatch(query string) {
 	*s = out
 }
 
+// mayHaveRun records a multi-statement query whose results are being read: go-sql-driver
+// has read the first result only, so any number of its statements (one at least) may
+// have run; what differs between those states becomes unknown (see merge). Its USE
+// statements are not followed, and a RELEASE in it does not drop the session.
+func (s *txState) mayHaveRun(query string) {
+	ran := *s
+	var out txState
+	first := true
+	statements(query, func(_ string, k stmt.Kind) bool {
+		ran.apply(k)
+		if first {
+			out, first = ran, false
+		} else {
+			out.merge(ran)
+		}
+		return true
+	})
+	*s = out
+}
+
 // merge makes s the state that may be s or t: what differs becomes unknown, and locks,
 // pending characteristics and XA states count if either has them.
 func (s *txState) merge(t txState) {
