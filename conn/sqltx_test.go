@@ -737,3 +737,36 @@ func TestMultiStatementQueryMayStillRun(t *testing.T) {
 	wantHost(t, a, h2)
 	e.allMet()
 }
+
+// The case through database/sql: BEGIN on a pinned *sql.Conn, the pool moves;
+// the transaction's statements and its COMMIT run on H1 (before, they ran on a new
+// session on H2, and COMMIT returned nil with the writes gone), the next one on H2.
+func TestPinnedConnBeginThroughDatabaseSQL(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, 2)
+	e.script(0, fails("B1", mysql.ErrInvalidConn), execs("BEGIN", "INSERT INTO t VALUES (1)", "COMMIT"))
+	e.script(1, nil, execs("A3"))
+	b := e.open(seqB)
+	sc := sqlConn(t, e.db(seqB, 2))
+	defer sc.Close()
+	host := func() (h string) { withProxy(t, sc, func(c *Conn) { h = c.Host() }); return h }
+	if _, err := sc.ExecContext(ctx, "BEGIN"); err != nil {
+		t.Fatal(err)
+	}
+	movePool(t, e, b)
+	for _, q := range []string{"INSERT INTO t VALUES (1)", "COMMIT"} {
+		if _, err := sc.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		if h := host(); h != h1 {
+			t.Fatalf("%s ran on %s, want %s", q, h, h1)
+		}
+	}
+	if _, err := sc.ExecContext(ctx, "A3"); err != nil {
+		t.Fatal(err)
+	}
+	if h := host(); h != h2 {
+		t.Errorf("after COMMIT on %s, want %s", h, h2)
+	}
+	e.allMet()
+}
