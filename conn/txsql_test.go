@@ -327,3 +327,25 @@ func FuzzClassify(f *testing.F) {
 		statements(q, func(s string, k stmt.Kind) bool { return true })
 	})
 }
+
+// BenchmarkClassify is classify's cost per statement: the hot path (a query starting with
+// SELECT, INSERT, UPDATE or DELETE) and a few that take the full reading.
+func BenchmarkClassify(b *testing.B) {
+	for _, q := range []string{
+		"UPDATE t SET n=n+1 WHERE id=1",
+		"SELECT n FROM t WHERE id=1",
+		"  SELECT n FROM t WHERE id=1",
+		"COMMIT",
+		"SET autocommit = 0, sql_mode = 'ANSI'",
+		"BEGIN; INSERT INTO t VALUES (1); COMMIT",
+	} {
+		b.Run(strings.Fields(q)[0], func(b *testing.B) {
+			multi := strings.Contains(q, ";")
+			for b.Loop() {
+				if classify(q, multi) == kEmpty {
+					b.Fatal("empty")
+				}
+			}
+		})
+	}
+}
