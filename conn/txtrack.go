@@ -93,6 +93,8 @@ func (noRows) Columns() []string         { return nil }
 func (noRows) Close() error              { return nil }
 func (noRows) Next([]driver.Value) error { return io.EOF }
 
+var _ driver.Rows = noRows{}
+
 // settle is called before a call at a point where the session would move (place: the
 // pool's host is another one, or it is due to fall back) while it holds state. Where
 // only unknowns hold it, the server is asked (resolve), off the hot path; a session whose

@@ -267,4 +267,5 @@ var (
 	_ driver.StmtExecContext   = (*Stmt)(nil)
 	_ driver.StmtQueryContext  = (*Stmt)(nil)
 	_ driver.NamedValueChecker = (*Stmt)(nil)
+	_ driver.Rows              = noRows{}
 )
