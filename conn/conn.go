@@ -29,8 +29,19 @@ type Config struct {
 	WriteIntent bool
 	// MultiStatements is go-sql-driver's multiStatements: a rejected statement is then
 	// not run again after such a move, since earlier statements of its batch may have
-	// run.
+	// run; and every statement of a query is followed for its effect on the transaction
+	// state (see Conn), not only the first.
 	MultiStatements bool
+	// Autocommit is the DSN's autocommit parameter as go-sql-driver sends it on every
+	// new physical connection (SET autocommit = <value>), "" when absent. 0, OFF and
+	// FALSE (any case; 'ON' and 'OFF' also quoted) mean off, 1, ON, TRUE and "" on; any
+	// other value leaves autocommit unknown, which counts as off, until the server is
+	// asked.
+	Autocommit string
+	// CompletionType is the DSN's completion_type parameter likewise: 0 or NO_CHAIN (or
+	// ""), 1 or CHAIN, 2 or RELEASE; it decides what COMMIT and ROLLBACK without AND
+	// [NO] CHAIN or [NO] RELEASE do.
+	CompletionType string
 }
 
 // Conn is the proxy around one physical go-sql-driver connection at a time: the
@@ -40,6 +51,12 @@ type Config struct {
 //
 // Besides the driver interfaces, users reach three methods through (*sql.Conn).Raw:
 // SetReadOnly, ReadOnly and Host.
+//
+// A Conn follows its physical session's transaction state through the statements that
+// run on it (see classify): a transaction opened by BEGIN, START TRANSACTION or XA START
+// run as statements, or by any statement while autocommit is off (from the DSN or SET
+// autocommit), is treated as one opened by BeginTx, and so is a state the statements do
+// not tell (CALL, EXECUTE ...), until the server says otherwise (see resolve).
 type Conn struct {
 	cl  *failover.Cluster
 	cfg Config
@@ -62,12 +79,22 @@ type Conn struct {
 	lastUsed   int64  // cluster clock (UnixNano) of the last call that talked to the server
 	checked    bool   // ResetSession just ran the liveness check: the next ready skips its own
 	closed     bool
+
+	st        txState // the physical session's transaction state
+	dsnAC     uint8   // the autocommit of a new physical session (Config.Autocommit)
+	dsnCT     uint8   // its completion_type (Config.CompletionType)
+	lost      error   // set while a transaction opened by statements is lost (see whileLost)
+	batch     string  // the query of the kBatch statement in flight, for fail
+	noInTrans bool    // the session's server has no @@in_transaction (MySQL)
+	mute      bool    // the session's server did not answer resolve: not asked again
 }
 
 // Open returns a connection on the pool's host, walking the host list if needed, with
 // the session state (read-only, database) set up. It never returns driver.ErrBadConn.
 func Open(ctx context.Context, cl *failover.Cluster, cfg Config) (*Conn, error) {
-	c := &Conn{cl: cl, cfg: cfg, explicitRO: cfg.ReadOnly, db: cfg.DBName}
+	c := &Conn{cl: cl, cfg: cfg, explicitRO: cfg.ReadOnly, db: cfg.DBName,
+		dsnAC: autocommitOf(cfg.Autocommit), dsnCT: completionOf(cfg.CompletionType)}
+	c.st.ac, c.st.ct = c.dsnAC, c.dsnCT
 	phys, host, err := cl.Connect(ctx, c.setup)
 	if err != nil {
 		return nil, err
@@ -89,11 +116,44 @@ func (c *Conn) attach(phys driver.Conn, host int) {
 	}
 }
 
-// drop closes the physical connection; the logical one lives on.
+// drop closes the physical connection; the logical one lives on. The next physical
+// session starts with no transaction and, where the old one's was unknown, the DSN's
+// autocommit and completion_type (setup restores known ones).
 func (c *Conn) drop() {
 	if c.closePhys() {
 		c.cl.Release(c.host)
 	}
+	c.clean()
+}
+
+// clean resets what the connection knows of its session to a new session's: no
+// transaction, autocommit and completion_type as restored (the DSN's when unknown).
+func (c *Conn) clean() {
+	c.st = txState{ac: c.st.ac, ct: c.st.ct}
+	if c.st.ac == acUnknown {
+		c.st.ac = c.dsnAC
+	}
+	if c.st.ct == ctUnknown {
+		c.st.ct = c.dsnCT
+	}
+	c.noInTrans, c.mute = false, false
+}
+
+// discard drops the physical connection between calls (found dead, or its state could
+// not be restored), without blaming its host. What it held for a call of kind k is lost
+// with it: a transaction opened by statements (see lost); a Tx's is the caller's to
+// mark.
+func (c *Conn) discard(why string, k stmt.Kind) {
+	if c.tx == nil && c.lost == nil && c.phys != nil && c.judge(k, false)&vLost != 0 {
+		c.lost = c.lostErr(c.st.what(), c.host, why)
+	}
+	c.drop()
+}
+
+// lostErr is the error every statement gets while what (see txState.what) is lost: it
+// was held by the session on host, which ended with cause.
+func (c *Conn) lostErr(what string, host int, cause string) error {
+	return fmt.Errorf("%w (%s, on %s: %s)", failover.ErrTxLost, what, c.cl.Host(host), cause)
 }
 
 // closePhys closes the physical connection without releasing its host's id (see
@@ -112,13 +172,15 @@ func (c *Conn) closePhys() bool {
 // see through (*sql.Conn).Raw. The conversion costs nothing.
 type h Conn
 
-// ready is the safe-point check before every call that talks to the server. It first
-// replaces a physical connection that went stale while idle (see stale; skipped right
-// after database/sql's checkout, which ran the same check). Outside a transaction it then
-// moves the connection to the pool's host (nothing has been sent, so the caller sees no
-// error) and falls back to the primary when that is due; inside one it only refuses
-// statements of a lost transaction. count marks statements.
-func (c *Conn) ready(ctx context.Context, count bool) error {
+// ready is the safe-point check before every call that talks to the server, for a call
+// of kind k (a statement's, or kSession). It first replaces a physical connection that
+// went stale while idle (see stale; skipped right after database/sql's checkout, which
+// ran the same check). Outside a transaction it then moves the connection to the pool's
+// host (nothing has been sent, so the caller sees no error) and falls back to the
+// primary when that is due; inside one, a Tx or one opened by statements (see
+// txState.held), it only refuses statements of a lost transaction (see whileLost:
+// errAnswered means the call succeeds without being sent). count marks statements.
+func (c *Conn) ready(ctx context.Context, count bool, k stmt.Kind) error {
 	c.counted = false
 	if c.checked {
 		c.checked = false // database/sql's checkout just checked it: no clock read needed
@@ -134,12 +196,28 @@ func (c *Conn) ready(ctx context.Context, count bool) error {
 		}
 		return nil
 	}
+	if c.lost != nil && k != kSession {
+		return c.whileLost(k)
+	}
 	place := failover.PlaceAway
 	if c.phys != nil {
 		place = c.cl.Place(c.host)
 	}
 	if place == failover.PlaceHome {
 		return nil // the hot path
+	}
+	if c.st.held() {
+		if err := c.settle(ctx, place); err != nil {
+			return err
+		}
+		if c.st.held() {
+			// Inside a transaction opened by statements: as inside a Tx, the session
+			// stays on its host until it reaches a real safe point.
+			if count && !c.cl.Home(c.host) {
+				c.counted = c.cl.NoteStatement()
+			}
+			return nil
+		}
 	}
 	if place == failover.PlaceActive {
 		if c.rows == 0 {
@@ -199,7 +277,7 @@ func (c *Conn) stale(ctx context.Context) bool {
 	if !ok || r.ResetSession(ctx) == nil {
 		return false
 	}
-	c.drop()
+	c.discard("the server closed the connection while it sat idle", kPlain)
 	return true
 }
 
@@ -225,7 +303,11 @@ func (c *Conn) uncount() {
 //     (driver.ErrBadConn) is repeated once on the new host; driver.ErrBadConn itself never
 //     goes back to database/sql, which would repeat the call up to three times however
 //     much of it ran (go-sql-driver#582, golang/go#11978).
-func (c *Conn) fail(ctx context.Context, epoch uint64, err error, r stmt.Retry) (bool, error) {
+//
+// k is the kind of the call's statement (kSession, kTxEnd for other calls): it says
+// what a data error leaves of the transaction state (txState.failed) and, inside a
+// transaction opened by statements, what a failure means for it (see move).
+func (c *Conn) fail(ctx context.Context, epoch uint64, err error, r stmt.Retry, k stmt.Kind) (bool, error) {
 	if epoch != c.epoch {
 		// The physical connection this came from is already gone (a Rows closed after
 		// its failure was handled): nothing more to decide.
@@ -234,18 +316,37 @@ func (c *Conn) fail(ctx context.Context, epoch uint64, err error, r stmt.Retry) 
 	switch failover.Classify(ctx, err) {
 	case failover.Data:
 		if c.cfg.WriteIntent && failover.ReadOnlyRejection(err) && ctx.Err() == nil {
-			return c.rejected(ctx, err, r, c.cfg.MultiStatements)
+			return c.rejected(ctx, err, r, c.cfg.MultiStatements, k)
 		}
-		c.dropIfInvalid(err)
+		c.failedData(k)
+		c.dropIfInvalid(err, k)
 		return false, err
 	case failover.Canceled:
-		c.dropIfInvalid(err)
+		c.dropIfInvalid(err, k)
 		if cerr := ctx.Err(); !errors.Is(err, cerr) {
 			return false, fmt.Errorf("%w (%v)", cerr, failover.NotBadConn(err, ""))
 		}
 		return false, err
 	}
-	return c.move(ctx, err, errors.Is(err, driver.ErrBadConn), r)
+	return c.move(ctx, err, errors.Is(err, driver.ErrBadConn), r, k)
+}
+
+// failedData records a data error of a statement of kind k: the session lives on.
+func (c *Conn) failedData(k stmt.Kind) {
+	if k&kClass == kBatch {
+		c.st.failedBatch(c.batch)
+	} else {
+		c.st.failed(k)
+	}
+}
+
+// judge says what a communication failure of a call of kind k means for the session's
+// transaction state (notSent: nothing of the call was sent).
+func (c *Conn) judge(k stmt.Kind, notSent bool) verdict {
+	if k&kClass == kBatch {
+		return c.st.verdictBatch(c.batch, notSent)
+	}
+	return c.st.verdict(k)
 }
 
 // rejected handles a write the server refused because it is read-only (1290, 1836) on a
@@ -256,31 +357,48 @@ func (c *Conn) fail(ctx context.Context, epoch uint64, err error, r stmt.Retry) 
 // communication error, with a *failover.RoleError wrapping the rejection as the cause.
 // The rejected statement did not run, so outside a transaction it runs again on the new
 // host, unless it may be a batch (multiStatements: earlier statements of it may have run).
-func (c *Conn) rejected(ctx context.Context, err error, r stmt.Retry, batch bool) (bool, error) {
+func (c *Conn) rejected(ctx context.Context, err error, r stmt.Retry, batch bool, k stmt.Kind) (bool, error) {
 	role, rerr := failover.ReadRole(ctx, c.phys)
 	if rerr != nil {
 		switch failover.Classify(ctx, rerr) {
 		case failover.Data:
+			c.failedData(k)
 			return false, err // the role is unknown: leave the rejection as it is
 		case failover.Canceled:
-			return c.fail(ctx, c.epoch, rerr, stmt.NoRetry)
+			return c.fail(ctx, c.epoch, rerr, stmt.NoRetry, k)
 		}
 		// The connection broke right after the rejection: the rejected statement did
 		// not run, but with multiStatements earlier statements of its batch may have.
-		return c.move(ctx, rerr, !batch, r)
+		return c.move(ctx, rerr, !batch, r, k)
 	}
 	if c.cl.NoteRole(c.host, role) {
+		c.failedData(k)
 		return false, err
 	}
-	return c.move(ctx, &failover.RoleError{Role: role, Wanted: c.cl.Target(), Cause: err}, !batch, r)
+	return c.move(ctx, &failover.RoleError{Role: role, Wanted: c.cl.Target(), Cause: err}, !batch, r, k)
 }
 
 // move closes the physical connection, whose host failed with err, walks to the next
 // host and restores the session there, then says whether the call may run again (r, and
 // notSent: nothing of it ran) or returns the *failover.FailoverError.
-func (c *Conn) move(ctx context.Context, err error, notSent bool, r stmt.Retry) (bool, error) {
+//
+// Inside a transaction opened by statements (see txState.verdict; k is the call's
+// kind) nothing runs again, and the error says what the session took with it: a
+// statement of the transaction gets failover.ErrTxLost, and so does every later one
+// until COMMIT or ROLLBACK (see whileLost); a COMMIT, or a statement that commits
+// implicitly, failover.ErrCommitOutcomeUnknown (failover.ErrTxLost when it was not
+// sent); a ROLLBACK the failover error alone (the transaction is rolled back either
+// way). A prepared XA transaction survives its session on the server:
+// failover.ErrCommitOutcomeUnknown, whatever the statement.
+func (c *Conn) move(ctx context.Context, err error, notSent bool, r stmt.Retry, k stmt.Kind) (bool, error) {
 	failed := c.host
+	var v verdict
+	var what string
+	if c.tx == nil {
+		v, what = c.judge(k, notSent), c.st.what()
+	}
 	held := c.closePhys() // the id stays held until Recover has used it
+	c.clean()
 	fe := &failover.FailoverError{
 		Failed:        c.cl.Host(failed),
 		MaybeExecuted: !notSent && !packetRefused(err),
@@ -302,6 +420,23 @@ func (c *Conn) move(ctx context.Context, err error, notSent bool, r stmt.Retry) 
 		c.tx.lost = fmt.Errorf("%w; not sent (the transaction failed earlier: %v)", failover.ErrTxLost, fe)
 		return false, fmt.Errorf("%w: %w", failover.ErrTxLost, fe)
 	}
+	switch {
+	case v&vLost != 0:
+		c.lost = c.lostErr(what, failed, fe.Err.Error())
+		if v&(vCommit|vPrepared) != 0 { // a batch with a COMMIT in it
+			return false, fmt.Errorf("%w: %w: %w", failover.ErrCommitOutcomeUnknown, failover.ErrTxLost, fe)
+		}
+		return false, fmt.Errorf("%w: %w", failover.ErrTxLost, fe)
+	case v&vPrepared != 0:
+		return false, fmt.Errorf("%w (the XA transaction was prepared: it survives on %s until XA COMMIT or XA ROLLBACK runs there): %w",
+			failover.ErrCommitOutcomeUnknown, fe.Failed, fe)
+	case v&vCommit != 0 && notSent:
+		return false, fmt.Errorf("%w: %w", failover.ErrTxLost, fe)
+	case v&vCommit != 0:
+		return false, fmt.Errorf("%w: %w", failover.ErrCommitOutcomeUnknown, fe)
+	case v&vEnded != 0:
+		return false, fe
+	}
 	if werr == nil && (r == stmt.RetryAlways || r == stmt.RetryIfNotSent && notSent) {
 		return true, nil
 	}
@@ -320,10 +455,10 @@ func packetRefused(err error) bool {
 // dropIfInvalid drops a physical connection that go-sql-driver has closed (after a
 // cancel, or a protocol error): the host is fine, the next call reconnects to the pool's
 // host.
-// Inside a transaction that loses the transaction.
-func (c *Conn) dropIfInvalid(err error) {
+// Inside a transaction that loses the transaction (k: the failed call's kind).
+func (c *Conn) dropIfInvalid(err error, k stmt.Kind) {
 	if v, ok := c.phys.(driver.Validator); ok && !v.IsValid() {
-		c.drop()
+		c.discard("the connection broke: "+failover.NotBadConn(err, "").Error(), k)
 		if c.tx != nil && c.tx.lost == nil {
 			c.tx.lost = fmt.Errorf("%w; not sent (the connection broke earlier: %v)", failover.ErrTxLost, failover.NotBadConn(err, ""))
 		}
@@ -331,17 +466,23 @@ func (c *Conn) dropIfInvalid(err error) {
 }
 
 // Ready implements stmt.Owner.
-func (o *h) Ready(ctx context.Context, count bool) (driver.Conn, uint64, error) {
+func (o *h) Ready(ctx context.Context, count bool, k stmt.Kind) (driver.Conn, uint64, error) {
 	c := (*Conn)(o)
-	if err := c.ready(ctx, count); err != nil {
+	if err := c.ready(ctx, count, k); err != nil {
+		if err == errAnswered {
+			return nil, 0, nil
+		}
 		return nil, 0, err
 	}
 	return c.phys, c.epoch, nil
 }
 
+// Ran implements stmt.Owner.
+func (o *h) Ran(k stmt.Kind) { (*Conn)(o).ran(k, "") }
+
 // Fail implements stmt.Owner.
-func (o *h) Fail(ctx context.Context, epoch uint64, err error, r stmt.Retry) (bool, error) {
-	return (*Conn)(o).fail(ctx, epoch, err, r)
+func (o *h) Fail(ctx context.Context, epoch uint64, err error, r stmt.Retry, k stmt.Kind) (bool, error) {
+	return (*Conn)(o).fail(ctx, epoch, err, r, k)
 }
 
 // RowsOpened implements stmt.Owner: every Rows, of a plain query or of a prepared
@@ -359,8 +500,15 @@ func (o *h) CheckNamedValue(nv *driver.NamedValue) error {
 
 // ExecContext implements driver.ExecerContext.
 func (c *Conn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	k := classify(query, c.cfg.MultiStatements)
+	if k == kBatch {
+		c.batch = query
+	}
 	for attempt := 0; ; attempt++ {
-		if err := c.ready(ctx, attempt == 0); err != nil {
+		if err := c.ready(ctx, attempt == 0, k); err != nil {
+			if err == errAnswered {
+				return driver.RowsAffected(0), nil
+			}
 			return nil, err
 		}
 		if c.execer == nil {
@@ -368,7 +516,7 @@ func (c *Conn) ExecContext(ctx context.Context, query string, args []driver.Name
 		}
 		res, err := c.execer.ExecContext(ctx, query, args)
 		if err == nil {
-			c.track(query)
+			c.ran(k, query)
 			return res, nil
 		}
 		if err == driver.ErrSkip {
@@ -378,7 +526,7 @@ func (c *Conn) ExecContext(ctx context.Context, query string, args []driver.Name
 			c.uncount()
 			return nil, err
 		}
-		retry, out := c.fail(ctx, c.epoch, err, retryFor(attempt, stmt.RetryIfNotSent))
+		retry, out := c.fail(ctx, c.epoch, err, retryFor(attempt, stmt.RetryIfNotSent), k)
 		if !retry {
 			return nil, out
 		}
@@ -387,8 +535,15 @@ func (c *Conn) ExecContext(ctx context.Context, query string, args []driver.Name
 
 // QueryContext implements driver.QueryerContext.
 func (c *Conn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	k := classify(query, c.cfg.MultiStatements)
+	if k == kBatch {
+		c.batch = query
+	}
 	for attempt := 0; ; attempt++ {
-		if err := c.ready(ctx, attempt == 0); err != nil {
+		if err := c.ready(ctx, attempt == 0, k); err != nil {
+			if err == errAnswered {
+				return noRows{}, nil
+			}
 			return nil, err
 		}
 		if c.queryer == nil {
@@ -396,14 +551,18 @@ func (c *Conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 		}
 		rows, err := c.queryer.QueryContext(ctx, query, args)
 		if err == nil {
-			c.track(query)
+			if k == kBatch {
+				c.st.mayHaveRun(query) // the statements after the first run while the caller reads
+			} else {
+				c.ran(k, query)
+			}
 			return stmt.NewRows((*h)(c), ctx, rows, c.epoch), nil
 		}
 		if err == driver.ErrSkip {
 			c.uncount()
 			return nil, err // database/sql prepares instead; see ExecContext
 		}
-		retry, out := c.fail(ctx, c.epoch, err, retryFor(attempt, stmt.RetryIfNotSent))
+		retry, out := c.fail(ctx, c.epoch, err, retryFor(attempt, stmt.RetryIfNotSent), k)
 		if !retry {
 			return nil, out
 		}
@@ -416,10 +575,17 @@ func (c *Conn) Prepare(query string) (driver.Stmt, error) {
 }
 
 // PrepareContext implements driver.ConnPrepareContext. PREPARE has no side effects, so a
-// communication failure is retried once on the new host (outside transactions).
+// communication failure is retried once on the new host (outside transactions). While a
+// transaction opened by statements is lost only COMMIT and ROLLBACK can be prepared (their
+// run ends the lost state, see whileLost).
 func (c *Conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
+	k := classify(query, false) // a prepared statement is one statement
+	rk := kPlain
+	if endsLost(k) {
+		rk = kSession
+	}
 	for attempt := 0; ; attempt++ {
-		if err := c.ready(ctx, false); err != nil {
+		if err := c.ready(ctx, false, rk); err != nil {
 			return nil, err
 		}
 		var s driver.Stmt
@@ -430,9 +596,9 @@ func (c *Conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, e
 			s, err = c.phys.Prepare(query)
 		}
 		if err == nil {
-			return stmt.New((*h)(c), query, s, c.epoch), nil
+			return stmt.New((*h)(c), query, s, c.epoch, k), nil
 		}
-		retry, out := c.fail(ctx, c.epoch, err, retryFor(attempt, stmt.RetryAlways))
+		retry, out := c.fail(ctx, c.epoch, err, retryFor(attempt, stmt.RetryAlways), kSession)
 		if !retry {
 			return nil, out
 		}
@@ -443,7 +609,7 @@ func (c *Conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, e
 // host once.
 func (c *Conn) Ping(ctx context.Context) error {
 	for attempt := 0; ; attempt++ {
-		if err := c.ready(ctx, false); err != nil {
+		if err := c.ready(ctx, false, kPlain); err != nil {
 			return err
 		}
 		p, ok := c.phys.(driver.Pinger)
@@ -454,7 +620,7 @@ func (c *Conn) Ping(ctx context.Context) error {
 		if err == nil {
 			return nil
 		}
-		retry, out := c.fail(ctx, c.epoch, err, retryFor(attempt, stmt.RetryAlways))
+		retry, out := c.fail(ctx, c.epoch, err, retryFor(attempt, stmt.RetryAlways), kPlain)
 		if !retry {
 			return out
 		}
@@ -474,21 +640,24 @@ func (c *Conn) CheckNamedValue(nv *driver.NamedValue) error {
 // user. It repairs rather than retires: a physical connection whose host the pool has
 // left or that lost its wanted role (Cluster.Unfit), or that go-sql-driver's liveness
 // check (forwarded here, go-sql-driver#657) finds stale, is dropped without blaming its
-// host, and the next call joins the pool's host before it sends anything (ready). It
-// never returns driver.ErrBadConn: when database/sql hands a connection to a caller
-// queued at MaxOpenConns, it passes that error to the caller as is. It restores the DSN's read-only flag for the next user. A connection that
-// cannot join any host fails its next call with the walk's error and is then discarded
-// (IsValid).
+// host, and the next call joins the pool's host before it sends anything (ready). A
+// session inside a transaction opened by statements stays, whatever host it is on (the
+// pool moving does not move it; ready does, at its next safe point); if the liveness
+// check finds it dead, its transaction is lost (see whileLost). It never returns
+// driver.ErrBadConn: when database/sql hands a connection to a caller queued at
+// MaxOpenConns, it passes that error to the caller as is. It restores the DSN's
+// read-only flag for the next user. A connection that cannot join any host fails its
+// next call with the walk's error and is then discarded (IsValid).
 func (c *Conn) ResetSession(ctx context.Context) error {
 	if c.closed {
 		return driver.ErrBadConn // database/sql never resets a closed connection
 	}
 	c.explicitRO = c.cfg.ReadOnly
-	if c.phys != nil && (c.host != c.cl.Active() || c.cl.Unfit(c.host)) {
+	if c.phys != nil && !c.st.held() && (c.host != c.cl.Active() || c.cl.Unfit(c.host)) {
 		c.drop()
 	}
 	if r, ok := c.phys.(driver.SessionResetter); ok && r.ResetSession(ctx) != nil {
-		c.drop()
+		c.discard("the server closed the connection while it sat idle in the pool", kPlain)
 	}
 	c.checked = true
 	if c.phys == nil {
@@ -496,7 +665,8 @@ func (c *Conn) ResetSession(ctx context.Context) error {
 	}
 	if want := c.readOnlyOn(c.host); want != c.appliedRO {
 		if err := c.exec(ctx, c.phys, readOnlySQL(want)); err != nil {
-			c.drop() // the SET ran or not: a new session starts clean
+			// The SET ran or not: a new session starts clean.
+			c.discard("restoring read-only failed: "+failover.NotBadConn(err, "").Error(), kSession)
 			return nil
 		}
 		c.appliedRO = want
@@ -504,9 +674,12 @@ func (c *Conn) ResetSession(ctx context.Context) error {
 	return nil
 }
 
-// IsValid implements driver.Validator: false once the physical connection is gone.
+// IsValid implements driver.Validator: false once the physical connection is gone, and
+// while a transaction opened by statements is lost (database/sql then closes a pooled
+// connection instead of handing the lost state to its next user). A connection inside
+// an open transaction stays valid: closing it would roll the transaction back.
 func (c *Conn) IsValid() bool {
-	if c.phys == nil || c.closed {
+	if c.phys == nil || c.closed || c.lost != nil {
 		return false
 	}
 	if v, ok := c.phys.(driver.Validator); ok {

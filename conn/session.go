@@ -26,10 +26,12 @@ func readOnlySQL(ro bool) string {
 }
 
 // setup is the failover.SetupFunc: it restores this connection's session state on a new
-// physical connection to host, read-only first, then the current database. A new session
-// starts READ WRITE (the server's default), so READ WRITE is not sent. Everything set
-// through DSN parameters (system variables, charset, collation, time zone) go-sql-driver
-// applies itself on every new physical connection.
+// physical connection to host, read-only first, then the current database, then
+// autocommit and completion_type where a SET changed them from the DSN's (they change
+// what the next statements mean for transactions). A new session starts READ WRITE (the
+// server's default), so READ WRITE is not sent. Everything set through DSN parameters
+// (system variables, charset, collation, time zone) go-sql-driver applies itself on
+// every new physical connection.
 func (c *Conn) setup(ctx context.Context, phys driver.Conn, host int) error {
 	if c.readOnlyOn(host) {
 		if err := c.exec(ctx, phys, readOnlySQL(true)); err != nil {
@@ -41,8 +43,23 @@ func (c *Conn) setup(ctx context.Context, phys driver.Conn, host int) error {
 			return err
 		}
 	}
+	if ac := c.st.ac; ac != c.dsnAC && ac != acUnknown {
+		if err := c.exec(ctx, phys, autocommitSQL[ac]); err != nil {
+			return err
+		}
+	}
+	if ct := c.st.ct; ct != c.dsnCT && ct != ctUnknown {
+		if err := c.exec(ctx, phys, completionSQL[ct]); err != nil {
+			return err
+		}
+	}
 	return nil
 }
+
+var (
+	autocommitSQL = [...]string{acOn: "SET autocommit = 1", acOff: "SET autocommit = 0"}
+	completionSQL = [...]string{ctNoChain: "SET completion_type = 0", ctChain: "SET completion_type = 1", ctRelease: "SET completion_type = 2"}
+)
 
 // exec runs an internal statement on phys.
 func (c *Conn) exec(ctx context.Context, phys driver.Conn, query string) error {
@@ -67,7 +84,7 @@ func (c *Conn) exec(ctx context.Context, phys driver.Conn, query string) error {
 func (c *Conn) SetReadOnly(ctx context.Context, readOnly bool) error {
 	c.explicitRO = readOnly
 	for attempt := 0; ; attempt++ {
-		if err := c.ready(ctx, false); err != nil {
+		if err := c.ready(ctx, false, kSession); err != nil {
 			return err
 		}
 		want := c.readOnlyOn(c.host)
@@ -79,7 +96,7 @@ func (c *Conn) SetReadOnly(ctx context.Context, readOnly bool) error {
 			c.appliedRO = want
 			return nil
 		}
-		retry, out := c.fail(ctx, c.epoch, err, retryFor(attempt, retryAlways))
+		retry, out := c.fail(ctx, c.epoch, err, retryFor(attempt, retryAlways), kSession)
 		if !retry {
 			return out
 		}
@@ -97,17 +114,6 @@ func (c *Conn) Host() string {
 		return ""
 	}
 	return c.cl.Host(c.host)
-}
-
-// track follows `USE db` so that the database survives a switch. Only the first byte is
-// looked at on the hot path.
-func (c *Conn) track(query string) {
-	if len(query) < 4 || query[0]|0x20 != 'u' && !isSpace(query[0]) {
-		return
-	}
-	if db, ok := parseUse(query); ok {
-		c.db = db
-	}
 }
 
 // parseUse returns the database of a `USE db` statement (db bare or in backticks).

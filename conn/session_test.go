@@ -260,7 +260,8 @@ func TestParseUse(t *testing.T) {
 	}
 }
 
-// track follows USE with any leading white space the parser accepts, and nothing else.
+// USE is followed with any leading white space or comment, and nothing else is taken
+// for it.
 func TestTrackFollowsUse(t *testing.T) {
 	for _, tc := range []struct{ q, db string }{
 		{"USE a", "a"},
@@ -270,9 +271,12 @@ func TestTrackFollowsUse(t *testing.T) {
 		{"UPDATE t SET x = 1", "app"},
 		{"SELECT 1", "app"},
 		{"DO 1", "app"},
+		{"/* c */ USE e", "e"},
+		{"-- c\nuse f;", "f"},
+		{"USER x", "app"},
 	} {
 		c := &Conn{db: "app"}
-		c.track(tc.q)
+		c.ran(classify(tc.q, false), tc.q)
 		if c.db != tc.db {
 			t.Errorf("after %q: db %q, want %q", tc.q, c.db, tc.db)
 		}

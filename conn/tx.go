@@ -37,7 +37,7 @@ func (c *Conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 		return nil, errors.New("mysqlfailover: a transaction is already open on this connection")
 	}
 	for attempt := 0; ; attempt++ {
-		if err := c.ready(ctx, false); err != nil {
+		if err := c.ready(ctx, false, kBegin); err != nil {
 			return nil, err
 		}
 		var tx driver.Tx
@@ -48,10 +48,14 @@ func (c *Conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 			tx, err = c.phys.Begin() //nolint:staticcheck // fallback for drivers without ConnBeginTx
 		}
 		if err == nil {
+			// START TRANSACTION committed what statements had opened, released table
+			// locks and used pending characteristics: from here the Tx governs.
+			c.st.apply(kBegin)
+			c.st.end(false)
 			c.tx = &Tx{c: c, inner: tx, ctx: ctx, epoch: c.epoch}
 			return c.tx, nil
 		}
-		retry, out := c.fail(ctx, c.epoch, err, retryFor(attempt, retryAlways))
+		retry, out := c.fail(ctx, c.epoch, err, retryFor(attempt, retryAlways), kBegin)
 		if !retry {
 			return nil, out
 		}
@@ -66,6 +70,7 @@ func (c *Conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 func (t *Tx) Commit() error {
 	c := t.c
 	c.tx = nil
+	c.st.end(false) // whatever statements did inside the Tx, it ends here
 	if t.lost != nil {
 		return t.lost
 	}
@@ -78,9 +83,9 @@ func (t *Tx) Commit() error {
 	notSent := errors.Is(err, driver.ErrBadConn) || rejected
 	var out error
 	if rejected && c.cfg.WriteIntent && t.epoch == c.epoch && t.ctx.Err() == nil {
-		_, out = c.rejected(t.ctx, err, stmt.NoRetry, false) // COMMIT is never a batch
+		_, out = c.rejected(t.ctx, err, stmt.NoRetry, false, kTxEnd) // COMMIT is never a batch
 	} else {
-		_, out = c.fail(t.ctx, t.epoch, err, stmt.NoRetry)
+		_, out = c.fail(t.ctx, t.epoch, err, stmt.NoRetry, kTxEnd)
 	}
 	var fe *failover.FailoverError
 	if !errors.As(out, &fe) {
@@ -97,6 +102,7 @@ func (t *Tx) Commit() error {
 func (t *Tx) Rollback() error {
 	c := t.c
 	c.tx = nil
+	c.st.end(false)
 	if t.lost != nil {
 		return nil
 	}
@@ -104,7 +110,7 @@ func (t *Tx) Rollback() error {
 	if err == nil {
 		return nil
 	}
-	_, out := c.fail(t.ctx, t.epoch, err, stmt.NoRetry)
+	_, out := c.fail(t.ctx, t.epoch, err, stmt.NoRetry, kTxEnd)
 	return out
 }
 

@@ -36,9 +36,22 @@ func (r *memRows) Next(dest []sqldriver.Value) error {
 	return nil
 }
 
-func (c *memConn) Prepare(string) (sqldriver.Stmt, error) { return nil, errors.New("unused") }
-func (c *memConn) Close() error                           { return nil }
-func (c *memConn) Begin() (sqldriver.Tx, error)           { return nil, errors.New("unused") }
+func (c *memConn) Prepare(string) (sqldriver.Stmt, error) { return memStmt{}, nil }
+
+// memStmt is memConn's prepared statement.
+type memStmt struct{}
+
+func (memStmt) Close() error  { return nil }
+func (memStmt) NumInput() int { return -1 }
+func (memStmt) Exec([]sqldriver.Value) (sqldriver.Result, error) {
+	return nil, errors.New("unused")
+}
+func (memStmt) Query([]sqldriver.Value) (sqldriver.Rows, error) { return nil, errors.New("unused") }
+func (memStmt) ExecContext(context.Context, []sqldriver.NamedValue) (sqldriver.Result, error) {
+	return memResult{}, nil
+}
+func (c *memConn) Close() error                 { return nil }
+func (c *memConn) Begin() (sqldriver.Tx, error) { return nil, errors.New("unused") }
 func (c *memConn) ExecContext(context.Context, string, []sqldriver.NamedValue) (sqldriver.Result, error) {
 	return memResult{}, nil
 }
@@ -112,6 +125,34 @@ func BenchmarkConnQuery(b *testing.B) {
 				for rows.Next(dest) == nil {
 				}
 				rows.Close()
+			}
+		})
+	}
+}
+
+// BenchmarkStmtExec is BenchmarkConnExec for a prepared statement: the Stmt proxy's
+// cost per run.
+func BenchmarkStmtExec(b *testing.B) {
+	ctx := context.Background()
+	for _, impl := range []struct {
+		name string
+		conn func(*testing.B) sqldriver.Conn
+	}{
+		{"bare", func(*testing.B) sqldriver.Conn { return &memConn{} }},
+		{"proxy", proxyOverMem},
+	} {
+		b.Run("impl="+impl.name, func(b *testing.B) {
+			s, err := impl.conn(b).Prepare("UPDATE t SET n=n+1 WHERE id=?")
+			if err != nil {
+				b.Fatal(err)
+			}
+			e := s.(sqldriver.StmtExecContext)
+			args := []sqldriver.NamedValue{{Ordinal: 1, Value: int64(1)}}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := e.ExecContext(ctx, args); err != nil {
+					b.Fatal(err)
+				}
 			}
 		})
 	}

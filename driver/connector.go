@@ -5,6 +5,7 @@ import (
 	sqldriver "database/sql/driver"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 
 	"github.com/go-sql-driver/mysql"
@@ -223,11 +224,26 @@ func (c *Connector) Connect(ctx context.Context) (sqldriver.Conn, error) {
 		DBName:           c.cfg.MySQL.DBName,
 		WriteIntent:      write,
 		MultiStatements:  c.cfg.MySQL.MultiStatements,
+		// go-sql-driver sends these as SET on every new physical connection: they are
+		// what a new session's transactions start with.
+		Autocommit:     sessionVar(c.cfg.MySQL.Params, "autocommit"),
+		CompletionType: sessionVar(c.cfg.MySQL.Params, "completion_type"),
 	})
 	if err != nil {
 		return nil, err
 	}
 	return cn, nil
+}
+
+// sessionVar returns the value params (mysql.Config.Params) sets the system variable
+// name to, "" when none; variable names are case-insensitive.
+func sessionVar(params map[string]string, name string) string {
+	for k, v := range params {
+		if strings.EqualFold(k, name) {
+			return v
+		}
+	}
+	return ""
 }
 
 // Driver implements driver.Connector.

@@ -319,3 +319,52 @@ func TestPasswordNeverInErrorsOrEvents(t *testing.T) {
 		}
 	}
 }
+
+// Issue 9: the DSN's autocommit reaches the connections (go-sql-driver sends it to every
+// new session): with autocommit=0 every statement runs inside a transaction, so a pinned
+// connection stays on its host when the pool moves, until COMMIT; without it, it moves
+// at once.
+func TestDSNAutocommitOffKeepsTheSessionUntilCommit(t *testing.T) {
+	for _, tc := range []struct {
+		params string
+		stays  bool
+	}{{"autocommit=0", true}, {"AUTOCOMMIT=%27OFF%27", true}, {"autocommit=1", false}, {"", false}} {
+		t.Run(tc.params, func(t *testing.T) {
+			ctx := context.Background()
+			p := newPool(t, 2, tc.params)
+			for i := 0; i < 2; i++ {
+				port := 3301 + i
+				p.net.Script(i, func(_ int, m sqlmock.Sqlmock) {
+					for k := 0; k < 5; k++ {
+						m.ExpectQuery("SELECT @@port").WillReturnRows(sqlmock.NewRows([]string{"port"}).AddRow(port))
+					}
+					m.ExpectExec("COMMIT").WillReturnResult(sqlmock.NewResult(0, 0))
+				})
+			}
+			sc, err := p.db.Conn(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer sc.Close()
+			if port, err := p.port(ctx, sc); port != 3301 || err != nil {
+				t.Fatalf("first statement: port %d %v, want H1", port, err)
+			}
+			if err := p.c.SwitchTo(ctx, "H2:3306"); err != nil {
+				t.Fatal(err)
+			}
+			want := 3302
+			if tc.stays {
+				want = 3301
+			}
+			if port, err := p.port(ctx, sc); port != want || err != nil {
+				t.Fatalf("after SwitchTo: port %d %v, want %d", port, err, want)
+			}
+			if _, err := sc.ExecContext(ctx, "COMMIT"); err != nil {
+				t.Fatal(err)
+			}
+			if port, err := p.port(ctx, sc); port != 3302 || err != nil {
+				t.Fatalf("after COMMIT: port %d %v, want H2", port, err)
+			}
+		})
+	}
+}

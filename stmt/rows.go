@@ -35,7 +35,7 @@ func (r *Rows) Close() error {
 	r.closed = true
 	r.own.RowsClosed()
 	if err := r.inner.Close(); err != nil {
-		_, out := r.own.Fail(r.ctx, r.epoch, err, NoRetry)
+		_, out := r.own.Fail(r.ctx, r.epoch, err, NoRetry, 0)
 		return out
 	}
 	return nil
@@ -47,7 +47,7 @@ func (r *Rows) Next(dest []driver.Value) error {
 	if err == nil || err == io.EOF {
 		return err
 	}
-	_, out := r.own.Fail(r.ctx, r.epoch, err, NoRetry)
+	_, out := r.own.Fail(r.ctx, r.epoch, err, NoRetry, 0)
 	return out
 }
 
@@ -69,7 +69,7 @@ func (r *Rows) NextResultSet() error {
 	if err == nil || err == io.EOF {
 		return err
 	}
-	_, out := r.own.Fail(r.ctx, r.epoch, err, NoRetry)
+	_, out := r.own.Fail(r.ctx, r.epoch, err, NoRetry, 0)
 	return out
 }
 

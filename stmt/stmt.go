@@ -13,6 +13,7 @@ import (
 	"context"
 	"database/sql/driver"
 	"errors"
+	"io"
 )
 
 // Retry says which failures a call may be repeated after, once, on the new host.
@@ -30,17 +31,30 @@ const (
 	RetryAlways
 )
 
+// Kind is what a statement does to its session's transaction state, as the owner
+// classified it (opaque here). A Stmt gets its Kind from New and hands it back with
+// every run, so that the owner knows whether a transaction is open without reading the
+// query again. The zero Kind is a statement without such an effect; a Rows reports its
+// failures with it.
+type Kind uint16
+
 // Owner is the connection a Stmt or Rows belongs to. The conn package implements it.
 type Owner interface {
-	// Ready is called before a call that talks to the server. It moves the connection
-	// to the pool's host at a safe point and returns the physical connection to use and
-	// its epoch (which changes whenever the physical connection does). count is true for
-	// statements (Exec, Query), which count towards queriesBeforeRetryMaster.
-	Ready(ctx context.Context, count bool) (driver.Conn, uint64, error)
-	// Fail handles err, returned by the physical connection of the given epoch. It
-	// returns retry=true when the call must be repeated once (after a successful switch,
-	// per r), else the error for the caller.
-	Fail(ctx context.Context, epoch uint64, err error, r Retry) (retry bool, out error)
+	// Ready is called before a call that talks to the server, with the Kind of the
+	// statement about to run. It moves the connection to the pool's host at a safe
+	// point and returns the physical connection to use and its epoch (which changes
+	// whenever the physical connection does). count is true for statements (Exec,
+	// Query), which count towards queriesBeforeRetryMaster. A nil driver.Conn with a
+	// nil error means the owner answered the statement without sending it (a ROLLBACK
+	// of a transaction the server already rolled back): the call succeeds and returns
+	// no rows.
+	Ready(ctx context.Context, count bool, k Kind) (driver.Conn, uint64, error)
+	// Ran is called after a statement of Kind k succeeded.
+	Ran(k Kind)
+	// Fail handles err, returned by the physical connection of the given epoch to a
+	// call for a statement of Kind k. It returns retry=true when the call must be
+	// repeated once (after a successful switch, per r), else the error for the caller.
+	Fail(ctx context.Context, epoch uint64, err error, r Retry, k Kind) (retry bool, out error)
 	// RowsOpened is called once when a Rows is made for the owner (NewRows), and
 	// RowsClosed once when it is closed: no switch happens while results are being read.
 	RowsOpened()
@@ -58,11 +72,13 @@ type Stmt struct {
 	inner    driver.Stmt
 	epoch    uint64
 	numInput int
+	kind     Kind
 }
 
-// New wraps inner, prepared from query on the owner's physical connection of epoch.
-func New(own Owner, query string, inner driver.Stmt, epoch uint64) *Stmt {
-	return &Stmt{own: own, query: query, inner: inner, epoch: epoch, numInput: inner.NumInput()}
+// New wraps inner, prepared from query, a statement of Kind k, on the owner's physical
+// connection of epoch.
+func New(own Owner, query string, inner driver.Stmt, epoch uint64, k Kind) *Stmt {
+	return &Stmt{own: own, query: query, inner: inner, epoch: epoch, numInput: inner.NumInput(), kind: k}
 }
 
 // Close closes the physical statement. A statement whose physical connection is already
@@ -114,20 +130,24 @@ func (s *Stmt) physical(ctx context.Context, phys driver.Conn, epoch uint64) (dr
 // on the new host, outside transactions.
 func (s *Stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
 	for attempt := 0; ; attempt++ {
-		phys, epoch, err := s.own.Ready(ctx, attempt == 0)
+		phys, epoch, err := s.own.Ready(ctx, attempt == 0, s.kind)
 		if err != nil {
 			return nil, err
 		}
+		if phys == nil {
+			return driver.RowsAffected(0), nil // answered by the owner
+		}
 		inner, err := s.physical(ctx, phys, epoch)
-		mode := RetryAlways // only PREPARE was sent: it has no effect
+		mode, k := RetryAlways, Kind(0) // only PREPARE was sent: it has no effect, and the statement did not run
 		if err == nil {
-			mode = RetryIfNotSent
+			mode, k = RetryIfNotSent, s.kind
 			var res driver.Result
 			if res, err = execStmt(ctx, inner, args); err == nil {
+				s.own.Ran(s.kind)
 				return res, nil
 			}
 		}
-		retry, out := s.own.Fail(ctx, epoch, err, retryFor(attempt, mode))
+		retry, out := s.own.Fail(ctx, epoch, err, retryFor(attempt, mode), k)
 		if !retry {
 			return nil, out
 		}
@@ -137,20 +157,24 @@ func (s *Stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (drive
 // QueryContext runs the statement and wraps its rows.
 func (s *Stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
 	for attempt := 0; ; attempt++ {
-		phys, epoch, err := s.own.Ready(ctx, attempt == 0)
+		phys, epoch, err := s.own.Ready(ctx, attempt == 0, s.kind)
 		if err != nil {
 			return nil, err
 		}
+		if phys == nil {
+			return noRows{}, nil // answered by the owner
+		}
 		inner, err := s.physical(ctx, phys, epoch)
-		mode := RetryAlways // only PREPARE was sent: it has no effect
+		mode, k := RetryAlways, Kind(0) // only PREPARE was sent: it has no effect, and the statement did not run
 		if err == nil {
-			mode = RetryIfNotSent
+			mode, k = RetryIfNotSent, s.kind
 			var rows driver.Rows
 			if rows, err = queryStmt(ctx, inner, args); err == nil {
+				s.own.Ran(s.kind)
 				return NewRows(s.own, ctx, rows, epoch), nil
 			}
 		}
-		retry, out := s.own.Fail(ctx, epoch, err, retryFor(attempt, mode))
+		retry, out := s.own.Fail(ctx, epoch, err, retryFor(attempt, mode), k)
 		if !retry {
 			return nil, out
 		}
@@ -166,6 +190,13 @@ func (s *Stmt) CheckNamedValue(nv *driver.NamedValue) error {
 	}
 	return s.own.CheckNamedValue(nv)
 }
+
+// noRows is the result of a query the owner answered without sending it.
+type noRows struct{}
+
+func (noRows) Columns() []string         { return nil }
+func (noRows) Close() error              { return nil }
+func (noRows) Next([]driver.Value) error { return io.EOF }
 
 func retryFor(attempt int, r Retry) Retry {
 	if attempt > 0 {
@@ -236,4 +267,5 @@ var (
 	_ driver.StmtExecContext   = (*Stmt)(nil)
 	_ driver.StmtQueryContext  = (*Stmt)(nil)
 	_ driver.NamedValueChecker = (*Stmt)(nil)
+	_ driver.Rows              = noRows{}
 )
