@@ -159,7 +159,7 @@ func (c *Config) format(redact bool) string {
 }
 
 // redactURL returns a HostsURL for String: its query and fragment, which may
-// carry a key, are replaced by "xxxxx" (as failover.HTTPHostList prints it);
+// carry a key, are replaced by "xxxxx" (as the host list provider prints it);
 // user info, which Validate rejects but a hand-built Config may hold, is
 // replaced by "xxxxx" too (a user name can be a token); a URL that does not
 // parse is replaced whole when it has '@', '?' or '#'.

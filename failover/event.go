@@ -1,8 +1,6 @@
 package failover
 
 import (
-	"context"
-	"log/slog"
 	"time"
 )
 
@@ -107,27 +105,4 @@ func (e Event) String() string {
 		return s + " ok"
 	}
 	return s
-}
-
-// log writes e to the Cluster's logger: connection attempts at Debug, failures at Warn,
-// the rest at Info.
-func (c *Cluster) log(e Event) {
-	level := slog.LevelInfo
-	switch {
-	case e.Kind == EventConnect && e.Err == nil:
-		level = slog.LevelDebug
-	case e.Err != nil, e.Kind == EventAbort, e.Kind == EventHostState && e.State != HostUp:
-		level = slog.LevelWarn
-	}
-	attrs := []slog.Attr{slog.String("event", e.Kind.String()), slog.String("host", e.Host)}
-	if e.From != "" {
-		attrs = append(attrs, slog.String("from", e.From))
-	}
-	if e.Kind == EventHostState {
-		attrs = append(attrs, slog.String("state", e.State.String()))
-	}
-	if e.Err != nil {
-		attrs = append(attrs, slog.String("error", e.Err.Error()))
-	}
-	c.logger.LogAttrs(context.Background(), level, "mysqlfailover: "+e.Kind.String(), attrs...)
 }

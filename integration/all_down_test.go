@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mysqlfailover/mysqlfailover/failover"
+	"github.com/mysqlfailover/mysqlfailover/internal/cluster"
 
 	"github.com/mysqlfailover/mysqlfailover/integration/harness"
 )
@@ -93,8 +94,8 @@ func allDownCheckWalk(t *testing.T, c *harness.Cluster, err error, attempts []fa
 	// The pause between passes: from the last attempt of a pass to the end of the first
 	// attempt of the next one, at least 250 ms.
 	for k := 3; k < len(attempts); k += 3 {
-		if gap := attempts[k].Time.Sub(attempts[k-1].Time); gap < failover.RetryPause {
-			t.Errorf("only %v between pass %d and pass %d, want at least %v", gap, k/3, k/3+1, failover.RetryPause)
+		if gap := attempts[k].Time.Sub(attempts[k-1].Time); gap < cluster.RetryPause {
+			t.Errorf("only %v between pass %d and pass %d, want at least %v", gap, k/3, k/3+1, cluster.RetryPause)
 		}
 	}
 }
@@ -120,7 +121,7 @@ func TestAllNodesDown(t *testing.T) {
 		words     []string      // the host's cause text must say one of these
 		min, max  time.Duration // bounds of the 30 s-context ping
 	}
-	quickMin := time.Duration(allDownRetries-1) * failover.RetryPause
+	quickMin := time.Duration(allDownRetries-1) * cluster.RetryPause
 	faults := []fault{
 		{
 			name:      "refused",
@@ -136,8 +137,8 @@ func TestAllNodesDown(t *testing.T) {
 			down: (*harness.Node).Kill,
 			back: (*harness.Node).Restart,
 			hostCause: func(err error) bool {
-				var ht *failover.HostTimeoutError
-				return failover.Classify(context.Background(), err) == failover.Communication && !errors.As(err, &ht) &&
+				var ht *cluster.HostTimeoutError
+				return cluster.Classify(context.Background(), err) == cluster.Communication && !errors.As(err, &ht) &&
 					!errors.Is(err, syscall.ECONNREFUSED) && !errors.Is(err, sqldriver.ErrBadConn)
 			},
 			cause: "a communication error at the greeting (EOF), not a timeout, not refused, not driver.ErrBadConn",
@@ -149,10 +150,10 @@ func TestAllNodesDown(t *testing.T) {
 			down: (*harness.Node).Blackhole,
 			back: func(n *harness.Node, _ context.Context) error { return n.ClearToxics() },
 			hostCause: func(err error) bool {
-				var ht *failover.HostTimeoutError
+				var ht *cluster.HostTimeoutError
 				return errors.As(err, &ht) && ht.After == allDownHostTimeout && !errors.Is(err, context.DeadlineExceeded)
 			},
-			cause: "a *failover.HostTimeoutError after 500ms that does not match context.DeadlineExceeded",
+			cause: "a *cluster.HostTimeoutError after 500ms that does not match context.DeadlineExceeded",
 			words: []string{"hostTimeout"},
 			min:   time.Duration(allDownRetries*3)*allDownHostTimeout + quickMin,
 			max:   time.Duration(allDownRetries*3)*allDownHostTimeout + quickMin + 1500*time.Millisecond,

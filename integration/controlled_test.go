@@ -18,9 +18,10 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	mfdriver "github.com/mysqlfailover/mysqlfailover/driver"
+	"github.com/mysqlfailover/mysqlfailover"
 	"github.com/mysqlfailover/mysqlfailover/failover"
 	"github.com/mysqlfailover/mysqlfailover/integration/harness"
+	"github.com/mysqlfailover/mysqlfailover/internal/cluster"
 )
 
 // Operator control (issue 5): SwitchTo, a host list served over HTTP, and a host whose
@@ -239,7 +240,7 @@ func TestHTTPHostList(t *testing.T) {
 	logs := &syncBuffer{}
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	params := "checkInterval=200ms&readTimeout=2s&hostsURL=" + url.QueryEscape(srv.URL+"/hosts?cluster=a") + "&hostsToken=" + token
-	db, connector, ev := healthOpen(t, c.DSN(params), mfdriver.WithLogger(logger))
+	db, connector, ev := healthOpen(t, c.DSN(params), mysqlfailover.WithLogger(logger))
 	db.SetMaxOpenConns(4)
 	db.SetMaxIdleConns(4)
 	load := healthStartLoad(ctx, c, db, 4, 5*time.Second, 20*time.Millisecond)
@@ -299,7 +300,7 @@ func TestHTTPHostList(t *testing.T) {
 	bad := []struct {
 		name    string
 		resp    hlResponse
-		invalid bool // content error: matches failover.ErrInvalidHostList
+		invalid bool // content error: matches cluster.ErrInvalidHostList
 	}{
 		{"not-json", hlResponse{200, []byte("<html>maintenance</html>")}, true},
 		{"empty-list", hlResponse{200, []byte(`{"hosts":[]}`)}, true},
@@ -318,8 +319,8 @@ func TestHTTPHostList(t *testing.T) {
 			t.Errorf("%s: no EventHostList with an error within 3 s", b.name)
 			continue
 		}
-		if b.invalid && !errors.Is(e.Err, failover.ErrInvalidHostList) {
-			t.Errorf("%s: error %v does not match failover.ErrInvalidHostList", b.name, e.Err)
+		if b.invalid && !errors.Is(e.Err, cluster.ErrInvalidHostList) {
+			t.Errorf("%s: error %v does not match cluster.ErrInvalidHostList", b.name, e.Err)
 		}
 		if strings.Contains(e.Err.Error(), token) {
 			t.Errorf("%s: the error shows the token: %v", b.name, e.Err)
@@ -518,8 +519,8 @@ func TestAuthFailureRecovers(t *testing.T) {
 	if backOn1.IsZero() {
 		t.Fatalf("no statement ran on node 1 within 12 s of restoring its password: %+v", connector.Stats())
 	}
-	if d := backOn1.Sub(restored); d > failover.BackoffMax+2*time.Second {
-		t.Errorf("back on node 1 %v after the restore, want within %v", d, failover.BackoffMax+2*time.Second)
+	if d := backOn1.Sub(restored); d > cluster.BackoffMax+2*time.Second {
+		t.Errorf("back on node 1 %v after the restore, want within %v", d, cluster.BackoffMax+2*time.Second)
 	}
 	stayed := 0
 	for range 10 {

@@ -15,7 +15,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	mfdriver "github.com/mysqlfailover/mysqlfailover/driver"
+	"github.com/mysqlfailover/mysqlfailover"
 	"github.com/mysqlfailover/mysqlfailover/dsn"
 	"github.com/mysqlfailover/mysqlfailover/failover"
 	"github.com/mysqlfailover/mysqlfailover/integration/harness"
@@ -30,7 +30,7 @@ import (
 // read Connector.Stats and call SwitchTo, with its events recorded.
 type faultPool struct {
 	db *sql.DB
-	cn *mfdriver.Connector
+	cn *mysqlfailover.Connector
 	ev *eventLog
 }
 
@@ -40,7 +40,7 @@ func openFaultPool(t testing.TB, dsnStr string) *faultPool {
 	cfg, err := dsn.Parse(dsnStr)
 	must(t, err)
 	ev := &eventLog{}
-	cn, err := mfdriver.NewConnector(cfg, mfdriver.WithEventHook(ev.hook))
+	cn, err := mysqlfailover.NewConnector(cfg, mysqlfailover.WithEventHook(ev.hook))
 	must(t, err)
 	db := sql.OpenDB(cn)
 	t.Cleanup(func() { db.Close() })

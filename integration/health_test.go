@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	mfdriver "github.com/mysqlfailover/mysqlfailover/driver"
+	"github.com/mysqlfailover/mysqlfailover"
 	"github.com/mysqlfailover/mysqlfailover/dsn"
 	"github.com/mysqlfailover/mysqlfailover/failover"
 	"github.com/mysqlfailover/mysqlfailover/integration/harness"
@@ -24,12 +24,12 @@ import (
 // healthOpen opens a mysqlfailover pool through the connector API with its events
 // recorded, returns the connector too (Stats, SwitchTo), and closes the pool when the
 // test ends.
-func healthOpen(t testing.TB, dsnStr string, opts ...mfdriver.Option) (*sql.DB, *mfdriver.Connector, *eventLog) {
+func healthOpen(t testing.TB, dsnStr string, opts ...mysqlfailover.Option) (*sql.DB, *mysqlfailover.Connector, *eventLog) {
 	t.Helper()
 	cfg, err := dsn.Parse(dsnStr)
 	must(t, err)
 	ev := &eventLog{}
-	connector, err := mfdriver.NewConnector(cfg, append([]mfdriver.Option{mfdriver.WithEventHook(ev.hook)}, opts...)...)
+	connector, err := mysqlfailover.NewConnector(cfg, append([]mysqlfailover.Option{mysqlfailover.WithEventHook(ev.hook)}, opts...)...)
 	must(t, err)
 	db := sql.OpenDB(connector)
 	t.Cleanup(func() { db.Close() })

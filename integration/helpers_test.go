@@ -9,7 +9,7 @@ import (
 
 	_ "github.com/go-sql-driver/mysql" // "mysql": plain single-host connections for checks
 
-	mfdriver "github.com/mysqlfailover/mysqlfailover/driver"
+	"github.com/mysqlfailover/mysqlfailover"
 	"github.com/mysqlfailover/mysqlfailover/dsn"
 	"github.com/mysqlfailover/mysqlfailover/failover"
 	"github.com/mysqlfailover/mysqlfailover/integration/harness"
@@ -101,7 +101,7 @@ func openWithEvents(t testing.TB, dsnStr string) (*sql.DB, *eventLog) {
 	cfg, err := dsn.Parse(dsnStr)
 	must(t, err)
 	ev := &eventLog{}
-	connector, err := mfdriver.NewConnector(cfg, mfdriver.WithEventHook(ev.hook))
+	connector, err := mysqlfailover.NewConnector(cfg, mysqlfailover.WithEventHook(ev.hook))
 	must(t, err)
 	db := sql.OpenDB(connector)
 	t.Cleanup(func() { db.Close() })

@@ -12,7 +12,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	_ "github.com/mysqlfailover/mysqlfailover/driver" // registers "mysqlfailover"
+	_ "github.com/mysqlfailover/mysqlfailover" // registers "mysqlfailover"
 	"github.com/mysqlfailover/mysqlfailover/failover"
 	"github.com/mysqlfailover/mysqlfailover/integration/harness"
 )

@@ -15,7 +15,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	"github.com/mysqlfailover/mysqlfailover/driver"
+	"github.com/mysqlfailover/mysqlfailover"
 	"github.com/mysqlfailover/mysqlfailover/dsn"
 	"github.com/mysqlfailover/mysqlfailover/failover"
 	"github.com/mysqlfailover/mysqlfailover/integration/harness"
@@ -75,7 +75,7 @@ func TestKillRestartCyclesNoLeak(t *testing.T) {
 	cfg, err := dsn.Parse(c.DSN("secondsBeforeRetryMaster=1&readTimeout=2s"))
 	must(t, err)
 	var ev lcEvents
-	connector, err := driver.NewConnector(cfg, driver.WithEventHook(ev.record))
+	connector, err := mysqlfailover.NewConnector(cfg, mysqlfailover.WithEventHook(ev.record))
 	must(t, err)
 	db := sql.OpenDB(connector)
 	var closeOnce sync.Once

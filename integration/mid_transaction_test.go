@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mysqlfailover/mysqlfailover/failover"
+	"github.com/mysqlfailover/mysqlfailover/internal/cluster"
 
 	"github.com/mysqlfailover/mysqlfailover/integration/harness"
 )
@@ -177,7 +178,7 @@ func TestMidTransactionFailure(t *testing.T) {
 			} else {
 				endErr = tx.Rollback()
 				t.Logf("Rollback: %v", endErr)
-				if endErr != nil && failover.Classify(context.Background(), endErr) != failover.Communication {
+				if endErr != nil && cluster.Classify(context.Background(), endErr) != cluster.Communication {
 					t.Errorf("Rollback of the lost transaction: %v, want nil or a connection error", endErr)
 				}
 			}

@@ -10,10 +10,10 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	fconn "github.com/mysqlfailover/mysqlfailover/conn"
-	_ "github.com/mysqlfailover/mysqlfailover/driver" // registers "mysqlfailover"
+	_ "github.com/mysqlfailover/mysqlfailover" // registers "mysqlfailover"
 	"github.com/mysqlfailover/mysqlfailover/failover"
 	"github.com/mysqlfailover/mysqlfailover/integration/harness"
+	fconn "github.com/mysqlfailover/mysqlfailover/internal/conn"
 )
 
 // readOnlyState is what the proxy and the server say about a pinned connection.

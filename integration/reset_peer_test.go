@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	_ "github.com/mysqlfailover/mysqlfailover/driver" // registers "mysqlfailover"
+	_ "github.com/mysqlfailover/mysqlfailover" // registers "mysqlfailover"
 	"github.com/mysqlfailover/mysqlfailover/failover"
 	"github.com/mysqlfailover/mysqlfailover/integration/harness"
 )

@@ -15,10 +15,11 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	_ "github.com/mysqlfailover/mysqlfailover/driver" // registers "mysqlfailover"
+	_ "github.com/mysqlfailover/mysqlfailover" // registers "mysqlfailover"
 	"github.com/mysqlfailover/mysqlfailover/dsn"
 	"github.com/mysqlfailover/mysqlfailover/failover"
 	"github.com/mysqlfailover/mysqlfailover/integration/harness"
+	"github.com/mysqlfailover/mysqlfailover/internal/cluster"
 )
 
 // Roles (issue 3): targetSessionAttrs, and a primary demoted under a write workload.
@@ -230,9 +231,9 @@ func rolesKind(err error) string {
 	return "other"
 }
 
-// roleErrOf returns the *failover.RoleError in err's chain, or nil.
-func roleErrOf(err error) *failover.RoleError {
-	var re *failover.RoleError
+// roleErrOf returns the *cluster.RoleError in err's chain, or nil.
+func roleErrOf(err error) *cluster.RoleError {
+	var re *cluster.RoleError
 	if errors.As(err, &re) {
 		return re
 	}
@@ -351,12 +352,12 @@ func rolesReporter(t *testing.T) (report func(string, ...any), done func()) {
 //     failOverReadOnly): eight goroutines run autocommit INSERTs (5 s context each) through
 //     an 8-connection pool. Not one INSERT fails, before or after the first 1290 rejection:
 //     the rejected ones are re-run on node 2. The event log has an EventHostFailed for
-//     node 1 whose Err is a *failover.RoleError (standby, wanted read-write, caused by 1290
+//     node 1 whose Err is a *cluster.RoleError (standby, wanted read-write, caused by 1290
 //     or 1836) and an EventSwitch from node 1 to node 2. Writes go on landing on node 2
 //     through the same pool (node 2 is second in the list, yet its sessions are not made
 //     read-only: failOverReadOnly does not apply with read-write). No earlier than 2 s
 //     after the switch the pool probes node 1 and the probe is rejected by role (an
-//     EventConnect or EventFallBackFailed for node 1 whose Err is a *failover.RoleError,
+//     EventConnect or EventFallBackFailed for node 1 whose Err is a *cluster.RoleError,
 //     and an EventFallBackFailed), there is no EventFallBack, and the writes after the
 //     probe still land on node 2. Every successful INSERT is on node 2 exactly once.
 //   - any (targetSessionAttrs default): after the same switchover an INSERT returns the
@@ -416,7 +417,7 @@ func TestPromotion(t *testing.T) {
 		if !rejected {
 			t.Errorf("no EventHostFailed for node 1 after the demotion")
 		} else if re := roleErrOf(rej.Err); re == nil {
-			t.Errorf("EventHostFailed for node 1: Err %T %v, want a *failover.RoleError", rej.Err, rej.Err)
+			t.Errorf("EventHostFailed for node 1: Err %T %v, want a *cluster.RoleError", rej.Err, rej.Err)
 		} else {
 			if re.Role != failover.RoleStandby || re.Wanted != dsn.TargetReadWrite {
 				t.Errorf("EventHostFailed for node 1: role %v, wanted %q; want standby, read-write", re.Role, re.Wanted)
@@ -608,7 +609,7 @@ func TestPromotion(t *testing.T) {
 // unique key per INSERT, across nodes 1 and 2: each successful INSERT (and both INSERTs of
 // each committed transaction) is on node 2 exactly once, no failed transaction left a row
 // anywhere, and node 2 has no row that no successful operation wrote. The event log shows
-// node 1's EventHostFailed with a *failover.RoleError and the EventSwitch to node 2.
+// node 1's EventHostFailed with a *cluster.RoleError and the EventSwitch to node 2.
 func TestDemotedPrimaryUnderWrites(t *testing.T) {
 	const (
 		workers = 8
@@ -681,7 +682,7 @@ func TestDemotedPrimaryUnderWrites(t *testing.T) {
 	if !rejected {
 		t.Errorf("no EventHostFailed for node 1 after the demotion")
 	} else if re := roleErrOf(rej.Err); re == nil {
-		t.Errorf("EventHostFailed for node 1: Err %T %v, want a *failover.RoleError", rej.Err, rej.Err)
+		t.Errorf("EventHostFailed for node 1: Err %T %v, want a *cluster.RoleError", rej.Err, rej.Err)
 	} else if re.Role != failover.RoleStandby || re.Wanted != dsn.TargetReadWrite {
 		t.Errorf("EventHostFailed for node 1: role %v, wanted %q; want standby, read-write", re.Role, re.Wanted)
 	}
@@ -838,10 +839,10 @@ func TestDemotedPrimaryUnderWrites(t *testing.T) {
 //   - New connections (ten, none kept idle) land on node 1 with any, read-write and
 //     primary, with no role rejection; on node 2 with standby, read-only and prefer-standby,
 //     and for standby and read-only node 1's attempt is an EventConnect whose Err is a
-//     *failover.RoleError (role primary, wanted the attrs).
+//     *cluster.RoleError (role primary, wanted the attrs).
 //   - Node 1 read_only=ON, read-write with retriesAllDown=1: Ping fails with a
 //     *failover.NoHostAvailableError (not driver.ErrBadConn) in one pass of three
-//     attempts, each an EventConnect with a *failover.RoleError (standby, read-write), and
+//     attempts, each an EventConnect with a *cluster.RoleError (standby, read-write), and
 //     the error says "skipped: role is standby, wanted read-write" for every host.
 //   - Nodes 2 and 3 disabled: prefer-standby takes node 1 as a last resort, within 5 s.
 func TestTargetSessionAttrs(t *testing.T) {
@@ -888,7 +889,7 @@ func TestTargetSessionAttrs(t *testing.T) {
 					}
 				}
 				if len(on1) == 0 {
-					t.Errorf("no EventConnect with a *failover.RoleError for node 1; events: %v", ev.all())
+					t.Errorf("no EventConnect with a *cluster.RoleError for node 1; events: %v", ev.all())
 				} else if re := roleErrOf(on1[0].Err); re.Role != failover.RolePrimary || re.Wanted != dsn.TargetSessionAttrs(tc.attrs) {
 					t.Errorf("node 1 rejected as role %v, wanted %q; want primary, %q", re.Role, re.Wanted, tc.attrs)
 				}
@@ -941,7 +942,7 @@ func TestTargetSessionAttrs(t *testing.T) {
 		}
 		for _, e := range attempts {
 			if re := roleErrOf(e.Err); re == nil || re.Role != failover.RoleStandby || re.Wanted != dsn.TargetReadWrite {
-				t.Errorf("attempt %v: want an Err that is a *failover.RoleError (standby, wanted read-write)", e)
+				t.Errorf("attempt %v: want an Err that is a *cluster.RoleError (standby, wanted read-write)", e)
 			}
 		}
 		if took > 5*time.Second {

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mysqlfailover/mysqlfailover/conn"
 	"github.com/mysqlfailover/mysqlfailover/failover"
 	"github.com/mysqlfailover/mysqlfailover/integration/harness"
+	"github.com/mysqlfailover/mysqlfailover/internal/conn"
 )
 
 // TestSessionStateAcrossSwitches (issue scenario 11, shared/cases/13): the session state

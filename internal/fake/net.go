@@ -141,7 +141,7 @@ func (n *Net) killed(c *Conn) bool {
 	return c.dead
 }
 
-// Dial is a failover.DialFunc.
+// Dial is a cluster.DialFunc.
 func (n *Net) Dial(ctx context.Context, i int) (driver.Conn, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err

@@ -36,7 +36,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	"github.com/mysqlfailover/mysqlfailover/driver"
+	"github.com/mysqlfailover/mysqlfailover"
 	"github.com/mysqlfailover/mysqlfailover/dsn"
 	"github.com/mysqlfailover/mysqlfailover/failover"
 	"github.com/mysqlfailover/mysqlfailover/integration/harness"
@@ -206,7 +206,7 @@ func demo(ctx context.Context, c *harness.Cluster, detail *log.Logger) int {
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		return 1
 	}
-	connector, err := driver.NewConnector(cfg, driver.WithEventHook(rec.event))
+	connector, err := mysqlfailover.NewConnector(cfg, mysqlfailover.WithEventHook(rec.event))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		return 1

@@ -1,0 +1,192 @@
+package mysqlfailover_test
+
+import (
+	"context"
+	"database/sql"
+	sqldriver "database/sql/driver"
+	"errors"
+	"io"
+	"testing"
+
+	"github.com/mysqlfailover/mysqlfailover"
+	"github.com/mysqlfailover/mysqlfailover/dsn"
+	"github.com/mysqlfailover/mysqlfailover/internal/cluster"
+	"github.com/mysqlfailover/mysqlfailover/internal/conn"
+)
+
+// memConn is an in-memory physical connection that answers at once without allocating,
+// so that a benchmark over it measures only the proxy's own cost.
+type memConn struct{ rows memRows }
+
+type memResult struct{}
+
+func (memResult) LastInsertId() (int64, error) { return 0, nil }
+func (memResult) RowsAffected() (int64, error) { return 1, nil }
+
+type memRows struct{ left int }
+
+func (r *memRows) Columns() []string { return []string{"n"} }
+func (r *memRows) Close() error      { return nil }
+func (r *memRows) Next(dest []sqldriver.Value) error {
+	if r.left == 0 {
+		return io.EOF
+	}
+	r.left--
+	dest[0] = int64(1)
+	return nil
+}
+
+func (c *memConn) Prepare(string) (sqldriver.Stmt, error) { return memStmt{}, nil }
+
+// memStmt is memConn's prepared statement.
+type memStmt struct{}
+
+func (memStmt) Close() error  { return nil }
+func (memStmt) NumInput() int { return -1 }
+func (memStmt) Exec([]sqldriver.Value) (sqldriver.Result, error) {
+	return nil, errors.New("unused")
+}
+func (memStmt) Query([]sqldriver.Value) (sqldriver.Rows, error) { return nil, errors.New("unused") }
+func (memStmt) ExecContext(context.Context, []sqldriver.NamedValue) (sqldriver.Result, error) {
+	return memResult{}, nil
+}
+func (c *memConn) Close() error                 { return nil }
+func (c *memConn) Begin() (sqldriver.Tx, error) { return nil, errors.New("unused") }
+func (c *memConn) ExecContext(context.Context, string, []sqldriver.NamedValue) (sqldriver.Result, error) {
+	return memResult{}, nil
+}
+func (c *memConn) QueryContext(context.Context, string, []sqldriver.NamedValue) (sqldriver.Rows, error) {
+	c.rows.left = 1
+	return &c.rows, nil
+}
+
+type memConnector struct{}
+
+func (memConnector) Connect(context.Context) (sqldriver.Conn, error) { return &memConn{}, nil }
+func (memConnector) Driver() sqldriver.Driver                        { return nil }
+
+func proxyOverMem(b *testing.B) sqldriver.Conn {
+	cl, err := cluster.NewCluster(cluster.Options{
+		Hosts: []string{"h1:3306", "h2:3306"},
+		Dial:  func(context.Context, int) (sqldriver.Conn, error) { return &memConn{}, nil },
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	c, err := conn.Open(context.Background(), cl, conn.Config{FailOverReadOnly: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return c
+}
+
+// BenchmarkConnExec compares one Exec on the bare in-memory connection with the same call
+// through the proxy: the difference is the proxy's cost per statement.
+func BenchmarkConnExec(b *testing.B) {
+	ctx := context.Background()
+	for _, impl := range []struct {
+		name string
+		conn func(*testing.B) sqldriver.Conn
+	}{
+		{"bare", func(*testing.B) sqldriver.Conn { return &memConn{} }},
+		{"proxy", proxyOverMem},
+	} {
+		b.Run("impl="+impl.name, func(b *testing.B) {
+			c := impl.conn(b).(sqldriver.ExecerContext)
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := c.ExecContext(ctx, "UPDATE t SET n=n+1 WHERE id=1", nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkConnQuery is BenchmarkConnExec for a query that reads one row.
+func BenchmarkConnQuery(b *testing.B) {
+	ctx := context.Background()
+	dest := make([]sqldriver.Value, 1)
+	for _, impl := range []struct {
+		name string
+		conn func(*testing.B) sqldriver.Conn
+	}{
+		{"bare", func(*testing.B) sqldriver.Conn { return &memConn{} }},
+		{"proxy", proxyOverMem},
+	} {
+		b.Run("impl="+impl.name, func(b *testing.B) {
+			c := impl.conn(b).(sqldriver.QueryerContext)
+			b.ReportAllocs()
+			for b.Loop() {
+				rows, err := c.QueryContext(ctx, "SELECT n FROM t WHERE id=1", nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				for rows.Next(dest) == nil {
+				}
+				rows.Close()
+			}
+		})
+	}
+}
+
+// BenchmarkStmtExec is BenchmarkConnExec for a prepared statement: the Stmt proxy's
+// cost per run.
+func BenchmarkStmtExec(b *testing.B) {
+	ctx := context.Background()
+	for _, impl := range []struct {
+		name string
+		conn func(*testing.B) sqldriver.Conn
+	}{
+		{"bare", func(*testing.B) sqldriver.Conn { return &memConn{} }},
+		{"proxy", proxyOverMem},
+	} {
+		b.Run("impl="+impl.name, func(b *testing.B) {
+			s, err := impl.conn(b).Prepare("UPDATE t SET n=n+1 WHERE id=?")
+			if err != nil {
+				b.Fatal(err)
+			}
+			e := s.(sqldriver.StmtExecContext)
+			args := []sqldriver.NamedValue{{Ordinal: 1, Value: int64(1)}}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := e.ExecContext(ctx, args); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkDBExec is the same comparison through database/sql, as an application sees it.
+func BenchmarkDBExec(b *testing.B) {
+	cfg, err := dsn.Parse("app:pw@tcp(h1:3306,h2:3306)/shop")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, impl := range []struct {
+		name      string
+		connector func() sqldriver.Connector
+	}{
+		{"bare", func() sqldriver.Connector { return memConnector{} }},
+		{"proxy", func() sqldriver.Connector {
+			fo, err := mysqlfailover.NewConnector(cfg, mysqlfailover.WithDial(func(context.Context, int) (sqldriver.Conn, error) { return &memConn{}, nil }))
+			if err != nil {
+				b.Fatal(err)
+			}
+			return fo
+		}},
+	} {
+		b.Run("impl="+impl.name, func(b *testing.B) {
+			db := sql.OpenDB(impl.connector()) // DB.Close closes the connector
+			defer db.Close()
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := db.ExecContext(ctx, "UPDATE t SET n=n+1 WHERE id=1"); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

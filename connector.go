@@ -1,0 +1,293 @@
+package mysqlfailover
+
+import (
+	"context"
+	sqldriver "database/sql/driver"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/mysqlfailover/mysqlfailover/dsn"
+	"github.com/mysqlfailover/mysqlfailover/failover"
+	"github.com/mysqlfailover/mysqlfailover/internal/cluster"
+	"github.com/mysqlfailover/mysqlfailover/internal/conn"
+)
+
+// Connector is the driver.Connector of one pool: it owns the cluster.Cluster that every
+// connection it opens shares. It implements io.Closer; sql.DB.Close calls Close.
+type Connector struct {
+	cfg     *dsn.Config
+	cluster *cluster.Cluster
+	tracker *tracker
+}
+
+// Option configures a Connector beyond the DSN.
+type Option func(*options)
+
+type options struct {
+	onEvent  func(failover.Event)
+	clock    cluster.Clock
+	dial     cluster.DialFunc
+	layers   []func(failover.Policy) failover.Policy
+	logger   *slog.Logger
+	provider failover.HostListProvider
+}
+
+// WithLogger sets the structured logger that receives every state change: host states
+// (up, suspect, down), switches, fall-backs, probes that failed, aborts and host lists
+// (Info for changes, Warn for failures, Debug for each connection attempt). Records
+// never contain a password or the hostsToken. Without it the driver is silent.
+func WithLogger(l *slog.Logger) Option {
+	return func(o *options) { o.logger = l }
+}
+
+// WithHostListProvider makes the connector poll p every checkInterval for its host list,
+// instead of the DSN's hostsURL (the DSN's host list is the first list, and stays until
+// p answers). A failing or invalid answer keeps the last good list and is reported
+// (failover.EventHostList, the logger); the pool is never emptied. It needs
+// checkInterval > 0: NewConnector fails otherwise.
+func WithHostListProvider(p failover.HostListProvider) Option {
+	return func(o *options) { o.provider = p }
+}
+
+// WithEventHook sets a function that receives every failover.Event: each connection
+// attempt (host, ok or error), each host failure, switch and fall-back, and with
+// checkInterval > 0 host state changes, failed probes, aborts and host lists. It is called
+// synchronously, possibly from several goroutines at once, so it must be fast and must
+// not block. Events never contain a password.
+func WithEventHook(fn func(failover.Event)) Option {
+	return func(o *options) { o.onEvent = fn }
+}
+
+// WithPolicy adds a layer on top of the host policy, as the DataStax Java driver's
+// TokenAwarePolicy wraps a child policy: layer receives the policy built from the DSN
+// (cluster.Rotation, then cluster.DCAware with localDC, then cluster.RoleAware with
+// targetSessionAttrs) and returns the policy to use, which typically rates hosts with the
+// child's Distance and reorders the child's Plan (see failover.Policy; the example
+// "lowest connect time first" is in this package's tests). Several WithPolicy options
+// stack in the order given, the last one outermost. A layer that returns nil makes
+// NewConnector fail.
+func WithPolicy(layer func(child failover.Policy) failover.Policy) Option {
+	return func(o *options) { o.layers = append(o.layers, layer) }
+}
+
+// NewConnector validates a copy of cfg (the caller's struct is never changed) and returns
+// a Connector for sql.OpenDB. No connection is opened, and no goroutine started, until
+// database/sql asks for the first connection; with checkInterval > 0 the monitor starts
+// then and runs until Close (sql.DB.Close calls it).
+// It returns cfg.Validate's error for a bad configuration, an error when a host's
+// go-sql-driver configuration is rejected (for example an unknown TLS config name), when
+// cluster.NewHTTPHostList rejects hostsURL, when a host list provider is given without
+// checkInterval > 0, and when a WithPolicy layer returns nil.
+func NewConnector(cfg *dsn.Config, opts ...Option) (*Connector, error) {
+	if cfg == nil {
+		return nil, fmt.Errorf("mysqlfailover: nil *dsn.Config")
+	}
+	cfg = cfg.Clone()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	tr := &tracker{}
+	var cl *cluster.Cluster
+	dial := o.dial
+	if dial == nil {
+		hc := &hostConnectors{cfg: cfg, tracker: tr, byAddr: map[string]sqldriver.Connector{}}
+		for i := range cfg.Hosts {
+			if _, err := hc.get(cfg.Hosts[i].Addr()); err != nil {
+				return nil, err
+			}
+		}
+		hc.listed = func(addr string) bool { return cl.Listed(addr) }
+		dial = func(ctx context.Context, i int) (sqldriver.Conn, error) {
+			c, err := hc.get(cl.Host(i))
+			if err != nil {
+				return nil, err
+			}
+			return c.Connect(ctx)
+		}
+	}
+	provider := o.provider
+	if provider == nil && cfg.HostsURL != "" {
+		p, err := cluster.NewHTTPHostList(cfg.HostsURL, cfg.HostsToken, cfg.HostsAllowHTTP, nil)
+		if err != nil {
+			return nil, err
+		}
+		provider = p
+	}
+	if provider != nil && cfg.CheckInterval <= 0 {
+		return nil, fmt.Errorf("mysqlfailover: a host list provider needs checkInterval > 0 (it is polled every checkInterval)")
+	}
+	addrs := make([]string, len(cfg.Hosts))
+	dcs := make([]string, len(cfg.Hosts))
+	for i, h := range cfg.Hosts {
+		addrs[i], dcs[i] = h.Addr(), h.DC
+	}
+	var layer func(failover.Policy) failover.Policy
+	if len(o.layers) > 0 {
+		layer = func(p failover.Policy) failover.Policy {
+			for _, l := range o.layers {
+				if p = l(p); p == nil {
+					return nil
+				}
+			}
+			return p
+		}
+	}
+	cl, err := cluster.NewCluster(cluster.Options{
+		CheckInterval:   cfg.CheckInterval,
+		FailoverDelay:   cfg.FailoverDelay,
+		SwitchBackDelay: cfg.SwitchBackDelay,
+		Provider:        provider,
+		Logger:          o.logger,
+		Abort: func(i int) {
+			tr.closeAll(cl.Host(i))
+		},
+		Hosts:                    addrs,
+		RetriesAllDown:           cfg.RetriesAllDown,
+		SecondsBeforeRetryMaster: cfg.SecondsBeforeRetryMaster,
+		QueriesBeforeRetryMaster: cfg.QueriesBeforeRetryMaster,
+		HostTimeout:              cfg.HostTimeout,
+		Dial:                     dial,
+		Clock:                    o.clock,
+		OnEvent:                  o.onEvent,
+		DCs:                      dcs,
+		LocalDC:                  cfg.LocalDC,
+		UsedHostsPerRemoteDC:     cfg.UsedHostsPerRemoteDC,
+		Target:                   cfg.TargetSessionAttrs,
+		Layer:                    layer,
+	})
+	if err != nil {
+		return nil, err
+	}
+	c := &Connector{cfg: cfg, cluster: cl, tracker: tr}
+	if o.dial != nil {
+		c.tracker = nil // a test dialer: the tracker sees no socket (the Abort closure keeps its own)
+	}
+	return c, nil
+}
+
+// hostConnectors makes and keeps one go-sql-driver connector per host address, also for
+// hosts a host list provider adds later. When it makes one, it drops those of addresses
+// that listed (when set) says are no longer in the host list: a connector holds only its
+// configuration, and one is made again if its host comes back.
+type hostConnectors struct {
+	cfg     *dsn.Config
+	tracker *tracker
+	listed  func(addr string) bool
+	mu      sync.Mutex
+	byAddr  map[string]sqldriver.Connector
+}
+
+func (h *hostConnectors) get(addr string) (sqldriver.Connector, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if c := h.byAddr[addr]; c != nil {
+		return c, nil
+	}
+	if h.listed != nil {
+		for a := range h.byAddr {
+			if !h.listed(a) {
+				delete(h.byAddr, a)
+			}
+		}
+	}
+	m := h.cfg.HostConfig(0)
+	m.Addr = addr
+	m.DialFunc = h.tracker.dialFunc(m.DialFunc)
+	c, err := mysql.NewConnector(m)
+	if err != nil {
+		return nil, fmt.Errorf("mysqlfailover: host %s: %w", addr, err)
+	}
+	h.byAddr[addr] = c
+	return c, nil
+}
+
+// Connect implements driver.Connector: it opens a connection on the pool's host (the
+// primary unless the pool has failed over), walking the host list as needed within ctx.
+// It never returns driver.ErrBadConn (database/sql would repeat the whole walk); when no
+// host answers it returns a *failover.NoHostAvailableError naming every host and its
+// cause, and a data error from a host (access denied, unknown database) ends the walk and
+// is returned wrapped with the host. After Close it returns failover.ErrClosed.
+func (c *Connector) Connect(ctx context.Context) (sqldriver.Conn, error) {
+	c.cluster.Start() // the monitor, with checkInterval > 0: from the first connection on
+	write := c.cfg.TargetSessionAttrs.WriteIntent()
+	cn, err := conn.Open(ctx, c.cluster, conn.Config{
+		ReadOnly: c.cfg.ReadOnly,
+		// A host that passed the read-write or primary role check is a writer,
+		// wherever it is in the list: failOverReadOnly does not apply.
+		FailOverReadOnly: c.cfg.FailOverReadOnly && !write,
+		DBName:           c.cfg.MySQL.DBName,
+		WriteIntent:      write,
+		MultiStatements:  c.cfg.MySQL.MultiStatements,
+		// go-sql-driver sends these as SET on every new physical connection: they are
+		// what a new session's transactions start with.
+		Autocommit:     sessionVar(c.cfg.MySQL.Params, "autocommit"),
+		CompletionType: sessionVar(c.cfg.MySQL.Params, "completion_type"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return cn, nil
+}
+
+// sessionVar returns the value params (mysql.Config.Params) sets the system variable
+// name to, "" when none; variable names are case-insensitive.
+func sessionVar(params map[string]string, name string) string {
+	for k, v := range params {
+		if strings.EqualFold(k, name) {
+			return v
+		}
+	}
+	return ""
+}
+
+// Driver implements driver.Connector.
+func (c *Connector) Driver() sqldriver.Driver { return Driver{} }
+
+// Close stops the connector: later Connect calls fail with failover.ErrClosed, and the
+// monitor (checkInterval > 0) stops; Close waits for its goroutines and closes the probe
+// connections. Connections already open are closed by database/sql. Close always
+// returns nil.
+func (c *Connector) Close() error {
+	c.cluster.Close()
+	return nil
+}
+
+// SwitchTo moves the pool to host (host:port as in the host list) for an operator: one
+// bounded attempt checks the host (and its role with targetSessionAttrs), and then every
+// connection moves at its next safe point, never inside a transaction, without an error
+// for its caller. The host becomes the primary (the one the pool returns to, and where
+// failOverReadOnly does not apply) until the next SwitchTo or a host list that differs
+// from the current one. It returns an error naming the host when it is not in the list or
+// does not answer; the pool then stays. As Pulsar's ControlledClusterFailover.
+func (c *Connector) SwitchTo(ctx context.Context, host string) error {
+	return c.cluster.SwitchTo(ctx, host)
+}
+
+// Stats returns a snapshot of the pool's hosts for operators: per host of the current
+// list its address, DC label, state (unknown, up, suspect, down, backoff, wrong-role),
+// role, last error (password-free), time of the last change, end of its backoff, open
+// physical connections (probe connections included; -1 with a test dialer), last probe
+// latency; the totals of failovers, fall-backs and abort rounds; the active host and the
+// primary. See failover.Stats for units.
+func (c *Connector) Stats() failover.Stats {
+	s := c.cluster.Stats()
+	if c.tracker == nil {
+		return s // a test dialer: sockets are not seen (OpenConns -1)
+	}
+	for i := range s.Hosts {
+		s.Hosts[i].OpenConns = c.tracker.open(s.Hosts[i].Addr)
+	}
+	return s
+}
+
+// String describes the connector without its password.
+func (c *Connector) String() string { return "mysqlfailover.Connector(" + c.cfg.String() + ")" }
+
+var _ sqldriver.Connector = (*Connector)(nil)

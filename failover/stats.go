@@ -1,0 +1,88 @@
+package failover
+
+import (
+	"time"
+)
+
+// HostState is what the Cluster believes of a host, for Stats and the logs.
+type HostState int
+
+const (
+	// HostUnknown: never tried, never probed.
+	HostUnknown HostState = iota
+	// HostUp: the last attempt or probe succeeded.
+	HostUp
+	// HostSuspect: probes are failing, for less than failoverDelay.
+	HostSuspect
+	// HostDown: the last attempt failed, or probes failed for failoverDelay. After a
+	// failed attempt Stats shows HostBackoff until the backoff ends, then HostDown until a
+	// success; a host the probes declared down is skipped by every walk until a probe
+	// passes.
+	HostDown
+	// HostBackoff: down, and new connections skip it until HostStats.RetryAt while
+	// another host of the plan is healthy (Stats only; never in EventHostState).
+	HostBackoff
+	// HostWrongRole: up, but its role does not qualify for targetSessionAttrs (Stats
+	// only; never in EventHostState).
+	HostWrongRole
+)
+
+// String returns "unknown", "up", "suspect", "down", "backoff" or "wrong-role".
+func (s HostState) String() string {
+	switch s {
+	case HostUp:
+		return "up"
+	case HostSuspect:
+		return "suspect"
+	case HostDown:
+		return "down"
+	case HostBackoff:
+		return "backoff"
+	case HostWrongRole:
+		return "wrong-role"
+	}
+	return "unknown"
+}
+
+// Stats is a snapshot of a Cluster, for operators: see (*driver.Connector).Stats.
+type Stats struct {
+	// Active is the host:port the pool uses now.
+	Active string
+	// Primary is the host:port the pool returns to (the list's primary, the local DC's
+	// first host, or SwitchTo's choice).
+	Primary string
+	// Hosts has one entry per host of the current list, in list order.
+	Hosts []HostStats
+	// Failovers counts walks that moved the pool after a failure (count since start).
+	Failovers int64
+	// FallBacks counts returns to the primary (count since start).
+	FallBacks int64
+	// Aborted counts hosts whose in-flight statements were aborted after probes declared
+	// them down (count of abort rounds, not of statements).
+	Aborted int64
+}
+
+// HostStats is one host's part of Stats.
+type HostStats struct {
+	// Addr is host:port.
+	Addr string
+	// DC is its data-centre label, "" for none.
+	DC string
+	// State is what the Cluster believes of it.
+	State HostState
+	// Role is what the last role check found (RoleUnknown without targetSessionAttrs).
+	Role Role
+	// LastError is the last error that changed its state, nil after a success. It never
+	// contains a password.
+	LastError error
+	// Changed is when State last changed (zero: never).
+	Changed time.Time
+	// RetryAt is when its backoff ends (zero: not in backoff).
+	RetryAt time.Time
+	// ProbeLatency is the duration of its last successful probe, including reopening the
+	// probe connection when it had to be (0: none).
+	ProbeLatency time.Duration
+	// OpenConns is the number of physical connections open to it, probe connections
+	// included (filled by the driver; -1 when unknown).
+	OpenConns int
+}

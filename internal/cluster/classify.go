@@ -1,0 +1,127 @@
+package cluster
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"io"
+	"net"
+	"syscall"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/mysqlfailover/mysqlfailover/failover"
+)
+
+// Class is what an error says about the host that returned it.
+type Class int
+
+const (
+	// Data errors come from a healthy connection: the server answered (duplicate key,
+	// syntax, access denied, deadlock, read-only rejections 1290/1792/1836...). They are
+	// returned to the caller untouched and never move the connection.
+	Data Class = iota
+	// Communication errors mean the connection to the host is gone or unusable: the
+	// proxy closes it, marks the host and moves to the next one.
+	Communication
+	// Canceled errors are the caller's own context ending (context.Canceled,
+	// context.DeadlineExceeded). The host is healthy: at most the physical connection
+	// is replaced on the same host.
+	Canceled
+)
+
+// String returns "data", "communication" or "canceled".
+func (c Class) String() string {
+	switch c {
+	case Communication:
+		return "communication"
+	case Canceled:
+		return "canceled"
+	default:
+		return "data"
+	}
+}
+
+// commErrnos are MySQL/MariaDB error numbers that end the session although some of them
+// carry no SQLSTATE (error packets sent during the handshake have none) or a SQLSTATE
+// outside class 08 (1927 ER_CONNECTION_KILLED is 70100, 4031 is HY000).
+var commErrnos = map[uint16]bool{
+	1040: true,                                                 // ER_CON_COUNT_ERROR, 08004: too many connections
+	1042: true,                                                 // ER_BAD_HOST_ERROR, 08S01
+	1043: true,                                                 // ER_HANDSHAKE_ERROR, 08S01
+	1047: true,                                                 // ER_UNKNOWN_COM_ERROR, 08S01
+	1053: true,                                                 // ER_SERVER_SHUTDOWN, 08S01
+	1080: true,                                                 // ER_FORCING_CLOSE, 08S01
+	1081: true,                                                 // ER_IPSOCK_ERROR, 08S01
+	1152: true, 1153: true, 1154: true, 1155: true, 1156: true, // ER_ABORTING_CONNECTION .. ER_NET_PACKETS_OUT_OF_ORDER, 08S01
+	1157: true, 1158: true, 1159: true, 1160: true, 1161: true, // ER_NET_UNCOMPRESS_ERROR .. ER_NET_WRITE_INTERRUPTED, 08S01
+	1184: true, // ER_NEW_ABORTING_CONNECTION, 08S01
+	1927: true, // ER_CONNECTION_KILLED (MariaDB), 70100: KILL CONNECTION from another session
+	4031: true, // ER_CLIENT_INTERACTION_TIMEOUT (MySQL 8): disconnected for inactivity
+}
+
+// commErrnosSys are socket errors that mean the peer or the path is gone.
+var commErrnosSys = []syscall.Errno{
+	syscall.ECONNREFUSED, syscall.ECONNRESET, syscall.ECONNABORTED, syscall.EPIPE,
+	syscall.ETIMEDOUT, syscall.EHOSTUNREACH, syscall.ENETUNREACH, syscall.ENETDOWN,
+}
+
+// Classify tells communication errors from data errors (the README's "What the caller sees"),
+// and the caller's own cancellation from both. ctx is the caller's context of the call that
+// got err; nil means one that never ends.
+//
+// Communication: a *mysql.MySQLError whose SQLSTATE class is 08 or whose number ends the
+// session (1040, 1043, 1047, 1053, 1152-1161, 1927, ...); mysql.ErrInvalidConn;
+// driver.ErrBadConn; io.EOF; io.ErrUnexpectedEOF; net.ErrClosed; any net.Error (timeouts,
+// *net.OpError, *net.DNSError); ECONNREFUSED, ECONNRESET, EPIPE and their kin; this
+// package's own *FailoverError and *NoHostAvailableError, and driver.ErrBadConn after
+// NotBadConn replaced it; and context.Canceled or context.DeadlineExceeded while ctx is
+// still live: a deadline of the driver's own (a dial timeout, a host attempt's budget) is a
+// host that did not answer in time.
+//
+// Canceled: any of these while ctx has ended. Whether the caller cancelled is read from the
+// caller's context, never from the error value: a dial timeout matches
+// context.DeadlineExceeded too, as pgconn's normalizeTimeoutError also decides from the
+// context.
+//
+// Everything else, nil included, is Data, also when ctx has ended (a duplicate key that
+// arrived as the deadline passed is still a duplicate key). Like Connector/J's
+// shouldExceptionTriggerConnectionSwitch, the decision is made on values, never on
+// message text.
+func Classify(ctx context.Context, err error) Class {
+	if err == nil || !communication(err) {
+		return Data
+	}
+	if ctx != nil && ctx.Err() != nil {
+		return Canceled
+	}
+	return Communication
+}
+
+// communication reports whether err, as a value, says that the connection is gone or did
+// not answer in time (see Classify).
+func communication(err error) bool {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	var fe *failover.FailoverError
+	var nh *failover.NoHostAvailableError
+	var ns *notSentError
+	if errors.As(err, &fe) || errors.As(err, &nh) || errors.As(err, &ns) {
+		return true
+	}
+	var me *mysql.MySQLError
+	if errors.As(err, &me) {
+		return me.SQLState[0] == '0' && me.SQLState[1] == '8' || commErrnos[me.Number]
+	}
+	if errors.Is(err, mysql.ErrInvalidConn) || errors.Is(err, driver.ErrBadConn) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) {
+		return true
+	}
+	for _, e := range commErrnosSys {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	var ne net.Error
+	return errors.As(err, &ne)
+}

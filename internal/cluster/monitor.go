@@ -1,0 +1,511 @@
+package cluster
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mysqlfailover/mysqlfailover/dsn"
+	"github.com/mysqlfailover/mysqlfailover/failover"
+)
+
+// MinProbeTimeout is the least time a probe gets: CheckInterval when that is longer, and
+// never more than HostTimeout when that is set.
+const MinProbeTimeout = 500 * time.Millisecond
+
+// ProbeQuery is the probe's round trip when targetSessionAttrs is any; otherwise the
+// probe runs RoleQuery, which reads the role on the way.
+const ProbeQuery = "SELECT 1"
+
+// probeSet holds the long-lived probe connection of each host.
+type probeSet struct {
+	mu    sync.Mutex
+	conns map[int]driver.Conn
+}
+
+// has reports whether a probe connection of host id is kept.
+func (p *probeSet) has(id int) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.conns[id] != nil
+}
+
+func (p *probeSet) take(id int) driver.Conn {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c := p.conns[id]
+	delete(p.conns, id)
+	return c
+}
+
+func (p *probeSet) put(id int, c driver.Conn) {
+	p.mu.Lock()
+	if p.conns == nil {
+		p.conns = map[int]driver.Conn{}
+	}
+	old := p.conns[id]
+	p.conns[id] = c
+	p.mu.Unlock()
+	if old != nil {
+		_ = old.Close()
+	}
+}
+
+// keepOnly closes the probe connections of the hosts whose keep entry is false (or
+// beyond it).
+func (p *probeSet) keepOnly(keep []bool) {
+	p.mu.Lock()
+	var drop []driver.Conn
+	for id, c := range p.conns {
+		if id >= len(keep) || !keep[id] {
+			drop = append(drop, c)
+			delete(p.conns, id)
+		}
+	}
+	p.mu.Unlock()
+	for _, c := range drop {
+		_ = c.Close()
+	}
+}
+
+func (p *probeSet) closeAll() {
+	p.mu.Lock()
+	cs := p.conns
+	p.conns = nil
+	p.mu.Unlock()
+	for _, c := range cs {
+		_ = c.Close()
+	}
+}
+
+// Start starts the monitor when CheckInterval > 0: one goroutine that runs Check, waits
+// CheckInterval after each round, and stops at Close, which waits for it and closes the
+// probe connections. It
+// does nothing when CheckInterval is 0, the monitor already runs, or the Cluster is
+// closed. It is safe for concurrent use and cheap once started (the driver calls it on
+// every new connection, so that a connector nobody uses starts nothing).
+func (c *Cluster) Start() {
+	if c.interval <= 0 || c.started.Load() {
+		return
+	}
+	c.startMu.Lock()
+	defer c.startMu.Unlock()
+	if c.started.Load() || c.closed.Load() {
+		return
+	}
+	c.started.Store(true)
+	ctx, cancel := context.WithCancel(context.Background())
+	c.stop = cancel
+	c.monitorRun.Add(1)
+	go func() {
+		defer c.monitorRun.Done()
+		defer c.probes.closeAll()
+		for {
+			c.Check(ctx)
+			if c.clock.Sleep(ctx, c.interval) != nil {
+				return
+			}
+		}
+	}()
+}
+
+// probeTimeout is the bound of one probe: max(CheckInterval, MinProbeTimeout), at most
+// HostTimeout when that is set.
+func (c *Cluster) probeTimeout() time.Duration {
+	d := max(c.interval, MinProbeTimeout)
+	if c.timeout > 0 {
+		d = min(d, c.timeout)
+	}
+	return d
+}
+
+// Check runs one monitor round: it polls the HostListProvider (a failing or invalid
+// answer keeps the last good list and is reported as EventHostList with Err), probes
+// every listed host that the policy does not ignore, all at once, each with its own
+// timeout on its own long-lived probe connection (opened again when broken; never a
+// pool connection, never a connect-and-drop), and then acts on the results:
+//
+//   - The active host, once its probes have failed without a pause for FailoverDelay
+//     (or at once when its role stopped qualifying), is left: the pool moves to the
+//     first host of the plan whose last probe passed, and every physical connection to
+//     the old host is closed (Options.Abort), so that statements in flight fail at once
+//     with the failover error instead of waiting for readTimeout. With no host to go to
+//     the pool stays and keeps probing. A host that a connection's walk left for a
+//     failure before its probes declared it down (a caller's deadline cut the walk's
+//     attempt short) has its connections closed when they do, once.
+//   - Away from home, once home's probes have passed without a pause for
+//     SwitchBackDelay, the pool returns (connections move at their next safe point).
+//
+// As Pulsar's AutoClusterFailover, with the delays measured from the first failed (or
+// passed) probe of the current run, and cleared by every probe that breaks the run.
+// The monitor goroutine calls Check every CheckInterval; it is exported for tests and
+// for callers that run the checks from their own scheduler (then leave CheckInterval 0
+// and give Check a context that ends).
+func (c *Cluster) Check(ctx context.Context) {
+	if c.closed.Load() {
+		return
+	}
+	// The host list is fetched while the hosts are probed: a slow list server must not
+	// delay failure detection. The new list applies after the round.
+	var hosts []failover.ProvidedHost
+	var perr error
+	fetched := make(chan struct{})
+	if c.provider != nil {
+		go func() {
+			defer close(fetched)
+			pctx, cancel := context.WithTimeout(ctx, c.probeTimeout())
+			defer cancel()
+			hosts, perr = c.provider.Hosts(pctx)
+		}()
+	} else {
+		close(fetched)
+	}
+	defer func() {
+		<-fetched
+		if c.provider == nil {
+			return
+		}
+		err := perr
+		if err == nil {
+			err = c.SetHosts(hosts)
+		}
+		if err != nil && ctx.Err() == nil {
+			c.emit(failover.Event{Kind: failover.EventHostList, Err: fmt.Errorf("host list not taken, the last good list stays: %w", err)})
+		}
+	}()
+	c.inUse.RLock()
+	defer c.inUse.RUnlock() // before the host list is applied (the deferred SetHosts)
+	t := c.t.Load()
+	infos := t.infos()
+	probed := make([]bool, len(t.hosts))
+	for _, id := range t.list {
+		probed[id] = t.distance(infos[id]) != failover.DistanceIgnored
+	}
+	c.probes.keepOnly(probed) // hosts that left the list, or are ignored: no probe connection
+	// The active host's probe is acted on as soon as it ends: another host slow to open
+	// its probe connection (up to hostTimeout) must not hold back leaving a dead one.
+	var wg sync.WaitGroup
+	active := c.Active()
+	activeDone := make(chan struct{})
+	for _, id := range t.list {
+		if !probed[id] {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.probe(ctx, id)
+			if id == active {
+				close(activeDone)
+			}
+		}()
+	}
+	if probed[active] {
+		select {
+		case <-activeDone:
+			if ctx.Err() == nil {
+				c.decide()
+			}
+		case <-ctx.Done():
+		}
+	}
+	wg.Wait()
+	if ctx.Err() == nil {
+		c.decide()
+	}
+}
+
+// probe makes one probe of host id and records the result. The round trip gets the
+// probe timeout. Opening the probe connection gets HostTimeout, or the probe timeout
+// when HostTimeout is 0 (a far host's handshake takes several round trips and must not
+// make it look dead), except while the host is
+// in a run of failed probes: then the probe timeout, so that a hung host is declared
+// down after FailoverDelay and not after HostTimeout. A probe connection that breaks
+// without a timeout (the server killed it, or restarted) is opened again at once, in the
+// same probe: a blip of the connection is not a failure of the host.
+func (c *Cluster) probe(ctx context.Context, id int) {
+	h := c.t.Load().host(id)
+	start := c.clock.Now()
+	h.mu.Lock()
+	suspect := !h.failSince.IsZero()
+	h.mu.Unlock()
+	conn := c.probes.take(id)
+	var err error
+	var role failover.Role
+	for again := conn != nil; ; again = false {
+		if conn == nil {
+			bound := c.probeTimeout()
+			what := "the probe timeout, the host failing its probes"
+			if !suspect {
+				bound, what = max(c.timeout, bound), "hostTimeout"
+			}
+			dctx, cancel := context.WithTimeout(ctx, bound)
+			conn, err = c.dial(dctx, id)
+			if err != nil {
+				if dctx.Err() != nil && ctx.Err() == nil {
+					err = fmt.Errorf("probe connection not opened within %v (%s): %w", bound, what, err)
+				} else {
+					err = describeDialError(err)
+				}
+			}
+			cancel()
+			if fullHost(err) {
+				// The server answered that it takes no more connections: it is up and
+				// its sessions work (a full host is not a down host). The probe
+				// connection is opened again next round.
+				err = nil
+				break
+			}
+			if err != nil {
+				break
+			}
+		}
+		var timedOut bool
+		role, timedOut, err = c.roundTrip(ctx, conn)
+		if err == nil {
+			c.probes.put(id, conn)
+			break
+		}
+		_ = conn.Close()
+		conn = nil
+		if !again || timedOut || Classify(ctx, err) != Communication {
+			break
+		}
+	}
+	if ctx.Err() != nil {
+		return // Close: not the host's doing
+	}
+	now := c.clock.Now()
+	if err != nil {
+		err = NotBadConn(err, "probe failed")
+		h.mu.Lock()
+		if h.failSince.IsZero() {
+			h.failSince = start
+		}
+		h.okSince = time.Time{}
+		down := now.Sub(h.failSince) >= c.failDelay
+		h.mu.Unlock()
+		c.emit(failover.Event{Kind: failover.EventProbe, Host: h.addr, Err: err})
+		if down {
+			h.down.Store(true)
+			c.setState(h, failover.HostDown, err)
+		} else {
+			c.setState(h, failover.HostSuspect, err)
+		}
+		return
+	}
+	if role != failover.RoleUnknown {
+		c.setRole(id, role)
+	}
+	h.mu.Lock()
+	switch {
+	case h.unfit.Load():
+		// Up, but of the wrong role: a run of qualifying probes starts only when the
+		// role qualifies again, so a read_only that flaps never draws the pool back.
+		h.okSince = time.Time{}
+	case h.okSince.IsZero():
+		h.okSince = now
+	}
+	h.failSince = time.Time{}
+	h.abortDue = false
+	h.probeLat = now.Sub(start)
+	h.fails = 0
+	h.mu.Unlock()
+	h.retryAt.Store(0)
+	h.failing.Store(false)
+	h.down.Store(false)
+	c.setState(h, failover.HostUp, nil)
+}
+
+// roundTrip runs the probe's query on conn within the probe timeout: the role query
+// with targetSessionAttrs, else ProbeQuery.
+func (c *Cluster) roundTrip(ctx context.Context, conn driver.Conn) (role failover.Role, timedOut bool, err error) {
+	pctx, cancel := context.WithTimeout(ctx, c.probeTimeout())
+	defer cancel()
+	if c.target != dsn.TargetAny {
+		role, err = ReadRole(pctx, conn)
+	} else {
+		err = selectOne(pctx, conn)
+	}
+	if err != nil && pctx.Err() != nil && ctx.Err() == nil {
+		return role, true, fmt.Errorf("probe timed out after %v (max(checkInterval, %v), at most hostTimeout): %w", c.probeTimeout(), MinProbeTimeout, err)
+	}
+	return role, false, err
+}
+
+// selectOne runs ProbeQuery on conn and reads its row.
+func selectOne(ctx context.Context, conn driver.Conn) error {
+	q, ok := conn.(driver.QueryerContext)
+	if !ok {
+		return errors.New("mysqlfailover: the connection cannot run the probe query (no driver.QueryerContext)")
+	}
+	rows, err := q.QueryContext(ctx, ProbeQuery, nil)
+	if err != nil {
+		return err
+	}
+	vals := make([]driver.Value, len(rows.Columns()))
+	for err == nil {
+		err = rows.Next(vals)
+	}
+	cerr := rows.Close()
+	if err != io.EOF {
+		return err
+	}
+	return cerr
+}
+
+// healthy reports whether h's probes have passed without a pause for at least d, its
+// role qualifies, and probes have not declared it down.
+func (c *Cluster) healthy(h *hostState, now time.Time, d time.Duration) bool {
+	if h.down.Load() || h.unfit.Load() {
+		return false
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return !h.okSince.IsZero() && now.Sub(h.okSince) >= d
+}
+
+// leftAfterFailure records that a connection's walk moved the pool off host id after a
+// failure. The walk may beat the probes to it (a caller's deadline cuts its attempt on a
+// hung host to a share of 250 ms, the probe timeout is 500 ms): decide then finds the pool
+// already elsewhere, and without this record the connections still on the host (statements
+// in flight, handshakes that hang) would wait for readTimeout and hostTimeout.
+func (c *Cluster) leftAfterFailure(id int) {
+	if h := c.t.Load().host(id); h != nil {
+		h.mu.Lock()
+		h.abortDue = true
+		h.mu.Unlock()
+	}
+}
+
+// abortHost closes every connection to h, host id, which probes declared down
+// (Options.Abort), and reports it with cause.
+func (c *Cluster) abortHost(id int, h *hostState, cause error) {
+	h.mu.Lock()
+	h.abortDue = false
+	h.mu.Unlock()
+	c.aborted.Add(1)
+	c.emit(failover.Event{Kind: failover.EventAbort, Host: h.addr, Err: cause})
+	c.abort(id)
+}
+
+// decide acts on the probes' results: see Check.
+func (c *Cluster) decide() {
+	t := c.t.Load()
+	now := c.clock.Now()
+	a := c.Active()
+	ha := t.host(a)
+	if c.abort != nil {
+		// Hosts the probes declared down after a walk had moved the pool off them: their
+		// connections are closed as if the monitor had moved the pool (once).
+		for _, id := range t.list {
+			h := t.hosts[id]
+			if id == a || !h.down.Load() {
+				continue
+			}
+			h.mu.Lock()
+			due, cause := h.abortDue, h.lastErr
+			h.abortDue = false
+			h.mu.Unlock()
+			if due {
+				c.abortHost(id, h, cause)
+			}
+		}
+	}
+	if ha.down.Load() || ha.unfit.Load() || !t.member[a] {
+		target := -1
+		for _, id := range c.order(t, plan{start: c.next(t, a), failed: a}, 0, nil, nil) {
+			if id != a && c.healthy(t.hosts[id], now, 0) {
+				target = id
+				break
+			}
+		}
+		if target < 0 {
+			return // nowhere better to go: stay, keep probing
+		}
+		ha.mu.Lock()
+		cause := ha.lastErr
+		ha.mu.Unlock()
+		if cause == nil {
+			cause = &RoleError{Role: failover.Role(ha.role.Load()), Wanted: c.target}
+		}
+		c.active.Store(int32(target))
+		c.lastResort.Store(false)
+		if !c.Home(target) {
+			c.restartClocks(false)
+		}
+		c.failovers.Add(1)
+		c.emit(failover.Event{Kind: failover.EventSwitch, Host: t.hosts[target].addr, From: ha.addr, Err: cause})
+		if ha.down.Load() && c.abort != nil {
+			c.abortHost(a, ha, cause)
+		}
+		return
+	}
+	if c.Home(a) {
+		return
+	}
+	for _, id := range c.order(t, plan{start: t.primary, failed: -1}, 0, nil, nil) {
+		if id == a || !c.home(t, id) || !c.healthy(t.hosts[id], now, c.backDelay) {
+			continue
+		}
+		c.active.Store(int32(id))
+		c.lastResort.Store(false)
+		c.fallBacks.Add(1)
+		c.emit(failover.Event{Kind: failover.EventFallBack, Host: t.hosts[id].addr, From: ha.addr})
+		return
+	}
+}
+
+// SwitchTo moves the pool to host (host:port as listed, case-insensitive) for an
+// operator: it makes one bounded attempt on the host (with the role check of
+// targetSessionAttrs) and, if that succeeds, makes the host the primary, the host the
+// pool returns to and where failOverReadOnly does not apply, until the next SwitchTo or
+// a host list that differs from the current one. Connections move at
+// their next safe point, never inside a transaction, and their callers see no error.
+// It returns an error naming the host when it is not in the list or the attempt fails;
+// the pool then stays where it is. As Pulsar's ControlledClusterFailover.
+func (c *Cluster) SwitchTo(ctx context.Context, host string) error {
+	c.inUse.RLock()
+	defer c.inUse.RUnlock()
+	t := c.t.Load()
+	id := -1
+	for _, i := range t.list {
+		if strings.EqualFold(t.hosts[i].addr, host) {
+			id = i
+		}
+	}
+	if id < 0 {
+		known := make([]string, len(t.list))
+		for k, i := range t.list {
+			known[k] = t.hosts[i].addr
+		}
+		return fmt.Errorf("mysqlfailover: SwitchTo %q: not in the host list (%s)", host, strings.Join(known, ", "))
+	}
+	conn, _, err := c.attempt(ctx, id, nil, false)
+	if err != nil {
+		return fmt.Errorf("mysqlfailover: SwitchTo %s: %w", t.hosts[id].addr, NotBadConn(err, ""))
+	}
+	_ = conn.Close()
+	c.Release(id)
+	c.topoMu.Lock()
+	cur := c.t.Load()
+	nt, err := c.newTopo(cur.hosts, cur.list, id)
+	if err != nil {
+		c.topoMu.Unlock()
+		return err
+	}
+	c.t.Store(nt)
+	from := int(c.active.Swap(int32(id)))
+	c.lastResort.Store(false)
+	c.topoMu.Unlock()
+	c.restartClocks(false)
+	if from != id {
+		c.emit(failover.Event{Kind: failover.EventSwitch, Host: nt.hosts[id].addr, From: nt.hosts[from].addr})
+	}
+	return nil
+}

@@ -1,0 +1,143 @@
+package cluster
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/mysqlfailover/mysqlfailover/dsn"
+	"github.com/mysqlfailover/mysqlfailover/failover"
+)
+
+// Accepts reports whether a host of role r qualifies for target, as libpq's
+// target_session_attrs: any takes every host; read-write only RolePrimary; read-only
+// RoleStandby and RoleReadOnlyPrimary; primary RolePrimary and RoleReadOnlyPrimary;
+// standby and prefer-standby only RoleStandby (prefer-standby takes any host as a last
+// resort, which the walk decides, not Accepts). "" counts as any.
+func Accepts(target dsn.TargetSessionAttrs, r failover.Role) bool {
+	switch target {
+	case dsn.TargetReadWrite:
+		return r == failover.RolePrimary
+	case dsn.TargetReadOnly:
+		return r == failover.RoleStandby || r == failover.RoleReadOnlyPrimary
+	case dsn.TargetPrimary:
+		return r == failover.RolePrimary || r == failover.RoleReadOnlyPrimary
+	case dsn.TargetStandby, dsn.TargetPreferStandby:
+		return r == failover.RoleStandby
+	}
+	return true
+}
+
+// RoleQuery is the one round trip ReadRole makes. SHOW works on every MySQL and
+// MariaDB version, where SELECT @@global.super_read_only or @@global.transaction_read_only
+// fails on servers that lack the variable; it needs no privilege.
+const RoleQuery = "SHOW GLOBAL VARIABLES WHERE Variable_name IN ('read_only', 'super_read_only', 'transaction_read_only', 'tx_read_only')"
+
+// ReadRole reads the server's role over conn with RoleQuery: one round trip. Its error is
+// the driver's (a communication error from a broken connection), or a plain error when
+// conn cannot run queries or the answer lacks read_only.
+func ReadRole(ctx context.Context, conn driver.Conn) (failover.Role, error) {
+	q, ok := conn.(driver.QueryerContext)
+	if !ok {
+		return failover.RoleUnknown, errors.New("mysqlfailover: the connection cannot run the role query (no driver.QueryerContext)")
+	}
+	rows, err := q.QueryContext(ctx, RoleQuery, nil)
+	if err != nil {
+		return failover.RoleUnknown, err
+	}
+	var readOnly, txReadOnly, seen bool
+	vals := make([]driver.Value, len(rows.Columns()))
+	for {
+		if err = rows.Next(vals); err != nil {
+			break
+		}
+		if len(vals) < 2 {
+			continue
+		}
+		name, on := text(vals[0]), text(vals[1])
+		set := !strings.EqualFold(on, "OFF") && on != "0"
+		switch strings.ToLower(name) {
+		case "read_only":
+			seen = true
+			readOnly = readOnly || set
+		case "super_read_only":
+			readOnly = readOnly || set
+		case "transaction_read_only", "tx_read_only":
+			txReadOnly = txReadOnly || set
+		}
+	}
+	cerr := rows.Close()
+	if err != io.EOF {
+		return failover.RoleUnknown, err
+	}
+	if cerr != nil {
+		return failover.RoleUnknown, cerr
+	}
+	switch {
+	case !seen:
+		return failover.RoleUnknown, errors.New("mysqlfailover: the server did not report read_only")
+	case readOnly:
+		return failover.RoleStandby, nil
+	case txReadOnly:
+		return failover.RoleReadOnlyPrimary, nil
+	}
+	return failover.RolePrimary, nil
+}
+
+func text(v driver.Value) string {
+	switch v := v.(type) {
+	case []byte:
+		return string(v)
+	case string:
+		return v
+	}
+	return fmt.Sprint(v)
+}
+
+// RoleError says that a host was not used because of its role: the role check after
+// connecting found Role where targetSessionAttrs wanted Wanted, or (Cause set) a write on
+// a host believed writable was rejected because the server had become read-only (a
+// demoted primary). It is not a communication error: the host is up, and the walk goes
+// on to the next host.
+type RoleError struct {
+	// Role is the role the check found.
+	Role failover.Role
+	// Wanted is the configured targetSessionAttrs.
+	Wanted dsn.TargetSessionAttrs
+	// Cause is the rejection that made the proxy check the role again (a
+	// *mysql.MySQLError 1290 or 1836), or nil for a check right after connecting.
+	Cause error
+}
+
+// Error returns "skipped: role is standby, wanted read-write" for a check after
+// connecting, and "demoted: role is standby now, wanted read-write (the server rejected a
+// write: ...)" when Cause is set.
+func (e *RoleError) Error() string {
+	if e.Cause != nil {
+		return "demoted: role is " + e.Role.String() + " now, wanted " + string(e.Wanted) +
+			" (the server rejected a write: " + e.Cause.Error() + ")"
+	}
+	return "skipped: role is " + e.Role.String() + ", wanted " + string(e.Wanted)
+}
+
+// Unwrap returns Cause.
+func (e *RoleError) Unwrap() error { return e.Cause }
+
+// Demoted reports whether the error is a host found demoted by a rejected write (Cause
+// set), rather than a role check after connecting.
+func (e *RoleError) Demoted() bool { return e.Cause != nil }
+
+// ReadOnlyRejection reports whether err is the server refusing a statement because it is
+// globally read-only: 1290 ER_OPTION_PREVENTS_STATEMENT (which other options, such as
+// --secure-file-priv, also raise: the caller checks the role before acting) or 1836
+// ER_READ_ONLY_MODE. 1792 (a write in a read-only transaction) is not one: the session
+// made itself read-only, not the server.
+func ReadOnlyRejection(err error) bool {
+	var me *mysql.MySQLError
+	return errors.As(err, &me) && (me.Number == 1290 || me.Number == 1836)
+}

@@ -1,0 +1,221 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mysqlfailover/mysqlfailover/dsn"
+	"github.com/mysqlfailover/mysqlfailover/failover"
+)
+
+// hostState is everything the Cluster knows of one host. A host keeps its state, and its
+// index (its id), while it is in the list or anything still uses it: a HostListProvider
+// may drop it and add it back. Once it has left the list, no physical connection to it
+// is held (Release) and no operation that may hold its id runs, its slot may be given to
+// a new host (SetHosts), so that a list whose addresses churn does not grow the table.
+type hostState struct {
+	addr, dc string
+
+	typical atomic.Int64 // smoothed duration (ns) of its successful attempts
+	role    atomic.Int32 // the Role the last check found
+	unfit   atomic.Bool  // the last check found a role the Target does not accept
+	retryAt atomic.Int64 // backoff: clock time (UnixNano) before which walks skip it
+	down    atomic.Bool  // probes declared it down (probing on): walks skip it
+	failing atomic.Bool  // its last attempt failed
+	refs    atomic.Int32 // physical connections handed out and not yet released (Release)
+
+	checkMu sync.Mutex
+	check   *check // the same-host check in progress after a session ended (Recover)
+
+	mu        sync.Mutex // guards the rest
+	fails     int        // consecutive failed attempts: the backoff exponent
+	lastErr   error
+	changed   time.Time // last change of state
+	state     failover.HostState
+	probeLat  time.Duration
+	failSince time.Time // first of the current run of failed probes (zero: last probe passed)
+	okSince   time.Time // first of the current run of passed probes (zero: last probe failed)
+	abortDue  bool      // a walk moved the pool off it after a failure: abort it if probes declare it down
+}
+
+// topo is one version of the host list. It is never modified once published: a new list
+// (HostListProvider) or a new primary (SwitchTo) publishes a new topo.
+type topo struct {
+	hosts   []*hostState    // by id; every host ever listed
+	list    []int           // the current host list, in order (ids)
+	member  []bool          // by id: in list
+	primary int             // the id of the primary: home for classic targets
+	local   []bool          // by id: a member that the built-in policy rates local
+	policy  failover.Policy // the whole stack, user layers included
+	base    failover.Policy // the built-in stack: user layers may reorder, never widen it
+}
+
+// newTopo builds a topo over hosts (ids; list the current list) for opts's policy
+// settings. primary < 0 means the first local member.
+func (c *Cluster) newTopo(hosts []*hostState, list []int, primary int) (*topo, error) {
+	t := &topo{hosts: hosts, list: list, member: make([]bool, len(hosts)), local: make([]bool, len(hosts))}
+	for _, id := range list {
+		t.member[id] = true
+	}
+	infos := t.infos()
+	if c.localDC != "" {
+		found := false
+		for _, id := range list {
+			if dc := hosts[id].dc; dc == "" || dc == c.localDC {
+				found = true
+				if primary < 0 {
+					primary = id
+				}
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("mysqlfailover: localDC %q matches no host of the list", c.localDC)
+		}
+	}
+	if primary < 0 {
+		primary = list[0]
+	}
+	t.primary = primary
+	var p failover.Policy = Rotation{}
+	if c.localDC != "" {
+		listed := make([]failover.HostInfo, len(list))
+		for k, id := range list {
+			listed[k] = infos[id]
+		}
+		p = NewDCAware(p, listed, c.localDC, c.perRemote)
+	}
+	if c.target != dsn.TargetAny {
+		p = NewRoleAware(p, c.target)
+	}
+	t.base = p
+	if c.layer != nil {
+		if p = c.layer(p); p == nil {
+			return nil, errors.New("mysqlfailover: Options.Layer returned a nil Policy")
+		}
+	}
+	t.policy = p
+	for _, id := range list {
+		t.local[id] = t.base.Distance(infos[id]) == failover.DistanceLocal
+	}
+	return t, nil
+}
+
+// infos returns what policies see of every host now, by id.
+func (t *topo) infos() []failover.HostInfo {
+	hs := make([]failover.HostInfo, len(t.hosts))
+	for i, h := range t.hosts {
+		hs[i] = failover.HostInfo{
+			Index: i, Addr: h.addr, DC: h.dc,
+			Role: failover.Role(h.role.Load()), ConnectTime: time.Duration(h.typical.Load()),
+		}
+	}
+	return hs
+}
+
+// distance rates h with the whole stack, never nearer than the built-in layers, and a
+// host that is not in the list is ignored.
+func (t *topo) distance(h failover.HostInfo) failover.Distance {
+	if h.Index < 0 || h.Index >= len(t.member) || !t.member[h.Index] {
+		return failover.DistanceIgnored
+	}
+	return max(t.policy.Distance(h), t.base.Distance(h))
+}
+
+// home reports whether host is where the pool wants to be (see Cluster.Home), ignoring
+// the last-resort flag.
+func (c *Cluster) home(t *topo, host int) bool {
+	if host < 0 || host >= len(t.hosts) || !t.member[host] {
+		return false
+	}
+	if c.standbyIntent {
+		return t.local[host]
+	}
+	return host == t.primary
+}
+
+// SetHosts replaces the host list (a HostListProvider's answer, primary first). Hosts
+// already known (same address, case-insensitive, and same DC label) keep their state and
+// id; new ones take the id of a host that left the list and is no longer used (see
+// hostState), or a new one. A list equal to the current one changes nothing and reports
+// nothing. It returns an error, and changes nothing, when ValidateHosts refuses the list
+// (empty, a bad address or label, a duplicate; ErrInvalidHostList) or, with localDC, it
+// has no local host. Connections on hosts that left the list, or away from the new
+// primary, move at their next safe point: the active host becomes the new list's primary
+// when the old active host left the list or the primary changed.
+func (c *Cluster) SetHosts(hosts []failover.ProvidedHost) error {
+	if err := ValidateHosts(hosts); err != nil {
+		return err
+	}
+	c.topoMu.Lock()
+	defer c.topoMu.Unlock()
+	old := c.t.Load()
+	all := old.hosts
+	// Ids of hosts that left the list may be given to new hosts when nothing can still
+	// hold them: no physical connection is out (refs), no probe connection is kept, and
+	// no walk, check or monitor round is running (they hold c.inUse for reading while
+	// they use ids of the list they loaded; taking it for writing never waits).
+	var free []int
+	if c.inUse.TryLock() {
+		defer c.inUse.Unlock()
+		active := c.Active()
+		for i, s := range all {
+			if !old.member[i] && i != active && s.refs.Load() == 0 && !c.probes.has(i) {
+				free = append(free, i)
+			}
+		}
+	}
+	copied := false
+	list := make([]int, 0, len(hosts))
+	for _, h := range hosts {
+		id := -1
+		for i, s := range all {
+			if strings.EqualFold(s.addr, h.Addr) && s.dc == h.DC {
+				id = i
+				break
+			}
+		}
+		if k := slices.Index(free, id); k >= 0 {
+			free = slices.Delete(free, k, k+1) // back in the list: it keeps its state
+		}
+		switch {
+		case id >= 0:
+		case len(free) > 0:
+			if !copied { // readers of the older topo must never see its slice change
+				all, copied = slices.Clone(all), true
+			}
+			id, free = free[0], free[1:]
+			all[id] = newHostState(h.Addr, h.DC)
+		default:
+			// The three-index slice makes append copy, for the same reason.
+			all = append(all[:len(all):len(all)], newHostState(h.Addr, h.DC))
+			id = len(all) - 1
+		}
+		list = append(list, id)
+	}
+	if slices.Equal(list, old.list) && len(all) == len(old.hosts) && !copied {
+		return nil
+	}
+	t, err := c.newTopo(all, list, -1)
+	if err != nil {
+		return err
+	}
+	c.t.Store(t)
+	from := c.Active()
+	if !t.member[from] || t.primary != old.primary {
+		c.active.Store(int32(t.primary))
+		c.lastResort.Store(false)
+		c.emit(failover.Event{Kind: failover.EventSwitch, Host: t.hosts[t.primary].addr, From: t.hosts[from].addr,
+			Err: errors.New("the host list changed")})
+	}
+	c.emit(failover.Event{Kind: failover.EventHostList, Host: t.hosts[t.primary].addr, Err: nil})
+	return nil
+}
+
+func newHostState(addr, dc string) *hostState {
+	return &hostState{addr: addr, dc: dc}
+}

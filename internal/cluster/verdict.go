@@ -1,0 +1,270 @@
+package cluster
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/mysqlfailover/mysqlfailover/failover"
+)
+
+// A communication error proves only that one session died. A KILL, a packet over
+// max_allowed_packet, net_write_timeout, or a query that outlived readTimeout end one
+// session on a healthy host; moving the whole pool to a read-only secondary for it makes
+// every writer fail with 1290 until the fall-back. So before a session's failure blames
+// its host, Recover asks for a verdict: what the driver already knows (probe state, a
+// failed attempt a moment ago, the server's own words), and otherwise one bounded
+// attempt to open a new session on the same host.
+
+// Bounds of the same-host check of Recover, for a failure that does not prove the
+// server is up: the attempt gets checkFactor times the host's usual connect time, at
+// least minCheck, within hostTimeout and the caller's share as every attempt. A frozen
+// host accepts TCP (the kernel completes the handshake) and then never greets: without
+// this bound every session caught on it would pay hostTimeout before the pool left it.
+const (
+	checkFactor = 4
+	minCheck    = 50 * time.Millisecond
+)
+
+// Backoff of a connection whose host answers that it is full (1040, 1203): fullBase
+// after the first answer, doubling up to fullMax, for at most hostTimeout in all
+// (defaultFullWait when hostTimeout is 0).
+const (
+	fullBase        = 25 * time.Millisecond
+	fullMax         = 400 * time.Millisecond
+	defaultFullWait = 5 * time.Second
+)
+
+// check is one same-host check after a session on the host ended, which the
+// connections whose sessions there end at the same moment wait for instead of each
+// making their own.
+type check struct {
+	done    chan struct{}
+	alive   bool // the host answered
+	decided bool // false: the leader's caller ended first, decide again
+	waiters int  // connections waiting for it (guarded by the host's checkMu)
+}
+
+// Recover handles a communication error (cause) on an established session to host: it
+// decides whether the host is down or only this session ended, and returns a new physical
+// connection (set up by setup) and its host.
+//
+// The host is taken for down, and the pool moves as with Failover, when the pool has
+// already left it, it was found demoted (cause is a *RoleError), probes declared it down or saw its last probe fail, a connection
+// attempt to it failed a moment ago (it is in backoff), or the server said it is shutting
+// down (1053, 1080). Otherwise one attempt opens a new session on the same host; the
+// connections whose sessions on the host end meanwhile wait for it. When the server
+// itself ended the session (1927 KILL, 4031 inactivity, 1153 packet too large, 1159/1161
+// net timeouts...), the attempt gets the usual bounds; otherwise (a bare EOF, a reset, a
+// read timeout) also at most max(minCheck, checkFactor x the host's usual connect time),
+// so that a frozen host is left quickly.
+//
+// When the host answers, the returned host equals host, the pool stays, and an
+// EventSessionEnded reports it; a host that answers full (1040, 1203) is waited for (see
+// Connect), and a host that answers with another refusal (access denied) returns it, the
+// pool staying. A host that answers with the wrong role for targetSessionAttrs is left.
+// It never returns an error that matches driver.ErrBadConn.
+func (c *Cluster) Recover(ctx context.Context, host int, cause error, setup SetupFunc) (driver.Conn, int, error) {
+	if c.closed.Load() {
+		return nil, -1, failover.ErrClosed
+	}
+	c.inUse.RLock()
+	defer c.inUse.RUnlock()
+	t := c.t.Load()
+	hs := t.host(host)
+	var re *RoleError
+	if hs == nil || !t.member[host] || host != c.Active() || errors.As(cause, &re) || c.knownDown(hs, cause) {
+		return c.Failover(ctx, host, cause, setup)
+	}
+	var limit time.Duration
+	if !serverEndedSession(cause) {
+		limit = max(minCheck, checkFactor*time.Duration(hs.typical.Load()))
+	}
+	for {
+		hs.checkMu.Lock()
+		k := hs.check
+		if k == nil {
+			k = &check{done: make(chan struct{})}
+			hs.check = k
+			hs.checkMu.Unlock()
+			conn, _, err := c.attemptPatient(ctx, host, setup, false, limit)
+			k.alive = err == nil || answered(err)
+			k.decided = err == nil || ctx.Err() == nil
+			hs.checkMu.Lock()
+			hs.check = nil
+			hs.checkMu.Unlock()
+			close(k.done)
+			return c.checked(ctx, host, cause, setup, conn, err)
+		}
+		k.waiters++
+		hs.checkMu.Unlock()
+		select {
+		case <-k.done:
+		case <-ctx.Done():
+			return nil, -1, ctx.Err()
+		}
+		if !k.decided {
+			continue // the leader's caller gave up: check again
+		}
+		if !k.alive {
+			return c.Failover(ctx, host, cause, setup)
+		}
+		// The host answers: a session of this connection's own, with the usual bounds.
+		conn, _, err := c.attemptPatient(ctx, host, setup, false, 0)
+		return c.checked(ctx, host, cause, setup, conn, err)
+	}
+}
+
+// checked acts on the outcome of a same-host attempt of Recover.
+func (c *Cluster) checked(ctx context.Context, host int, cause error, setup SetupFunc, conn driver.Conn, err error) (driver.Conn, int, error) {
+	var re *RoleError
+	switch {
+	case err == nil:
+		c.emit(failover.Event{Kind: failover.EventSessionEnded, Host: c.Host(host), Err: NotBadConn(cause, "")})
+		return conn, host, nil
+	case ctx.Err() != nil:
+		return nil, -1, err // the caller's context ended: no verdict on the host
+	case errors.As(err, &re):
+		return c.Failover(ctx, host, cause, setup) // up, but no longer of the wanted role
+	case answered(err):
+		return nil, -1, err // up but refusing (full for longer than we wait, access denied)
+	}
+	return c.Failover(ctx, host, cause, setup)
+}
+
+// knownDown reports whether what the Cluster already knows says host hs is down after
+// one of its sessions failed with cause, so that no check is worth making.
+func (c *Cluster) knownDown(hs *hostState, cause error) bool {
+	if hs.down.Load() || hs.retryAt.Load() > c.clock.Now().UnixNano() {
+		return true // declared down by probes, or an attempt failed a moment ago
+	}
+	hs.mu.Lock()
+	probeFailed := !hs.failSince.IsZero()
+	hs.mu.Unlock()
+	if probeFailed {
+		return true
+	}
+	var me *mysql.MySQLError
+	return errors.As(cause, &me) && (me.Number == 1053 || me.Number == 1080) // shutting down
+}
+
+// serverEndedSession reports whether cause is the server's own word that it ended this
+// session (an error packet of the 08 class or one of commErrnos, other than a
+// shutdown): the server was up when it said so. A connection found closed before
+// anything was sent (driver.ErrBadConn) is not such proof.
+func serverEndedSession(cause error) bool {
+	var me *mysql.MySQLError
+	if !errors.As(cause, &me) || me.Number == 1053 || me.Number == 1080 {
+		return false
+	}
+	return me.SQLState[0] == '0' && me.SQLState[1] == '8' || commErrnos[me.Number]
+}
+
+// answered reports whether err, from a connection attempt, came from a server that is
+// up: it answered full, or refused with a data error (access denied, unknown database).
+func answered(err error) bool {
+	if fullHost(err) {
+		return true
+	}
+	var me *mysql.MySQLError
+	return errors.As(err, &me) && !communication(err)
+}
+
+// fullHost reports whether err is a server's answer that it takes no more connections
+// now: 1040 ER_CON_COUNT_ERROR (max_connections), 1203 ER_TOO_MANY_USER_CONNECTIONS
+// (max_user_connections), 1226 ER_USER_LIMIT_REACHED (max_connections_per_hour and its
+// kin), 1129 ER_HOST_IS_BLOCKED (max_connect_errors, until FLUSH HOSTS). The server is
+// up and its existing sessions work: a full host is not a down host.
+func fullHost(err error) bool {
+	var me *mysql.MySQLError
+	if !errors.As(err, &me) {
+		return false
+	}
+	switch me.Number {
+	case 1040, 1203, 1226, 1129:
+		return true
+	}
+	return false
+}
+
+// fullRetry reports whether a full host may free a slot soon: 1040 and 1203 count open
+// sessions, which end all the time; 1226 (an hourly limit) and 1129 (blocked until an
+// operator runs FLUSH HOSTS) do not.
+func fullRetry(err error) bool {
+	var me *mysql.MySQLError
+	return errors.As(err, &me) && (me.Number == 1040 || me.Number == 1203)
+}
+
+// fullError is the error of a connection that gave up on a full host.
+type fullError struct {
+	host     string
+	err      error // the server's answer (a *mysql.MySQLError)
+	attempts int
+	waited   time.Duration
+}
+
+func (e *fullError) Error() string {
+	if e.attempts <= 1 {
+		return fmt.Sprintf("mysqlfailover: host %s is full: %v", e.host, e.err)
+	}
+	return fmt.Sprintf("mysqlfailover: host %s is full: %v (%d attempts over %v)", e.host, e.err, e.attempts, e.waited.Round(time.Millisecond))
+}
+
+func (e *fullError) Unwrap() error { return e.err }
+
+// attemptPatient is attempt for a host the connection must not leave: the pool's own
+// host for a connection that joins it, or a host whose session ended. A host that
+// answers full (1040, 1203) is tried again after fullBase, doubling up to fullMax, for
+// at most hostTimeout (defaultFullWait when 0) and within ctx; then, or at once for 1226
+// and 1129, the caller gets an error naming the host and wrapping the server's answer.
+// The host's state is never touched by it: a full host is up. limit as attemptWithin.
+func (c *Cluster) attemptPatient(ctx context.Context, h int, setup SetupFunc, lastResortOK bool, limit time.Duration) (driver.Conn, bool, error) {
+	total := c.timeout
+	if total <= 0 {
+		total = defaultFullWait
+	}
+	start := c.clock.Now()
+	wait := fullBase
+	for n := 1; ; n++ {
+		conn, lastResort, err := c.attemptWithin(ctx, h, setup, lastResortOK, limit)
+		if err == nil || !fullHost(err) {
+			return conn, lastResort, err
+		}
+		waited := c.clock.Now().Sub(start)
+		if !fullRetry(err) || waited+wait > total {
+			return nil, false, &fullError{host: c.Host(h), err: err, attempts: n, waited: waited}
+		}
+		if serr := c.clock.Sleep(ctx, wait); serr != nil {
+			return nil, false, serr
+		}
+		wait = min(2*wait, fullMax)
+	}
+}
+
+// stopsWalk reports whether err, from a connection attempt, is one that every host
+// would repeat, so that walking on would only hide it behind retries (pgx stops its walk
+// on these too): a server's refusal (access denied 1045, unknown database 1049, a bad
+// system variable from the DSN...) and go-sql-driver's account-configuration errors
+// (an authentication plugin it cannot or may not use). Every other failure belongs to
+// the host that gave it, and the walk goes on: a host that is full, of the wrong role,
+// unreachable or too slow; a TLS handshake that fails (a certificate that is expired,
+// for another name or from an unknown authority; a server without TLS,
+// mysql.ErrNoTLS); a malformed or out-of-sync greeting (mysql.ErrMalformPkt,
+// ErrOldProtocol, ErrPktSync). ctx is the caller's context; its end is handled by the
+// walk.
+func stopsWalk(ctx context.Context, err error) bool {
+	if fullHost(err) || Classify(ctx, err) != Data {
+		return false
+	}
+	var re *RoleError
+	if errors.As(err, &re) {
+		return false
+	}
+	var me *mysql.MySQLError
+	return errors.As(err, &me) || errors.Is(err, mysql.ErrCleartextPassword) ||
+		errors.Is(err, mysql.ErrNativePassword) || errors.Is(err, mysql.ErrOldPassword) ||
+		errors.Is(err, mysql.ErrUnknownPlugin)
+}

@@ -1,0 +1,725 @@
+package conn
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/mysqlfailover/mysqlfailover/failover"
+	"github.com/mysqlfailover/mysqlfailover/internal/cluster"
+	"github.com/mysqlfailover/mysqlfailover/internal/stmt"
+)
+
+// Config is the per-connection part of the DSN.
+type Config struct {
+	// ReadOnly is the initial explicit read-only flag (DSN readOnly, default false). It is
+	// restored when database/sql hands the connection to its next user (ResetSession).
+	ReadOnly bool
+	// FailOverReadOnly makes the connection read-only while it is on a secondary (DSN
+	// failOverReadOnly, default true), as Connector/J.
+	FailOverReadOnly bool
+	// DBName is the DSN's database: the one every new physical session starts in.
+	DBName string
+	// WriteIntent is set for targetSessionAttrs read-write and primary: a statement the
+	// server rejects as read-only (1290, 1836) makes the connection check the host's
+	// role and, if it was demoted, move to a writable host (see Conn.fail).
+	WriteIntent bool
+	// MultiStatements is go-sql-driver's multiStatements: a rejected statement is then
+	// not run again after such a move, since earlier statements of its batch may have
+	// run; and every statement of a query is followed for its effect on the transaction
+	// state (see Conn), not only the first.
+	MultiStatements bool
+	// Autocommit is the DSN's autocommit parameter as go-sql-driver sends it on every
+	// new physical connection (SET autocommit = <value>), "" when absent. 0, OFF and
+	// FALSE (any case; 'ON' and 'OFF' also quoted) mean off, 1, ON, TRUE and "" on; any
+	// other value leaves autocommit unknown, which counts as off, until the server is
+	// asked.
+	Autocommit string
+	// CompletionType is the DSN's completion_type parameter likewise: 0 or NO_CHAIN (or
+	// ""), 1 or CHAIN, 2 or RELEASE; it decides what COMMIT and ROLLBACK without AND
+	// [NO] CHAIN or [NO] RELEASE do.
+	CompletionType string
+}
+
+// Conn is the proxy around one physical go-sql-driver connection at a time: the
+// driver.Conn that database/sql pools. database/sql uses a driver.Conn from one goroutine
+// at a time, so Conn has no lock; the state it shares with the pool lives in the
+// cluster.Cluster.
+//
+// Besides the driver interfaces, users reach three methods through (*sql.Conn).Raw:
+// SetReadOnly, ReadOnly and Host.
+//
+// A Conn follows its physical session's transaction state through the statements that
+// run on it (see classify): a transaction opened by BEGIN, START TRANSACTION or XA START
+// run as statements, or by any statement while autocommit is off (from the DSN or SET
+// autocommit), is treated as one opened by BeginTx, and so is a state the statements do
+// not tell (CALL, EXECUTE ...), until the server says otherwise (see resolve).
+type Conn struct {
+	cl  *cluster.Cluster
+	cfg Config
+
+	phys  driver.Conn // nil when lost: the next call joins the pool's host
+	host  int         // index of phys's host
+	epoch uint64      // changes with phys; statements prepared on an older one re-prepare
+
+	// the physical connection's optional interfaces, looked up once per connection
+	execer  driver.ExecerContext
+	queryer driver.QueryerContext
+	checker driver.NamedValueChecker // kept from the last physical connection: it is stateless
+
+	explicitRO bool   // the last SetReadOnly value, or Config.ReadOnly
+	appliedRO  bool   // the read-only state of the physical session
+	db         string // the current database: the DSN's or the last USE
+	tx         *Tx    // the open transaction, if any
+	rows       int    // open result sets: no switch while results are being read
+	counted    bool   // the last ready counted a statement towards queriesBeforeRetryMaster
+	lastUsed   int64  // cluster clock (UnixNano) of the last call that talked to the server
+	checked    bool   // ResetSession just ran the liveness check: the next ready skips its own
+	closed     bool
+
+	st        txState // the physical session's transaction state
+	dsnAC     uint8   // the autocommit of a new physical session (Config.Autocommit)
+	dsnCT     uint8   // its completion_type (Config.CompletionType)
+	lost      error   // set while a transaction opened by statements is lost (see whileLost)
+	batch     string  // the query of the kBatch statement in flight, for fail
+	noInTrans bool    // the session's server has no @@in_transaction (MySQL)
+	mute      bool    // the session's server did not answer resolve: not asked again
+}
+
+// Open returns a connection on the pool's host, walking the host list if needed, with
+// the session state (read-only, database) set up. It never returns driver.ErrBadConn.
+func Open(ctx context.Context, cl *cluster.Cluster, cfg Config) (*Conn, error) {
+	c := &Conn{cl: cl, cfg: cfg, explicitRO: cfg.ReadOnly, db: cfg.DBName,
+		dsnAC: autocommitOf(cfg.Autocommit), dsnCT: completionOf(cfg.CompletionType)}
+	c.st.ac, c.st.ct = c.dsnAC, c.dsnCT
+	phys, host, err := cl.Connect(ctx, c.setup)
+	if err != nil {
+		return nil, err
+	}
+	c.attach(phys, host)
+	return c, nil
+}
+
+// attach makes phys, on host, the physical connection.
+func (c *Conn) attach(phys driver.Conn, host int) {
+	c.phys, c.host = phys, host
+	c.appliedRO = c.readOnlyOn(host) // setup applied it
+	c.lastUsed = c.cl.Now().UnixNano()
+	c.epoch++
+	c.execer, _ = phys.(driver.ExecerContext)
+	c.queryer, _ = phys.(driver.QueryerContext)
+	if ch, ok := phys.(driver.NamedValueChecker); ok {
+		c.checker = ch
+	}
+}
+
+// drop closes the physical connection; the logical one lives on. The next physical
+// session starts with no transaction and, where the old one's was unknown, the DSN's
+// autocommit and completion_type (setup restores known ones).
+func (c *Conn) drop() {
+	if c.closePhys() {
+		c.cl.Release(c.host)
+	}
+	c.clean()
+}
+
+// clean resets what the connection knows of its session to a new session's: no
+// transaction, autocommit and completion_type as restored (the DSN's when unknown).
+func (c *Conn) clean() {
+	c.st = txState{ac: c.st.ac, ct: c.st.ct}
+	if c.st.ac == acUnknown {
+		c.st.ac = c.dsnAC
+	}
+	if c.st.ct == ctUnknown {
+		c.st.ct = c.dsnCT
+	}
+	c.noInTrans, c.mute = false, false
+}
+
+// discard drops the physical connection between calls (found dead, or its state could
+// not be restored), without blaming its host. What it held for a call of kind k is lost
+// with it: a transaction opened by statements (see lost); a Tx's is the caller's to
+// mark.
+func (c *Conn) discard(why string, k stmt.Kind) {
+	if c.tx == nil && c.lost == nil && c.phys != nil && c.judge(k, false)&vLost != 0 {
+		c.lost = c.lostErr(c.st.what(), c.host, why)
+	}
+	c.drop()
+}
+
+// lostErr is the error every statement gets while what (see txState.what) is lost: it
+// was held by the session on host, which ended with cause.
+func (c *Conn) lostErr(what string, host int, cause string) error {
+	return fmt.Errorf("%w (%s, on %s: %s)", failover.ErrTxLost, what, c.cl.Host(host), cause)
+}
+
+// closePhys closes the physical connection without releasing its host's id (see
+// cluster.Cluster.Release), and reports whether there was one.
+func (c *Conn) closePhys() bool {
+	if c.phys == nil {
+		return false
+	}
+	_ = c.phys.Close()
+	c.phys, c.execer, c.queryer = nil, nil, nil
+	c.epoch++
+	return true
+}
+
+// h exposes the stmt.Owner methods without adding them to Conn's method set, which users
+// see through (*sql.Conn).Raw. The conversion costs nothing.
+type h Conn
+
+// ready is the safe-point check before every call that talks to the server, for a call
+// of kind k (a statement's, or kSession). It first replaces a physical connection that
+// went stale while idle (see stale; skipped right after database/sql's checkout, which
+// ran the same check). Outside a transaction it then moves the connection to the pool's
+// host (nothing has been sent, so the caller sees no error) and falls back to the
+// primary when that is due; inside one, a Tx or one opened by statements (see
+// txState.held), it only refuses statements of a lost transaction (see whileLost:
+// errAnswered means the call succeeds without being sent). count marks statements.
+func (c *Conn) ready(ctx context.Context, count bool, k stmt.Kind) error {
+	c.counted = false
+	if c.checked {
+		c.checked = false // database/sql's checkout just checked it: no clock read needed
+	} else if c.stale(ctx) && c.tx != nil && c.tx.lost == nil {
+		c.tx.lost = fmt.Errorf("%w; not sent (the server closed the connection while the transaction sat idle)", failover.ErrTxLost)
+	}
+	if c.tx != nil {
+		if c.tx.lost != nil {
+			return c.tx.lost
+		}
+		if count && !c.cl.Home(c.host) {
+			c.counted = c.cl.NoteStatement()
+		}
+		return nil
+	}
+	if c.lost != nil && k != kSession {
+		return c.whileLost(k)
+	}
+	place := cluster.PlaceAway
+	if c.phys != nil {
+		place = c.cl.Place(c.host)
+	}
+	if place == cluster.PlaceHome {
+		return nil // the hot path
+	}
+	if c.st.held() {
+		if err := c.settle(ctx, place); err != nil {
+			return err
+		}
+		if c.st.held() {
+			// Inside a transaction opened by statements: as inside a Tx, the session
+			// stays on its host until it reaches a real safe point.
+			if count && !c.cl.Home(c.host) {
+				c.counted = c.cl.NoteStatement()
+			}
+			return nil
+		}
+	}
+	if place == cluster.PlaceActive {
+		if c.rows == 0 {
+			if phys, host, _ := c.cl.TryFallBack(ctx, c.setup); phys != nil {
+				c.drop()
+				c.attach(phys, host)
+				return nil
+			}
+		}
+		if count {
+			c.counted = c.cl.NoteStatement()
+		}
+		return nil
+	}
+	if c.closed {
+		return driver.ErrBadConn
+	}
+	if c.phys != nil && c.rows > 0 {
+		return nil // results are still being read here; move at the next safe point
+	}
+	// The pool moved (another connection saw this host fail, or fell back), or this
+	// connection lost its physical one, or its host no longer has the wanted role (a
+	// demoted primary: another connection is looking for the writer): join the pool's
+	// host, or the walk.
+	c.drop()
+	phys, host, err := c.cl.Connect(ctx, c.setup)
+	if err != nil {
+		return err
+	}
+	c.attach(phys, host)
+	if count && !c.cl.Home(host) {
+		c.counted = c.cl.NoteStatement()
+	}
+	return nil
+}
+
+// idleCheck is how long a connection may sit unused before its next call first runs
+// go-sql-driver's liveness check (a non-blocking read, no round trip). database/sql runs
+// that check itself (through ResetSession) only when it hands a pooled connection out,
+// not between the calls of a pinned *sql.Conn or a transaction: without this, a session
+// the server closed while it sat idle (wait_timeout, a KILL of a sleeping connection)
+// would fail its next statement with mysql.ErrInvalidConn and move the whole pool away
+// from a healthy host.
+const idleCheck = time.Second
+
+// stale runs the liveness check on a connection idle for idleCheck or more and drops a
+// physical connection that fails it, without blaming its host (the next call joins the
+// pool's host). It reports whether it dropped one.
+func (c *Conn) stale(ctx context.Context) bool {
+	now := c.cl.Now().UnixNano()
+	idle := now-c.lastUsed >= int64(idleCheck)
+	c.lastUsed = now
+	if !idle || c.phys == nil || c.rows > 0 {
+		return false
+	}
+	r, ok := c.phys.(driver.SessionResetter)
+	if !ok || r.ResetSession(ctx) == nil {
+		return false
+	}
+	c.discard("the server closed the connection while it sat idle", kPlain)
+	return true
+}
+
+// uncount takes back the statement the last ready counted.
+func (c *Conn) uncount() {
+	if c.counted {
+		c.cl.ForgetStatement()
+		c.counted = false
+	}
+}
+
+// fail is the one place that decides what an error from the physical connection of the
+// given epoch means, and whether the call that got it may run again (see stmt.Retry).
+//
+//   - Data errors pass through untouched; the connection stays.
+//   - The caller's context ending is not a host failure: the error goes back as the
+//     context error, and a physical connection go-sql-driver closed on cancel is dropped,
+//     to be replaced on the pool's host.
+//   - A communication error closes the physical connection, reports the host, walks to
+//     the next one and restores the session there, and only then returns a
+//     *failover.FailoverError. Inside a transaction the transaction is lost (ErrTxLost)
+//     and nothing is repeated. Outside one, a call that provably sent nothing
+//     (driver.ErrBadConn) is repeated once on the new host; driver.ErrBadConn itself never
+//     goes back to database/sql, which would repeat the call up to three times however
+//     much of it ran (go-sql-driver#582, golang/go#11978).
+//
+// k is the kind of the call's statement (kSession, kTxEnd for other calls): it says
+// what a data error leaves of the transaction state (txState.failed) and, inside a
+// transaction opened by statements, what a failure means for it (see move).
+func (c *Conn) fail(ctx context.Context, epoch uint64, err error, r stmt.Retry, k stmt.Kind) (bool, error) {
+	if epoch != c.epoch {
+		// The physical connection this came from is already gone (a Rows closed after
+		// its failure was handled): nothing more to decide.
+		return false, cluster.NotBadConn(err, "")
+	}
+	switch cluster.Classify(ctx, err) {
+	case cluster.Data:
+		if c.cfg.WriteIntent && cluster.ReadOnlyRejection(err) && ctx.Err() == nil {
+			return c.rejected(ctx, err, r, c.cfg.MultiStatements, k)
+		}
+		c.failedData(k)
+		c.dropIfInvalid(err, k)
+		return false, err
+	case cluster.Canceled:
+		c.dropIfInvalid(err, k)
+		if cerr := ctx.Err(); !errors.Is(err, cerr) {
+			return false, fmt.Errorf("%w (%v)", cerr, cluster.NotBadConn(err, ""))
+		}
+		return false, err
+	}
+	return c.move(ctx, err, errors.Is(err, driver.ErrBadConn), r, k)
+}
+
+// failedData records a data error of a statement of kind k: the session lives on.
+func (c *Conn) failedData(k stmt.Kind) {
+	if k&kClass == kBatch {
+		c.st.failedBatch(c.batch)
+	} else {
+		c.st.failed(k)
+	}
+}
+
+// judge says what a communication failure of a call of kind k means for the session's
+// transaction state (notSent: nothing of the call was sent).
+func (c *Conn) judge(k stmt.Kind, notSent bool) verdict {
+	if k&kClass == kBatch {
+		return c.st.verdictBatch(c.batch, notSent)
+	}
+	return c.st.verdict(k)
+}
+
+// rejected handles a write the server refused because it is read-only (1290, 1836) on a
+// connection that wants a writer (targetSessionAttrs read-write or primary): one query
+// reads the host's role. If it still qualifies (1290 is also --secure-file-priv and
+// others) the rejection is an ordinary data error. Otherwise the topology changed (a
+// demoted primary): the host's role is recorded and the connection moves as for a
+// communication error, with a *cluster.RoleError wrapping the rejection as the cause.
+// The rejected statement did not run, so outside a transaction it runs again on the new
+// host, unless it may be a batch (multiStatements: earlier statements of it may have run).
+func (c *Conn) rejected(ctx context.Context, err error, r stmt.Retry, batch bool, k stmt.Kind) (bool, error) {
+	role, rerr := cluster.ReadRole(ctx, c.phys)
+	if rerr != nil {
+		switch cluster.Classify(ctx, rerr) {
+		case cluster.Data:
+			c.failedData(k)
+			return false, err // the role is unknown: leave the rejection as it is
+		case cluster.Canceled:
+			return c.fail(ctx, c.epoch, rerr, stmt.NoRetry, k)
+		}
+		// The connection broke right after the rejection: the rejected statement did
+		// not run, but with multiStatements earlier statements of its batch may have.
+		return c.move(ctx, rerr, !batch, r, k)
+	}
+	if c.cl.NoteRole(c.host, role) {
+		c.failedData(k)
+		return false, err
+	}
+	return c.move(ctx, &cluster.RoleError{Role: role, Wanted: c.cl.Target(), Cause: err}, !batch, r, k)
+}
+
+// move closes the physical connection, whose host failed with err, walks to the next
+// host and restores the session there, then says whether the call may run again (r, and
+// notSent: nothing of it ran) or returns the *failover.FailoverError.
+//
+// Inside a transaction opened by statements (see txState.verdict; k is the call's
+// kind) nothing runs again, and the error says what the session took with it: a
+// statement of the transaction gets failover.ErrTxLost, and so does every later one
+// until COMMIT or ROLLBACK (see whileLost); a COMMIT, or a statement that commits
+// implicitly, failover.ErrCommitOutcomeUnknown (failover.ErrTxLost when it was not
+// sent); a ROLLBACK the failover error alone (the transaction is rolled back either
+// way). A prepared XA transaction survives its session on the server:
+// failover.ErrCommitOutcomeUnknown, whatever the statement.
+func (c *Conn) move(ctx context.Context, err error, notSent bool, r stmt.Retry, k stmt.Kind) (bool, error) {
+	failed := c.host
+	var v verdict
+	var what string
+	if c.tx == nil {
+		v, what = c.judge(k, notSent), c.st.what()
+	}
+	held := c.closePhys() // the id stays held until Recover has used it
+	c.clean()
+	fe := &failover.FailoverError{
+		Failed:        c.cl.Host(failed),
+		MaybeExecuted: !notSent && !packetRefused(err),
+		Err:           cluster.NotBadConn(err, "the connection was broken before the request was sent"),
+	}
+	// The cluster decides whether the host or only this session is gone, and returns a
+	// new session on the same host, or on the next one.
+	phys, host, werr := c.cl.Recover(ctx, failed, err, c.setup)
+	if held {
+		c.cl.Release(failed)
+	}
+	if werr != nil {
+		fe.Reconnect = werr
+	} else {
+		c.attach(phys, host)
+		fe.Current = c.cl.Host(host)
+	}
+	if c.tx != nil {
+		c.tx.lost = fmt.Errorf("%w; not sent (the transaction failed earlier: %v)", failover.ErrTxLost, fe)
+		return false, fmt.Errorf("%w: %w", failover.ErrTxLost, fe)
+	}
+	switch {
+	case v&vLost != 0:
+		c.lost = c.lostErr(what, failed, fe.Err.Error())
+		if v&(vCommit|vPrepared) != 0 { // a batch with a COMMIT in it
+			return false, fmt.Errorf("%w: %w: %w", failover.ErrCommitOutcomeUnknown, failover.ErrTxLost, fe)
+		}
+		return false, fmt.Errorf("%w: %w", failover.ErrTxLost, fe)
+	case v&vPrepared != 0:
+		return false, fmt.Errorf("%w (the XA transaction was prepared: it survives on %s until XA COMMIT or XA ROLLBACK runs there): %w",
+			failover.ErrCommitOutcomeUnknown, fe.Failed, fe)
+	case v&vCommit != 0 && notSent:
+		return false, fmt.Errorf("%w: %w", failover.ErrTxLost, fe)
+	case v&vCommit != 0:
+		return false, fmt.Errorf("%w: %w", failover.ErrCommitOutcomeUnknown, fe)
+	case v&vEnded != 0:
+		return false, fe
+	}
+	if werr == nil && (r == stmt.RetryAlways || r == stmt.RetryIfNotSent && notSent) {
+		return true, nil
+	}
+	return false, fe
+}
+
+// packetRefused reports whether err is the server's answer that the request's packet was
+// bigger than its max_allowed_packet (1153, 08S01): the server closes the session
+// without reading the request, so nothing of it ran (but it is not run again: it would
+// be refused again).
+func packetRefused(err error) bool {
+	var me *mysql.MySQLError
+	return errors.As(err, &me) && me.Number == 1153
+}
+
+// dropIfInvalid drops a physical connection that go-sql-driver has closed (after a
+// cancel, or a protocol error): the host is fine, the next call reconnects to the pool's
+// host.
+// Inside a transaction that loses the transaction (k: the failed call's kind).
+func (c *Conn) dropIfInvalid(err error, k stmt.Kind) {
+	if v, ok := c.phys.(driver.Validator); ok && !v.IsValid() {
+		c.discard("the connection broke: "+cluster.NotBadConn(err, "").Error(), k)
+		if c.tx != nil && c.tx.lost == nil {
+			c.tx.lost = fmt.Errorf("%w; not sent (the connection broke earlier: %v)", failover.ErrTxLost, cluster.NotBadConn(err, ""))
+		}
+	}
+}
+
+// Ready implements stmt.Owner.
+func (o *h) Ready(ctx context.Context, count bool, k stmt.Kind) (driver.Conn, uint64, error) {
+	c := (*Conn)(o)
+	if err := c.ready(ctx, count, k); err != nil {
+		if err == errAnswered {
+			return nil, 0, nil
+		}
+		return nil, 0, err
+	}
+	return c.phys, c.epoch, nil
+}
+
+// Ran implements stmt.Owner.
+func (o *h) Ran(k stmt.Kind) { (*Conn)(o).ran(k, "") }
+
+// Fail implements stmt.Owner.
+func (o *h) Fail(ctx context.Context, epoch uint64, err error, r stmt.Retry, k stmt.Kind) (bool, error) {
+	return (*Conn)(o).fail(ctx, epoch, err, r, k)
+}
+
+// RowsOpened implements stmt.Owner: every Rows, of a plain query or of a prepared
+// statement, counts, so that the count never goes negative and no switch or fall-back
+// closes a physical connection whose results are still being read.
+func (o *h) RowsOpened() { o.rows++ }
+
+// RowsClosed implements stmt.Owner.
+func (o *h) RowsClosed() { o.rows-- }
+
+// CheckNamedValue implements stmt.Owner.
+func (o *h) CheckNamedValue(nv *driver.NamedValue) error {
+	return (*Conn)(o).CheckNamedValue(nv)
+}
+
+// ExecContext implements driver.ExecerContext.
+func (c *Conn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	k := classify(query, c.cfg.MultiStatements)
+	if k == kBatch {
+		c.batch = query
+	}
+	for attempt := 0; ; attempt++ {
+		if err := c.ready(ctx, attempt == 0, k); err != nil {
+			if err == errAnswered {
+				return driver.RowsAffected(0), nil
+			}
+			return nil, err
+		}
+		if c.execer == nil {
+			return nil, driver.ErrSkip // database/sql prepares instead
+		}
+		res, err := c.execer.ExecContext(ctx, query, args)
+		if err == nil {
+			c.ran(k, query)
+			return res, nil
+		}
+		if err == driver.ErrSkip {
+			// go-sql-driver's answer to every statement with arguments unless
+			// interpolateParams is set: database/sql prepares instead, and the
+			// prepared statement counts itself. Nothing was sent.
+			c.uncount()
+			return nil, err
+		}
+		retry, out := c.fail(ctx, c.epoch, err, retryFor(attempt, stmt.RetryIfNotSent), k)
+		if !retry {
+			return nil, out
+		}
+	}
+}
+
+// QueryContext implements driver.QueryerContext.
+func (c *Conn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	k := classify(query, c.cfg.MultiStatements)
+	if k == kBatch {
+		c.batch = query
+	}
+	for attempt := 0; ; attempt++ {
+		if err := c.ready(ctx, attempt == 0, k); err != nil {
+			if err == errAnswered {
+				return noRows{}, nil
+			}
+			return nil, err
+		}
+		if c.queryer == nil {
+			return nil, driver.ErrSkip
+		}
+		rows, err := c.queryer.QueryContext(ctx, query, args)
+		if err == nil {
+			if k == kBatch {
+				c.st.mayHaveRun(query) // the statements after the first run while the caller reads
+			} else {
+				c.ran(k, query)
+			}
+			return stmt.NewRows((*h)(c), ctx, rows, c.epoch), nil
+		}
+		if err == driver.ErrSkip {
+			c.uncount()
+			return nil, err // database/sql prepares instead; see ExecContext
+		}
+		retry, out := c.fail(ctx, c.epoch, err, retryFor(attempt, stmt.RetryIfNotSent), k)
+		if !retry {
+			return nil, out
+		}
+	}
+}
+
+// Prepare implements driver.Conn.
+func (c *Conn) Prepare(query string) (driver.Stmt, error) {
+	return c.PrepareContext(context.Background(), query)
+}
+
+// PrepareContext implements driver.ConnPrepareContext. PREPARE has no side effects, so a
+// communication failure is retried once on the new host (outside transactions). While a
+// transaction opened by statements is lost only COMMIT and ROLLBACK can be prepared (their
+// run ends the lost state, see whileLost).
+func (c *Conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
+	k := classify(query, false) // a prepared statement is one statement
+	rk := kPlain
+	if endsLost(k) {
+		rk = kSession
+	}
+	for attempt := 0; ; attempt++ {
+		if err := c.ready(ctx, false, rk); err != nil {
+			return nil, err
+		}
+		var s driver.Stmt
+		var err error
+		if p, ok := c.phys.(driver.ConnPrepareContext); ok {
+			s, err = p.PrepareContext(ctx, query)
+		} else {
+			s, err = c.phys.Prepare(query)
+		}
+		if err == nil {
+			return stmt.New((*h)(c), query, s, c.epoch, k), nil
+		}
+		retry, out := c.fail(ctx, c.epoch, err, retryFor(attempt, stmt.RetryAlways), kSession)
+		if !retry {
+			return nil, out
+		}
+	}
+}
+
+// Ping implements driver.Pinger; a failed ping moves the connection and pings the new
+// host once.
+func (c *Conn) Ping(ctx context.Context) error {
+	for attempt := 0; ; attempt++ {
+		if err := c.ready(ctx, false, kPlain); err != nil {
+			return err
+		}
+		p, ok := c.phys.(driver.Pinger)
+		if !ok {
+			return nil
+		}
+		err := p.Ping(ctx)
+		if err == nil {
+			return nil
+		}
+		retry, out := c.fail(ctx, c.epoch, err, retryFor(attempt, stmt.RetryAlways), kPlain)
+		if !retry {
+			return out
+		}
+	}
+}
+
+// CheckNamedValue forwards to the physical connection so that go-sql-driver's value
+// converter is kept; driver.ErrSkip lets database/sql use its default.
+func (c *Conn) CheckNamedValue(nv *driver.NamedValue) error {
+	if c.checker != nil {
+		return c.checker.CheckNamedValue(nv)
+	}
+	return driver.ErrSkip
+}
+
+// ResetSession is called by database/sql before it hands a pooled connection to its next
+// user. It repairs rather than retires: a physical connection whose host the pool has
+// left or that lost its wanted role (Cluster.Unfit), or that go-sql-driver's liveness
+// check (forwarded here, go-sql-driver#657) finds stale, is dropped without blaming its
+// host, and the next call joins the pool's host before it sends anything (ready). A
+// session inside a transaction opened by statements stays, whatever host it is on (the
+// pool moving does not move it; ready does, at its next safe point); if the liveness
+// check finds it dead, its transaction is lost (see whileLost). It never returns
+// driver.ErrBadConn: when database/sql hands a connection to a caller queued at
+// MaxOpenConns, it passes that error to the caller as is. It restores the DSN's
+// read-only flag for the next user. A connection that cannot join any host fails its
+// next call with the walk's error and is then discarded (IsValid).
+func (c *Conn) ResetSession(ctx context.Context) error {
+	if c.closed {
+		return driver.ErrBadConn // database/sql never resets a closed connection
+	}
+	c.explicitRO = c.cfg.ReadOnly
+	if c.phys != nil && !c.st.held() && (c.host != c.cl.Active() || c.cl.Unfit(c.host)) {
+		c.drop()
+	}
+	if r, ok := c.phys.(driver.SessionResetter); ok && r.ResetSession(ctx) != nil {
+		c.discard("the server closed the connection while it sat idle in the pool", kPlain)
+	}
+	c.checked = true
+	if c.phys == nil {
+		return nil // setup applies the restored read-only flag on the new session
+	}
+	if want := c.readOnlyOn(c.host); want != c.appliedRO {
+		if err := c.exec(ctx, c.phys, readOnlySQL(want)); err != nil {
+			// The SET ran or not: a new session starts clean.
+			c.discard("restoring read-only failed: "+cluster.NotBadConn(err, "").Error(), kSession)
+			return nil
+		}
+		c.appliedRO = want
+	}
+	return nil
+}
+
+// IsValid implements driver.Validator: false once the physical connection is gone, and
+// while a transaction opened by statements is lost (database/sql then closes a pooled
+// connection instead of handing the lost state to its next user). A connection inside
+// an open transaction stays valid: closing it would roll the transaction back.
+func (c *Conn) IsValid() bool {
+	if c.phys == nil || c.closed || c.lost != nil {
+		return false
+	}
+	if v, ok := c.phys.(driver.Validator); ok {
+		return v.IsValid()
+	}
+	return true
+}
+
+// Close closes the physical connection, exactly once.
+func (c *Conn) Close() error {
+	if c.closed {
+		return nil
+	}
+	c.closed = true
+	if c.phys == nil {
+		return nil
+	}
+	err := c.phys.Close()
+	c.cl.Release(c.host)
+	c.phys, c.execer, c.queryer = nil, nil, nil
+	return cluster.NotBadConn(err, "")
+}
+
+func retryFor(attempt int, r stmt.Retry) stmt.Retry {
+	if attempt > 0 {
+		return stmt.NoRetry
+	}
+	return r
+}
+
+var (
+	_ driver.Conn               = (*Conn)(nil)
+	_ driver.ConnBeginTx        = (*Conn)(nil)
+	_ driver.ConnPrepareContext = (*Conn)(nil)
+	_ driver.ExecerContext      = (*Conn)(nil)
+	_ driver.QueryerContext     = (*Conn)(nil)
+	_ driver.Pinger             = (*Conn)(nil)
+	_ driver.NamedValueChecker  = (*Conn)(nil)
+	_ driver.SessionResetter    = (*Conn)(nil)
+	_ driver.Validator          = (*Conn)(nil)
+	_ stmt.Owner                = (*h)(nil)
+)

@@ -1,0 +1,62 @@
+// Package conn is the proxy connection of mysqlfailover: the driver.Conn that
+// database/sql pools, around one physical go-sql-driver connection at a time, and its
+// transaction proxy and session state.
+//
+// # Lifecycle
+//
+// Open asks the cluster.Cluster for a physical connection on the pool's host and sets
+// the session up there. Before every call that talks to the server the connection passes
+// a safe point (outside a transaction): if the pool has moved, it joins the pool's host,
+// and if the pool is on a secondary and fall-back is due, it tries the primary; nothing
+// has been sent, so the caller sees no error either way.
+//
+// When a call fails, the error goes to one function, fail, which decides:
+//
+//   - A data error is returned untouched and the connection stays.
+//   - The caller's context ending is returned as the context error; the host is not
+//     blamed, and a physical connection that go-sql-driver closed on cancel is replaced
+//     on the pool's host at the next call.
+//   - A communication error closes the physical connection, reports the host, walks to
+//     the next host and restores the session there (read-only first, then the current
+//     database, then autocommit and completion_type where a SET changed them), and only
+//     then returns a *failover.FailoverError. A call that provably
+//     sent nothing (driver.ErrBadConn) outside a transaction is repeated once on the new
+//     host instead; calls with no effect on data (PREPARE, PING, BEGIN, SET SESSION
+//     TRANSACTION) are repeated once after any successful switch.
+//
+// Inside a transaction there is no switch and no fall-back. A communication error loses
+// the transaction: that statement and every later statement of it return an error
+// matching failover.ErrTxLost without running anywhere, Commit returns it too, and
+// Rollback returns nil. A failure during COMMIT itself returns
+// failover.ErrCommitOutcomeUnknown. The connection has moved already, so the next
+// transaction runs on the new host.
+//
+// A transaction BeginTx never saw counts the same. Every statement is classified on its
+// way (a few byte comparisons for SELECT, INSERT, UPDATE and DELETE), and the connection
+// follows its session's state: BEGIN, START TRANSACTION or XA START run as statements,
+// any statement while autocommit is off (from the DSN or SET autocommit), table locks,
+// pending SET TRANSACTION characteristics, until COMMIT, ROLLBACK, an implicit commit or
+// UNLOCK TABLES end them. A state the statements do not tell (CALL, EXECUTE, an
+// executable comment, a failed COMMIT) counts as open; before a move, MariaDB is asked
+// (@@in_transaction). Once such a transaction is lost, every later call fails with
+// failover.ErrTxLost, without being sent, until a COMMIT statement (which returns that
+// error) or a ROLLBACK statement (which returns nil); IsValid is false meanwhile.
+//
+// # Read-only
+//
+// The effective read-only state is the explicit flag (DSN readOnly, SetReadOnly) on the
+// primary, and on a secondary true with failOverReadOnly or else the explicit flag, as
+// Connector/J. It is applied with SET SESSION TRANSACTION READ ONLY / READ WRITE, on
+// every switch before the error returns. ResetSession restores the DSN's flag for the
+// next user of a pooled connection.
+//
+// # Pool hooks
+//
+// ResetSession is forwarded to the physical connection, so go-sql-driver's liveness
+// check of idle connections keeps working. A physical connection that check finds stale,
+// or whose host the pool has left, is dropped there, and the next call joins the pool's
+// host before it sends anything; a session inside a transaction stays where it is.
+// ResetSession never answers driver.ErrBadConn, which database/sql would pass as is to a
+// caller queued at MaxOpenConns. IsValid is false once the physical connection is gone,
+// and while a transaction opened by statements is lost.
+package conn

@@ -1,0 +1,167 @@
+package conn
+
+import (
+	"context"
+	"database/sql/driver"
+	"strings"
+)
+
+// readOnlyOn is the effective read-only state on host, as Connector/J
+// MultiHostConnectionProxy.switchCurrentConnectionTo: on the primary the explicit flag;
+// on a secondary true with failOverReadOnly (sequence A), else the explicit flag
+// (sequence B: the explicit flag, or else the previous connection's state, which here is
+// always the explicit flag because nothing else changes it).
+func (c *Conn) readOnlyOn(host int) bool {
+	if host != c.cl.Primary() && c.cfg.FailOverReadOnly {
+		return true
+	}
+	return c.explicitRO
+}
+
+func readOnlySQL(ro bool) string {
+	if ro {
+		return "SET SESSION TRANSACTION READ ONLY"
+	}
+	return "SET SESSION TRANSACTION READ WRITE"
+}
+
+// setup is the cluster.SetupFunc: it restores this connection's session state on a new
+// physical connection to host, read-only first, then the current database, then
+// autocommit and completion_type where a SET changed them from the DSN's (they change
+// what the next statements mean for transactions). A new session starts READ WRITE (the
+// server's default), so READ WRITE is not sent. Everything set through DSN parameters
+// (system variables, charset, collation, time zone) go-sql-driver applies itself on
+// every new physical connection.
+func (c *Conn) setup(ctx context.Context, phys driver.Conn, host int) error {
+	if c.readOnlyOn(host) {
+		if err := c.exec(ctx, phys, readOnlySQL(true)); err != nil {
+			return err
+		}
+	}
+	if c.db != c.cfg.DBName && c.db != "" {
+		if err := c.exec(ctx, phys, "USE "+quoteIdent(c.db)); err != nil {
+			return err
+		}
+	}
+	if ac := c.st.ac; ac != c.dsnAC && ac != acUnknown {
+		if err := c.exec(ctx, phys, autocommitSQL[ac]); err != nil {
+			return err
+		}
+	}
+	if ct := c.st.ct; ct != c.dsnCT && ct != ctUnknown {
+		if err := c.exec(ctx, phys, completionSQL[ct]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+var (
+	autocommitSQL = [...]string{acOn: "SET autocommit = 1", acOff: "SET autocommit = 0"}
+	completionSQL = [...]string{ctNoChain: "SET completion_type = 0", ctChain: "SET completion_type = 1", ctRelease: "SET completion_type = 2"}
+)
+
+// exec runs an internal statement on phys.
+func (c *Conn) exec(ctx context.Context, phys driver.Conn, query string) error {
+	if e, ok := phys.(driver.ExecerContext); ok {
+		_, err := e.ExecContext(ctx, query, nil)
+		return err
+	}
+	s, err := phys.Prepare(query)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	_, err = s.Exec(nil) //nolint:staticcheck // fallback for drivers without ExecerContext
+	return err
+}
+
+// SetReadOnly records the explicit read-only flag and applies the resulting state with
+// SET SESSION TRANSACTION READ ONLY / READ WRITE. On a secondary with failOverReadOnly
+// the connection stays read-only and the flag applies once it is back on the primary, as
+// Connector/J (Bug#58706, testFailoverReadOnly). A communication failure moves the
+// connection like any statement; the new session gets the new state.
+func (c *Conn) SetReadOnly(ctx context.Context, readOnly bool) error {
+	c.explicitRO = readOnly
+	for attempt := 0; ; attempt++ {
+		if err := c.ready(ctx, false, kSession); err != nil {
+			return err
+		}
+		want := c.readOnlyOn(c.host)
+		if want == c.appliedRO {
+			return nil // also after a switch: setup applied the new state
+		}
+		err := c.exec(ctx, c.phys, readOnlySQL(want))
+		if err == nil {
+			c.appliedRO = want
+			return nil
+		}
+		retry, out := c.fail(ctx, c.epoch, err, retryFor(attempt, retryAlways), kSession)
+		if !retry {
+			return out
+		}
+	}
+}
+
+// ReadOnly reports the connection's effective read-only state on its current host.
+func (c *Conn) ReadOnly() bool { return c.readOnlyOn(c.host) }
+
+// Host returns the host:port the connection is on now: "" while it has no physical
+// connection (after a failover that found no host, or a cancel that closed it), until the
+// next statement connects it again.
+func (c *Conn) Host() string {
+	if c.phys == nil {
+		return ""
+	}
+	return c.cl.Host(c.host)
+}
+
+// parseUse returns the database of a `USE db` statement (db bare or in backticks).
+func parseUse(q string) (string, bool) {
+	q = strings.TrimLeft(q, " \t\r\n")
+	if len(q) < 4 || !strings.EqualFold(q[:3], "use") || !isSpace(q[3]) && q[3] != '`' {
+		return "", false
+	}
+	q = strings.TrimLeft(q[3:], " \t\r\n")
+	if q == "" {
+		return "", false
+	}
+	if q[0] == '`' {
+		var b strings.Builder
+		for i := 1; i < len(q); i++ {
+			if q[i] != '`' {
+				b.WriteByte(q[i])
+				continue
+			}
+			if i+1 < len(q) && q[i+1] == '`' {
+				b.WriteByte('`')
+				i++
+				continue
+			}
+			return b.String(), b.Len() > 0
+		}
+		return "", false
+	}
+	// A bare name is an unquoted MySQL identifier: [0-9A-Za-z_$] and non-ASCII. Anything
+	// else (a comment, a quote) is not understood, so it is not tracked: tracking garbage
+	// would make every later switch fail on "USE <garbage>".
+	end := 0
+	for end < len(q) && (isIdentByte(q[end])) {
+		end++
+	}
+	if end == 0 || end < len(q) && !isSpace(q[end]) && q[end] != ';' {
+		return "", false
+	}
+	return q[:end], true
+}
+
+func isIdentByte(b byte) bool {
+	return b >= '0' && b <= '9' || b|0x20 >= 'a' && b|0x20 <= 'z' || b == '_' || b == '$' || b >= 0x80
+}
+
+func isSpace(b byte) bool { return b == ' ' || b == '\t' || b == '\r' || b == '\n' }
+
+// quoteIdent quotes a MySQL identifier with backticks, doubling any inside.
+func quoteIdent(s string) string {
+	return "`" + strings.ReplaceAll(s, "`", "``") + "`"
+}

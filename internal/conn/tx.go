@@ -1,0 +1,118 @@
+package conn
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+
+	"github.com/mysqlfailover/mysqlfailover/failover"
+	"github.com/mysqlfailover/mysqlfailover/internal/cluster"
+	"github.com/mysqlfailover/mysqlfailover/internal/stmt"
+)
+
+const retryAlways = stmt.RetryAlways
+
+// Tx is the transaction proxy. A transaction lives and dies on one host: no switch and no fall-back happen while it is open; a communication error
+// inside it loses it (failover.ErrTxLost) and every later statement of it fails without
+// running anywhere, while the connection itself has already moved for the next
+// transaction.
+type Tx struct {
+	c     *Conn
+	inner driver.Tx
+	ctx   context.Context // BeginTx's: database/sql keeps it alive until Commit or Rollback
+	epoch uint64
+	lost  error // set when the transaction is lost
+}
+
+// Begin implements driver.Conn.
+func (c *Conn) Begin() (driver.Tx, error) {
+	return c.BeginTx(context.Background(), driver.TxOptions{})
+}
+
+// BeginTx implements driver.ConnBeginTx; opts (isolation, read-only) go to go-sql-driver
+// unchanged. BEGIN has no effect on data, so a communication failure is retried once on
+// the new host.
+func (c *Conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
+	if c.tx != nil {
+		return nil, errors.New("mysqlfailover: a transaction is already open on this connection")
+	}
+	for attempt := 0; ; attempt++ {
+		if err := c.ready(ctx, false, kBegin); err != nil {
+			return nil, err
+		}
+		var tx driver.Tx
+		var err error
+		if b, ok := c.phys.(driver.ConnBeginTx); ok {
+			tx, err = b.BeginTx(ctx, opts)
+		} else {
+			tx, err = c.phys.Begin() //nolint:staticcheck // fallback for drivers without ConnBeginTx
+		}
+		if err == nil {
+			// START TRANSACTION committed what statements had opened, released table
+			// locks and used pending characteristics: from here the Tx governs.
+			c.st.apply(kBegin)
+			c.st.end(false)
+			c.tx = &Tx{c: c, inner: tx, ctx: ctx, epoch: c.epoch}
+			return c.tx, nil
+		}
+		retry, out := c.fail(ctx, c.epoch, err, retryFor(attempt, retryAlways), kBegin)
+		if !retry {
+			return nil, out
+		}
+	}
+}
+
+// Commit commits on the transaction's host. A lost transaction returns its
+// failover.ErrTxLost error without sending anything. A communication failure during
+// COMMIT returns an error that matches failover.ErrCommitOutcomeUnknown and wraps the
+// *failover.FailoverError (the connection has moved), unless go-sql-driver proved COMMIT
+// was never sent, which means the transaction is lost (failover.ErrTxLost).
+func (t *Tx) Commit() error {
+	c := t.c
+	c.tx = nil
+	c.st.end(false) // whatever statements did inside the Tx, it ends here
+	if t.lost != nil {
+		return t.lost
+	}
+	err := t.inner.Commit()
+	if err == nil {
+		return nil
+	}
+	// A COMMIT refused by a server that became read-only did not commit.
+	rejected := cluster.ReadOnlyRejection(err)
+	notSent := errors.Is(err, driver.ErrBadConn) || rejected
+	var out error
+	if rejected && c.cfg.WriteIntent && t.epoch == c.epoch && t.ctx.Err() == nil {
+		_, out = c.rejected(t.ctx, err, stmt.NoRetry, false, kTxEnd) // COMMIT is never a batch
+	} else {
+		_, out = c.fail(t.ctx, t.epoch, err, stmt.NoRetry, kTxEnd)
+	}
+	var fe *failover.FailoverError
+	if !errors.As(out, &fe) {
+		return out // a data error (deadlock...) or the caller's context
+	}
+	if notSent {
+		return fmt.Errorf("%w: %w", failover.ErrTxLost, out)
+	}
+	return fmt.Errorf("%w: %w", failover.ErrCommitOutcomeUnknown, out)
+}
+
+// Rollback rolls back on the transaction's host. A lost transaction was already rolled
+// back by the server when its session died: nil, and nothing is sent anywhere.
+func (t *Tx) Rollback() error {
+	c := t.c
+	c.tx = nil
+	c.st.end(false)
+	if t.lost != nil {
+		return nil
+	}
+	err := t.inner.Rollback()
+	if err == nil {
+		return nil
+	}
+	_, out := c.fail(t.ctx, t.epoch, err, stmt.NoRetry, kTxEnd)
+	return out
+}
+
+var _ driver.Tx = (*Tx)(nil)

@@ -1,0 +1,351 @@
+package conn
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/mysqlfailover/mysqlfailover/internal/stmt"
+)
+
+var kindNames = map[stmt.Kind]string{
+	kPlain: "plain", kUse: "use", kBegin: "begin", kXAStart: "xa-start", kXAPrepare: "xa-prepare",
+	kXACommit: "xa-commit", kXARollback: "xa-rollback", kCommit: "commit", kRollback: "rollback",
+	kACOn: "autocommit-on", kACOff: "autocommit-off", kACUnknown: "autocommit-unknown",
+	kCTNoChain: "completion-no-chain", kCTChain: "completion-chain", kCTRelease: "completion-release",
+	kCTUnknown: "completion-unknown", kSetTx: "set-transaction", kImplicit: "implicit-commit",
+	kMaybe: "maybe-commit", kLockTables: "lock-tables", kLock: "lock", kUnlock: "unlock",
+	kUnknown: "unknown", kBatch: "batch", kEmpty: "empty",
+}
+
+func kindName(k stmt.Kind) string {
+	s := kindNames[k&kClass]
+	if s == "" {
+		s = fmt.Sprintf("kind(%d)", k&kClass)
+	}
+	for _, f := range []struct {
+		bit  stmt.Kind
+		name string
+	}{{fChain, "chain"}, {fNoChain, "no-chain"}, {fRelease, "release"}, {fNoRelease, "no-release"}} {
+		if k&f.bit != 0 {
+			s += "+" + f.name
+		}
+	}
+	return s
+}
+
+// classifyCases is the classifier's table; it also seeds FuzzClassify. multi marks the
+// cases read with multiStatements.
+var classifyCases = []struct {
+	q     string
+	multi bool
+	want  stmt.Kind
+}{
+	// the hot path and plain statements
+	{q: "SELECT 1", want: kPlain},
+	{q: "select * from t", want: kPlain},
+	{q: "INSERT INTO t VALUES (1)", want: kPlain},
+	{q: "UPDATE t SET a = 1", want: kPlain},
+	{q: "DELETE FROM t", want: kPlain},
+	{q: "delete`t`", want: kPlain},
+	{q: "SELECT 1; COMMIT", want: kPlain}, // without multiStatements only the first statement exists
+	{q: "REPLACE INTO t VALUES (1)", want: kPlain},
+	{q: "SHOW TABLES", want: kPlain},
+	{q: "DO 1", want: kPlain},
+	{q: "(SELECT 1) UNION (SELECT 2)", want: kPlain},
+	{q: "WITH x AS (SELECT 1) SELECT * FROM x", want: kPlain},
+	{q: "SET sql_mode = 'ANSI'", want: kPlain},
+	{q: "SET @autocommit = 0", want: kPlain}, // a user variable
+	{q: "SET NAMES utf8mb4", want: kPlain},
+	{q: "PREPARE s FROM 'COMMIT'", want: kPlain},
+	{q: "DEALLOCATE PREPARE s", want: kPlain},
+	{q: "DROP PREPARE s", want: kPlain},
+	{q: "LOAD DATA INFILE 'x' INTO TABLE t", want: kPlain},
+	{q: "ANALYZE SELECT 1", want: kPlain},
+	{q: "SELECT /*!40001 SQL_NO_CACHE */ * FROM t", want: kPlain},
+	{q: "  SELECT /*!40001 SQL_NO_CACHE */ 1", want: kPlain},
+	{q: "Q0", want: kPlain},
+	{q: "use shop", want: kUse},
+	{q: "/* c */ USE shop", want: kUse},
+	// no change inside a transaction
+	{q: "SAVEPOINT s1", want: kPlain},
+	{q: "RELEASE SAVEPOINT s1", want: kPlain},
+	{q: "ROLLBACK TO s1", want: kPlain},
+	{q: "ROLLBACK TO SAVEPOINT s1", want: kPlain},
+	{q: "rollback work to savepoint s1", want: kPlain},
+	{q: "XA END 'x'", want: kPlain},
+	{q: "XA RECOVER", want: kPlain},
+	// begin
+	{q: "BEGIN", want: kBegin},
+	{q: "begin work", want: kBegin},
+	{q: "BEGIN;", want: kBegin},
+	{q: "  BEGIN  ", want: kBegin},
+	{q: "START TRANSACTION", want: kBegin},
+	{q: "start transaction read only", want: kBegin},
+	{q: "START TRANSACTION WITH CONSISTENT SNAPSHOT, READ WRITE", want: kBegin},
+	{q: "/* app */ START TRANSACTION", want: kBegin},
+	{q: "-- app\nSTART TRANSACTION", want: kBegin},
+	{q: "# app\nSTART TRANSACTION", want: kBegin},
+	{q: "/**/BEGIN", want: kBegin},
+	{q: "\t\r\n BeGiN", want: kBegin},
+	{q: "BEGIN NOT ATOMIC SELECT 1; END", want: kUnknown},
+	{q: "BEGIN x", want: kUnknown},
+	{q: "XA START 'x'", want: kXAStart},
+	{q: "xa begin 'x'", want: kXAStart},
+	// end
+	{q: "COMMIT", want: kCommit},
+	{q: "commit work", want: kCommit},
+	{q: "COMMIT;", want: kCommit},
+	{q: "COMMIT -- done", want: kCommit},
+	{q: "/* tx */ COMMIT", want: kCommit},
+	{q: "COMMIT AND NO CHAIN", want: kCommit | fNoChain},
+	{q: "COMMIT AND CHAIN", want: kCommit | fChain},
+	{q: "COMMIT WORK AND CHAIN NO RELEASE", want: kCommit | fChain | fNoRelease},
+	{q: "COMMIT RELEASE", want: kCommit | fRelease},
+	{q: "COMMIT AND NO CHAIN RELEASE", want: kCommit | fNoChain | fRelease},
+	{q: "COMMIT AND CHAIN RELEASE", want: kUnknown}, // the server refuses it
+	{q: "COMMIT AND", want: kUnknown},
+	{q: "COMMIT x", want: kUnknown},
+	{q: "COMMIT /*!50000 AND CHAIN */", want: kUnknown},
+	{q: "ROLLBACK", want: kRollback},
+	{q: "rollback work", want: kRollback},
+	{q: "ROLLBACK AND CHAIN", want: kRollback | fChain},
+	{q: "ROLLBACK NO RELEASE", want: kRollback | fNoRelease},
+	{q: "ROLLBACK RELEASE", want: kRollback | fRelease},
+	{q: "XA COMMIT 'x'", want: kXACommit},
+	{q: "XA COMMIT 'x' ONE PHASE", want: kXACommit},
+	{q: "XA ROLLBACK 'x'", want: kXARollback},
+	{q: "XA PREPARE 'x'", want: kXAPrepare},
+	{q: "XA FOO", want: kUnknown},
+	// SET autocommit
+	{q: "SET autocommit = 0", want: kACOff},
+	{q: "SET autocommit=1", want: kACOn},
+	{q: "set AUTOCOMMIT := OFF", want: kACOff},
+	{q: "SET autocommit = on", want: kACOn},
+	{q: "SET autocommit = TRUE", want: kACOn},
+	{q: "SET autocommit = false", want: kACOff},
+	{q: "SET autocommit = 'OFF'", want: kACOff},
+	{q: `SET autocommit = "on"`, want: kACOn},
+	{q: "SET @@autocommit = 0", want: kACOff},
+	{q: "SET @@session.autocommit = 0", want: kACOff},
+	{q: "SET @@SESSION.autocommit = 1", want: kACOn},
+	{q: "SET @@local.autocommit = 0", want: kACOff},
+	{q: "SET SESSION autocommit = 0", want: kACOff},
+	{q: "SET LOCAL autocommit = 0", want: kACOff},
+	{q: "SET `autocommit` = 0", want: kACOff},
+	{q: "SET autocommit = 0;", want: kACOff},
+	{q: "SET autocommit=0, sql_mode='x'", want: kACOff},
+	{q: "SET sql_mode = CONCAT('a', ','), autocommit = 0", want: kACOff},
+	{q: "SET @a = (SELECT 1, 2), autocommit = 1", want: kACOn},
+	{q: "SET GLOBAL autocommit = 0", want: kPlain},
+	{q: "SET @@global.autocommit = 0", want: kPlain},
+	{q: "SET PERSIST autocommit = 0", want: kPlain},
+	{q: "SET GLOBAL sql_mode = '', SESSION autocommit = 0", want: kACOff},
+	{q: "SET GLOBAL sql_mode = '', autocommit = 0", want: kPlain},       // GLOBAL holds for what follows
+	{q: "SET GLOBAL sql_mode = '', @@autocommit = 0", want: kACUnknown}, // the scope is not clear
+	{q: "SET autocommit = @v", want: kACUnknown},
+	{q: "SET autocommit = DEFAULT", want: kACUnknown},
+	{q: "SET autocommit = '0'", want: kACUnknown},
+	{q: "SET autocommit = 1 + 0", want: kACUnknown},
+	{q: "SET autocommit = ?", want: kACUnknown},
+	{q: "SET autocommit = 0, autocommit = 1", want: kUnknown},
+	{q: "SET autocommit = 0 junk", want: kACUnknown},
+	{q: "SET autocommit", want: kUnknown},
+	{q: "SET /*!50000 GLOBAL */ autocommit = 0", want: kUnknown},
+	// SET completion_type, SET TRANSACTION
+	{q: "SET completion_type = 1", want: kCTChain},
+	{q: "SET completion_type = 'RELEASE'", want: kCTRelease},
+	{q: "SET SESSION completion_type = NO_CHAIN", want: kCTNoChain},
+	{q: "SET completion_type = @x", want: kCTUnknown},
+	{q: "SET autocommit = 0, completion_type = 1", want: kUnknown},
+	{q: "SET TRANSACTION ISOLATION LEVEL SERIALIZABLE", want: kSetTx},
+	{q: "set transaction read only", want: kSetTx},
+	{q: "SET @@transaction_isolation = 'READ-COMMITTED'", want: kSetTx},
+	{q: "SET @@session.transaction_isolation = 'READ-COMMITTED'", want: kPlain},
+	{q: "SET SESSION TRANSACTION READ ONLY", want: kPlain},
+	{q: "SET GLOBAL TRANSACTION ISOLATION LEVEL READ COMMITTED", want: kPlain},
+	{q: "SET PASSWORD = 'x'", want: kImplicit},
+	{q: "SET STATEMENT max_statement_time = 1 FOR SELECT 1", want: kUnknown},
+	// implicit commits
+	{q: "CREATE TABLE t (a INT)", want: kImplicit},
+	{q: "create or replace view v as select 1", want: kImplicit},
+	{q: "CREATE USER 'u'", want: kImplicit},
+	{q: "CREATE TEMPORARY TABLE t (a INT)", want: kPlain},
+	{q: "CREATE OR REPLACE TEMPORARY TABLE t (a INT)", want: kPlain},
+	{q: "CREATE /*!32312 TEMPORARY */ TABLE t (a INT)", want: kUnknown},
+	{q: "DROP TABLE t", want: kImplicit},
+	{q: "DROP TEMPORARY TABLE t", want: kPlain},
+	{q: "DROP USER u", want: kImplicit},
+	{q: "ALTER USER u", want: kImplicit},
+	{q: "ALTER DATABASE d CHARACTER SET utf8mb4", want: kImplicit},
+	{q: "ALTER TABLE t ADD c INT", want: kMaybe}, // not of a temporary table on MariaDB
+	{q: "ALTER ONLINE TABLE t ADD c INT", want: kMaybe},
+	{q: "RENAME TABLE a TO b", want: kImplicit},
+	{q: "TRUNCATE TABLE t", want: kMaybe},
+	{q: "GRANT SELECT ON *.* TO u", want: kImplicit},
+	{q: "REVOKE SELECT ON *.* FROM u", want: kImplicit},
+	{q: "ANALYZE TABLE t", want: kImplicit},
+	{q: "OPTIMIZE NO_WRITE_TO_BINLOG TABLE t", want: kImplicit},
+	{q: "REPAIR LOCAL TABLE t", want: kImplicit},
+	{q: "CHECK TABLE t", want: kImplicit},
+	{q: "FLUSH PRIVILEGES", want: kImplicit},
+	{q: "INSTALL PLUGIN p SONAME 'x'", want: kImplicit},
+	{q: "CHANGE MASTER TO MASTER_HOST = 'x'", want: kMaybe},
+	{q: "CHANGE REPLICATION SOURCE TO SOURCE_HOST = 'x'", want: kMaybe},
+	{q: "START SLAVE", want: kMaybe},
+	{q: "STOP REPLICA", want: kMaybe},
+	{q: "RESET MASTER", want: kMaybe},
+	{q: "LOAD INDEX INTO CACHE t", want: kMaybe},
+	{q: "CACHE INDEX t IN c", want: kMaybe},
+	// locks
+	{q: "LOCK TABLES t WRITE", want: kLockTables},
+	{q: "lock table t read", want: kLockTables},
+	{q: "LOCK INSTANCE FOR BACKUP", want: kLock},
+	{q: "FLUSH TABLES WITH READ LOCK", want: kLock},
+	{q: "FLUSH TABLES t FOR EXPORT", want: kLock},
+	{q: "UNLOCK TABLES", want: kUnlock},
+	// unknown
+	{q: "CALL p()", want: kUnknown},
+	{q: "call p", want: kUnknown},
+	{q: "EXECUTE s", want: kUnknown},
+	{q: "EXECUTE IMMEDIATE 'COMMIT'", want: kUnknown},
+	{q: "IF 1 THEN COMMIT; END IF", want: kUnknown},
+	{q: "l1: LOOP LEAVE l1; END LOOP", want: kUnknown},
+	{q: "/*!40101 SET autocommit = 0 */", want: kUnknown},
+	{q: "/*M!100101 COMMIT */", want: kUnknown},
+	{q: "/*! COMMIT */", want: kUnknown},
+	{q: "/* unterminated", want: kUnknown},
+	{q: "@@x", want: kUnknown},
+	{q: "", want: kEmpty},
+	{q: "  -- only a comment", want: kEmpty},
+	{q: "--x", want: kUnknown}, // not a comment: minus minus x
+	// multiStatements
+	{q: "SELECT 1; SELECT 2", multi: true, want: kPlain},
+	{q: "SELECT 1;", multi: true, want: kPlain},
+	{q: "COMMIT;", multi: true, want: kCommit},
+	{q: ";; BEGIN ;", multi: true, want: kBegin},
+	{q: "BEGIN; INSERT INTO t VALUES (1); COMMIT", multi: true, want: kBatch},
+	{q: "SELECT 1; COMMIT", multi: true, want: kBatch},
+	{q: "SELECT 'a;b'; SELECT \"c;d\"", multi: true, want: kPlain},
+	{q: "SELECT 'it''s; not'; BEGIN", multi: true, want: kBatch},
+	{q: `SELECT 'a\'; COMMIT'`, multi: true, want: kPlain},
+	{q: "SELECT `a;b` FROM t", multi: true, want: kPlain},
+	{q: "SELECT 1 -- ; COMMIT\n", multi: true, want: kPlain},
+	{q: "SELECT 1 # ; COMMIT", multi: true, want: kPlain},
+	{q: "SELECT 1 /* ; COMMIT */", multi: true, want: kPlain},
+	{q: "SELECT 1 /*! ; COMMIT */", multi: true, want: kUnknown},
+	{q: "SELECT 'unterminated; COMMIT", multi: true, want: kUnknown},
+	{q: "SELECT 1 /* ; COMMIT", multi: true, want: kUnknown},
+	{q: "USE a; USE b", multi: true, want: kBatch},
+}
+
+func TestClassify(t *testing.T) {
+	for _, tc := range classifyCases {
+		if got := classify(tc.q, tc.multi); got != tc.want {
+			t.Errorf("classify(%q, multi=%v) = %s, want %s", tc.q, tc.multi, kindName(got), kindName(tc.want))
+		}
+		if got := classifySlow(tc.q, tc.multi); got != tc.want {
+			t.Errorf("classifySlow(%q, multi=%v) = %s, want %s", tc.q, tc.multi, kindName(got), kindName(tc.want))
+		}
+	}
+}
+
+// The statements of a multi-statement query, in order, each with its kind; reading
+// stops after an unknown one (a compound statement's ';' splits it here, not on the
+// server).
+func TestStatements(t *testing.T) {
+	for _, tc := range []struct {
+		q    string
+		want []string
+	}{
+		{"BEGIN; INSERT INTO t VALUES (';'); COMMIT AND CHAIN;", []string{"BEGIN:begin", " INSERT INTO t VALUES (';'):plain", " COMMIT AND CHAIN:commit+chain"}},
+		{"SET autocommit=0;;USE `a;b`", []string{"SET autocommit=0:autocommit-off", "USE `a;b`:use"}},
+		{"IF 1 THEN SELECT 1; COMMIT; END IF", []string{"IF 1 THEN SELECT 1:unknown"}},
+		{"SELECT 'x", []string{"SELECT 'x:unknown"}},
+	} {
+		var got []string
+		statements(tc.q, func(s string, k stmt.Kind) bool {
+			got = append(got, s+":"+kindName(k))
+			return true
+		})
+		if strings.Join(got, "|") != strings.Join(tc.want, "|") {
+			t.Errorf("statements(%q) = %q, want %q", tc.q, got, tc.want)
+		}
+	}
+}
+
+// The DSN's autocommit and completion_type as go-sql-driver sends them.
+func TestDSNValues(t *testing.T) {
+	for v, want := range map[string]uint8{"": acOn, "1": acOn, "ON": acOn, "true": acOn, "'on'": acOn,
+		"0": acOff, "OFF": acOff, "false": acOff, "'OFF'": acOff, "DEFAULT": acUnknown, "2": acUnknown, "@x": acUnknown} {
+		if got := autocommitOf(v); got != want {
+			t.Errorf("autocommitOf(%q) = %d, want %d", v, got, want)
+		}
+	}
+	for v, want := range map[string]uint8{"": ctNoChain, "0": ctNoChain, "NO_CHAIN": ctNoChain, "1": ctChain,
+		"'CHAIN'": ctChain, "2": ctRelease, "release": ctRelease, "3": ctUnknown} {
+		if got := completionOf(v); got != want {
+			t.Errorf("completionOf(%q) = %d, want %d", v, got, want)
+		}
+	}
+}
+
+// FuzzClassify: the classifier never panics, the shortcut agrees with the full reading,
+// case does not matter, and leading white space or a comment changes nothing. Text
+// that cannot be split (an unterminated quote or comment) is unknown.
+func FuzzClassify(f *testing.F) {
+	for _, tc := range classifyCases {
+		f.Add(tc.q, tc.multi)
+	}
+	f.Fuzz(func(t *testing.T, q string, multi bool) {
+		k := classify(q, multi)
+		if slow := classifySlow(q, multi); slow != k {
+			t.Fatalf("classify(%q, %v) = %s, classifySlow = %s", q, multi, kindName(k), kindName(slow))
+		}
+		if kindNames[k&kClass] == "" || k&^kClass != 0 && k&kClass != kCommit && k&kClass != kRollback {
+			t.Fatalf("classify(%q, %v) = %s: not a statement kind", q, multi, kindName(k))
+		}
+		ascii := true
+		for i := 0; i < len(q); i++ {
+			ascii = ascii && q[i] < 0x80
+		}
+		if ascii {
+			if u, l := classify(strings.ToUpper(q), multi), classify(strings.ToLower(q), multi); u != l {
+				t.Fatalf("classify(%q): upper case %s, lower case %s", q, kindName(u), kindName(l))
+			}
+		}
+		if k != kEmpty {
+			if c := classify("/* c */ \n"+q, multi); c != k {
+				t.Fatalf("classify(%q) = %s, with a leading comment %s", q, kindName(k), kindName(c))
+			}
+		}
+		if multi && strings.IndexByte(q, ';') >= 0 {
+			if _, _, ok := nextStatement(q, 0); !ok && k != kUnknown {
+				t.Fatalf("classify(%q, multi) = %s for text that cannot be split", q, kindName(k))
+			}
+		}
+		statements(q, func(s string, k stmt.Kind) bool { return true })
+	})
+}
+
+// BenchmarkClassify is classify's cost per statement: the hot path (a query starting with
+// SELECT, INSERT, UPDATE or DELETE) and a few that take the full reading.
+func BenchmarkClassify(b *testing.B) {
+	for _, q := range []string{
+		"UPDATE t SET n=n+1 WHERE id=1",
+		"SELECT n FROM t WHERE id=1",
+		"  SELECT n FROM t WHERE id=1",
+		"COMMIT",
+		"SET autocommit = 0, sql_mode = 'ANSI'",
+		"BEGIN; INSERT INTO t VALUES (1); COMMIT",
+	} {
+		b.Run(strings.Fields(q)[0], func(b *testing.B) {
+			multi := strings.Contains(q, ";")
+			for b.Loop() {
+				if classify(q, multi) == kEmpty {
+					b.Fatal("empty")
+				}
+			}
+		})
+	}
+}

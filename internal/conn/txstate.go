@@ -1,0 +1,348 @@
+package conn
+
+import "github.com/mysqlfailover/mysqlfailover/internal/stmt"
+
+// The session's autocommit (txState.ac).
+const (
+	acOn uint8 = iota
+	acOff
+	acUnknown // counts as off; SELECT @@autocommit tells
+)
+
+// The session's completion_type (txState.ct): what COMMIT and ROLLBACK without AND
+// [NO] CHAIN or [NO] RELEASE do.
+const (
+	ctNoChain uint8 = iota
+	ctChain
+	ctRelease
+	ctUnknown
+)
+
+// The session's transaction (txState.txn).
+const (
+	txnNone uint8 = iota
+	txnOpen
+	txnUnknown // counts as open; MariaDB's @@in_transaction tells
+)
+
+// The session's XA transaction (txState.xa).
+const (
+	xaNone uint8 = iota
+	xaActive
+	xaPrepared // it survives its session on the server (MySQL 5.7.7+, MariaDB 10.5+)
+)
+
+// txState is what the connection knows of its physical session's transaction state:
+// from the DSN, and from every statement that ran on the session (see classify). A new
+// session starts with none open.
+type txState struct {
+	ac      uint8
+	ct      uint8
+	txn     uint8
+	xa      uint8
+	began   bool // txn was opened by BEGIN or START TRANSACTION (for error texts)
+	locks   bool // LOCK TABLES, FLUSH TABLES WITH READ LOCK, LOCK INSTANCE: held until UNLOCK
+	pending bool // SET TRANSACTION gave the next transaction its characteristics
+}
+
+// held reports whether the session holds state that a move would drop: a transaction
+// that is open or may be, table locks, pending transaction characteristics, or an
+// autocommit or completion_type it does not know (it could not restore them). The
+// session then stays on its host.
+func (s *txState) held() bool {
+	return s.txn != txnNone || s.xa != xaNone || s.locks || s.pending || s.ac == acUnknown || s.ct == ctUnknown
+}
+
+// resolvable reports whether the server can tell what is held: only unknowns are.
+func (s *txState) resolvable() bool {
+	return s.txn != txnOpen && s.xa == xaNone && !s.locks && !s.pending
+}
+
+// touch records a statement that has no effect of its own: with autocommit off it opens a
+// transaction (a SELECT included: its snapshot and locks are the transaction's).
+func (s *txState) touch() {
+	switch {
+	case s.txn != txnNone:
+	case s.ac == acOff:
+		s.txn = txnOpen
+	case s.ac == acUnknown:
+		s.txn = txnUnknown
+	}
+}
+
+// end records the end of the transaction; chain opens the next one (AND CHAIN).
+func (s *txState) end(chain bool) {
+	s.txn, s.began, s.xa, s.pending = txnNone, false, xaNone, false
+	if chain {
+		s.txn, s.began = txnOpen, true
+	}
+}
+
+// completion returns what COMMIT or ROLLBACK of kind k does: chain, release, and whether
+// that is known (completion_type unknown and no explicit clause: not).
+func (s *txState) completion(k stmt.Kind) (chain, release, known bool) {
+	chain = k&fChain != 0 || k&fNoChain == 0 && s.ct == ctChain
+	release = k&fRelease != 0 || k&fNoRelease == 0 && s.ct == ctRelease
+	known = s.ct != ctUnknown || k&(fChain|fNoChain) != 0 && k&(fRelease|fNoRelease) != 0
+	return chain, release, known
+}
+
+// apply records that one statement of kind k (not kBatch) succeeded. It reports whether
+// the server closes the session after it (RELEASE).
+func (s *txState) apply(k stmt.Kind) (release bool) {
+	switch k & kClass {
+	case kPlain, kUse:
+		s.touch()
+	case kBegin:
+		s.txn, s.began, s.locks = txnOpen, true, false // BEGIN also releases table locks
+	case kXAStart:
+		s.txn, s.began, s.locks, s.xa = txnOpen, true, false, xaActive
+	case kXAPrepare:
+		s.xa = xaPrepared
+	case kXACommit, kXARollback:
+		s.end(false)
+	case kCommit, kRollback:
+		chain, rel, known := s.completion(k)
+		if !known {
+			s.txn, s.began = txnUnknown, false
+			return false
+		}
+		s.end(chain)
+		return rel
+	case kACOn:
+		switch s.ac {
+		case acOff:
+			s.txn, s.began = txnNone, false // SET autocommit = 1 commits
+		case acUnknown:
+			if s.txn != txnNone {
+				s.txn = txnUnknown
+			}
+		}
+		s.ac = acOn
+	case kACOff:
+		s.ac = acOff
+	case kACUnknown:
+		s.ac = acUnknown
+		if s.txn != txnNone {
+			s.txn, s.began = txnUnknown, false
+		}
+	case kCTNoChain:
+		s.ct = ctNoChain
+	case kCTChain:
+		s.ct = ctChain
+	case kCTRelease:
+		s.ct = ctRelease
+	case kCTUnknown:
+		s.ct = ctUnknown
+	case kSetTx:
+		s.pending = true
+	case kImplicit:
+		s.txn, s.began = txnNone, false
+	case kMaybe:
+		if s.txn != txnNone {
+			s.txn, s.began = txnUnknown, false
+		}
+	case kLockTables:
+		s.txn, s.began, s.locks = txnNone, false, true
+	case kLock:
+		s.locks = true
+	case kUnlock:
+		// It commits only after LOCK TABLES (not after FLUSH TABLES WITH READ LOCK);
+		// which one it was is not followed, so the transaction is not taken as ended.
+		s.locks = false
+	case kUnknown:
+		s.txn, s.began, s.ac, s.ct = txnUnknown, false, acUnknown, ctUnknown
+	}
+	return false
+}
+
+// failed records that a statement of kind k (not kBatch) failed with a data error: the
+// session lives on. A transaction-control statement, or one that commits implicitly,
+// leaves the transaction unknown (whether its commit happened cannot be told); a failed
+// SET changes nothing; any other statement counts as one that ran.
+func (s *txState) failed(k stmt.Kind) {
+	switch k & kClass {
+	case kBegin, kXAStart, kXAPrepare, kXACommit, kXARollback, kCommit, kRollback, kACOn, kACUnknown:
+		s.txn, s.began = txnUnknown, false
+	case kImplicit, kMaybe, kLockTables, kUnlock:
+		if s.txn != txnNone {
+			s.txn, s.began = txnUnknown, false
+		}
+	case kUnknown:
+		s.apply(kUnknown)
+	case kPlain, kUse:
+		s.touch()
+	}
+}
+
+// failedBatch is failed for the statements of a multi-statement query that failed
+// somewhere: every state it may have left is merged, what differs becoming unknown.
+func (s *txState) failedBatch(query string) {
+	ran := *s // the statements before the one that failed
+	out, first := *s, true
+	statements(query, func(_ string, k stmt.Kind) bool {
+		t := ran
+		t.failed(k)
+		if first {
+			out, first = t, false
+		} else {
+			out.merge(t)
+		}
+		ran.apply(k)
+		return true
+	})
+	*s = out
+}
+
+// mayHaveRun records a multi-statement query whose results are being read: go-sql-driver
+// has read the first result only, so any number of its statements (one at least) may
+// have run; what differs between those states becomes unknown (see merge). Its USE
+// statements are not followed, and a RELEASE in it does not drop the session.
+func (s *txState) mayHaveRun(query string) {
+	ran := *s
+	var out txState
+	first := true
+	statements(query, func(_ string, k stmt.Kind) bool {
+		ran.apply(k)
+		if first {
+			out, first = ran, false
+		} else {
+			out.merge(ran)
+		}
+		return true
+	})
+	*s = out
+}
+
+// merge makes s the state that may be s or t: what differs becomes unknown, and locks,
+// pending characteristics and XA states count if either has them.
+func (s *txState) merge(t txState) {
+	if s.txn != t.txn {
+		s.txn = txnUnknown
+	}
+	s.began = s.began && t.began
+	if s.ac != t.ac {
+		s.ac = acUnknown
+	}
+	if s.ct != t.ct {
+		s.ct = ctUnknown
+	}
+	s.xa = max(s.xa, t.xa)
+	s.locks = s.locks || t.locks
+	s.pending = s.pending || t.pending
+}
+
+// A verdict is what a communication failure means for the session's transaction state
+// (see txState.verdict): the session is gone, and with it what it held.
+type verdict uint8
+
+const (
+	vLost     verdict = 1 << iota // what it held is lost: later statements fail until COMMIT or ROLLBACK
+	vCommit                       // the statement may have committed the open transaction
+	vEnded                        // the statement ended what was held, by a rollback
+	vPrepared                     // a prepared XA transaction survives on the server
+	vNone     verdict = 0         // nothing was held: the failure is an ordinary one
+)
+
+// verdict judges a communication failure of a statement of kind k (not kBatch) that ran
+// in state s.
+func (s *txState) verdict(k stmt.Kind) verdict {
+	if k == kTxEnd || !s.held() {
+		return vNone
+	}
+	if s.xa == xaPrepared {
+		return vPrepared
+	}
+	c := k & kClass
+	open := s.txn != txnNone
+	var commits, rollsBack bool
+	switch c {
+	case kCommit, kXACommit, kBegin, kXAStart, kImplicit, kMaybe, kLockTables:
+		commits = true // explicitly, or implicitly (BEGIN commits an open transaction)
+	case kUnlock:
+		commits = s.locks
+	case kACOn:
+		commits = s.ac != acOn
+	case kRollback, kXARollback:
+		rollsBack = true
+	}
+	if open && commits {
+		return vCommit
+	}
+	begins := c == kBegin || c == kXAStart
+	ends := c == kCommit || c == kRollback || c == kXACommit || c == kXARollback
+	kept := open && !rollsBack ||
+		s.locks && c != kUnlock && c != kLockTables && !begins ||
+		s.pending && !ends && !begins ||
+		s.ac == acUnknown && c != kACOn && c != kACOff ||
+		s.ct == ctUnknown && (c < kCTNoChain || c > kCTUnknown)
+	if kept {
+		return vLost
+	}
+	return vEnded
+}
+
+// verdictBatch is verdict for a multi-statement query, which may have failed at any of
+// its statements (at the first, when notSent: nothing of it ran).
+func (s *txState) verdictBatch(query string, notSent bool) verdict {
+	t := *s
+	var v verdict
+	statements(query, func(_ string, k stmt.Kind) bool {
+		v |= t.verdict(k)
+		t.apply(k)
+		return !notSent
+	})
+	return v
+}
+
+// what names what the session held, for the error of a lost transaction.
+func (s *txState) what() string {
+	switch {
+	case s.xa != xaNone:
+		return "the XA transaction"
+	case s.txn == txnOpen && s.began:
+		return "the transaction opened by BEGIN or START TRANSACTION"
+	case s.txn == txnOpen && s.ac != acOn:
+		return "the transaction of the autocommit=0 session"
+	case s.txn == txnOpen:
+		return "the open transaction"
+	case s.txn == txnUnknown:
+		return "the transaction that may be open (after CALL, EXECUTE or a statement whose effect the driver cannot tell)"
+	case s.locks:
+		return "the locks of LOCK TABLES or FLUSH TABLES WITH READ LOCK"
+	case s.pending:
+		return "the characteristics SET TRANSACTION gave the next transaction"
+	}
+	return "the session's autocommit or completion_type, which the driver could not tell"
+}
+
+// autocommitOf reads the DSN's autocommit parameter as go-sql-driver sends it ("" when
+// absent: the server's default, on).
+func autocommitOf(v string) uint8 {
+	if v == "" {
+		return acOn
+	}
+	switch autocommitKind(v) {
+	case kACOn:
+		return acOn
+	case kACOff:
+		return acOff
+	}
+	return acUnknown
+}
+
+// completionOf reads the DSN's completion_type parameter ("" when absent: NO_CHAIN).
+func completionOf(v string) uint8 {
+	if v == "" {
+		return ctNoChain
+	}
+	switch completionKind(v) {
+	case kCTNoChain:
+		return ctNoChain
+	case kCTChain:
+		return ctChain
+	case kCTRelease:
+		return ctRelease
+	}
+	return ctUnknown
+}

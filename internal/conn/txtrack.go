@@ -1,0 +1,217 @@
+package conn
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"io"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/mysqlfailover/mysqlfailover/internal/cluster"
+	"github.com/mysqlfailover/mysqlfailover/internal/stmt"
+)
+
+// ran records that a statement of kind k, query q, succeeded on the physical session.
+// After COMMIT or ROLLBACK ... RELEASE the server closes the session: it is dropped
+// without blaming its host, and the next call opens a new one.
+func (c *Conn) ran(k stmt.Kind, q string) {
+	if k == kPlain && c.st.ac == acOn {
+		return // the hot path: nothing changes
+	}
+	var release bool
+	if k == kBatch {
+		statements(q, func(s string, k stmt.Kind) bool {
+			release = c.ran1(k, s) || release
+			return true
+		})
+	} else {
+		release = c.ran1(k, q)
+	}
+	if release {
+		c.drop()
+	}
+}
+
+func (c *Conn) ran1(k stmt.Kind, s string) (release bool) {
+	if k == kUse {
+		if db, ok := parseUse(skipLead(s)); ok {
+			c.db = db
+		}
+	}
+	return c.st.apply(k)
+}
+
+// skipLead returns s after its leading white space and comments.
+func skipLead(s string) string {
+	l := lexer{s: s}
+	l.space()
+	return s[l.i:]
+}
+
+// errAnswered is ready's word for a statement answered without being sent (see
+// whileLost); the callers turn it into success, it never reaches a user.
+var errAnswered = errors.New("mysqlfailover: answered without sending")
+
+// endsLost reports whether a statement of kind k ends a lost transaction (whileLost).
+func endsLost(k stmt.Kind) bool {
+	switch k & kClass {
+	case kCommit, kRollback, kXACommit, kXARollback, kUnlock:
+		return true
+	}
+	return false
+}
+
+// whileLost answers a statement of kind k while a transaction opened by statements is
+// lost, without sending it anywhere, as Tx.Commit and Tx.Rollback answer for a lost Tx.
+// COMMIT (XA COMMIT, and UNLOCK TABLES, which commits) gets the lost error; ROLLBACK
+// (XA ROLLBACK) succeeds: the server rolled the transaction back when its session died.
+// Either ends the lost state (after RELEASE the session is dropped, as the server would
+// have closed it). Any other statement gets the lost error and leaves the state as it is.
+func (c *Conn) whileLost(k stmt.Kind) error {
+	err := c.lost
+	switch k & kClass {
+	case kCommit, kXACommit, kUnlock:
+	case kRollback, kXARollback:
+		err = errAnswered
+	default:
+		return err
+	}
+	c.lost = nil
+	if cls := k & kClass; cls == kCommit || cls == kRollback {
+		if _, release, _ := c.st.completion(k); release {
+			c.drop()
+		}
+	}
+	return err
+}
+
+// noRows is the result of a query answered without being sent.
+type noRows struct{}
+
+func (noRows) Columns() []string         { return nil }
+func (noRows) Close() error              { return nil }
+func (noRows) Next([]driver.Value) error { return io.EOF }
+
+var _ driver.Rows = noRows{}
+
+// settle is called before a call at a point where the session would move (place: the
+// pool's host is another one, or it is due to fall back) while it holds state. Where
+// only unknowns hold it, the server is asked (resolve), off the hot path; a session whose
+// results are still being read is not.
+func (c *Conn) settle(ctx context.Context, place cluster.Place) error {
+	if c.rows > 0 || !c.st.resolvable() || place == cluster.PlaceActive && !c.cl.FallBackDue() {
+		return nil
+	}
+	if c.mute || c.noInTrans && c.st.ac != acUnknown && c.st.ct != ctUnknown {
+		return nil // this session's server cannot tell
+	}
+	return c.resolve(ctx)
+}
+
+// The questions resolve asks. @@in_transaction is MariaDB's (10.3+): whether the session
+// is inside a transaction, as the server's own SERVER_STATUS_IN_TRANS flag says.
+// go-sql-driver reads that flag from every OK packet but keeps it unexported, so the
+// driver cannot follow it there; MySQL has no such variable (error 1193), and on MySQL
+// an unknown transaction stays counted as open until COMMIT or ROLLBACK.
+const (
+	askAll     = "SELECT @@autocommit, @@completion_type, @@in_transaction"
+	askNoInTrx = "SELECT @@autocommit, @@completion_type"
+)
+
+const errUnknownSystemVariable = 1193
+
+// resolve asks the session's server what its statements did not tell: autocommit,
+// completion_type and (MariaDB) whether a transaction is open. A server without
+// @@in_transaction is remembered for the session. A communication failure of the
+// question loses the session with whatever it held: the caller gets failover.ErrTxLost
+// (its own statement was not sent), as do the statements after it until COMMIT or
+// ROLLBACK. Any other error leaves the state as it was (counted as open), and the
+// session is not asked again.
+func (c *Conn) resolve(ctx context.Context) error {
+	q := askAll
+	if c.noInTrans {
+		q = askNoInTrx
+	}
+	vals, err := c.queryRow(ctx, q)
+	var me *mysql.MySQLError
+	if q == askAll && errors.As(err, &me) && me.Number == errUnknownSystemVariable {
+		c.noInTrans = true
+		if c.st.ac != acUnknown && c.st.ct != ctUnknown {
+			return nil
+		}
+		vals, err = c.queryRow(ctx, askNoInTrx)
+	}
+	if err != nil {
+		switch cluster.Classify(ctx, err) {
+		case cluster.Data:
+			c.mute = true
+			return nil
+		case cluster.Canceled:
+			_, out := c.fail(ctx, c.epoch, err, stmt.NoRetry, kPlain)
+			return out
+		}
+		_, out := c.move(ctx, err, true, stmt.NoRetry, kPlain)
+		return out
+	}
+	if k := autocommitKind(text(vals[0])); k == kACOn || k == kACOff {
+		c.st.ac = acOn
+		if k == kACOff {
+			c.st.ac = acOff
+		}
+	}
+	if ct := completionOf(text(vals[1])); text(vals[1]) != "" {
+		c.st.ct = ct
+	}
+	if len(vals) > 2 {
+		switch text(vals[2]) {
+		case "0":
+			c.st.txn, c.st.began = txnNone, false
+		case "1":
+			if c.st.txn == txnUnknown {
+				c.st.txn = txnOpen
+			}
+		}
+	}
+	return nil
+}
+
+var errNoRow = errors.New("mysqlfailover: no row")
+
+// queryRow runs q on the physical session and returns its first row.
+func (c *Conn) queryRow(ctx context.Context, q string) ([]driver.Value, error) {
+	if c.queryer == nil {
+		return nil, errNoRow
+	}
+	rows, err := c.queryer.QueryContext(ctx, q, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	vals := make([]driver.Value, len(rows.Columns()))
+	if err := rows.Next(vals); err != nil {
+		if err == io.EOF {
+			return nil, errNoRow // a data error: no answer
+		}
+		return nil, err
+	}
+	if len(vals) < 2 || q == askAll && len(vals) < 3 {
+		return nil, errNoRow
+	}
+	return vals, nil
+}
+
+// text returns a column value as text (the text protocol's []byte, or a number).
+func text(v driver.Value) string {
+	switch v := v.(type) {
+	case []byte:
+		return string(v)
+	case string:
+		return v
+	case int64:
+		if v >= 0 && v <= 9 {
+			return string(rune('0' + v))
+		}
+	}
+	return ""
+}
