@@ -12,9 +12,9 @@ import (
 	"github.com/DATA-DOG/go-sqlmock"
 	"go.uber.org/goleak"
 
-	"github.com/mysqlfailover/mysqlfailover/internal/conn"
 	"github.com/mysqlfailover/mysqlfailover/failover"
 	"github.com/mysqlfailover/mysqlfailover/internal/cluster"
+	"github.com/mysqlfailover/mysqlfailover/internal/conn"
 	"github.com/mysqlfailover/mysqlfailover/internal/fake"
 )
 

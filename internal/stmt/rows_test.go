@@ -11,8 +11,8 @@ import (
 	"github.com/DATA-DOG/go-sqlmock"
 	"github.com/go-sql-driver/mysql"
 
-	"github.com/mysqlfailover/mysqlfailover/internal/conn"
 	"github.com/mysqlfailover/mysqlfailover/failover"
+	"github.com/mysqlfailover/mysqlfailover/internal/conn"
 )
 
 const sel = "SELECT id FROM t"
