@@ -1,10 +1,8 @@
 package dsn
 
 import (
-	"errors"
 	"fmt"
 	"net"
-	"net/netip"
 	"net/url"
 	"slices"
 	"strconv"
@@ -12,6 +10,7 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+	"github.com/mysqlfailover/mysqlfailover/internal/hostaddr"
 )
 
 // Defaults of the failover options, used by NewConfig and by Parse for options
@@ -67,12 +66,6 @@ type Host struct {
 	// duplicates whatever their labels.
 	DC string
 }
-
-// maxLabel is the longest data-centre label, in bytes.
-const maxLabel = 64
-
-// labelRule says what checkLabel accepts, for messages.
-const labelRule = "1..64 bytes of A-Z a-z 0-9 . _ -"
 
 // Addr returns the address in the form net.Dial and go-sql-driver's
 // Config.Addr take: "db1:3306", or "[::1]:3308" for an IPv6 literal. It
@@ -389,18 +382,18 @@ func (c *Config) Validate() error {
 	seen := make(map[string]int, len(c.Hosts))
 	for i, h := range c.Hosts {
 		where := fmt.Sprintf("dsn: Hosts[%d] (%q, port %d)", i, h.Name, h.Port)
-		if reason := checkHostName(h.Name); reason != "" {
+		if reason := hostaddr.Name(h.Name); reason != "" {
 			return newError(ErrInvalidHost, where+": "+reason)
 		}
 		if h.Port < 1 || h.Port > 65535 {
 			return newError(ErrInvalidHost, where+": port out of range 1..65535")
 		}
 		if h.DC != "" {
-			if reason := checkLabel(h.DC); reason != "" {
-				return newError(ErrInvalidHost, where+": "+reason+": want "+labelRule)
+			if reason := hostaddr.Label(h.DC); reason != "" {
+				return newError(ErrInvalidHost, where+": "+reason+": want "+hostaddr.LabelRule)
 			}
 		}
-		k := hostKey(h)
+		k := hostaddr.Key(h.Name, h.Port)
 		if j, dup := seen[k]; dup {
 			return newError(ErrInvalidHost, fmt.Sprintf("%s: duplicate of Hosts[%d]", where, j))
 		}
@@ -472,8 +465,8 @@ func (c *Config) checkTopology() error {
 	slices.Sort(dcs)
 	dcs = slices.Compact(dcs)
 	if c.LocalDC != "" {
-		if checkLabel(c.LocalDC) != "" {
-			return newError(ErrInvalidOption, fmt.Sprintf("dsn: LocalDC is %q: want a dc label, %s", c.LocalDC, labelRule))
+		if hostaddr.Label(c.LocalDC) != "" {
+			return newError(ErrInvalidOption, fmt.Sprintf("dsn: LocalDC is %q: want a dc label, %s", c.LocalDC, hostaddr.LabelRule))
 		}
 		if len(dcs) == 0 {
 			return newError(ErrInvalidOption, fmt.Sprintf("dsn: localDC %q: no host has a dc label (write them as tcp(db1:3306;dc=east,...))", c.LocalDC))
@@ -512,7 +505,7 @@ func (c *Config) checkProbing() error {
 			"dsn: checkInterval=%v is too small: want 0 (probing off) or at least %v", d, MinCheckInterval))
 	}
 	if c.HostsURL != "" {
-		if reason := checkHostsURL(c.HostsURL, c.HostsAllowHTTP); reason != "" {
+		if reason := hostURLProblem(c.HostsURL, c.HostsAllowHTTP); reason != "" {
 			return newError(ErrInvalidOption, "dsn: hostsURL "+showURL(c.HostsURL)+": "+reason)
 		}
 		if c.CheckInterval == 0 {
@@ -521,62 +514,14 @@ func (c *Config) checkProbing() error {
 		}
 	}
 	if c.HostsToken != "" {
-		if reason := checkToken(c.HostsToken); reason != "" {
-			return newError(ErrInvalidOption, "dsn: hostsToken (not shown): "+reason+": want "+tokenRule)
+		if reason := hostaddr.Token(c.HostsToken); reason != "" {
+			return newError(ErrInvalidOption, "dsn: hostsToken (not shown): "+reason+": want "+hostaddr.TokenRule)
 		}
 		if c.HostsURL == "" {
 			return newError(ErrInvalidOption, "dsn: hostsToken needs hostsURL: the token is only sent to hostsURL")
 		}
 	}
 	return nil
-}
-
-// checkHostsURL returns why s cannot be Config.HostsURL, or "". The reason
-// does not quote s, nor anything from it when it contains '@' (url.Parse's
-// messages quote parts of the URL, such as a bad escape in a password).
-func checkHostsURL(s string, allowHTTP bool) string {
-	for i := 0; i < len(s); i++ {
-		if b := s[i]; b <= ' ' || b == 0x7f {
-			return "contains a blank or control character (in a DSN, '+' stands for a blank: write a '+' as %2B)"
-		}
-	}
-	u, err := url.Parse(s)
-	if err != nil {
-		var ue *url.Error
-		if !strings.Contains(s, "@") && errors.As(err, &ue) {
-			return "not a valid URL: " + ue.Err.Error()
-		}
-		return "not a valid URL"
-	}
-	if u.User != nil {
-		return "must not carry credentials (user info before '@'): send a bearer token as hostsToken instead"
-	}
-	if u.Scheme != "https" && u.Scheme != "http" {
-		return fmt.Sprintf("scheme %q: want https (or http to a loopback host, or with hostsAllowHTTP=true)", u.Scheme)
-	}
-	if u.Opaque != "" || u.Hostname() == "" {
-		return `no host: want an absolute URL such as "https://cfg.example/hosts.json"`
-	}
-	if p := u.Port(); p != "" {
-		if _, ok := parsePort(p); !ok {
-			return fmt.Sprintf("invalid port %q: want a decimal in 1..65535", p)
-		}
-	}
-	if u.Scheme == "http" && !allowHTTP && !isLoopback(u.Hostname()) {
-		return "plain http to a host that is not a loopback address would send the host list (and hostsToken) unencrypted: use https, or set hostsAllowHTTP=true"
-	}
-	return ""
-}
-
-// isLoopback reports whether host (a URL's Hostname) is "localhost" (in any
-// case) or a loopback IP literal: 127.0.0.0/8, ::1, or those mapped into
-// IPv6 or with a zone. It does not resolve names.
-func isLoopback(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	a, err := netip.ParseAddr(host)
-	return err == nil && a.IsLoopback()
 }
 
 // showURL quotes a HostsURL for a message, unless it may hold credentials:
@@ -593,61 +538,6 @@ func showURL(s string) string {
 		return "(not shown: it may hold credentials)"
 	}
 	return strconv.Quote(r)
-}
-
-// tokenRule says what checkToken accepts, for messages.
-const tokenRule = "a bearer token (RFC 6750 b64token): 1 or more of A-Z a-z 0-9 - . _ ~ + / then optional '=' padding"
-
-// checkToken returns why s cannot be a bearer token (RFC 6750 b64token,
-// which needs no quoting in an Authorization header and cannot smuggle
-// header lines), or "". The reason never includes s, nor its characters or
-// length.
-func checkToken(s string) string {
-	t := strings.TrimRight(s, "=")
-	if t == "" {
-		return "empty before the '=' padding"
-	}
-	for i := 0; i < len(t); i++ {
-		b := t[i]
-		switch {
-		case 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z' || '0' <= b && b <= '9' || strings.IndexByte("-._~+/", b) >= 0:
-		case b == '=':
-			return "'=' before the end (only trailing '=' padding is allowed)"
-		case b <= ' ' || b == 0x7f:
-			return "contains a blank or control character"
-		default:
-			return "contains a character outside the b64token set"
-		}
-	}
-	return ""
-}
-
-// LabelProblem returns why s cannot be a data-centre label (Host.DC,
-// localDC, a host list provider's "dc"), or "" when it can: labels are 1..64
-// bytes of A-Z a-z 0-9 '.' '_' '-'.
-func LabelProblem(s string) string { return checkLabel(s) }
-
-// HostNameProblem returns why name cannot be the name of a listed host (a
-// DSN entry or a host list provider's address), or "" when it can; see
-// checkHostName. Names are not resolved.
-func HostNameProblem(name string) string { return checkHostName(name) }
-
-// checkLabel returns why s cannot be a data-centre label, or "": labels
-// are 1..64 bytes of A-Z a-z 0-9 '.' '_' '-', which need no escaping in a
-// DSN. The message quotes s unless it is too long.
-func checkLabel(s string) string {
-	if s == "" {
-		return "empty dc label"
-	}
-	if len(s) > maxLabel {
-		return fmt.Sprintf("dc label of %d bytes", len(s))
-	}
-	for _, r := range s {
-		if !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '.' || r == '_' || r == '-') {
-			return fmt.Sprintf("dc label %q contains %q", s, r)
-		}
-	}
-	return ""
 }
 
 // checkNet accepts the networks that reach a TCP host.
@@ -674,34 +564,8 @@ func isWord(s string) bool {
 	return s != ""
 }
 
-// checkHostName returns why name cannot be a host of the list, or "". It
-// refuses what FormatDSN could not write back unambiguously (',', '@', '/',
-// brackets, parentheses, and ';' and '=', which start host attributes) and
-// blanks or control characters, which no host name or IP literal contains;
-// it does not resolve the name.
-func checkHostName(name string) string {
-	if name == "" {
-		return "empty host name"
-	}
-	for i := 0; i < len(name); i++ {
-		b := name[i]
-		if b <= ' ' || b == 0x7f {
-			return fmt.Sprintf("host name contains the blank or control character %q", b)
-		}
-		if strings.IndexByte(",@/()[];=", b) >= 0 {
-			return fmt.Sprintf("host name contains %q", b)
-		}
-	}
-	return ""
-}
-
-// hostKey identifies a host for duplicate detection: DNS names are
-// case-insensitive and IP literals have several spellings ("::1",
-// "0:0::1"). The DC label is not part of it.
-func hostKey(h Host) string {
-	name := strings.ToLower(h.Name)
-	if a, err := netip.ParseAddr(h.Name); err == nil {
-		name = a.String()
-	}
-	return net.JoinHostPort(name, strconv.Itoa(h.Port))
+// hostURLProblem returns why s cannot be Config.HostsURL, or "" (hostaddr.URL).
+func hostURLProblem(s string, allowHTTP bool) string {
+	_, reason := hostaddr.URL(s, allowHTTP)
+	return reason
 }

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/mysqlfailover/mysqlfailover/internal/hostaddr"
 )
 
 // fuzzPW is put in front of fuzzed DSNs as the password; letters only, so it
@@ -129,7 +131,7 @@ func checkParsed(t *testing.T, s string, c *Config) {
 		}
 		wantStr := h.Addr()
 		if h.DC != "" {
-			if r := checkLabel(h.DC); r != "" {
+			if r := hostaddr.Label(h.DC); r != "" {
 				t.Fatalf("Parse(%q): Hosts[%d].DC: %s", s, i, r)
 			}
 			wantStr += ";dc=" + h.DC
@@ -176,11 +178,11 @@ func checkParsed(t *testing.T, s string, c *Config) {
 		if err != nil || u.User != nil || u.Scheme != "https" && u.Scheme != "http" || u.Hostname() == "" || c.CheckInterval == 0 {
 			t.Fatalf("Parse(%q): HostsURL %q with CheckInterval %v", s, c.HostsURL, c.CheckInterval)
 		}
-		if u.Scheme == "http" && !c.HostsAllowHTTP && !isLoopback(u.Hostname()) {
+		if u.Scheme == "http" && !c.HostsAllowHTTP && !hostaddr.Loopback(u.Hostname()) {
 			t.Fatalf("Parse(%q): plain http HostsURL %q", s, c.HostsURL)
 		}
 	}
-	if c.HostsToken != "" && (c.HostsURL == "" || checkToken(c.HostsToken) != "") {
+	if c.HostsToken != "" && (c.HostsURL == "" || hostaddr.Token(c.HostsToken) != "") {
 		t.Fatalf("Parse(%q): HostsToken without HostsURL or not a b64token", s)
 	}
 

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mysqlfailover/mysqlfailover/internal/hostaddr"
 )
 
 // The Parse table (parseTests) has the rows for checkInterval,
@@ -222,8 +224,8 @@ func TestProbeRedaction(t *testing.T) {
 // TestCheckToken pins the b64token rule of RFC 6750.
 func TestCheckToken(t *testing.T) {
 	for _, ok := range []string{"a", "abc123", "A-Z_a.z~0+9/", "abc=", "abc==", "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.sig-_", "ghp_0123456789abcdef"} {
-		if r := checkToken(ok); r != "" {
-			t.Errorf("checkToken(%q) = %q, want valid", ok, r)
+		if r := hostaddr.Token(ok); r != "" {
+			t.Errorf("hostaddr.Token(%q) = %q, want valid", ok, r)
 		}
 	}
 	for bad, part := range map[string]string{
@@ -240,12 +242,12 @@ func TestCheckToken(t *testing.T) {
 		"é":      "outside",
 		`a"b`:    "outside",
 	} {
-		r := checkToken(bad)
+		r := hostaddr.Token(bad)
 		if !strings.Contains(r, part) {
-			t.Errorf("checkToken(%q) = %q, want it to contain %q", bad, r, part)
+			t.Errorf("hostaddr.Token(%q) = %q, want it to contain %q", bad, r, part)
 		}
 		if bad != "" && strings.Contains(r, bad) {
-			t.Errorf("checkToken(%q) = %q shows the token", bad, r)
+			t.Errorf("hostaddr.Token(%q) = %q shows the token", bad, r)
 		}
 	}
 }
@@ -259,7 +261,7 @@ func TestIsLoopback(t *testing.T) {
 		"128.0.0.1": false, "localhost.": false, "a.localhost": false, "localhost.example": false, "10.0.0.1": false,
 		"::2": false, "0.0.0.0": false, "": false, "127.0.0.1.nip.io": false,
 	} {
-		want(t, fmt.Sprintf("isLoopback(%q)", host), isLoopback(host), w)
+		want(t, fmt.Sprintf("hostaddr.Loopback(%q)", host), hostaddr.Loopback(host), w)
 	}
 }
 

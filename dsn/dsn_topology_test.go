@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/go-sql-driver/mysql"
+	"github.com/mysqlfailover/mysqlfailover/internal/hostaddr"
 )
 
 // The Parse table (parseTests) has the rows for dc labels, targetSessionAttrs,
@@ -78,8 +79,8 @@ func TestTargetNearMiss(t *testing.T) {
 func TestCheckLabel(t *testing.T) {
 	for _, ok := range []string{"a", "east", "EU-west-1", "dc_2", "rack.3", "0", "-", strings.Repeat("Z", 64),
 		"abcdefghijklmnopqrstuvwxyz", "ABCDEFGHIJKLMNOPQRSTUVWXYZ", "0123456789._-"} {
-		if r := checkLabel(ok); r != "" {
-			t.Errorf("checkLabel(%q) = %q, want valid", ok, r)
+		if r := hostaddr.Label(ok); r != "" {
+			t.Errorf("hostaddr.Label(%q) = %q, want valid", ok, r)
 		}
 	}
 	for bad, part := range map[string]string{
@@ -97,8 +98,8 @@ func TestCheckLabel(t *testing.T) {
 		"zürich":                `contains 'ü'`,
 		"a\xff":                 `contains '�'`,
 	} {
-		if r := checkLabel(bad); !strings.Contains(r, part) {
-			t.Errorf("checkLabel(%q) = %q, want it to contain %q", bad, r, part)
+		if r := hostaddr.Label(bad); !strings.Contains(r, part) {
+			t.Errorf("hostaddr.Label(%q) = %q, want it to contain %q", bad, r, part)
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+	"github.com/mysqlfailover/mysqlfailover/internal/hostaddr"
 )
 
 // optKind is how a failover option's value is written in the DSN.
@@ -20,7 +21,7 @@ const (
 	optBool                    // strconv.ParseBool
 	optDuration                // time.ParseDuration >= 0
 	optTarget                  // a TargetSessionAttrs constant
-	optLabel                   // a data-centre label (checkLabel)
+	optLabel                   // a data-centre label (hostaddr.Label)
 	optURL                     // a URL, query-escaped (url.QueryUnescape); checked by Validate
 	optSecret                  // a bearer token, %XX-escaped (url.PathUnescape); never printed
 )
@@ -370,7 +371,7 @@ func parseHosts(list string) ([]Host, error) {
 		if reason != "" {
 			return nil, newError(ErrInvalidHost, fmt.Sprintf("dsn: host %d (%q): %s", i+1, e, reason))
 		}
-		k := hostKey(h)
+		k := hostaddr.Key(h.Name, h.Port)
 		if j, dup := seen[k]; dup {
 			return nil, newError(ErrInvalidHost, fmt.Sprintf("dsn: host %d (%q): duplicate of host %d (%q)", i+1, e, j+1, entries[j]))
 		}
@@ -387,7 +388,7 @@ func parseHost(e string) (Host, string) {
 	if e == "" {
 		return Host{}, "empty host entry"
 	}
-	// Host names cannot contain ';' (checkHostName), so the first one ends
+	// Host names cannot contain ';' (hostaddr.Name), so the first one ends
 	// the address.
 	addr, attrs, hasAttrs := strings.Cut(e, ";")
 	h, reason := parseAddr(addr)
@@ -424,76 +425,12 @@ func parseHostAttrs(attrs string) (dc, reason string) {
 			return "", `host attribute "dc" given twice`
 		}
 		seen = true
-		if reason := checkLabel(val); reason != "" {
-			return "", reason + ": want " + labelRule
+		if reason := hostaddr.Label(val); reason != "" {
+			return "", reason + ": want " + hostaddr.LabelRule
 		}
 		dc = val
 	}
 	return dc, ""
-}
-
-// parseAddr parses the address part of a host entry: "name", "name:port",
-// "[ipv6]" or "[ipv6]:port".
-func parseAddr(e string) (Host, string) {
-	if e == "" {
-		return Host{}, "empty host name" // as in ";dc=east"
-	}
-	var name, port string
-	hasPort := false
-	if e[0] == '[' {
-		end := strings.IndexByte(e, ']')
-		if end < 0 {
-			return Host{}, "unbalanced brackets: '[' without ']'"
-		}
-		name = e[1:end]
-		rest := e[end+1:]
-		if strings.ContainsAny(name, "[]") || strings.ContainsAny(rest, "[]") {
-			return Host{}, "unbalanced brackets"
-		}
-		if rest != "" {
-			if rest[0] != ':' {
-				return Host{}, `want "[address]" or "[address]:port"`
-			}
-			port, hasPort = rest[1:], true
-		}
-		return finishHost(name, port, hasPort)
-	}
-	if strings.ContainsAny(e, "[]") {
-		return Host{}, "unbalanced brackets"
-	}
-	switch strings.Count(e, ":") {
-	case 0:
-		name = e
-	case 1:
-		name, port, _ = strings.Cut(e, ":")
-		hasPort = true
-	default:
-		return Host{}, `IPv6 address must be in brackets, as in "[::1]" or "[::1]:3306"`
-	}
-	return finishHost(name, port, hasPort)
-}
-
-func finishHost(name, port string, hasPort bool) (Host, string) {
-	if reason := checkHostName(name); reason != "" {
-		return Host{}, reason
-	}
-	h := Host{Name: name, Port: defaultPort}
-	if hasPort {
-		n, ok := parsePort(port)
-		if !ok {
-			return Host{}, fmt.Sprintf("invalid port %q: want a decimal in 1..65535", port)
-		}
-		h.Port = n
-	}
-	return h, ""
-}
-
-func parsePort(s string) (int, bool) {
-	if !isDigits(s) {
-		return 0, false
-	}
-	n, err := strconv.Atoi(s)
-	return n, err == nil && n >= 1 && n <= 65535
 }
 
 // isDigits rejects the signs and blanks strconv.Atoi would accept or trip on.
@@ -610,15 +547,15 @@ func parseValue(o *option, raw string) (any, error) {
 		// token itself.
 		t, err := url.PathUnescape(raw)
 		if raw == "" {
-			return nil, bad(tokenRule)
+			return nil, bad(hostaddr.TokenRule)
 		}
 		if err != nil {
 			return nil, bad("a bearer token, written as is or %XX-escaped (bad %-escape)")
 		}
 		return t, nil
 	default: // optLabel
-		if checkLabel(raw) != "" {
-			return nil, bad("a dc label, " + labelRule)
+		if hostaddr.Label(raw) != "" {
+			return nil, bad("a dc label, " + hostaddr.LabelRule)
 		}
 		return raw, nil
 	}
@@ -657,4 +594,17 @@ func (c *Config) set(o *option, v any) {
 	case "hostsAllowHTTP":
 		c.HostsAllowHTTP = v.(bool)
 	}
+}
+
+// parseAddr parses a host entry's address: "name", "name:port", "[ipv6]" or
+// "[ipv6]:port" (hostaddr.Split); a missing port is 3306.
+func parseAddr(e string) (Host, string) {
+	name, port, reason := hostaddr.Split(e, false)
+	if reason != "" {
+		return Host{}, reason
+	}
+	if port == 0 {
+		port = defaultPort
+	}
+	return Host{Name: name, Port: port}, ""
 }

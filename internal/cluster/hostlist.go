@@ -1,8 +1,8 @@
 package cluster
 
 import (
-	"github.com/mysqlfailover/mysqlfailover/dsn"
 	"github.com/mysqlfailover/mysqlfailover/failover"
+	"github.com/mysqlfailover/mysqlfailover/internal/hostaddr"
 
 	"bytes"
 	"context"
@@ -104,33 +104,14 @@ var _ failover.HostListProvider = (*HTTPHostList)(nil)
 // Errors start with "mysqlfailover: " and never contain the token or the URL's user
 // information.
 func NewHTTPHostList(rawURL, token string, allowHTTP bool, client *http.Client) (*HTTPHostList, error) {
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		// url.Error repeats the whole URL, user information included: keep only the cause.
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return nil, fmt.Errorf("mysqlfailover: host list URL: %v", err)
+	u, reason := hostaddr.URL(rawURL, allowHTTP)
+	if reason != "" {
+		return nil, errors.New("mysqlfailover: host list URL: " + reason)
 	}
-	if u.User != nil {
-		return nil, errors.New("mysqlfailover: host list URL: user information (user:password@) is not accepted: give the credential as the bearer token")
-	}
-	if u.Scheme != "http" && u.Scheme != "https" {
-		return nil, fmt.Errorf("mysqlfailover: host list URL: scheme %s: want https (or http)", hlQuote(u.Scheme))
-	}
-	if u.Opaque != "" || u.Hostname() == "" {
-		return nil, errors.New("mysqlfailover: host list URL: no host: want https://host/path")
+	if reason := hostaddr.Token(token); token != "" && reason != "" {
+		return nil, errors.New("mysqlfailover: host list token: " + reason + ": want " + hostaddr.TokenRule)
 	}
 	show := (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path, RawPath: u.RawPath}).String()
-	if u.Scheme == "http" && !allowHTTP && !hlLoopback(u.Hostname()) {
-		return nil, fmt.Errorf("mysqlfailover: host list URL %s: plain http to a host that is not loopback is refused (the token and the list would travel in clear): use https, or allow http explicitly", show)
-	}
-	for i := 0; i < len(token); i++ {
-		if token[i] <= ' ' || token[i] >= 0x7f {
-			return nil, fmt.Errorf("mysqlfailover: host list token: byte %d is a blank, control or non-ASCII character: want printable ASCII", i+1)
-		}
-	}
 	var c http.Client
 	if client != nil {
 		c = *client
@@ -313,7 +294,9 @@ func validateHostList(hosts []failover.ProvidedHost) string {
 	for i, h := range hosts {
 		key, reason := hostAddrKey(h.Addr)
 		if reason == "" && h.DC != "" {
-			reason = checkHostLabel(h.DC)
+			if reason = hostaddr.Label(h.DC); reason != "" {
+				reason += ": want " + hostaddr.LabelRule
+			}
 		}
 		if reason != "" {
 			return hlEntry(i, h) + ": " + reason
@@ -333,94 +316,6 @@ func hlEntry(i int, h failover.ProvidedHost) string {
 		s += ", dc " + hlQuote(h.DC)
 	}
 	return s + ")"
-}
-
-// hostAddrKey parses a provided host:port and returns its duplicate-detection key, or a
-// reason it is invalid.
-func hostAddrKey(addr string) (key, reason string) {
-	if addr == "" {
-		return "", `empty addr: want "host:port"`
-	}
-	var name, port string
-	bracketed := addr[0] == '['
-	if bracketed {
-		end := strings.IndexByte(addr, ']')
-		if end < 0 {
-			return "", "unbalanced brackets: '[' without ']'"
-		}
-		name = addr[1:end]
-		rest := addr[end+1:]
-		if rest == "" {
-			return "", `missing port: want "[address]:port"`
-		}
-		if rest[0] != ':' {
-			return "", `want "[address]:port"`
-		}
-		port = rest[1:]
-	} else {
-		switch strings.Count(addr, ":") {
-		case 0:
-			return "", `missing port: want "host:port"`
-		case 1:
-			name, port, _ = strings.Cut(addr, ":")
-		default:
-			return "", `IPv6 address must be in brackets, as in "[::1]:3306"`
-		}
-	}
-	if strings.ContainsAny(name, "[]") || strings.ContainsAny(port, "[]") {
-		return "", "unbalanced brackets"
-	}
-	if reason := checkProvidedName(name); reason != "" {
-		return "", reason
-	}
-	n, ok := hostListPort(port)
-	if !ok {
-		return "", fmt.Sprintf("invalid port %s: want a decimal in 1..65535", hlQuote(port))
-	}
-	key = strings.ToLower(name)
-	ip, err := netip.ParseAddr(name)
-	switch {
-	case bracketed && (err != nil || !ip.Is6()):
-		return "", `brackets must enclose an IPv6 address, as in "[::1]:3306"`
-	case err == nil:
-		key = ip.Unmap().String()
-	}
-	return net.JoinHostPort(key, strconv.Itoa(n)), ""
-}
-
-// checkProvidedName applies package dsn's host name rule.
-func checkProvidedName(name string) string { return dsn.HostNameProblem(name) }
-
-// hostListPort parses a port: decimal digits only (no sign, no blank), 1..65535.
-func hostListPort(s string) (int, bool) {
-	if s == "" || len(s) > 5 {
-		return 0, false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return 0, false
-		}
-	}
-	n, err := strconv.Atoi(s)
-	return n, err == nil && n >= 1 && n <= 65535
-}
-
-// checkHostLabel applies package dsn's data-centre label rule to a non-empty label.
-func checkHostLabel(s string) string {
-	if p := dsn.LabelProblem(s); p != "" {
-		return p + ": want 1..64 bytes of A-Z a-z 0-9 . _ -"
-	}
-	return ""
-}
-
-// hlLoopback reports whether host (a URL's host name, without brackets or port) is
-// localhost or a loopback IP literal (127.0.0.0/8, ::1, IPv4-mapped forms included).
-func hlLoopback(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip, err := netip.ParseAddr(host)
-	return err == nil && ip.Unmap().IsLoopback()
 }
 
 // hlOrigin returns u's scheme://host:port, lower-cased, with the scheme's default port
@@ -451,4 +346,17 @@ func hlShorten(s string) string {
 		return s[:3*hlMaxEcho] + "..."
 	}
 	return s
+}
+
+// hostAddrKey parses a provided host:port (hostaddr.Split, the port required) and
+// returns its duplicate-detection key (hostaddr.Key), or a reason it is invalid.
+func hostAddrKey(addr string) (key, reason string) {
+	name, port, reason := hostaddr.Split(addr, true)
+	if reason != "" {
+		return "", reason
+	}
+	if ip, err := netip.ParseAddr(name); addr[0] == '[' && (err != nil || !ip.Is6()) {
+		return "", `brackets must enclose an IPv6 address, as in "[::1]:3306"`
+	}
+	return hostaddr.Key(name, port), ""
 }
