@@ -25,7 +25,7 @@ func TestSplit(t *testing.T) {
 		{"db1:65536", false, "", 0, "invalid port"},
 		{"db1:003306", false, "", 0, "invalid port"},
 		{"db1:+3306", false, "", 0, "invalid port"},
-		{"db1:" + strings.Repeat("9", 200), false, "", 0, `..."`},
+		{"db1:" + strings.Repeat("9", 200), false, "", 0, `"...: want`},
 		{"db,1:3306", false, "", 0, "contains ','"},
 		{"", false, "", 0, "empty host name"},
 		{"", true, "", 0, "empty addr"},
