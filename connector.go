@@ -197,8 +197,7 @@ func (h *hostConnectors) get(addr string) (sqldriver.Connector, error) {
 			}
 		}
 	}
-	m := h.cfg.HostConfig(0)
-	m.Addr = addr
+	m := hostConfig(h.cfg, addr)
 	m.DialFunc = h.tracker.dialFunc(m.DialFunc)
 	c, err := mysql.NewConnector(m)
 	if err != nil {
@@ -216,7 +215,7 @@ func (h *hostConnectors) get(addr string) (sqldriver.Connector, error) {
 // is returned wrapped with the host. After Close it returns failover.ErrClosed.
 func (c *Connector) Connect(ctx context.Context) (sqldriver.Conn, error) {
 	c.cluster.Start() // the monitor, with checkInterval > 0: from the first connection on
-	write := c.cfg.TargetSessionAttrs.WriteIntent()
+	write := cluster.WriteIntent(c.cfg.TargetSessionAttrs)
 	cn, err := conn.Open(ctx, c.cluster, conn.Config{
 		ReadOnly: c.cfg.ReadOnly,
 		// A host that passed the read-write or primary role check is a writer,
@@ -291,3 +290,20 @@ func (c *Connector) Stats() failover.Stats {
 func (c *Connector) String() string { return "mysqlfailover.Connector(" + c.cfg.String() + ")" }
 
 var _ sqldriver.Connector = (*Connector)(nil)
+
+// hostConfig returns the go-sql-driver config for the host at addr, ready for
+// mysql.NewConnector: a Clone of cfg.MySQL (mysql.NewConfig() when nil) with Net "tcp"
+// (or the configured tcp4 or tcp6) and Addr addr. Changing it does not change cfg.
+func hostConfig(cfg *dsn.Config, addr string) *mysql.Config {
+	var m *mysql.Config
+	if cfg.MySQL != nil {
+		m = cfg.MySQL.Clone()
+	} else {
+		m = mysql.NewConfig()
+	}
+	if m.Net != "tcp4" && m.Net != "tcp6" {
+		m.Net = "tcp" // dsn.Validate rejects every network that is not TCP
+	}
+	m.Addr = addr
+	return m
+}

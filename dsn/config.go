@@ -15,40 +15,40 @@ import (
 
 // Defaults of the failover options, used by NewConfig and by Parse for options
 // the DSN does not give. They are Connector/J 5.1's defaults except
-// DefaultHostTimeout, which has no Connector/J counterpart, and the probe
-// defaults (DefaultCheckInterval, DefaultFailoverDelay,
-// DefaultSwitchBackDelay), which are this package's own: only the options'
+// defaultHostTimeout, which has no Connector/J counterpart, and the probe
+// defaults (defaultCheckInterval, defaultFailoverDelay,
+// defaultSwitchBackDelay), which are this package's own: only the options'
 // names and meanings come from the Pulsar Java client's AutoClusterFailover.
 const (
-	// DefaultRetriesAllDown is the number of passes over the host list when
+	// defaultRetriesAllDown is the number of passes over the host list when
 	// every host is down (count), as Connector/J's retriesAllDown.
-	DefaultRetriesAllDown = 120
-	// DefaultSecondsBeforeRetryMaster is the time on a secondary before trying
+	defaultRetriesAllDown = 120
+	// defaultSecondsBeforeRetryMaster is the time on a secondary before trying
 	// the primary again (seconds), as Connector/J's secondsBeforeRetryMaster.
-	DefaultSecondsBeforeRetryMaster = 30
-	// DefaultQueriesBeforeRetryMaster is the number of statements on a
+	defaultSecondsBeforeRetryMaster = 30
+	// defaultQueriesBeforeRetryMaster is the number of statements on a
 	// secondary before trying the primary again (count), as Connector/J's
 	// queriesBeforeRetryMaster.
-	DefaultQueriesBeforeRetryMaster = 50
-	// DefaultHostTimeout bounds one host attempt (dial, handshake, session
+	defaultQueriesBeforeRetryMaster = 50
+	// defaultHostTimeout bounds one host attempt (dial, handshake, session
 	// set-up). Five seconds lets a list of several dead hosts be walked well
 	// within a typical request deadline.
-	DefaultHostTimeout = 5 * time.Second
-	// DefaultCheckInterval is the probe interval (duration): 0, probing and
+	defaultHostTimeout = 5 * time.Second
+	// defaultCheckInterval is the probe interval (duration): 0, probing and
 	// host list polling are off unless the DSN sets checkInterval.
-	DefaultCheckInterval time.Duration = 0
-	// MinCheckInterval is the shortest CheckInterval other than 0
+	defaultCheckInterval time.Duration = 0
+	// minCheckInterval is the shortest CheckInterval other than 0
 	// (duration): a shorter one would turn the probes into load on every
-	// host. Validate rejects 0 < CheckInterval < MinCheckInterval.
-	MinCheckInterval = 10 * time.Millisecond
-	// DefaultFailoverDelay is how long the active host must fail its probes
+	// host. Validate rejects 0 < CheckInterval < minCheckInterval.
+	minCheckInterval = 10 * time.Millisecond
+	// defaultFailoverDelay is how long the active host must fail its probes
 	// without a pause before the pool moves away from it (duration); the
 	// option is Pulsar's AutoClusterFailover failoverDelay.
-	DefaultFailoverDelay = time.Second
-	// DefaultSwitchBackDelay is how long the primary must pass its probes
+	defaultFailoverDelay = time.Second
+	// defaultSwitchBackDelay is how long the primary must pass its probes
 	// without a pause before the pool moves back to it (duration); the
 	// option is Pulsar's AutoClusterFailover switchBackDelay.
-	DefaultSwitchBackDelay = 30 * time.Second
+	defaultSwitchBackDelay = 30 * time.Second
 )
 
 // defaultPort is MySQL's registered port, the one go-sql-driver adds too.
@@ -122,13 +122,6 @@ var targets = []TargetSessionAttrs{TargetAny, TargetReadWrite, TargetReadOnly, T
 // targetList is targets for messages.
 const targetList = "any, read-write, read-only, primary, standby, prefer-standby"
 
-// WriteIntent reports whether t asks for a session that can write:
-// true for TargetReadWrite and TargetPrimary, false for the others
-// (including "").
-func (t TargetSessionAttrs) WriteIntent() bool {
-	return t == TargetReadWrite || t == TargetPrimary
-}
-
 // knownTarget reports whether t is one of the constants.
 func knownTarget(t TargetSessionAttrs) bool { return slices.Contains(targets, t) }
 
@@ -176,13 +169,13 @@ type Config struct {
 
 	// RetriesAllDown is the number of passes over the whole host list when
 	// every host is down, before a connection attempt gives up (count >= 0,
-	// default DefaultRetriesAllDown, DSN retriesAllDown, as Connector/J 5.1's
+	// default defaultRetriesAllDown, DSN retriesAllDown, as Connector/J 5.1's
 	// retriesAllDown). 0 is treated as one pass by package failover.
 	RetriesAllDown int
 
 	// SecondsBeforeRetryMaster is the time on a secondary after which the
 	// pool tries to fall back to the primary (seconds >= 0, default
-	// DefaultSecondsBeforeRetryMaster, 0 disables this trigger). DSN
+	// defaultSecondsBeforeRetryMaster, 0 disables this trigger). DSN
 	// secondsBeforeRetryMaster or its alias secondsBeforeRetrySource
 	// (Connector/J 8.0.23 renamed ...Master to ...Source; both are accepted).
 	// With probing on (CheckInterval > 0), SwitchBackDelay is the fall-back
@@ -191,7 +184,7 @@ type Config struct {
 
 	// QueriesBeforeRetryMaster is the number of statements on a secondary
 	// after which the pool tries to fall back to the primary (count >= 0,
-	// default DefaultQueriesBeforeRetryMaster, 0 disables this trigger; both
+	// default defaultQueriesBeforeRetryMaster, 0 disables this trigger; both
 	// triggers 0 disables fall-back, as in Connector/J). DSN
 	// queriesBeforeRetryMaster or its alias queriesBeforeRetrySource. With
 	// probing on (CheckInterval > 0), SwitchBackDelay is the fall-back
@@ -208,7 +201,7 @@ type Config struct {
 	ReadOnly bool
 
 	// HostTimeout bounds every host attempt: dial, handshake and session
-	// set-up (duration >= 0, default DefaultHostTimeout, DSN hostTimeout in
+	// set-up (duration >= 0, default defaultHostTimeout, DSN hostTimeout in
 	// time.ParseDuration syntax such as "5s" or "500ms"). 0 means no per-host
 	// bound, only the caller's context. It exists because go-sql-driver's
 	// timeout only bounds the TCP dial, and a host that accepts the
@@ -241,22 +234,22 @@ type Config struct {
 
 	// CheckInterval is how often each host is probed with a real SQL round
 	// trip, on one long-lived probe connection per host, and how often
-	// HostsURL is polled (duration, default DefaultCheckInterval = 0, DSN
+	// HostsURL is polled (duration, default defaultCheckInterval = 0, DSN
 	// checkInterval in time.ParseDuration syntax, as Pulsar's
 	// AutoClusterFailover checkInterval). 0 turns probing and polling off;
-	// otherwise it must be at least MinCheckInterval (10ms).
+	// otherwise it must be at least minCheckInterval (10ms).
 	CheckInterval time.Duration
 
 	// FailoverDelay is how long the active host must fail its probes
 	// without a pause before the pool moves away from it proactively, before
-	// a statement fails there (duration >= 0, default DefaultFailoverDelay,
+	// a statement fails there (duration >= 0, default defaultFailoverDelay,
 	// DSN failoverDelay, as Pulsar's AutoClusterFailover failoverDelay). 0
 	// moves on the first failed probe. Used only with CheckInterval > 0.
 	FailoverDelay time.Duration
 
 	// SwitchBackDelay is how long the primary must pass its probes without
 	// a pause, while the pool is elsewhere, before the pool moves back to it
-	// (duration >= 0, default DefaultSwitchBackDelay, DSN switchBackDelay, as
+	// (duration >= 0, default defaultSwitchBackDelay, DSN switchBackDelay, as
 	// Pulsar's AutoClusterFailover switchBackDelay). 0 moves back on the
 	// first passed probe. Used only with CheckInterval > 0, and then it
 	// replaces SecondsBeforeRetryMaster and QueriesBeforeRetryMaster as the
@@ -301,15 +294,15 @@ type Config struct {
 // MySQL from mysql.NewConfig(). Set Hosts before use.
 func NewConfig() *Config {
 	return &Config{
-		RetriesAllDown:           DefaultRetriesAllDown,
-		SecondsBeforeRetryMaster: DefaultSecondsBeforeRetryMaster,
-		QueriesBeforeRetryMaster: DefaultQueriesBeforeRetryMaster,
+		RetriesAllDown:           defaultRetriesAllDown,
+		SecondsBeforeRetryMaster: defaultSecondsBeforeRetryMaster,
+		QueriesBeforeRetryMaster: defaultQueriesBeforeRetryMaster,
 		FailOverReadOnly:         true,
-		HostTimeout:              DefaultHostTimeout,
+		HostTimeout:              defaultHostTimeout,
 		TargetSessionAttrs:       TargetAny,
-		CheckInterval:            DefaultCheckInterval,
-		FailoverDelay:            DefaultFailoverDelay,
-		SwitchBackDelay:          DefaultSwitchBackDelay,
+		CheckInterval:            defaultCheckInterval,
+		FailoverDelay:            defaultFailoverDelay,
+		SwitchBackDelay:          defaultSwitchBackDelay,
 		MySQL:                    mysql.NewConfig(),
 	}
 }
@@ -331,24 +324,6 @@ func (c *Config) Clone() *Config {
 	return &cp
 }
 
-// HostConfig returns the go-sql-driver config for Hosts[i], ready for
-// mysql.NewConnector: a Clone of MySQL with Net "tcp" (or the configured
-// tcp4/tcp6) and Addr Hosts[i].Addr(). Changing it does not change c. It
-// panics if i is out of range, like a slice index; a nil MySQL is taken as
-// mysql.NewConfig().
-func (c *Config) HostConfig(i int) *mysql.Config {
-	h := c.Hosts[i]
-	var m *mysql.Config
-	if c.MySQL != nil {
-		m = c.MySQL.Clone()
-	} else {
-		m = mysql.NewConfig()
-	}
-	m.Net = tcpNet(m.Net)
-	m.Addr = h.Addr()
-	return m
-}
-
 // tcpNet maps the configured network to the one to dial: go-sql-driver treats
 // "" as "tcp", and Validate has rejected anything that is not TCP.
 func tcpNet(n string) string {
@@ -363,7 +338,7 @@ func tcpNet(n string) string {
 // valid, distinct names and ports 1..65535, and DC labels "" or valid
 // (ErrInvalidHost); counts, seconds, HostTimeout, CheckInterval,
 // FailoverDelay and SwitchBackDelay >= 0, CheckInterval 0 or at least
-// MinCheckInterval, TargetSessionAttrs "" or one of the constants, LocalDC
+// minCheckInterval, TargetSessionAttrs "" or one of the constants, LocalDC
 // "" or one of the hosts' labels, UsedHostsPerRemoteDC > 0 only with
 // LocalDC set, HostsURL "" or a valid provider URL with CheckInterval > 0
 // (see Config.HostsURL), HostsToken "" or a b64token with HostsURL set, and
@@ -495,14 +470,14 @@ func (c *Config) checkTopology() error {
 	return nil
 }
 
-// checkProbing checks CheckInterval against MinCheckInterval and the host
+// checkProbing checks CheckInterval against minCheckInterval and the host
 // list provider options against each other. Messages use the DSN keys, as
 // checkTopology's, and never include HostsToken, nor HostsURL when it may
 // hold credentials (showURL).
 func (c *Config) checkProbing() error {
-	if d := c.CheckInterval; d > 0 && d < MinCheckInterval {
+	if d := c.CheckInterval; d > 0 && d < minCheckInterval {
 		return newError(ErrInvalidOption, fmt.Sprintf(
-			"dsn: checkInterval=%v is too small: want 0 (probing off) or at least %v", d, MinCheckInterval))
+			"dsn: checkInterval=%v is too small: want 0 (probing off) or at least %v", d, minCheckInterval))
 	}
 	if c.HostsURL != "" {
 		if reason := hostURLProblem(c.HostsURL, c.HostsAllowHTTP); reason != "" {

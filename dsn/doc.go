@@ -108,8 +108,7 @@
 //	prefer-standby  standbys first; any host as a last resort
 //
 // Values are case-sensitive; "read_write" or "Primary" is an error that says
-// what was meant. TargetSessionAttrs.WriteIntent tells read-write and
-// primary, which ask for a session that can write, from the others.
+// what was meant.
 //
 // localDC (Config.LocalDC, as the DataStax Java driver's
 // DCAwareRoundRobinPolicy localDc) names the local data centre: its hosts,
@@ -133,7 +132,7 @@
 // FailoverDelay, SwitchBackDelay, named after the Pulsar Java client's
 // AutoClusterFailover options; durations in time.ParseDuration syntax) turn
 // on and tune active health probes. With checkInterval > 0 (it must then be
-// at least 10ms, MinCheckInterval) each host is probed every checkInterval
+// at least 10ms, minCheckInterval) each host is probed every checkInterval
 // with a real SQL round trip, on one long-lived probe connection per host.
 // When the host the pool uses has failed its probes without a pause for
 // failoverDelay (default 1s), the pool moves away from it proactively,

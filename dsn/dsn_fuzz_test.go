@@ -126,8 +126,8 @@ func checkParsed(t *testing.T, s string, c *Config) {
 	}
 	hostList := make([]string, len(c.Hosts))
 	for i, h := range c.Hosts {
-		if m := c.HostConfig(i); m.Addr != h.Addr() || strings.ContainsAny(m.Addr, ";=") {
-			t.Fatalf("HostConfig(%d).Addr = %q", i, m.Addr)
+		if a := h.Addr(); strings.ContainsAny(a, ";=") {
+			t.Fatalf("Hosts[%d].Addr() = %q", i, a)
 		}
 		wantStr := h.Addr()
 		if h.DC != "" {
@@ -170,7 +170,7 @@ func checkParsed(t *testing.T, s string, c *Config) {
 	}
 
 	// Probe and provider options.
-	if d := c.CheckInterval; d < 0 || d > 0 && d < MinCheckInterval || c.FailoverDelay < 0 || c.SwitchBackDelay < 0 {
+	if d := c.CheckInterval; d < 0 || d > 0 && d < minCheckInterval || c.FailoverDelay < 0 || c.SwitchBackDelay < 0 {
 		t.Fatalf("Parse(%q): CheckInterval %v, FailoverDelay %v, SwitchBackDelay %v", s, d, c.FailoverDelay, c.SwitchBackDelay)
 	}
 	if c.HostsURL != "" {

@@ -43,7 +43,7 @@ func TestFormatDSNProbes(t *testing.T) {
 			"&hostsToken=ab%2Bc%2Fd%3D%3D&hostsAllowHTTP=true"},
 		{"delays only", func() *Config {
 			c := withHosts(Host{Name: "db1", Port: 3306})
-			c.FailoverDelay, c.SwitchBackDelay = 1500*time.Millisecond, DefaultSwitchBackDelay
+			c.FailoverDelay, c.SwitchBackDelay = 1500*time.Millisecond, defaultSwitchBackDelay
 			return c
 		}(), "tcp(db1:3306)/?failoverDelay=1.5s"},
 		{"provider after go-sql-driver params", func() *Config {

@@ -550,7 +550,7 @@ func TestParse(t *testing.T) {
 
 // diffConfig describes how a and b differ, or returns "". MySQL is compared
 // by go-sql-driver's FormatDSN (which covers user, net, database and every
-// parameter; Addr is left out as HostConfig replaces it) plus the password
+// parameter; Addr is left out, as the driver replaces it per host) plus the password
 // and TLS: DeepEqual would trip over
 // *time.Location caches and unexported fields go-sql-driver itself does not
 // round-trip (a negative timeTruncate).
@@ -583,7 +583,7 @@ func diffConfig(a, b *Config) string {
 	return strings.Join(d, "; ")
 }
 
-// formatUsed is go-sql-driver's FormatDSN of what HostConfig uses from m:
+// formatUsed is go-sql-driver's FormatDSN of what the driver uses from m:
 // Addr is replaced per host, and Net "" means tcp.
 func formatUsed(m *mysql.Config) string {
 	m = m.Clone()
@@ -668,9 +668,9 @@ func TestFormatDSN(t *testing.T) {
 			c.MySQL.Net = "tcp6"
 			return c
 		}(), "tcp6([::1]:3306)/"},
-		{"nil MySQL", &Config{Hosts: []Host{{Name: "db1", Port: 3306}}, RetriesAllDown: DefaultRetriesAllDown, SecondsBeforeRetryMaster: DefaultSecondsBeforeRetryMaster,
-			QueriesBeforeRetryMaster: DefaultQueriesBeforeRetryMaster, FailOverReadOnly: true, HostTimeout: DefaultHostTimeout,
-			FailoverDelay: DefaultFailoverDelay, SwitchBackDelay: DefaultSwitchBackDelay}, "tcp(db1:3306)/"},
+		{"nil MySQL", &Config{Hosts: []Host{{Name: "db1", Port: 3306}}, RetriesAllDown: defaultRetriesAllDown, SecondsBeforeRetryMaster: defaultSecondsBeforeRetryMaster,
+			QueriesBeforeRetryMaster: defaultQueriesBeforeRetryMaster, FailOverReadOnly: true, HostTimeout: defaultHostTimeout,
+			FailoverDelay: defaultFailoverDelay, SwitchBackDelay: defaultSwitchBackDelay}, "tcp(db1:3306)/"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -926,8 +926,8 @@ func TestNewConfig(t *testing.T) {
 	want(t, "HostsURL", c.HostsURL, "")
 	want(t, "HostsToken", c.HostsToken, "")
 	want(t, "HostsAllowHTTP", c.HostsAllowHTTP, false)
-	want(t, "DefaultCheckInterval", DefaultCheckInterval, 0)
-	want(t, "MinCheckInterval", MinCheckInterval, 10*time.Millisecond)
+	want(t, "defaultCheckInterval", defaultCheckInterval, 0)
+	want(t, "minCheckInterval", minCheckInterval, 10*time.Millisecond)
 	if c.Hosts != nil || c.MySQL == nil {
 		t.Errorf("Hosts = %v, MySQL = %p: want nil hosts and a MySQL config", c.Hosts, c.MySQL)
 	}
@@ -963,47 +963,6 @@ func TestClone(t *testing.T) {
 	}
 	if got := (&Config{}).Clone(); got.Hosts != nil || got.MySQL != nil {
 		t.Errorf("Clone of zero Config = %#v", got)
-	}
-}
-
-// TestHostConfig: one go-sql-driver config per host, with that host's
-// address, the configured TCP flavour, everything else from MySQL, and no
-// sharing with c; go-sql-driver's NewConnector accepts it.
-func TestHostConfig(t *testing.T) {
-	tests := []struct {
-		dsn     string
-		wantNet string
-	}{
-		{"u:" + testPW + "@tcp(h1,h2:3307,[::1]:3308)/db?parseTime=true&tls=true&sql_mode=ANSI", "tcp"},
-		{"u:" + testPW + "@(h1,h2:3307,[::1]:3308)/db", "tcp"},
-		{"tcp6(h1,h2:3307,[::1]:3308)/db", "tcp6"},
-		{"tcp4(h1,h2:3307,[::1]:3308)/db", "tcp4"},
-	}
-	for _, tt := range tests {
-		c, err := Parse(tt.dsn)
-		if err != nil {
-			t.Fatal(err)
-		}
-		before := c.FormatDSN()
-		wantAddrs := []string{"h1:3306", "h2:3307", "[::1]:3308"}
-		for i, addr := range wantAddrs {
-			m := c.HostConfig(i)
-			want(t, "Addr", m.Addr, addr)
-			want(t, "Net", m.Net, tt.wantNet)
-			want(t, "Passwd", m.Passwd, c.MySQL.Passwd)
-			want(t, "DBName", m.DBName, "db")
-			want(t, "ParseTime", m.ParseTime, c.MySQL.ParseTime)
-			if _, err := mysql.NewConnector(m); err != nil {
-				t.Errorf("NewConnector(HostConfig(%d)): %v", i, err)
-			}
-			m.Params = map[string]string{"x": "y"}
-			m.DBName = "changed"
-		}
-		want(t, "config after HostConfig", c.FormatDSN(), before)
-	}
-	c := &Config{Hosts: []Host{{Name: "db1", Port: 3306}}}
-	if m := c.HostConfig(0); m.Addr != "db1:3306" || m.Net != "tcp" {
-		t.Errorf("HostConfig with nil MySQL = %s(%s)", m.Net, m.Addr)
 	}
 }
 

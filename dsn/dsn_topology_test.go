@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/go-sql-driver/mysql"
 	"github.com/mysqlfailover/mysqlfailover/internal/hostaddr"
 )
 
@@ -15,26 +14,23 @@ import (
 // and FuzzParse's seeds cover them; TestValidate has the hand-built ones.
 // This file tests the rest.
 
-// TestTargetSessionAttrs: the constants have libpq's spellings, WriteIntent
-// is true for read-write and primary only, and each value parses, formats
-// (except the default) and round-trips.
+// TestTargetSessionAttrs: the constants have libpq's spellings, and each value
+// parses, formats (except the default) and round-trips.
 func TestTargetSessionAttrs(t *testing.T) {
 	tests := []struct {
-		t      TargetSessionAttrs
-		s      string
-		intent bool
+		t TargetSessionAttrs
+		s string
 	}{
-		{TargetAny, "any", false},
-		{TargetReadWrite, "read-write", true},
-		{TargetReadOnly, "read-only", false},
-		{TargetPrimary, "primary", true},
-		{TargetStandby, "standby", false},
-		{TargetPreferStandby, "prefer-standby", false},
-		{"", "", false},
+		{TargetAny, "any"},
+		{TargetReadWrite, "read-write"},
+		{TargetReadOnly, "read-only"},
+		{TargetPrimary, "primary"},
+		{TargetStandby, "standby"},
+		{TargetPreferStandby, "prefer-standby"},
+		{"", ""},
 	}
 	for _, tt := range tests {
 		want(t, "constant", string(tt.t), tt.s)
-		want(t, fmt.Sprintf("%q.WriteIntent()", tt.s), tt.t.WriteIntent(), tt.intent)
 		if tt.t == "" {
 			continue
 		}
@@ -138,8 +134,8 @@ func TestFormatDSNTopology(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			checkValidFormat(t, tt.c, tt.want)
 			for i, h := range tt.c.Hosts {
-				if m := tt.c.HostConfig(i); m.Addr != h.Addr() || strings.Contains(m.Addr, ";") {
-					t.Errorf("HostConfig(%d).Addr = %q, want %q without the label", i, m.Addr, h.Addr())
+				if a := h.Addr(); strings.Contains(a, ";") {
+					t.Errorf("Hosts[%d].Addr() = %q, want it without the label", i, a)
 				}
 			}
 		})
@@ -165,23 +161,6 @@ func TestEmptyTargetIsAny(t *testing.T) {
 	c2.TargetSessionAttrs = ""
 	if d := diffConfig(c, c2); d != "" {
 		t.Errorf("round trip: %s", d)
-	}
-}
-
-// TestTopologyHostConfig: labelled hosts give go-sql-driver plain addresses,
-// which its NewConnector accepts, and the primary's address in MySQL.Addr.
-func TestTopologyHostConfig(t *testing.T) {
-	c, err := Parse("u:" + testPW + "@tcp(h1;dc=east,h2:3307;dc=west,[::1]:3308;dc=west)/db?localDC=east&usedHostsPerRemoteDC=1&tls=true")
-	if err != nil {
-		t.Fatal(err)
-	}
-	want(t, "MySQL.Addr", c.MySQL.Addr, "h1:3306")
-	for i, addr := range []string{"h1:3306", "h2:3307", "[::1]:3308"} {
-		m := c.HostConfig(i)
-		want(t, "Addr", m.Addr, addr)
-		if _, err := mysql.NewConnector(m); err != nil {
-			t.Errorf("NewConnector(HostConfig(%d)): %v", i, err)
-		}
 	}
 }
 

@@ -7,8 +7,8 @@ import (
 )
 
 // A primary and two secondaries, one failover option and one go-sql-driver
-// parameter. String hides the password; HostConfig gives each host's
-// go-sql-driver config.
+// parameter. String hides the password; MySQL is go-sql-driver's config,
+// which every host shares.
 func ExampleParse() {
 	c, err := dsn.Parse("app:s3cret@tcp(db1:3306,db2,[2001:db8::7]:3307)/shop?parseTime=true&secondsBeforeRetrySource=60&hostTimeout=2s")
 	if err != nil {
@@ -18,9 +18,8 @@ func ExampleParse() {
 	fmt.Println(c)
 	fmt.Println("primary:", c.Hosts[0], "secondaries:", c.Hosts[1:])
 	fmt.Println("fall back after", c.SecondsBeforeRetryMaster, "s; host timeout", c.HostTimeout)
-	for i := range c.Hosts {
-		m := c.HostConfig(i)
-		fmt.Println(m.Net, m.Addr, m.User, m.DBName, m.ParseTime)
+	for _, h := range c.Hosts {
+		fmt.Println(c.MySQL.Net, h.Addr(), c.MySQL.User, c.MySQL.DBName, c.MySQL.ParseTime)
 	}
 
 	_, err = dsn.Parse("app:s3cret@tcp(db1,db2)/shop?retriesalldown=3")
@@ -63,11 +62,11 @@ func ExampleParse_topology() {
 		return
 	}
 	fmt.Println(c)
-	for i, h := range c.Hosts {
-		fmt.Printf("%s dc=%s addr=%s\n", h, h.DC, c.HostConfig(i).Addr)
+	for _, h := range c.Hosts {
+		fmt.Printf("%s dc=%s addr=%s\n", h, h.DC, h.Addr())
 	}
 	fmt.Println("local:", c.LocalDC, "remote hosts per DC:", c.UsedHostsPerRemoteDC,
-		"target:", c.TargetSessionAttrs, "write intent:", c.TargetSessionAttrs.WriteIntent())
+		"target:", c.TargetSessionAttrs)
 
 	_, err = dsn.Parse("app:s3cret@tcp(db1;dc=east,db2;dc=west)/shop?localDC=East")
 	fmt.Println(err)
@@ -79,7 +78,7 @@ func ExampleParse_topology() {
 	// db2:3306;dc=east dc=east addr=db2:3306
 	// db3:3306;dc=west dc=west addr=db3:3306
 	// [2001:db8::7]:3307;dc=west dc=west addr=[2001:db8::7]:3307
-	// local: east remote hosts per DC: 1 target: read-write write intent: true
+	// local: east remote hosts per DC: 1 target: read-write
 	// dsn: localDC "East" matches no host's dc label; known DCs: east, west; labels are case-sensitive: did you mean "east"?
 	// dsn: targetSessionAttrs: invalid value "read_write": did you mean "read-write"? (values are case-sensitive: any, read-write, read-only, primary, standby, prefer-standby)
 }

@@ -104,13 +104,13 @@ func (c *Config) format(redact bool) string {
 		b.WriteString(value)
 	}
 	// Same order as options; main names only.
-	if c.RetriesAllDown != DefaultRetriesAllDown {
+	if c.RetriesAllDown != defaultRetriesAllDown {
 		add("retriesAllDown", strconv.Itoa(c.RetriesAllDown))
 	}
-	if c.SecondsBeforeRetryMaster != DefaultSecondsBeforeRetryMaster {
+	if c.SecondsBeforeRetryMaster != defaultSecondsBeforeRetryMaster {
 		add("secondsBeforeRetryMaster", strconv.Itoa(c.SecondsBeforeRetryMaster))
 	}
-	if c.QueriesBeforeRetryMaster != DefaultQueriesBeforeRetryMaster {
+	if c.QueriesBeforeRetryMaster != defaultQueriesBeforeRetryMaster {
 		add("queriesBeforeRetryMaster", strconv.Itoa(c.QueriesBeforeRetryMaster))
 	}
 	if !c.FailOverReadOnly {
@@ -119,7 +119,7 @@ func (c *Config) format(redact bool) string {
 	if c.ReadOnly {
 		add("readOnly", "true")
 	}
-	if c.HostTimeout != DefaultHostTimeout {
+	if c.HostTimeout != defaultHostTimeout {
 		add("hostTimeout", c.HostTimeout.String()) // parses back exactly
 	}
 	if t := c.TargetSessionAttrs; t != "" && t != TargetAny {
@@ -131,13 +131,13 @@ func (c *Config) format(redact bool) string {
 	if c.UsedHostsPerRemoteDC != 0 {
 		add("usedHostsPerRemoteDC", strconv.Itoa(c.UsedHostsPerRemoteDC))
 	}
-	if c.CheckInterval != DefaultCheckInterval {
+	if c.CheckInterval != defaultCheckInterval {
 		add("checkInterval", c.CheckInterval.String())
 	}
-	if c.FailoverDelay != DefaultFailoverDelay {
+	if c.FailoverDelay != defaultFailoverDelay {
 		add("failoverDelay", c.FailoverDelay.String())
 	}
-	if c.SwitchBackDelay != DefaultSwitchBackDelay {
+	if c.SwitchBackDelay != defaultSwitchBackDelay {
 		add("switchBackDelay", c.SwitchBackDelay.String())
 	}
 	if u := c.HostsURL; u != "" {

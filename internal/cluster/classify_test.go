@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+	"github.com/mysqlfailover/mysqlfailover/dsn"
 	"github.com/mysqlfailover/mysqlfailover/failover"
 	"github.com/mysqlfailover/mysqlfailover/internal/cluster"
 )
@@ -125,5 +126,17 @@ func TestNotBadConnCutsTheChain(t *testing.T) {
 	fe := &failover.FailoverError{Failed: "a:1", Current: "b:2", Err: cluster.NotBadConn(fmt.Errorf("w: %w", driver.ErrBadConn), "")}
 	if errors.Is(fe, driver.ErrBadConn) {
 		t.Fatal("FailoverError matches driver.ErrBadConn")
+	}
+}
+
+// WriteIntent is true for read-write and primary only.
+func TestWriteIntent(t *testing.T) {
+	for target, want := range map[dsn.TargetSessionAttrs]bool{
+		dsn.TargetAny: false, dsn.TargetReadWrite: true, dsn.TargetReadOnly: false, dsn.TargetPrimary: true,
+		dsn.TargetStandby: false, dsn.TargetPreferStandby: false, "": false,
+	} {
+		if got := cluster.WriteIntent(target); got != want {
+			t.Errorf("WriteIntent(%q) = %v, want %v", target, got, want)
+		}
 	}
 }

@@ -492,7 +492,7 @@ func (c *Cluster) order(t *topo, p plan, i int, tried []bool, buf []int) []int {
 // enabled and not due, unless the walk looks for a writer (targetSessionAttrs read-write
 // or primary), which after a promotion may well be the primary again.
 func (c *Cluster) skipPrimaryNow(due bool) bool {
-	return !due && c.fallBackEnabled() && !c.target.WriteIntent()
+	return !due && c.fallBackEnabled() && !WriteIntent(c.target)
 }
 
 // joinPlan is the plan for a connection that joins the pool: a new connection, or one

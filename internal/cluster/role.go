@@ -141,3 +141,11 @@ func ReadOnlyRejection(err error) bool {
 	var me *mysql.MySQLError
 	return errors.As(err, &me) && (me.Number == 1290 || me.Number == 1836)
 }
+
+// WriteIntent reports whether t asks for a session that can write: read-write and
+// primary. Those walks look for the writer wherever it is (the primary is never left out
+// of a first pass), failOverReadOnly does not apply, and a write rejected as read-only
+// makes the connection check the host's role.
+func WriteIntent(t dsn.TargetSessionAttrs) bool {
+	return t == dsn.TargetReadWrite || t == dsn.TargetPrimary
+}
