@@ -5,7 +5,6 @@ import (
 	sqldriver "database/sql/driver"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 
 	"github.com/go-sql-driver/mysql"
@@ -19,6 +18,7 @@ import (
 // connection it opens shares. It implements io.Closer; sql.DB.Close calls Close.
 type Connector struct {
 	cfg     *dsn.Config
+	conns   conn.Config // what every connection gets of cfg (conn.ConfigFrom)
 	cluster *cluster.Cluster
 	tracker *tracker
 }
@@ -166,6 +166,7 @@ func NewConnector(cfg *dsn.Config, opts ...Option) (*Connector, error) {
 		return nil, err
 	}
 	c := &Connector{cfg: cfg, cluster: cl, tracker: tr}
+	c.conns = conn.ConfigFrom(cfg, c)
 	if o.dial != nil {
 		c.tracker = nil // a test dialer: the tracker sees no socket (the Abort closure keeps its own)
 	}
@@ -215,39 +216,15 @@ func (h *hostConnectors) get(addr string) (sqldriver.Connector, error) {
 // is returned wrapped with the host. After Close it returns failover.ErrClosed.
 func (c *Connector) Connect(ctx context.Context) (sqldriver.Conn, error) {
 	c.cluster.Start() // the monitor, with checkInterval > 0: from the first connection on
-	write := cluster.WriteIntent(c.cfg.TargetSessionAttrs)
-	cn, err := conn.Open(ctx, c.cluster, conn.Config{
-		ReadOnly: c.cfg.ReadOnly,
-		// A host that passed the read-write or primary role check is a writer,
-		// wherever it is in the list: failOverReadOnly does not apply.
-		FailOverReadOnly: c.cfg.FailOverReadOnly && !write,
-		DBName:           c.cfg.MySQL.DBName,
-		WriteIntent:      write,
-		MultiStatements:  c.cfg.MySQL.MultiStatements,
-		// go-sql-driver sends these as SET on every new physical connection: they are
-		// what a new session's transactions start with.
-		Autocommit:     sessionVar(c.cfg.MySQL.Params, "autocommit"),
-		CompletionType: sessionVar(c.cfg.MySQL.Params, "completion_type"),
-	})
+	cn, err := conn.Open(ctx, c.cluster, c.conns)
 	if err != nil {
 		return nil, err
 	}
 	return cn, nil
 }
 
-// sessionVar returns the value params (mysql.Config.Params) sets the system variable
-// name to, "" when none; variable names are case-insensitive.
-func sessionVar(params map[string]string, name string) string {
-	for k, v := range params {
-		if strings.EqualFold(k, name) {
-			return v
-		}
-	}
-	return ""
-}
-
 // Driver implements driver.Connector.
-func (c *Connector) Driver() sqldriver.Driver { return Driver{} }
+func (c *Connector) Driver() sqldriver.Driver { return drv{} }
 
 // Close stops the connector: later Connect calls fail with failover.ErrClosed, and the
 // monitor (checkInterval > 0) stops; Close waits for its goroutines and closes the probe

@@ -16,7 +16,6 @@ import (
 	"github.com/mysqlfailover/mysqlfailover"
 	"github.com/mysqlfailover/mysqlfailover/dsn"
 	"github.com/mysqlfailover/mysqlfailover/failover"
-	"github.com/mysqlfailover/mysqlfailover/internal/conn"
 	"github.com/mysqlfailover/mysqlfailover/internal/fake"
 	"go.uber.org/goleak"
 )
@@ -206,7 +205,7 @@ func TestPinnedConnMovesHost(t *testing.T) {
 	defer c.Close()
 	host := func() (h string, ro bool) {
 		_ = c.Raw(func(dc any) error {
-			pc := dc.(*conn.Conn)
+			pc, _ := mysqlfailover.ConnOf(dc)
 			h, ro = pc.Host(), pc.ReadOnly()
 			return nil
 		})

@@ -16,7 +16,6 @@ import (
 	"github.com/mysqlfailover/mysqlfailover/dsn"
 	"github.com/mysqlfailover/mysqlfailover/failover"
 	"github.com/mysqlfailover/mysqlfailover/internal/cluster"
-	"github.com/mysqlfailover/mysqlfailover/internal/conn"
 	"github.com/mysqlfailover/mysqlfailover/internal/fake"
 )
 
@@ -65,7 +64,7 @@ func newPolicyPool(t *testing.T, hosts int, params string, script func(host, seq
 func proxy(t *testing.T, c *sql.Conn) (host string, ro bool) {
 	t.Helper()
 	if err := c.Raw(func(dc any) error {
-		pc := dc.(*conn.Conn)
+		pc, _ := mysqlfailover.ConnOf(dc)
 		host, ro = pc.Host(), pc.ReadOnly()
 		return nil
 	}); err != nil {

@@ -5,10 +5,12 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/mysqlfailover/mysqlfailover/dsn"
 	"github.com/mysqlfailover/mysqlfailover/failover"
 	"github.com/mysqlfailover/mysqlfailover/internal/cluster"
 	"github.com/mysqlfailover/mysqlfailover/internal/stmt"
@@ -43,7 +45,44 @@ type Config struct {
 	// ""), 1 or CHAIN, 2 or RELEASE; it decides what COMMIT and ROLLBACK without AND
 	// [NO] CHAIN or [NO] RELEASE do.
 	CompletionType string
+	// Owner is what Conn.Owner returns: the connector that opens the connections (the
+	// driver's *Connector), for users who hold only a connection.
+	Owner any
 }
+
+// ConfigFrom is the per-connection view of cfg: the one place where a DSN's options
+// become a connection's. owner is the connector (see Config.Owner).
+func ConfigFrom(cfg *dsn.Config, owner any) Config {
+	write := cluster.WriteIntent(cfg.TargetSessionAttrs)
+	return Config{
+		ReadOnly: cfg.ReadOnly,
+		// A host that passed the read-write or primary role check is a writer, wherever
+		// it is in the list: failOverReadOnly does not apply.
+		FailOverReadOnly: cfg.FailOverReadOnly && !write,
+		DBName:           cfg.MySQL.DBName,
+		WriteIntent:      write,
+		MultiStatements:  cfg.MySQL.MultiStatements,
+		// go-sql-driver sends these as SET on every new physical connection: they are
+		// what a new session's transactions start with.
+		Autocommit:     sessionVar(cfg.MySQL.Params, "autocommit"),
+		CompletionType: sessionVar(cfg.MySQL.Params, "completion_type"),
+		Owner:          owner,
+	}
+}
+
+// sessionVar returns the value params (mysql.Config.Params) sets the system variable
+// name to, "" when none; variable names are case-insensitive.
+func sessionVar(params map[string]string, name string) string {
+	for k, v := range params {
+		if strings.EqualFold(k, name) {
+			return v
+		}
+	}
+	return ""
+}
+
+// Owner returns Config.Owner: the connector that opened the connection.
+func (c *Conn) Owner() any { return c.cfg.Owner }
 
 // Conn is the proxy around one physical go-sql-driver connection at a time: the
 // driver.Conn that database/sql pools. database/sql uses a driver.Conn from one goroutine

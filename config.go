@@ -1,0 +1,17 @@
+package mysqlfailover
+
+import "github.com/mysqlfailover/mysqlfailover/dsn"
+
+// Config is a parsed DSN: the host list, the failover options and go-sql-driver's
+// configuration. Its fields and the option table are documented in package dsn, its
+// home; the alias lets a program that builds one in code import this package alone.
+type Config = dsn.Config
+
+// ParseDSN parses a DSN (go-sql-driver's syntax with a host list and the failover
+// options; see package dsn) and returns a valid Config, as dsn.Parse. Its errors name the
+// offending key or host and never contain the password.
+func ParseDSN(s string) (*Config, error) { return dsn.Parse(s) }
+
+// NewConfig returns a Config with every failover option at its default and an empty
+// go-sql-driver configuration, for a program to fill in, as dsn.NewConfig.
+func NewConfig() *Config { return dsn.NewConfig() }

@@ -1,0 +1,50 @@
+package mysqlfailover_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/mysqlfailover/mysqlfailover"
+	"github.com/mysqlfailover/mysqlfailover/failover"
+)
+
+// Issue 10: one function says what is safe to run again.
+func TestSafeToRetry(t *testing.T) {
+	fe := func(maybe bool) error {
+		return &failover.FailoverError{Failed: "H1:3306", Current: "H2:3306", MaybeExecuted: maybe, Err: mysql.ErrInvalidConn}
+	}
+	for _, tc := range []struct {
+		name string
+		err  error
+		want mysqlfailover.Retry
+	}{
+		{"nil", nil, mysqlfailover.RetryNothing},
+		{"may have run", fe(true), mysqlfailover.RetryNothing},
+		{"provably not run", fe(false), mysqlfailover.RetryStatement},
+		{"transaction lost", fmt.Errorf("%w: %w", failover.ErrTxLost, fe(true)), mysqlfailover.RetryTransaction},
+		{"lost, not sent", fmt.Errorf("%w (not sent)", failover.ErrTxLost), mysqlfailover.RetryTransaction},
+		{"commit outcome unknown", fmt.Errorf("%w: %w", failover.ErrCommitOutcomeUnknown, fe(true)), mysqlfailover.RetryNothing},
+		{"a batch: lost and outcome unknown", fmt.Errorf("%w: %w: %w", failover.ErrCommitOutcomeUnknown, failover.ErrTxLost, fe(true)), mysqlfailover.RetryNothing},
+		{"no host", &failover.NoHostAvailableError{Passes: 1}, mysqlfailover.RetryStatement},
+		{"full host", fmt.Errorf("host H1:3306 is full: %w", &mysql.MySQLError{Number: 1040}), mysqlfailover.RetryStatement},
+		{"deadlock", &mysql.MySQLError{Number: 1213}, mysqlfailover.RetryTransaction},
+		{"lock wait timeout", &mysql.MySQLError{Number: 1205}, mysqlfailover.RetryStatement},
+		{"duplicate key", &mysql.MySQLError{Number: 1062}, mysqlfailover.RetryNothing},
+		{"closed", failover.ErrClosed, mysqlfailover.RetryNothing},
+		{"cancelled", context.Canceled, mysqlfailover.RetryNothing},
+		{"other", errors.New("x"), mysqlfailover.RetryNothing},
+	} {
+		if got := mysqlfailover.SafeToRetry(tc.err); got != tc.want {
+			t.Errorf("%s: SafeToRetry = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	for r, s := range map[mysqlfailover.Retry]string{mysqlfailover.RetryNothing: "nothing", mysqlfailover.RetryStatement: "statement", mysqlfailover.RetryTransaction: "transaction"} {
+		if r.String() != s {
+			t.Errorf("%d.String() = %q, want %q", r, r.String(), s)
+		}
+	}
+}
