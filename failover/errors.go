@@ -13,13 +13,13 @@ import (
 // its Commit. The server rolled the transaction back when its session died; nothing of it
 // was replayed on another host.
 // As MariaDB Connector/J's 25S03 "In progress transaction was lost".
-var ErrTxLost = errors.New("mysqlfailover: transaction lost: its connection failed (or its host was demoted), the server rolled it back and nothing after the failure ran")
+var ErrTxLost = errors.New("mysqlfailover: transaction lost")
 
 // ErrCommitOutcomeUnknown is matched (errors.Is) by the error of a Commit whose connection
 // failed after COMMIT was sent: the transaction may or may not have been committed, and
 // only reading the data can tell. It is never returned for a transaction known to be lost
 // (see ErrTxLost). As Connector/J's SQLSTATE 08007 "Transaction resolution unknown".
-var ErrCommitOutcomeUnknown = errors.New("mysqlfailover: commit outcome unknown: the connection failed after COMMIT was sent")
+var ErrCommitOutcomeUnknown = errors.New("mysqlfailover: commit outcome unknown")
 
 // ErrClosed is returned by a Cluster or a connection used after Close.
 var ErrClosed = errors.New("mysqlfailover: closed")
@@ -84,8 +84,8 @@ func (e *FailoverError) Error() string {
 		b.WriteString("; now on ")
 		b.WriteString(e.Current)
 	case e.Reconnect != nil:
-		b.WriteString("; no host to switch to: ")
-		b.WriteString(e.Reconnect.Error())
+		b.WriteString("; no new session: ")
+		b.WriteString(strings.TrimPrefix(e.Reconnect.Error(), "mysqlfailover: "))
 	}
 	if e.MaybeExecuted {
 		b.WriteString(" (the statement may have run on ")

@@ -193,7 +193,7 @@ func (c *Conn) discard(why string, k stmt.Kind) {
 // lostErr is the error every statement gets while what (see txState.what) is lost: it
 // was held by the session on host, which ended with cause.
 func (c *Conn) lostErr(what string, host int, cause string) error {
-	return fmt.Errorf("%w (%s, on %s: %s)", failover.ErrTxLost, what, c.cl.Host(host), cause)
+	return lost(what + " failed earlier on " + c.cl.Host(host) + ": " + cause)
 }
 
 // closePhys closes the physical connection without releasing its host's id (see
@@ -225,7 +225,7 @@ func (c *Conn) ready(ctx context.Context, count bool, k stmt.Kind) error {
 	if c.checked {
 		c.checked = false // database/sql's checkout just checked it: no clock read needed
 	} else if c.stale(ctx) && c.tx != nil && c.tx.lost == nil {
-		c.tx.lost = fmt.Errorf("%w; not sent (the server closed the connection while the transaction sat idle)", failover.ErrTxLost)
+		c.tx.lost = lost("the server closed the connection while the transaction sat idle")
 	}
 	if c.tx != nil {
 		if c.tx.lost != nil {
@@ -457,23 +457,23 @@ func (c *Conn) move(ctx context.Context, err error, notSent bool, r stmt.Retry, 
 		fe.Current = c.cl.Host(host)
 	}
 	if c.tx != nil {
-		c.tx.lost = fmt.Errorf("%w; not sent (the transaction failed earlier: %v)", failover.ErrTxLost, fe)
-		return false, fmt.Errorf("%w: %w", failover.ErrTxLost, fe)
+		c.tx.lost = lost("the transaction failed earlier on " + fe.Failed + ": " + fe.Err.Error())
+		return false, heldBy(fe, "", failover.ErrTxLost)
 	}
 	switch {
 	case v&vLost != 0:
 		c.lost = c.lostErr(what, failed, fe.Err.Error())
 		if v&(vCommit|vPrepared) != 0 { // a batch with a COMMIT in it
-			return false, fmt.Errorf("%w: %w: %w", failover.ErrCommitOutcomeUnknown, failover.ErrTxLost, fe)
+			return false, heldBy(fe, "", failover.ErrCommitOutcomeUnknown, failover.ErrTxLost)
 		}
-		return false, fmt.Errorf("%w: %w", failover.ErrTxLost, fe)
+		return false, heldBy(fe, "", failover.ErrTxLost)
 	case v&vPrepared != 0:
-		return false, fmt.Errorf("%w (the XA transaction was prepared: it survives on %s until XA COMMIT or XA ROLLBACK runs there): %w",
-			failover.ErrCommitOutcomeUnknown, fe.Failed, fe)
+		return false, heldBy(fe, "the XA transaction was prepared: it survives on "+fe.Failed+" until XA COMMIT or XA ROLLBACK runs there",
+			failover.ErrCommitOutcomeUnknown)
 	case v&vCommit != 0 && notSent:
-		return false, fmt.Errorf("%w: %w", failover.ErrTxLost, fe)
+		return false, heldBy(fe, "", failover.ErrTxLost)
 	case v&vCommit != 0:
-		return false, fmt.Errorf("%w: %w", failover.ErrCommitOutcomeUnknown, fe)
+		return false, heldBy(fe, "", failover.ErrCommitOutcomeUnknown)
 	case v&vEnded != 0:
 		return false, fe
 	}
@@ -500,7 +500,7 @@ func (c *Conn) dropIfInvalid(err error, k stmt.Kind) {
 	if v, ok := c.phys.(driver.Validator); ok && !v.IsValid() {
 		c.discard("the connection broke: "+cluster.NotBadConn(err, "").Error(), k)
 		if c.tx != nil && c.tx.lost == nil {
-			c.tx.lost = fmt.Errorf("%w; not sent (the connection broke earlier: %v)", failover.ErrTxLost, cluster.NotBadConn(err, ""))
+			c.tx.lost = lost("the connection broke earlier: " + cluster.NotBadConn(err, "").Error())
 		}
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql/driver"
 	"errors"
-	"fmt"
 
 	"github.com/mysqlfailover/mysqlfailover/failover"
 	"github.com/mysqlfailover/mysqlfailover/internal/cluster"
@@ -89,13 +88,16 @@ func (t *Tx) Commit() error {
 		_, out = c.fail(t.ctx, t.epoch, err, stmt.NoRetry, kTxEnd)
 	}
 	var fe *failover.FailoverError
-	if !errors.As(out, &fe) {
+	var he *heldError
+	switch {
+	case !errors.As(out, &fe):
 		return out // a data error (deadlock...) or the caller's context
+	case errors.As(out, &he):
+		return out // already says what became of the transaction
+	case notSent:
+		return heldBy(fe, "", failover.ErrTxLost)
 	}
-	if notSent {
-		return fmt.Errorf("%w: %w", failover.ErrTxLost, out)
-	}
-	return fmt.Errorf("%w: %w", failover.ErrCommitOutcomeUnknown, out)
+	return heldBy(fe, "", failover.ErrCommitOutcomeUnknown)
 }
 
 // Rollback rolls back on the transaction's host. A lost transaction was already rolled
