@@ -22,7 +22,7 @@ func (w *rawWrapper) Begin() (sqldriver.Tx, error)           { return nil, nil }
 func (w *rawWrapper) Raw() sqldriver.Conn { return w.Conn }
 
 type valueWrapper struct {
-	hooks  int
+	hooks  int // a field before the wrapped connection, as in the real wrappers
 	parent sqldriver.Conn
 }
 
@@ -31,7 +31,7 @@ func (valueWrapper) Close() error                           { return nil }
 func (valueWrapper) Begin() (sqldriver.Tx, error)           { return nil, nil }
 
 type pointerWrapper struct {
-	name   string
+	name   string // fields before the wrapped connection, as in the real wrappers
 	opts   *int
 	parent sqldriver.Conn
 }

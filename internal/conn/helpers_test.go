@@ -338,3 +338,59 @@ func mustQuery(t *testing.T, c *Conn, q string) driver.Rows {
 // refuse makes host refuse new connections (ECONNREFUSED) while its open ones keep
 // following their scripts.
 func (e *env) refuse(host int) { e.net.Set(host, fake.Refused(e.net.Addrs()[host]), nil) }
+
+// The statement and rows proxies (package stmt) are tested here, through the
+// connection that owns them.
+
+// prepared scripts PREPARE q, closed later, and one execution with arg that returns err
+// (nil: success).
+func prepared(q string, arg int64, err error) step {
+	return func(m sqlmock.Sqlmock) {
+		p := m.ExpectPrepare(q).WillBeClosed()
+		x := p.ExpectExec().WithArgs(arg)
+		if err != nil {
+			x.WillReturnError(err)
+		} else {
+			x.WillReturnResult(sqlmock.NewResult(0, 1))
+		}
+	}
+}
+
+// idRows is a result with an id column holding 1..n; reading row errRow fails with err
+// (if set), and closing it returns closeErr.
+func idRows(n, errRow int, err, closeErr error) *sqlmock.Rows {
+	r := sqlmock.NewRows([]string{"id"})
+	for i := 0; i < n; i++ {
+		r.AddRow(int64(i + 1))
+	}
+	if err != nil {
+		r.RowError(errRow, err)
+	}
+	return r.CloseError(closeErr)
+}
+
+// query scripts q returning r, which must be closed.
+func query(q string, r *sqlmock.Rows) step {
+	return func(m sqlmock.Sqlmock) { m.ExpectQuery(q).WillReturnRows(r).RowsWillBeClosed() }
+}
+
+// preparedQuery scripts PREPARE q, closed later, and one query returning r.
+func preparedQuery(q string, r *sqlmock.Rows) step {
+	return func(m sqlmock.Sqlmock) {
+		m.ExpectPrepare(q).WillBeClosed().ExpectQuery().WillReturnRows(r).RowsWillBeClosed()
+	}
+}
+
+func prepare(t *testing.T, c *Conn, q string) driver.Stmt {
+	t.Helper()
+	s, err := c.PrepareContext(context.Background(), q)
+	if err != nil {
+		t.Fatalf("prepare %s: %v", q, err)
+	}
+	return s
+}
+
+func execStmt(s driver.Stmt, arg int64) error {
+	_, err := s.(driver.StmtExecContext).ExecContext(context.Background(), []driver.NamedValue{{Ordinal: 1, Value: arg}})
+	return err
+}

@@ -1,4 +1,4 @@
-package stmt_test
+package conn
 
 import (
 	"context"
@@ -54,7 +54,7 @@ func TestStmtCommunicationErrorReturnsFailoverErrorAndIsNotRerun(t *testing.T) {
 		t.Errorf("error does not wrap mysql.ErrInvalidConn: %v", err)
 	}
 	wantHost(t, c, h2)
-	e.wantEvents(failover.EventSwitch, 1)
+	e.wantEvents(failover.EventSwitch, "", 1)
 	if err := execStmt(s, 2); err != nil {
 		t.Fatalf("next use: %v", err)
 	}
@@ -147,7 +147,7 @@ func TestCheckNamedValueKeepsTheDriverConverter(t *testing.T) {
 			m.ExpectExec(call).WillReturnResult(sqlmock.NewResult(0, 0))
 			m.ExpectPrepare(call).ExpectExec().WillReturnResult(sqlmock.NewResult(0, 0))
 		})
-		db := e.db(seqA)
+		db := e.db(seqA, 1)
 		ctx := context.Background()
 		sc, err := db.Conn(ctx)
 		if err != nil {

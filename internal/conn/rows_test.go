@@ -1,4 +1,4 @@
-package stmt_test
+package conn
 
 import (
 	"context"
@@ -12,14 +12,13 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/mysqlfailover/mysqlfailover/failover"
-	"github.com/mysqlfailover/mysqlfailover/internal/conn"
 )
 
 const sel = "SELECT id FROM t"
 
 // openRows runs sel on c, as a plain query or through a prepared statement; closeStmt
 // closes the statement (if any) and checks the error.
-func openRows(t *testing.T, c *conn.Conn, prepared bool) (r driver.Rows, closeStmt func()) {
+func openRows(t *testing.T, c *Conn, prepared bool) (r driver.Rows, closeStmt func()) {
 	t.Helper()
 	ctx := context.Background()
 	var err error
@@ -81,8 +80,8 @@ func TestRowsErrorReturnsFailoverErrorAndNextStatementRunsOnNewHost(t *testing.T
 				if errors.As(cerr, &fe) {
 					t.Errorf("Close reported a second failover: %v", cerr)
 				}
-				e.wantEvents(failover.EventHostFailed, 1)
-				e.wantEvents(failover.EventSwitch, 1)
+				e.wantEvents(failover.EventHostFailed, "", 1)
+				e.wantEvents(failover.EventSwitch, "", 1)
 
 				mustExec(t, c, "NEXT")
 				wantHost(t, c, h2)
@@ -130,8 +129,8 @@ func TestRowsEOFPassesThroughUntouched(t *testing.T) {
 			closeStmt()
 			mustExec(t, c, "NEXT")
 			wantHost(t, c, h1)
-			e.wantEvents(failover.EventHostFailed, 0)
-			e.wantEvents(failover.EventSwitch, 0)
+			e.wantEvents(failover.EventHostFailed, "", 0)
+			e.wantEvents(failover.EventSwitch, "", 0)
 			e.allMet()
 		})
 	}
@@ -143,7 +142,7 @@ func TestRowsErrorThroughDatabaseSQL(t *testing.T) {
 	e := newEnv(t, 2)
 	e.script(0, query(sel, idRows(3, 1, mysql.ErrInvalidConn, nil)))
 	e.script(1, all(ok(setReadOnly), ok("NEXT")))
-	db := e.db(seqA)
+	db := e.db(seqA, 1)
 	ctx := context.Background()
 	rows, err := db.QueryContext(ctx, sel)
 	if err != nil {
@@ -165,7 +164,7 @@ func TestRowsErrorThroughDatabaseSQL(t *testing.T) {
 	if _, err := db.ExecContext(ctx, "NEXT"); err != nil {
 		t.Fatalf("next statement: %v", err)
 	}
-	e.wantEvents(failover.EventSwitch, 1)
+	e.wantEvents(failover.EventSwitch, "", 1)
 	if n := len(e.net.Conns(1)); n != 1 {
 		t.Errorf("H2 dialed %d times, want 1 (the same logical connection moved)", n)
 	}
@@ -194,7 +193,7 @@ func TestPreparedStatementRowsHoldFallBackUntilClosed(t *testing.T) {
 	closeStmt()
 	mustExec(t, c, "BACK")
 	wantHost(t, c, h1)
-	e.wantEvents(failover.EventFallBack, 1)
+	e.wantEvents(failover.EventFallBack, "", 1)
 	e.allMet()
 }
 
@@ -215,7 +214,7 @@ func TestRowsCloseCommunicationErrorSwitches(t *testing.T) {
 	if err := r.Close(); err != nil {
 		t.Errorf("second Close: %v, want nil", err)
 	}
-	e.wantEvents(failover.EventSwitch, 1)
+	e.wantEvents(failover.EventSwitch, "", 1)
 	mustExec(t, c, "NEXT")
 	wantHost(t, c, h2)
 	e.allMet()
