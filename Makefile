@@ -28,7 +28,7 @@ demo: server
 # The proxy's own cost per statement (in-memory connection) and against one real server,
 # bare vs proxy, as benchstat tables.
 bench: server
-	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./driver/ | tee bench.txt
+	$(GO) test -run '^$$' -bench . -benchmem -count 6 . | tee bench.txt
 	cd integration && $(GO) test -run '^$$' -bench Real -benchmem -count 6 ./ | tee ../bench-real.txt
 	$(BENCHSTAT) -col /impl bench.txt
 	$(BENCHSTAT) -col /impl bench-real.txt
