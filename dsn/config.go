@@ -85,8 +85,8 @@ func (h Host) String() string {
 // TargetSessionAttrs is the kind of session a connection must get, named as
 // libpq's and pgx's target_session_attrs: a host whose session does not
 // qualify is passed over for the next one. The zero value "" means TargetAny
-// in a hand-built Config. Package failover runs the checks; the variables
-// named are MySQL's global read_only, super_read_only and
+// in a hand-built Config. Package failover documents the role model; the
+// variables named are MySQL's global read_only, super_read_only and
 // transaction_read_only (tx_read_only on older servers), the last being the
 // default of every new session.
 type TargetSessionAttrs string
@@ -162,131 +162,57 @@ func badTarget(what, s, valid string) string {
 // Build one with Parse or NewConfig (a zero Config has no defaults and no
 // MySQL config), and check a hand-built one with Validate. Methods do not
 // modify the Config; it is safe for concurrent reads.
+//
+// Each option field holds the DSN key of the same name (see Options in the
+// package documentation, where the table and the rules are); its comment gives
+// the unit and the default only.
 type Config struct {
 	// Hosts is ordered: Hosts[0] is the primary, the rest are secondaries in
 	// order of preference (Connector/J's failover order). At least one.
 	Hosts []Host
 
-	// RetriesAllDown is the number of passes over the whole host list when
-	// every host is down, before a connection attempt gives up (count >= 0,
-	// default defaultRetriesAllDown, DSN retriesAllDown, as Connector/J 5.1's
-	// retriesAllDown). 0 is treated as one pass by package failover.
+	// RetriesAllDown is retriesAllDown: passes (count >= 0), default 120.
 	RetriesAllDown int
-
-	// SecondsBeforeRetryMaster is the time on a secondary after which the
-	// pool tries to fall back to the primary (seconds >= 0, default
-	// defaultSecondsBeforeRetryMaster, 0 disables this trigger). DSN
-	// secondsBeforeRetryMaster or its alias secondsBeforeRetrySource
-	// (Connector/J 8.0.23 renamed ...Master to ...Source; both are accepted).
-	// With probing on (CheckInterval > 0), SwitchBackDelay is the fall-back
-	// trigger instead, and this one is not used.
+	// SecondsBeforeRetryMaster is secondsBeforeRetryMaster or its alias
+	// secondsBeforeRetrySource: seconds >= 0, default 30, 0 off.
 	SecondsBeforeRetryMaster int
-
-	// QueriesBeforeRetryMaster is the number of statements on a secondary
-	// after which the pool tries to fall back to the primary (count >= 0,
-	// default defaultQueriesBeforeRetryMaster, 0 disables this trigger; both
-	// triggers 0 disables fall-back, as in Connector/J). DSN
-	// queriesBeforeRetryMaster or its alias queriesBeforeRetrySource. With
-	// probing on (CheckInterval > 0), SwitchBackDelay is the fall-back
-	// trigger instead, and this one is not used.
+	// QueriesBeforeRetryMaster is queriesBeforeRetryMaster or its alias
+	// queriesBeforeRetrySource: statements (count >= 0), default 50, 0 off.
 	QueriesBeforeRetryMaster int
-
-	// FailOverReadOnly makes sessions on a secondary read-only (default true,
-	// DSN failOverReadOnly, as Connector/J's failOverReadOnly): a secondary is
-	// usually a replica, and writes there would be lost or diverge.
+	// FailOverReadOnly is failOverReadOnly: default true.
 	FailOverReadOnly bool
-
-	// ReadOnly makes every session start read-only, on the primary too
-	// (default false, DSN readOnly, as JDBC Connection.setReadOnly(true)).
+	// ReadOnly is readOnly: default false.
 	ReadOnly bool
-
-	// HostTimeout bounds every host attempt: dial, handshake and session
-	// set-up (duration >= 0, default defaultHostTimeout, DSN hostTimeout in
-	// time.ParseDuration syntax such as "5s" or "500ms"). 0 means no per-host
-	// bound, only the caller's context. It exists because go-sql-driver's
-	// timeout only bounds the TCP dial, and a host that accepts the
-	// connection but never answers would otherwise stall the walk.
+	// HostTimeout is hostTimeout: duration >= 0, default 5s, 0 no per-host bound.
 	HostTimeout time.Duration
-
-	// TargetSessionAttrs is the kind of session a connection must get
-	// (default TargetAny, DSN targetSessionAttrs, as libpq's
-	// target_session_attrs): hosts whose session does not qualify are passed
-	// over. "" is taken as TargetAny. See the constants for the checks.
+	// TargetSessionAttrs is targetSessionAttrs: default TargetAny ("" too).
 	TargetSessionAttrs TargetSessionAttrs
-
-	// LocalDC is the data-centre label of the local hosts (default "", DSN
-	// localDC, as the DataStax Java driver's DCAwareRoundRobinPolicy
-	// localDc). When set, the hosts labelled LocalDC and the unlabelled ones
-	// are tried first, in the usual rotation over the DSN order, and the first
-	// of them in DSN order is the primary; hosts of other ("remote") DCs only
-	// as UsedHostsPerRemoteDC allows. It must be one of the hosts' DC labels
-	// (case-sensitive). "" leaves the labels informational: every host is
-	// used in DSN order.
+	// LocalDC is localDC: a host's dc label, default "" (labels informational).
 	LocalDC string
-
-	// UsedHostsPerRemoteDC is how many hosts of each remote DC may be used,
-	// after the local ones (count >= 0, default 0, DSN usedHostsPerRemoteDC,
-	// as DCAwareRoundRobinPolicy's usedHostsPerRemoteDc): the first ones of
-	// that DC in DSN order; the others are never connected to. 0 means
-	// remote hosts are never used. A value > 0 needs LocalDC and labelled
-	// hosts.
+	// UsedHostsPerRemoteDC is usedHostsPerRemoteDC: hosts per DC (count >= 0), default 0.
 	UsedHostsPerRemoteDC int
-
-	// CheckInterval is how often each host is probed with a real SQL round
-	// trip, on one long-lived probe connection per host, and how often
-	// HostsURL is polled (duration, default defaultCheckInterval = 0, DSN
-	// checkInterval in time.ParseDuration syntax, as Pulsar's
-	// AutoClusterFailover checkInterval). 0 turns probing and polling off;
-	// otherwise it must be at least minCheckInterval (10ms).
+	// CheckInterval is checkInterval: duration, 0 or at least 10ms, default 0 (off).
 	CheckInterval time.Duration
-
-	// FailoverDelay is how long the active host must fail its probes
-	// without a pause before the pool moves away from it proactively, before
-	// a statement fails there (duration >= 0, default defaultFailoverDelay,
-	// DSN failoverDelay, as Pulsar's AutoClusterFailover failoverDelay). 0
-	// moves on the first failed probe. Used only with CheckInterval > 0.
+	// FailoverDelay is failoverDelay: duration >= 0, default 1s.
 	FailoverDelay time.Duration
-
-	// SwitchBackDelay is how long the primary must pass its probes without
-	// a pause, while the pool is elsewhere, before the pool moves back to it
-	// (duration >= 0, default defaultSwitchBackDelay, DSN switchBackDelay, as
-	// Pulsar's AutoClusterFailover switchBackDelay). 0 moves back on the
-	// first passed probe. Used only with CheckInterval > 0, and then it
-	// replaces SecondsBeforeRetryMaster and QueriesBeforeRetryMaster as the
-	// fall-back trigger.
+	// SwitchBackDelay is switchBackDelay: duration >= 0, default 30s.
 	SwitchBackDelay time.Duration
-
-	// HostsURL is an http or https URL whose JSON document gives the host
-	// list, polled every CheckInterval (default "", no provider; DSN
-	// hostsURL, query-escaped; package driver fetches and decodes it). It
-	// needs CheckInterval > 0. Its scheme must be https, or http to a
-	// loopback host (127.0.0.0/8, ::1, localhost) or with HostsAllowHTTP; it
-	// must have a host and no user info: credentials go in HostsToken, as
-	// the URL is shown by String and in errors.
+	// HostsURL is hostsURL: an http(s) URL, default "" (no host list provider).
 	HostsURL string
-
-	// HostsToken is sent to HostsURL as "Authorization: Bearer <token>"
-	// (default "", no header; DSN hostsToken, whose %XX escapes are decoded
-	// but whose '+' stays '+'). It is a secret: String and GoString print it
-	// as "xxxxx", as the password, and errors never include it; only
-	// FormatDSN does. It must be an RFC 6750 b64token (1 or more of A-Z a-z
-	// 0-9 - . _ ~ + / followed by optional '=' padding) and needs HostsURL.
-	// Printing a Config value (not a *Config) with fmt shows the fields,
-	// this one included: print the pointer.
+	// HostsToken is hostsToken: a bearer token, default "" (no header). It is
+	// a secret: print the *Config, whose String hides it, not the Config value.
 	HostsToken string
-
-	// HostsAllowHTTP allows a plain-http HostsURL to a host that is not a
-	// loopback address (default false, DSN hostsAllowHTTP): the host list,
-	// and HostsToken, then cross the network unencrypted. It has no effect
-	// without HostsURL.
+	// HostsAllowHTTP is hostsAllowHTTP: default false.
 	HostsAllowHTTP bool
 
 	// MySQL holds every other setting, given to go-sql-driver for each host.
-	// Its Net and Addr are not used for hosts: HostConfig sets them per host
+	// Its Net and Addr are not used for hosts: the driver sets them per host
 	// (Parse leaves Addr at the primary). Parse leaves MySQL.TLS nil and keeps
 	// the name in MySQL.TLSConfig, so that go-sql-driver's NewConnector
 	// derives the TLS ServerName from each host's own name; a hand-built TLS
-	// with a non-empty ServerName is used for every host as it is.
+	// with a non-empty ServerName is used for every host as it is. Its Logger
+	// receives go-sql-driver's own log lines (mysql.NewConfig and Parse take
+	// go-sql-driver's default logger, set with mysql.SetLogger, at that time).
 	MySQL *mysql.Config
 }
 
@@ -338,7 +264,7 @@ func tcpNet(n string) string {
 // valid, distinct names and ports 1..65535, and DC labels "" or valid
 // (ErrInvalidHost); counts, seconds, HostTimeout, CheckInterval,
 // FailoverDelay and SwitchBackDelay >= 0, CheckInterval 0 or at least
-// minCheckInterval, TargetSessionAttrs "" or one of the constants, LocalDC
+// 10ms, TargetSessionAttrs "" or one of the constants, LocalDC
 // "" or one of the hosts' labels, UsedHostsPerRemoteDC > 0 only with
 // LocalDC set, HostsURL "" or a valid provider URL with CheckInterval > 0
 // (see Config.HostsURL), HostsToken "" or a b64token with HostsURL set, and
