@@ -21,7 +21,8 @@ var ErrTxLost = errors.New("mysqlfailover: transaction lost")
 // (see ErrTxLost). As Connector/J's SQLSTATE 08007 "Transaction resolution unknown".
 var ErrCommitOutcomeUnknown = errors.New("mysqlfailover: commit outcome unknown")
 
-// ErrClosed is returned by a Cluster or a connection used after Close.
+// ErrClosed is returned, once a Connector is closed (sql.DB.Close closes it), by
+// whatever needs a host: Connect, and a connection that has to switch hosts.
 var ErrClosed = errors.New("mysqlfailover: closed")
 
 // FailoverError is returned, wrapped or as is, for a statement whose connection failed

@@ -22,7 +22,7 @@ const (
 	// EventFallBackFailed is an attempt to return to the primary (Host) that failed (Err);
 	// the pool stays on From and the fall-back clocks restart.
 	EventFallBackFailed
-	// EventHostState is a change of what the Cluster believes of Host: State, with the
+	// EventHostState is a change of what the pool believes of Host: State, with the
 	// error that caused it (Err, nil for up).
 	EventHostState
 	// EventHostList is a host list from the HostListProvider: taken (Err nil; Host is the
@@ -31,7 +31,7 @@ const (
 	EventHostList
 	// EventProbe is a failed probe of Host (Err). Passed probes are not reported.
 	EventProbe
-	// EventAbort is the Cluster closing every connection to Host, which probes declared
+	// EventAbort is the pool closing every connection to Host, which probes declared
 	// down while the pool was on it (or after a walk left it for a failure), so that
 	// statements in flight fail at once.
 	EventAbort
@@ -69,12 +69,13 @@ func (k EventKind) String() string {
 	return "unknown"
 }
 
-// Event is what Options.OnEvent receives. Errors in events never contain a password
+// Event is what the hook of mysqlfailover.WithEventHook receives, and what
+// mysqlfailover.WithLogger logs. Errors in events never contain a password
 // (go-sql-driver's errors do not carry the DSN, and this package never adds it).
 type Event struct {
 	// Kind says what the event reports.
 	Kind EventKind
-	// Time is the Cluster clock's time of the event.
+	// Time is when the event happened.
 	Time time.Time
 	// Host is the host:port the event is about (attempted, failed, or moved to).
 	Host string

@@ -15,11 +15,13 @@ type ProvidedHost struct {
 }
 
 // HostListProvider supplies the host list at run time, primary first (Hosts[0] takes
-// the role of a DSN's first host), as GitHub issue 5 asks. The pool polls it every
-// checkInterval with a context that bounds the call to the probe timeout
-// (max(checkInterval, MinProbeTimeout), at most hostTimeout), and checks each list with
-// ValidateHosts. A provider that fails, or returns an invalid list, never empties the
-// pool: the pool keeps its last good list and logs the failure.
+// the role of a DSN's first host), in place of hostsURL: see
+// mysqlfailover.WithHostListProvider. The pool polls it every checkInterval with a
+// context that bounds the call to the probe timeout (max(checkInterval, 500ms), at most
+// hostTimeout), and checks each list as strictly as a hostsURL document (see Host lists
+// in the package documentation). A provider that fails, or returns an invalid list,
+// never empties the pool: the pool keeps its last good list and reports the failure
+// (EventHostList, the logger).
 //
 // Implementations must honour ctx, must be safe for use from several goroutines, and
 // must keep any credential they use out of their errors.

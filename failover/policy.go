@@ -13,7 +13,7 @@ const (
 	// DistanceRemote hosts are tried after the local ones.
 	DistanceRemote
 	// DistanceIgnored hosts are never connected to; a Plan that lists one anyway is
-	// corrected by the Cluster.
+	// corrected by the driver.
 	DistanceIgnored
 )
 
@@ -46,7 +46,7 @@ type HostInfo struct {
 
 // Walk describes one pass of a walk over the hosts to a Policy.
 type Walk struct {
-	// Hosts is every host the Cluster knows, by id: Hosts[i].Index == i. Ids are the
+	// Hosts is every host the pool knows, by id: Hosts[i].Index == i. Ids are the
 	// DSN's order; a HostListProvider's new hosts get the next ids.
 	Hosts []HostInfo
 	// List is the current host list, in order (ids): the DSN's hosts, or the last list
@@ -73,9 +73,10 @@ type Walk struct {
 // Policy decides which hosts a walk tries and in what order. Policies compose as the
 // DataStax Java driver's TokenAwarePolicy wraps a child: a layer holds a child Policy,
 // rates hosts from the child's Distance (it may only make them farther) and reorders or
-// filters the child's Plan. The base is Rotation; the Cluster stacks the DC-aware layer
-// (localDC), the role-aware layer (targetSessionAttrs) and then any user layers
-// (driver.WithPolicy) on it.
+// filters the child's Plan. The base is Connector/J's rotation; the driver stacks the
+// DC-aware layer (localDC), the role-aware layer (targetSessionAttrs) and then the
+// layers of mysqlfailover.WithPolicy on it (see Host policies in the package
+// documentation).
 //
 // Policies are called from many goroutines at once, during walks only (never on the
 // statement path), and must not block.
@@ -84,7 +85,7 @@ type Policy interface {
 	Distance(h HostInfo) Distance
 	// Plan appends to dst the indexes of the hosts to try in pass w.Pass, in order,
 	// each at most once, and returns the extended slice. Whatever a Plan says, the
-	// Cluster drops ignored hosts and repeats, moves w.Failed last in pass 0, and, once
+	// driver drops ignored hosts and repeats, moves w.Failed last in pass 0, and, once
 	// the pool has failed over, for a connection that joins it (Failed -1) puts the
 	// pool's host (w.Start) first in pass 0 (after the primary when w.PrimaryFirst)
 	// unless its role disqualifies it: new connections follow a failed-over pool, and

@@ -1,8 +1,9 @@
 package failover
 
-// Role is what a server's global settings say it is, as read by ReadRole. MySQL and
-// MariaDB have no recovery mode: an orchestrator marks replicas with the global
-// read_only (MySQL also with super_read_only), and that is what standby means here.
+// Role is what a server's global settings say it is, as the role check of
+// targetSessionAttrs reads them (see Roles in the package documentation). MySQL and
+// MariaDB have no recovery mode: an orchestrator marks replicas with the global read_only
+// (MySQL also with super_read_only), and that is what standby means here.
 type Role int
 
 const (

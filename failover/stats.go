@@ -4,7 +4,7 @@ import (
 	"time"
 )
 
-// HostState is what the Cluster believes of a host, for Stats and the logs.
+// HostState is what the pool believes of a host, for Stats and the logs.
 type HostState int
 
 const (
@@ -44,7 +44,8 @@ func (s HostState) String() string {
 	return "unknown"
 }
 
-// Stats is a snapshot of a Cluster, for operators: see (*driver.Connector).Stats.
+// Stats is a snapshot of a pool, for operators, as (*mysqlfailover.Connector).Stats
+// returns it.
 type Stats struct {
 	// Active is the host:port the pool uses now.
 	Active string
@@ -68,7 +69,7 @@ type HostStats struct {
 	Addr string
 	// DC is its data-centre label, "" for none.
 	DC string
-	// State is what the Cluster believes of it.
+	// State is what the pool believes of it.
 	State HostState
 	// Role is what the last role check found (RoleUnknown without targetSessionAttrs).
 	Role Role

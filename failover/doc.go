@@ -1,0 +1,208 @@
+// Package failover holds what users see of mysqlfailover's failover model: the
+// errors a call may return (FailoverError, NoHostAvailableError and its
+// HostError entries, ErrTxLost, ErrCommitOutcomeUnknown, ErrClosed), the
+// events and Stats that report what a pool does, the Role of a server, the
+// host policy types (Policy, Walk, HostInfo, Distance) and the host list
+// provider (HostListProvider, ProvidedHost). The driver is package
+// mysqlfailover, which documents what a caller sees; the engine that uses these
+// types is internal. Nothing here has to be called for failover to work: the
+// DSN options (package dsn) choose the model, and this package describes it.
+//
+// # Host order
+//
+// All connections of a pool share one active host. A walk (a connection that
+// opens, or one whose host failed) tries hosts in Connector/J's order: a new
+// pool tries the primary, then the secondaries in DSN order. After a failure on
+// host k the walk goes k+1, k+2, ... and ends the pass with k; while fall-back
+// is enabled but not yet due, the primary is left out of the first pass (and
+// tried from the second). Passes repeat, retriesAllDown of them, 250 ms apart.
+// Once the pool has failed over, a new connection tries the pool's host first:
+// new connections follow the pool, and the way back is the fall-back rules
+// (package mysqlfailover). localDC, targetSessionAttrs and policy layers
+// reorder and filter each pass.
+//
+// A host whose connection attempt failed (refused, timed out, access denied:
+// credentials can be rotated, so that too is never final) is skipped by new
+// connections for 250 ms, then 500 ms, 1 s, 2 s, 4 s, at most 8 s per
+// consecutive failure, as long as a healthy host is in the plan; a success or
+// a passing probe clears it. When every host is failing, each walk tries them
+// all, pass after pass.
+//
+// When many connections fail at once, one walk finds the next host for the
+// whole pool; the others wait for it (each within its own context) and then
+// open their own connection to that host, spread over up to 2 ms per waiting
+// connection (at most 200 ms). A dead host gets one attempt per pass from the
+// pool, not one per pooled connection.
+//
+// # Roles
+//
+// MySQL and MariaDB have no recovery mode; orchestrators mark replicas with the
+// global read_only (MySQL also super_read_only). With targetSessionAttrs other
+// than any, every host attempt reads them with one query (SHOW GLOBAL
+// VARIABLES WHERE Variable_name IN ('read_only', 'super_read_only',
+// 'transaction_read_only', 'tx_read_only'), which works on every version and
+// needs no privilege), and the walk skips a host that does not qualify as if it
+// had failed; its HostError reads "skipped: role is standby, wanted
+// read-write":
+//
+//	targetSessionAttrs  a host qualifies when
+//	any (default)       always; no query is sent
+//	primary             read_only and super_read_only are OFF
+//	read-write          as primary, and transactions start read-write (global
+//	                    transaction_read_only, tx_read_only on older servers, OFF)
+//	standby             read_only or super_read_only is ON (any value but OFF)
+//	read-only           as standby, or transactions start read-only
+//	prefer-standby      as standby; when no standby answers in a pass, the first
+//	                    other host that answered is used as a last resort
+//
+// With read-write or primary the walk keeps the primary in its first pass (the
+// writer may be anywhere after a promotion), hosts whose last check found the
+// wrong role are tried last, and failOverReadOnly does not apply: a host that
+// passed the check is a writer wherever it is in the list.
+//
+// A demoted primary is found by its answers. With read-write or primary, a
+// statement rejected with 1290 or 1836 on a host believed writable makes the
+// connection read the role again (1290 is also --secure-file-priv and others:
+// if the host still qualifies, the error is returned untouched). If the host
+// became read-only, the whole pool moves to the writable host, and the
+// statement, which did not run, runs again there; the caller sees no error
+// (with multiStatements it sees a FailoverError with MaybeExecuted instead,
+// and inside a transaction ErrTxLost with a FailoverError whose Err says
+// "demoted" and wraps the server's error). 1792, a write in a read-only
+// transaction, comes from the session itself and never moves anything. A
+// promotion (node 2 made writable, node 1 read_only=ON) thus moves all writes
+// to node 2 at the first rejected write, without a restart.
+//
+// Fall-back keeps its rules. With any, read-write and primary the pool returns
+// to the primary, and the attempt also checks the role, so after a promotion
+// it fails quietly (the clocks restart) until the primary qualifies again. With
+// standby, read-only and prefer-standby the primary is a writer and never the
+// way home: any local standby is home, so a pool that moved from one standby to
+// another stays there; with localDC a pool on a remote standby returns to a
+// local one, and a prefer-standby pool that had to take a non-standby looks for
+// a standby again, each by the same clocks (one strict pass over the local
+// hosts).
+//
+// # Data centres
+//
+// With localDC, the hosts of that DC and the unlabelled hosts are local; of
+// every other DC the first usedHostsPerRemoteDC hosts in list order are remote,
+// and the rest are ignored: never connected to, and named as such in a
+// NoHostAvailableError. Each pass tries the local hosts first, then the remote
+// ones, each group in the usual rotation order. The primary, where the pool
+// starts and falls back to, is the first local host. A localDC that matches no
+// label is an error from ParseDSN, sql.Open and NewConnector, which lists the
+// known DCs: nothing waits for the first query to find out. Without localDC,
+// labels are informational.
+//
+// # Host policies
+//
+// The plan of each pass is built by composable policies, as the DataStax Java
+// driver's TokenAwarePolicy wraps a child policy: Connector/J's rotation at
+// the base, a DC-aware layer on it with localDC, a role-aware layer on that
+// with targetSessionAttrs, and the layers given with mysqlfailover.WithPolicy
+// on top, the last one outermost. Each layer rates hosts (Distance) and
+// reorders its child's Plan. Whatever a layer plans or rates, hosts the
+// built-in layers ignore are never attempted (a layer may reorder and narrow,
+// not widen), repeats are dropped, the host that just failed goes last in the
+// first pass, and a connection that joins a failed-over pool tries the pool's
+// host first. Package mysqlfailover's example LowestConnectTimeFirst is a layer
+// that tries the hosts that usually connect fastest first.
+//
+// # Active health
+//
+// Without probing (checkInterval 0, the default) the pool notices a dead host
+// when a statement fails on it, and a host that hangs without resetting its
+// connections costs the statements on it their readTimeout. With checkInterval
+// set, each connector runs one monitor goroutine, from its first connection
+// until Close (sql.DB.Close calls it).
+//
+// Probes. Every checkInterval each listed host (not those localDC or a policy
+// ignores) gets a real SQL round trip, SELECT 1 (with targetSessionAttrs, the
+// role query, so that roles are learnt before a write fails), on one
+// long-lived probe connection per host, opened again when it breaks: no
+// connect-and-drop, which servers count as aborted connects and may answer by
+// blocking the client host (1129). A probe's round trip is bounded by
+// max(checkInterval, 500ms), at most hostTimeout; opening a probe connection
+// gets hostTimeout (the probe bound when hostTimeout is 0, or while the host is
+// failing its probes). A round ends when every probe has, and the next starts
+// checkInterval later. A probe connection the server closed (a KILL, a
+// restart) is opened again in the same round: that is not a failed probe.
+// Probe connections never come from the pool.
+//
+// Failover. When the active host has failed its probes without a pause for
+// failoverDelay (at once when its role stops qualifying), the pool moves to
+// the first host of the plan whose last probe passed. When the probes declared
+// the host down (not for a role change), every socket to it is closed
+// (EventAbort): statements in flight there fail at once with a FailoverError
+// (inside a transaction, ErrTxLost) instead of waiting for readTimeout, and
+// statements that start later never wait on it. A frozen (SIGSTOPped) primary
+// is thus left after about failoverDelay plus one probe timeout. A
+// connection's walk may leave the host first (a caller's deadline cuts an
+// attempt on a hung host to a share of at least 250 ms); its sockets are then
+// closed when the probes declare it down, all the same, so that no statement
+// or handshake there waits for readTimeout or hostTimeout. With no healthy host
+// to go to, the pool stays and keeps probing.
+//
+// Switch-back. Away from the primary (with a standby target: from a local
+// standby), the pool returns once the primary (a local standby) has passed its
+// probes without a pause for switchBackDelay: a primary that flaps never draws
+// the pool back. The delays count from the first probe of the current run;
+// any probe that breaks the run restarts it. With probing on,
+// secondsBeforeRetryMaster and queriesBeforeRetryMaster are not used.
+//
+// Suggested settings: checkInterval=500ms&failoverDelay=1s&switchBackDelay=30s.
+// Probing costs one connection per host per connector and one round trip per
+// host per interval.
+//
+// # Controlled failover
+//
+// (*mysqlfailover.Connector).SwitchTo moves the pool to a listed host for an
+// operator, before maintenance for example, as Pulsar's
+// ControlledClusterFailover: one attempt checks the host (and its role), then
+// connections move at their next safe point, never inside a transaction, and
+// their callers see no error. The host becomes the primary, the one the pool
+// returns to, until the next SwitchTo or a host list that differs from the
+// current one.
+//
+// # Host lists
+//
+// With checkInterval set, the host list may come from hostsURL or from a
+// HostListProvider given with mysqlfailover.WithHostListProvider, polled every
+// checkInterval; each request is bounded by the probe bound, so a slower list
+// server counts as failing. The DSN's hosts are the first list. The document
+// hostsURL serves is
+//
+//	{"hosts": [{"addr": "10.0.0.1:3306", "dc": "east"}, {"addr": "10.0.0.2:3306"}]}
+//
+// primary first, each address with its port, "dc" optional. It is checked
+// strictly: unknown fields, an empty list, a bad or repeated address, a bad
+// label, trailing data and more than 1 MiB are rejected. The token is sent only
+// to the URL's own origin (redirects elsewhere are refused). A failing or
+// invalid answer keeps the last good list and is reported (EventHostList, the
+// logger); the pool is never emptied. Give hosts the same dc labels as in the
+// DSN: with localDC, a list without a local host is rejected, and a host whose
+// label changes is a new host. A new list takes effect at safe points:
+// connections on hosts that left it move, and when the primary changes (the
+// first host; with localDC the first local one) the pool moves there.
+//
+// # Stats and events
+//
+// (*mysqlfailover.Connector).Stats returns a Stats: the active host, the
+// primary, the counts of failovers, fall-backs and abort rounds, and per host
+// (HostStats) its DC label, HostState, Role, last error, time of the last
+// change, end of its backoff, last probe latency and open connections (probe
+// connections included). mysqlfailover.WithLogger logs every state change
+// (the driver is silent without it), and mysqlfailover.WithEventHook receives
+// the same as Events (see EventKind); neither ever carries a password.
+// mysqlfailover.ConnectorOf finds the Connector of any *sql.DB:
+//
+//	connector, err := mysqlfailover.ConnectorOf(ctx, db)
+//	if err != nil {
+//		return err
+//	}
+//	err = connector.SwitchTo(ctx, "db2:3306") // before maintenance on db1
+//	for _, h := range connector.Stats().Hosts {
+//		fmt.Println(h.Addr, h.State, h.OpenConns, h.ProbeLatency, h.LastError)
+//	}
+package failover
