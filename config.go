@@ -4,7 +4,8 @@ import "github.com/mysqlfailover/mysqlfailover/dsn"
 
 // Config is a parsed DSN: the host list, the failover options and go-sql-driver's
 // configuration. Its fields and the option table are documented in package dsn, its
-// home; the alias lets a program that builds one in code import this package alone.
+// home; the alias lets a program that parses a DSN and adjusts it in code import this
+// package alone (a host list built by hand takes dsn.Host).
 type Config = dsn.Config
 
 // ParseDSN parses a DSN (go-sql-driver's syntax with a host list and the failover

@@ -14,8 +14,10 @@ import (
 	"github.com/mysqlfailover/mysqlfailover/internal/conn"
 )
 
-// Connector is the driver.Connector of one pool: it owns the cluster.Cluster that every
+// Connector is the driver.Connector of one pool: it owns the failover state (the host
+// list, the active host, host health and, with checkInterval > 0, the monitor) that every
 // connection it opens shares. It implements io.Closer; sql.DB.Close calls Close.
+// ConnectorOf finds it behind any *sql.DB.
 type Connector struct {
 	cfg     *dsn.Config
 	conns   conn.Config // what every connection gets of cfg (conn.ConfigFrom)
@@ -63,12 +65,11 @@ func WithEventHook(fn func(failover.Event)) Option {
 
 // WithPolicy adds a layer on top of the host policy, as the DataStax Java driver's
 // TokenAwarePolicy wraps a child policy: layer receives the policy built from the DSN
-// (cluster.Rotation, then cluster.DCAware with localDC, then cluster.RoleAware with
-// targetSessionAttrs) and returns the policy to use, which typically rates hosts with the
-// child's Distance and reorders the child's Plan (see failover.Policy; the example
-// "lowest connect time first" is in this package's tests). Several WithPolicy options
-// stack in the order given, the last one outermost. A layer that returns nil makes
-// NewConnector fail.
+// (Connector/J's rotation, then the DC-aware layer with localDC, then the role-aware
+// layer with targetSessionAttrs) and returns the policy to use, which typically rates
+// hosts with the child's Distance and reorders the child's Plan (see failover.Policy and
+// the example LowestConnectTimeFirst). Several WithPolicy options stack in the order
+// given, the last one outermost. A layer that returns nil makes NewConnector fail.
 func WithPolicy(layer func(child failover.Policy) failover.Policy) Option {
 	return func(o *options) { o.layers = append(o.layers, layer) }
 }
@@ -79,8 +80,8 @@ func WithPolicy(layer func(child failover.Policy) failover.Policy) Option {
 // then and runs until Close (sql.DB.Close calls it).
 // It returns cfg.Validate's error for a bad configuration, an error when a host's
 // go-sql-driver configuration is rejected (for example an unknown TLS config name), when
-// cluster.NewHTTPHostList rejects hostsURL, when a host list provider is given without
-// checkInterval > 0, and when a WithPolicy layer returns nil.
+// hostsURL is rejected, when a host list provider is given without checkInterval > 0, and
+// when a WithPolicy layer returns nil.
 func NewConnector(cfg *dsn.Config, opts ...Option) (*Connector, error) {
 	if cfg == nil {
 		return nil, fmt.Errorf("mysqlfailover: nil *dsn.Config")

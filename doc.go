@@ -1,0 +1,254 @@
+// Package mysqlfailover is a database/sql driver for MySQL and MariaDB with
+// client-side multi-host failover, as MySQL Connector/J's failover mode. When
+// the host under a connection dies, hangs or is restarted, the connection
+// moves to the next host, restores its session and only then returns the
+// error, so the next statement runs on the new host. All connections of a pool
+// share one failover state: one failure moves the whole pool, and the pool
+// returns to the primary together when it is back. go-sql-driver/mysql speaks
+// the protocol underneath, and every one of its DSN parameters still works.
+//
+// Importing the package registers the driver as "mysqlfailover":
+//
+//	import _ "github.com/mysqlfailover/mysqlfailover"
+//
+//	db, err := sql.Open("mysqlfailover",
+//		"app:secret@tcp(db1:3306,db2:3306,db3:3306)/shop?readTimeout=2s&writeTimeout=2s")
+//
+// A configuration built in code goes through NewConnector and sql.OpenDB:
+//
+//	cfg, err := mysqlfailover.ParseDSN("app:secret@tcp(db1:3306,db2:3306)/shop") // or NewConfig
+//	cfg.RetriesAllDown = 5
+//	c, err := mysqlfailover.NewConnector(cfg, mysqlfailover.WithLogger(slog.Default()))
+//	db := sql.OpenDB(c) // db.Close closes c too
+//
+// One sql.DB has one Connector. This package is the one import a program
+// needs; package dsn is the home of Config and its options, package failover
+// of the errors, events, statistics and policy types, and package driver is
+// the deprecated former import path.
+//
+// # The DSN
+//
+// A DSN is go-sql-driver's, with a comma-separated host list: the first host
+// is the primary, the others are secondaries in order of preference. Each host
+// keeps its own port (3306 when absent), IPv6 literals go in brackets, and a
+// host may carry a data-centre label ("db1:3306;dc=east"). Only TCP hosts can
+// fail over. The failover options take their names from Connector/J
+// (retriesAllDown, secondsBeforeRetryMaster, queriesBeforeRetryMaster,
+// failOverReadOnly), libpq (targetSessionAttrs), DataStax (localDC) and Pulsar
+// (checkInterval); every other parameter goes to go-sql-driver, for every
+// host. Set readTimeout (and writeTimeout): a host that stops answering without
+// closing its connections is only noticed when a read times out. Package dsn
+// has the syntax and the option table, in its section Options
+// (https://pkg.go.dev/github.com/mysqlfailover/mysqlfailover/dsn#hdr-Options);
+// its errors name the offending key or host, and a misspelled key is an error
+// rather than a system variable sent to the server.
+//
+// # What the caller sees
+//
+// Errors are values to test with errors.Is and errors.As; the driver never
+// adds a password to one.
+//
+//   - A statement whose connection fails on a host that does not answer (down,
+//     frozen, unreachable, shutting down) returns a *failover.FailoverError with
+//     Failed != Current. By then the connection, and with it the whole pool, is
+//     on the next host with its session restored; the statement was not run
+//     again. MaybeExecuted says whether it may have run on Failed, and
+//     errors.Is and errors.As reach the cause.
+//   - A statement whose session ends while its host answers (a KILL, a packet
+//     over max_allowed_packet, net_write_timeout, a query longer than
+//     readTimeout, 1927, 4031) returns a FailoverError with Failed == Current:
+//     the connection has a new session on the same host and the pool stays.
+//     MaybeExecuted is false only when the statement provably did not run (1153).
+//   - A connection found broken before anything was sent (go-sql-driver's
+//     driver.ErrBadConn, or its liveness check after an idle timeout, a KILL of
+//     a sleeping connection, a restart) returns nothing: the statement runs
+//     once, on a new session on the same host if it answers, else on the next
+//     (inside a transaction, ErrTxLost: nothing was sent).
+//   - A failure inside a transaction (see Transactions) returns an error
+//     matching failover.ErrTxLost and the FailoverError. Every later statement
+//     of the transaction fails with ErrTxLost alone without running anywhere,
+//     Commit (or a COMMIT statement) returns it, Rollback (or ROLLBACK) returns
+//     nil, and the next transaction runs on the new host.
+//   - A failure during COMMIT (Commit, the statement, or one that commits
+//     implicitly) matches failover.ErrCommitOutcomeUnknown and the
+//     FailoverError: the commit may or may not have happened; read the data.
+//   - When no host answers, the error is a *failover.NoHostAvailableError
+//     naming every host with its last error, or why it was not tried (a host of
+//     the wrong role reads "skipped: role is standby, wanted read-write"). When
+//     the caller's context ended the walk, its Err is the context error, so
+//     errors.Is(err, context.DeadlineExceeded) holds: test that first. The next
+//     call walks again.
+//   - A new connection that finds its host full (1040, 1203) waits for a slot,
+//     25 ms doubling to 400 ms, within hostTimeout (5 s when it is 0), and the
+//     caller sees nothing if one frees; then, or at once for 1226 and 1129, the
+//     host's *mysql.MySQLError, wrapped with its address. The pool stays, and so
+//     do the connections already on that host.
+//   - A host that refuses the credentials or lacks the database returns its
+//     *mysql.MySQLError (1045, 1049, ...) wrapped with the host, and the walk
+//     ends at once: every host would answer the same.
+//   - When the caller's context ends, the error is context.Canceled or
+//     context.DeadlineExceeded. That is not a host failure: nothing moves.
+//   - A data error (duplicate key, syntax, deadlock, the read-only rejections
+//     1290 and 1792) is go-sql-driver's *mysql.MySQLError, untouched, and the
+//     connection stays. With targetSessionAttrs read-write or primary, a write
+//     that a demoted primary rejects moves the pool instead (see package
+//     failover, Roles).
+//   - A return to the primary is silent.
+//
+// No error the driver returns matches driver.ErrBadConn once a statement may
+// have reached a server, so database/sql never silently runs a statement a
+// second time. SafeToRetry tells what may be run again:
+//
+//	switch mysqlfailover.SafeToRetry(err) {
+//	case mysqlfailover.RetryStatement: // nothing of it ran: run the statement again
+//	case mysqlfailover.RetryTransaction: // rolled back by the server: run the whole transaction again
+//	case mysqlfailover.RetryNothing: // it may have run, or committed: read the data first
+//	}
+//
+// # Failover
+//
+// The pool moves as one: when a host is left, every other pooled connection on
+// it switches at its next safe point (before a statement or BeginTx outside a
+// transaction), with nothing sent and no error for its caller, and
+// database/sql's ResetSession and IsValid retire the connections that cannot.
+//
+// A dead session is not a dead host. go-sql-driver reports most failures of a
+// session (a crash, a reset, a read timeout, and on MariaDB a KILL of a busy
+// connection) as mysql.ErrInvalidConn or EOF, which say only that one session
+// died. Before such a failure moves the pool, the driver decides whether the
+// host is down: it is when the pool has already left it, its probes failed, a
+// connection attempt to it failed a moment ago, or the server said it is
+// shutting down (1053, 1080). Otherwise one attempt opens a new session on the
+// same host, shared by every session of the host that fails at the same
+// moment. When the server itself ended the session (1927, 4031, 1153,
+// 1159/1161) the attempt gets the usual bounds; otherwise at most four times
+// the host's usual connect time, at least 50 ms, so that a frozen host (which
+// accepts TCP and never greets) costs the pool 50 ms more, not hostTimeout. A
+// host that answers keeps the pool (failover.EventSessionEnded); one that does
+// not is left (EventHostFailed, EventSwitch). So a query that outlives
+// readTimeout on a live primary fails alone, and readTimeout remains the
+// detector of a host that hangs without closing its sockets.
+//
+// Failures to connect that belong to one host (a refusal, a timeout, a full
+// host, a TLS handshake or certificate failure, a malformed greeting) send the
+// walk on to the next host, and the NoHostAvailableError lists each host's own
+// error. A refusal every host would repeat (access denied, an unknown database,
+// any other server error, an authentication plugin go-sql-driver cannot use)
+// ends the walk at once. Package failover describes the host order, the
+// backoff of failing hosts, roles, data centres and host policies.
+//
+// A host that hangs (frozen, blackholed: no reset, no close) is only noticed
+// through a timeout: the statement in flight fails after readTimeout with the
+// FailoverError and the connection moves on. A caller's context alone cannot
+// tell a hung host from a slow query, so it never blames the host; the
+// reconnect that follows is bounded by hostTimeout and by a share of the
+// caller's remaining time, so the walk still gets past a hung primary within
+// request deadlines down to about 300 ms. Below that, or for a primary whose
+// handshakes are slow, only readTimeout and hostTimeout detect it, or active
+// health.
+//
+// Active health (checkInterval > 0) probes every host from a monitor
+// goroutine, leaves a failing host after failoverDelay, aborting the
+// statements in flight there, and returns after switchBackDelay of passed
+// probes; package failover describes it. A connection opened by Driver.Open
+// alone, as some wrappers do, runs no monitor: checkInterval and hostsURL are
+// ignored there.
+//
+// # Fall-back
+//
+// Once on a secondary, the pool returns to the primary at a safe point when
+// secondsBeforeRetryMaster have passed or queriesBeforeRetryMaster statements
+// ran (counted over the whole pool); both 0 disable it. One connection tries
+// the primary for the whole pool; if it does not answer, or answers with an
+// error (a locked account, say), the pool stays and both clocks restart,
+// silently. Each failed attempt costs one caller one connection attempt: quick
+// when refused, up to hostTimeout when the primary hangs. After a failed
+// attempt the statement count triggers again no sooner than 250 ms later
+// (Connector/J has no such pause; without it a busy pool would try a dead
+// primary every few milliseconds); set queriesBeforeRetryMaster=0 to rely on
+// the timer alone. Idle connections still on the old host drop their session
+// in ResetSession when database/sql hands them out, and join the pool's host
+// before the caller's statement.
+//
+// # Transactions
+//
+// A transaction lives and dies on one host: inside one there is no switch and
+// no fall-back, and a failure loses it (ErrTxLost) while the connection still
+// moves, ready for the next one. Inside means the server session's state,
+// however it was opened. The server flags an open transaction in every OK
+// packet, but go-sql-driver keeps the flag to itself, so the driver follows
+// the statements (case and leading comments do not matter; with
+// multiStatements each one counts): BEGIN, START TRANSACTION and XA START open
+// one; COMMIT, ROLLBACK and XA COMMIT|ROLLBACK end it (AND CHAIN opens the
+// next; after RELEASE the session is replaced on the same host), ROLLBACK TO
+// SAVEPOINT does not; with autocommit=0 (DSN or SET) every statement opens one;
+// implicit commits (DDL, GRANT, ...; not CREATE or DROP TEMPORARY TABLE) end
+// it; LOCK TABLES holds until UNLOCK TABLES. After CALL, EXECUTE, an executable
+// comment or a failed COMMIT the state is unknown and counts as open: before
+// moving, the driver asks MariaDB (SELECT @@in_transaction); MySQL has no such
+// variable, so there it stays open until COMMIT or ROLLBACK. A transaction
+// opened by statements counts as one opened by BeginTx: once lost, every call
+// (Ping, Prepare and BeginTx too) fails with ErrTxLost unsent, until ROLLBACK
+// (nil) or COMMIT (ErrTxLost), and IsValid is false meanwhile, so database/sql
+// retires such a pooled connection instead of handing it on.
+//
+// # Session state
+//
+// A switch carries the read-only state, the current database (the DSN's, or
+// the last USE run through the connection, also behind a comment or inside a
+// multi-statement), autocommit and completion_type when a SET changed them,
+// and everything set through DSN parameters (go-sql-driver applies system
+// variables, charset, collation and time zone to every new physical
+// connection). It does not carry state set by hand with SET SESSION, user
+// variables, temporary tables or locks: put session settings in the DSN
+// instead (...?sql_mode='STRICT_ALL_TABLES'&time_zone='%2B00:00'). A *sql.Stmt
+// prepares itself again on the new host before it runs.
+//
+// Read-only: on the primary a session follows the explicit flag (DSN readOnly,
+// Conn.SetReadOnly); on a secondary with failOverReadOnly=true it is always
+// read-only (SetReadOnly(false) is recorded and applied once back on the
+// primary, as in Connector/J), and with failOverReadOnly=false it follows the
+// flag. A pooled connection gets the DSN's flag back when database/sql hands
+// it to its next user. BeginTx with ReadOnly works as in go-sql-driver. On a
+// replica whose global read_only is on, MariaDB rejects writes with 1290
+// before the session flag (1792) comes into play.
+//
+// Idle connections: database/sql runs go-sql-driver's liveness check (a
+// non-blocking read) when it hands a pooled connection out, and the driver
+// runs it too before the next call of a pinned *sql.Conn or a transaction that
+// sat idle for a second or more. A session the server closed meanwhile
+// (wait_timeout, a KILL of a sleeping connection, also behind a TCP proxy) is
+// replaced on the same host before anything is sent. A physical connection
+// that go-sql-driver closed because its caller cancelled is replaced on the
+// pool's host at the next call (or database/sql discards it).
+//
+// # Reaching the Connector and the connection
+//
+// ConnectorOf finds the Connector behind any *sql.DB (sql.Open, sql.OpenDB,
+// GORM, sqlx, otelsql), for Stats and SwitchTo. ConnOf finds the Conn behind
+// the value (*sql.Conn).Raw passes, through wrappers, for Host, ReadOnly and
+// SetReadOnly:
+//
+//	err = sqlConn.Raw(func(dc any) error {
+//		c, ok := mysqlfailover.ConnOf(dc)
+//		if !ok {
+//			return errors.New("not a mysqlfailover connection")
+//		}
+//		log.Printf("on %s, read-only %v", c.Host(), c.ReadOnly())
+//		return c.SetReadOnly(ctx, true)
+//	})
+//
+// # Logs and events
+//
+// The driver is silent unless given WithLogger, which logs every state change
+// to a *slog.Logger, or WithEventHook, which receives each failover.Event;
+// neither ever carries a password. go-sql-driver logs on its own: when a
+// connection breaks it prints lines such as
+//
+//	[mysql] 2026/12/01 10:00:00 packets.go:58 unexpected EOF
+//
+// to its logger (stderr by default) before this driver handles the failure.
+// They are expected during a failover. mysql.SetLogger, called before the DSN
+// is parsed (before sql.Open), routes or silences them; Config.MySQL.Logger
+// does it for one pool.
+package mysqlfailover
