@@ -108,9 +108,11 @@
 // # Failover
 //
 // The pool moves as one: when a host is left, every other pooled connection on
-// it switches at its next safe point (before a statement or BeginTx outside a
-// transaction), with nothing sent and no error for its caller, and
-// database/sql's ResetSession and IsValid retire the connections that cannot.
+// it switches at its next safe point, with nothing sent and no error for its
+// caller, and database/sql's ResetSession and IsValid retire the connections
+// that cannot. A safe point is before a statement or BeginTx outside a
+// transaction (after Commit or Rollback, the next call), or when a connection
+// opens.
 //
 // A dead session is not a dead host. go-sql-driver reports most failures of a
 // session (a crash, a reset, a read timeout, and on MariaDB a KILL of a busy
@@ -195,8 +197,8 @@
 // # Session state
 //
 // A switch carries the read-only state, the current database (the DSN's, or
-// the last USE run through the connection, also behind a comment or inside a
-// multi-statement), autocommit and completion_type when a SET changed them,
+// the last USE of a bare or backquoted name run through the connection, also
+// behind a comment or inside a multi-statement), autocommit and completion_type when a SET changed them,
 // and everything set through DSN parameters (go-sql-driver applies system
 // variables, charset, collation and time zone to every new physical
 // connection). It does not carry state set by hand with SET SESSION, user
