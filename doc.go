@@ -152,9 +152,10 @@
 // Active health (checkInterval > 0) probes every host from a monitor
 // goroutine, leaves a failing host after failoverDelay, aborting the
 // statements in flight there, and returns after switchBackDelay of passed
-// probes; package failover describes it. A connection opened by Driver.Open
-// alone, as some wrappers do, runs no monitor: checkInterval and hostsURL are
-// ignored there.
+// probes; package failover describes it. A connection opened through the
+// driver's Open method alone (which some wrappers call instead of
+// OpenConnector) has a Connector of its own that runs no monitor:
+// checkInterval and hostsURL are ignored there.
 //
 // # Fall-back
 //
