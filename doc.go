@@ -243,9 +243,9 @@
 //
 // # Logs and events
 //
-// The driver is silent unless given WithLogger, which logs every state change
-// to a *slog.Logger, or WithEventHook, which receives each failover.Event;
-// neither ever carries a password. go-sql-driver logs on its own: when a
+// The driver logs nothing of its own unless given WithLogger, which logs every
+// state change to a *slog.Logger; WithEventHook receives each failover.Event.
+// Neither ever carries a password. go-sql-driver logs on its own: when a
 // connection breaks it prints lines such as
 //
 //	[mysql] 2026/12/01 10:00:00 packets.go:58 unexpected EOF
