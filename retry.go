@@ -14,13 +14,14 @@ type Retry int
 const (
 	// RetryNothing: run nothing again before reading the data. The statement may have
 	// run (a FailoverError with MaybeExecuted), a commit's outcome is unknown
-	// (failover.ErrCommitOutcomeUnknown), the caller's context ended (a statement may
-	// have run until then), or the error is not one a retry can cure (a data error, a
-	// closed pool, nil).
+	// (failover.ErrCommitOutcomeUnknown), the caller's context ended during a statement
+	// (it may have run until then), or the error is not one a retry can cure (a data
+	// error, a closed pool, nil).
 	RetryNothing Retry = iota
 	// RetryStatement: the statement provably did not run (a FailoverError without
-	// MaybeExecuted; no host could be reached; a full host refused the connection; a lock
-	// wait timeout, 1205, rolled back the statement alone): run it again. Outside a
+	// MaybeExecuted; no connection could be opened, a *failover.NoHostAvailableError,
+	// also when the caller's context ended the walk; a full host refused the connection;
+	// a lock wait timeout, 1205, rolled back the statement alone): run it again. Outside a
 	// transaction that is all there is to it; inside one, only this statement failed.
 	RetryStatement
 	// RetryTransaction: the server rolled the whole transaction back
