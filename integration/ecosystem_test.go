@@ -405,7 +405,9 @@ func TestEnt(t *testing.T) {
 // gooseLogger sends goose's output to the test log.
 type gooseLogger struct{ t *testing.T }
 
-func (l gooseLogger) Printf(format string, v ...any) { l.t.Logf("goose: "+strings.TrimSpace(format), v...) }
+func (l gooseLogger) Printf(format string, v ...any) {
+	l.t.Logf("goose: "+strings.TrimSpace(format), v...)
+}
 func (l gooseLogger) Fatalf(format string, v ...any) { l.t.Errorf("goose: "+format, v...) }
 
 // TestGoose: two goose migrations from an in-test file system, run with goose.Up through
