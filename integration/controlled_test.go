@@ -206,9 +206,9 @@ const hlInvalidWords = "invalid host list"
 // answers, each served until an EventHostList with an error reports it: not JSON, an
 // empty list, an unknown top-level field, an unknown host field, trailing data, and
 // HTTP 500 (the last four carry a list that would move the pool if taken). Each is
-// rejected (the content errors say "invalid host list", the fetch failure does not), none moves the pool or changes
-// the list, and reads stay on node 3. Neither the events nor the log (driver.WithLogger)
-// contain the token.
+// rejected (the content errors say "invalid host list", the fetch failure does not),
+// none moves the pool or changes the list, and reads stay on node 3. Neither the events
+// nor the log (mysqlfailover.WithLogger) contain the token.
 func TestHTTPHostList(t *testing.T) {
 	const token = "hl-Secret-42"
 	c := harness.Start(t, 3)
