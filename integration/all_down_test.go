@@ -24,8 +24,9 @@ import (
 const (
 	allDownRetries     = 3
 	allDownHostTimeout = 500 * time.Millisecond
-	// allDownRetryPause is the pause between two passes over the host list: the README's
-	// option table, retriesAllDown ("passes over the whole host list ..., 250 ms apart").
+	// allDownRetryPause is the pause between two passes over the host list, as documented
+	// for retriesAllDown (the README's option table, packages dsn and failover: "250 ms
+	// apart").
 	allDownRetryPause = 250 * time.Millisecond
 )
 

@@ -391,8 +391,8 @@ func TestHTTPHostList(t *testing.T) {
 // wrong and the time from the restore to the first statement on node 1.
 func TestAuthFailureRecovers(t *testing.T) {
 	const (
-		// hlBackoffMax is the backoff ceiling of a host whose attempts keep failing: the
-		// README's "Backoff" ("250 ms, then 500 ms, 1 s, 2 s, 4 s, at most 8 s").
+		// hlBackoffMax is the backoff ceiling of a host whose attempts keep failing, as
+		// package failover's doc gives it ("250 ms, then 500 ms, 1 s, 2 s, 4 s, at most 8 s").
 		hlBackoffMax  = 8 * time.Second
 		wrongPassword = "Wrong-pw-7731"
 		wrongFor      = 3 * time.Second

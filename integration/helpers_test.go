@@ -132,13 +132,13 @@ func warmPool(t *testing.T, ctx context.Context, c *harness.Cluster, db *sql.DB,
 	}
 }
 
-// commErr reports whether err is a communication error as the README ("Errors") and
-// DESIGN.md (invariant 1) list them, read from its values alone (errors.Is, errors.As), as
-// a user can: a *mysql.MySQLError of SQLSTATE class 08, mysql.ErrInvalidConn,
-// driver.ErrBadConn, io.EOF, io.ErrUnexpectedEOF, net.ErrClosed, a refused, reset or
-// aborted connection, a broken pipe, any net.Error (timeouts included), and the driver's
-// own *failover.FailoverError and *failover.NoHostAvailableError. The tests use it where
-// they once called the engine's internal Classify.
+// commErr reports whether err is a communication error as DESIGN.md (invariant 1) lists
+// them, read from its values alone (errors.Is, errors.As), as a user can: a
+// *mysql.MySQLError of SQLSTATE class 08, mysql.ErrInvalidConn, driver.ErrBadConn, io.EOF,
+// io.ErrUnexpectedEOF, net.ErrClosed, a refused, reset or aborted connection, a broken
+// pipe, any net.Error (timeouts included), and the driver's own *failover.FailoverError
+// and *failover.NoHostAvailableError. The tests use it where they once called the
+// engine's internal Classify.
 func commErr(err error) bool {
 	if err == nil {
 		return false

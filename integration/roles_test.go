@@ -233,9 +233,10 @@ func rolesKind(err error) string {
 
 // roleRejection is what an error says when a host was passed over for its role. The
 // error's type is the engine's (internal); a user reads it from the text, whose wording
-// the README's error table gives: "skipped: role is standby, wanted read-write" after the
-// role check of a new connection, "demoted: role is standby now, wanted read-write (the
-// server rejected a write: ...)" when a write was rejected.
+// the package docs give (mysqlfailover, failover): "skipped: role is standby, wanted
+// read-write" after the role check of a new connection; an error that "says demoted"
+// when a write was rejected ("demoted: role is standby now, wanted read-write (the
+// server rejected a write: ...)").
 type roleRejection struct {
 	Role    string // failover.Role's String: "primary", "standby", ...
 	Wanted  string // the targetSessionAttrs value
