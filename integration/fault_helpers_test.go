@@ -26,8 +26,8 @@ import (
 // background workload of autocommit writers on pinned connections, and the checks of
 // where the pool is and of the rows on every node.
 
-// faultPool is a mysqlfailover pool built with driver.NewConnector, so that the test can
-// read Connector.Stats and call SwitchTo, with its events recorded.
+// faultPool is a mysqlfailover pool built with mysqlfailover.NewConnector, so that the
+// test can read Connector.Stats and call SwitchTo, with its events recorded.
 type faultPool struct {
 	db *sql.DB
 	cn *mysqlfailover.Connector

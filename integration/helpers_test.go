@@ -3,11 +3,16 @@ package integration
 import (
 	"context"
 	"database/sql"
+	sqldriver "database/sql/driver"
+	"errors"
+	"io"
+	"net"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
-	_ "github.com/go-sql-driver/mysql" // "mysql": plain single-host connections for checks
+	"github.com/go-sql-driver/mysql" // "mysql": plain single-host connections for checks
 
 	"github.com/mysqlfailover/mysqlfailover"
 	"github.com/mysqlfailover/mysqlfailover/dsn"
@@ -125,4 +130,39 @@ func warmPool(t *testing.T, ctx context.Context, c *harness.Cluster, db *sql.DB,
 	for _, conn := range conns {
 		must(t, conn.Close())
 	}
+}
+
+// commErr reports whether err is a communication error as DESIGN.md (invariant 1) lists
+// them, read from its values alone (errors.Is, errors.As), as a user can: a
+// *mysql.MySQLError of SQLSTATE class 08, mysql.ErrInvalidConn, driver.ErrBadConn, io.EOF,
+// io.ErrUnexpectedEOF, net.ErrClosed, a refused, reset or aborted connection, a broken
+// pipe, any net.Error (timeouts included), and the driver's own *failover.FailoverError
+// and *failover.NoHostAvailableError. The tests use it where they once called the
+// engine's internal Classify.
+func commErr(err error) bool {
+	if err == nil {
+		return false
+	}
+	var me *mysql.MySQLError
+	if errors.As(err, &me) {
+		return me.SQLState[0] == '0' && me.SQLState[1] == '8'
+	}
+	var fe *failover.FailoverError
+	var nh *failover.NoHostAvailableError
+	var ne net.Error
+	for _, target := range []error{mysql.ErrInvalidConn, sqldriver.ErrBadConn, io.EOF, io.ErrUnexpectedEOF, net.ErrClosed,
+		syscall.ECONNREFUSED, syscall.ECONNRESET, syscall.ECONNABORTED, syscall.EPIPE} {
+		if errors.Is(err, target) {
+			return true
+		}
+	}
+	return errors.As(err, &fe) || errors.As(err, &nh) || errors.As(err, &ne)
+}
+
+// timeoutErr reports whether err is a net.Error whose Timeout() is true: how a host
+// attempt cut by hostTimeout shows itself (it does not match context.DeadlineExceeded,
+// which is kept for the caller's own context).
+func timeoutErr(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/mysqlfailover/mysqlfailover/failover"
-	"github.com/mysqlfailover/mysqlfailover/internal/cluster"
 
 	"github.com/mysqlfailover/mysqlfailover/integration/harness"
 )
@@ -178,7 +177,7 @@ func TestMidTransactionFailure(t *testing.T) {
 			} else {
 				endErr = tx.Rollback()
 				t.Logf("Rollback: %v", endErr)
-				if endErr != nil && cluster.Classify(context.Background(), endErr) != cluster.Communication {
+				if endErr != nil && !commErr(endErr) {
 					t.Errorf("Rollback of the lost transaction: %v, want nil or a connection error", endErr)
 				}
 			}

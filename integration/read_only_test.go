@@ -10,18 +10,17 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	_ "github.com/mysqlfailover/mysqlfailover" // registers "mysqlfailover"
+	"github.com/mysqlfailover/mysqlfailover"
 	"github.com/mysqlfailover/mysqlfailover/failover"
 	"github.com/mysqlfailover/mysqlfailover/integration/harness"
-	fconn "github.com/mysqlfailover/mysqlfailover/internal/conn"
 )
 
 // readOnlyState is what the proxy and the server say about a pinned connection.
 type readOnlyState struct {
 	node       int  // SELECT @@port
 	txReadOnly int  // @@session.tx_read_only
-	proxyRO    bool // (*conn.Conn).ReadOnly()
-	proxyHost  int  // node of (*conn.Conn).Host()
+	proxyRO    bool // mysqlfailover.Conn.ReadOnly()
+	proxyHost  int  // node of mysqlfailover.Conn.Host()
 }
 
 func readOnlyStateOf(ctx context.Context, c *harness.Cluster, conn *sql.Conn) (readOnlyState, error) {
@@ -32,9 +31,9 @@ func readOnlyStateOf(ctx context.Context, c *harness.Cluster, conn *sql.Conn) (r
 	}
 	s.node = c.NodeByPort(port)
 	err := conn.Raw(func(dc any) error {
-		pc, ok := dc.(*fconn.Conn)
+		pc, ok := mysqlfailover.ConnOf(dc)
 		if !ok {
-			return fmt.Errorf("driver connection is %T, want *conn.Conn", dc)
+			return fmt.Errorf("driver connection is %T, not a mysqlfailover connection", dc)
 		}
 		s.proxyRO = pc.ReadOnly()
 		s.proxyHost = c.NodeByAddr(pc.Host())
@@ -43,9 +42,15 @@ func readOnlyStateOf(ctx context.Context, c *harness.Cluster, conn *sql.Conn) (r
 	return s, err
 }
 
-// readOnlySetRO calls (*conn.Conn).SetReadOnly through Raw.
+// readOnlySetRO calls mysqlfailover.Conn.SetReadOnly through Raw.
 func readOnlySetRO(ctx context.Context, conn *sql.Conn, ro bool) error {
-	return conn.Raw(func(dc any) error { return dc.(*fconn.Conn).SetReadOnly(ctx, ro) })
+	return conn.Raw(func(dc any) error {
+		pc, ok := mysqlfailover.ConnOf(dc)
+		if !ok {
+			return fmt.Errorf("driver connection is %T, not a mysqlfailover connection", dc)
+		}
+		return pc.SetReadOnly(ctx, ro)
+	})
 }
 
 // readOnlyRows counts the rows of app.ro_items with id on node i (admin).

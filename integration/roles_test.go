@@ -6,6 +6,7 @@ import (
 	sqldriver "database/sql/driver"
 	"errors"
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -19,7 +20,6 @@ import (
 	"github.com/mysqlfailover/mysqlfailover/dsn"
 	"github.com/mysqlfailover/mysqlfailover/failover"
 	"github.com/mysqlfailover/mysqlfailover/integration/harness"
-	"github.com/mysqlfailover/mysqlfailover/internal/cluster"
 )
 
 // Roles (issue 3): targetSessionAttrs, and a primary demoted under a write workload.
@@ -231,13 +231,30 @@ func rolesKind(err error) string {
 	return "other"
 }
 
-// roleErrOf returns the *cluster.RoleError in err's chain, or nil.
-func roleErrOf(err error) *cluster.RoleError {
-	var re *cluster.RoleError
-	if errors.As(err, &re) {
-		return re
+// roleRejection is what an error says when a host was passed over for its role. The
+// error's type is the engine's (internal); a user reads it from the text, whose wording
+// the package docs give (mysqlfailover, failover): "skipped: role is standby, wanted
+// read-write" after the role check of a new connection; an error that "says demoted"
+// when a write was rejected ("demoted: role is standby now, wanted read-write (the
+// server rejected a write: ...)").
+type roleRejection struct {
+	Role    string // failover.Role's String: "primary", "standby", ...
+	Wanted  string // the targetSessionAttrs value
+	Demoted bool
+}
+
+var roleRejectionRE = regexp.MustCompile(`(skipped|demoted): role is (.+?)( now)?, wanted ([a-z-]+)`)
+
+// roleErrOf returns the first role rejection err's text states, or nil.
+func roleErrOf(err error) *roleRejection {
+	if err == nil {
+		return nil
 	}
-	return nil
+	m := roleRejectionRE.FindStringSubmatch(err.Error())
+	if m == nil {
+		return nil
+	}
+	return &roleRejection{Role: m[2], Wanted: m[4], Demoted: m[1] == "demoted"}
 }
 
 // rolesWaitEvent polls the log until an event at or after since satisfies ok, for at
@@ -352,12 +369,12 @@ func rolesReporter(t *testing.T) (report func(string, ...any), done func()) {
 //     failOverReadOnly): eight goroutines run autocommit INSERTs (5 s context each) through
 //     an 8-connection pool. Not one INSERT fails, before or after the first 1290 rejection:
 //     the rejected ones are re-run on node 2. The event log has an EventHostFailed for
-//     node 1 whose Err is a *cluster.RoleError (standby, wanted read-write, caused by 1290
+//     node 1 whose Err is a role rejection (standby, wanted read-write, caused by 1290
 //     or 1836) and an EventSwitch from node 1 to node 2. Writes go on landing on node 2
 //     through the same pool (node 2 is second in the list, yet its sessions are not made
 //     read-only: failOverReadOnly does not apply with read-write). No earlier than 2 s
 //     after the switch the pool probes node 1 and the probe is rejected by role (an
-//     EventConnect or EventFallBackFailed for node 1 whose Err is a *cluster.RoleError,
+//     EventConnect or EventFallBackFailed for node 1 whose Err is a role rejection,
 //     and an EventFallBackFailed), there is no EventFallBack, and the writes after the
 //     probe still land on node 2. Every successful INSERT is on node 2 exactly once.
 //   - any (targetSessionAttrs default): after the same switchover an INSERT returns the
@@ -417,9 +434,9 @@ func TestPromotion(t *testing.T) {
 		if !rejected {
 			t.Errorf("no EventHostFailed for node 1 after the demotion")
 		} else if re := roleErrOf(rej.Err); re == nil {
-			t.Errorf("EventHostFailed for node 1: Err %T %v, want a *cluster.RoleError", rej.Err, rej.Err)
+			t.Errorf("EventHostFailed for node 1: Err %T %v, want a role rejection", rej.Err, rej.Err)
 		} else {
-			if re.Role != failover.RoleStandby || re.Wanted != dsn.TargetReadWrite {
+			if re.Role != failover.RoleStandby.String() || re.Wanted != string(dsn.TargetReadWrite) {
 				t.Errorf("EventHostFailed for node 1: role %v, wanted %q; want standby, read-write", re.Role, re.Wanted)
 			}
 			if n := rolesReadOnlyNumber(rej.Err); n != 1290 && n != 1836 {
@@ -609,7 +626,7 @@ func TestPromotion(t *testing.T) {
 // unique key per INSERT, across nodes 1 and 2: each successful INSERT (and both INSERTs of
 // each committed transaction) is on node 2 exactly once, no failed transaction left a row
 // anywhere, and node 2 has no row that no successful operation wrote. The event log shows
-// node 1's EventHostFailed with a *cluster.RoleError and the EventSwitch to node 2.
+// node 1's EventHostFailed with a role rejection and the EventSwitch to node 2.
 func TestDemotedPrimaryUnderWrites(t *testing.T) {
 	const (
 		workers = 8
@@ -682,8 +699,8 @@ func TestDemotedPrimaryUnderWrites(t *testing.T) {
 	if !rejected {
 		t.Errorf("no EventHostFailed for node 1 after the demotion")
 	} else if re := roleErrOf(rej.Err); re == nil {
-		t.Errorf("EventHostFailed for node 1: Err %T %v, want a *cluster.RoleError", rej.Err, rej.Err)
-	} else if re.Role != failover.RoleStandby || re.Wanted != dsn.TargetReadWrite {
+		t.Errorf("EventHostFailed for node 1: Err %T %v, want a role rejection", rej.Err, rej.Err)
+	} else if re.Role != failover.RoleStandby.String() || re.Wanted != string(dsn.TargetReadWrite) {
 		t.Errorf("EventHostFailed for node 1: role %v, wanted %q; want standby, read-write", re.Role, re.Wanted)
 	}
 	if f := c.NodeByAddr(sw.From); f != 1 {
@@ -839,10 +856,10 @@ func TestDemotedPrimaryUnderWrites(t *testing.T) {
 //   - New connections (ten, none kept idle) land on node 1 with any, read-write and
 //     primary, with no role rejection; on node 2 with standby, read-only and prefer-standby,
 //     and for standby and read-only node 1's attempt is an EventConnect whose Err is a
-//     *cluster.RoleError (role primary, wanted the attrs).
+//     role rejection (role primary, wanted the attrs).
 //   - Node 1 read_only=ON, read-write with retriesAllDown=1: Ping fails with a
 //     *failover.NoHostAvailableError (not driver.ErrBadConn) in one pass of three
-//     attempts, each an EventConnect with a *cluster.RoleError (standby, read-write), and
+//     attempts, each an EventConnect with a role rejection (standby, read-write), and
 //     the error says "skipped: role is standby, wanted read-write" for every host.
 //   - Nodes 2 and 3 disabled: prefer-standby takes node 1 as a last resort, within 5 s.
 func TestTargetSessionAttrs(t *testing.T) {
@@ -889,8 +906,8 @@ func TestTargetSessionAttrs(t *testing.T) {
 					}
 				}
 				if len(on1) == 0 {
-					t.Errorf("no EventConnect with a *cluster.RoleError for node 1; events: %v", ev.all())
-				} else if re := roleErrOf(on1[0].Err); re.Role != failover.RolePrimary || re.Wanted != dsn.TargetSessionAttrs(tc.attrs) {
+					t.Errorf("no EventConnect with a role rejection for node 1; events: %v", ev.all())
+				} else if re := roleErrOf(on1[0].Err); re.Role != failover.RolePrimary.String() || re.Wanted != tc.attrs {
 					t.Errorf("node 1 rejected as role %v, wanted %q; want primary, %q", re.Role, re.Wanted, tc.attrs)
 				}
 				for _, e := range roleRejected {
@@ -941,8 +958,8 @@ func TestTargetSessionAttrs(t *testing.T) {
 			t.Errorf("%d connection attempts, want 3 (one pass)", len(attempts))
 		}
 		for _, e := range attempts {
-			if re := roleErrOf(e.Err); re == nil || re.Role != failover.RoleStandby || re.Wanted != dsn.TargetReadWrite {
-				t.Errorf("attempt %v: want an Err that is a *cluster.RoleError (standby, wanted read-write)", e)
+			if re := roleErrOf(e.Err); re == nil || re.Role != failover.RoleStandby.String() || re.Wanted != string(dsn.TargetReadWrite) {
+				t.Errorf("attempt %v: want an Err that is a role rejection (standby, wanted read-write)", e)
 			}
 		}
 		if took > 5*time.Second {

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mysqlfailover/mysqlfailover"
 	"github.com/mysqlfailover/mysqlfailover/failover"
 	"github.com/mysqlfailover/mysqlfailover/integration/harness"
-	"github.com/mysqlfailover/mysqlfailover/internal/conn"
 )
 
 // TestSessionStateAcrossSwitches (issue scenario 11, shared/cases/13): the session state
@@ -155,8 +155,8 @@ type ssState struct {
 	db, sqlMode, timeZone string
 	txReadOnly            int
 	autocommit            int
-	proxyHost             string // conn.Conn.Host()
-	proxyRO               bool   // conn.Conn.ReadOnly()
+	proxyHost             string // mysqlfailover.Conn.Host()
+	proxyRO               bool   // mysqlfailover.Conn.ReadOnly()
 }
 
 func (s ssState) String() string {
@@ -177,9 +177,9 @@ func ssQuery(ctx context.Context, c *harness.Cluster, pinned *sql.Conn) (ssState
 	}
 	s.node, s.db = c.NodeByPort(port), db.String
 	err = pinned.Raw(func(dc any) error {
-		pc, ok := dc.(*conn.Conn)
+		pc, ok := mysqlfailover.ConnOf(dc)
 		if !ok {
-			return fmt.Errorf("driver connection is %T, want *conn.Conn", dc)
+			return fmt.Errorf("driver connection is %T, not a mysqlfailover connection", dc)
 		}
 		s.proxyHost, s.proxyRO = pc.Host(), pc.ReadOnly()
 		return nil

@@ -366,7 +366,7 @@ func (c *Cluster) NodeByPort(port int) int {
 }
 
 // NodeByAddr returns the index of the node whose proxy address or real address is
-// hostport (as conn.Conn.Host or failover errors name hosts), or 0.
+// hostport (as mysqlfailover.Conn.Host or failover errors name hosts), or 0.
 func (c *Cluster) NodeByAddr(hostport string) int {
 	for _, n := range c.nodes {
 		if hostport == n.proxyAddr || hostport == n.inst.Addr() {
