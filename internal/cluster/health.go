@@ -1,8 +1,11 @@
 package cluster
 
 import (
+	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/mysqlfailover/mysqlfailover/dsn"
 	"github.com/mysqlfailover/mysqlfailover/failover"
 )
 
@@ -97,4 +100,59 @@ func (c *Cluster) Stats() failover.Stats {
 		s.Hosts = append(s.Hosts, hs)
 	}
 	return s
+}
+
+// NoteRole records role, found on host by a check outside the walk (a write rejected as
+// read-only makes the connection read the role again), and reports whether it qualifies
+// for the Target. A host that no longer qualifies is then left by the connection that
+// found out, with Failover and a *RoleError as the cause, which moves the pool.
+func (c *Cluster) NoteRole(host int, role failover.Role) (qualifies bool) {
+	return c.setRole(host, role)
+}
+
+// setRole records the role a check found on host and reports whether it qualifies.
+func (c *Cluster) setRole(host int, role failover.Role) bool {
+	ok := Accepts(c.target, role)
+	h := c.t.Load().host(host)
+	if h == nil {
+		return ok
+	}
+	h.role.Store(int32(role))
+	// prefer-standby takes any host as a last resort: a connection there stays.
+	h.unfit.Store(!ok && c.target != dsn.TargetPreferStandby)
+	return ok
+}
+
+// hostState is everything the Cluster knows of one host. A host keeps its state, and its
+// index (its id), while it is in the list or anything still uses it: a HostListProvider
+// may drop it and add it back. Once it has left the list, no physical connection to it
+// is held (Release) and no operation that may hold its id runs, its slot may be given to
+// a new host (SetHosts), so that a list whose addresses churn does not grow the table.
+type hostState struct {
+	addr, dc string
+
+	typical atomic.Int64 // smoothed duration (ns) of its successful attempts
+	role    atomic.Int32 // the Role the last check found
+	unfit   atomic.Bool  // the last check found a role the Target does not accept
+	retryAt atomic.Int64 // backoff: clock time (UnixNano) before which walks skip it
+	down    atomic.Bool  // probes declared it down (probing on): walks skip it
+	failing atomic.Bool  // its last attempt failed
+	refs    atomic.Int32 // physical connections handed out and not yet released (Release)
+
+	checkMu sync.Mutex
+	check   *check // the same-host check in progress after a session ended (Recover)
+
+	mu        sync.Mutex // guards the rest
+	fails     int        // consecutive failed attempts: the backoff exponent
+	lastErr   error
+	changed   time.Time // last change of state
+	state     failover.HostState
+	probeLat  time.Duration
+	failSince time.Time // first of the current run of failed probes (zero: last probe passed)
+	okSince   time.Time // first of the current run of passed probes (zero: last probe failed)
+	abortDue  bool      // a walk moved the pool off it after a failure: abort it if probes declare it down
+}
+
+func newHostState(addr, dc string) *hostState {
+	return &hostState{addr: addr, dc: dc}
 }

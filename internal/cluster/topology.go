@@ -5,43 +5,11 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/mysqlfailover/mysqlfailover/dsn"
 	"github.com/mysqlfailover/mysqlfailover/failover"
 )
-
-// hostState is everything the Cluster knows of one host. A host keeps its state, and its
-// index (its id), while it is in the list or anything still uses it: a HostListProvider
-// may drop it and add it back. Once it has left the list, no physical connection to it
-// is held (Release) and no operation that may hold its id runs, its slot may be given to
-// a new host (SetHosts), so that a list whose addresses churn does not grow the table.
-type hostState struct {
-	addr, dc string
-
-	typical atomic.Int64 // smoothed duration (ns) of its successful attempts
-	role    atomic.Int32 // the Role the last check found
-	unfit   atomic.Bool  // the last check found a role the Target does not accept
-	retryAt atomic.Int64 // backoff: clock time (UnixNano) before which walks skip it
-	down    atomic.Bool  // probes declared it down (probing on): walks skip it
-	failing atomic.Bool  // its last attempt failed
-	refs    atomic.Int32 // physical connections handed out and not yet released (Release)
-
-	checkMu sync.Mutex
-	check   *check // the same-host check in progress after a session ended (Recover)
-
-	mu        sync.Mutex // guards the rest
-	fails     int        // consecutive failed attempts: the backoff exponent
-	lastErr   error
-	changed   time.Time // last change of state
-	state     failover.HostState
-	probeLat  time.Duration
-	failSince time.Time // first of the current run of failed probes (zero: last probe passed)
-	okSince   time.Time // first of the current run of passed probes (zero: last probe failed)
-	abortDue  bool      // a walk moved the pool off it after a failure: abort it if probes declare it down
-}
 
 // topo is one version of the host list. It is never modified once published: a new list
 // (HostListProvider) or a new primary (SwitchTo) publishes a new topo.
@@ -216,6 +184,10 @@ func (c *Cluster) SetHosts(hosts []failover.ProvidedHost) error {
 	return nil
 }
 
-func newHostState(addr, dc string) *hostState {
-	return &hostState{addr: addr, dc: dc}
+// host returns the state of host id i in t, or nil.
+func (t *topo) host(i int) *hostState {
+	if i < 0 || i >= len(t.hosts) {
+		return nil
+	}
+	return t.hosts[i]
 }
