@@ -13,14 +13,10 @@ import (
 	"github.com/mysqlfailover/mysqlfailover/failover"
 )
 
-// MinHostShare is the smallest per-host budget that a caller's deadline can impose (see
-// attempt).
-const MinHostShare = 250 * time.Millisecond
-
 // attempt makes one bounded host attempt: dial, the role check of targetSessionAttrs
 // (one round trip), then setup. The bound is HostTimeout and, when the caller's context
-// has a deadline, a share of the time left: half of it, but at least MinHostShare and at
-// least four times what this host's attempts usually take. A hung host must not eat a
+// has a deadline, a share of the time left (see DefaultTimeLeftShare, DefaultMinHostShare
+// and DefaultTypicalFactor). A hung host must not eat a
 // short request deadline whole, or a pool whose callers all carry deadlines below
 // HostTimeout would never get past a frozen primary (the caller's own deadline is never
 // blamed on a host); and a host that is merely far away (a slow TLS handshake across
@@ -46,7 +42,7 @@ func (c *Cluster) attemptWithin(ctx context.Context, h int, setup SetupFunc, las
 	actx, budget, bound := ctx, c.timeout, "hostTimeout"
 	if dl, ok := ctx.Deadline(); ok {
 		left := time.Until(dl) // the caller's deadline is on the wall clock
-		share := max(left/2, MinHostShare, 4*time.Duration(hs.typical.Load()))
+		share := max(left/DefaultTimeLeftShare, DefaultMinHostShare, DefaultTypicalFactor*time.Duration(hs.typical.Load()))
 		if share < left && (budget == 0 || share < budget) {
 			budget, bound = share, "a share of the caller's time left"
 		}
@@ -113,7 +109,7 @@ func (c *Cluster) attemptWithin(ctx context.Context, h int, setup SetupFunc, las
 	case err == nil:
 		d := int64(c.clock.Now().Sub(start))
 		if old := hs.typical.Load(); old > 0 {
-			d = (3*old + d) / 4
+			d = ((DefaultConnectTimeSmoothing-1)*old + d) / DefaultConnectTimeSmoothing
 		}
 		hs.typical.Store(d)
 		hs.refs.Add(1) // until Release

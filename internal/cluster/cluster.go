@@ -39,8 +39,8 @@ type Options struct {
 	SecondsBeforeRetryMaster int
 	// QueriesBeforeRetryMaster is how many statements run on a secondary, counted over
 	// the whole pool, before the pool tries to return to the primary (count; 0 disables
-	// the counter; after a failed attempt the count triggers no sooner than RetryPause
-	// later). Both 0 disables fall-back, and the primary becomes an ordinary member of the
+	// the counter; after a failed attempt the count triggers no sooner than
+	// DefaultFallBackPause later). Both 0 disables fall-back, and the primary becomes an ordinary member of the
 	// rotation. Not used while probing is on.
 	QueriesBeforeRetryMaster int
 	// HostTimeout bounds each host attempt: dial, handshake and session set-up

@@ -176,8 +176,8 @@ func TestFailoverTransitions(t *testing.T) {
 				t.Fatalf("%d pauses between passes, want %d", got, tt.sleeps)
 			}
 			for _, d := range r.clock.Sleeps() {
-				if d != cluster.RetryPause {
-					t.Fatalf("paused %v between passes, want %v", d, cluster.RetryPause)
+				if d != cluster.DefaultPassPause {
+					t.Fatalf("paused %v between passes, want %v", d, cluster.DefaultPassPause)
 				}
 			}
 		})
@@ -652,7 +652,7 @@ func TestNewConnectionFallsBackWhenDue(t *testing.T) {
 // inside the caller's deadline (a frozen primary must not hold a pool whose callers all
 // carry short deadlines).
 func TestShortCallerDeadlineStillMovesPastAHungHost(t *testing.T) {
-	for _, deadline := range []time.Duration{300 * time.Millisecond, 4 * cluster.MinHostShare} {
+	for _, deadline := range []time.Duration{300 * time.Millisecond, 4 * cluster.DefaultMinHostShare} {
 		t.Run(deadline.String(), func(t *testing.T) {
 			var r *rig
 			r = newRig(t, 2, func(o *cluster.Options) {
@@ -674,8 +674,8 @@ func TestShortCallerDeadlineStillMovesPastAHungHost(t *testing.T) {
 			c.Close()
 			var te *cluster.HostTimeoutError
 			ev := r.events(failover.EventConnect)[0]
-			if !errors.As(ev.Err, &te) || te.After > max(deadline/2, cluster.MinHostShare) {
-				t.Fatalf("H1 attempt: %v, want a HostTimeoutError bounded by half the caller's time (at least MinHostShare)", ev.Err)
+			if !errors.As(ev.Err, &te) || te.After > max(deadline/2, cluster.DefaultMinHostShare) {
+				t.Fatalf("H1 attempt: %v, want a HostTimeoutError bounded by half the caller's time (at least DefaultMinHostShare)", ev.Err)
 			}
 		})
 	}
@@ -706,7 +706,7 @@ func TestPrimaryProbeDataErrorKeepsTheWalkGoing(t *testing.T) {
 }
 
 // TestQueryTriggerPausesAfterAFailedProbe: after a failed attempt to return, the statement
-// count alone cannot trigger the next attempt sooner than RetryPause later, so a busy pool
+// count alone cannot trigger the next attempt sooner than DefaultPassPause later, so a busy pool
 // does not hammer a dead primary with an attempt every few statements.
 func TestQueryTriggerPausesAfterAFailedProbe(t *testing.T) {
 	r := newRig(t, 2, func(o *cluster.Options) { o.SecondsBeforeRetryMaster, o.QueriesBeforeRetryMaster = 0, 3 })
@@ -726,15 +726,15 @@ func TestQueryTriggerPausesAfterAFailedProbe(t *testing.T) {
 		l.statement(true)
 	}
 	if probes() != 1 {
-		t.Fatalf("%d probes within RetryPause of a failed one, want 1", probes())
+		t.Fatalf("%d probes within DefaultPassPause of a failed one, want 1", probes())
 	}
-	r.clock.Advance(cluster.RetryPause)
+	r.clock.Advance(cluster.DefaultPassPause)
 	l.statement(true)
 	if probes() != 2 {
-		t.Fatalf("%d probes once RetryPause passed, want 2", probes())
+		t.Fatalf("%d probes once DefaultPassPause passed, want 2", probes())
 	}
 	r.up(0)
-	r.clock.Advance(cluster.RetryPause)
+	r.clock.Advance(cluster.DefaultPassPause)
 	for i := 0; i < 4 && l.host != primary; i++ {
 		l.statement(true)
 	}
@@ -793,14 +793,14 @@ func TestShortDeadlineCapSparesAFarHost(t *testing.T) {
 	c.Close()
 	// Half of 500 ms is shorter than the handshake: without the host's history the
 	// attempt would be cut at 250 ms and the pool moved to H2.
-	ctx, cancel := context.WithTimeout(context.Background(), 2*cluster.MinHostShare)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*cluster.DefaultMinHostShare)
 	defer cancel()
 	c, h, err = r.cl.Connect(ctx, nil)
 	if err != nil || h != primary {
 		t.Fatalf("under a 500 ms deadline: H%d %v, want H1", h+1, err)
 	}
 	c.Close()
-	if budget <= cluster.MinHostShare+50*time.Millisecond {
+	if budget <= cluster.DefaultMinHostShare+50*time.Millisecond {
 		t.Fatalf("the attempt on H1 was given %v of a 500 ms deadline, want the whole deadline (its handshakes take %v)", budget, handshake)
 	}
 	if r.cl.Active() != primary {

@@ -17,7 +17,7 @@
 // host k the walk goes round-robin from k+1 and ends the pass with k itself; while
 // fall-back is enabled but not due, the primary is skipped in the first pass and included
 // from the second; when fall-back is due, the primary is tried first. Each pass may be
-// followed by another, RetriesAllDown in all, with RetryPause (250 ms) between them. Every
+// followed by another, RetriesAllDown in all, with DefaultPassPause (250 ms) between them. Every
 // host attempt (dial, handshake, session set-up) is bounded by HostTimeout and by the
 // caller's context, which also bounds the walk. A failure that belongs to the host (it
 // is unreachable, slow, full, of the wrong role, fails the TLS handshake, greets

@@ -8,9 +8,9 @@ import (
 
 // HostTimeoutError is a host attempt (dial, handshake, session set-up) that did not finish
 // within its bound: Options.HostTimeout, or a share of the caller's remaining time (see
-// Cluster's attempt rules under MinHostShare). It is a net.Error with Timeout() true, so Classify calls it a
-// communication error, and it deliberately does not match context.DeadlineExceeded: that
-// is reserved for the caller's own context.
+// the attempt rules under DefaultMinHostShare). It is a net.Error with Timeout() true, so
+// Classify calls it a communication error, and it deliberately does not match
+// context.DeadlineExceeded: that is reserved for the caller's own context.
 type HostTimeoutError struct {
 	// After is the per-host bound that expired.
 	After time.Duration

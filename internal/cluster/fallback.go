@@ -36,9 +36,9 @@ func (c *Cluster) ForgetStatement() {
 // have passed or QueriesBeforeRetryMaster statements ran since it left (or since the
 // last failed attempt to return). As Connector/J readyToFallBackToPrimaryHost, with one
 // difference: after a failed attempt the statement count triggers the next one no sooner
-// than RetryPause later. A busy pool runs 50 statements in milliseconds, and without the
-// pause a dead primary would get a connection attempt every few milliseconds for as long
-// as it stays down. Always false while probing is on: the monitor returns the pool then.
+// than DefaultFallBackPause later. A busy pool runs 50 statements in milliseconds, and
+// without the pause a dead primary would get a connection attempt every few milliseconds
+// for as long as it stays down. Always false while probing is on: the monitor returns the pool then.
 func (c *Cluster) FallBackDue() bool {
 	if c.Home(int(c.active.Load())) || !c.fallBackEnabled() {
 		return false
@@ -46,7 +46,7 @@ func (c *Cluster) FallBackDue() bool {
 	var now int64
 	if c.queries > 0 && c.ran.Load() >= c.queries {
 		now = c.clock.Now().UnixNano()
-		if now-c.probeFailed.Load() >= int64(RetryPause) {
+		if now-c.probeFailed.Load() >= int64(DefaultFallBackPause) {
 			return true
 		}
 	}

@@ -23,27 +23,18 @@ type flight struct {
 	waiters atomic.Int32
 }
 
-// FollowerJitter is the spread of the connections that waited for another connection's
-// walk: each waits a random time in [0, FollowerJitter x waiters), at most MaxJitter,
-// before it opens its own connection to the host that walk found, so that a large pool
-// does not open all its connections to the new host in the same millisecond.
-const (
-	FollowerJitter = 2 * time.Millisecond
-	MaxJitter      = 200 * time.Millisecond
-)
-
 // Failover handles a communication error (cause) on a connection to host failed: it
 // reports the failure, puts the host into backoff and opens a physical connection to the
 // next host, as Connector/J FailoverConnectionProxy.failOver: if another connection
 // already moved the pool, to the pool's host; else if fall-back is due, to the primary
 // first; else round-robin from the host after failed, skipping the primary in the first
-// pass while fall-back is enabled, for up to RetriesAllDown passes with RetryPause
+// pass while fall-back is enabled, for up to RetriesAllDown passes with DefaultPassPause
 // between them, all within ctx. The policy (localDC, targetSessionAttrs, user layers)
 // orders and filters each pass.
 //
 // One walk at a time runs for the whole pool: connections whose host fails while
 // another connection is walking wait for that walk (each within its own ctx) and then
-// connect to the host it found, spread over a short jitter (FollowerJitter); when it
+// connect to the host it found, spread over a short jitter (DefaultFollowerJitter); when it
 // found none they get its error. So a dead host gets one attempt per pass from the
 // connector, not one per pooled connection.
 func (c *Cluster) Failover(ctx context.Context, failed int, cause error, setup SetupFunc) (driver.Conn, int, error) {
@@ -136,7 +127,7 @@ func (c *Cluster) lead(ctx context.Context, f *flight, cause error, setup SetupF
 }
 
 func jitter(waiters int32) time.Duration {
-	w := min(time.Duration(waiters)*FollowerJitter, MaxJitter)
+	w := min(time.Duration(waiters)*DefaultFollowerJitter, DefaultMaxJitter)
 	if w <= 0 {
 		return 0
 	}

@@ -9,21 +9,14 @@ import (
 	"github.com/mysqlfailover/mysqlfailover/failover"
 )
 
-// Backoff of a host after failed attempts: BackoffBase after the first, doubling with
-// every further consecutive failure, at most BackoffMax. A success (an attempt or a
-// probe) resets it. Authentication failures back off the same way and are never final:
-// credentials can be rotated.
-const (
-	BackoffBase = 250 * time.Millisecond
-	BackoffMax  = 8 * time.Second
-)
-
+// backoff is a host's backoff after fails consecutive failed attempts (see
+// DefaultBackoffBase).
 func backoff(fails int) time.Duration {
-	d := BackoffBase
-	for i := 1; i < fails && d < BackoffMax; i++ {
+	d := DefaultBackoffBase
+	for i := 1; i < fails && d < DefaultBackoffMax; i++ {
 		d *= 2
 	}
-	return min(d, BackoffMax)
+	return min(d, DefaultBackoffMax)
 }
 
 // setState records a state change of h, with the error that caused it, and reports it

@@ -14,10 +14,6 @@ import (
 	"github.com/mysqlfailover/mysqlfailover/failover"
 )
 
-// MinProbeTimeout is the least time a probe gets: CheckInterval when that is longer, and
-// never more than HostTimeout when that is set.
-const MinProbeTimeout = 500 * time.Millisecond
-
 // ProbeQuery is the probe's round trip when targetSessionAttrs is any; otherwise the
 // probe runs RoleQuery, which reads the role on the way.
 const ProbeQuery = "SELECT 1"
@@ -114,10 +110,10 @@ func (c *Cluster) Start() {
 	}()
 }
 
-// probeTimeout is the bound of one probe: max(CheckInterval, MinProbeTimeout), at most
+// probeTimeout is the bound of one probe: max(CheckInterval, DefaultMinProbeTimeout), at most
 // HostTimeout when that is set.
 func (c *Cluster) probeTimeout() time.Duration {
-	d := max(c.interval, MinProbeTimeout)
+	d := max(c.interval, DefaultMinProbeTimeout)
 	if c.timeout > 0 {
 		d = min(d, c.timeout)
 	}
@@ -333,7 +329,7 @@ func (c *Cluster) roundTrip(ctx context.Context, conn driver.Conn) (role failove
 		err = selectOne(pctx, conn)
 	}
 	if err != nil && pctx.Err() != nil && ctx.Err() == nil {
-		return role, true, fmt.Errorf("probe timed out after %v (max(checkInterval, %v), at most hostTimeout): %w", c.probeTimeout(), MinProbeTimeout, err)
+		return role, true, fmt.Errorf("probe timed out after %v (max(checkInterval, %v), at most hostTimeout): %w", c.probeTimeout(), DefaultMinProbeTimeout, err)
 	}
 	return role, false, err
 }

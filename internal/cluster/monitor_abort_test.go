@@ -153,7 +153,7 @@ func TestAttemptOnAHostDeclaredDownGetsTheProbeTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Close()
-	if budget <= 0 || budget > cluster.MinProbeTimeout {
-		t.Fatalf("the attempt on the host declared down was given %v, want at most the probe timeout %v", budget, cluster.MinProbeTimeout)
+	if budget <= 0 || budget > cluster.DefaultMinProbeTimeout {
+		t.Fatalf("the attempt on the host declared down was given %v, want at most the probe timeout %v", budget, cluster.DefaultMinProbeTimeout)
 	}
 }

@@ -366,8 +366,8 @@ func TestAllHostsWrongRoleSaysWhy(t *testing.T) {
 			t.Errorf("error lacks %q:\n%v", want, err)
 		}
 	}
-	if got := r.clock.Sleeps(); !slices.Equal(got, []time.Duration{cluster.RetryPause}) {
-		t.Errorf("sleeps %v, want one RetryPause between the passes", got)
+	if got := r.clock.Sleeps(); !slices.Equal(got, []time.Duration{cluster.DefaultPassPause}) {
+		t.Errorf("sleeps %v, want one DefaultPassPause between the passes", got)
 	}
 }
 

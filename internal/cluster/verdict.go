@@ -19,25 +19,6 @@ import (
 // failed attempt a moment ago, the server's own words), and otherwise one bounded
 // attempt to open a new session on the same host.
 
-// Bounds of the same-host check of Recover, for a failure that does not prove the
-// server is up: the attempt gets checkFactor times the host's usual connect time, at
-// least minCheck, within hostTimeout and the caller's share as every attempt. A frozen
-// host accepts TCP (the kernel completes the handshake) and then never greets: without
-// this bound every session caught on it would pay hostTimeout before the pool left it.
-const (
-	checkFactor = 4
-	minCheck    = 50 * time.Millisecond
-)
-
-// Backoff of a connection whose host answers that it is full (1040, 1203): fullBase
-// after the first answer, doubling up to fullMax, for at most hostTimeout in all
-// (defaultFullWait when hostTimeout is 0).
-const (
-	fullBase        = 25 * time.Millisecond
-	fullMax         = 400 * time.Millisecond
-	defaultFullWait = 5 * time.Second
-)
-
 // check is one same-host check after a session on the host ended, which the
 // connections whose sessions there end at the same moment wait for instead of each
 // making their own.
@@ -59,8 +40,8 @@ type check struct {
 // connections whose sessions on the host end meanwhile wait for it. When the server
 // itself ended the session (1927 KILL, 4031 inactivity, 1153 packet too large, 1159/1161
 // net timeouts...), the attempt gets the usual bounds; otherwise (a bare EOF, a reset, a
-// read timeout) also at most max(minCheck, checkFactor x the host's usual connect time),
-// so that a frozen host is left quickly.
+// read timeout) also at most max(DefaultMinCheck, DefaultCheckFactor x the host's usual
+// connect time), so that a frozen host is left quickly.
 //
 // When the host answers, the returned host equals host, the pool stays, and an
 // EventSessionEnded reports it; a host that answers full (1040, 1203) is waited for (see
@@ -81,7 +62,7 @@ func (c *Cluster) Recover(ctx context.Context, host int, cause error, setup Setu
 	}
 	var limit time.Duration
 	if !serverEndedSession(cause) {
-		limit = max(minCheck, checkFactor*time.Duration(hs.typical.Load()))
+		limit = max(DefaultMinCheck, DefaultCheckFactor*time.Duration(hs.typical.Load()))
 	}
 	for {
 		hs.checkMu.Lock()
@@ -217,17 +198,18 @@ func (e *fullError) Unwrap() error { return e.err }
 
 // attemptPatient is attempt for a host the connection must not leave: the pool's own
 // host for a connection that joins it, or a host whose session ended. A host that
-// answers full (1040, 1203) is tried again after fullBase, doubling up to fullMax, for
-// at most hostTimeout (defaultFullWait when 0) and within ctx; then, or at once for 1226
-// and 1129, the caller gets an error naming the host and wrapping the server's answer.
-// The host's state is never touched by it: a full host is up. limit as attemptWithin.
+// answers full (1040, 1203) is tried again after DefaultFullWaitBase, doubling up to
+// DefaultFullWaitMax, for at most hostTimeout (DefaultFullWait when 0) and within ctx;
+// then, or at once for 1226 and 1129, the caller gets an error naming the host and
+// wrapping the server's answer. The host's state is never touched by it: a full host is
+// up. limit as attemptWithin.
 func (c *Cluster) attemptPatient(ctx context.Context, h int, setup SetupFunc, lastResortOK bool, limit time.Duration) (driver.Conn, bool, error) {
 	total := c.timeout
 	if total <= 0 {
-		total = defaultFullWait
+		total = DefaultFullWait
 	}
 	start := c.clock.Now()
-	wait := fullBase
+	wait := DefaultFullWaitBase
 	for n := 1; ; n++ {
 		conn, lastResort, err := c.attemptWithin(ctx, h, setup, lastResortOK, limit)
 		if err == nil || !fullHost(err) {
@@ -240,7 +222,7 @@ func (c *Cluster) attemptPatient(ctx context.Context, h int, setup SetupFunc, la
 		if serr := c.clock.Sleep(ctx, wait); serr != nil {
 			return nil, false, serr
 		}
-		wait = min(2*wait, fullMax)
+		wait = min(2*wait, DefaultFullWaitMax)
 	}
 }
 

@@ -6,14 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/mysqlfailover/mysqlfailover/failover"
 )
-
-// RetryPause is the pause between two passes over the host list, as Connector/J's 250 ms
-// between retriesAllDown cycles (MariaDB CONJ-529 restored it after a hot loop).
-const RetryPause = 250 * time.Millisecond
 
 // plan is the shape of one walk, which the policy turns into an order per pass (see
 // Walk): the rotation starts at start; in the first pass the primary is either tried
@@ -167,7 +162,7 @@ func (c *Cluster) walk(ctx context.Context, p plan, cause error, setup SetupFunc
 	passes := 0
 	for i := 0; i < c.passes; i++ {
 		if i > 0 {
-			if err := c.clock.Sleep(ctx, RetryPause); err != nil {
+			if err := c.clock.Sleep(ctx, DefaultPassPause); err != nil {
 				return nil, -1, c.noHost(t, passes, errs, tried, ctx.Err(), p)
 			}
 		}
