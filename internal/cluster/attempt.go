@@ -39,7 +39,7 @@ func (c *Cluster) attemptWithin(ctx context.Context, h int, setup SetupFunc, las
 	if hs == nil {
 		return nil, false, fmt.Errorf("mysqlfailover: no host with id %d", h)
 	}
-	actx, budget, bound := ctx, c.timeout, "hostTimeout"
+	actx, budget, bound := ctx, c.cfg.HostTimeout, "hostTimeout"
 	if dl, ok := ctx.Deadline(); ok {
 		left := time.Until(dl) // the caller's deadline is on the wall clock
 		share := max(left/DefaultTimeLeftShare, DefaultMinHostShare, DefaultTypicalFactor*time.Duration(hs.typical.Load()))
@@ -50,7 +50,7 @@ func (c *Cluster) attemptWithin(ctx context.Context, h int, setup SetupFunc, las
 	if limit > 0 && (budget == 0 || limit < budget) {
 		budget, bound = limit, "the check of a host whose session ended"
 	}
-	if hs.down.Load() && c.interval > 0 {
+	if hs.down.Load() && c.cfg.CheckInterval > 0 {
 		// Declared down by the probes, after this attempt was planned (walks leave such
 		// hosts out): it gets no more than a probe would, so that a socket opened after
 		// the monitor closed the host's connections does not wait for hostTimeout.
@@ -78,16 +78,16 @@ func (c *Cluster) attemptWithin(ctx context.Context, h int, setup SetupFunc, las
 			err = describeDialError(err)
 		}
 	}
-	if err == nil && c.target != dsn.TargetAny {
+	if err == nil && c.Target() != dsn.TargetAny {
 		role, rerr := ReadRole(actx, conn)
 		switch {
 		case rerr != nil:
 			err = NotBadConn(timedOut(rerr), "role check failed")
-		case Accepts(c.target, role):
-		case lastResortOK && c.target == dsn.TargetPreferStandby:
+		case Accepts(c.Target(), role):
+		case lastResortOK && c.Target() == dsn.TargetPreferStandby:
 			lastResort = true
 		default:
-			err = &RoleError{Role: role, Wanted: c.target}
+			err = &RoleError{Role: role, Wanted: c.Target()}
 		}
 		if rerr == nil {
 			c.setRole(h, role)

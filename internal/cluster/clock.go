@@ -15,7 +15,7 @@ type Clock interface {
 	Sleep(ctx context.Context, d time.Duration) error
 }
 
-// SystemClock is the real clock, the default of Options.Clock.
+// SystemClock is the real clock, the default of Env.Clock.
 type SystemClock struct{}
 
 // Now returns time.Now().

@@ -13,7 +13,7 @@ import (
 	"github.com/mysqlfailover/mysqlfailover/failover"
 )
 
-// DialFunc opens a physical connection to host (an id: Options.Hosts[i] is id i; hosts a
+// DialFunc opens a physical connection to host (an id: Config.Hosts[i] is id i; hosts a
 // HostListProvider adds get the next ids, see Cluster.Host). The context carries the
 // per-host deadline and the caller's cancellation.
 type DialFunc func(ctx context.Context, host int) (driver.Conn, error)
@@ -24,31 +24,13 @@ type DialFunc func(ctx context.Context, host int) (driver.Conn, error)
 // other error ends the walk.
 type SetupFunc func(ctx context.Context, conn driver.Conn, host int) error
 
-// Options configure a Cluster. Hosts and Dial are required.
-type Options struct {
-	// Hosts are the host:port addresses; Hosts[0] is the primary.
-	Hosts []string
-	// RetriesAllDown is the number of passes over the host list before a walk gives up
-	// (count, default of the DSN: 120). 0 is treated as 1: one full pass. (Connector/J
-	// then tries a single host, a quirk not copied.)
-	RetriesAllDown int
-	// SecondsBeforeRetryMaster is how long after leaving the primary the pool tries to
-	// return to it (seconds; 0 disables the timer). As Connector/J's
-	// secondsBeforeRetryMaster. Not used while probing is on (CheckInterval > 0):
-	// SwitchBackDelay decides then.
-	SecondsBeforeRetryMaster int
-	// QueriesBeforeRetryMaster is how many statements run on a secondary, counted over
-	// the whole pool, before the pool tries to return to the primary (count; 0 disables
-	// the counter; after a failed attempt the count triggers no sooner than
-	// DefaultFallBackPause later). Both 0 disables fall-back, and the primary becomes an ordinary member of the
-	// rotation. Not used while probing is on.
-	QueriesBeforeRetryMaster int
-	// HostTimeout bounds each host attempt: dial, handshake and session set-up
-	// (duration; 0: only the caller's context bounds it).
-	HostTimeout time.Duration
+// Env is what a Cluster needs besides its configuration: what no DSN can say. Dial is
+// required.
+type Env struct {
 	// Dial opens physical connections.
 	Dial DialFunc
-	// Clock is the time source; nil means SystemClock.
+	// Clock is the time source of every wait and every clock reading (see Clock); nil
+	// means SystemClock.
 	Clock Clock
 	// OnEvent, if set, receives every event, synchronously and possibly from several
 	// goroutines at once: it must be fast and must not block.
@@ -56,38 +38,12 @@ type Options struct {
 	// Logger, if set, receives every event as a structured record (state changes at
 	// Info, failures at Warn, connection attempts at Debug). nil: silent.
 	Logger *slog.Logger
-
-	// DCs are the hosts' data-centre labels, in Hosts' order ("" for none; nil: no
-	// labels).
-	DCs []string
-	// LocalDC, when set, makes the plan DC-aware (see DCAware), and the primary is the
-	// first host of LocalDC or without a label.
-	LocalDC string
-	// UsedHostsPerRemoteDC is how many hosts of each remote DC the DC-aware plan uses
-	// (count, default 0: none).
-	UsedHostsPerRemoteDC int
-	// Target is the targetSessionAttrs every host attempt checks ("" or any: no check).
-	// With read-write or primary, the primary is not left out of the first pass of a
-	// walk (the writer may be anywhere after a promotion).
-	Target dsn.TargetSessionAttrs
-	// Layer, if set, wraps the built-in policy (Rotation, then DCAware, then
-	// RoleAware) with the caller's own layers; see Policy.
+	// Layer, if set, wraps the built-in policy (Rotation, then DCAware with localDC,
+	// then RoleAware with targetSessionAttrs) with the caller's own layers; see
+	// failover.Policy. It must not return nil.
 	Layer func(child failover.Policy) failover.Policy
-
-	// CheckInterval is how often the monitor probes every listed host and polls
-	// Provider (duration; 0: no monitor, and SecondsBeforeRetryMaster and
-	// QueriesBeforeRetryMaster decide fall-back). See Cluster.Start.
-	CheckInterval time.Duration
-	// FailoverDelay is how long the active host must fail its probes without a pause
-	// before the pool leaves it (duration, as Pulsar's failoverDelay; 0: at the first
-	// failed probe). Used only with CheckInterval > 0.
-	FailoverDelay time.Duration
-	// SwitchBackDelay is how long the primary must pass its probes without a pause
-	// before the pool returns to it (duration, as Pulsar's switchBackDelay; 0: at the
-	// first passed probe). Used only with CheckInterval > 0.
-	SwitchBackDelay time.Duration
-	// Provider, if set, is polled every CheckInterval for the host list (not at all
-	// with CheckInterval 0, unless the caller runs Check).
+	// Provider, if set, is polled every checkInterval for the host list (not at all
+	// with checkInterval 0, unless the caller runs Check).
 	Provider failover.HostListProvider
 	// Abort, if set, is called with a host that probes declared down while the pool was
 	// on it, or after a connection's walk had moved the pool off it for a failure: it
@@ -105,6 +61,22 @@ type Options struct {
 // readyToFallBackToPrimaryHost), with the per-connection state moved here so that one
 // failure moves the whole pool, and one walk at a time runs for it (see Failover).
 type Cluster struct {
+	// cfg is the configuration, read where an option is used and never written: the
+	// failover options (retriesAllDown, secondsBeforeRetryMaster,
+	// queriesBeforeRetryMaster, hostTimeout, targetSessionAttrs, localDC,
+	// usedHostsPerRemoteDC, checkInterval, failoverDelay, switchBackDelay) and the
+	// first host list. The rest of it (MySQL, FailOverReadOnly, ReadOnly, hostsURL) is
+	// the driver's.
+	cfg *dsn.Config
+
+	dial     DialFunc
+	clock    Clock
+	onEvent  func(failover.Event)
+	logger   *slog.Logger
+	layer    func(failover.Policy) failover.Policy
+	provider failover.HostListProvider
+	abort    func(int)
+
 	t      atomic.Pointer[topo]
 	topoMu sync.Mutex // serialises SetHosts and SwitchTo
 	// inUse is held for reading by every operation that uses host ids of a list it
@@ -113,25 +85,6 @@ type Cluster struct {
 	// reader never waits and may take it again inside another reader.
 	inUse sync.RWMutex
 
-	target        dsn.TargetSessionAttrs
-	localDC       string
-	perRemote     int
-	layer         func(failover.Policy) failover.Policy
-	standbyIntent bool
-	passes        int
-	secs          time.Duration
-	queries       int64
-	timeout       time.Duration
-	dial          DialFunc
-	clock         Clock
-	onEvent       func(failover.Event)
-	logger        *slog.Logger
-
-	interval   time.Duration
-	failDelay  time.Duration
-	backDelay  time.Duration
-	provider   failover.HostListProvider
-	abort      func(int)
 	stop       context.CancelFunc
 	started    atomic.Bool
 	startMu    sync.Mutex // with started: Start and Close do not race
@@ -152,57 +105,43 @@ type Cluster struct {
 	failovers, fallBacks, aborted atomic.Int64
 }
 
-// NewCluster validates opts and returns a Cluster on the primary.
-// It returns an error when Hosts is empty, Dial is nil, a count or duration is negative,
-// DCs and Hosts differ in length, LocalDC matches no host, or Layer returns nil.
-func NewCluster(opts Options) (*Cluster, error) {
-	if len(opts.Hosts) == 0 {
+// New returns a Cluster over cfg's hosts, on the primary. It keeps cfg and reads its
+// failover options where they are used, so the caller must not change cfg afterwards
+// (the Connector gives it the validated clone it keeps itself); only the failover
+// options and Hosts are read. It checks what the engine relies on, not the whole of
+// cfg.Validate: it returns an error when cfg is nil or has no hosts, env.Dial is nil, a
+// count or duration is negative, LocalDC matches no host, or env.Layer returns nil.
+func New(cfg *dsn.Config, env Env) (*Cluster, error) {
+	if cfg == nil {
+		return nil, errors.New("mysqlfailover: nil *dsn.Config")
+	}
+	if len(cfg.Hosts) == 0 {
 		return nil, errors.New("mysqlfailover: no hosts")
 	}
-	if opts.Dial == nil {
-		return nil, errors.New("mysqlfailover: Options.Dial is nil")
+	if env.Dial == nil {
+		return nil, errors.New("mysqlfailover: Env.Dial is nil")
 	}
-	if opts.RetriesAllDown < 0 || opts.SecondsBeforeRetryMaster < 0 || opts.QueriesBeforeRetryMaster < 0 || opts.HostTimeout < 0 ||
-		opts.UsedHostsPerRemoteDC < 0 || opts.CheckInterval < 0 || opts.FailoverDelay < 0 || opts.SwitchBackDelay < 0 {
+	if cfg.RetriesAllDown < 0 || cfg.SecondsBeforeRetryMaster < 0 || cfg.QueriesBeforeRetryMaster < 0 || cfg.HostTimeout < 0 ||
+		cfg.UsedHostsPerRemoteDC < 0 || cfg.CheckInterval < 0 || cfg.FailoverDelay < 0 || cfg.SwitchBackDelay < 0 {
 		return nil, errors.New("mysqlfailover: negative retriesAllDown, secondsBeforeRetryMaster, queriesBeforeRetryMaster, hostTimeout, usedHostsPerRemoteDC, checkInterval, failoverDelay or switchBackDelay")
 	}
-	if opts.DCs != nil && len(opts.DCs) != len(opts.Hosts) {
-		return nil, errors.New("mysqlfailover: Options.DCs and Options.Hosts differ in length")
-	}
 	c := &Cluster{
-		passes:    max(opts.RetriesAllDown, 1),
-		secs:      time.Duration(opts.SecondsBeforeRetryMaster) * time.Second,
-		queries:   int64(opts.QueriesBeforeRetryMaster),
-		timeout:   opts.HostTimeout,
-		dial:      opts.Dial,
-		clock:     opts.Clock,
-		onEvent:   opts.OnEvent,
-		logger:    opts.Logger,
-		target:    opts.Target,
-		localDC:   opts.LocalDC,
-		perRemote: opts.UsedHostsPerRemoteDC,
-		layer:     opts.Layer,
-		interval:  opts.CheckInterval,
-		failDelay: opts.FailoverDelay,
-		backDelay: opts.SwitchBackDelay,
-		provider:  opts.Provider,
-		abort:     opts.Abort,
+		cfg:      cfg,
+		dial:     env.Dial,
+		clock:    env.Clock,
+		onEvent:  env.OnEvent,
+		logger:   env.Logger,
+		layer:    env.Layer,
+		provider: env.Provider,
+		abort:    env.Abort,
 	}
 	if c.clock == nil {
 		c.clock = SystemClock{}
 	}
-	if c.target == "" {
-		c.target = dsn.TargetAny
-	}
-	c.standbyIntent = c.target == dsn.TargetStandby || c.target == dsn.TargetReadOnly || c.target == dsn.TargetPreferStandby
-	hosts := make([]*hostState, len(opts.Hosts))
-	list := make([]int, len(opts.Hosts))
-	for i, a := range opts.Hosts {
-		dc := ""
-		if opts.DCs != nil {
-			dc = opts.DCs[i]
-		}
-		hosts[i], list[i] = newHostState(a, dc), i
+	hosts := make([]*hostState, len(cfg.Hosts))
+	list := make([]int, len(cfg.Hosts))
+	for i, h := range cfg.Hosts {
+		hosts[i], list[i] = newHostState(h.Addr(), h.DC), i
 	}
 	t, err := c.newTopo(hosts, list, -1)
 	if err != nil {
@@ -211,6 +150,21 @@ func NewCluster(opts Options) (*Cluster, error) {
 	c.t.Store(t)
 	c.active.Store(int32(t.primary))
 	return c, nil
+}
+
+// passes is the number of passes of a walk: retriesAllDown, and 0 counts as 1, one full
+// pass. (Connector/J then tries a single host, a quirk not copied.)
+func (c *Cluster) passes() int { return max(c.cfg.RetriesAllDown, 1) }
+
+// standbyIntent reports whether the target asks for a standby (standby, read-only,
+// prefer-standby): home is then any local host, and the way home is TryFallBack's
+// search, not the primary.
+func (c *Cluster) standbyIntent() bool {
+	switch c.Target() {
+	case dsn.TargetStandby, dsn.TargetReadOnly, dsn.TargetPreferStandby:
+		return true
+	}
+	return false
 }
 
 // Host returns the host:port of id i, or "" when there is no such host.
@@ -240,7 +194,12 @@ func (c *Cluster) Primary() int { return c.t.Load().primary }
 
 // Target returns the targetSessionAttrs that host attempts check (dsn.TargetAny when
 // none).
-func (c *Cluster) Target() dsn.TargetSessionAttrs { return c.target }
+func (c *Cluster) Target() dsn.TargetSessionAttrs {
+	if t := c.cfg.TargetSessionAttrs; t != "" {
+		return t
+	}
+	return dsn.TargetAny
+}
 
 // Now returns the Cluster clock's time.
 func (c *Cluster) Now() time.Time { return c.clock.Now() }

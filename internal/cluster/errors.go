@@ -7,7 +7,7 @@ import (
 )
 
 // HostTimeoutError is a host attempt (dial, handshake, session set-up) that did not finish
-// within its bound: Options.HostTimeout, or a share of the caller's remaining time (see
+// within its bound: hostTimeout, or a share of the caller's remaining time (see
 // the attempt rules under DefaultMinHostShare). It is a net.Error with Timeout() true, so
 // Classify calls it a communication error, and it deliberately does not match
 // context.DeadlineExceeded: that is reserved for the caller's own context.

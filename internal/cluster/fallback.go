@@ -4,19 +4,22 @@ import (
 	"context"
 	"database/sql/driver"
 	"errors"
+	"time"
 
 	"github.com/mysqlfailover/mysqlfailover/failover"
 )
 
 // fallBackEnabled: both 0 disables fall-back (Connector/J enableFallBackToPrimaryHost);
 // with probing on, the monitor decides instead (SwitchBackDelay).
-func (c *Cluster) fallBackEnabled() bool { return c.interval == 0 && (c.secs > 0 || c.queries > 0) }
+func (c *Cluster) fallBackEnabled() bool {
+	return c.cfg.CheckInterval == 0 && (c.cfg.SecondsBeforeRetryMaster > 0 || c.cfg.QueriesBeforeRetryMaster > 0)
+}
 
 // NoteStatement counts one statement run while the pool is away from home, for
 // QueriesBeforeRetryMaster. Call it after FallBackDue, once per statement. It reports
 // whether the statement was counted (for ForgetStatement).
 func (c *Cluster) NoteStatement() (counted bool) {
-	if c.queries > 0 && !c.Home(int(c.active.Load())) {
+	if c.cfg.QueriesBeforeRetryMaster > 0 && !c.Home(int(c.active.Load())) {
 		c.ran.Add(1)
 		return true
 	}
@@ -27,7 +30,7 @@ func (c *Cluster) NoteStatement() (counted bool) {
 // without running (driver.ErrSkip: database/sql runs it as a prepared statement, which
 // counts itself).
 func (c *Cluster) ForgetStatement() {
-	if c.queries > 0 {
+	if c.cfg.QueriesBeforeRetryMaster > 0 {
 		c.ran.Add(-1)
 	}
 }
@@ -44,19 +47,20 @@ func (c *Cluster) FallBackDue() bool {
 		return false
 	}
 	var now int64
-	if c.queries > 0 && c.ran.Load() >= c.queries {
+	if q := int64(c.cfg.QueriesBeforeRetryMaster); q > 0 && c.ran.Load() >= q {
 		now = c.clock.Now().UnixNano()
 		if now-c.probeFailed.Load() >= int64(DefaultFallBackPause) {
 			return true
 		}
 	}
-	if c.secs == 0 {
+	secs := time.Duration(c.cfg.SecondsBeforeRetryMaster) * time.Second
+	if secs == 0 {
 		return false
 	}
 	if now == 0 {
 		now = c.clock.Now().UnixNano()
 	}
-	return now-c.leftPrimary.Load() >= int64(c.secs)
+	return now-c.leftPrimary.Load() >= int64(secs)
 }
 
 // restartClocks starts the fall-back timer and counter again (Connector/J
@@ -108,7 +112,7 @@ func (c *Cluster) TryFallBack(ctx context.Context, setup SetupFunc) (driver.Conn
 	var conn driver.Conn
 	var err error
 	h := c.Primary()
-	if c.standbyIntent {
+	if c.standbyIntent() {
 		conn, h, err = c.findHome(ctx, from, setup)
 	} else {
 		conn, _, err = c.attempt(ctx, h, setup, false)

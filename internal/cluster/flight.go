@@ -115,7 +115,7 @@ func (c *Cluster) lead(ctx context.Context, f *flight, cause error, setup SetupF
 	p := plan{start: c.next(t, f.failed), failed: f.failed}
 	if f.failed != t.primary {
 		due := c.FallBackDue()
-		p.primaryFirst = due && !c.standbyIntent
+		p.primaryFirst = due && !c.standbyIntent()
 		p.skipPrimary = c.skipPrimaryNow(due)
 	}
 	defer c.probeOnce(&p)()

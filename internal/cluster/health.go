@@ -105,14 +105,14 @@ func (c *Cluster) NoteRole(host int, role failover.Role) (qualifies bool) {
 
 // setRole records the role a check found on host and reports whether it qualifies.
 func (c *Cluster) setRole(host int, role failover.Role) bool {
-	ok := Accepts(c.target, role)
+	ok := Accepts(c.Target(), role)
 	h := c.t.Load().host(host)
 	if h == nil {
 		return ok
 	}
 	h.role.Store(int32(role))
 	// prefer-standby takes any host as a last resort: a connection there stays.
-	h.unfit.Store(!ok && c.target != dsn.TargetPreferStandby)
+	h.unfit.Store(!ok && c.Target() != dsn.TargetPreferStandby)
 	return ok
 }
 

@@ -1,5 +1,14 @@
 package cluster
 
+import (
+	"fmt"
+	"net"
+	"strconv"
+
+	"github.com/mysqlfailover/mysqlfailover/dsn"
+	"github.com/mysqlfailover/mysqlfailover/failover"
+)
+
 // Names kept for code outside this package's area while issue 10 lands: each is
 // Deprecated and goes once its last user has moved.
 
@@ -12,3 +21,45 @@ const RetryPause = DefaultPassPause
 //
 // Deprecated: use DefaultBackoffMax. Kept for integration/controlled_test.go.
 const BackoffMax = DefaultBackoffMax
+
+// Options is the configuration NewCluster took before issue 10, reduced to the fields
+// that its last callers set.
+//
+// Deprecated: use New with a *dsn.Config (and Env for the rest). Kept for the test rigs
+// of internal/conn (helpers_test.go, role_test.go) and internal/stmt (helpers_test.go)
+// until they build a *dsn.Config; remove it with NewCluster then.
+type Options struct {
+	Hosts                    []string // host:port; Hosts[0] is the primary
+	RetriesAllDown           int
+	SecondsBeforeRetryMaster int
+	QueriesBeforeRetryMaster int
+	Target                   dsn.TargetSessionAttrs
+	Dial                     DialFunc
+	Clock                    Clock
+	OnEvent                  func(failover.Event)
+}
+
+// NewCluster builds the *dsn.Config that opts describe (every other option 0) and
+// returns New's Cluster over it.
+//
+// Deprecated: use New. See Options.
+func NewCluster(opts Options) (*Cluster, error) {
+	cfg := &dsn.Config{
+		RetriesAllDown:           opts.RetriesAllDown,
+		SecondsBeforeRetryMaster: opts.SecondsBeforeRetryMaster,
+		QueriesBeforeRetryMaster: opts.QueriesBeforeRetryMaster,
+		TargetSessionAttrs:       opts.Target,
+	}
+	for _, a := range opts.Hosts {
+		name, port, err := net.SplitHostPort(a)
+		if err != nil {
+			return nil, fmt.Errorf("mysqlfailover: host %q: %w", a, err)
+		}
+		n, err := strconv.Atoi(port)
+		if err != nil {
+			return nil, fmt.Errorf("mysqlfailover: host %q: bad port", a)
+		}
+		cfg.Hosts = append(cfg.Hosts, dsn.Host{Name: name, Port: n})
+	}
+	return New(cfg, Env{Dial: opts.Dial, Clock: opts.Clock, OnEvent: opts.OnEvent})
+}

@@ -86,7 +86,7 @@ func (p *probeSet) closeAll() {
 // closed. It is safe for concurrent use and cheap once started (the driver calls it on
 // every new connection, so that a connector nobody uses starts nothing).
 func (c *Cluster) Start() {
-	if c.interval <= 0 || c.started.Load() {
+	if c.cfg.CheckInterval <= 0 || c.started.Load() {
 		return
 	}
 	c.startMu.Lock()
@@ -103,7 +103,7 @@ func (c *Cluster) Start() {
 		defer c.probes.closeAll()
 		for {
 			c.Check(ctx)
-			if c.clock.Sleep(ctx, c.interval) != nil {
+			if c.clock.Sleep(ctx, c.cfg.CheckInterval) != nil {
 				return
 			}
 		}
@@ -113,9 +113,9 @@ func (c *Cluster) Start() {
 // probeTimeout is the bound of one probe: max(CheckInterval, DefaultMinProbeTimeout), at most
 // HostTimeout when that is set.
 func (c *Cluster) probeTimeout() time.Duration {
-	d := max(c.interval, DefaultMinProbeTimeout)
-	if c.timeout > 0 {
-		d = min(d, c.timeout)
+	d := max(c.cfg.CheckInterval, DefaultMinProbeTimeout)
+	if c.cfg.HostTimeout > 0 {
+		d = min(d, c.cfg.HostTimeout)
 	}
 	return d
 }
@@ -129,7 +129,7 @@ func (c *Cluster) probeTimeout() time.Duration {
 //   - The active host, once its probes have failed without a pause for FailoverDelay
 //     (or at once when its role stopped qualifying), is left: the pool moves to the
 //     first host of the plan whose last probe passed, and every physical connection to
-//     the old host is closed (Options.Abort), so that statements in flight fail at once
+//     the old host is closed (Env.Abort), so that statements in flight fail at once
 //     with the failover error instead of waiting for readTimeout. With no host to go to
 //     the pool stays and keeps probing. A host that a connection's walk left for a
 //     failure before its probes declared it down (a caller's deadline cut the walk's
@@ -238,7 +238,7 @@ func (c *Cluster) probe(ctx context.Context, id int) {
 			bound := c.probeTimeout()
 			what := "the probe timeout, the host failing its probes"
 			if !suspect {
-				bound, what = max(c.timeout, bound), "hostTimeout"
+				bound, what = max(c.cfg.HostTimeout, bound), "hostTimeout"
 			}
 			dctx, cancel := context.WithTimeout(ctx, bound)
 			conn, err = c.dial(dctx, id)
@@ -284,7 +284,7 @@ func (c *Cluster) probe(ctx context.Context, id int) {
 			h.failSince = start
 		}
 		h.okSince = time.Time{}
-		down := now.Sub(h.failSince) >= c.failDelay
+		down := now.Sub(h.failSince) >= c.cfg.FailoverDelay
 		h.mu.Unlock()
 		c.emit(failover.Event{Kind: failover.EventProbe, Host: h.addr, Err: err})
 		if down {
@@ -323,7 +323,7 @@ func (c *Cluster) probe(ctx context.Context, id int) {
 func (c *Cluster) roundTrip(ctx context.Context, conn driver.Conn) (role failover.Role, timedOut bool, err error) {
 	pctx, cancel := context.WithTimeout(ctx, c.probeTimeout())
 	defer cancel()
-	if c.target != dsn.TargetAny {
+	if c.Target() != dsn.TargetAny {
 		role, err = ReadRole(pctx, conn)
 	} else {
 		err = selectOne(pctx, conn)
@@ -380,7 +380,7 @@ func (c *Cluster) leftAfterFailure(id int) {
 }
 
 // abortHost closes every connection to h, host id, which probes declared down
-// (Options.Abort), and reports it with cause.
+// (Env.Abort), and reports it with cause.
 func (c *Cluster) abortHost(id int, h *hostState, cause error) {
 	h.mu.Lock()
 	h.abortDue = false
@@ -428,7 +428,7 @@ func (c *Cluster) decide() {
 		cause := ha.lastErr
 		ha.mu.Unlock()
 		if cause == nil {
-			cause = &RoleError{Role: failover.Role(ha.role.Load()), Wanted: c.target}
+			cause = &RoleError{Role: failover.Role(ha.role.Load()), Wanted: c.Target()}
 		}
 		c.active.Store(int32(target))
 		c.lastResort.Store(false)
@@ -446,7 +446,7 @@ func (c *Cluster) decide() {
 		return
 	}
 	for _, id := range c.order(t, plan{start: t.primary, failed: -1}, 0, nil, nil) {
-		if id == a || !c.home(t, id) || !c.healthy(t.hosts[id], now, c.backDelay) {
+		if id == a || !c.home(t, id) || !c.healthy(t.hosts[id], now, c.cfg.SwitchBackDelay) {
 			continue
 		}
 		c.active.Store(int32(id))

@@ -29,7 +29,7 @@ func TestMonitorAbortsHostAWalkLeft(t *testing.T) {
 	var closeGate sync.Once
 	var hang atomic.Int32 // dials to H1 that hang until the gate closes (or HostTimeout)
 	var r *rig
-	r, ab := monRig(t, 3, func(o *cluster.Options) {
+	r, ab := monRig(t, 3, func(o *rigOpts) {
 		o.HostTimeout = time.Hour // only an abort, or the test's guard, ends the hung handshake
 		o.Dial = func(ctx context.Context, h int) (driver.Conn, error) {
 			if h == 0 && hang.Add(-1) >= 0 {
@@ -135,7 +135,7 @@ func TestMonitorAbortsHostAWalkLeft(t *testing.T) {
 func TestAttemptOnAHostDeclaredDownGetsTheProbeTimeout(t *testing.T) {
 	var r *rig
 	var budget time.Duration
-	r, _ = monRig(t, 1, func(o *cluster.Options) {
+	r, _ = monRig(t, 1, func(o *rigOpts) {
 		o.HostTimeout = time.Hour
 		o.FailoverDelay = 0
 		o.Dial = func(ctx context.Context, h int) (driver.Conn, error) {

@@ -42,7 +42,7 @@ type stormRig struct {
 
 func newStormRig(t *testing.T) *stormRig {
 	s := &stormRig{gate: make(chan struct{})}
-	s.rig = newRig(t, 3, func(o *cluster.Options) {
+	s.rig = newRig(t, 3, func(o *rigOpts) {
 		o.Dial = func(ctx context.Context, h int) (driver.Conn, error) {
 			s.dials[h].Add(1)
 			if s.blocked.CompareAndSwap(false, true) {
@@ -206,7 +206,7 @@ func (r *rig) since(mark *int) string {
 // a joining connection skips H1 while it is in backoff (250ms, 500ms, 1s, ... 8s) and
 // tries it again once the backoff has ended, for as long as it stays down.
 func TestBackoffJoinSkipsHostInBackoff(t *testing.T) {
-	r := newRig(t, 3, func(o *cluster.Options) { o.SecondsBeforeRetryMaster, o.QueriesBeforeRetryMaster = 1, 0 })
+	r := newRig(t, 3, func(o *rigOpts) { o.SecondsBeforeRetryMaster, o.QueriesBeforeRetryMaster = 1, 0 })
 	mark := 0
 	r.down(0)
 	l := r.connect()
@@ -266,7 +266,7 @@ func TestBackoffJoinSkipsHostInBackoff(t *testing.T) {
 // TestBackoffAllDownStillTriesEveryHost: with every host failing, backoff skips nothing:
 // each walk makes retriesAllDown passes over all hosts (Connector/J's all-down walk).
 func TestBackoffAllDownStillTriesEveryHost(t *testing.T) {
-	r := newRig(t, 3, func(o *cluster.Options) { o.RetriesAllDown = 3 })
+	r := newRig(t, 3, func(o *rigOpts) { o.RetriesAllDown = 3 })
 	mark := 0
 	r.down(0, 1, 2)
 	for round := 0; round < 2; round++ {
@@ -330,7 +330,7 @@ func TestBackoffAccessDeniedIsNotFinal(t *testing.T) {
 
 // TestStatsStatesAndCounters: Stats follows a failover and a fall-back.
 func TestStatsStatesAndCounters(t *testing.T) {
-	r := newRig(t, 3, func(o *cluster.Options) { o.SecondsBeforeRetryMaster, o.QueriesBeforeRetryMaster = 1, 0 })
+	r := newRig(t, 3, func(o *rigOpts) { o.SecondsBeforeRetryMaster, o.QueriesBeforeRetryMaster = 1, 0 })
 	s := r.cl.Stats()
 	if s.Active != "H1:3306" || s.Primary != "H1:3306" || s.Failovers != 0 || s.FallBacks != 0 || s.Aborted != 0 || len(s.Hosts) != 3 {
 		t.Fatalf("fresh stats %+v", s)

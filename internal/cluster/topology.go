@@ -31,10 +31,10 @@ func (c *Cluster) newTopo(hosts []*hostState, list []int, primary int) (*topo, e
 		t.member[id] = true
 	}
 	infos := t.infos()
-	if c.localDC != "" {
+	if c.cfg.LocalDC != "" {
 		found := false
 		for _, id := range list {
-			if dc := hosts[id].dc; dc == "" || dc == c.localDC {
+			if dc := hosts[id].dc; dc == "" || dc == c.cfg.LocalDC {
 				found = true
 				if primary < 0 {
 					primary = id
@@ -42,7 +42,7 @@ func (c *Cluster) newTopo(hosts []*hostState, list []int, primary int) (*topo, e
 			}
 		}
 		if !found {
-			return nil, fmt.Errorf("mysqlfailover: localDC %q matches no host of the list", c.localDC)
+			return nil, fmt.Errorf("mysqlfailover: localDC %q matches no host of the list", c.cfg.LocalDC)
 		}
 	}
 	if primary < 0 {
@@ -50,20 +50,20 @@ func (c *Cluster) newTopo(hosts []*hostState, list []int, primary int) (*topo, e
 	}
 	t.primary = primary
 	var p failover.Policy = Rotation{}
-	if c.localDC != "" {
+	if c.cfg.LocalDC != "" {
 		listed := make([]failover.HostInfo, len(list))
 		for k, id := range list {
 			listed[k] = infos[id]
 		}
-		p = NewDCAware(p, listed, c.localDC, c.perRemote)
+		p = NewDCAware(p, listed, c.cfg.LocalDC, c.cfg.UsedHostsPerRemoteDC)
 	}
-	if c.target != dsn.TargetAny {
-		p = NewRoleAware(p, c.target)
+	if c.Target() != dsn.TargetAny {
+		p = NewRoleAware(p, c.Target())
 	}
 	t.base = p
 	if c.layer != nil {
 		if p = c.layer(p); p == nil {
-			return nil, errors.New("mysqlfailover: Options.Layer returned a nil Policy")
+			return nil, errors.New("mysqlfailover: Env.Layer returned a nil Policy")
 		}
 	}
 	t.policy = p
@@ -100,7 +100,7 @@ func (c *Cluster) home(t *topo, host int) bool {
 	if host < 0 || host >= len(t.hosts) || !t.member[host] {
 		return false
 	}
-	if c.standbyIntent {
+	if c.standbyIntent() {
 		return t.local[host]
 	}
 	return host == t.primary

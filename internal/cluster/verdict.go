@@ -204,7 +204,7 @@ func (e *fullError) Unwrap() error { return e.err }
 // wrapping the server's answer. The host's state is never touched by it: a full host is
 // up. limit as attemptWithin.
 func (c *Cluster) attemptPatient(ctx context.Context, h int, setup SetupFunc, lastResortOK bool, limit time.Duration) (driver.Conn, bool, error) {
-	total := c.timeout
+	total := c.cfg.HostTimeout
 	if total <= 0 {
 		total = DefaultFullWait
 	}

@@ -99,7 +99,7 @@ func (c *Cluster) order(t *topo, p plan, i int, tried []bool, buf []int) []int {
 // enabled and not due, unless the walk looks for a writer (targetSessionAttrs read-write
 // or primary), which after a promotion may well be the primary again.
 func (c *Cluster) skipPrimaryNow(due bool) bool {
-	return !due && c.fallBackEnabled() && !WriteIntent(c.target)
+	return !due && c.fallBackEnabled() && !WriteIntent(c.Target())
 }
 
 // joinPlan is the plan for a connection that joins the pool: a new connection, or one
@@ -111,7 +111,7 @@ func (c *Cluster) joinPlan() plan {
 	}
 	due := c.FallBackDue()
 	// With a standby target the way home is TryFallBack's search, not the primary.
-	return plan{start: a, failed: -1, join: true, primaryFirst: due && !c.standbyIntent, skipPrimary: c.skipPrimaryNow(due)}
+	return plan{start: a, failed: -1, join: true, primaryFirst: due && !c.standbyIntent(), skipPrimary: c.skipPrimaryNow(due)}
 }
 
 // Connect opens a physical connection for a connection that joins the pool: to the active
@@ -160,7 +160,7 @@ func (c *Cluster) walk(ctx context.Context, p plan, cause error, setup SetupFunc
 	var buf [8]int
 	order := buf[:0]
 	passes := 0
-	for i := 0; i < c.passes; i++ {
+	for i := 0; i < c.passes(); i++ {
 		if i > 0 {
 			if err := c.clock.Sleep(ctx, DefaultPassPause); err != nil {
 				return nil, -1, c.noHost(t, passes, errs, tried, ctx.Err(), p)
@@ -191,7 +191,7 @@ func (c *Cluster) walk(ctx context.Context, p plan, cause error, setup SetupFunc
 			}
 			if err == nil && lastResort {
 				spare, spareHost = conn, h
-				errs[h] = &RoleError{Role: failover.Role(t.hosts[h].role.Load()), Wanted: c.target}
+				errs[h] = &RoleError{Role: failover.Role(t.hosts[h].role.Load()), Wanted: c.Target()}
 				continue
 			}
 			if err == nil {
@@ -231,7 +231,7 @@ func (c *Cluster) noHost(t *topo, passes int, errs []error, tried []bool, ctxErr
 			switch {
 			case t.base.Distance(infos[i]) == failover.DistanceIgnored:
 				he.Skipped = fmt.Sprintf("ignored: dc %s is remote, and usedHostsPerRemoteDC=%d uses only the first %d host(s) of each remote DC",
-					infos[i].DC, c.perRemote, c.perRemote)
+					infos[i].DC, c.cfg.UsedHostsPerRemoteDC, c.cfg.UsedHostsPerRemoteDC)
 			case t.distance(infos[i]) == failover.DistanceIgnored:
 				he.Skipped = "ignored by a policy layer (driver.WithPolicy)"
 			case ctxErr != nil && !tried[i]:
