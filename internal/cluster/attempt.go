@@ -35,7 +35,7 @@ func (c *Cluster) attempt(ctx context.Context, h int, setup SetupFunc, lastResor
 // attemptWithin is attempt with a further bound, limit (0: none), for the quick
 // same-host check of Recover.
 func (c *Cluster) attemptWithin(ctx context.Context, h int, setup SetupFunc, lastResortOK bool, limit time.Duration) (conn driver.Conn, lastResort bool, err error) {
-	hs := c.t.Load().host(h)
+	hs := c.topo().host(h)
 	if hs == nil {
 		return nil, false, fmt.Errorf("mysqlfailover: no host with id %d", h)
 	}

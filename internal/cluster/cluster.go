@@ -77,32 +77,39 @@ type Cluster struct {
 	provider failover.HostListProvider
 	abort    func(int)
 
-	t      atomic.Pointer[topo]
-	topoMu sync.Mutex // serialises SetHosts and SwitchTo
+	// mu is the Cluster's one lock. It serialises every change of the pool's position
+	// (pos; see position.go), the host list included, and guards the claim of the one
+	// fall-back attempt (fallingBack), the walk in flight after a failure (flight) and
+	// the monitor's start and stop (stop). It is never held while dialing, sleeping or
+	// reporting (events, Abort, the provider); the one call out under it is newTopo's
+	// call of Env.Layer for a new host list.
+	mu          sync.Mutex
+	pos         atomic.Pointer[position] // the position now: replaced under mu, never modified
+	fallingBack bool                     // under mu: one fall-back attempt at a time for the whole pool
+	flight      *flight                  // under mu: the walk in progress after a failure, if any
+	stop        context.CancelFunc       // under mu: stops the monitor (nil: not started)
+
+	// ran counts the statements run away from home since the fall-back clock last
+	// started (queriesBeforeRetryMaster). It stays an atomic beside the position: it
+	// changes with every statement while the pool is away, and a lock or a new position
+	// per statement would serialise the whole pool on it. It is reset under mu together
+	// with the clock; a statement counted in between counts for one run or the other.
+	ran atomic.Int64
+	// closed is set once, by Close, and read without the lock at the start of every
+	// walk, check and recovery.
+	closed atomic.Bool
+	// aborted counts the monitor's abort rounds (Stats): no position changes with it.
+	aborted atomic.Int64
+
 	// inUse is held for reading by every operation that uses host ids of a list it
 	// loaded for longer than one call (walks, checks, fall-backs, monitor rounds), so
 	// that SetHosts gives no id away under it. Its writer only ever uses TryLock, so a
-	// reader never waits and may take it again inside another reader.
+	// reader never waits for a writer to come and may take it again inside another
+	// reader.
 	inUse sync.RWMutex
 
-	stop       context.CancelFunc
-	started    atomic.Bool
-	startMu    sync.Mutex // with started: Start and Close do not race
 	monitorRun sync.WaitGroup
 	probes     probeSet
-
-	active      atomic.Int32 // id of the host the pool uses
-	leftPrimary atomic.Int64 // clock time (UnixNano) when the pool left home or last failed to return
-	ran         atomic.Int64 // statements run away from home since then
-	probeFailed atomic.Int64 // clock time (UnixNano) of the last failed attempt to return
-	fallingBack atomic.Bool  // one fall-back attempt at a time for the whole pool
-	lastResort  atomic.Bool  // prefer-standby: the pool is on a non-standby for want of a standby
-	closed      atomic.Bool
-
-	flightMu sync.Mutex
-	flight   *flight // the walk in progress after a failure, if any
-
-	failovers, fallBacks, aborted atomic.Int64
 }
 
 // New returns a Cluster over cfg's hosts, on the primary. It keeps cfg and reads its
@@ -147,8 +154,7 @@ func New(cfg *dsn.Config, env Env) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.t.Store(t)
-	c.active.Store(int32(t.primary))
+	c.publish(position{t: t, active: t.primary}) // not shared yet: no lock needed
 	return c, nil
 }
 
@@ -169,7 +175,7 @@ func (c *Cluster) standbyIntent() bool {
 
 // Host returns the host:port of id i, or "" when there is no such host.
 func (c *Cluster) Host(i int) string {
-	if h := c.t.Load().host(i); h != nil {
+	if h := c.topo().host(i); h != nil {
 		return h.addr
 	}
 	return ""
@@ -178,7 +184,7 @@ func (c *Cluster) Host(i int) string {
 // Listed reports whether addr (host:port, as Host returns it) is in the current host
 // list.
 func (c *Cluster) Listed(addr string) bool {
-	t := c.t.Load()
+	t := c.topo()
 	for _, id := range t.list {
 		if t.hosts[id].addr == addr {
 			return true
@@ -190,7 +196,7 @@ func (c *Cluster) Listed(addr string) bool {
 // Primary returns the id of the primary: the first host of the list, or with localDC
 // the first host of the local DC (or without a label), or the host of the last SwitchTo.
 // Fall-back returns to it.
-func (c *Cluster) Primary() int { return c.t.Load().primary }
+func (c *Cluster) Primary() int { return c.topo().primary }
 
 // Target returns the targetSessionAttrs that host attempts check (dsn.TargetAny when
 // none).
@@ -208,7 +214,7 @@ func (c *Cluster) Now() time.Time { return c.clock.Now() }
 // Connect, Failover, Recover or TryFallBack) is closed. The id of a host that has left
 // the list is given to a new host only once every such connection is released.
 func (c *Cluster) Release(host int) {
-	if h := c.t.Load().host(host); h != nil {
+	if h := c.topo().host(host); h != nil {
 		h.refs.Add(-1)
 	}
 }
@@ -217,10 +223,10 @@ func (c *Cluster) Release(host int) {
 // goroutines (probe connections are closed) before it returns; a provider with a
 // CloseIdleConnections method (HTTPHostList) has it called.
 func (c *Cluster) Close() {
-	c.startMu.Lock()
+	c.mu.Lock()
 	c.closed.Store(true)
 	stop := c.stop
-	c.startMu.Unlock()
+	c.mu.Unlock()
 	if stop != nil {
 		stop()
 	}

@@ -19,7 +19,7 @@ func (c *Cluster) fallBackEnabled() bool {
 // QueriesBeforeRetryMaster. Call it after FallBackDue, once per statement. It reports
 // whether the statement was counted (for ForgetStatement).
 func (c *Cluster) NoteStatement() (counted bool) {
-	if c.cfg.QueriesBeforeRetryMaster > 0 && !c.Home(int(c.active.Load())) {
+	if c.cfg.QueriesBeforeRetryMaster > 0 && !c.pos.Load().home {
 		c.ran.Add(1)
 		return true
 	}
@@ -43,13 +43,14 @@ func (c *Cluster) ForgetStatement() {
 // without the pause a dead primary would get a connection attempt every few milliseconds
 // for as long as it stays down. Always false while probing is on: the monitor returns the pool then.
 func (c *Cluster) FallBackDue() bool {
-	if c.Home(int(c.active.Load())) || !c.fallBackEnabled() {
+	p := c.pos.Load()
+	if p.home || !c.fallBackEnabled() {
 		return false
 	}
 	var now int64
 	if q := int64(c.cfg.QueriesBeforeRetryMaster); q > 0 && c.ran.Load() >= q {
 		now = c.clock.Now().UnixNano()
-		if now-c.probeFailed.Load() >= int64(DefaultFallBackPause) {
+		if now-p.failedAt >= int64(DefaultFallBackPause) {
 			return true
 		}
 	}
@@ -60,18 +61,39 @@ func (c *Cluster) FallBackDue() bool {
 	if now == 0 {
 		now = c.clock.Now().UnixNano()
 	}
-	return now-c.leftPrimary.Load() >= int64(secs)
+	return now-p.since >= int64(secs)
 }
 
-// restartClocks starts the fall-back timer and counter again (Connector/J
-// resetAutoFallBackCounters); probeFailed says the primary was just tried in vain.
-func (c *Cluster) restartClocks(probeFailed bool) {
+// restartClocks starts the fall-back timer and counter of p again, now (Connector/J
+// resetAutoFallBackCounters); failed says the way home was just tried in vain. It is
+// called with c.mu held, on the position about to be published.
+func (c *Cluster) restartClocks(p *position, failed bool) {
 	now := c.clock.Now().UnixNano()
-	c.leftPrimary.Store(now)
-	c.ran.Store(0)
-	if probeFailed {
-		c.probeFailed.Store(now)
+	p.since = now
+	if failed {
+		p.failedAt = now
 	}
+	c.ran.Store(0)
+}
+
+// claimFallBack claims the one attempt to return home that the pool makes at a time
+// (TryFallBack, or a walk that tries the primary first), and reports whether it got it.
+// releaseFallBack gives it back.
+func (c *Cluster) claimFallBack() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.fallingBack {
+		return false
+	}
+	c.fallingBack = true
+	return true
+}
+
+// releaseFallBack gives back the claim of claimFallBack.
+func (c *Cluster) releaseFallBack() {
+	c.mu.Lock()
+	c.fallingBack = false
+	c.mu.Unlock()
 }
 
 // probeOnce lets one walk at a time try the primary first when fall-back is due: the
@@ -82,11 +104,11 @@ func (c *Cluster) probeOnce(p *plan) func() {
 	if !p.primaryFirst {
 		return func() {}
 	}
-	if !c.fallingBack.CompareAndSwap(false, true) {
+	if !c.claimFallBack() {
 		p.primaryFirst, p.skipPrimary = false, true
 		return func() {}
 	}
-	return func() { c.fallingBack.Store(false) }
+	return c.releaseFallBack
 }
 
 // TryFallBack is called by a connection away from home (see Home) at a safe point
@@ -101,11 +123,11 @@ func (c *Cluster) probeOnce(p *plan) func() {
 func (c *Cluster) TryFallBack(ctx context.Context, setup SetupFunc) (driver.Conn, int, error) {
 	c.inUse.RLock()
 	defer c.inUse.RUnlock()
-	if !c.FallBackDue() || !c.fallingBack.CompareAndSwap(false, true) {
+	if !c.FallBackDue() || !c.claimFallBack() {
 		return nil, -1, nil
 	}
-	defer c.fallingBack.Store(false)
-	from := int(c.active.Load())
+	defer c.releaseFallBack()
+	from := c.Active()
 	if c.Home(from) {
 		return nil, -1, nil
 	}
@@ -119,14 +141,15 @@ func (c *Cluster) TryFallBack(ctx context.Context, setup SetupFunc) (driver.Conn
 	}
 	if err != nil {
 		if ctx.Err() == nil { // the hosts failed, not the caller
-			c.restartClocks(true)
+			c.update(func(p *position) { c.restartClocks(p, true) })
 			c.emit(failover.Event{Kind: failover.EventFallBackFailed, Host: c.Host(h), From: c.Host(from), Err: err})
 		}
 		return nil, -1, err
 	}
-	c.lastResort.Store(false)
-	c.active.Store(int32(h))
-	c.fallBacks.Add(1)
+	c.update(func(p *position) {
+		p.active, p.lastResort = h, false
+		p.fallBacks++
+	})
 	c.emit(failover.Event{Kind: failover.EventFallBack, Host: c.Host(h), From: c.Host(from)})
 	return conn, h, nil
 }
@@ -137,9 +160,9 @@ func (c *Cluster) TryFallBack(ctx context.Context, setup SetupFunc) (driver.Conn
 func (c *Cluster) findHome(ctx context.Context, from int, setup SetupFunc) (driver.Conn, int, error) {
 	err := errors.New("mysqlfailover: no other local host to return to")
 	last := -1
-	t := c.t.Load()
+	t := c.topo()
 	for _, h := range c.order(t, plan{start: from, failed: -1}, 0, nil, nil) {
-		if h == from || !c.home(t, h) {
+		if h == from || !t.isHome(h) {
 			continue
 		}
 		conn, _, aerr := c.attempt(ctx, h, setup, false)

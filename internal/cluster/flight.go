@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"sync/atomic"
 	"time"
 
 	"github.com/mysqlfailover/mysqlfailover/failover"
@@ -20,7 +19,7 @@ type flight struct {
 	host    int   // where the walk landed (valid when err is nil)
 	err     error // the walk's error
 	ctxEnd  bool  // the walk ended because its leader's context ended
-	waiters atomic.Int32
+	waiters int   // connections that wait for it (under Cluster.mu)
 }
 
 // Failover handles a communication error (cause) on a connection to host failed: it
@@ -42,7 +41,7 @@ func (c *Cluster) Failover(ctx context.Context, failed int, cause error, setup S
 	defer c.inUse.RUnlock()
 	c.emit(failover.Event{Kind: failover.EventHostFailed, Host: c.Host(failed), Err: NotBadConn(cause, "")})
 	var re *RoleError
-	if h := c.t.Load().host(failed); h != nil && !errors.As(cause, &re) && communication(cause) {
+	if h := c.topo().host(failed); h != nil && !errors.As(cause, &re) && communication(cause) {
 		// Into backoff, unless already there (a failed Reconnect just put it there, or
 		// another connection reported the same failure a moment ago): one failure, one
 		// step of backoff, however many connections saw it. The compare-and-swap claims
@@ -53,11 +52,11 @@ func (c *Cluster) Failover(ctx context.Context, failed int, cause error, setup S
 		}
 	}
 	for {
-		c.flightMu.Lock()
+		c.mu.Lock()
 		f := c.flight
-		if f == nil && int(c.active.Load()) != failed {
+		if f == nil && c.pos.Load().active != failed {
 			// Another connection already moved the pool: follow it.
-			c.flightMu.Unlock()
+			c.mu.Unlock()
 			p := c.joinPlan()
 			p.failed = failed
 			defer c.probeOnce(&p)()
@@ -66,11 +65,12 @@ func (c *Cluster) Failover(ctx context.Context, failed int, cause error, setup S
 		if f == nil {
 			f = &flight{failed: failed, done: make(chan struct{})}
 			c.flight = f
-			c.flightMu.Unlock()
+			c.mu.Unlock()
 			return c.lead(ctx, f, cause, setup)
 		}
-		n := f.waiters.Add(1)
-		c.flightMu.Unlock()
+		f.waiters++
+		n := f.waiters
+		c.mu.Unlock()
 		select {
 		case <-f.done:
 		case <-ctx.Done():
@@ -106,12 +106,12 @@ func (c *Cluster) Failover(ctx context.Context, failed int, cause error, setup S
 // lead runs the walk of flight f and publishes its result.
 func (c *Cluster) lead(ctx context.Context, f *flight, cause error, setup SetupFunc) (driver.Conn, int, error) {
 	defer func() {
-		c.flightMu.Lock()
+		c.mu.Lock()
 		c.flight = nil
-		c.flightMu.Unlock()
+		c.mu.Unlock()
 		close(f.done)
 	}()
-	t := c.t.Load()
+	t := c.topo()
 	p := plan{start: c.next(t, f.failed), failed: f.failed}
 	if f.failed != t.primary {
 		due := c.FallBackDue()
@@ -126,8 +126,10 @@ func (c *Cluster) lead(ctx context.Context, f *flight, cause error, setup SetupF
 	return conn, h, err
 }
 
-func jitter(waiters int32) time.Duration {
-	w := min(time.Duration(waiters)*DefaultFollowerJitter, DefaultMaxJitter)
+// jitter is the random wait of the connection that was the n-th to wait for another's
+// walk (see DefaultFollowerJitter).
+func jitter(n int) time.Duration {
+	w := min(time.Duration(n)*DefaultFollowerJitter, DefaultMaxJitter)
 	if w <= 0 {
 		return 0
 	}

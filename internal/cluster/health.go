@@ -69,11 +69,12 @@ func (c *Cluster) skipped(h *hostState, now int64) bool {
 
 // Stats returns a snapshot of the hosts of the current list and the counters.
 func (c *Cluster) Stats() failover.Stats {
-	t := c.t.Load()
+	p := c.pos.Load()
+	t := p.t
 	now := c.clock.Now().UnixNano()
 	s := failover.Stats{
-		Active: t.hosts[c.Active()].addr, Primary: t.hosts[t.primary].addr,
-		Failovers: c.failovers.Load(), FallBacks: c.fallBacks.Load(), Aborted: c.aborted.Load(),
+		Active: t.hosts[p.active].addr, Primary: t.hosts[t.primary].addr,
+		Failovers: p.failovers, FallBacks: p.fallBacks, Aborted: c.aborted.Load(),
 	}
 	for _, id := range t.list {
 		h := t.hosts[id]
@@ -106,13 +107,15 @@ func (c *Cluster) NoteRole(host int, role failover.Role) (qualifies bool) {
 // setRole records the role a check found on host and reports whether it qualifies.
 func (c *Cluster) setRole(host int, role failover.Role) bool {
 	ok := Accepts(c.Target(), role)
-	h := c.t.Load().host(host)
+	h := c.topo().host(host)
 	if h == nil {
 		return ok
 	}
 	h.role.Store(int32(role))
 	// prefer-standby takes any host as a last resort: a connection there stays.
-	h.unfit.Store(!ok && c.Target() != dsn.TargetPreferStandby)
+	if unfit := !ok && c.Target() != dsn.TargetPreferStandby; h.unfit.Swap(unfit) != unfit {
+		c.refit(host) // the position carries the active host's fitness (Place)
+	}
 	return ok
 }
 

@@ -81,20 +81,19 @@ func (p *probeSet) closeAll() {
 
 // Start starts the monitor when CheckInterval > 0: one goroutine that runs Check, waits
 // CheckInterval after each round, and stops at Close, which waits for it and closes the
-// probe connections. It
-// does nothing when CheckInterval is 0, the monitor already runs, or the Cluster is
-// closed. It is safe for concurrent use and cheap once started (the driver calls it on
-// every new connection, so that a connector nobody uses starts nothing).
+// probe connections. It does nothing when CheckInterval is 0, the monitor already runs,
+// or the Cluster is closed. It is safe for concurrent use and cheap (one short hold of
+// the Cluster's lock; none with CheckInterval 0): the driver calls it on every new
+// connection, so that a connector nobody uses starts nothing.
 func (c *Cluster) Start() {
-	if c.cfg.CheckInterval <= 0 || c.started.Load() {
+	if c.cfg.CheckInterval <= 0 {
 		return
 	}
-	c.startMu.Lock()
-	defer c.startMu.Unlock()
-	if c.started.Load() || c.closed.Load() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stop != nil || c.closed.Load() {
 		return
 	}
-	c.started.Store(true)
 	ctx, cancel := context.WithCancel(context.Background())
 	c.stop = cancel
 	c.monitorRun.Add(1)
@@ -176,7 +175,7 @@ func (c *Cluster) Check(ctx context.Context) {
 	}()
 	c.inUse.RLock()
 	defer c.inUse.RUnlock() // before the host list is applied (the deferred SetHosts)
-	t := c.t.Load()
+	t := c.topo()
 	infos := t.infos()
 	probed := make([]bool, len(t.hosts))
 	for _, id := range t.list {
@@ -225,7 +224,7 @@ func (c *Cluster) Check(ctx context.Context) {
 // without a timeout (the server killed it, or restarted) is opened again at once, in the
 // same probe: a blip of the connection is not a failure of the host.
 func (c *Cluster) probe(ctx context.Context, id int) {
-	h := c.t.Load().host(id)
+	h := c.topo().host(id)
 	start := c.clock.Now()
 	h.mu.Lock()
 	suspect := !h.failSince.IsZero()
@@ -372,7 +371,7 @@ func (c *Cluster) healthy(h *hostState, now time.Time, d time.Duration) bool {
 // already elsewhere, and without this record the connections still on the host (statements
 // in flight, handshakes that hang) would wait for readTimeout and hostTimeout.
 func (c *Cluster) leftAfterFailure(id int) {
-	if h := c.t.Load().host(id); h != nil {
+	if h := c.topo().host(id); h != nil {
 		h.mu.Lock()
 		h.abortDue = true
 		h.mu.Unlock()
@@ -392,7 +391,7 @@ func (c *Cluster) abortHost(id int, h *hostState, cause error) {
 
 // decide acts on the probes' results: see Check.
 func (c *Cluster) decide() {
-	t := c.t.Load()
+	t := c.topo()
 	now := c.clock.Now()
 	a := c.Active()
 	ha := t.host(a)
@@ -430,12 +429,13 @@ func (c *Cluster) decide() {
 		if cause == nil {
 			cause = &RoleError{Role: failover.Role(ha.role.Load()), Wanted: c.Target()}
 		}
-		c.active.Store(int32(target))
-		c.lastResort.Store(false)
-		if !c.Home(target) {
-			c.restartClocks(false)
-		}
-		c.failovers.Add(1)
+		c.update(func(p *position) {
+			p.active, p.lastResort = target, false
+			if !p.t.isHome(target) {
+				c.restartClocks(p, false)
+			}
+			p.failovers++
+		})
 		c.emit(failover.Event{Kind: failover.EventSwitch, Host: t.hosts[target].addr, From: ha.addr, Err: cause})
 		if ha.down.Load() && c.abort != nil {
 			c.abortHost(a, ha, cause)
@@ -446,12 +446,13 @@ func (c *Cluster) decide() {
 		return
 	}
 	for _, id := range c.order(t, plan{start: t.primary, failed: -1}, 0, nil, nil) {
-		if id == a || !c.home(t, id) || !c.healthy(t.hosts[id], now, c.cfg.SwitchBackDelay) {
+		if id == a || !t.isHome(id) || !c.healthy(t.hosts[id], now, c.cfg.SwitchBackDelay) {
 			continue
 		}
-		c.active.Store(int32(id))
-		c.lastResort.Store(false)
-		c.fallBacks.Add(1)
+		c.update(func(p *position) {
+			p.active, p.lastResort = id, false
+			p.fallBacks++
+		})
 		c.emit(failover.Event{Kind: failover.EventFallBack, Host: t.hosts[id].addr, From: ha.addr})
 		return
 	}
@@ -468,7 +469,7 @@ func (c *Cluster) decide() {
 func (c *Cluster) SwitchTo(ctx context.Context, host string) error {
 	c.inUse.RLock()
 	defer c.inUse.RUnlock()
-	t := c.t.Load()
+	t := c.topo()
 	id := -1
 	for _, i := range t.list {
 		if strings.EqualFold(t.hosts[i].addr, host) {
@@ -488,19 +489,19 @@ func (c *Cluster) SwitchTo(ctx context.Context, host string) error {
 	}
 	_ = conn.Close()
 	c.Release(id)
-	c.topoMu.Lock()
-	cur := c.t.Load()
-	nt, err := c.newTopo(cur.hosts, cur.list, id)
+	c.mu.Lock()
+	cur := c.pos.Load()
+	nt, err := c.newTopo(cur.t.hosts, cur.t.list, id)
 	if err != nil {
-		c.topoMu.Unlock()
+		c.mu.Unlock()
 		return err
 	}
-	c.t.Store(nt)
-	from := int(c.active.Swap(int32(id)))
-	c.lastResort.Store(false)
-	c.topoMu.Unlock()
-	c.restartClocks(false)
-	if from != id {
+	p := *cur
+	p.t, p.active, p.lastResort = nt, id, false
+	c.restartClocks(&p, false)
+	c.publish(p)
+	c.mu.Unlock()
+	if from := cur.active; from != id {
 		c.emit(failover.Event{Kind: failover.EventSwitch, Host: nt.hosts[id].addr, From: nt.hosts[from].addr})
 	}
 	return nil

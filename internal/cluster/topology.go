@@ -18,7 +18,7 @@ type topo struct {
 	list    []int           // the current host list, in order (ids)
 	member  []bool          // by id: in list
 	primary int             // the id of the primary: home for classic targets
-	local   []bool          // by id: a member that the built-in policy rates local
+	home    []bool          // by id: a member where the pool wants to be (see Cluster.Home)
 	policy  failover.Policy // the whole stack, user layers included
 	base    failover.Policy // the built-in stack: user layers may reorder, never widen it
 }
@@ -26,7 +26,7 @@ type topo struct {
 // newTopo builds a topo over hosts (ids; list the current list) for opts's policy
 // settings. primary < 0 means the first local member.
 func (c *Cluster) newTopo(hosts []*hostState, list []int, primary int) (*topo, error) {
-	t := &topo{hosts: hosts, list: list, member: make([]bool, len(hosts)), local: make([]bool, len(hosts))}
+	t := &topo{hosts: hosts, list: list, member: make([]bool, len(hosts)), home: make([]bool, len(hosts))}
 	for _, id := range list {
 		t.member[id] = true
 	}
@@ -67,8 +67,13 @@ func (c *Cluster) newTopo(hosts []*hostState, list []int, primary int) (*topo, e
 		}
 	}
 	t.policy = p
+	standby := c.standbyIntent()
 	for _, id := range list {
-		t.local[id] = t.base.Distance(infos[id]) == failover.DistanceLocal
+		if standby {
+			t.home[id] = t.base.Distance(infos[id]) == failover.DistanceLocal
+		} else {
+			t.home[id] = id == primary
+		}
 	}
 	return t, nil
 }
@@ -94,17 +99,10 @@ func (t *topo) distance(h failover.HostInfo) failover.Distance {
 	return max(t.policy.Distance(h), t.base.Distance(h))
 }
 
-// home reports whether host is where the pool wants to be (see Cluster.Home), ignoring
-// the last-resort flag.
-func (c *Cluster) home(t *topo, host int) bool {
-	if host < 0 || host >= len(t.hosts) || !t.member[host] {
-		return false
-	}
-	if c.standbyIntent() {
-		return t.local[host]
-	}
-	return host == t.primary
-}
+// isHome reports whether host is where the pool wants to be (see Cluster.Home),
+// ignoring the last-resort flag: the primary, or with a standby target any member that
+// the built-in policy rates local.
+func (t *topo) isHome(host int) bool { return host >= 0 && host < len(t.home) && t.home[host] }
 
 // SetHosts replaces the host list (a HostListProvider's answer, primary first). Hosts
 // already known (same address, case-insensitive, and same DC label) keep their state and
@@ -119,9 +117,20 @@ func (c *Cluster) SetHosts(hosts []failover.ProvidedHost) error {
 	if err := ValidateHosts(hosts); err != nil {
 		return err
 	}
-	c.topoMu.Lock()
-	defer c.topoMu.Unlock()
-	old := c.t.Load()
+	evs, err := c.setHosts(hosts)
+	for _, e := range evs {
+		c.emit(e)
+	}
+	return err
+}
+
+// setHosts is SetHosts under c.mu. It returns the events to report once the lock is
+// released.
+func (c *Cluster) setHosts(hosts []failover.ProvidedHost) ([]failover.Event, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cur := c.pos.Load()
+	old := cur.t
 	all := old.hosts
 	// Ids of hosts that left the list may be given to new hosts when nothing can still
 	// hold them: no physical connection is out (refs), no probe connection is kept, and
@@ -130,9 +139,8 @@ func (c *Cluster) SetHosts(hosts []failover.ProvidedHost) error {
 	var free []int
 	if c.inUse.TryLock() {
 		defer c.inUse.Unlock()
-		active := c.Active()
 		for i, s := range all {
-			if !old.member[i] && i != active && s.refs.Load() == 0 && !c.probes.has(i) {
+			if !old.member[i] && i != cur.active && s.refs.Load() == 0 && !c.probes.has(i) {
 				free = append(free, i)
 			}
 		}
@@ -166,22 +174,22 @@ func (c *Cluster) SetHosts(hosts []failover.ProvidedHost) error {
 		list = append(list, id)
 	}
 	if slices.Equal(list, old.list) && len(all) == len(old.hosts) && !copied {
-		return nil
+		return nil, nil
 	}
 	t, err := c.newTopo(all, list, -1)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	c.t.Store(t)
-	from := c.Active()
-	if !t.member[from] || t.primary != old.primary {
-		c.active.Store(int32(t.primary))
-		c.lastResort.Store(false)
-		c.emit(failover.Event{Kind: failover.EventSwitch, Host: t.hosts[t.primary].addr, From: t.hosts[from].addr,
+	p := *cur
+	p.t = t
+	var evs []failover.Event
+	if from := cur.active; !t.member[from] || t.primary != old.primary {
+		p.active, p.lastResort = t.primary, false
+		evs = append(evs, failover.Event{Kind: failover.EventSwitch, Host: t.hosts[t.primary].addr, From: t.hosts[from].addr,
 			Err: errors.New("the host list changed")})
 	}
-	c.emit(failover.Event{Kind: failover.EventHostList, Host: t.hosts[t.primary].addr, Err: nil})
-	return nil
+	c.publish(p)
+	return append(evs, failover.Event{Kind: failover.EventHostList, Host: t.hosts[t.primary].addr, Err: nil}), nil
 }
 
 // host returns the state of host id i in t, or nil.

@@ -54,7 +54,7 @@ func (c *Cluster) Recover(ctx context.Context, host int, cause error, setup Setu
 	}
 	c.inUse.RLock()
 	defer c.inUse.RUnlock()
-	t := c.t.Load()
+	t := c.topo()
 	hs := t.host(host)
 	var re *RoleError
 	if hs == nil || !t.member[host] || host != c.Active() || errors.As(cause, &re) || c.knownDown(hs, cause) {

@@ -105,8 +105,9 @@ func (c *Cluster) skipPrimaryNow(due bool) bool {
 // joinPlan is the plan for a connection that joins the pool: a new connection, or one
 // whose host is no longer the active one.
 func (c *Cluster) joinPlan() plan {
-	a := int(c.active.Load())
-	if c.Home(a) {
+	pos := c.pos.Load()
+	a := pos.active
+	if pos.home {
 		return plan{start: a, failed: -1, join: true}
 	}
 	due := c.FallBackDue()
@@ -144,7 +145,7 @@ func (c *Cluster) walk(ctx context.Context, p plan, cause error, setup SetupFunc
 	if c.closed.Load() {
 		return nil, -1, failover.ErrClosed
 	}
-	t := c.t.Load()
+	t := c.topo()
 	n := len(t.hosts)
 	errs := make([]error, n)
 	tried := make([]bool, n)
@@ -263,30 +264,38 @@ func (c *Cluster) why(cause error, errs []error) error {
 // landed records that a walk ended on host h, lastResort when prefer-standby had to
 // take a non-standby. A move away from the pool's host counts as a failover.
 func (c *Cluster) landed(h int, triedPrimary bool, failed int, cause error, lastResort bool) {
-	t := c.t.Load()
-	prev := int(c.active.Swap(int32(h)))
+	c.mu.Lock()
+	prev := c.pos.Load()
+	p := *prev
 	// The flag describes the host the pool lands on, whatever it left: a pool that
 	// leaves a remote standby for a local writer as a last resort is not home there.
-	wasLastResort := c.lastResort.Swap(lastResort)
-	prevHome := c.home(t, prev) && !wasLastResort
-	if !c.Home(h) && (prevHome || triedPrimary) {
+	p.active, p.lastResort = h, lastResort
+	home := !lastResort && p.t.isHome(h)
+	if !home && (prev.home || triedPrimary) {
 		// Left home, or the primary was tried and did not answer: the fall-back clock
 		// starts now (Connector/J resets it when the walk began at or passed the primary).
-		c.restartClocks(triedPrimary)
+		c.restartClocks(&p, triedPrimary)
 	}
+	fellBack := failed < 0 && home && !prev.home // a new connection found fall-back due and home answering
 	switch {
-	case prev == h:
-	case failed < 0 && c.Home(h) && !prevHome:
-		// A new connection found fall-back due and home answering.
-		c.fallBacks.Add(1)
-		c.emit(failover.Event{Kind: failover.EventFallBack, Host: c.Host(h), From: c.Host(prev)})
+	case prev.active == h:
+	case fellBack:
+		p.fallBacks++
 	default:
-		c.failovers.Add(1)
-		e := failover.Event{Kind: failover.EventSwitch, Host: c.Host(h), From: c.Host(prev), Err: NotBadConn(cause, "")}
+		p.failovers++
+	}
+	c.publish(p)
+	c.mu.Unlock()
+	switch {
+	case prev.active == h:
+	case fellBack:
+		c.emit(failover.Event{Kind: failover.EventFallBack, Host: c.Host(h), From: c.Host(prev.active)})
+	default:
+		e := failover.Event{Kind: failover.EventSwitch, Host: c.Host(h), From: c.Host(prev.active), Err: NotBadConn(cause, "")}
 		if failed >= 0 {
 			e.From = c.Host(failed)
 		}
 		c.emit(e)
-		c.leftAfterFailure(prev)
+		c.leftAfterFailure(prev.active)
 	}
 }
