@@ -39,10 +39,11 @@ func (c *Cluster) attemptWithin(ctx context.Context, h int, setup SetupFunc, las
 	if hs == nil {
 		return nil, false, fmt.Errorf("mysqlfailover: no host with id %d", h)
 	}
+	hv := hs.health()
 	actx, budget, bound := ctx, c.cfg.HostTimeout, "hostTimeout"
 	if dl, ok := ctx.Deadline(); ok {
 		left := time.Until(dl) // the caller's deadline is on the wall clock
-		share := max(left/DefaultTimeLeftShare, DefaultMinHostShare, DefaultTypicalFactor*time.Duration(hs.typical.Load()))
+		share := max(left/DefaultTimeLeftShare, DefaultMinHostShare, DefaultTypicalFactor*hv.typical)
 		if share < left && (budget == 0 || share < budget) {
 			budget, bound = share, "a share of the caller's time left"
 		}
@@ -50,7 +51,7 @@ func (c *Cluster) attemptWithin(ctx context.Context, h int, setup SetupFunc, las
 	if limit > 0 && (budget == 0 || limit < budget) {
 		budget, bound = limit, "the check of a host whose session ended"
 	}
-	if hs.down.Load() && c.cfg.CheckInterval > 0 {
+	if hv.down && c.cfg.CheckInterval > 0 {
 		// Declared down by the probes, after this attempt was planned (walks leave such
 		// hosts out): it gets no more than a probe would, so that a socket opened after
 		// the monitor closed the host's connections does not wait for hostTimeout.
@@ -107,11 +108,7 @@ func (c *Cluster) attemptWithin(ctx context.Context, h int, setup SetupFunc, las
 	var re *RoleError
 	switch {
 	case err == nil:
-		d := int64(c.clock.Now().Sub(start))
-		if old := hs.typical.Load(); old > 0 {
-			d = ((DefaultConnectTimeSmoothing-1)*old + d) / DefaultConnectTimeSmoothing
-		}
-		hs.typical.Store(d)
+		hs.noteConnectTime(c.clock.Now().Sub(start))
 		hs.refs.Add(1) // until Release
 		c.attemptSucceeded(hs)
 	case errors.As(err, &re), fullHost(err):

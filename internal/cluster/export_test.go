@@ -4,8 +4,8 @@ package cluster
 // progress (Recover), for tests.
 func CheckWaiters(c *Cluster, host int) int {
 	h := c.topo().host(host)
-	h.checkMu.Lock()
-	defer h.checkMu.Unlock()
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	if h.check == nil {
 		return 0
 	}

@@ -44,12 +44,8 @@ func (c *Cluster) Failover(ctx context.Context, failed int, cause error, setup S
 	if h := c.topo().host(failed); h != nil && !errors.As(cause, &re) && communication(cause) {
 		// Into backoff, unless already there (a failed Reconnect just put it there, or
 		// another connection reported the same failure a moment ago): one failure, one
-		// step of backoff, however many connections saw it. The compare-and-swap claims
-		// the report; attemptFailed then sets the real end of the backoff.
-		now := c.clock.Now().UnixNano()
-		if old := h.retryAt.Load(); old <= now && h.retryAt.CompareAndSwap(old, now+1) {
-			c.attemptFailed(h, NotBadConn(cause, ""))
-		}
+		// step of backoff, however many connections saw it.
+		c.backOff(h, NotBadConn(cause, ""), true)
 	}
 	for {
 		c.mu.Lock()

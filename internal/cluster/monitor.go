@@ -226,9 +226,7 @@ func (c *Cluster) Check(ctx context.Context) {
 func (c *Cluster) probe(ctx context.Context, id int) {
 	h := c.topo().host(id)
 	start := c.clock.Now()
-	h.mu.Lock()
-	suspect := !h.failSince.IsZero()
-	h.mu.Unlock()
+	suspect := h.health().probeFailing
 	conn := c.probes.take(id)
 	var err error
 	var role failover.Role
@@ -286,12 +284,15 @@ func (c *Cluster) probe(ctx context.Context, id int) {
 		down := now.Sub(h.failSince) >= c.cfg.FailoverDelay
 		h.mu.Unlock()
 		c.emit(failover.Event{Kind: failover.EventProbe, Host: h.addr, Err: err})
+		s := failover.HostSuspect
 		if down {
-			h.down.Store(true)
-			c.setState(h, failover.HostDown, err)
-		} else {
-			c.setState(h, failover.HostSuspect, err)
+			s = failover.HostDown
 		}
+		h.mu.Lock()
+		h.down = h.down || down
+		changed := h.setState(s, err, c.clock.Now())
+		h.mu.Unlock()
+		c.reportState(h, changed, s, err)
 		return
 	}
 	if role != failover.RoleUnknown {
@@ -299,7 +300,7 @@ func (c *Cluster) probe(ctx context.Context, id int) {
 	}
 	h.mu.Lock()
 	switch {
-	case h.unfit.Load():
+	case h.unfit:
 		// Up, but of the wrong role: a run of qualifying probes starts only when the
 		// role qualifies again, so a read_only that flaps never draws the pool back.
 		h.okSince = time.Time{}
@@ -309,12 +310,10 @@ func (c *Cluster) probe(ctx context.Context, id int) {
 	h.failSince = time.Time{}
 	h.abortDue = false
 	h.probeLat = now.Sub(start)
-	h.fails = 0
+	h.fails, h.retryAt, h.failing, h.down = 0, 0, false, false
+	changed := h.setState(failover.HostUp, nil, c.clock.Now())
 	h.mu.Unlock()
-	h.retryAt.Store(0)
-	h.failing.Store(false)
-	h.down.Store(false)
-	c.setState(h, failover.HostUp, nil)
+	c.reportState(h, changed, failover.HostUp, nil)
 }
 
 // roundTrip runs the probe's query on conn within the probe timeout: the role query
@@ -357,12 +356,9 @@ func selectOne(ctx context.Context, conn driver.Conn) error {
 // healthy reports whether h's probes have passed without a pause for at least d, its
 // role qualifies, and probes have not declared it down.
 func (c *Cluster) healthy(h *hostState, now time.Time, d time.Duration) bool {
-	if h.down.Load() || h.unfit.Load() {
-		return false
-	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return !h.okSince.IsZero() && now.Sub(h.okSince) >= d
+	return !h.down && !h.unfit && !h.okSince.IsZero() && now.Sub(h.okSince) >= d
 }
 
 // leftAfterFailure records that a connection's walk moved the pool off host id after a
@@ -399,20 +395,22 @@ func (c *Cluster) decide() {
 		// Hosts the probes declared down after a walk had moved the pool off them: their
 		// connections are closed as if the monitor had moved the pool (once).
 		for _, id := range t.list {
-			h := t.hosts[id]
-			if id == a || !h.down.Load() {
+			if id == a {
 				continue
 			}
+			h := t.hosts[id]
 			h.mu.Lock()
-			due, cause := h.abortDue, h.lastErr
-			h.abortDue = false
+			due, cause := h.down && h.abortDue, h.lastErr
+			if h.down {
+				h.abortDue = false
+			}
 			h.mu.Unlock()
 			if due {
 				c.abortHost(id, h, cause)
 			}
 		}
 	}
-	if ha.down.Load() || ha.unfit.Load() || !t.member[a] {
+	if v := ha.health(); v.down || v.unfit || !t.member[a] {
 		target := -1
 		for _, id := range c.order(t, plan{start: c.next(t, a), failed: a}, 0, nil, nil) {
 			if id != a && c.healthy(t.hosts[id], now, 0) {
@@ -424,10 +422,10 @@ func (c *Cluster) decide() {
 			return // nowhere better to go: stay, keep probing
 		}
 		ha.mu.Lock()
-		cause := ha.lastErr
+		cause, role, down := ha.lastErr, ha.role, ha.down
 		ha.mu.Unlock()
 		if cause == nil {
-			cause = &RoleError{Role: failover.Role(ha.role.Load()), Wanted: c.Target()}
+			cause = &RoleError{Role: role, Wanted: c.Target()}
 		}
 		c.update(func(p *position) {
 			p.active, p.lastResort = target, false
@@ -437,7 +435,7 @@ func (c *Cluster) decide() {
 			p.failovers++
 		})
 		c.emit(failover.Event{Kind: failover.EventSwitch, Host: t.hosts[target].addr, From: ha.addr, Err: cause})
-		if ha.down.Load() && c.abort != nil {
+		if down && c.abort != nil {
 			c.abortHost(a, ha, cause)
 		}
 		return

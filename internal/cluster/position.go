@@ -33,7 +33,7 @@ type position struct {
 func (c *Cluster) publish(p position) *position {
 	p.home = !p.lastResort && p.t.isHome(p.active)
 	switch h := p.t.host(p.active); {
-	case h == nil || h.unfit.Load() || !p.t.member[p.active]:
+	case h == nil || h.isUnfit() || !p.t.member[p.active]:
 		p.place = PlaceAway
 	case p.home:
 		p.place = PlaceHome
@@ -118,5 +118,5 @@ func (c *Cluster) Unfit(host int) bool {
 		return p.place == PlaceAway
 	}
 	h := p.t.host(host)
-	return h == nil || h.unfit.Load() || !p.t.member[host]
+	return h == nil || h.isUnfit() || !p.t.member[host]
 }

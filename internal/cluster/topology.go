@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/mysqlfailover/mysqlfailover/dsn"
 	"github.com/mysqlfailover/mysqlfailover/failover"
@@ -82,9 +81,10 @@ func (c *Cluster) newTopo(hosts []*hostState, list []int, primary int) (*topo, e
 func (t *topo) infos() []failover.HostInfo {
 	hs := make([]failover.HostInfo, len(t.hosts))
 	for i, h := range t.hosts {
+		v := h.health()
 		hs[i] = failover.HostInfo{
 			Index: i, Addr: h.addr, DC: h.dc,
-			Role: failover.Role(h.role.Load()), ConnectTime: time.Duration(h.typical.Load()),
+			Role: v.role, ConnectTime: v.typical,
 		}
 	}
 	return hs

@@ -26,7 +26,7 @@ type check struct {
 	done    chan struct{}
 	alive   bool // the host answered
 	decided bool // false: the leader's caller ended first, decide again
-	waiters int  // connections waiting for it (guarded by the host's checkMu)
+	waiters int  // connections waiting for it (under the host's mu)
 }
 
 // Recover handles a communication error (cause) on an established session to host: it
@@ -62,26 +62,26 @@ func (c *Cluster) Recover(ctx context.Context, host int, cause error, setup Setu
 	}
 	var limit time.Duration
 	if !serverEndedSession(cause) {
-		limit = max(DefaultMinCheck, DefaultCheckFactor*time.Duration(hs.typical.Load()))
+		limit = max(DefaultMinCheck, DefaultCheckFactor*hs.health().typical)
 	}
 	for {
-		hs.checkMu.Lock()
+		hs.mu.Lock()
 		k := hs.check
 		if k == nil {
 			k = &check{done: make(chan struct{})}
 			hs.check = k
-			hs.checkMu.Unlock()
+			hs.mu.Unlock()
 			conn, _, err := c.attemptPatient(ctx, host, setup, false, limit)
 			k.alive = err == nil || answered(err)
 			k.decided = err == nil || ctx.Err() == nil
-			hs.checkMu.Lock()
+			hs.mu.Lock()
 			hs.check = nil
-			hs.checkMu.Unlock()
+			hs.mu.Unlock()
 			close(k.done)
 			return c.checked(ctx, host, cause, setup, conn, err)
 		}
 		k.waiters++
-		hs.checkMu.Unlock()
+		hs.mu.Unlock()
 		select {
 		case <-k.done:
 		case <-ctx.Done():
@@ -119,14 +119,8 @@ func (c *Cluster) checked(ctx context.Context, host int, cause error, setup Setu
 // knownDown reports whether what the Cluster already knows says host hs is down after
 // one of its sessions failed with cause, so that no check is worth making.
 func (c *Cluster) knownDown(hs *hostState, cause error) bool {
-	if hs.down.Load() || hs.retryAt.Load() > c.clock.Now().UnixNano() {
-		return true // declared down by probes, or an attempt failed a moment ago
-	}
-	hs.mu.Lock()
-	probeFailed := !hs.failSince.IsZero()
-	hs.mu.Unlock()
-	if probeFailed {
-		return true
+	if v := hs.health(); v.skipped(c.clock.Now().UnixNano()) || v.probeFailing {
+		return true // declared down by probes or failing them, or an attempt failed a moment ago
 	}
 	var me *mysql.MySQLError
 	return errors.As(cause, &me) && (me.Number == 1053 || me.Number == 1080) // shutting down

@@ -78,13 +78,14 @@ func (c *Cluster) order(t *topo, p plan, i int, tried []bool, buf []int) []int {
 	// pass).
 	healthy := false
 	for _, h := range out {
-		healthy = healthy || !t.hosts[h].failing.Load() && !t.hosts[h].down.Load()
+		v := t.hosts[h].health()
+		healthy = healthy || !v.failing && !v.down
 	}
 	k := 0
 	for _, h := range out {
-		hs := t.hosts[h]
-		backingOff := p.join && healthy && hs.retryAt.Load() > now && (tried == nil || !tried[h])
-		if h == p.failed || !hs.down.Load() && !backingOff {
+		v := t.hosts[h].health()
+		backingOff := p.join && healthy && v.retryAt > now && (tried == nil || !tried[h])
+		if h == p.failed || !v.down && !backingOff {
 			out[k] = h
 			k++
 		}
@@ -192,7 +193,7 @@ func (c *Cluster) walk(ctx context.Context, p plan, cause error, setup SetupFunc
 			}
 			if err == nil && lastResort {
 				spare, spareHost = conn, h
-				errs[h] = &RoleError{Role: failover.Role(t.hosts[h].role.Load()), Wanted: c.Target()}
+				errs[h] = &RoleError{Role: t.hosts[h].health().role, Wanted: c.Target()}
 				continue
 			}
 			if err == nil {
@@ -239,7 +240,7 @@ func (c *Cluster) noHost(t *topo, passes int, errs []error, tried []bool, ctxErr
 				he.Skipped = "the caller's context ended first"
 			case i == t.primary && p.skipPrimary:
 				he.Skipped = "fall-back to the primary not due yet; it is tried from the second pass, and retriesAllDown allows one"
-			case c.skipped(t.hosts[i], now):
+			case t.hosts[i].health().skipped(now):
 				he.Skipped = "in backoff after failing (or declared down by probes), while other hosts were tried"
 			case !tried[i]:
 				he.Skipped = "left out by the host policy"
