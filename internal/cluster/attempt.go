@@ -42,7 +42,7 @@ func (c *Cluster) attemptWithin(ctx context.Context, h int, setup SetupFunc, las
 	hv := hs.health()
 	actx, budget, bound := ctx, c.cfg.HostTimeout, "hostTimeout"
 	if dl, ok := ctx.Deadline(); ok {
-		left := time.Until(dl) // the caller's deadline is on the wall clock
+		left := timeLeft(dl) // the caller's deadline is on the wall clock
 		share := max(left/DefaultTimeLeftShare, DefaultMinHostShare, DefaultTypicalFactor*hv.typical)
 		if share < left && (budget == 0 || share < budget) {
 			budget, bound = share, "a share of the caller's time left"
@@ -61,7 +61,7 @@ func (c *Cluster) attemptWithin(ctx context.Context, h int, setup SetupFunc, las
 	}
 	if budget > 0 {
 		var cancel context.CancelFunc
-		actx, cancel = context.WithTimeout(ctx, budget)
+		actx, cancel = withBudget(ctx, budget) // a wall-clock bound, as every context's
 		defer cancel()
 	}
 	timedOut := func(err error) error {

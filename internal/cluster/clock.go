@@ -5,8 +5,10 @@ import (
 	"time"
 )
 
-// Clock is the time source of a Cluster: the fall-back clock and the pause between
-// passes. Tests pass a fake one so that no test waits for real time.
+// Clock is the time source of a Cluster: every timestamp and measured duration (the
+// fall-back clock, backoff, runs of probes, connect times, event times) and every wait
+// (the pause between passes, the followers' jitter, the full-host waits, the monitor's
+// interval). Tests pass a fake one so that no test waits for real time.
 type Clock interface {
 	// Now returns the current time.
 	Now() time.Time
@@ -31,4 +33,24 @@ func (SystemClock) Sleep(ctx context.Context, d time.Duration) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// The engine reads time from its Clock only (c.clock: Now for every timestamp and
+// duration it measures, Sleep for every wait), so that tests with a fake clock never wait.
+// The two exceptions are below, and every use goes through them: a context lives on the
+// wall clock, whatever the Cluster's clock.
+
+// timeLeft returns the time until dl, the deadline of a caller's context. A context's
+// deadline is an instant of the wall clock by definition (context.WithTimeout adds to
+// time.Now, and the runtime's timer ends the context then), so it is measured on the
+// wall clock: the injected Clock may be a fake one at a fixed instant, and
+// dl.Sub(c.clock.Now()) would be meaningless. With SystemClock the two agree.
+func timeLeft(dl time.Time) time.Duration { return time.Until(dl) }
+
+// withBudget bounds ctx by d for one host attempt, probe or host-list poll. A context can
+// only be bounded on the wall clock (context.WithTimeout): the budget's length follows
+// the options and the rules of its caller, but it runs out in wall time, also under a
+// fake Clock (where tests read it as the deadline of the context their dialer gets).
+func withBudget(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, d)
 }

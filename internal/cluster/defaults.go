@@ -115,6 +115,7 @@ const (
 	DefaultMaxHostListBytes = 1 << 20
 	// DefaultHostListTimeout bounds each request of an HTTPHostList built without a
 	// client (duration, 5 s, as http.Client.Timeout), on top of the caller's context.
+	// net/http measures it on the wall clock, as a context's deadline.
 	DefaultHostListTimeout = 5 * time.Second
 	// DefaultMaxHostListRedirects is how many same-origin redirects a host-list request
 	// follows (count, 10, as net/http's default policy).

@@ -153,7 +153,7 @@ func (c *Cluster) Check(ctx context.Context) {
 	if c.provider != nil {
 		go func() {
 			defer close(fetched)
-			pctx, cancel := context.WithTimeout(ctx, c.probeTimeout())
+			pctx, cancel := withBudget(ctx, c.probeTimeout())
 			defer cancel()
 			hosts, perr = c.provider.Hosts(pctx)
 		}()
@@ -237,7 +237,7 @@ func (c *Cluster) probe(ctx context.Context, id int) {
 			if !suspect {
 				bound, what = max(c.cfg.HostTimeout, bound), "hostTimeout"
 			}
-			dctx, cancel := context.WithTimeout(ctx, bound)
+			dctx, cancel := withBudget(ctx, bound)
 			conn, err = c.dial(dctx, id)
 			if err != nil {
 				if dctx.Err() != nil && ctx.Err() == nil {
@@ -319,7 +319,7 @@ func (c *Cluster) probe(ctx context.Context, id int) {
 // roundTrip runs the probe's query on conn within the probe timeout: the role query
 // with targetSessionAttrs, else ProbeQuery.
 func (c *Cluster) roundTrip(ctx context.Context, conn driver.Conn) (role failover.Role, timedOut bool, err error) {
-	pctx, cancel := context.WithTimeout(ctx, c.probeTimeout())
+	pctx, cancel := withBudget(ctx, c.probeTimeout())
 	defer cancel()
 	if c.Target() != dsn.TargetAny {
 		role, err = ReadRole(pctx, conn)
