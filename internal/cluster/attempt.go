@@ -1,5 +1,11 @@
 package cluster
 
+// One host attempt: dial, the role check of targetSessionAttrs, then the session's set-up,
+// within one budget (hostTimeout, a share of the caller's time left, the same-host
+// check's limit, the probe timeout for a host the probes declared down); its outcome
+// moves the host's backoff and its typical connect time. describeDialError words the
+// failures of the connection phase.
+
 import (
 	"context"
 	"database/sql/driver"

@@ -1,5 +1,8 @@
 package cluster
 
+// Time: the Clock every timestamp and wait comes from, the system clock, and the two
+// places where a context forces the wall clock on the engine.
+
 import (
 	"context"
 	"time"
@@ -17,14 +20,14 @@ type Clock interface {
 	Sleep(ctx context.Context, d time.Duration) error
 }
 
-// SystemClock is the real clock, the default of Env.Clock.
-type SystemClock struct{}
+// systemClock is the real clock, the default of Env.Clock.
+type systemClock struct{}
 
 // Now returns time.Now().
-func (SystemClock) Now() time.Time { return time.Now() }
+func (systemClock) Now() time.Time { return time.Now() }
 
 // Sleep races a timer against ctx.Done().
-func (SystemClock) Sleep(ctx context.Context, d time.Duration) error {
+func (systemClock) Sleep(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -44,7 +47,7 @@ func (SystemClock) Sleep(ctx context.Context, d time.Duration) error {
 // deadline is an instant of the wall clock by definition (context.WithTimeout adds to
 // time.Now, and the runtime's timer ends the context then), so it is measured on the
 // wall clock: the injected Clock may be a fake one at a fixed instant, and
-// dl.Sub(c.clock.Now()) would be meaningless. With SystemClock the two agree.
+// dl.Sub(c.clock.Now()) would be meaningless. With systemClock the two agree.
 func timeLeft(dl time.Time) time.Duration { return time.Until(dl) }
 
 // withBudget bounds ctx by d for one host attempt, probe or host-list poll. A context can

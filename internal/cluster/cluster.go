@@ -1,5 +1,10 @@
 package cluster
 
+// The Cluster itself: one per connector, shared by every connection the connector opens.
+// This file holds its construction from the DSN's Config and an Env, its lifecycle
+// (Close), the accessors the driver uses, and the reporting of events (emit). Each
+// mechanism has its own file; doc.go lists them.
+
 import (
 	"context"
 	"database/sql/driver"
@@ -30,7 +35,7 @@ type Env struct {
 	// Dial opens physical connections.
 	Dial DialFunc
 	// Clock is the time source of every wait and every clock reading (see Clock); nil
-	// means SystemClock.
+	// means systemClock.
 	Clock Clock
 	// OnEvent, if set, receives every event, synchronously and possibly from several
 	// goroutines at once: it must be fast and must not block.
@@ -143,7 +148,7 @@ func New(cfg *dsn.Config, env Env) (*Cluster, error) {
 		abort:    env.Abort,
 	}
 	if c.clock == nil {
-		c.clock = SystemClock{}
+		c.clock = systemClock{}
 	}
 	hosts := make([]*hostState, len(cfg.Hosts))
 	list := make([]int, len(cfg.Hosts))

@@ -1,5 +1,9 @@
 package cluster
 
+// The engine's own error types and the one place that cuts the driver.ErrBadConn chain
+// (NotBadConn). The errors users test for (NoHostAvailableError, FailoverError,
+// ErrClosed...) are package failover's.
+
 import (
 	"database/sql/driver"
 	"errors"

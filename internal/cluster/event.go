@@ -1,5 +1,7 @@
 package cluster
 
+// Events as log records: the logger's half of emit (cluster.go).
+
 import (
 	"context"
 	"log/slog"

@@ -1,5 +1,11 @@
 package cluster
 
+// Fall-back without probes: the clock and counter of secondsBeforeRetryMaster and
+// queriesBeforeRetryMaster (FallBackDue, NoteStatement, ForgetStatement, restartClocks),
+// the claim that lets one attempt to return home run at a time, and the attempt itself
+// (TryFallBack, findHome). With probes (checkInterval > 0) the monitor returns the pool
+// instead (monitor.go).
+
 import (
 	"context"
 	"database/sql/driver"

@@ -1,5 +1,10 @@
 package cluster
 
+// One walk per pool after a failure: Failover reports the failure and puts the host into
+// backoff; the first connection to fail leads the walk (a flight), and the connections
+// that fail meanwhile wait for it and then follow it to the host it found, spread over a
+// short jitter, so that a dead host gets one attempt per pass, not one per connection.
+
 import (
 	"context"
 	"database/sql/driver"

@@ -1,5 +1,8 @@
 package cluster
 
+// Host lists from outside: the built-in HTTPHostList provider and the rules every
+// provided list must pass (ValidateHosts). SetHosts (topology.go) applies a list.
+
 import (
 	"github.com/mysqlfailover/mysqlfailover/failover"
 	"github.com/mysqlfailover/mysqlfailover/internal/hostaddr"

@@ -1,5 +1,8 @@
 package cluster
 
+// Old names, kept for the code outside this package that still uses them while issue 10
+// lands: each is Deprecated, and goes once its last user has moved.
+
 import (
 	"fmt"
 	"net"
@@ -8,9 +11,6 @@ import (
 	"github.com/mysqlfailover/mysqlfailover/dsn"
 	"github.com/mysqlfailover/mysqlfailover/failover"
 )
-
-// Names kept for code outside this package's area while issue 10 lands: each is
-// Deprecated and goes once its last user has moved.
 
 // RetryPause is the old name of DefaultPassPause.
 //
@@ -29,14 +29,14 @@ const BackoffMax = DefaultBackoffMax
 // of internal/conn (helpers_test.go, role_test.go) and internal/stmt (helpers_test.go)
 // until they build a *dsn.Config; remove it with NewCluster then.
 type Options struct {
-	Hosts                    []string // host:port; Hosts[0] is the primary
-	RetriesAllDown           int
-	SecondsBeforeRetryMaster int
-	QueriesBeforeRetryMaster int
-	Target                   dsn.TargetSessionAttrs
-	Dial                     DialFunc
-	Clock                    Clock
-	OnEvent                  func(failover.Event)
+	Hosts                    []string               // host:port addresses; Hosts[0] is the primary
+	RetriesAllDown           int                    // dsn.Config.RetriesAllDown (count)
+	SecondsBeforeRetryMaster int                    // dsn.Config.SecondsBeforeRetryMaster (seconds)
+	QueriesBeforeRetryMaster int                    // dsn.Config.QueriesBeforeRetryMaster (count)
+	Target                   dsn.TargetSessionAttrs // dsn.Config.TargetSessionAttrs
+	Dial                     DialFunc               // Env.Dial
+	Clock                    Clock                  // Env.Clock
+	OnEvent                  func(failover.Event)   // Env.OnEvent
 }
 
 // NewCluster builds the *dsn.Config that opts describe (every other option 0) and

@@ -1,5 +1,10 @@
 package cluster
 
+// Active health, with checkInterval > 0: the monitor goroutine (Start), its rounds of
+// probes on long-lived probe connections and host-list polls (Check), what it decides
+// from them (decide: leave an active host that fails its probes, return home, close the
+// connections to a host declared down), and SwitchTo, an operator's move.
+
 import (
 	"context"
 	"database/sql/driver"
@@ -14,9 +19,9 @@ import (
 	"github.com/mysqlfailover/mysqlfailover/failover"
 )
 
-// ProbeQuery is the probe's round trip when targetSessionAttrs is any; otherwise the
+// probeQuery is the probe's round trip when targetSessionAttrs is any; otherwise the
 // probe runs RoleQuery, which reads the role on the way.
-const ProbeQuery = "SELECT 1"
+const probeQuery = "SELECT 1"
 
 // probeSet holds the long-lived probe connection of each host.
 type probeSet struct {
@@ -317,7 +322,7 @@ func (c *Cluster) probe(ctx context.Context, id int) {
 }
 
 // roundTrip runs the probe's query on conn within the probe timeout: the role query
-// with targetSessionAttrs, else ProbeQuery.
+// with targetSessionAttrs, else probeQuery.
 func (c *Cluster) roundTrip(ctx context.Context, conn driver.Conn) (role failover.Role, timedOut bool, err error) {
 	pctx, cancel := withBudget(ctx, c.probeTimeout())
 	defer cancel()
@@ -332,13 +337,13 @@ func (c *Cluster) roundTrip(ctx context.Context, conn driver.Conn) (role failove
 	return role, false, err
 }
 
-// selectOne runs ProbeQuery on conn and reads its row.
+// selectOne runs probeQuery on conn and reads its row.
 func selectOne(ctx context.Context, conn driver.Conn) error {
 	q, ok := conn.(driver.QueryerContext)
 	if !ok {
 		return errors.New("mysqlfailover: the connection cannot run the probe query (no driver.QueryerContext)")
 	}
-	rows, err := q.QueryContext(ctx, ProbeQuery, nil)
+	rows, err := q.QueryContext(ctx, probeQuery, nil)
 	if err != nil {
 		return err
 	}

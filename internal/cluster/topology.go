@@ -1,5 +1,10 @@
 package cluster
 
+// The host list: one immutable topo per version of the list (the hosts by id, the list,
+// the primary, the home hosts and the policy stack built for them). SetHosts (a
+// HostListProvider's list) and SwitchTo (a new primary) replace it, as part of the
+// position (position.go).
+
 import (
 	"errors"
 	"fmt"

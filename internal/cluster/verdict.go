@@ -1,5 +1,15 @@
 package cluster
 
+// The verdict on a session that failed, and the full host. A communication error proves
+// only that one session died. A KILL, a packet over max_allowed_packet,
+// net_write_timeout, or a query that outlived readTimeout end one session on a healthy
+// host; moving the whole pool to a read-only secondary for it makes every writer fail
+// with 1290 until the fall-back. So before a session's failure blames its host, Recover
+// asks for a verdict: what the driver already knows (probe state, a failed attempt a
+// moment ago, the server's own words), and otherwise one bounded attempt to open a new
+// session on the same host. A host that answers full (1040, 1203) is up: the
+// connections that must stay on it wait for it (attemptPatient).
+
 import (
 	"context"
 	"database/sql/driver"
@@ -10,14 +20,6 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"github.com/mysqlfailover/mysqlfailover/failover"
 )
-
-// A communication error proves only that one session died. A KILL, a packet over
-// max_allowed_packet, net_write_timeout, or a query that outlived readTimeout end one
-// session on a healthy host; moving the whole pool to a read-only secondary for it makes
-// every writer fail with 1290 until the fall-back. So before a session's failure blames
-// its host, Recover asks for a verdict: what the driver already knows (probe state, a
-// failed attempt a moment ago, the server's own words), and otherwise one bounded
-// attempt to open a new session on the same host.
 
 // check is one same-host check after a session on the host ended, which the
 // connections whose sessions there end at the same moment wait for instead of each

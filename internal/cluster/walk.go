@@ -1,5 +1,12 @@
 package cluster
 
+// The host walk: a plan (where the rotation starts, whether the primary goes first or is
+// left out, which host failed) that the policy turns into an order for each pass; the
+// walk over it, retriesAllDown passes with DefaultPassPause between them, each host one
+// bounded attempt (attempt.go); the error that names every host when none answers; and
+// landed, which moves the position where a walk ends. Connect is the walk of a
+// connection that joins the pool.
+
 import (
 	"context"
 	"database/sql/driver"
