@@ -76,8 +76,8 @@ func (c *Cluster) attemptWithin(ctx context.Context, h int, setup SetupFunc, las
 		}
 		return err
 	}
-	start := c.clock.Now()
-	conn, err = c.dial(actx, h)
+	start := c.env.Clock.Now()
+	conn, err = c.env.Dial(actx, h)
 	if err != nil {
 		if e := timedOut(err); e != err {
 			err = e
@@ -114,7 +114,7 @@ func (c *Cluster) attemptWithin(ctx context.Context, h int, setup SetupFunc, las
 	var re *RoleError
 	switch {
 	case err == nil:
-		hs.noteConnectTime(c.clock.Now().Sub(start))
+		hs.noteConnectTime(c.env.Clock.Now().Sub(start))
 		hs.refs.Add(1) // until Release
 		c.attemptSucceeded(hs)
 	case errors.As(err, &re), fullHost(err):

@@ -38,7 +38,7 @@ func (systemClock) Sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// The engine reads time from its Clock only (c.clock: Now for every timestamp and
+// The engine reads time from its Clock only (c.env.Clock: Now for every timestamp and
 // duration it measures, Sleep for every wait), so that tests with a fake clock never wait.
 // The two exceptions are below, and every use goes through them: a context lives on the
 // wall clock, whatever the Cluster's clock.
@@ -47,7 +47,7 @@ func (systemClock) Sleep(ctx context.Context, d time.Duration) error {
 // deadline is an instant of the wall clock by definition (context.WithTimeout adds to
 // time.Now, and the runtime's timer ends the context then), so it is measured on the
 // wall clock: the injected Clock may be a fake one at a fixed instant, and
-// dl.Sub(c.clock.Now()) would be meaningless. With systemClock the two agree.
+// dl.Sub(c.env.Clock.Now()) would be meaningless. With systemClock the two agree.
 func timeLeft(dl time.Time) time.Duration { return time.Until(dl) }
 
 // withBudget bounds ctx by d for one host attempt, probe or host-list poll. A context can

@@ -35,7 +35,7 @@ type Env struct {
 	// Dial opens physical connections.
 	Dial DialFunc
 	// Clock is the time source of every wait and every clock reading (see Clock); nil
-	// means systemClock.
+	// means the system clock.
 	Clock Clock
 	// OnEvent, if set, receives every event, synchronously and possibly from several
 	// goroutines at once: it must be fast and must not block.
@@ -73,21 +73,14 @@ type Cluster struct {
 	// first host list. The rest of it (MySQL, FailOverReadOnly, ReadOnly, hostsURL) is
 	// the driver's.
 	cfg *dsn.Config
-
-	dial     DialFunc
-	clock    Clock
-	onEvent  func(failover.Event)
-	logger   *slog.Logger
-	layer    func(failover.Policy) failover.Policy
-	provider failover.HostListProvider
-	abort    func(int)
+	env Env // as given to New, with the Clock filled in
 
 	// mu is the Cluster's one lock. It serialises every change of the pool's position
 	// (pos; see position.go), the host list included, and guards the claim of the one
 	// fall-back attempt (fallingBack), the walk in flight after a failure (flight) and
 	// the monitor's start and stop (stop). It is never held while dialing, sleeping or
-	// reporting (events, Abort, the provider); the one call out under it is newTopo's
-	// call of Env.Layer for a new host list.
+	// reporting (events, Abort, the provider); the only calls out under it are the
+	// Clock's Now and newTopo's call of Env.Layer for a new host list.
 	mu          sync.Mutex
 	pos         atomic.Pointer[position] // the position now: replaced under mu, never modified
 	fallingBack bool                     // under mu: one fall-back attempt at a time for the whole pool
@@ -137,19 +130,10 @@ func New(cfg *dsn.Config, env Env) (*Cluster, error) {
 		cfg.UsedHostsPerRemoteDC < 0 || cfg.CheckInterval < 0 || cfg.FailoverDelay < 0 || cfg.SwitchBackDelay < 0 {
 		return nil, errors.New("mysqlfailover: negative retriesAllDown, secondsBeforeRetryMaster, queriesBeforeRetryMaster, hostTimeout, usedHostsPerRemoteDC, checkInterval, failoverDelay or switchBackDelay")
 	}
-	c := &Cluster{
-		cfg:      cfg,
-		dial:     env.Dial,
-		clock:    env.Clock,
-		onEvent:  env.OnEvent,
-		logger:   env.Logger,
-		layer:    env.Layer,
-		provider: env.Provider,
-		abort:    env.Abort,
+	if env.Clock == nil {
+		env.Clock = systemClock{}
 	}
-	if c.clock == nil {
-		c.clock = systemClock{}
-	}
+	c := &Cluster{cfg: cfg, env: env}
 	hosts := make([]*hostState, len(cfg.Hosts))
 	list := make([]int, len(cfg.Hosts))
 	for i, h := range cfg.Hosts {
@@ -213,7 +197,7 @@ func (c *Cluster) Target() dsn.TargetSessionAttrs {
 }
 
 // Now returns the Cluster clock's time.
-func (c *Cluster) Now() time.Time { return c.clock.Now() }
+func (c *Cluster) Now() time.Time { return c.env.Clock.Now() }
 
 // Release tells the Cluster that a physical connection to host that it returned (from
 // Connect, Failover, Recover or TryFallBack) is closed. The id of a host that has left
@@ -237,20 +221,22 @@ func (c *Cluster) Close() {
 	}
 	c.monitorRun.Wait()
 	c.probes.closeAll() // also those of Check calls made without Start
-	if p, ok := c.provider.(interface{ CloseIdleConnections() }); ok {
+	if p, ok := c.env.Provider.(interface{ CloseIdleConnections() }); ok {
 		p.CloseIdleConnections() // HTTPHostList: no keep-alive goroutine outlives Close
 	}
 }
 
+// emit reports e, stamped with the clock's time, to Env.OnEvent and Env.Logger. It is
+// never called with a lock held: both are the caller's code.
 func (c *Cluster) emit(e failover.Event) {
-	if c.onEvent == nil && c.logger == nil {
+	if c.env.OnEvent == nil && c.env.Logger == nil {
 		return
 	}
-	e.Time = c.clock.Now()
-	if c.onEvent != nil {
-		c.onEvent(e)
+	e.Time = c.env.Clock.Now()
+	if c.env.OnEvent != nil {
+		c.env.OnEvent(e)
 	}
-	if c.logger != nil {
+	if c.env.Logger != nil {
 		c.log(e)
 	}
 }

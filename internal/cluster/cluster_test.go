@@ -725,8 +725,8 @@ func TestPrimaryProbeDataErrorKeepsTheWalkGoing(t *testing.T) {
 }
 
 // TestQueryTriggerPausesAfterAFailedProbe: after a failed attempt to return, the statement
-// count alone cannot trigger the next attempt sooner than DefaultPassPause later, so a busy pool
-// does not hammer a dead primary with an attempt every few statements.
+// count alone cannot trigger the next attempt sooner than DefaultFallBackPause later, so a
+// busy pool does not hammer a dead primary with an attempt every few statements.
 func TestQueryTriggerPausesAfterAFailedProbe(t *testing.T) {
 	r := newRig(t, 2, func(o *rigOpts) { o.SecondsBeforeRetryMaster, o.QueriesBeforeRetryMaster = 0, 3 })
 	l := r.connect()
@@ -745,15 +745,15 @@ func TestQueryTriggerPausesAfterAFailedProbe(t *testing.T) {
 		l.statement(true)
 	}
 	if probes() != 1 {
-		t.Fatalf("%d probes within DefaultPassPause of a failed one, want 1", probes())
+		t.Fatalf("%d probes within DefaultFallBackPause of a failed one, want 1", probes())
 	}
-	r.clock.Advance(cluster.DefaultPassPause)
+	r.clock.Advance(cluster.DefaultFallBackPause)
 	l.statement(true)
 	if probes() != 2 {
-		t.Fatalf("%d probes once DefaultPassPause passed, want 2", probes())
+		t.Fatalf("%d probes once DefaultFallBackPause passed, want 2", probes())
 	}
 	r.up(0)
-	r.clock.Advance(cluster.DefaultPassPause)
+	r.clock.Advance(cluster.DefaultFallBackPause)
 	for i := 0; i < 4 && l.host != primary; i++ {
 		l.statement(true)
 	}

@@ -54,9 +54,9 @@
 // between a new session on the same host and Failover, the walk to the next host; a write
 // rejected as read-only makes it read the role and report it (NoteRole). It calls Release
 // for every physical connection it closes, and its ResetSession (database/sql's check
-// before reuse) consults Active and Unfit. The Connector calls Start on every new connection
-// (the monitor, once, with checkInterval > 0), and exposes SwitchTo and Stats; Close
-// stops everything.
+// before reuse) consults Active and Unfit. The Connector calls Start on every new
+// connection (the monitor, once, with checkInterval > 0), and exposes SwitchTo and
+// Stats; Close stops everything.
 //
 // # The shared state
 //

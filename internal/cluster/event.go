@@ -29,5 +29,5 @@ func (c *Cluster) log(e failover.Event) {
 	if e.Err != nil {
 		attrs = append(attrs, slog.String("error", e.Err.Error()))
 	}
-	c.logger.LogAttrs(context.Background(), level, "mysqlfailover: "+e.Kind.String(), attrs...)
+	c.env.Logger.LogAttrs(context.Background(), level, "mysqlfailover: "+e.Kind.String(), attrs...)
 }

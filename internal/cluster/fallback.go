@@ -32,9 +32,9 @@ func (c *Cluster) NoteStatement() (counted bool) {
 	return false
 }
 
-// ForgetStatement takes back one NoteStatement that counted, for a statement that was handed back
-// without running (driver.ErrSkip: database/sql runs it as a prepared statement, which
-// counts itself).
+// ForgetStatement takes back one NoteStatement that counted, for a statement that was
+// handed back without running (driver.ErrSkip: database/sql runs it as a prepared
+// statement, which counts itself).
 func (c *Cluster) ForgetStatement() {
 	if c.cfg.QueriesBeforeRetryMaster > 0 {
 		c.ran.Add(-1)
@@ -47,7 +47,9 @@ func (c *Cluster) ForgetStatement() {
 // difference: after a failed attempt the statement count triggers the next one no sooner
 // than DefaultFallBackPause later. A busy pool runs 50 statements in milliseconds, and
 // without the pause a dead primary would get a connection attempt every few milliseconds
-// for as long as it stays down. Always false while probing is on: the monitor returns the pool then.
+// for as long as it stays down. Always false while probing is on: the monitor returns
+// the pool then. It is on the path of every statement away from home (TryFallBack asks
+// it first): one load of the position, then the counter and a clock reading.
 func (c *Cluster) FallBackDue() bool {
 	p := c.pos.Load()
 	if p.home || !c.fallBackEnabled() {
@@ -55,7 +57,7 @@ func (c *Cluster) FallBackDue() bool {
 	}
 	var now int64
 	if q := int64(c.cfg.QueriesBeforeRetryMaster); q > 0 && c.ran.Load() >= q {
-		now = c.clock.Now().UnixNano()
+		now = c.env.Clock.Now().UnixNano()
 		if now-p.failedAt >= int64(DefaultFallBackPause) {
 			return true
 		}
@@ -65,7 +67,7 @@ func (c *Cluster) FallBackDue() bool {
 		return false
 	}
 	if now == 0 {
-		now = c.clock.Now().UnixNano()
+		now = c.env.Clock.Now().UnixNano()
 	}
 	return now-p.since >= int64(secs)
 }
@@ -74,7 +76,7 @@ func (c *Cluster) FallBackDue() bool {
 // resetAutoFallBackCounters); failed says the way home was just tried in vain. It is
 // called with c.mu held, on the position about to be published.
 func (c *Cluster) restartClocks(p *position, failed bool) {
-	now := c.clock.Now().UnixNano()
+	now := c.env.Clock.Now().UnixNano()
 	p.since = now
 	if failed {
 		p.failedAt = now

@@ -32,14 +32,14 @@ type flight struct {
 // next host, as Connector/J FailoverConnectionProxy.failOver: if another connection
 // already moved the pool, to the pool's host; else if fall-back is due, to the primary
 // first; else round-robin from the host after failed, skipping the primary in the first
-// pass while fall-back is enabled, for up to RetriesAllDown passes with DefaultPassPause
-// between them, all within ctx. The policy (localDC, targetSessionAttrs, user layers)
+// pass while fall-back is enabled, for up to RetriesAllDown passes with
+// DefaultPassPause between them, all within ctx. The policy (localDC, targetSessionAttrs, user layers)
 // orders and filters each pass.
 //
 // One walk at a time runs for the whole pool: connections whose host fails while
 // another connection is walking wait for that walk (each within its own ctx) and then
-// connect to the host it found, spread over a short jitter (DefaultFollowerJitter); when it
-// found none they get its error. So a dead host gets one attempt per pass from the
+// connect to the host it found, spread over a short jitter (DefaultFollowerJitter); when
+// it found none they get its error. So a dead host gets one attempt per pass from the
 // connector, not one per pooled connection.
 func (c *Cluster) Failover(ctx context.Context, failed int, cause error, setup SetupFunc) (driver.Conn, int, error) {
 	c.inUse.RLock()
@@ -83,7 +83,7 @@ func (c *Cluster) Failover(ctx context.Context, failed int, cause error, setup S
 		if f.err != nil {
 			return nil, -1, f.err
 		}
-		if err := c.clock.Sleep(ctx, jitter(n)); err != nil {
+		if err := c.env.Clock.Sleep(ctx, jitter(n)); err != nil {
 			return nil, -1, err
 		}
 		conn, _, err := c.attemptPatient(ctx, f.host, setup, false, 0)

@@ -127,7 +127,7 @@ func (c *Cluster) attemptFailed(h *hostState, err error) { c.backOff(h, err, fal
 // is one failure, however many connections saw it (a failed reconnection, or another
 // connection's report a moment ago, has put the host there already).
 func (c *Cluster) backOff(h *hostState, err error, once bool) {
-	now := c.clock.Now()
+	now := c.env.Clock.Now()
 	h.mu.Lock()
 	if once && h.retryAt > now.UnixNano() {
 		h.mu.Unlock()
@@ -143,7 +143,7 @@ func (c *Cluster) backOff(h *hostState, err error, once bool) {
 
 // attemptSucceeded clears h's backoff.
 func (c *Cluster) attemptSucceeded(h *hostState) {
-	now := c.clock.Now()
+	now := c.env.Clock.Now()
 	h.mu.Lock()
 	h.fails, h.retryAt, h.failing = 0, 0, false
 	changed := !h.down && h.setState(failover.HostUp, nil, now)
@@ -166,7 +166,7 @@ func (h *hostState) noteConnectTime(d time.Duration) {
 func (c *Cluster) Stats() failover.Stats {
 	p := c.pos.Load()
 	t := p.t
-	now := c.clock.Now().UnixNano()
+	now := c.env.Clock.Now().UnixNano()
 	s := failover.Stats{
 		Active: t.hosts[p.active].addr, Primary: t.hosts[t.primary].addr,
 		Failovers: p.failovers, FallBacks: p.fallBacks, Aborted: c.aborted.Load(),

@@ -107,15 +107,15 @@ func (c *Cluster) Start() {
 		defer c.probes.closeAll()
 		for {
 			c.Check(ctx)
-			if c.clock.Sleep(ctx, c.cfg.CheckInterval) != nil {
+			if c.env.Clock.Sleep(ctx, c.cfg.CheckInterval) != nil {
 				return
 			}
 		}
 	}()
 }
 
-// probeTimeout is the bound of one probe: max(CheckInterval, DefaultMinProbeTimeout), at most
-// HostTimeout when that is set.
+// probeTimeout is the bound of one probe: max(CheckInterval, DefaultMinProbeTimeout), at
+// most HostTimeout when that is set.
 func (c *Cluster) probeTimeout() time.Duration {
 	d := max(c.cfg.CheckInterval, DefaultMinProbeTimeout)
 	if c.cfg.HostTimeout > 0 {
@@ -155,19 +155,19 @@ func (c *Cluster) Check(ctx context.Context) {
 	var hosts []failover.ProvidedHost
 	var perr error
 	fetched := make(chan struct{})
-	if c.provider != nil {
+	if c.env.Provider != nil {
 		go func() {
 			defer close(fetched)
 			pctx, cancel := withBudget(ctx, c.probeTimeout())
 			defer cancel()
-			hosts, perr = c.provider.Hosts(pctx)
+			hosts, perr = c.env.Provider.Hosts(pctx)
 		}()
 	} else {
 		close(fetched)
 	}
 	defer func() {
 		<-fetched
-		if c.provider == nil {
+		if c.env.Provider == nil {
 			return
 		}
 		err := perr
@@ -230,7 +230,7 @@ func (c *Cluster) Check(ctx context.Context) {
 // same probe: a blip of the connection is not a failure of the host.
 func (c *Cluster) probe(ctx context.Context, id int) {
 	h := c.topo().host(id)
-	start := c.clock.Now()
+	start := c.env.Clock.Now()
 	suspect := h.health().probeFailing
 	conn := c.probes.take(id)
 	var err error
@@ -243,7 +243,7 @@ func (c *Cluster) probe(ctx context.Context, id int) {
 				bound, what = max(c.cfg.HostTimeout, bound), "hostTimeout"
 			}
 			dctx, cancel := withBudget(ctx, bound)
-			conn, err = c.dial(dctx, id)
+			conn, err = c.env.Dial(dctx, id)
 			if err != nil {
 				if dctx.Err() != nil && ctx.Err() == nil {
 					err = fmt.Errorf("probe connection not opened within %v (%s): %w", bound, what, err)
@@ -278,7 +278,7 @@ func (c *Cluster) probe(ctx context.Context, id int) {
 	if ctx.Err() != nil {
 		return // Close: not the host's doing
 	}
-	now := c.clock.Now()
+	now := c.env.Clock.Now()
 	if err != nil {
 		err = NotBadConn(err, "probe failed")
 		h.mu.Lock()
@@ -295,7 +295,7 @@ func (c *Cluster) probe(ctx context.Context, id int) {
 		}
 		h.mu.Lock()
 		h.down = h.down || down
-		changed := h.setState(s, err, c.clock.Now())
+		changed := h.setState(s, err, c.env.Clock.Now())
 		h.mu.Unlock()
 		c.reportState(h, changed, s, err)
 		return
@@ -316,7 +316,7 @@ func (c *Cluster) probe(ctx context.Context, id int) {
 	h.abortDue = false
 	h.probeLat = now.Sub(start)
 	h.fails, h.retryAt, h.failing, h.down = 0, 0, false, false
-	changed := h.setState(failover.HostUp, nil, c.clock.Now())
+	changed := h.setState(failover.HostUp, nil, c.env.Clock.Now())
 	h.mu.Unlock()
 	c.reportState(h, changed, failover.HostUp, nil)
 }
@@ -387,16 +387,16 @@ func (c *Cluster) abortHost(id int, h *hostState, cause error) {
 	h.mu.Unlock()
 	c.aborted.Add(1)
 	c.emit(failover.Event{Kind: failover.EventAbort, Host: h.addr, Err: cause})
-	c.abort(id)
+	c.env.Abort(id)
 }
 
 // decide acts on the probes' results: see Check.
 func (c *Cluster) decide() {
 	t := c.topo()
-	now := c.clock.Now()
+	now := c.env.Clock.Now()
 	a := c.Active()
 	ha := t.host(a)
-	if c.abort != nil {
+	if c.env.Abort != nil {
 		// Hosts the probes declared down after a walk had moved the pool off them: their
 		// connections are closed as if the monitor had moved the pool (once).
 		for _, id := range t.list {
@@ -440,7 +440,7 @@ func (c *Cluster) decide() {
 			p.failovers++
 		})
 		c.emit(failover.Event{Kind: failover.EventSwitch, Host: t.hosts[target].addr, From: ha.addr, Err: cause})
-		if down && c.abort != nil {
+		if down && c.env.Abort != nil {
 			c.abortHost(a, ha, cause)
 		}
 		return

@@ -128,8 +128,8 @@ func TestStormOneWalk(t *testing.T) {
 }
 
 // TestStormIsOneFailureForBackoff: the 64 reports of one outage are one failure for H1's
-// backoff (the first step, DefaultBackoffBase), not one step per report. 30 storms, each on a
-// fresh cluster (the reports race, so one storm may not show a miscount).
+// backoff (the first step, DefaultBackoffBase), not one step per report. 30 storms, each
+// on a fresh cluster (the reports race, so one storm may not show a miscount).
 func TestStormIsOneFailureForBackoff(t *testing.T) {
 	const storms = 30
 	seen := map[time.Duration]int{}

@@ -65,8 +65,8 @@ func (c *Cluster) newTopo(hosts []*hostState, list []int, primary int) (*topo, e
 		p = NewRoleAware(p, c.Target())
 	}
 	t.base = p
-	if c.layer != nil {
-		if p = c.layer(p); p == nil {
+	if c.env.Layer != nil {
+		if p = c.env.Layer(p); p == nil {
 			return nil, errors.New("mysqlfailover: Env.Layer returned a nil Policy")
 		}
 	}

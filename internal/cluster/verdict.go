@@ -121,7 +121,7 @@ func (c *Cluster) checked(ctx context.Context, host int, cause error, setup Setu
 // knownDown reports whether what the Cluster already knows says host hs is down after
 // one of its sessions failed with cause, so that no check is worth making.
 func (c *Cluster) knownDown(hs *hostState, cause error) bool {
-	if v := hs.health(); v.skipped(c.clock.Now().UnixNano()) || v.probeFailing {
+	if v := hs.health(); v.skipped(c.env.Clock.Now().UnixNano()) || v.probeFailing {
 		return true // declared down by probes or failing them, or an attempt failed a moment ago
 	}
 	var me *mysql.MySQLError
@@ -204,18 +204,18 @@ func (c *Cluster) attemptPatient(ctx context.Context, h int, setup SetupFunc, la
 	if total <= 0 {
 		total = DefaultFullWait
 	}
-	start := c.clock.Now()
+	start := c.env.Clock.Now()
 	wait := DefaultFullWaitBase
 	for n := 1; ; n++ {
 		conn, lastResort, err := c.attemptWithin(ctx, h, setup, lastResortOK, limit)
 		if err == nil || !fullHost(err) {
 			return conn, lastResort, err
 		}
-		waited := c.clock.Now().Sub(start)
+		waited := c.env.Clock.Now().Sub(start)
 		if !fullRetry(err) || waited+wait > total {
 			return nil, false, &fullError{host: c.Host(h), err: err, attempts: n, waited: waited}
 		}
-		if serr := c.clock.Sleep(ctx, wait); serr != nil {
+		if serr := c.env.Clock.Sleep(ctx, wait); serr != nil {
 			return nil, false, serr
 		}
 		wait = min(2*wait, DefaultFullWaitMax)

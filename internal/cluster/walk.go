@@ -74,7 +74,7 @@ func (c *Cluster) order(t *topo, p plan, i int, tried []bool, buf []int) []int {
 			out[front] = p.start
 		}
 	}
-	now := c.clock.Now().UnixNano()
+	now := c.env.Clock.Now().UnixNano()
 	// Backoff is for connections that join the pool (new ones, and followers of a pool
 	// that moved): they are many, and must not each pay a dead host's timeout while a
 	// healthy host is in the plan. The one walk that moves the pool after a failure
@@ -171,7 +171,7 @@ func (c *Cluster) walk(ctx context.Context, p plan, cause error, setup SetupFunc
 	passes := 0
 	for i := 0; i < c.passes(); i++ {
 		if i > 0 {
-			if err := c.clock.Sleep(ctx, DefaultPassPause); err != nil {
+			if err := c.env.Clock.Sleep(ctx, DefaultPassPause); err != nil {
 				return nil, -1, c.noHost(t, passes, errs, tried, ctx.Err(), p)
 			}
 		}
@@ -233,7 +233,7 @@ func (c *Cluster) walk(ctx context.Context, p plan, cause error, setup SetupFunc
 func (c *Cluster) noHost(t *topo, passes int, errs []error, tried []bool, ctxErr error, p plan) error {
 	e := &failover.NoHostAvailableError{Passes: passes, Hosts: make([]failover.HostError, 0, len(t.list)), Err: ctxErr}
 	infos := t.infos()
-	now := c.clock.Now().UnixNano()
+	now := c.env.Clock.Now().UnixNano()
 	for _, i := range t.list {
 		he := failover.HostError{Host: t.hosts[i].addr, Err: errs[i]}
 		if errs[i] == nil {
