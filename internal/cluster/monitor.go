@@ -427,7 +427,7 @@ func (c *Cluster) decide() {
 			return // nowhere better to go: stay, keep probing
 		}
 		ha.mu.Lock()
-		cause, role, down := ha.lastErr, ha.role, ha.down
+		cause, role := ha.lastErr, ha.role
 		ha.mu.Unlock()
 		if cause == nil {
 			cause = &RoleError{Role: role, Wanted: c.Target()}
@@ -440,7 +440,7 @@ func (c *Cluster) decide() {
 			p.failovers++
 		})
 		c.emit(failover.Event{Kind: failover.EventSwitch, Host: t.hosts[target].addr, From: ha.addr, Err: cause})
-		if down && c.env.Abort != nil {
+		if ha.health().down && c.env.Abort != nil {
 			c.abortHost(a, ha, cause)
 		}
 		return
