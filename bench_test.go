@@ -66,9 +66,9 @@ func (memConnector) Connect(context.Context) (sqldriver.Conn, error) { return &m
 func (memConnector) Driver() sqldriver.Driver                        { return nil }
 
 func proxyOverMem(b *testing.B) sqldriver.Conn {
-	cl, err := cluster.NewCluster(cluster.Options{
-		Hosts: []string{"h1:3306", "h2:3306"},
-		Dial:  func(context.Context, int) (sqldriver.Conn, error) { return &memConn{}, nil },
+	cfg := &dsn.Config{Hosts: []dsn.Host{{Name: "h1", Port: 3306}, {Name: "h2", Port: 3306}}}
+	cl, err := cluster.New(cfg, cluster.Env{
+		Dial: func(context.Context, int) (sqldriver.Conn, error) { return &memConn{}, nil },
 	})
 	if err != nil {
 		b.Fatal(err)

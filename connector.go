@@ -124,11 +124,6 @@ func NewConnector(cfg *dsn.Config, opts ...Option) (*Connector, error) {
 	if provider != nil && cfg.CheckInterval <= 0 {
 		return nil, fmt.Errorf("mysqlfailover: a host list provider needs checkInterval > 0 (it is polled every checkInterval)")
 	}
-	addrs := make([]string, len(cfg.Hosts))
-	dcs := make([]string, len(cfg.Hosts))
-	for i, h := range cfg.Hosts {
-		addrs[i], dcs[i] = h.Addr(), h.DC
-	}
 	var layer func(failover.Policy) failover.Policy
 	if len(o.layers) > 0 {
 		layer = func(p failover.Policy) failover.Policy {
@@ -140,28 +135,18 @@ func NewConnector(cfg *dsn.Config, opts ...Option) (*Connector, error) {
 			return p
 		}
 	}
-	cl, err := cluster.NewCluster(cluster.Options{
-		CheckInterval:   cfg.CheckInterval,
-		FailoverDelay:   cfg.FailoverDelay,
-		SwitchBackDelay: cfg.SwitchBackDelay,
-		Provider:        provider,
-		Logger:          o.logger,
+	// The engine reads the failover options from cfg itself (cfg is this connector's own
+	// clone, never changed after Validate); Env carries what no DSN can say.
+	cl, err := cluster.New(cfg, cluster.Env{
+		Dial:     dial,
+		Clock:    o.clock,
+		OnEvent:  o.onEvent,
+		Logger:   o.logger,
+		Layer:    layer,
+		Provider: provider,
 		Abort: func(i int) {
 			tr.closeAll(cl.Host(i))
 		},
-		Hosts:                    addrs,
-		RetriesAllDown:           cfg.RetriesAllDown,
-		SecondsBeforeRetryMaster: cfg.SecondsBeforeRetryMaster,
-		QueriesBeforeRetryMaster: cfg.QueriesBeforeRetryMaster,
-		HostTimeout:              cfg.HostTimeout,
-		Dial:                     dial,
-		Clock:                    o.clock,
-		OnEvent:                  o.onEvent,
-		DCs:                      dcs,
-		LocalDC:                  cfg.LocalDC,
-		UsedHostsPerRemoteDC:     cfg.UsedHostsPerRemoteDC,
-		Target:                   cfg.TargetSessionAttrs,
-		Layer:                    layer,
 	})
 	if err != nil {
 		return nil, err

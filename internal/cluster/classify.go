@@ -1,5 +1,8 @@
 package cluster
 
+// Classification: what an error says about the host that returned it (Classify), the
+// first step of every decision on an error.
+
 import (
 	"context"
 	"database/sql/driver"

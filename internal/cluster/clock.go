@@ -1,12 +1,17 @@
 package cluster
 
+// Time: the Clock every timestamp and wait comes from, the system clock, and the two
+// places where a context forces the wall clock on the engine.
+
 import (
 	"context"
 	"time"
 )
 
-// Clock is the time source of a Cluster: the fall-back clock and the pause between
-// passes. Tests pass a fake one so that no test waits for real time.
+// Clock is the time source of a Cluster: every timestamp and measured duration (the
+// fall-back clock, backoff, runs of probes, connect times, event times) and every wait
+// (the pause between passes, the followers' jitter, the full-host waits, the monitor's
+// interval). Tests pass a fake one so that no test waits for real time.
 type Clock interface {
 	// Now returns the current time.
 	Now() time.Time
@@ -15,14 +20,14 @@ type Clock interface {
 	Sleep(ctx context.Context, d time.Duration) error
 }
 
-// SystemClock is the real clock, the default of Options.Clock.
-type SystemClock struct{}
+// systemClock is the real clock, the default of Env.Clock.
+type systemClock struct{}
 
 // Now returns time.Now().
-func (SystemClock) Now() time.Time { return time.Now() }
+func (systemClock) Now() time.Time { return time.Now() }
 
 // Sleep races a timer against ctx.Done().
-func (SystemClock) Sleep(ctx context.Context, d time.Duration) error {
+func (systemClock) Sleep(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -31,4 +36,24 @@ func (SystemClock) Sleep(ctx context.Context, d time.Duration) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// The engine reads time from its Clock only (c.env.Clock: Now for every timestamp and
+// duration it measures, Sleep for every wait), so that tests with a fake clock never wait.
+// The two exceptions are below, and every use goes through them: a context lives on the
+// wall clock, whatever the Cluster's clock.
+
+// timeLeft returns the time until dl, the deadline of a caller's context. A context's
+// deadline is an instant of the wall clock by definition (context.WithTimeout adds to
+// time.Now, and the runtime's timer ends the context then), so it is measured on the
+// wall clock: the injected Clock may be a fake one at a fixed instant, and
+// dl.Sub(c.env.Clock.Now()) would be meaningless. With systemClock the two agree.
+func timeLeft(dl time.Time) time.Duration { return time.Until(dl) }
+
+// withBudget bounds ctx by d for one host attempt, probe or host-list poll. A context can
+// only be bounded on the wall clock (context.WithTimeout): the budget's length follows
+// the options and the rules of its caller, but it runs out in wall time, also under a
+// fake Clock (where tests read it as the deadline of the context their dialer gets).
+func withBudget(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, d)
 }

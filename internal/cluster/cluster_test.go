@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+	"github.com/mysqlfailover/mysqlfailover/dsn"
 	"github.com/mysqlfailover/mysqlfailover/failover"
 	"github.com/mysqlfailover/mysqlfailover/internal/cluster"
 	"github.com/mysqlfailover/mysqlfailover/internal/fake"
@@ -30,26 +31,44 @@ type rig struct {
 	evs   []failover.Event
 }
 
-func newRig(t *testing.T, hosts int, set func(*cluster.Options)) *rig {
+// rigOpts is what a rig's set function may change: the DSN's failover options (the
+// hosts included) and the engine's environment.
+type rigOpts struct {
+	*dsn.Config
+	cluster.Env
+}
+
+// labels sets the hosts' DC labels, in order.
+func (o *rigOpts) labels(dcs ...string) {
+	for i, dc := range dcs {
+		o.Hosts[i].DC = dc
+	}
+}
+
+func newRig(t *testing.T, hosts int, set func(*rigOpts)) *rig {
 	t.Helper()
 	r := &rig{t: t, net: fake.NewNet(t, hosts), clock: fake.NewClock()}
-	opts := cluster.Options{
-		Hosts:                    r.net.Addrs(),
-		RetriesAllDown:           2,
-		SecondsBeforeRetryMaster: 30,
-		QueriesBeforeRetryMaster: 50,
-		Dial:                     r.net.Dial,
-		Clock:                    r.clock,
-		OnEvent: func(e failover.Event) {
-			r.mu.Lock()
-			r.evs = append(r.evs, e)
-			r.mu.Unlock()
+	opts := rigOpts{
+		Config: &dsn.Config{
+			Hosts:                    r.net.Hosts(),
+			RetriesAllDown:           2,
+			SecondsBeforeRetryMaster: 30,
+			QueriesBeforeRetryMaster: 50,
+		},
+		Env: cluster.Env{
+			Dial:  r.net.Dial,
+			Clock: r.clock,
+			OnEvent: func(e failover.Event) {
+				r.mu.Lock()
+				r.evs = append(r.evs, e)
+				r.mu.Unlock()
+			},
 		},
 	}
 	if set != nil {
 		set(&opts)
 	}
-	cl, err := cluster.NewCluster(opts)
+	cl, err := cluster.New(opts.Config, opts.Env)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,8 +195,8 @@ func TestFailoverTransitions(t *testing.T) {
 				t.Fatalf("%d pauses between passes, want %d", got, tt.sleeps)
 			}
 			for _, d := range r.clock.Sleeps() {
-				if d != cluster.RetryPause {
-					t.Fatalf("paused %v between passes, want %v", d, cluster.RetryPause)
+				if d != cluster.DefaultPassPause {
+					t.Fatalf("paused %v between passes, want %v", d, cluster.DefaultPassPause)
 				}
 			}
 		})
@@ -227,7 +246,7 @@ func TestFailoverBeforeRetryMaster(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := newRig(t, 3, func(o *cluster.Options) {
+			r := newRig(t, 3, func(o *rigOpts) {
 				o.SecondsBeforeRetryMaster, o.QueriesBeforeRetryMaster = tt.secs, tt.queries
 			})
 			l := r.connect()
@@ -251,7 +270,7 @@ func TestFailoverBeforeRetryMaster(t *testing.T) {
 // TestFallBackDisabled is the last part of Connector/J testFailoverAutoFallBack: with
 // both settings 0 the primary is an ordinary member of the rotation.
 func TestFallBackDisabled(t *testing.T) {
-	r := newRig(t, 3, func(o *cluster.Options) { o.SecondsBeforeRetryMaster, o.QueriesBeforeRetryMaster = 0, 0 })
+	r := newRig(t, 3, func(o *rigOpts) { o.SecondsBeforeRetryMaster, o.QueriesBeforeRetryMaster = 0, 0 })
 	r.down(0, 2)
 	l := r.connect()
 	l.on(1)
@@ -289,7 +308,7 @@ func TestAutoFallBackAtSafePoint(t *testing.T) {
 		{"queries", 0, 3, 100 * time.Millisecond, 3},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			r := newRig(t, 3, func(o *cluster.Options) {
+			r := newRig(t, 3, func(o *rigOpts) {
 				o.SecondsBeforeRetryMaster, o.QueriesBeforeRetryMaster = tt.secs, tt.queries
 			})
 			r.down(0, 2)
@@ -324,7 +343,7 @@ func TestAutoFallBackAtSafePoint(t *testing.T) {
 // it is, silently, and is tried again only a full period later (Connector/J Bug#58706,
 // case 12 (ii)).
 func TestFallBackFailureRestartsClocks(t *testing.T) {
-	r := newRig(t, 2, func(o *cluster.Options) { o.SecondsBeforeRetryMaster, o.QueriesBeforeRetryMaster = 2, 0 })
+	r := newRig(t, 2, func(o *rigOpts) { o.SecondsBeforeRetryMaster, o.QueriesBeforeRetryMaster = 2, 0 })
 	l := r.connect()
 	r.down(0)
 	l.fail()
@@ -361,7 +380,7 @@ func TestFallBackFailureRestartsClocks(t *testing.T) {
 func newProbeRig(t *testing.T) (r *rig, entered, release chan struct{}) {
 	t.Helper()
 	entered, release = make(chan struct{}), make(chan struct{})
-	r = newRig(t, 2, func(o *cluster.Options) {
+	r = newRig(t, 2, func(o *rigOpts) {
 		o.SecondsBeforeRetryMaster, o.QueriesBeforeRetryMaster = 1, 0
 		o.Dial = func(ctx context.Context, h int) (driver.Conn, error) {
 			if h == primary && r.cl.Active() != primary {
@@ -456,7 +475,7 @@ func TestAllHostsDown(t *testing.T) {
 		{"retriesAllDown=0 is one pass", 0, func(r *rig, h int) error { return fake.Refused(r.net.Addrs()[h]) }, 3, syscall.ECONNREFUSED},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			r := newRig(t, 3, func(o *cluster.Options) { o.RetriesAllDown = tt.retries })
+			r := newRig(t, 3, func(o *rigOpts) { o.RetriesAllDown = tt.retries })
 			for h := 0; h < 3; h++ {
 				r.net.Set(h, tt.dialErr(r, h), nil)
 			}
@@ -492,7 +511,7 @@ func TestAllHostsDown(t *testing.T) {
 // TestSkippedPrimaryIsNamed: a primary skipped because fall-back is not due still appears
 // in the error, with the reason (invariant 7).
 func TestSkippedPrimaryIsNamed(t *testing.T) {
-	r := newRig(t, 3, func(o *cluster.Options) { o.RetriesAllDown = 1 })
+	r := newRig(t, 3, func(o *rigOpts) { o.RetriesAllDown = 1 })
 	r.down(0)
 	l := r.connect()
 	l.on(1)
@@ -533,7 +552,7 @@ func TestDataErrorEndsTheWalk(t *testing.T) {
 func TestCallerContextEndsTheWalk(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var r *rig
-	r = newRig(t, 3, func(o *cluster.Options) {
+	r = newRig(t, 3, func(o *rigOpts) {
 		o.OnEvent = func(e failover.Event) {
 			if e.Kind == failover.EventConnect && e.Err != nil {
 				cancel()
@@ -561,7 +580,7 @@ func TestCallerContextEndsTheWalk(t *testing.T) {
 // look like the caller's deadline.
 func TestHostTimeoutBoundsEachAttempt(t *testing.T) {
 	var r *rig
-	r = newRig(t, 2, func(o *cluster.Options) {
+	r = newRig(t, 2, func(o *rigOpts) {
 		o.HostTimeout = time.Millisecond
 		o.Dial = func(ctx context.Context, h int) (driver.Conn, error) {
 			if h == primary {
@@ -623,7 +642,7 @@ func TestClosedClusterRefuses(t *testing.T) {
 // the primary first once fall-back is due; if it answers, the pool is back (a fall-back
 // event); if not, the clocks restart and later joins go straight to the secondary.
 func TestNewConnectionFallsBackWhenDue(t *testing.T) {
-	r := newRig(t, 2, func(o *cluster.Options) { o.SecondsBeforeRetryMaster, o.QueriesBeforeRetryMaster = 1, 0 })
+	r := newRig(t, 2, func(o *rigOpts) { o.SecondsBeforeRetryMaster, o.QueriesBeforeRetryMaster = 1, 0 })
 	r.down(0)
 	l := r.connect()
 	l.on(1)
@@ -652,10 +671,10 @@ func TestNewConnectionFallsBackWhenDue(t *testing.T) {
 // inside the caller's deadline (a frozen primary must not hold a pool whose callers all
 // carry short deadlines).
 func TestShortCallerDeadlineStillMovesPastAHungHost(t *testing.T) {
-	for _, deadline := range []time.Duration{300 * time.Millisecond, 4 * cluster.MinHostShare} {
+	for _, deadline := range []time.Duration{300 * time.Millisecond, 4 * cluster.DefaultMinHostShare} {
 		t.Run(deadline.String(), func(t *testing.T) {
 			var r *rig
-			r = newRig(t, 2, func(o *cluster.Options) {
+			r = newRig(t, 2, func(o *rigOpts) {
 				o.HostTimeout = time.Hour
 				o.Dial = func(ctx context.Context, h int) (driver.Conn, error) {
 					if h == primary {
@@ -674,8 +693,8 @@ func TestShortCallerDeadlineStillMovesPastAHungHost(t *testing.T) {
 			c.Close()
 			var te *cluster.HostTimeoutError
 			ev := r.events(failover.EventConnect)[0]
-			if !errors.As(ev.Err, &te) || te.After > max(deadline/2, cluster.MinHostShare) {
-				t.Fatalf("H1 attempt: %v, want a HostTimeoutError bounded by half the caller's time (at least MinHostShare)", ev.Err)
+			if !errors.As(ev.Err, &te) || te.After > max(deadline/2, cluster.DefaultMinHostShare) {
+				t.Fatalf("H1 attempt: %v, want a HostTimeoutError bounded by half the caller's time (at least DefaultMinHostShare)", ev.Err)
 			}
 		})
 	}
@@ -686,7 +705,7 @@ func TestShortCallerDeadlineStillMovesPastAHungHost(t *testing.T) {
 // the walk goes on to the pool's host instead of failing the caller.
 func TestPrimaryProbeDataErrorKeepsTheWalkGoing(t *testing.T) {
 	locked := &mysql.MySQLError{Number: 4151, SQLState: [5]byte{'H', 'Y', '0', '0', '0'}, Message: "Access denied, this account is locked"}
-	r := newRig(t, 3, func(o *cluster.Options) { o.SecondsBeforeRetryMaster, o.QueriesBeforeRetryMaster = 1, 0 })
+	r := newRig(t, 3, func(o *rigOpts) { o.SecondsBeforeRetryMaster, o.QueriesBeforeRetryMaster = 1, 0 })
 	r.down(0)
 	l := r.connect()
 	l.on(1)
@@ -706,10 +725,10 @@ func TestPrimaryProbeDataErrorKeepsTheWalkGoing(t *testing.T) {
 }
 
 // TestQueryTriggerPausesAfterAFailedProbe: after a failed attempt to return, the statement
-// count alone cannot trigger the next attempt sooner than RetryPause later, so a busy pool
-// does not hammer a dead primary with an attempt every few statements.
+// count alone cannot trigger the next attempt sooner than DefaultFallBackPause later, so a
+// busy pool does not hammer a dead primary with an attempt every few statements.
 func TestQueryTriggerPausesAfterAFailedProbe(t *testing.T) {
-	r := newRig(t, 2, func(o *cluster.Options) { o.SecondsBeforeRetryMaster, o.QueriesBeforeRetryMaster = 0, 3 })
+	r := newRig(t, 2, func(o *rigOpts) { o.SecondsBeforeRetryMaster, o.QueriesBeforeRetryMaster = 0, 3 })
 	l := r.connect()
 	r.down(0)
 	l.fail()
@@ -726,15 +745,15 @@ func TestQueryTriggerPausesAfterAFailedProbe(t *testing.T) {
 		l.statement(true)
 	}
 	if probes() != 1 {
-		t.Fatalf("%d probes within RetryPause of a failed one, want 1", probes())
+		t.Fatalf("%d probes within DefaultFallBackPause of a failed one, want 1", probes())
 	}
-	r.clock.Advance(cluster.RetryPause)
+	r.clock.Advance(cluster.DefaultFallBackPause)
 	l.statement(true)
 	if probes() != 2 {
-		t.Fatalf("%d probes once RetryPause passed, want 2", probes())
+		t.Fatalf("%d probes once DefaultFallBackPause passed, want 2", probes())
 	}
 	r.up(0)
-	r.clock.Advance(cluster.RetryPause)
+	r.clock.Advance(cluster.DefaultFallBackPause)
 	for i := 0; i < 4 && l.host != primary; i++ {
 		l.statement(true)
 	}
@@ -774,7 +793,7 @@ func TestShortDeadlineCapSparesAFarHost(t *testing.T) {
 	const handshake = 300 * time.Millisecond
 	var r *rig
 	var budget time.Duration // what the last attempt on H1 was given
-	r = newRig(t, 2, func(o *cluster.Options) {
+	r = newRig(t, 2, func(o *rigOpts) {
 		o.Dial = func(ctx context.Context, h int) (driver.Conn, error) {
 			if h == primary {
 				budget = 0
@@ -793,14 +812,14 @@ func TestShortDeadlineCapSparesAFarHost(t *testing.T) {
 	c.Close()
 	// Half of 500 ms is shorter than the handshake: without the host's history the
 	// attempt would be cut at 250 ms and the pool moved to H2.
-	ctx, cancel := context.WithTimeout(context.Background(), 2*cluster.MinHostShare)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*cluster.DefaultMinHostShare)
 	defer cancel()
 	c, h, err = r.cl.Connect(ctx, nil)
 	if err != nil || h != primary {
 		t.Fatalf("under a 500 ms deadline: H%d %v, want H1", h+1, err)
 	}
 	c.Close()
-	if budget <= cluster.MinHostShare+50*time.Millisecond {
+	if budget <= cluster.DefaultMinHostShare+50*time.Millisecond {
 		t.Fatalf("the attempt on H1 was given %v of a 500 ms deadline, want the whole deadline (its handshakes take %v)", budget, handshake)
 	}
 	if r.cl.Active() != primary {

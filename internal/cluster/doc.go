@@ -1,6 +1,62 @@
-// Package failover is the brain of mysqlfailover: error classification, the host walk,
-// the fall-back clock and counter, and the errors and events users see. It knows nothing
-// of database/sql pooling; package conn drives it.
+// Package cluster is the engine of mysqlfailover: the failover state that every pooled
+// connection of one connector shares (the Cluster), and the mechanisms that move it. It
+// knows nothing of database/sql pooling. Package conn (internal/conn) drives it, one
+// call per event in a connection's life; the driver's Connector (the module root) makes
+// one Cluster per connector and closes it with the pool. What users see of the engine
+// (errors, events, Stats, roles, the Policy interface, host-list types) is in the public
+// package failover, which this package imports; this package is internal.
+//
+// # Configuration
+//
+// New takes the connector's *dsn.Config and reads each failover option where it is used
+// (retriesAllDown, secondsBeforeRetryMaster, queriesBeforeRetryMaster, hostTimeout,
+// targetSessionAttrs, localDC, usedHostsPerRemoteDC, checkInterval, failoverDelay,
+// switchBackDelay) and its Hosts (Addr, DC) as the first host list; nothing is copied.
+// An Env carries what no DSN can say: the dialer, the clock, the event hook and logger,
+// the user's policy layers, a host list provider, and the abort hook. The engine's own
+// tuning values, which no user sets, are the Default... constants of defaults.go.
+//
+// # The mechanisms, by file
+//
+//   - position.go: the pool's position (the host list in force, the active host, the
+//     last-resort flag, the fall-back clock, the counts of moves), changed under the
+//     Cluster's one lock and published whole, so that Place, Home and Active, which run
+//     before every statement, cost one atomic load.
+//   - walk.go: the host walk of Connector/J's FailoverConnectionProxy over one flat
+//     ordered list: a plan, the order the policy makes of it per pass, retriesAllDown
+//     passes, and the error that names every host when none answers.
+//   - flight.go: one walk per pool after a failure (Failover): the other connections
+//     that fail meanwhile wait for it and follow it.
+//   - fallback.go: the return home without probes: the clock and counter, and one
+//     attempt at a time (TryFallBack).
+//   - attempt.go: one bounded host attempt (dial, role check, session set-up) and what
+//     its outcome does to the host's health.
+//   - verdict.go: whether a failed session means a failed host (Recover), and the
+//     patience owed to a full host.
+//   - health.go: what the Cluster knows of each host (backoff, probe runs, role,
+//     connect time) and Stats.
+//   - monitor.go: the probes, the host-list polls and the moves they decide, with
+//     checkInterval > 0 (Start, Check), and SwitchTo.
+//   - topology.go: the host list and its versions (SetHosts).
+//   - policy.go, role.go, classify.go, hostlist.go: the built-in policies, server roles,
+//     error classification, and host lists from a provider.
+//   - clock.go, errors.go, event.go, defaults.go: time, the engine's error types, log
+//     records, tuning values. legacy.go keeps old names for callers still moving.
+//
+// # How it is driven
+//
+// conn.Open asks Connect for a physical connection on the pool's host (the walk, when it
+// does not answer). Before each statement a connection asks Place: PlaceHome, nothing to
+// do (the hot path); PlaceActive, the pool is away from home, so it may first call
+// TryFallBack, and it counts the statement with NoteStatement; PlaceAway, the pool has
+// moved (or the host is unfit for the target), so it joins it through Connect, before it
+// sends anything. On a communication error on its session it calls Recover, which decides
+// between a new session on the same host and Failover, the walk to the next host; a write
+// rejected as read-only makes it read the role and report it (NoteRole). It calls Release
+// for every physical connection it closes, and its ResetSession (database/sql's check
+// before reuse) consults Active and Unfit. The Connector calls Start on every new
+// connection (the monitor, once, with checkInterval > 0), and exposes SwitchTo and
+// Stats; Close stops everything.
 //
 // # The shared state
 //
@@ -17,13 +73,14 @@
 // host k the walk goes round-robin from k+1 and ends the pass with k itself; while
 // fall-back is enabled but not due, the primary is skipped in the first pass and included
 // from the second; when fall-back is due, the primary is tried first. Each pass may be
-// followed by another, RetriesAllDown in all, with RetryPause (250 ms) between them. Every
-// host attempt (dial, handshake, session set-up) is bounded by HostTimeout and by the
-// caller's context, which also bounds the walk. A failure that belongs to the host (it
-// is unreachable, slow, full, of the wrong role, fails the TLS handshake, greets
+// followed by another, retriesAllDown in all, with DefaultPassPause (250 ms) between
+// them. Every host attempt (dial, handshake, session set-up) is bounded by hostTimeout
+// and by the caller's context, which also bounds the walk. A failure that belongs to the
+// host (it is unreachable, slow, full, of the wrong role, fails the TLS handshake, greets
 // wrongly) moves the walk to the next host; a server's refusal every host would repeat
 // (access denied, unknown database) ends it. A walk that finds no host returns a
-// *NoHostAvailableError naming every host and its last error, or why it was not tried.
+// *failover.NoHostAvailableError naming every host and its last error, or why it was not
+// tried.
 //
 // # A dead session is not a dead host
 //
@@ -38,7 +95,7 @@
 // # Fall-back
 //
 // Once the pool is on a secondary it returns to the primary when
-// SecondsBeforeRetryMaster seconds have passed or QueriesBeforeRetryMaster statements ran
+// secondsBeforeRetryMaster seconds have passed or queriesBeforeRetryMaster statements ran
 // since it left (both 0: never; the primary is then an ordinary member of the rotation).
 // Connections check this only at safe points, before a statement outside a transaction,
 // and one connection at a time makes the attempt (TryFallBack). If the primary does not
@@ -46,17 +103,31 @@
 //
 // # Active health
 //
-// With CheckInterval > 0, Start runs a monitor that probes every host, polls the
+// With checkInterval > 0, Start runs a monitor that probes every host, polls the
 // HostListProvider and moves the pool itself: away from an active host that failed its
-// probes for FailoverDelay, back home after SwitchBackDelay of passed probes (see
+// probes for failoverDelay, back home after switchBackDelay of passed probes (see
 // Check). The fall-back clock and counter are then not used. SwitchTo moves the pool
 // on an operator's request.
 //
 // # Classification
 //
-// Classify sorts errors into Data (returned untouched), Communication (the session is gone,
-// or a host did not answer in time) and Canceled (the caller's context ended, read from
-// the context itself; the host is fine). Errors this
-// package returns never match driver.ErrBadConn (NotBadConn cuts that chain), because
-// database/sql repeats any call that fails with it.
+// Classify sorts errors into Data (returned untouched), Communication (the session is
+// gone, or a host did not answer in time) and Canceled (the caller's context ended, read
+// from the context itself; the host is fine). Errors this package returns never match
+// driver.ErrBadConn (NotBadConn cuts that chain), because database/sql repeats any call
+// that fails with it.
+//
+// # Concurrency
+//
+// Every method is safe for concurrent use, and no lock is held while dialing, sleeping
+// or reporting an event. The Cluster has one mutex: every change of the position is made
+// under it and published as a new immutable position (one atomic pointer), and it also
+// guards the one fall-back claim, the walk in flight and the monitor's start and stop.
+// Beside it stay three atomics, each for a reason given at its field: the statement
+// counter (it moves with every statement away from home), the closed flag, and the abort
+// count. Each host has one mutex for its health and one atomic, the count of its
+// physical connections that are out. The read lock inUse keeps host ids from being
+// reused while an operation holds them (see SetHosts); the probe connections have their
+// own small lock. All time comes from the Clock, except a caller's deadline and a
+// context's bound, which only the wall clock can measure (clock.go).
 package cluster

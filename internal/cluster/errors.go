@@ -1,5 +1,9 @@
 package cluster
 
+// The engine's own error types and the one place that cuts the driver.ErrBadConn chain
+// (NotBadConn). The errors users test for (NoHostAvailableError, FailoverError,
+// ErrClosed...) are package failover's.
+
 import (
 	"database/sql/driver"
 	"errors"
@@ -7,10 +11,10 @@ import (
 )
 
 // HostTimeoutError is a host attempt (dial, handshake, session set-up) that did not finish
-// within its bound: Options.HostTimeout, or a share of the caller's remaining time (see
-// Cluster's attempt rules under MinHostShare). It is a net.Error with Timeout() true, so Classify calls it a
-// communication error, and it deliberately does not match context.DeadlineExceeded: that
-// is reserved for the caller's own context.
+// within its bound: hostTimeout, or a share of the caller's remaining time (see
+// the attempt rules under DefaultMinHostShare). It is a net.Error with Timeout() true, so
+// Classify calls it a communication error, and it deliberately does not match
+// context.DeadlineExceeded: that is reserved for the caller's own context.
 type HostTimeoutError struct {
 	// After is the per-host bound that expired.
 	After time.Duration

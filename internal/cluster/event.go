@@ -1,5 +1,7 @@
 package cluster
 
+// Events as log records: the logger's half of emit (cluster.go).
+
 import (
 	"context"
 	"log/slog"
@@ -27,5 +29,5 @@ func (c *Cluster) log(e failover.Event) {
 	if e.Err != nil {
 		attrs = append(attrs, slog.String("error", e.Err.Error()))
 	}
-	c.logger.LogAttrs(context.Background(), level, "mysqlfailover: "+e.Kind.String(), attrs...)
+	c.env.Logger.LogAttrs(context.Background(), level, "mysqlfailover: "+e.Kind.String(), attrs...)
 }

@@ -3,9 +3,9 @@ package cluster
 // CheckWaiters returns how many connections wait for the same-host check of host in
 // progress (Recover), for tests.
 func CheckWaiters(c *Cluster, host int) int {
-	h := c.t.Load().host(host)
-	h.checkMu.Lock()
-	defer h.checkMu.Unlock()
+	h := c.topo().host(host)
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	if h.check == nil {
 		return 0
 	}
@@ -13,15 +13,15 @@ func CheckWaiters(c *Cluster, host int) int {
 }
 
 // HostSlots returns the size of the host table, for tests.
-func HostSlots(c *Cluster) int { return len(c.t.Load().hosts) }
+func HostSlots(c *Cluster) int { return len(c.topo().hosts) }
 
 // FlightWaiters returns how many connections wait for the walk in progress after a
 // failure (Failover), for tests.
 func FlightWaiters(c *Cluster) int {
-	c.flightMu.Lock()
-	defer c.flightMu.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.flight == nil {
 		return 0
 	}
-	return int(c.flight.waiters.Load())
+	return c.flight.waiters
 }

@@ -1,100 +1,221 @@
 package cluster
 
+// Each host's health: what the Cluster knows of one host (its backoff after failed
+// attempts, what the probes found, its role, how long its handshakes take), how attempts
+// and role checks change it, and the Stats built from it. The probes' side of it is in
+// monitor.go, the same-host check's in verdict.go.
+
 import (
+	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/mysqlfailover/mysqlfailover/dsn"
 	"github.com/mysqlfailover/mysqlfailover/failover"
 )
 
-// Backoff of a host after failed attempts: BackoffBase after the first, doubling with
-// every further consecutive failure, at most BackoffMax. A success (an attempt or a
-// probe) resets it. Authentication failures back off the same way and are never final:
-// credentials can be rotated.
-const (
-	BackoffBase = 250 * time.Millisecond
-	BackoffMax  = 8 * time.Second
-)
+// hostState is everything the Cluster knows of one host. A host keeps its state, and its
+// index (its id), while it is in the list or anything still uses it: a HostListProvider
+// may drop it and add it back. Once it has left the list, no physical connection to it
+// is held (Release) and no operation that may hold its id runs, its slot may be given to
+// a new host (SetHosts), so that a list whose addresses churn does not grow the table.
+//
+// Nothing of it is read on a statement's path: the position carries the active host's
+// fitness (see publish).
+type hostState struct {
+	addr, dc string // never change
 
-func backoff(fails int) time.Duration {
-	d := BackoffBase
-	for i := 1; i < fails && d < BackoffMax; i++ {
-		d *= 2
-	}
-	return min(d, BackoffMax)
+	// refs counts the physical connections handed out and not yet released (Release).
+	// It is the one atomic of a host: it moves with every physical connection opened or
+	// closed, from any goroutine, whatever the host's health, and only SetHosts reads it
+	// (to tell whether the id may go to a new host).
+	refs atomic.Int32
+
+	// mu guards the rest. What one attempt, probe or role check learns changes several
+	// fields at once (a failed attempt: fails, retryAt, failing, state, lastErr), and the
+	// walk reads them together (health).
+	mu        sync.Mutex
+	typical   time.Duration // smoothed duration of its successful attempts (DefaultConnectTimeSmoothing)
+	role      failover.Role // what the last check found
+	unfit     bool          // the last check found a role the target does not accept
+	retryAt   int64         // backoff: clock time (UnixNano) before which joining walks skip it
+	failing   bool          // its last attempt failed
+	fails     int           // consecutive failed attempts: the backoff exponent
+	down      bool          // probes declared it down (probing on): walks skip it
+	state     failover.HostState
+	lastErr   error
+	changed   time.Time // last change of state
+	probeLat  time.Duration
+	failSince time.Time // first of the current run of failed probes (zero: last probe passed)
+	okSince   time.Time // first of the current run of passed probes (zero: last probe failed)
+	abortDue  bool      // a walk moved the pool off it after a failure: abort it if probes declare it down
+	check     *check    // the same-host check in progress after a session ended (Recover)
 }
 
-// setState records a state change of h, with the error that caused it, and reports it
-// (EventHostState, and the logger) when the state changed.
-func (c *Cluster) setState(h *hostState, s failover.HostState, err error) {
-	now := c.clock.Now()
+func newHostState(addr, dc string) *hostState {
+	return &hostState{addr: addr, dc: dc}
+}
+
+// health is what walks, checks and the monitor read of a host: a copy, taken under the
+// host's lock in one go.
+type health struct {
+	role         failover.Role
+	unfit        bool
+	down         bool
+	failing      bool
+	probeFailing bool  // a run of failed probes is under way
+	retryAt      int64 // clock time (UnixNano), 0: no backoff
+	typical      time.Duration
+}
+
+// health returns a copy of what h's readers need.
+func (h *hostState) health() health {
 	h.mu.Lock()
-	changed := h.state != s
+	defer h.mu.Unlock()
+	return health{role: h.role, unfit: h.unfit, down: h.down, failing: h.failing,
+		probeFailing: !h.failSince.IsZero(), retryAt: h.retryAt, typical: h.typical}
+}
+
+// isUnfit reports h.unfit.
+func (h *hostState) isUnfit() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.unfit
+}
+
+// skipped reports whether walks leave the host out for now (clock time now, UnixNano): in
+// backoff, or declared down by probes.
+func (v health) skipped(now int64) bool { return v.down || v.retryAt > now }
+
+// backoff is a host's backoff after fails consecutive failed attempts (see
+// DefaultBackoffBase).
+func backoff(fails int) time.Duration {
+	d := DefaultBackoffBase
+	for i := 1; i < fails && d < DefaultBackoffMax; i++ {
+		d *= 2
+	}
+	return min(d, DefaultBackoffMax)
+}
+
+// setState records state s of h at now, with the error that caused it, and reports
+// whether the state changed. It is called with h.mu held; the caller reports the change
+// (reportState) once the lock is released.
+func (h *hostState) setState(s failover.HostState, err error, now time.Time) (changed bool) {
+	changed = h.state != s
 	if changed {
 		h.state, h.changed = s, now
 	}
 	if err != nil || s == failover.HostUp {
 		h.lastErr = err
 	}
-	h.mu.Unlock()
+	return changed
+}
+
+// reportState reports a change of h's state to s that setState made (EventHostState,
+// and the logger).
+func (c *Cluster) reportState(h *hostState, changed bool, s failover.HostState, err error) {
 	if changed {
 		c.emit(failover.Event{Kind: failover.EventHostState, Host: h.addr, State: s, Err: err})
 	}
 }
 
 // attemptFailed puts h into backoff after a failed connection attempt.
-func (c *Cluster) attemptFailed(h *hostState, err error) {
-	now := c.clock.Now()
+func (c *Cluster) attemptFailed(h *hostState, err error) { c.backOff(h, err, false) }
+
+// backOff puts h into backoff for err, one step further than the last, unless once is
+// set and h is in backoff already: a connection's report of a failed session (Failover)
+// is one failure, however many connections saw it (a failed reconnection, or another
+// connection's report a moment ago, has put the host there already).
+func (c *Cluster) backOff(h *hostState, err error, once bool) {
+	now := c.env.Clock.Now()
 	h.mu.Lock()
+	if once && h.retryAt > now.UnixNano() {
+		h.mu.Unlock()
+		return
+	}
 	h.fails++
-	d := backoff(h.fails)
+	h.retryAt = now.Add(backoff(h.fails)).UnixNano()
+	h.failing = true
+	changed := h.setState(failover.HostDown, err, now)
 	h.mu.Unlock()
-	h.retryAt.Store(now.Add(d).UnixNano())
-	h.failing.Store(true)
-	c.setState(h, failover.HostDown, err)
+	c.reportState(h, changed, failover.HostDown, err)
 }
 
 // attemptSucceeded clears h's backoff.
 func (c *Cluster) attemptSucceeded(h *hostState) {
+	now := c.env.Clock.Now()
 	h.mu.Lock()
-	h.fails = 0
+	h.fails, h.retryAt, h.failing = 0, 0, false
+	changed := !h.down && h.setState(failover.HostUp, nil, now)
 	h.mu.Unlock()
-	h.retryAt.Store(0)
-	h.failing.Store(false)
-	if !h.down.Load() {
-		c.setState(h, failover.HostUp, nil)
-	}
+	c.reportState(h, changed, failover.HostUp, nil)
 }
 
-// skipped reports whether walks leave h out for now: in backoff, or declared down by
-// probes.
-func (c *Cluster) skipped(h *hostState, now int64) bool {
-	return h.down.Load() || h.retryAt.Load() > now
+// noteConnectTime adds d, the duration of a successful attempt, to h's typical connect
+// time.
+func (h *hostState) noteConnectTime(d time.Duration) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if old := h.typical; old > 0 {
+		d = ((DefaultConnectTimeSmoothing-1)*old + d) / DefaultConnectTimeSmoothing
+	}
+	h.typical = d
 }
 
 // Stats returns a snapshot of the hosts of the current list and the counters.
 func (c *Cluster) Stats() failover.Stats {
-	t := c.t.Load()
-	now := c.clock.Now().UnixNano()
+	p := c.pos.Load()
+	t := p.t
+	now := c.env.Clock.Now().UnixNano()
 	s := failover.Stats{
-		Active: t.hosts[c.Active()].addr, Primary: t.hosts[t.primary].addr,
-		Failovers: c.failovers.Load(), FallBacks: c.fallBacks.Load(), Aborted: c.aborted.Load(),
+		Active: t.hosts[p.active].addr, Primary: t.hosts[t.primary].addr,
+		Failovers: p.failovers, FallBacks: p.fallBacks, Aborted: c.aborted.Load(),
 	}
 	for _, id := range t.list {
 		h := t.hosts[id]
 		h.mu.Lock()
 		hs := failover.HostStats{Addr: h.addr, DC: h.dc, State: h.state, LastError: h.lastErr, Changed: h.changed,
-			ProbeLatency: h.probeLat, Role: failover.Role(h.role.Load()), OpenConns: -1}
+			ProbeLatency: h.probeLat, Role: h.role, OpenConns: -1}
+		retryAt, unfit := h.retryAt, h.unfit
 		h.mu.Unlock()
-		if r := h.retryAt.Load(); r > now {
-			hs.RetryAt = time.Unix(0, r)
+		if retryAt > now {
+			hs.RetryAt = time.Unix(0, retryAt)
 			if hs.State == failover.HostDown {
 				hs.State = failover.HostBackoff
 			}
 		}
-		if h.unfit.Load() && hs.State == failover.HostUp {
+		if unfit && hs.State == failover.HostUp {
 			hs.State = failover.HostWrongRole
 		}
 		s.Hosts = append(s.Hosts, hs)
 	}
 	return s
+}
+
+// NoteRole records role, found on host by a check outside the walk (a write rejected as
+// read-only makes the connection read the role again), and reports whether it qualifies
+// for the Target. A host that no longer qualifies is then left by the connection that
+// found out, with Failover and a *RoleError as the cause, which moves the pool.
+func (c *Cluster) NoteRole(host int, role failover.Role) (qualifies bool) {
+	return c.setRole(host, role)
+}
+
+// setRole records the role a check found on host and reports whether it qualifies.
+func (c *Cluster) setRole(host int, role failover.Role) bool {
+	ok := Accepts(c.Target(), role)
+	h := c.topo().host(host)
+	if h == nil {
+		return ok
+	}
+	// prefer-standby takes any host as a last resort: a connection there stays.
+	unfit := !ok && c.Target() != dsn.TargetPreferStandby
+	h.mu.Lock()
+	h.role = role
+	changed := h.unfit != unfit
+	h.unfit = unfit
+	h.mu.Unlock()
+	if changed {
+		c.refit(host) // the position carries the active host's fitness (Place)
+	}
+	return ok
 }

@@ -1,5 +1,8 @@
 package cluster
 
+// Host lists from outside: the built-in HTTPHostList provider and the rules every
+// provided list must pass (ValidateHosts). SetHosts (topology.go) applies a list.
+
 import (
 	"github.com/mysqlfailover/mysqlfailover/failover"
 	"github.com/mysqlfailover/mysqlfailover/internal/hostaddr"
@@ -16,29 +19,12 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"time"
 )
-
-// MaxHostListBytes caps the body of a host-list response (bytes, 1 MiB): a larger body
-// is an invalid list.
-const MaxHostListBytes = 1 << 20
-
-// DefaultHostListTimeout bounds each request of an HTTPHostList built without a client
-// (5 s, http.Client.Timeout), on top of the caller's context.
-const DefaultHostListTimeout = 5 * time.Second
-
-// maxHostListRedirects is how many same-origin redirects a request follows, as
-// net/http's default policy.
-const maxHostListRedirects = 10
-
-// hlMaxEcho caps how much of a host-list entry (or of the provider's words) an error
-// quotes, in bytes.
-const hlMaxEcho = 100
 
 // ErrInvalidHostList is matched (errors.Is) by every error that rejects a host list's
 // content rather than failing to fetch it: a list that ValidateHosts refuses and, from
 // HTTPHostList, a response that is not exactly one JSON document of the expected form,
-// or is larger than MaxHostListBytes.
+// or is larger than DefaultMaxHostListBytes.
 var ErrInvalidHostList = errors.New("mysqlfailover: invalid host list")
 
 // invalidListError is an ErrInvalidHostList with its reason and, for a provider's list,
@@ -64,7 +50,7 @@ func (e *invalidListError) Is(target error) bool { return target == ErrInvalidHo
 //	{"hosts": [{"addr": "10.0.0.1:3306", "dc": "east"}, {"addr": "10.0.0.2:3306"}]}
 //
 // and is decoded strictly: unknown fields, trailing data after the document, a body
-// larger than MaxHostListBytes and a list that ValidateHosts refuses are all errors
+// larger than DefaultMaxHostListBytes and a list that ValidateHosts refuses are all errors
 // (matching ErrInvalidHostList). "dc" may be omitted or "" for no label. The
 // Content-Type of the response is not checked. Object keys are matched as
 // encoding/json does, case-insensitively.
@@ -127,8 +113,8 @@ func NewHTTPHostList(rawURL, token string, allowHTTP bool, client *http.Client) 
 		if next != nil {
 			return next(req, via)
 		}
-		if len(via) >= maxHostListRedirects {
-			return fmt.Errorf("stopped after %d redirects", maxHostListRedirects)
+		if len(via) >= DefaultMaxHostListRedirects {
+			return fmt.Errorf("stopped after %d redirects", DefaultMaxHostListRedirects)
 		}
 		return nil
 	}
@@ -151,7 +137,7 @@ func (p *HTTPHostList) CloseIdleConnections() { p.client.CloseIdleConnections() 
 // Hosts implements HostListProvider: one GET, bounded by ctx and the client's timeout.
 // A non-2xx status is an error naming the status code (the body is not shown). A body
 // that is not exactly one JSON document of the form in HTTPHostList's description,
-// that is larger than MaxHostListBytes, or whose list ValidateHosts refuses, is an
+// that is larger than DefaultMaxHostListBytes, or whose list ValidateHosts refuses, is an
 // error matching ErrInvalidHostList. A transport failure, including the end of ctx
 // (errors.Is context.Canceled or context.DeadlineExceeded) and a refused redirect, is
 // returned wrapped. Errors start with "mysqlfailover: host list URL" or
@@ -184,15 +170,15 @@ func (p *HTTPHostList) Hosts(ctx context.Context) ([]failover.ProvidedHost, erro
 		}
 		return nil, fmt.Errorf("mysqlfailover: host list %s: HTTP status %d%s", p.show, resp.StatusCode, text)
 	}
-	if resp.ContentLength > MaxHostListBytes {
-		return nil, p.invalid(fmt.Sprintf("response of %d bytes: the limit is %d (1 MiB)", resp.ContentLength, MaxHostListBytes))
+	if resp.ContentLength > DefaultMaxHostListBytes {
+		return nil, p.invalid(fmt.Sprintf("response of %d bytes: the limit is %d (1 MiB)", resp.ContentLength, DefaultMaxHostListBytes))
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxHostListBytes+1))
+	body, err := io.ReadAll(io.LimitReader(resp.Body, DefaultMaxHostListBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("mysqlfailover: host list %s: reading the response: %w", p.show, err)
 	}
-	if len(body) > MaxHostListBytes {
-		return nil, p.invalid(fmt.Sprintf("response larger than %d bytes (1 MiB)", MaxHostListBytes))
+	if len(body) > DefaultMaxHostListBytes {
+		return nil, p.invalid(fmt.Sprintf("response larger than %d bytes (1 MiB)", DefaultMaxHostListBytes))
 	}
 	hosts, reason := decodeHostList(body)
 	if reason == "" {
@@ -332,18 +318,18 @@ func hlOrigin(u *url.URL) string {
 	return scheme + "://" + net.JoinHostPort(strings.ToLower(u.Hostname()), port)
 }
 
-// hlQuote quotes s for an error, at most hlMaxEcho bytes of it.
+// hlQuote quotes s for an error, at most DefaultMaxEcho bytes of it.
 func hlQuote(s string) string {
-	if len(s) > hlMaxEcho {
-		return strconv.Quote(s[:hlMaxEcho]) + "..."
+	if len(s) > DefaultMaxEcho {
+		return strconv.Quote(s[:DefaultMaxEcho]) + "..."
 	}
 	return strconv.Quote(s)
 }
 
-// hlShorten shortens a message from elsewhere to a few times hlMaxEcho bytes.
+// hlShorten shortens a message from elsewhere to a few times DefaultMaxEcho bytes.
 func hlShorten(s string) string {
-	if len(s) > 3*hlMaxEcho {
-		return s[:3*hlMaxEcho] + "..."
+	if len(s) > 3*DefaultMaxEcho {
+		return s[:3*DefaultMaxEcho] + "..."
 	}
 	return s
 }

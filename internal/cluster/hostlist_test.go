@@ -155,7 +155,7 @@ func TestHTTPHostListString(t *testing.T) {
 // TestHTTPHostListInvalid: every response that is not a valid list is refused with
 // ErrInvalidHostList, naming the problem (and the entry), never the token.
 func TestHTTPHostListInvalid(t *testing.T) {
-	big := `{"hosts":[{"addr":"db1:3306"}]}` + strings.Repeat(" ", cluster.MaxHostListBytes)
+	big := `{"hosts":[{"addr":"db1:3306"}]}` + strings.Repeat(" ", cluster.DefaultMaxHostListBytes)
 	for _, c := range []struct {
 		name, body, want string
 	}{
@@ -210,7 +210,7 @@ func TestHTTPHostListInvalid(t *testing.T) {
 // TestHTTPHostListOversizeDeclared: a Content-Length beyond the cap is refused up front.
 func TestHTTPHostListOversizeDeclared(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Length", fmt.Sprint(cluster.MaxHostListBytes+1))
+		w.Header().Set("Content-Length", fmt.Sprint(cluster.DefaultMaxHostListBytes+1))
 		_, _ = w.Write([]byte(`{"hosts":[{"addr":"db1:3306"}]}`)) // short: the client must not wait for the rest
 	}))
 	defer srv.Close()

@@ -1,5 +1,10 @@
 package cluster
 
+// Active health, with checkInterval > 0: the monitor goroutine (Start), its rounds of
+// probes on long-lived probe connections and host-list polls (Check), what it decides
+// from them (decide: leave an active host that fails its probes, return home, close the
+// connections to a host declared down), and SwitchTo, an operator's move.
+
 import (
 	"context"
 	"database/sql/driver"
@@ -14,13 +19,9 @@ import (
 	"github.com/mysqlfailover/mysqlfailover/failover"
 )
 
-// MinProbeTimeout is the least time a probe gets: CheckInterval when that is longer, and
-// never more than HostTimeout when that is set.
-const MinProbeTimeout = 500 * time.Millisecond
-
-// ProbeQuery is the probe's round trip when targetSessionAttrs is any; otherwise the
+// probeQuery is the probe's round trip when targetSessionAttrs is any; otherwise the
 // probe runs RoleQuery, which reads the role on the way.
-const ProbeQuery = "SELECT 1"
+const probeQuery = "SELECT 1"
 
 // probeSet holds the long-lived probe connection of each host.
 type probeSet struct {
@@ -85,20 +86,19 @@ func (p *probeSet) closeAll() {
 
 // Start starts the monitor when CheckInterval > 0: one goroutine that runs Check, waits
 // CheckInterval after each round, and stops at Close, which waits for it and closes the
-// probe connections. It
-// does nothing when CheckInterval is 0, the monitor already runs, or the Cluster is
-// closed. It is safe for concurrent use and cheap once started (the driver calls it on
-// every new connection, so that a connector nobody uses starts nothing).
+// probe connections. It does nothing when CheckInterval is 0, the monitor already runs,
+// or the Cluster is closed. It is safe for concurrent use and cheap (one short hold of
+// the Cluster's lock; none with CheckInterval 0): the driver calls it on every new
+// connection, so that a connector nobody uses starts nothing.
 func (c *Cluster) Start() {
-	if c.interval <= 0 || c.started.Load() {
+	if c.cfg.CheckInterval <= 0 {
 		return
 	}
-	c.startMu.Lock()
-	defer c.startMu.Unlock()
-	if c.started.Load() || c.closed.Load() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stop != nil || c.closed.Load() {
 		return
 	}
-	c.started.Store(true)
 	ctx, cancel := context.WithCancel(context.Background())
 	c.stop = cancel
 	c.monitorRun.Add(1)
@@ -107,19 +107,19 @@ func (c *Cluster) Start() {
 		defer c.probes.closeAll()
 		for {
 			c.Check(ctx)
-			if c.clock.Sleep(ctx, c.interval) != nil {
+			if c.env.Clock.Sleep(ctx, c.cfg.CheckInterval) != nil {
 				return
 			}
 		}
 	}()
 }
 
-// probeTimeout is the bound of one probe: max(CheckInterval, MinProbeTimeout), at most
-// HostTimeout when that is set.
+// probeTimeout is the bound of one probe: max(CheckInterval, DefaultMinProbeTimeout), at
+// most HostTimeout when that is set.
 func (c *Cluster) probeTimeout() time.Duration {
-	d := max(c.interval, MinProbeTimeout)
-	if c.timeout > 0 {
-		d = min(d, c.timeout)
+	d := max(c.cfg.CheckInterval, DefaultMinProbeTimeout)
+	if c.cfg.HostTimeout > 0 {
+		d = min(d, c.cfg.HostTimeout)
 	}
 	return d
 }
@@ -133,7 +133,7 @@ func (c *Cluster) probeTimeout() time.Duration {
 //   - The active host, once its probes have failed without a pause for FailoverDelay
 //     (or at once when its role stopped qualifying), is left: the pool moves to the
 //     first host of the plan whose last probe passed, and every physical connection to
-//     the old host is closed (Options.Abort), so that statements in flight fail at once
+//     the old host is closed (Env.Abort), so that statements in flight fail at once
 //     with the failover error instead of waiting for readTimeout. With no host to go to
 //     the pool stays and keeps probing. A host that a connection's walk left for a
 //     failure before its probes declared it down (a caller's deadline cut the walk's
@@ -155,19 +155,19 @@ func (c *Cluster) Check(ctx context.Context) {
 	var hosts []failover.ProvidedHost
 	var perr error
 	fetched := make(chan struct{})
-	if c.provider != nil {
+	if c.env.Provider != nil {
 		go func() {
 			defer close(fetched)
-			pctx, cancel := context.WithTimeout(ctx, c.probeTimeout())
+			pctx, cancel := withBudget(ctx, c.probeTimeout())
 			defer cancel()
-			hosts, perr = c.provider.Hosts(pctx)
+			hosts, perr = c.env.Provider.Hosts(pctx)
 		}()
 	} else {
 		close(fetched)
 	}
 	defer func() {
 		<-fetched
-		if c.provider == nil {
+		if c.env.Provider == nil {
 			return
 		}
 		err := perr
@@ -180,7 +180,7 @@ func (c *Cluster) Check(ctx context.Context) {
 	}()
 	c.inUse.RLock()
 	defer c.inUse.RUnlock() // before the host list is applied (the deferred SetHosts)
-	t := c.t.Load()
+	t := c.topo()
 	infos := t.infos()
 	probed := make([]bool, len(t.hosts))
 	for _, id := range t.list {
@@ -229,11 +229,9 @@ func (c *Cluster) Check(ctx context.Context) {
 // without a timeout (the server killed it, or restarted) is opened again at once, in the
 // same probe: a blip of the connection is not a failure of the host.
 func (c *Cluster) probe(ctx context.Context, id int) {
-	h := c.t.Load().host(id)
-	start := c.clock.Now()
-	h.mu.Lock()
-	suspect := !h.failSince.IsZero()
-	h.mu.Unlock()
+	h := c.topo().host(id)
+	start := c.env.Clock.Now()
+	suspect := h.health().probeFailing
 	conn := c.probes.take(id)
 	var err error
 	var role failover.Role
@@ -242,10 +240,10 @@ func (c *Cluster) probe(ctx context.Context, id int) {
 			bound := c.probeTimeout()
 			what := "the probe timeout, the host failing its probes"
 			if !suspect {
-				bound, what = max(c.timeout, bound), "hostTimeout"
+				bound, what = max(c.cfg.HostTimeout, bound), "hostTimeout"
 			}
-			dctx, cancel := context.WithTimeout(ctx, bound)
-			conn, err = c.dial(dctx, id)
+			dctx, cancel := withBudget(ctx, bound)
+			conn, err = c.env.Dial(dctx, id)
 			if err != nil {
 				if dctx.Err() != nil && ctx.Err() == nil {
 					err = fmt.Errorf("probe connection not opened within %v (%s): %w", bound, what, err)
@@ -280,7 +278,7 @@ func (c *Cluster) probe(ctx context.Context, id int) {
 	if ctx.Err() != nil {
 		return // Close: not the host's doing
 	}
-	now := c.clock.Now()
+	now := c.env.Clock.Now()
 	if err != nil {
 		err = NotBadConn(err, "probe failed")
 		h.mu.Lock()
@@ -288,15 +286,18 @@ func (c *Cluster) probe(ctx context.Context, id int) {
 			h.failSince = start
 		}
 		h.okSince = time.Time{}
-		down := now.Sub(h.failSince) >= c.failDelay
+		down := now.Sub(h.failSince) >= c.cfg.FailoverDelay
 		h.mu.Unlock()
 		c.emit(failover.Event{Kind: failover.EventProbe, Host: h.addr, Err: err})
+		s := failover.HostSuspect
 		if down {
-			h.down.Store(true)
-			c.setState(h, failover.HostDown, err)
-		} else {
-			c.setState(h, failover.HostSuspect, err)
+			s = failover.HostDown
 		}
+		h.mu.Lock()
+		h.down = h.down || down
+		changed := h.setState(s, err, c.env.Clock.Now())
+		h.mu.Unlock()
+		c.reportState(h, changed, s, err)
 		return
 	}
 	if role != failover.RoleUnknown {
@@ -304,7 +305,7 @@ func (c *Cluster) probe(ctx context.Context, id int) {
 	}
 	h.mu.Lock()
 	switch {
-	case h.unfit.Load():
+	case h.unfit:
 		// Up, but of the wrong role: a run of qualifying probes starts only when the
 		// role qualifies again, so a read_only that flaps never draws the pool back.
 		h.okSince = time.Time{}
@@ -314,37 +315,35 @@ func (c *Cluster) probe(ctx context.Context, id int) {
 	h.failSince = time.Time{}
 	h.abortDue = false
 	h.probeLat = now.Sub(start)
-	h.fails = 0
+	h.fails, h.retryAt, h.failing, h.down = 0, 0, false, false
+	changed := h.setState(failover.HostUp, nil, c.env.Clock.Now())
 	h.mu.Unlock()
-	h.retryAt.Store(0)
-	h.failing.Store(false)
-	h.down.Store(false)
-	c.setState(h, failover.HostUp, nil)
+	c.reportState(h, changed, failover.HostUp, nil)
 }
 
 // roundTrip runs the probe's query on conn within the probe timeout: the role query
-// with targetSessionAttrs, else ProbeQuery.
+// with targetSessionAttrs, else probeQuery.
 func (c *Cluster) roundTrip(ctx context.Context, conn driver.Conn) (role failover.Role, timedOut bool, err error) {
-	pctx, cancel := context.WithTimeout(ctx, c.probeTimeout())
+	pctx, cancel := withBudget(ctx, c.probeTimeout())
 	defer cancel()
-	if c.target != dsn.TargetAny {
+	if c.Target() != dsn.TargetAny {
 		role, err = ReadRole(pctx, conn)
 	} else {
 		err = selectOne(pctx, conn)
 	}
 	if err != nil && pctx.Err() != nil && ctx.Err() == nil {
-		return role, true, fmt.Errorf("probe timed out after %v (max(checkInterval, %v), at most hostTimeout): %w", c.probeTimeout(), MinProbeTimeout, err)
+		return role, true, fmt.Errorf("probe timed out after %v (max(checkInterval, %v), at most hostTimeout): %w", c.probeTimeout(), DefaultMinProbeTimeout, err)
 	}
 	return role, false, err
 }
 
-// selectOne runs ProbeQuery on conn and reads its row.
+// selectOne runs probeQuery on conn and reads its row.
 func selectOne(ctx context.Context, conn driver.Conn) error {
 	q, ok := conn.(driver.QueryerContext)
 	if !ok {
 		return errors.New("mysqlfailover: the connection cannot run the probe query (no driver.QueryerContext)")
 	}
-	rows, err := q.QueryContext(ctx, ProbeQuery, nil)
+	rows, err := q.QueryContext(ctx, probeQuery, nil)
 	if err != nil {
 		return err
 	}
@@ -362,12 +361,9 @@ func selectOne(ctx context.Context, conn driver.Conn) error {
 // healthy reports whether h's probes have passed without a pause for at least d, its
 // role qualifies, and probes have not declared it down.
 func (c *Cluster) healthy(h *hostState, now time.Time, d time.Duration) bool {
-	if h.down.Load() || h.unfit.Load() {
-		return false
-	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return !h.okSince.IsZero() && now.Sub(h.okSince) >= d
+	return !h.down && !h.unfit && !h.okSince.IsZero() && now.Sub(h.okSince) >= d
 }
 
 // leftAfterFailure records that a connection's walk moved the pool off host id after a
@@ -376,7 +372,7 @@ func (c *Cluster) healthy(h *hostState, now time.Time, d time.Duration) bool {
 // already elsewhere, and without this record the connections still on the host (statements
 // in flight, handshakes that hang) would wait for readTimeout and hostTimeout.
 func (c *Cluster) leftAfterFailure(id int) {
-	if h := c.t.Load().host(id); h != nil {
+	if h := c.topo().host(id); h != nil {
 		h.mu.Lock()
 		h.abortDue = true
 		h.mu.Unlock()
@@ -384,40 +380,42 @@ func (c *Cluster) leftAfterFailure(id int) {
 }
 
 // abortHost closes every connection to h, host id, which probes declared down
-// (Options.Abort), and reports it with cause.
+// (Env.Abort), and reports it with cause.
 func (c *Cluster) abortHost(id int, h *hostState, cause error) {
 	h.mu.Lock()
 	h.abortDue = false
 	h.mu.Unlock()
 	c.aborted.Add(1)
 	c.emit(failover.Event{Kind: failover.EventAbort, Host: h.addr, Err: cause})
-	c.abort(id)
+	c.env.Abort(id)
 }
 
 // decide acts on the probes' results: see Check.
 func (c *Cluster) decide() {
-	t := c.t.Load()
-	now := c.clock.Now()
+	t := c.topo()
+	now := c.env.Clock.Now()
 	a := c.Active()
 	ha := t.host(a)
-	if c.abort != nil {
+	if c.env.Abort != nil {
 		// Hosts the probes declared down after a walk had moved the pool off them: their
 		// connections are closed as if the monitor had moved the pool (once).
 		for _, id := range t.list {
-			h := t.hosts[id]
-			if id == a || !h.down.Load() {
+			if id == a {
 				continue
 			}
+			h := t.hosts[id]
 			h.mu.Lock()
-			due, cause := h.abortDue, h.lastErr
-			h.abortDue = false
+			due, cause := h.down && h.abortDue, h.lastErr
+			if h.down {
+				h.abortDue = false
+			}
 			h.mu.Unlock()
 			if due {
 				c.abortHost(id, h, cause)
 			}
 		}
 	}
-	if ha.down.Load() || ha.unfit.Load() || !t.member[a] {
+	if v := ha.health(); v.down || v.unfit || !t.member[a] {
 		target := -1
 		for _, id := range c.order(t, plan{start: c.next(t, a), failed: a}, 0, nil, nil) {
 			if id != a && c.healthy(t.hosts[id], now, 0) {
@@ -429,19 +427,20 @@ func (c *Cluster) decide() {
 			return // nowhere better to go: stay, keep probing
 		}
 		ha.mu.Lock()
-		cause := ha.lastErr
+		cause, role := ha.lastErr, ha.role
 		ha.mu.Unlock()
 		if cause == nil {
-			cause = &RoleError{Role: failover.Role(ha.role.Load()), Wanted: c.target}
+			cause = &RoleError{Role: role, Wanted: c.Target()}
 		}
-		c.active.Store(int32(target))
-		c.lastResort.Store(false)
-		if !c.Home(target) {
-			c.restartClocks(false)
-		}
-		c.failovers.Add(1)
+		c.update(func(p *position) {
+			p.active, p.lastResort = target, false
+			if !p.t.isHome(target) {
+				c.restartClocks(p, false)
+			}
+			p.failovers++
+		})
 		c.emit(failover.Event{Kind: failover.EventSwitch, Host: t.hosts[target].addr, From: ha.addr, Err: cause})
-		if ha.down.Load() && c.abort != nil {
+		if ha.health().down && c.env.Abort != nil {
 			c.abortHost(a, ha, cause)
 		}
 		return
@@ -450,12 +449,13 @@ func (c *Cluster) decide() {
 		return
 	}
 	for _, id := range c.order(t, plan{start: t.primary, failed: -1}, 0, nil, nil) {
-		if id == a || !c.home(t, id) || !c.healthy(t.hosts[id], now, c.backDelay) {
+		if id == a || !t.isHome(id) || !c.healthy(t.hosts[id], now, c.cfg.SwitchBackDelay) {
 			continue
 		}
-		c.active.Store(int32(id))
-		c.lastResort.Store(false)
-		c.fallBacks.Add(1)
+		c.update(func(p *position) {
+			p.active, p.lastResort = id, false
+			p.fallBacks++
+		})
 		c.emit(failover.Event{Kind: failover.EventFallBack, Host: t.hosts[id].addr, From: ha.addr})
 		return
 	}
@@ -472,7 +472,7 @@ func (c *Cluster) decide() {
 func (c *Cluster) SwitchTo(ctx context.Context, host string) error {
 	c.inUse.RLock()
 	defer c.inUse.RUnlock()
-	t := c.t.Load()
+	t := c.topo()
 	id := -1
 	for _, i := range t.list {
 		if strings.EqualFold(t.hosts[i].addr, host) {
@@ -492,19 +492,19 @@ func (c *Cluster) SwitchTo(ctx context.Context, host string) error {
 	}
 	_ = conn.Close()
 	c.Release(id)
-	c.topoMu.Lock()
-	cur := c.t.Load()
-	nt, err := c.newTopo(cur.hosts, cur.list, id)
+	c.mu.Lock()
+	cur := c.pos.Load()
+	nt, err := c.newTopo(cur.t.hosts, cur.t.list, id)
 	if err != nil {
-		c.topoMu.Unlock()
+		c.mu.Unlock()
 		return err
 	}
-	c.t.Store(nt)
-	from := int(c.active.Swap(int32(id)))
-	c.lastResort.Store(false)
-	c.topoMu.Unlock()
-	c.restartClocks(false)
-	if from != id {
+	p := *cur
+	p.t, p.active, p.lastResort = nt, id, false
+	c.restartClocks(&p, false)
+	c.publish(p)
+	c.mu.Unlock()
+	if from := cur.active; from != id {
 		c.emit(failover.Event{Kind: failover.EventSwitch, Host: nt.hosts[id].addr, From: nt.hosts[from].addr})
 	}
 	return nil

@@ -29,7 +29,7 @@ func TestMonitorAbortsHostAWalkLeft(t *testing.T) {
 	var closeGate sync.Once
 	var hang atomic.Int32 // dials to H1 that hang until the gate closes (or HostTimeout)
 	var r *rig
-	r, ab := monRig(t, 3, func(o *cluster.Options) {
+	r, ab := monRig(t, 3, func(o *rigOpts) {
 		o.HostTimeout = time.Hour // only an abort, or the test's guard, ends the hung handshake
 		o.Dial = func(ctx context.Context, h int) (driver.Conn, error) {
 			if h == 0 && hang.Add(-1) >= 0 {
@@ -135,7 +135,7 @@ func TestMonitorAbortsHostAWalkLeft(t *testing.T) {
 func TestAttemptOnAHostDeclaredDownGetsTheProbeTimeout(t *testing.T) {
 	var r *rig
 	var budget time.Duration
-	r, _ = monRig(t, 1, func(o *cluster.Options) {
+	r, _ = monRig(t, 1, func(o *rigOpts) {
 		o.HostTimeout = time.Hour
 		o.FailoverDelay = 0
 		o.Dial = func(ctx context.Context, h int) (driver.Conn, error) {
@@ -153,7 +153,7 @@ func TestAttemptOnAHostDeclaredDownGetsTheProbeTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Close()
-	if budget <= 0 || budget > cluster.MinProbeTimeout {
-		t.Fatalf("the attempt on the host declared down was given %v, want at most the probe timeout %v", budget, cluster.MinProbeTimeout)
+	if budget <= 0 || budget > cluster.DefaultMinProbeTimeout {
+		t.Fatalf("the attempt on the host declared down was given %v, want at most the probe timeout %v", budget, cluster.DefaultMinProbeTimeout)
 	}
 }

@@ -34,7 +34,7 @@ const (
 	monBackDelay = 3 * time.Second
 )
 
-// abortLog records the calls of Options.Abort.
+// abortLog records the calls of Env.Abort.
 type abortLog struct {
 	mu    sync.Mutex
 	hosts []int
@@ -54,10 +54,10 @@ func (a *abortLog) get() []int {
 
 // monRig is a rig with the monitor configured (CheckInterval 200ms, FailoverDelay 1s,
 // SwitchBackDelay 3s) and Abort recorded. The monitor is not started.
-func monRig(t *testing.T, hosts int, set func(*cluster.Options)) (*rig, *abortLog) {
+func monRig(t *testing.T, hosts int, set func(*rigOpts)) (*rig, *abortLog) {
 	t.Helper()
 	a := &abortLog{}
-	r := newRig(t, hosts, func(o *cluster.Options) {
+	r := newRig(t, hosts, func(o *rigOpts) {
 		o.CheckInterval, o.FailoverDelay, o.SwitchBackDelay = monInterval, monFailDelay, monBackDelay
 		o.Abort = a.add
 		if set != nil {
@@ -121,7 +121,7 @@ func (r *rig) attemptsOn(host int) int {
 
 // TestMonitorDetectsDeadActiveHost: the first failed probe makes the active host suspect;
 // once its probes have failed for FailoverDelay the pool moves, the switch and the abort
-// are reported, and Options.Abort closes the old host's connections, once.
+// are reported, and Env.Abort closes the old host's connections, once.
 func TestMonitorDetectsDeadActiveHost(t *testing.T) {
 	r, ab := monRig(t, 3, nil)
 	r.down(0)
@@ -157,7 +157,7 @@ func TestMonitorDetectsDeadActiveHost(t *testing.T) {
 		t.Fatalf("abort events %v, want one for H1", ae)
 	}
 	if got := ab.get(); !slices.Equal(got, []int{0}) {
-		t.Fatalf("Options.Abort calls %v, want [0]", got)
+		t.Fatalf("Env.Abort calls %v, want [0]", got)
 	}
 	if got := r.states(0); !slices.Equal(got, []failover.HostState{failover.HostSuspect, failover.HostDown}) {
 		t.Fatalf("H1 state events %v, want [suspect down]", got)
@@ -295,7 +295,7 @@ func TestMonitorNoTarget(t *testing.T) {
 // turned read-only is left at the next round, without FailoverDelay, and without an
 // abort (its connections move at their next safe point).
 func TestMonitorRoleProbe(t *testing.T) {
-	r, ab := monRig(t, 3, func(o *cluster.Options) { o.Target = dsn.TargetReadWrite })
+	r, ab := monRig(t, 3, func(o *rigOpts) { o.TargetSessionAttrs = dsn.TargetReadWrite })
 	r.cl.Check(context.Background())
 	for h := 0; h < 3; h++ {
 		if r.net.RoleChecks(h) != 1 || r.net.Probes(h) != 0 {
@@ -331,7 +331,7 @@ func TestMonitorRoleProbe(t *testing.T) {
 // read-write target); a primary whose read_only flaps never takes the pool back.
 func TestMonitorRoleRegainedWaitsSwitchBackDelay(t *testing.T) {
 	t.Run("regained", func(t *testing.T) {
-		r, _ := monRig(t, 3, func(o *cluster.Options) { o.Target = dsn.TargetReadWrite })
+		r, _ := monRig(t, 3, func(o *rigOpts) { o.TargetSessionAttrs = dsn.TargetReadWrite })
 		r.cl.Check(context.Background())
 		r.net.SetReadOnly(0, true)
 		r.tick(monInterval)
@@ -359,7 +359,7 @@ func TestMonitorRoleRegainedWaitsSwitchBackDelay(t *testing.T) {
 		}
 	})
 	t.Run("flapping", func(t *testing.T) {
-		r, _ := monRig(t, 3, func(o *cluster.Options) { o.Target = dsn.TargetReadWrite })
+		r, _ := monRig(t, 3, func(o *rigOpts) { o.TargetSessionAttrs = dsn.TargetReadWrite })
 		r.cl.Check(context.Background())
 		for i := 0; i < 30; i++ { // read_only ON and OFF on alternate rounds, for 6 s
 			r.net.SetReadOnly(0, i%2 == 0)
@@ -477,7 +477,7 @@ func TestMonitorProvider(t *testing.T) {
 	p := &monProvider{}
 	var dialed sync.Map
 	var r *rig
-	r, _ = monRig(t, 4, func(o *cluster.Options) {
+	r, _ = monRig(t, 4, func(o *rigOpts) {
 		o.Hosts = o.Hosts[:3] // H4 is not in the first list
 		o.Provider = p
 		o.Dial = func(ctx context.Context, h int) (driver.Conn, error) {
@@ -569,7 +569,7 @@ func TestMonitorProvider(t *testing.T) {
 // and its probe connection is closed rather than kept open until Close.
 func TestMonitorProbeConnOfRemovedHost(t *testing.T) {
 	p := &monProvider{}
-	r, _ := monRig(t, 3, func(o *cluster.Options) { o.Provider = p })
+	r, _ := monRig(t, 3, func(o *rigOpts) { o.Provider = p })
 	p.set(nil, "H1:3306", "H2:3306", "H3:3306")
 	r.cl.Check(context.Background())
 	p.set(nil, "H1:3306", "H2:3306")
@@ -639,7 +639,7 @@ func TestMonitorStartClose(t *testing.T) {
 	// The fake hosts' sqlmock databases run a connectionOpener each until the test ends.
 	leaks := []goleak.Option{goleak.IgnoreCurrent(), goleak.IgnoreTopFunction("database/sql.(*DB).connectionOpener")}
 	ups := make(chan string, 64)
-	r := newRig(t, 3, func(o *cluster.Options) {
+	r := newRig(t, 3, func(o *rigOpts) {
 		o.Clock = nil
 		o.CheckInterval = 10 * time.Millisecond
 		o.OnEvent = func(e failover.Event) {
@@ -713,7 +713,7 @@ func TestMonitorCloseWithoutStart(t *testing.T) {
 func TestMonitorLogger(t *testing.T) {
 	var buf bytes.Buffer
 	var mu sync.Mutex
-	r, _ := monRig(t, 3, func(o *cluster.Options) {
+	r, _ := monRig(t, 3, func(o *rigOpts) {
 		o.Logger = slog.New(slog.NewTextHandler(&lockedWriter{mu: &mu, w: &buf}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	})
 	r.down(0)
@@ -784,7 +784,7 @@ func TestMonitorActsOnActiveHostFirst(t *testing.T) {
 	release := make(chan struct{})
 	var block atomic.Bool
 	var r *rig
-	r, _ = monRig(t, 3, func(o *cluster.Options) {
+	r, _ = monRig(t, 3, func(o *rigOpts) {
 		o.HostTimeout = time.Hour // only the test's release ends H3's reopen
 		o.Dial = func(ctx context.Context, h int) (driver.Conn, error) {
 			if h == 2 && block.Load() { // H3's reopen hangs
@@ -833,7 +833,7 @@ func TestMonitorActsOnActiveHostFirst(t *testing.T) {
 // Issue 9: a host whose probe connection has to be opened again and that answers full
 // (1040) is up: it is not made suspect, and with failoverDelay 0 the pool does not leave it.
 func TestProbeOfAFullHostPasses(t *testing.T) {
-	r, ab := monRig(t, 3, func(o *cluster.Options) { o.FailoverDelay = 0 })
+	r, ab := monRig(t, 3, func(o *rigOpts) { o.FailoverDelay = 0 })
 	r.net.Set(0, myErr(1040, "08004", "Too many connections"), nil)
 	for range 3 {
 		r.tick(monInterval)

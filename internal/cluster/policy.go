@@ -1,5 +1,9 @@
 package cluster
 
+// The built-in host policies, which newTopo stacks: Rotation (Connector/J's order),
+// DCAware (localDC, usedHostsPerRemoteDC) and RoleAware (targetSessionAttrs). A user's
+// layers (Env.Layer) go on top.
+
 import (
 	"slices"
 

@@ -19,9 +19,9 @@ import (
 )
 
 // dcRig is the five hosts of case 23: H1, H2 in dc1; H3, H4 in dc2; H5 in dc3.
-func dcRig(t *testing.T, localDC string, perRemote int, set func(*cluster.Options)) *rig {
-	return newRig(t, 5, func(o *cluster.Options) {
-		o.DCs = []string{"dc1", "dc1", "dc2", "dc2", "dc3"}
+func dcRig(t *testing.T, localDC string, perRemote int, set func(*rigOpts)) *rig {
+	return newRig(t, 5, func(o *rigOpts) {
+		o.labels("dc1", "dc1", "dc2", "dc2", "dc3")
 		o.LocalDC, o.UsedHostsPerRemoteDC = localDC, perRemote
 		if set != nil {
 			set(o)
@@ -136,7 +136,7 @@ func TestDCAwareWalk(t *testing.T) {
 }
 
 func TestDCAwareAllDownNamesIgnoredHosts(t *testing.T) {
-	r := dcRig(t, "dc1", 1, func(o *cluster.Options) { o.RetriesAllDown = 1 })
+	r := dcRig(t, "dc1", 1, func(o *rigOpts) { o.RetriesAllDown = 1 })
 	r.down(0, 1, 2, 3, 4)
 	_, _, err := r.cl.Connect(context.Background(), nil)
 	var nh *failover.NoHostAvailableError
@@ -156,7 +156,7 @@ func TestDCAwareAllDownNamesIgnoredHosts(t *testing.T) {
 }
 
 func TestDCAwareNoRemoteHostsWithoutUsedHostsPerRemoteDC(t *testing.T) {
-	r := dcRig(t, "dc1", 0, func(o *cluster.Options) { o.RetriesAllDown = 2 })
+	r := dcRig(t, "dc1", 0, func(o *rigOpts) { o.RetriesAllDown = 2 })
 	r.connect()
 	r.down(0, 1)
 	_, _, err := r.cl.Failover(context.Background(), 0, mysql.ErrInvalidConn, nil)
@@ -276,9 +276,9 @@ func TestReadRole(t *testing.T) {
 }
 
 // roleRig is a three-host rig with targetSessionAttrs.
-func roleRig(t *testing.T, target dsn.TargetSessionAttrs, set func(*cluster.Options)) *rig {
-	return newRig(t, 3, func(o *cluster.Options) {
-		o.Target = target
+func roleRig(t *testing.T, target dsn.TargetSessionAttrs, set func(*rigOpts)) *rig {
+	return newRig(t, 3, func(o *rigOpts) {
+		o.TargetSessionAttrs = target
 		if set != nil {
 			set(o)
 		}
@@ -352,7 +352,7 @@ func TestPreferStandbyLastResort(t *testing.T) {
 }
 
 func TestAllHostsWrongRoleSaysWhy(t *testing.T) {
-	r := roleRig(t, dsn.TargetReadWrite, func(o *cluster.Options) { o.RetriesAllDown = 2 })
+	r := roleRig(t, dsn.TargetReadWrite, func(o *rigOpts) { o.RetriesAllDown = 2 })
 	for i := range 3 {
 		r.net.SetReadOnly(i, true)
 	}
@@ -366,8 +366,8 @@ func TestAllHostsWrongRoleSaysWhy(t *testing.T) {
 			t.Errorf("error lacks %q:\n%v", want, err)
 		}
 	}
-	if got := r.clock.Sleeps(); !slices.Equal(got, []time.Duration{cluster.RetryPause}) {
-		t.Errorf("sleeps %v, want one RetryPause between the passes", got)
+	if got := r.clock.Sleeps(); !slices.Equal(got, []time.Duration{cluster.DefaultPassPause}) {
+		t.Errorf("sleeps %v, want one DefaultPassPause between the passes", got)
 	}
 }
 
@@ -445,7 +445,7 @@ func (p reverse) Plan(w *failover.Walk, dst []int) []int {
 // TestUserLayerCannotReachIgnoredHosts: whatever a user layer plans, ignored hosts are
 // never attempted, repeats are dropped, and the failed host goes last in the first pass.
 func TestUserLayerCannotReachIgnoredHosts(t *testing.T) {
-	r := dcRig(t, "dc1", 1, func(o *cluster.Options) {
+	r := dcRig(t, "dc1", 1, func(o *rigOpts) {
 		o.Layer = func(child failover.Policy) failover.Policy { return everything{child} }
 	})
 	l := r.connect()
@@ -474,7 +474,7 @@ func (p everything) Plan(w *failover.Walk, dst []int) []int {
 }
 
 func TestUserLayerReordersPlan(t *testing.T) {
-	r := newRig(t, 3, func(o *cluster.Options) {
+	r := newRig(t, 3, func(o *rigOpts) {
 		o.Layer = func(child failover.Policy) failover.Policy { return reverse{child} }
 	})
 	l := r.connect()
@@ -482,7 +482,7 @@ func TestUserLayerReordersPlan(t *testing.T) {
 	if l.host != 2 {
 		t.Fatalf("on H%d, want H3 (reversed plan)", l.host+1)
 	}
-	if _, err := cluster.NewCluster(cluster.Options{Hosts: []string{"a:1"}, Dial: r.net.Dial,
+	if _, err := cluster.New(&dsn.Config{Hosts: []dsn.Host{{Name: "a", Port: 1}}}, cluster.Env{Dial: r.net.Dial,
 		Layer: func(failover.Policy) failover.Policy { return nil }}); err == nil {
 		t.Error("a nil layer was accepted")
 	}
@@ -493,7 +493,7 @@ func TestUserLayerReordersPlan(t *testing.T) {
 func TestPreferStandbyLastResortInALaterPass(t *testing.T) {
 	var r *rig
 	dials := 0
-	r = roleRig(t, dsn.TargetPreferStandby, func(o *cluster.Options) {
+	r = roleRig(t, dsn.TargetPreferStandby, func(o *rigOpts) {
 		o.RetriesAllDown = 3
 		o.Dial = func(ctx context.Context, h int) (driver.Conn, error) {
 			if dials++; dials == 3 {
@@ -571,7 +571,7 @@ func TestUnfitActiveHost(t *testing.T) {
 // TestLayerIgnoringHostsIsNamed: hosts a user layer ignores are named as such, not as
 // the DC layer's doing.
 func TestLayerIgnoringHostsIsNamed(t *testing.T) {
-	r := newRig(t, 2, func(o *cluster.Options) {
+	r := newRig(t, 2, func(o *rigOpts) {
 		o.RetriesAllDown = 1
 		o.Layer = func(child failover.Policy) failover.Policy { return onlyFirst{child} }
 	})
@@ -651,9 +651,9 @@ func TestStandbyTargetHasNoFallBackToTheWriter(t *testing.T) {
 // TestStandbyTargetReturnsToLocalDC: with localDC a standby pool on a remote standby
 // returns to a local one by the fall-back rules.
 func TestStandbyTargetReturnsToLocalDC(t *testing.T) {
-	r := newRig(t, 4, func(o *cluster.Options) {
-		o.Target = dsn.TargetStandby
-		o.DCs = []string{"dc1", "dc1", "dc2", "dc2"}
+	r := newRig(t, 4, func(o *rigOpts) {
+		o.TargetSessionAttrs = dsn.TargetStandby
+		o.labels("dc1", "dc1", "dc2", "dc2")
 		o.LocalDC, o.UsedHostsPerRemoteDC = "dc1", 1
 	})
 	for i := 1; i < 4; i++ {
@@ -686,9 +686,9 @@ func TestStandbyTargetReturnsToLocalDC(t *testing.T) {
 // for a local standby again, and it returns to one once it is back. (It used to take
 // the writer for home, since the last-resort flag was only set when leaving home.)
 func TestPreferStandbyLastResortAfterARemoteStandby(t *testing.T) {
-	r := newRig(t, 3, func(o *cluster.Options) {
-		o.Target = dsn.TargetPreferStandby
-		o.DCs = []string{"dc1", "dc1", "dc2"}
+	r := newRig(t, 3, func(o *rigOpts) {
+		o.TargetSessionAttrs = dsn.TargetPreferStandby
+		o.labels("dc1", "dc1", "dc2")
 		o.LocalDC, o.UsedHostsPerRemoteDC = "dc1", 1
 	})
 	r.net.SetReadOnly(1, true)

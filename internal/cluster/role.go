@@ -1,5 +1,9 @@
 package cluster
 
+// Server roles for targetSessionAttrs: reading a server's role (ReadRole), which roles a
+// target accepts (Accepts), the RoleError of a host passed over or found demoted, and the
+// read-only rejections that make a connection check again.
+
 import (
 	"context"
 	"database/sql/driver"

@@ -42,7 +42,7 @@ type stormRig struct {
 
 func newStormRig(t *testing.T) *stormRig {
 	s := &stormRig{gate: make(chan struct{})}
-	s.rig = newRig(t, 3, func(o *cluster.Options) {
+	s.rig = newRig(t, 3, func(o *rigOpts) {
 		o.Dial = func(ctx context.Context, h int) (driver.Conn, error) {
 			s.dials[h].Add(1)
 			if s.blocked.CompareAndSwap(false, true) {
@@ -89,7 +89,7 @@ func (s *stormRig) storm(t *testing.T) []stormResult {
 
 // TestStormOneWalk: 64 connections see H1 fail at once: one walk (the leader's) finds
 // H2, H1 gets no attempt from the followers, and each follower opens its own connection
-// to H2 after a jitter below MaxJitter.
+// to H2 after a jitter below DefaultMaxJitter.
 func TestStormOneWalk(t *testing.T) {
 	s := newStormRig(t)
 	s.down(0)
@@ -111,8 +111,8 @@ func TestStormOneWalk(t *testing.T) {
 	}
 	var spread time.Duration
 	for _, j := range sleeps {
-		if j < 0 || j >= cluster.MaxJitter || j >= time.Duration(stormConns-1)*cluster.FollowerJitter {
-			t.Fatalf("jitter %v outside [0, min(MaxJitter, 63 x FollowerJitter))", j)
+		if j < 0 || j >= cluster.DefaultMaxJitter || j >= time.Duration(stormConns-1)*cluster.DefaultFollowerJitter {
+			t.Fatalf("jitter %v outside [0, min(DefaultMaxJitter, 63 x DefaultFollowerJitter))", j)
 		}
 		spread = max(spread, j)
 	}
@@ -128,8 +128,8 @@ func TestStormOneWalk(t *testing.T) {
 }
 
 // TestStormIsOneFailureForBackoff: the 64 reports of one outage are one failure for H1's
-// backoff (the first step, BackoffBase), not one step per report. 30 storms, each on a
-// fresh cluster (the reports race, so one storm may not show a miscount).
+// backoff (the first step, DefaultBackoffBase), not one step per report. 30 storms, each
+// on a fresh cluster (the reports race, so one storm may not show a miscount).
 func TestStormIsOneFailureForBackoff(t *testing.T) {
 	const storms = 30
 	seen := map[time.Duration]int{}
@@ -146,9 +146,9 @@ func TestStormIsOneFailureForBackoff(t *testing.T) {
 		}
 		seen[s.h1.RetryAt.Sub(s.wait)]++
 	}
-	if len(seen) != 1 || seen[cluster.BackoffBase] != storms {
+	if len(seen) != 1 || seen[cluster.DefaultBackoffBase] != storms {
 		t.Errorf("H1's backoff after %d simultaneous reports of one failure, over %d storms: %v, want always %v",
-			stormConns, storms, seen, cluster.BackoffBase)
+			stormConns, storms, seen, cluster.DefaultBackoffBase)
 	}
 }
 
@@ -174,7 +174,7 @@ func TestStormAllDown(t *testing.T) {
 	if d != [3]int32{2, 2, 2} {
 		t.Fatalf("dials per host %v, want [2 2 2] (2 passes x 3 hosts, one walk)", d)
 	}
-	if sl := s.clock.Sleeps(); len(sl) != 1 || sl[0] != cluster.RetryPause {
+	if sl := s.clock.Sleeps(); len(sl) != 1 || sl[0] != cluster.DefaultPassPause {
 		t.Fatalf("sleeps %v, want only the leader's pause between passes", sl)
 	}
 	if s.cl.Active() != 0 || s.cl.Stats().Failovers != 0 {
@@ -184,11 +184,11 @@ func TestStormAllDown(t *testing.T) {
 
 // backoffFor is the documented backoff after fails consecutive failures.
 func backoffFor(fails int) time.Duration {
-	d := cluster.BackoffBase
+	d := cluster.DefaultBackoffBase
 	for i := 1; i < fails; i++ {
 		d *= 2
-		if d >= cluster.BackoffMax {
-			return cluster.BackoffMax
+		if d >= cluster.DefaultBackoffMax {
+			return cluster.DefaultBackoffMax
 		}
 	}
 	return d
@@ -206,7 +206,7 @@ func (r *rig) since(mark *int) string {
 // a joining connection skips H1 while it is in backoff (250ms, 500ms, 1s, ... 8s) and
 // tries it again once the backoff has ended, for as long as it stays down.
 func TestBackoffJoinSkipsHostInBackoff(t *testing.T) {
-	r := newRig(t, 3, func(o *cluster.Options) { o.SecondsBeforeRetryMaster, o.QueriesBeforeRetryMaster = 1, 0 })
+	r := newRig(t, 3, func(o *rigOpts) { o.SecondsBeforeRetryMaster, o.QueriesBeforeRetryMaster = 1, 0 })
 	mark := 0
 	r.down(0)
 	l := r.connect()
@@ -216,7 +216,7 @@ func TestBackoffJoinSkipsHostInBackoff(t *testing.T) {
 		t.Fatalf("first connection %q", got)
 	}
 	fails, failedAt := 1, r.clock.Now()
-	if st := r.stat(0); st.State != failover.HostBackoff || !st.RetryAt.Equal(failedAt.Add(cluster.BackoffBase)) ||
+	if st := r.stat(0); st.State != failover.HostBackoff || !st.RetryAt.Equal(failedAt.Add(cluster.DefaultBackoffBase)) ||
 		!errors.Is(st.LastError, syscall.ECONNREFUSED) {
 		t.Fatalf("H1 after one failure: %v until %v (%v), want backoff until +250ms, connection refused", st.State, st.RetryAt, st.LastError)
 	}
@@ -266,7 +266,7 @@ func TestBackoffJoinSkipsHostInBackoff(t *testing.T) {
 // TestBackoffAllDownStillTriesEveryHost: with every host failing, backoff skips nothing:
 // each walk makes retriesAllDown passes over all hosts (Connector/J's all-down walk).
 func TestBackoffAllDownStillTriesEveryHost(t *testing.T) {
-	r := newRig(t, 3, func(o *cluster.Options) { o.RetriesAllDown = 3 })
+	r := newRig(t, 3, func(o *rigOpts) { o.RetriesAllDown = 3 })
 	mark := 0
 	r.down(0, 1, 2)
 	for round := 0; round < 2; round++ {
@@ -301,7 +301,7 @@ func TestBackoffAccessDeniedIsNotFinal(t *testing.T) {
 	mark := 0
 	denied := &mysql.MySQLError{Number: 1045, SQLState: [5]byte{'2', '8', '0', '0', '0'}, Message: "Access denied for user 'app'@'10.0.0.9' (using password: YES)"}
 	r.net.Set(0, denied, nil)
-	for i, wantBackoff := range []time.Duration{cluster.BackoffBase, 2 * cluster.BackoffBase} {
+	for i, wantBackoff := range []time.Duration{cluster.DefaultBackoffBase, 2 * cluster.DefaultBackoffBase} {
 		_, _, err := r.cl.Connect(context.Background(), nil)
 		var me *mysql.MySQLError
 		if !errors.As(err, &me) || me.Number != 1045 || !strings.Contains(err.Error(), "H1:3306") {
@@ -330,7 +330,7 @@ func TestBackoffAccessDeniedIsNotFinal(t *testing.T) {
 
 // TestStatsStatesAndCounters: Stats follows a failover and a fall-back.
 func TestStatsStatesAndCounters(t *testing.T) {
-	r := newRig(t, 3, func(o *cluster.Options) { o.SecondsBeforeRetryMaster, o.QueriesBeforeRetryMaster = 1, 0 })
+	r := newRig(t, 3, func(o *rigOpts) { o.SecondsBeforeRetryMaster, o.QueriesBeforeRetryMaster = 1, 0 })
 	s := r.cl.Stats()
 	if s.Active != "H1:3306" || s.Primary != "H1:3306" || s.Failovers != 0 || s.FallBacks != 0 || s.Aborted != 0 || len(s.Hosts) != 3 {
 		t.Fatalf("fresh stats %+v", s)
@@ -356,19 +356,19 @@ func TestStatsStatesAndCounters(t *testing.T) {
 		t.Fatalf("after the failover: active %s primary %s failovers %d fall-backs %d", s.Active, s.Primary, s.Failovers, s.FallBacks)
 	}
 	h1 := s.Hosts[0]
-	if h1.State != failover.HostBackoff || !h1.RetryAt.Equal(t1.Add(cluster.BackoffBase)) || !h1.Changed.Equal(t1) ||
+	if h1.State != failover.HostBackoff || !h1.RetryAt.Equal(t1.Add(cluster.DefaultBackoffBase)) || !h1.Changed.Equal(t1) ||
 		!errors.Is(h1.LastError, mysql.ErrInvalidConn) || errors.Is(h1.LastError, driver.ErrBadConn) {
 		t.Fatalf("H1 after the failover: %+v", h1)
 	}
 	if s.Hosts[1].State != failover.HostUp || s.Hosts[2].State != failover.HostUnknown {
 		t.Fatalf("H2 %v H3 %v, want up, unknown", s.Hosts[1].State, s.Hosts[2].State)
 	}
-	r.clock.Advance(cluster.BackoffBase)
+	r.clock.Advance(cluster.DefaultBackoffBase)
 	if st := r.stat(0); st.State != failover.HostDown || !st.RetryAt.IsZero() || st.LastError == nil {
 		t.Fatalf("H1 once its backoff ended: %+v, want down, no RetryAt, the error kept", st)
 	}
 	r.up(0)
-	r.clock.Advance(time.Second - cluster.BackoffBase)
+	r.clock.Advance(time.Second - cluster.DefaultBackoffBase)
 	l.statement(true) // fall-back due: back to H1
 	l.on(0)
 	l.c.Close()

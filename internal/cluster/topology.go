@@ -1,47 +1,19 @@
 package cluster
 
+// The host list: one immutable topo per version of the list (the hosts by id, the list,
+// the primary, the home hosts and the policy stack built for them). SetHosts (a
+// HostListProvider's list) and SwitchTo (a new primary) replace it, as part of the
+// position (position.go).
+
 import (
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
-	"time"
 
 	"github.com/mysqlfailover/mysqlfailover/dsn"
 	"github.com/mysqlfailover/mysqlfailover/failover"
 )
-
-// hostState is everything the Cluster knows of one host. A host keeps its state, and its
-// index (its id), while it is in the list or anything still uses it: a HostListProvider
-// may drop it and add it back. Once it has left the list, no physical connection to it
-// is held (Release) and no operation that may hold its id runs, its slot may be given to
-// a new host (SetHosts), so that a list whose addresses churn does not grow the table.
-type hostState struct {
-	addr, dc string
-
-	typical atomic.Int64 // smoothed duration (ns) of its successful attempts
-	role    atomic.Int32 // the Role the last check found
-	unfit   atomic.Bool  // the last check found a role the Target does not accept
-	retryAt atomic.Int64 // backoff: clock time (UnixNano) before which walks skip it
-	down    atomic.Bool  // probes declared it down (probing on): walks skip it
-	failing atomic.Bool  // its last attempt failed
-	refs    atomic.Int32 // physical connections handed out and not yet released (Release)
-
-	checkMu sync.Mutex
-	check   *check // the same-host check in progress after a session ended (Recover)
-
-	mu        sync.Mutex // guards the rest
-	fails     int        // consecutive failed attempts: the backoff exponent
-	lastErr   error
-	changed   time.Time // last change of state
-	state     failover.HostState
-	probeLat  time.Duration
-	failSince time.Time // first of the current run of failed probes (zero: last probe passed)
-	okSince   time.Time // first of the current run of passed probes (zero: last probe failed)
-	abortDue  bool      // a walk moved the pool off it after a failure: abort it if probes declare it down
-}
 
 // topo is one version of the host list. It is never modified once published: a new list
 // (HostListProvider) or a new primary (SwitchTo) publishes a new topo.
@@ -50,7 +22,7 @@ type topo struct {
 	list    []int           // the current host list, in order (ids)
 	member  []bool          // by id: in list
 	primary int             // the id of the primary: home for classic targets
-	local   []bool          // by id: a member that the built-in policy rates local
+	home    []bool          // by id: a member where the pool wants to be (see Cluster.Home)
 	policy  failover.Policy // the whole stack, user layers included
 	base    failover.Policy // the built-in stack: user layers may reorder, never widen it
 }
@@ -58,15 +30,15 @@ type topo struct {
 // newTopo builds a topo over hosts (ids; list the current list) for opts's policy
 // settings. primary < 0 means the first local member.
 func (c *Cluster) newTopo(hosts []*hostState, list []int, primary int) (*topo, error) {
-	t := &topo{hosts: hosts, list: list, member: make([]bool, len(hosts)), local: make([]bool, len(hosts))}
+	t := &topo{hosts: hosts, list: list, member: make([]bool, len(hosts)), home: make([]bool, len(hosts))}
 	for _, id := range list {
 		t.member[id] = true
 	}
 	infos := t.infos()
-	if c.localDC != "" {
+	if c.cfg.LocalDC != "" {
 		found := false
 		for _, id := range list {
-			if dc := hosts[id].dc; dc == "" || dc == c.localDC {
+			if dc := hosts[id].dc; dc == "" || dc == c.cfg.LocalDC {
 				found = true
 				if primary < 0 {
 					primary = id
@@ -74,7 +46,7 @@ func (c *Cluster) newTopo(hosts []*hostState, list []int, primary int) (*topo, e
 			}
 		}
 		if !found {
-			return nil, fmt.Errorf("mysqlfailover: localDC %q matches no host of the list", c.localDC)
+			return nil, fmt.Errorf("mysqlfailover: localDC %q matches no host of the list", c.cfg.LocalDC)
 		}
 	}
 	if primary < 0 {
@@ -82,25 +54,30 @@ func (c *Cluster) newTopo(hosts []*hostState, list []int, primary int) (*topo, e
 	}
 	t.primary = primary
 	var p failover.Policy = Rotation{}
-	if c.localDC != "" {
+	if c.cfg.LocalDC != "" {
 		listed := make([]failover.HostInfo, len(list))
 		for k, id := range list {
 			listed[k] = infos[id]
 		}
-		p = NewDCAware(p, listed, c.localDC, c.perRemote)
+		p = NewDCAware(p, listed, c.cfg.LocalDC, c.cfg.UsedHostsPerRemoteDC)
 	}
-	if c.target != dsn.TargetAny {
-		p = NewRoleAware(p, c.target)
+	if c.Target() != dsn.TargetAny {
+		p = NewRoleAware(p, c.Target())
 	}
 	t.base = p
-	if c.layer != nil {
-		if p = c.layer(p); p == nil {
-			return nil, errors.New("mysqlfailover: Options.Layer returned a nil Policy")
+	if c.env.Layer != nil {
+		if p = c.env.Layer(p); p == nil {
+			return nil, errors.New("mysqlfailover: Env.Layer returned a nil Policy")
 		}
 	}
 	t.policy = p
+	standby := c.standbyIntent()
 	for _, id := range list {
-		t.local[id] = t.base.Distance(infos[id]) == failover.DistanceLocal
+		if standby {
+			t.home[id] = t.base.Distance(infos[id]) == failover.DistanceLocal
+		} else {
+			t.home[id] = id == primary
+		}
 	}
 	return t, nil
 }
@@ -109,9 +86,10 @@ func (c *Cluster) newTopo(hosts []*hostState, list []int, primary int) (*topo, e
 func (t *topo) infos() []failover.HostInfo {
 	hs := make([]failover.HostInfo, len(t.hosts))
 	for i, h := range t.hosts {
+		v := h.health()
 		hs[i] = failover.HostInfo{
 			Index: i, Addr: h.addr, DC: h.dc,
-			Role: failover.Role(h.role.Load()), ConnectTime: time.Duration(h.typical.Load()),
+			Role: v.role, ConnectTime: v.typical,
 		}
 	}
 	return hs
@@ -126,17 +104,10 @@ func (t *topo) distance(h failover.HostInfo) failover.Distance {
 	return max(t.policy.Distance(h), t.base.Distance(h))
 }
 
-// home reports whether host is where the pool wants to be (see Cluster.Home), ignoring
-// the last-resort flag.
-func (c *Cluster) home(t *topo, host int) bool {
-	if host < 0 || host >= len(t.hosts) || !t.member[host] {
-		return false
-	}
-	if c.standbyIntent {
-		return t.local[host]
-	}
-	return host == t.primary
-}
+// isHome reports whether host is where the pool wants to be (see Cluster.Home),
+// ignoring the last-resort flag: the primary, or with a standby target any member that
+// the built-in policy rates local.
+func (t *topo) isHome(host int) bool { return host >= 0 && host < len(t.home) && t.home[host] }
 
 // SetHosts replaces the host list (a HostListProvider's answer, primary first). Hosts
 // already known (same address, case-insensitive, and same DC label) keep their state and
@@ -151,9 +122,20 @@ func (c *Cluster) SetHosts(hosts []failover.ProvidedHost) error {
 	if err := ValidateHosts(hosts); err != nil {
 		return err
 	}
-	c.topoMu.Lock()
-	defer c.topoMu.Unlock()
-	old := c.t.Load()
+	evs, err := c.setHosts(hosts)
+	for _, e := range evs {
+		c.emit(e)
+	}
+	return err
+}
+
+// setHosts is SetHosts under c.mu. It returns the events to report once the lock is
+// released.
+func (c *Cluster) setHosts(hosts []failover.ProvidedHost) ([]failover.Event, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cur := c.pos.Load()
+	old := cur.t
 	all := old.hosts
 	// Ids of hosts that left the list may be given to new hosts when nothing can still
 	// hold them: no physical connection is out (refs), no probe connection is kept, and
@@ -162,9 +144,8 @@ func (c *Cluster) SetHosts(hosts []failover.ProvidedHost) error {
 	var free []int
 	if c.inUse.TryLock() {
 		defer c.inUse.Unlock()
-		active := c.Active()
 		for i, s := range all {
-			if !old.member[i] && i != active && s.refs.Load() == 0 && !c.probes.has(i) {
+			if !old.member[i] && i != cur.active && s.refs.Load() == 0 && !c.probes.has(i) {
 				free = append(free, i)
 			}
 		}
@@ -198,24 +179,28 @@ func (c *Cluster) SetHosts(hosts []failover.ProvidedHost) error {
 		list = append(list, id)
 	}
 	if slices.Equal(list, old.list) && len(all) == len(old.hosts) && !copied {
-		return nil
+		return nil, nil
 	}
 	t, err := c.newTopo(all, list, -1)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	c.t.Store(t)
-	from := c.Active()
-	if !t.member[from] || t.primary != old.primary {
-		c.active.Store(int32(t.primary))
-		c.lastResort.Store(false)
-		c.emit(failover.Event{Kind: failover.EventSwitch, Host: t.hosts[t.primary].addr, From: t.hosts[from].addr,
+	p := *cur
+	p.t = t
+	var evs []failover.Event
+	if from := cur.active; !t.member[from] || t.primary != old.primary {
+		p.active, p.lastResort = t.primary, false
+		evs = append(evs, failover.Event{Kind: failover.EventSwitch, Host: t.hosts[t.primary].addr, From: t.hosts[from].addr,
 			Err: errors.New("the host list changed")})
 	}
-	c.emit(failover.Event{Kind: failover.EventHostList, Host: t.hosts[t.primary].addr, Err: nil})
-	return nil
+	c.publish(p)
+	return append(evs, failover.Event{Kind: failover.EventHostList, Host: t.hosts[t.primary].addr, Err: nil}), nil
 }
 
-func newHostState(addr, dc string) *hostState {
-	return &hostState{addr: addr, dc: dc}
+// host returns the state of host id i in t, or nil.
+func (t *topo) host(i int) *hostState {
+	if i < 0 || i >= len(t.hosts) {
+		return nil
+	}
+	return t.hosts[i]
 }

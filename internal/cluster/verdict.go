@@ -1,5 +1,15 @@
 package cluster
 
+// The verdict on a session that failed, and the full host. A communication error proves
+// only that one session died. A KILL, a packet over max_allowed_packet,
+// net_write_timeout, or a query that outlived readTimeout end one session on a healthy
+// host; moving the whole pool to a read-only secondary for it makes every writer fail
+// with 1290 until the fall-back. So before a session's failure blames its host, Recover
+// asks for a verdict: what the driver already knows (probe state, a failed attempt a
+// moment ago, the server's own words), and otherwise one bounded attempt to open a new
+// session on the same host. A host that answers full (1040, 1203) is up: the
+// connections that must stay on it wait for it (attemptPatient).
+
 import (
 	"context"
 	"database/sql/driver"
@@ -11,33 +21,6 @@ import (
 	"github.com/mysqlfailover/mysqlfailover/failover"
 )
 
-// A communication error proves only that one session died. A KILL, a packet over
-// max_allowed_packet, net_write_timeout, or a query that outlived readTimeout end one
-// session on a healthy host; moving the whole pool to a read-only secondary for it makes
-// every writer fail with 1290 until the fall-back. So before a session's failure blames
-// its host, Recover asks for a verdict: what the driver already knows (probe state, a
-// failed attempt a moment ago, the server's own words), and otherwise one bounded
-// attempt to open a new session on the same host.
-
-// Bounds of the same-host check of Recover, for a failure that does not prove the
-// server is up: the attempt gets checkFactor times the host's usual connect time, at
-// least minCheck, within hostTimeout and the caller's share as every attempt. A frozen
-// host accepts TCP (the kernel completes the handshake) and then never greets: without
-// this bound every session caught on it would pay hostTimeout before the pool left it.
-const (
-	checkFactor = 4
-	minCheck    = 50 * time.Millisecond
-)
-
-// Backoff of a connection whose host answers that it is full (1040, 1203): fullBase
-// after the first answer, doubling up to fullMax, for at most hostTimeout in all
-// (defaultFullWait when hostTimeout is 0).
-const (
-	fullBase        = 25 * time.Millisecond
-	fullMax         = 400 * time.Millisecond
-	defaultFullWait = 5 * time.Second
-)
-
 // check is one same-host check after a session on the host ended, which the
 // connections whose sessions there end at the same moment wait for instead of each
 // making their own.
@@ -45,7 +28,7 @@ type check struct {
 	done    chan struct{}
 	alive   bool // the host answered
 	decided bool // false: the leader's caller ended first, decide again
-	waiters int  // connections waiting for it (guarded by the host's checkMu)
+	waiters int  // connections waiting for it (under the host's mu)
 }
 
 // Recover handles a communication error (cause) on an established session to host: it
@@ -59,8 +42,8 @@ type check struct {
 // connections whose sessions on the host end meanwhile wait for it. When the server
 // itself ended the session (1927 KILL, 4031 inactivity, 1153 packet too large, 1159/1161
 // net timeouts...), the attempt gets the usual bounds; otherwise (a bare EOF, a reset, a
-// read timeout) also at most max(minCheck, checkFactor x the host's usual connect time),
-// so that a frozen host is left quickly.
+// read timeout) also at most max(DefaultMinCheck, DefaultCheckFactor x the host's usual
+// connect time), so that a frozen host is left quickly.
 //
 // When the host answers, the returned host equals host, the pool stays, and an
 // EventSessionEnded reports it; a host that answers full (1040, 1203) is waited for (see
@@ -73,7 +56,7 @@ func (c *Cluster) Recover(ctx context.Context, host int, cause error, setup Setu
 	}
 	c.inUse.RLock()
 	defer c.inUse.RUnlock()
-	t := c.t.Load()
+	t := c.topo()
 	hs := t.host(host)
 	var re *RoleError
 	if hs == nil || !t.member[host] || host != c.Active() || errors.As(cause, &re) || c.knownDown(hs, cause) {
@@ -81,26 +64,26 @@ func (c *Cluster) Recover(ctx context.Context, host int, cause error, setup Setu
 	}
 	var limit time.Duration
 	if !serverEndedSession(cause) {
-		limit = max(minCheck, checkFactor*time.Duration(hs.typical.Load()))
+		limit = max(DefaultMinCheck, DefaultCheckFactor*hs.health().typical)
 	}
 	for {
-		hs.checkMu.Lock()
+		hs.mu.Lock()
 		k := hs.check
 		if k == nil {
 			k = &check{done: make(chan struct{})}
 			hs.check = k
-			hs.checkMu.Unlock()
+			hs.mu.Unlock()
 			conn, _, err := c.attemptPatient(ctx, host, setup, false, limit)
 			k.alive = err == nil || answered(err)
 			k.decided = err == nil || ctx.Err() == nil
-			hs.checkMu.Lock()
+			hs.mu.Lock()
 			hs.check = nil
-			hs.checkMu.Unlock()
+			hs.mu.Unlock()
 			close(k.done)
 			return c.checked(ctx, host, cause, setup, conn, err)
 		}
 		k.waiters++
-		hs.checkMu.Unlock()
+		hs.mu.Unlock()
 		select {
 		case <-k.done:
 		case <-ctx.Done():
@@ -138,14 +121,8 @@ func (c *Cluster) checked(ctx context.Context, host int, cause error, setup Setu
 // knownDown reports whether what the Cluster already knows says host hs is down after
 // one of its sessions failed with cause, so that no check is worth making.
 func (c *Cluster) knownDown(hs *hostState, cause error) bool {
-	if hs.down.Load() || hs.retryAt.Load() > c.clock.Now().UnixNano() {
-		return true // declared down by probes, or an attempt failed a moment ago
-	}
-	hs.mu.Lock()
-	probeFailed := !hs.failSince.IsZero()
-	hs.mu.Unlock()
-	if probeFailed {
-		return true
+	if v := hs.health(); v.skipped(c.env.Clock.Now().UnixNano()) || v.probeFailing {
+		return true // declared down by probes or failing them, or an attempt failed a moment ago
 	}
 	var me *mysql.MySQLError
 	return errors.As(cause, &me) && (me.Number == 1053 || me.Number == 1080) // shutting down
@@ -217,30 +194,31 @@ func (e *fullError) Unwrap() error { return e.err }
 
 // attemptPatient is attempt for a host the connection must not leave: the pool's own
 // host for a connection that joins it, or a host whose session ended. A host that
-// answers full (1040, 1203) is tried again after fullBase, doubling up to fullMax, for
-// at most hostTimeout (defaultFullWait when 0) and within ctx; then, or at once for 1226
-// and 1129, the caller gets an error naming the host and wrapping the server's answer.
-// The host's state is never touched by it: a full host is up. limit as attemptWithin.
+// answers full (1040, 1203) is tried again after DefaultFullWaitBase, doubling up to
+// DefaultFullWaitMax, for at most hostTimeout (DefaultFullWait when 0) and within ctx;
+// then, or at once for 1226 and 1129, the caller gets an error naming the host and
+// wrapping the server's answer. The host's state is never touched by it: a full host is
+// up. limit as attemptWithin.
 func (c *Cluster) attemptPatient(ctx context.Context, h int, setup SetupFunc, lastResortOK bool, limit time.Duration) (driver.Conn, bool, error) {
-	total := c.timeout
+	total := c.cfg.HostTimeout
 	if total <= 0 {
-		total = defaultFullWait
+		total = DefaultFullWait
 	}
-	start := c.clock.Now()
-	wait := fullBase
+	start := c.env.Clock.Now()
+	wait := DefaultFullWaitBase
 	for n := 1; ; n++ {
 		conn, lastResort, err := c.attemptWithin(ctx, h, setup, lastResortOK, limit)
 		if err == nil || !fullHost(err) {
 			return conn, lastResort, err
 		}
-		waited := c.clock.Now().Sub(start)
+		waited := c.env.Clock.Now().Sub(start)
 		if !fullRetry(err) || waited+wait > total {
 			return nil, false, &fullError{host: c.Host(h), err: err, attempts: n, waited: waited}
 		}
-		if serr := c.clock.Sleep(ctx, wait); serr != nil {
+		if serr := c.env.Clock.Sleep(ctx, wait); serr != nil {
 			return nil, false, serr
 		}
-		wait = min(2*wait, fullMax)
+		wait = min(2*wait, DefaultFullWaitMax)
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/mysqlfailover/mysqlfailover/dsn"
 	"github.com/mysqlfailover/mysqlfailover/failover"
 	"github.com/mysqlfailover/mysqlfailover/internal/cluster"
 	"github.com/mysqlfailover/mysqlfailover/internal/fake"
@@ -181,7 +182,7 @@ func TestRecoverCheckBound(t *testing.T) {
 			var r *rig
 			var budgets []time.Duration
 			var mu sync.Mutex
-			r = newRig(t, 2, func(o *cluster.Options) {
+			r = newRig(t, 2, func(o *rigOpts) {
 				o.HostTimeout = 5 * time.Second
 				o.Dial = func(ctx context.Context, h int) (driver.Conn, error) {
 					if h == primary {
@@ -223,7 +224,7 @@ func TestRecoverOneCheckForManySessions(t *testing.T) {
 	var h1Dials sync.WaitGroup
 	h1Dials.Add(1)
 	var first sync.Once
-	r = newRig(t, 3, func(o *cluster.Options) {
+	r = newRig(t, 3, func(o *rigOpts) {
 		o.Dial = func(ctx context.Context, h int) (driver.Conn, error) {
 			if h == primary {
 				first.Do(h1Dials.Done)
@@ -384,10 +385,12 @@ func TestFullHostOnConnect(t *testing.T) {
 func fullRig(t *testing.T, r *rig, hostTimeout time.Duration, answer func() error) *cluster.Cluster {
 	t.Helper()
 	var mu sync.Mutex
-	cl, err := cluster.NewCluster(cluster.Options{
-		Hosts: r.net.Addrs(), RetriesAllDown: 2, SecondsBeforeRetryMaster: 30, QueriesBeforeRetryMaster: 50,
+	cfg := &dsn.Config{
+		Hosts: r.net.Hosts(), RetriesAllDown: 2, SecondsBeforeRetryMaster: 30, QueriesBeforeRetryMaster: 50,
 		HostTimeout: hostTimeout,
-		Clock:       r.clock,
+	}
+	cl, err := cluster.New(cfg, cluster.Env{
+		Clock: r.clock,
 		OnEvent: func(e failover.Event) {
 			r.mu.Lock()
 			r.evs = append(r.evs, e)
@@ -486,7 +489,7 @@ func TestErrorZeroValues(t *testing.T) {
 // them is still held; an id is never given away while such a connection is out.
 func TestHostIDsAreReclaimed(t *testing.T) {
 	var r *rig
-	r = newRig(t, 2, func(o *cluster.Options) {
+	r = newRig(t, 2, func(o *rigOpts) {
 		o.Dial = func(ctx context.Context, h int) (driver.Conn, error) {
 			if r.cl.Host(h) == "H1:3306" {
 				return r.net.Dial(ctx, 0)

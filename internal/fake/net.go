@@ -15,6 +15,7 @@ import (
 
 	"github.com/DATA-DOG/go-sqlmock"
 	"github.com/go-sql-driver/mysql"
+	"github.com/mysqlfailover/mysqlfailover/dsn"
 )
 
 var dsnSeq atomic.Int64
@@ -66,6 +67,16 @@ func (n *Net) Addrs() []string {
 	out := make([]string, len(n.hosts))
 	for i, h := range n.hosts {
 		out[i] = h.addr
+	}
+	return out
+}
+
+// Hosts returns the hosts as a DSN lists them: {H1 3306}, {H2 3306}, ..., without DC
+// labels, for a *dsn.Config.
+func (n *Net) Hosts() []dsn.Host {
+	out := make([]dsn.Host, len(n.hosts))
+	for i := range n.hosts {
+		out[i] = dsn.Host{Name: "H" + strconv.Itoa(i+1), Port: 3306}
 	}
 	return out
 }

@@ -1,0 +1,143 @@
+package cluster
+
+// One host attempt: dial, the role check of targetSessionAttrs, then the session's set-up,
+// within one budget (hostTimeout, a share of the caller's time left, the same-host
+// check's limit, the probe timeout for a host the probes declared down); its outcome
+// moves the host's backoff and its typical connect time. describeDialError words the
+// failures of the connection phase.
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/mysqlfailover/mysqlfailover/dsn"
+	"github.com/mysqlfailover/mysqlfailover/failover"
+)
+
+// attempt makes one bounded host attempt: dial, the role check of targetSessionAttrs
+// (one round trip), then setup. The bound is HostTimeout and, when the caller's context
+// has a deadline, a share of the time left (see DefaultTimeLeftShare, DefaultMinHostShare
+// and DefaultTypicalFactor). A hung host must not eat a
+// short request deadline whole, or a pool whose callers all carry deadlines below
+// HostTimeout would never get past a frozen primary (the caller's own deadline is never
+// blamed on a host); and a host that is merely far away (a slow TLS handshake across
+// regions) must not be taken for a hung one. When the share is not shorter than the time
+// left, the caller's deadline alone bounds the attempt.
+//
+// A host whose role does not qualify fails the attempt with a *RoleError, except that
+// with prefer-standby and lastResortOK a non-standby is set up and returned with
+// lastResort true, for the walk to keep aside. A failure that is the host's (not the
+// caller's context, not its role, not a full host) puts the host into backoff; a success
+// clears it.
+func (c *Cluster) attempt(ctx context.Context, h int, setup SetupFunc, lastResortOK bool) (driver.Conn, bool, error) {
+	return c.attemptWithin(ctx, h, setup, lastResortOK, 0)
+}
+
+// attemptWithin is attempt with a further bound, limit (0: none), for the quick
+// same-host check of Recover.
+func (c *Cluster) attemptWithin(ctx context.Context, h int, setup SetupFunc, lastResortOK bool, limit time.Duration) (conn driver.Conn, lastResort bool, err error) {
+	hs := c.topo().host(h)
+	if hs == nil {
+		return nil, false, fmt.Errorf("mysqlfailover: no host with id %d", h)
+	}
+	hv := hs.health()
+	actx, budget, bound := ctx, c.cfg.HostTimeout, "hostTimeout"
+	if dl, ok := ctx.Deadline(); ok {
+		left := timeLeft(dl) // the caller's deadline is on the wall clock
+		share := max(left/DefaultTimeLeftShare, DefaultMinHostShare, DefaultTypicalFactor*hv.typical)
+		if share < left && (budget == 0 || share < budget) {
+			budget, bound = share, "a share of the caller's time left"
+		}
+	}
+	if limit > 0 && (budget == 0 || limit < budget) {
+		budget, bound = limit, "the check of a host whose session ended"
+	}
+	if hv.down && c.cfg.CheckInterval > 0 {
+		// Declared down by the probes, after this attempt was planned (walks leave such
+		// hosts out): it gets no more than a probe would, so that a socket opened after
+		// the monitor closed the host's connections does not wait for hostTimeout.
+		if pt := c.probeTimeout(); budget == 0 || pt < budget {
+			budget, bound = pt, "the probe timeout: the probes declared the host down"
+		}
+	}
+	if budget > 0 {
+		var cancel context.CancelFunc
+		actx, cancel = withBudget(ctx, budget) // a wall-clock bound, as every context's
+		defer cancel()
+	}
+	timedOut := func(err error) error {
+		if actx.Err() != nil && ctx.Err() == nil {
+			return &HostTimeoutError{After: budget, Cause: err, bound: bound}
+		}
+		return err
+	}
+	start := c.env.Clock.Now()
+	conn, err = c.env.Dial(actx, h)
+	if err != nil {
+		if e := timedOut(err); e != err {
+			err = e
+		} else {
+			err = describeDialError(err)
+		}
+	}
+	if err == nil && c.Target() != dsn.TargetAny {
+		role, rerr := ReadRole(actx, conn)
+		switch {
+		case rerr != nil:
+			err = NotBadConn(timedOut(rerr), "role check failed")
+		case Accepts(c.Target(), role):
+		case lastResortOK && c.Target() == dsn.TargetPreferStandby:
+			lastResort = true
+		default:
+			err = &RoleError{Role: role, Wanted: c.Target()}
+		}
+		if rerr == nil {
+			c.setRole(h, role)
+		}
+		if err != nil {
+			_ = conn.Close()
+			conn = nil
+		}
+	}
+	if err == nil && setup != nil {
+		if err = setup(actx, conn, h); err != nil {
+			_ = conn.Close()
+			conn = nil
+			err = NotBadConn(timedOut(err), "session set-up failed")
+		}
+	}
+	var re *RoleError
+	switch {
+	case err == nil:
+		hs.noteConnectTime(c.env.Clock.Now().Sub(start))
+		hs.refs.Add(1) // until Release
+		c.attemptSucceeded(hs)
+	case errors.As(err, &re), fullHost(err):
+		c.attemptSucceeded(hs) // the host answers; the walk skips it for its role, or it is full
+	case ctx.Err() == nil:
+		c.attemptFailed(hs, err)
+	}
+	c.emit(failover.Event{Kind: failover.EventConnect, Host: hs.addr, Err: err})
+	return conn, lastResort, err
+}
+
+// describeDialError says what a connection-phase failure means. go-sql-driver reports a
+// server that accepts TCP and then closes before or during the handshake (a stopped server
+// behind a proxy, max_connections, a crash) as mysql.ErrInvalidConn or driver.ErrBadConn,
+// the same words as a connection lost mid-query; an operator reading the all-hosts-down
+// error needs to know it happened at connect.
+func describeDialError(err error) error {
+	const what = "connection closed by the server during the handshake"
+	if errors.Is(err, driver.ErrBadConn) {
+		return NotBadConn(err, what)
+	}
+	if errors.Is(err, mysql.ErrInvalidConn) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return err
+}

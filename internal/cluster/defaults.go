@@ -1,0 +1,126 @@
+package cluster
+
+import "time"
+
+// The engine's tuning values, in one place. None of them is a DSN option: the options
+// and their defaults are package dsn's (retriesAllDown, hostTimeout, checkInterval...).
+// These are the engine's own choices, named here with their unit and the reason for the
+// value; the code that uses them says nothing of the numbers. They are exported for the
+// module's tests and the integration suite only (the package is internal): no user can
+// set them.
+
+// The walk (walk.go) and fall-back (fallback.go).
+const (
+	// DefaultPassPause is the pause between two passes over the host list (duration,
+	// 250 ms): Connector/J's pause between retriesAllDown cycles, which MariaDB's
+	// Connector/J restored (CONJ-529) after a hot loop against a cluster that was all
+	// down.
+	DefaultPassPause = 250 * time.Millisecond
+
+	// DefaultFallBackPause is how long after a failed attempt to return to the primary
+	// the statement count (queriesBeforeRetryMaster) may trigger the next one (duration,
+	// 250 ms, the pass pause): a busy pool runs 50 statements in milliseconds, and a dead
+	// primary would otherwise get a connection attempt every few milliseconds.
+	DefaultFallBackPause = DefaultPassPause
+)
+
+// Host backoff (health.go): after failed attempts a host is left out of the walks of
+// the connections that join the pool, DefaultBackoffBase after the first failure,
+// doubling with every further consecutive failure up to DefaultBackoffMax. A success (an
+// attempt or a probe) resets it. Authentication failures back off the same way and are
+// never final: credentials can be rotated.
+const (
+	// DefaultBackoffBase is the backoff after one failed attempt (duration, 250 ms, the
+	// pass pause: a host that failed once is tried again by the next pass).
+	DefaultBackoffBase = 250 * time.Millisecond
+	// DefaultBackoffMax caps the backoff (duration, 8 s: a host that comes back is used
+	// again within seconds, however long it was down).
+	DefaultBackoffMax = 8 * time.Second
+)
+
+// The one walk per pool (flight.go): the connections that waited for another
+// connection's walk each wait a random time in [0, DefaultFollowerJitter x waiters), at
+// most DefaultMaxJitter, before they connect to the host that walk found, so that a
+// large pool does not open all its connections to the new host in the same millisecond.
+const (
+	// DefaultFollowerJitter is the spread per waiting connection (duration, 2 ms: 64
+	// connections spread over about 128 ms).
+	DefaultFollowerJitter = 2 * time.Millisecond
+	// DefaultMaxJitter caps the spread (duration, 200 ms: well below a request's
+	// deadline, however large the pool).
+	DefaultMaxJitter = 200 * time.Millisecond
+)
+
+// Host attempts (attempt.go): when the caller's context has a deadline, one attempt gets
+// a share of the time left, 1/DefaultTimeLeftShare of it, but at least
+// DefaultMinHostShare and at least DefaultTypicalFactor times what the host's attempts
+// usually take (always within hostTimeout). A hung host must not eat a short request
+// deadline whole, and a host that is merely far away must not be taken for a hung one.
+const (
+	// DefaultTimeLeftShare divides the caller's time left into an attempt's share (count,
+	// 2: half of it, so that a second host can still be tried).
+	DefaultTimeLeftShare = 2
+	// DefaultMinHostShare is the smallest per-host budget that a caller's deadline can
+	// impose (duration, 250 ms, as the pass pause: a handshake on a healthy host fits,
+	// and a hung host costs a short deadline little).
+	DefaultMinHostShare = 250 * time.Millisecond
+	// DefaultTypicalFactor is how many times a host's typical connect time an attempt
+	// gets at least (count, 4).
+	DefaultTypicalFactor = 4
+	// DefaultConnectTimeSmoothing is the weight of a host's typical connect time (count,
+	// 4): each successful attempt moves it 1/4 of the way to the attempt's duration, so
+	// that one slow handshake does not double every later bound.
+	DefaultConnectTimeSmoothing = 4
+)
+
+// The same-host check of Recover (verdict.go), for a session failure that does not prove
+// the server is up: the attempt gets DefaultCheckFactor times the host's typical connect
+// time, at least DefaultMinCheck, within hostTimeout and the caller's share as every
+// attempt. A frozen host accepts TCP (the kernel completes the handshake) and then never
+// greets: without this bound every session caught on it would pay hostTimeout before the
+// pool left it.
+const (
+	// DefaultCheckFactor is the check's multiple of the typical connect time (count, 4).
+	DefaultCheckFactor = 4
+	// DefaultMinCheck is the check's least bound (duration, 50 ms: a handshake within a
+	// data centre takes a few ms).
+	DefaultMinCheck = 50 * time.Millisecond
+)
+
+// A full host (verdict.go): a connection that must not leave its host (the pool's host
+// when it joins the pool, or a host whose session ended) and finds it full (1040, 1203)
+// tries again after DefaultFullWaitBase, doubling up to DefaultFullWaitMax, for at most
+// hostTimeout in all, or DefaultFullWait when hostTimeout is 0.
+const (
+	// DefaultFullWaitBase is the first wait (duration, 25 ms: sessions end all the time
+	// on a busy server).
+	DefaultFullWaitBase = 25 * time.Millisecond
+	// DefaultFullWaitMax caps each wait (duration, 400 ms).
+	DefaultFullWaitMax = 400 * time.Millisecond
+	// DefaultFullWait is the total wait when hostTimeout is 0 (duration, 5 s, the DSN's
+	// default hostTimeout).
+	DefaultFullWait = 5 * time.Second
+)
+
+// DefaultMinProbeTimeout is the least time a probe gets (monitor.go; duration, 500 ms):
+// checkInterval when that is longer, and never more than hostTimeout when that is set. A
+// round trip within a region takes milliseconds; a probe must not call a host down for a
+// scheduling hiccup.
+const DefaultMinProbeTimeout = 500 * time.Millisecond
+
+// Host lists (hostlist.go).
+const (
+	// DefaultMaxHostListBytes caps the body of a host-list response (bytes, 1 MiB,
+	// far more than any real list needs): a larger body is an invalid list.
+	DefaultMaxHostListBytes = 1 << 20
+	// DefaultHostListTimeout bounds each request of an HTTPHostList built without a
+	// client (duration, 5 s, as http.Client.Timeout), on top of the caller's context.
+	// net/http measures it on the wall clock, as a context's deadline.
+	DefaultHostListTimeout = 5 * time.Second
+	// DefaultMaxHostListRedirects is how many same-origin redirects a host-list request
+	// follows (count, 10, as net/http's default policy).
+	DefaultMaxHostListRedirects = 10
+	// DefaultMaxEcho caps how much of a host-list entry (or of the provider's words) an
+	// error quotes (bytes, 100): enough to recognise it, too little to flood a log.
+	DefaultMaxEcho = 100
+)

@@ -1,0 +1,309 @@
+package cluster
+
+// The host walk: a plan (where the rotation starts, whether the primary goes first or is
+// left out, which host failed) that the policy turns into an order for each pass; the
+// walk over it, retriesAllDown passes with DefaultPassPause between them, each host one
+// bounded attempt (attempt.go); the error that names every host when none answers; and
+// landed, which moves the position where a walk ends. Connect is the walk of a
+// connection that joins the pool.
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/mysqlfailover/mysqlfailover/failover"
+)
+
+// plan is the shape of one walk, which the policy turns into an order per pass (see
+// Walk): the rotation starts at start; in the first pass the primary is either tried
+// first (fall-back due) or left out (fall-back enabled but not due; Connector/J nextHost
+// without vouching); failed (-1 for none) is the host whose failure started the walk.
+type plan struct {
+	start        int
+	failed       int
+	primaryFirst bool
+	skipPrimary  bool
+	join         bool // a connection joining the pool: start, the pool's host, goes first
+}
+
+// order returns the hosts to try in pass i of p: the policy's plan, without ignored
+// hosts, hosts not in the list, out-of-range ids and repeats, and in the first pass with
+// the failed host last (it has just failed; it is still tried, as in Connector/J's
+// rotation). Hosts declared down by probes, and for joining connections hosts in
+// backoff, are left out too, unless that would leave nothing to try: then every planned
+// host is tried (all hosts down is when retriesAllDown matters).
+func (c *Cluster) order(t *topo, p plan, i int, tried []bool, buf []int) []int {
+	infos := t.infos()
+	w := failover.Walk{Hosts: infos, List: t.list, Primary: t.primary, Start: p.start, Failed: p.failed, Pass: i}
+	if i == 0 {
+		w.PrimaryFirst, w.SkipPrimary = p.primaryFirst, p.skipPrimary
+	}
+	raw := t.policy.Plan(&w, nil)
+	seen := make([]bool, len(t.hosts))
+	out := buf[:0]
+	last := -1
+	for _, h := range raw {
+		if h < 0 || h >= len(t.hosts) || seen[h] || t.distance(infos[h]) == failover.DistanceIgnored {
+			continue
+		}
+		seen[h] = true
+		if i == 0 && h == p.failed {
+			last = h
+			continue
+		}
+		out = append(out, h)
+	}
+	if last >= 0 {
+		out = append(out, last)
+	}
+	if i == 0 && p.join && p.start != t.primary && !c.Unfit(p.start) {
+		// Once the pool has failed over, a connection that joins it goes to the pool's
+		// host first (after the primary when fall-back is due), whatever the layers
+		// prefer: a local host that is down must not cost every new connection an
+		// attempt while the pool works elsewhere, and the return to the primary
+		// follows the fall-back rules, not the first new connection.
+		front := 0
+		if p.primaryFirst && len(out) > 0 && out[0] == t.primary {
+			front = 1
+		}
+		if k := slices.Index(out, p.start); k > front {
+			copy(out[front+1:k+1], out[front:k])
+			out[front] = p.start
+		}
+	}
+	now := c.env.Clock.Now().UnixNano()
+	// Backoff is for connections that join the pool (new ones, and followers of a pool
+	// that moved): they are many, and must not each pay a dead host's timeout while a
+	// healthy host is in the plan. The one walk that moves the pool after a failure
+	// keeps Connector/J's order, each host once per pass; so does a walk in which every
+	// host has failed lately (all down), and a walk never skips a host it has tried
+	// itself in an earlier pass. Hosts the probes declared down are skipped by every
+	// walk; the host whose failure started a walk keeps its place (last of the first
+	// pass).
+	healthy := false
+	for _, h := range out {
+		v := t.hosts[h].health()
+		healthy = healthy || !v.failing && !v.down
+	}
+	k := 0
+	for _, h := range out {
+		v := t.hosts[h].health()
+		backingOff := p.join && healthy && v.retryAt > now && (tried == nil || !tried[h])
+		if h == p.failed || !v.down && !backingOff {
+			out[k] = h
+			k++
+		}
+	}
+	if k > 0 {
+		out = out[:k]
+	}
+	return out
+}
+
+// skipPrimaryNow reports whether a walk's first pass leaves the primary out: fall-back is
+// enabled and not due, unless the walk looks for a writer (targetSessionAttrs read-write
+// or primary), which after a promotion may well be the primary again.
+func (c *Cluster) skipPrimaryNow(due bool) bool {
+	return !due && c.fallBackEnabled() && !WriteIntent(c.Target())
+}
+
+// joinPlan is the plan for a connection that joins the pool: a new connection, or one
+// whose host is no longer the active one.
+func (c *Cluster) joinPlan() plan {
+	pos := c.pos.Load()
+	a := pos.active
+	if pos.home {
+		return plan{start: a, failed: -1, join: true}
+	}
+	due := c.FallBackDue()
+	// With a standby target the way home is TryFallBack's search, not the primary.
+	return plan{start: a, failed: -1, join: true, primaryFirst: due && !c.standbyIntent(), skipPrimary: c.skipPrimaryNow(due)}
+}
+
+// Connect opens a physical connection for a connection that joins the pool: to the active
+// host, or along the walk when it does not answer. When the pool is on a secondary and
+// fall-back is due, the primary is tried first. setup runs inside each host attempt.
+// It returns the connection and its host id, or a *NoHostAvailableError, or the data
+// error (wrapped with the host) that ended the walk. It never returns an error that
+// matches driver.ErrBadConn.
+func (c *Cluster) Connect(ctx context.Context, setup SetupFunc) (driver.Conn, int, error) {
+	c.inUse.RLock()
+	defer c.inUse.RUnlock()
+	p := c.joinPlan()
+	defer c.probeOnce(&p)()
+	return c.walk(ctx, p, nil, setup)
+}
+
+// next returns the host after failed in the list (the rotation's start), or the list's
+// first host when failed is not in it.
+func (c *Cluster) next(t *topo, failed int) int {
+	if k := slices.Index(t.list, failed); k >= 0 {
+		return t.list[(k+1)%len(t.list)]
+	}
+	return t.list[0]
+}
+
+// walk runs plan p. cause describes the failure that started it, for the switch event.
+// With prefer-standby, the first host that answers without being a standby is kept
+// aside and used when no standby answers in the same pass (libpq's last resort).
+func (c *Cluster) walk(ctx context.Context, p plan, cause error, setup SetupFunc) (driver.Conn, int, error) {
+	if c.closed.Load() {
+		return nil, -1, failover.ErrClosed
+	}
+	t := c.topo()
+	n := len(t.hosts)
+	errs := make([]error, n)
+	tried := make([]bool, n)
+	triedPrimary := false
+	var spare driver.Conn
+	spareHost := -1
+	defer func() {
+		if spare != nil {
+			_ = spare.Close()
+			c.Release(spareHost)
+		}
+	}()
+	var buf [8]int
+	order := buf[:0]
+	passes := 0
+	for i := 0; i < c.passes(); i++ {
+		if i > 0 {
+			if err := c.env.Clock.Sleep(ctx, DefaultPassPause); err != nil {
+				return nil, -1, c.noHost(t, passes, errs, tried, ctx.Err(), p)
+			}
+		}
+		passes++
+		order = c.order(t, p, i, tried, order)
+		for _, h := range order {
+			if ctx.Err() != nil {
+				return nil, -1, c.noHost(t, passes, errs, tried, ctx.Err(), p)
+			}
+			tried[h] = true
+			triedPrimary = triedPrimary || h == t.primary
+			var conn driver.Conn
+			var lastResort bool
+			var err error
+			if p.join && h == p.start {
+				// The pool's own host: a connection that joins the pool waits for a full
+				// host rather than leave it (1040 is not a down host), and a lasting
+				// refusal is its error, the pool staying where it is.
+				conn, lastResort, err = c.attemptPatient(ctx, h, setup, spare == nil, 0)
+				var fe *fullError
+				if errors.As(err, &fe) {
+					return nil, -1, err
+				}
+			} else {
+				conn, lastResort, err = c.attempt(ctx, h, setup, spare == nil)
+			}
+			if err == nil && lastResort {
+				spare, spareHost = conn, h
+				errs[h] = &RoleError{Role: t.hosts[h].health().role, Wanted: c.Target()}
+				continue
+			}
+			if err == nil {
+				c.landed(h, triedPrimary, p.failed, c.why(cause, errs), false)
+				return conn, h, nil
+			}
+			errs[h] = err
+			if ctx.Err() != nil {
+				return nil, -1, c.noHost(t, passes, errs, tried, ctx.Err(), p)
+			}
+			if stopsWalk(ctx, err) && !(i == 0 && h == t.primary && p.primaryFirst) {
+				// Access denied, unknown database...: every host would say the same,
+				// and hiding it behind retries would cost minutes. A fall-back probe of
+				// the primary is the exception: the pool's own host is still there to
+				// go to. The host is in backoff now, so the next walk tries the others
+				// first.
+				return nil, -1, fmt.Errorf("mysqlfailover: host %s: %w", t.hosts[h].addr, err)
+			}
+		}
+		if spare != nil {
+			conn, h := spare, spareHost
+			spare = nil
+			c.landed(h, triedPrimary, p.failed, c.why(cause, errs), true)
+			return conn, h, nil
+		}
+	}
+	return nil, -1, c.noHost(t, passes, errs, tried, nil, p)
+}
+
+func (c *Cluster) noHost(t *topo, passes int, errs []error, tried []bool, ctxErr error, p plan) error {
+	e := &failover.NoHostAvailableError{Passes: passes, Hosts: make([]failover.HostError, 0, len(t.list)), Err: ctxErr}
+	infos := t.infos()
+	now := c.env.Clock.Now().UnixNano()
+	for _, i := range t.list {
+		he := failover.HostError{Host: t.hosts[i].addr, Err: errs[i]}
+		if errs[i] == nil {
+			switch {
+			case t.base.Distance(infos[i]) == failover.DistanceIgnored:
+				he.Skipped = fmt.Sprintf("ignored: dc %s is remote, and usedHostsPerRemoteDC=%d uses only the first %d host(s) of each remote DC",
+					infos[i].DC, c.cfg.UsedHostsPerRemoteDC, c.cfg.UsedHostsPerRemoteDC)
+			case t.distance(infos[i]) == failover.DistanceIgnored:
+				he.Skipped = "ignored by a policy layer (driver.WithPolicy)"
+			case ctxErr != nil && !tried[i]:
+				he.Skipped = "the caller's context ended first"
+			case i == t.primary && p.skipPrimary:
+				he.Skipped = "fall-back to the primary not due yet; it is tried from the second pass, and retriesAllDown allows one"
+			case t.hosts[i].health().skipped(now):
+				he.Skipped = "in backoff after failing (or declared down by probes), while other hosts were tried"
+			case !tried[i]:
+				he.Skipped = "left out by the host policy"
+			default:
+				he.Skipped = "not reached"
+			}
+		}
+		e.Hosts = append(e.Hosts, he)
+	}
+	return e
+}
+
+// why is the cause of a switch for its event: the failure that started the walk, or
+// for a connection that joined the pool the error the pool's host gave it in this walk.
+func (c *Cluster) why(cause error, errs []error) error {
+	if a := c.Active(); cause == nil && a < len(errs) {
+		return errs[a]
+	}
+	return cause
+}
+
+// landed records that a walk ended on host h, lastResort when prefer-standby had to
+// take a non-standby. A move away from the pool's host counts as a failover.
+func (c *Cluster) landed(h int, triedPrimary bool, failed int, cause error, lastResort bool) {
+	c.mu.Lock()
+	prev := c.pos.Load()
+	p := *prev
+	// The flag describes the host the pool lands on, whatever it left: a pool that
+	// leaves a remote standby for a local writer as a last resort is not home there.
+	p.active, p.lastResort = h, lastResort
+	home := !lastResort && p.t.isHome(h)
+	if !home && (prev.home || triedPrimary) {
+		// Left home, or the primary was tried and did not answer: the fall-back clock
+		// starts now (Connector/J resets it when the walk began at or passed the primary).
+		c.restartClocks(&p, triedPrimary)
+	}
+	fellBack := failed < 0 && home && !prev.home // a new connection found fall-back due and home answering
+	switch {
+	case prev.active == h:
+	case fellBack:
+		p.fallBacks++
+	default:
+		p.failovers++
+	}
+	c.publish(p)
+	c.mu.Unlock()
+	switch {
+	case prev.active == h:
+	case fellBack:
+		c.emit(failover.Event{Kind: failover.EventFallBack, Host: c.Host(h), From: c.Host(prev.active)})
+	default:
+		e := failover.Event{Kind: failover.EventSwitch, Host: c.Host(h), From: c.Host(prev.active), Err: NotBadConn(cause, "")}
+		if failed >= 0 {
+			e.From = c.Host(failed)
+		}
+		c.emit(e)
+		c.leftAfterFailure(prev.active)
+	}
+}
