@@ -41,7 +41,7 @@
 //   - policy.go, role.go, classify.go, hostlist.go: the built-in policies, server roles,
 //     error classification, and host lists from a provider.
 //   - clock.go, errors.go, event.go, defaults.go: time, the engine's error types, log
-//     records, tuning values. legacy.go keeps old names for callers still moving.
+//     records, tuning values.
 //
 // # How it is driven
 //

@@ -577,7 +577,7 @@ func TestLayerIgnoringHostsIsNamed(t *testing.T) {
 	})
 	r.down(0)
 	_, _, err := r.cl.Connect(context.Background(), nil)
-	if err == nil || !strings.Contains(err.Error(), "H2:3306: not tried (ignored by a policy layer (driver.WithPolicy))") {
+	if err == nil || !strings.Contains(err.Error(), "H2:3306: not tried (ignored by a policy layer (mysqlfailover.WithPolicy))") {
 		t.Fatalf("err %v", err)
 	}
 }

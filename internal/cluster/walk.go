@@ -242,7 +242,7 @@ func (c *Cluster) noHost(t *topo, passes int, errs []error, tried []bool, ctxErr
 				he.Skipped = fmt.Sprintf("ignored: dc %s is remote, and usedHostsPerRemoteDC=%d uses only the first %d host(s) of each remote DC",
 					infos[i].DC, c.cfg.UsedHostsPerRemoteDC, c.cfg.UsedHostsPerRemoteDC)
 			case t.distance(infos[i]) == failover.DistanceIgnored:
-				he.Skipped = "ignored by a policy layer (driver.WithPolicy)"
+				he.Skipped = "ignored by a policy layer (mysqlfailover.WithPolicy)"
 			case ctxErr != nil && !tried[i]:
 				he.Skipped = "the caller's context ended first"
 			case i == t.primary && p.skipPrimary:

@@ -13,6 +13,7 @@ import (
 	"github.com/DATA-DOG/go-sqlmock"
 	"go.uber.org/goleak"
 
+	"github.com/mysqlfailover/mysqlfailover/dsn"
 	"github.com/mysqlfailover/mysqlfailover/failover"
 	"github.com/mysqlfailover/mysqlfailover/internal/cluster"
 	"github.com/mysqlfailover/mysqlfailover/internal/fake"
@@ -82,18 +83,14 @@ type env struct {
 
 // newEnv builds the cluster of the brief (retriesAllDown 2, secondsBeforeRetryMaster 30,
 // queriesBeforeRetryMaster 50); opts change it.
-func newEnv(t *testing.T, hosts int, opts ...func(*cluster.Options)) *env {
+func newEnv(t *testing.T, hosts int, opts ...func(*dsn.Config)) *env {
 	t.Helper()
 	e := &env{t: t, net: fake.NewNet(t, hosts), clock: fake.NewClock(), ev: &recorder{}}
-	o := cluster.Options{
-		Hosts: e.net.Addrs(), Dial: e.net.Dial, Clock: e.clock,
-		RetriesAllDown: 2, SecondsBeforeRetryMaster: 30, QueriesBeforeRetryMaster: 50,
-		OnEvent: e.ev.add,
-	}
+	cfg := &dsn.Config{Hosts: e.net.Hosts(), RetriesAllDown: 2, SecondsBeforeRetryMaster: 30, QueriesBeforeRetryMaster: 50}
 	for _, f := range opts {
-		f(&o)
+		f(cfg)
 	}
-	cl, err := cluster.NewCluster(o)
+	cl, err := cluster.New(cfg, cluster.Env{Dial: e.net.Dial, Clock: e.clock, OnEvent: e.ev.add})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,8 +99,8 @@ func newEnv(t *testing.T, hosts int, opts ...func(*cluster.Options)) *env {
 }
 
 // retryMaster sets secondsBeforeRetryMaster and queriesBeforeRetryMaster.
-func retryMaster(secs, queries int) func(*cluster.Options) {
-	return func(o *cluster.Options) { o.SecondsBeforeRetryMaster, o.QueriesBeforeRetryMaster = secs, queries }
+func retryMaster(secs, queries int) func(*dsn.Config) {
+	return func(c *dsn.Config) { c.SecondsBeforeRetryMaster, c.QueriesBeforeRetryMaster = secs, queries }
 }
 
 // open opens a logical connection, closed at the end of the test.

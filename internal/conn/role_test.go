@@ -22,8 +22,8 @@ import (
 var writer = Config{WriteIntent: true}
 
 // target sets the cluster's targetSessionAttrs.
-func target(t dsn.TargetSessionAttrs) func(*cluster.Options) {
-	return func(o *cluster.Options) { o.Target = t }
+func target(t dsn.TargetSessionAttrs) func(*dsn.Config) {
+	return func(c *dsn.Config) { c.TargetSessionAttrs = t }
 }
 
 // eventsOf returns the recorded events of kind, in order.
@@ -246,10 +246,10 @@ func TestReadOnlyRejectionWithoutWriteIntentPassesThrough(t *testing.T) {
 	const ins, next = "INSERT INTO t VALUES(1)", "DO 1"
 	for _, tc := range []struct {
 		name string
-		opts []func(*cluster.Options)
+		opts []func(*dsn.Config)
 	}{
 		{"no target", nil},
-		{"any", []func(*cluster.Options){target(dsn.TargetAny)}},
+		{"any", []func(*dsn.Config){target(dsn.TargetAny)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, 2, tc.opts...)
