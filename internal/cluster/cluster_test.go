@@ -847,3 +847,35 @@ func TestDialTimeoutOfUserDialFuncIsAHostFailure(t *testing.T) {
 		t.Fatalf("history %q, want \\H1 /H2", got)
 	}
 }
+
+// A connection that joins the pool does not move it back when the pool moved while it
+// was joining: here a new host list makes H2 the primary (the pool goes there) while a
+// new connection's attempt on H1, planned before, is still in its handshake. The pool
+// stays on H2; the new connection, on H1, joins H2 at its next safe point. (A flaky
+// connector test caught this race: the pool stayed on H1 until switchBackDelay.)
+func TestJoinWalkDoesNotUndoAMoveMadeMeanwhile(t *testing.T) {
+	var r *rig
+	moved := false
+	r = newRig(t, 2, func(o *rigOpts) {
+		o.Dial = func(ctx context.Context, h int) (driver.Conn, error) {
+			if h == primary && !moved {
+				moved = true
+				if err := r.cl.SetHosts([]failover.ProvidedHost{{Addr: "H2:3306"}, {Addr: "H1:3306"}}); err != nil {
+					t.Error(err)
+				}
+			}
+			return r.net.Dial(ctx, h)
+		}
+	})
+	c, h, err := r.cl.Connect(context.Background(), nil)
+	if err != nil || h != primary {
+		t.Fatalf("Connect: H%d %v, want H1 (planned before the list changed)", h+1, err)
+	}
+	c.Close()
+	if a := r.cl.Active(); a != 1 {
+		t.Fatalf("pool on H%d after the new list made H2 the primary, want H2", a+1)
+	}
+	if n := len(r.events(failover.EventSwitch)); n != 1 {
+		t.Fatalf("%d switch events, want 1 (the list's)", n)
+	}
+}

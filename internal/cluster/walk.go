@@ -204,7 +204,7 @@ func (c *Cluster) walk(ctx context.Context, p plan, cause error, setup SetupFunc
 				continue
 			}
 			if err == nil {
-				c.landed(h, triedPrimary, p.failed, c.why(cause, errs), false)
+				c.landed(h, triedPrimary, p, c.why(cause, errs), false)
 				return conn, h, nil
 			}
 			errs[h] = err
@@ -223,7 +223,7 @@ func (c *Cluster) walk(ctx context.Context, p plan, cause error, setup SetupFunc
 		if spare != nil {
 			conn, h := spare, spareHost
 			spare = nil
-			c.landed(h, triedPrimary, p.failed, c.why(cause, errs), true)
+			c.landed(h, triedPrimary, p, c.why(cause, errs), true)
 			return conn, h, nil
 		}
 	}
@@ -271,9 +271,17 @@ func (c *Cluster) why(cause error, errs []error) error {
 
 // landed records that a walk ended on host h, lastResort when prefer-standby had to
 // take a non-standby. A move away from the pool's host counts as a failover.
-func (c *Cluster) landed(h int, triedPrimary bool, failed int, cause error, lastResort bool) {
+func (c *Cluster) landed(h int, triedPrimary bool, pl plan, cause error, lastResort bool) {
+	failed := pl.failed
 	c.mu.Lock()
 	prev := c.pos.Load()
+	if pl.join && prev.active != pl.start {
+		// The pool moved while this connection was joining it (another connection's
+		// failover, a new host list, SwitchTo, the monitor): the pool's newer position
+		// stands, and this connection joins it at its next safe point.
+		c.mu.Unlock()
+		return
+	}
 	p := *prev
 	// The flag describes the host the pool lands on, whatever it left: a pool that
 	// leaves a remote standby for a local writer as a last resort is not home there.
