@@ -124,3 +124,12 @@ const (
 	// error quotes (bytes, 100): enough to recognise it, too little to flood a log.
 	DefaultMaxEcho = 100
 )
+
+// DefaultIdleCheck (internal/conn) is how long a connection may sit unused (duration,
+// 1 s) before its next call first runs go-sql-driver's liveness check (a non-blocking
+// read, no round trip). database/sql runs that check itself (through ResetSession) only
+// when it hands a pooled connection out, not between the calls of a pinned *sql.Conn or
+// a transaction: without this, a session the server closed while it sat idle
+// (wait_timeout, a KILL of a sleeping connection) would fail its next statement with
+// mysql.ErrInvalidConn, and its transaction would be lost without need.
+const DefaultIdleCheck = time.Second

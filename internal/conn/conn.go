@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/go-sql-driver/mysql"
 
@@ -294,21 +293,12 @@ func (c *Conn) ready(ctx context.Context, count bool, k stmt.Kind) error {
 	return nil
 }
 
-// idleCheck is how long a connection may sit unused before its next call first runs
-// go-sql-driver's liveness check (a non-blocking read, no round trip). database/sql runs
-// that check itself (through ResetSession) only when it hands a pooled connection out,
-// not between the calls of a pinned *sql.Conn or a transaction: without this, a session
-// the server closed while it sat idle (wait_timeout, a KILL of a sleeping connection)
-// would fail its next statement with mysql.ErrInvalidConn and move the whole pool away
-// from a healthy host.
-const idleCheck = time.Second
-
-// stale runs the liveness check on a connection idle for idleCheck or more and drops a
+// stale runs the liveness check on a connection idle for cluster.DefaultIdleCheck or more and drops a
 // physical connection that fails it, without blaming its host (the next call joins the
 // pool's host). It reports whether it dropped one.
 func (c *Conn) stale(ctx context.Context) bool {
 	now := c.cl.Now().UnixNano()
-	idle := now-c.lastUsed >= int64(idleCheck)
+	idle := now-c.lastUsed >= int64(cluster.DefaultIdleCheck)
 	c.lastUsed = now
 	if !idle || c.phys == nil || c.rows > 0 {
 		return false

@@ -18,6 +18,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/mysqlfailover/mysqlfailover/failover"
+	"github.com/mysqlfailover/mysqlfailover/internal/cluster"
 	"github.com/mysqlfailover/mysqlfailover/internal/fake"
 )
 
@@ -681,7 +682,7 @@ func TestQueuedCallerGetsNoBadConnAfterThePoolMoved(t *testing.T) {
 
 // A pinned connection (or a transaction) gets no ResetSession between its calls, so a
 // session the server closed while it sat idle (wait_timeout, a KILL of a sleeping
-// connection) is caught by the liveness check the proxy runs after idleCheck: the
+// connection) is caught by the liveness check the proxy runs after cluster.DefaultIdleCheck: the
 // statement runs on a new session on the same host, the host is not blamed, the pool
 // stays. Inside a transaction the transaction is lost, and nothing is sent.
 func TestIdleStaleConnectionIsReplacedBeforeSending(t *testing.T) {
@@ -692,10 +693,10 @@ func TestIdleStaleConnectionIsReplacedBeforeSending(t *testing.T) {
 		c := e.open(seqA)
 		mustExec(t, c, q1)
 		first := e.phys(0, 0)
-		e.clock.Advance(idleCheck / 2)
+		e.clock.Advance(cluster.DefaultIdleCheck / 2)
 		first.ResetErr.Store(driver.ErrBadConn) // the server closed it meanwhile
 		resets := first.Resets()
-		e.clock.Advance(idleCheck)
+		e.clock.Advance(cluster.DefaultIdleCheck)
 		mustExec(t, c, q2)
 		wantHost(t, c, h1)
 		if first.Resets() != resets+1 || first.Closes() != 1 {
@@ -709,7 +710,7 @@ func TestIdleStaleConnectionIsReplacedBeforeSending(t *testing.T) {
 		e.script(0, all(ok(q1), ok(q2)))
 		c := e.open(seqA)
 		mustExec(t, c, q1)
-		e.clock.Advance(idleCheck / 2)
+		e.clock.Advance(cluster.DefaultIdleCheck / 2)
 		mustExec(t, c, q2)
 		if n := e.phys(0, 0).Resets(); n != 0 {
 			t.Errorf("%d liveness checks on a busy connection, want 0", n)
@@ -725,7 +726,7 @@ func TestIdleStaleConnectionIsReplacedBeforeSending(t *testing.T) {
 		}
 		mustExec(t, c, q1)
 		e.phys(0, 0).ResetErr.Store(driver.ErrBadConn)
-		e.clock.Advance(2 * idleCheck)
+		e.clock.Advance(2 * cluster.DefaultIdleCheck)
 		err = exec(c, q2)
 		if !errors.Is(err, failover.ErrTxLost) || errors.As(err, new(*failover.FailoverError)) {
 			t.Fatalf("statement after the idle gap: %v, want ErrTxLost alone", err)

@@ -12,6 +12,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/mysqlfailover/mysqlfailover/failover"
+	"github.com/mysqlfailover/mysqlfailover/internal/cluster"
 )
 
 // Issue 9 and invariant 3: a transaction opened by statements (however it was opened) is
@@ -529,7 +530,7 @@ func TestIdleStatementTransactionIsLost(t *testing.T) {
 	c := e.open(seqB)
 	mustExecAll(t, c, "BEGIN", "A1")
 	e.phys(0, 0).ResetErr.Store(driver.ErrBadConn)
-	e.clock.Advance(2 * idleCheck)
+	e.clock.Advance(2 * cluster.DefaultIdleCheck)
 	wantLost(t, "A2", exec(c, "A2"))
 	if err := exec(c, "ROLLBACK"); err != nil {
 		t.Fatal(err)
