@@ -53,7 +53,9 @@ func ConnOf(driverConn any) (Conn, bool) {
 // connection from db's pool for a moment (opening one if none is idle, within ctx) and
 // finds the failover connection behind it as ConnOf does. The Connector offers Stats
 // and SwitchTo. It returns the pool's error when no connection can be had, and an error
-// when db does not use this driver.
+// when db does not use this driver. When every host is down it waits for the walk to
+// give up (bounded by ctx), so get the Connector once at start-up and keep it: Stats is
+// most wanted during an outage.
 func ConnectorOf(ctx context.Context, db *sql.DB) (*Connector, error) {
 	sc, err := db.Conn(ctx)
 	if err != nil {

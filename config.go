@@ -10,7 +10,8 @@ type Config = dsn.Config
 
 // ParseDSN parses a DSN (go-sql-driver's syntax with a host list and the failover
 // options; see package dsn) and returns a valid Config, as dsn.Parse. Its errors name the
-// offending key or host and never contain the password.
+// offending failover key or host (a go-sql-driver parameter's error is go-sql-driver's own
+// message), and never contain the password.
 func ParseDSN(s string) (*Config, error) { return dsn.Parse(s) }
 
 // NewConfig returns a Config with every failover option at its default and an empty

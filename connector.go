@@ -78,7 +78,8 @@ func WithPolicy(layer func(child failover.Policy) failover.Policy) Option {
 // a Connector for sql.OpenDB. No connection is opened, and no goroutine started, until
 // database/sql asks for the first connection; with checkInterval > 0 the monitor starts
 // then and runs until Close (sql.DB.Close calls it).
-// It returns cfg.Validate's error for a bad configuration, an error when a host's
+// It returns cfg.Validate's error for a bad configuration, an error for a nil option or a
+// nil WithPolicy layer, an error when a host's
 // go-sql-driver configuration is rejected (for example an unknown TLS config name), when
 // hostsURL is rejected, when a host list provider is given without checkInterval > 0, and
 // when a WithPolicy layer returns nil.
@@ -91,8 +92,16 @@ func NewConnector(cfg *Config, opts ...Option) (*Connector, error) {
 		return nil, err
 	}
 	var o options
-	for _, opt := range opts {
+	for i, opt := range opts {
+		if opt == nil {
+			return nil, fmt.Errorf("mysqlfailover: option %d of NewConnector is nil", i+1)
+		}
 		opt(&o)
+	}
+	for i, l := range o.layers {
+		if l == nil {
+			return nil, fmt.Errorf("mysqlfailover: WithPolicy layer %d is nil", i+1)
+		}
 	}
 	tr := &tracker{}
 	var cl *cluster.Cluster
@@ -215,7 +224,9 @@ func (c *Connector) Driver() sqldriver.Driver { return drv{} }
 // Close stops the connector: later Connect calls fail with failover.ErrClosed, and the
 // monitor (checkInterval > 0) stops; Close waits for its goroutines and closes the probe
 // connections. Connections already open are closed by database/sql. Close always
-// returns nil.
+// returns nil. sql.DB.Close calls it, so a Connector given to sql.OpenDB belongs to
+// that one sql.DB: a second sql.DB over the same Connector fails with ErrClosed once
+// the first is closed.
 func (c *Connector) Close() error {
 	c.cluster.Close()
 	return nil
@@ -226,8 +237,11 @@ func (c *Connector) Close() error {
 // connection moves at its next safe point, never inside a transaction, without an error
 // for its caller. The host becomes the primary (the one the pool returns to, and where
 // failOverReadOnly does not apply) until the next SwitchTo or a host list that differs
-// from the current one. It returns an error naming the host when it is not in the list or
-// does not answer; the pool then stays. As Pulsar's ControlledClusterFailover.
+// from the current one. It returns an error naming the host when it is not in the list,
+// the host policy ignores it (localDC's remote hosts beyond usedHostsPerRemoteDC are never
+// connected to), or it does not answer; ctx's error when ctx has already ended; and
+// failover.ErrClosed after Close. The pool then stays. As Pulsar's
+// ControlledClusterFailover.
 func (c *Connector) SwitchTo(ctx context.Context, host string) error {
 	return c.cluster.SwitchTo(ctx, host)
 }

@@ -40,8 +40,9 @@
 // closing its connections is only noticed when a read times out. Package dsn
 // has the syntax and the option table, in its section Options
 // (https://pkg.go.dev/github.com/mysqlfailover/mysqlfailover/dsn#hdr-Options);
-// its errors name the offending key or host, and a misspelled key is an error
-// rather than a system variable sent to the server.
+// its errors name the offending key or host (go-sql-driver's own keys keep
+// go-sql-driver's messages), and a key that differs from one of ours in case or
+// by a typo or two is an error rather than a system variable sent to the server.
 //
 // # What the caller sees
 //
@@ -79,7 +80,8 @@
 //     errors.Is(err, context.DeadlineExceeded) holds: test that first. The next
 //     call walks again.
 //   - A new connection that finds its host full (1040, 1203) waits for a slot,
-//     25 ms doubling to 400 ms, within hostTimeout (5 s when it is 0), and the
+//     25 ms doubling to 400 ms, for at most hostTimeout (5 s when hostTimeout is
+//     0, which otherwise leaves only the caller's context), and the
 //     caller sees nothing if one frees; then, or at once for 1226 and 1129, the
 //     host's *mysql.MySQLError, wrapped with its address. The pool stays, and so
 //     do the connections already on that host.
@@ -213,8 +215,10 @@
 // primary, as in Connector/J), and with failOverReadOnly=false it follows the
 // flag. A pooled connection gets the DSN's flag back when database/sql hands
 // it to its next user. BeginTx with ReadOnly works as in go-sql-driver. On a
-// replica whose global read_only is on, MariaDB rejects writes with 1290
-// before the session flag (1792) comes into play.
+// replica whose global read_only is on, a write in a read-only session gets
+// either error: MariaDB 10.11 answers a plain statement with 1290 and a
+// prepared one (any Exec with arguments) with 1792, so code that recognises a
+// replica's refusal must match both.
 //
 // Idle connections: database/sql runs go-sql-driver's liveness check (a
 // non-blocking read) when it hands a pooled connection out, and the driver

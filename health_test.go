@@ -255,6 +255,46 @@ func TestConnectorSwitchTo(t *testing.T) {
 	if port, err := p.port(ctx, p.db); err != nil || port != 3302 {
 		t.Fatalf("after the refused SwitchTo: port %d %v, want H2 still", port, err)
 	}
+	// A context that has ended already: its error, and no attempt blamed on the host.
+	done, cancel := context.WithCancel(ctx)
+	cancel()
+	before := p.attempts(0)
+	if err := p.c.SwitchTo(done, "H1:3306"); !errors.Is(err, context.Canceled) || p.attempts(0) != before {
+		t.Fatalf("SwitchTo with an ended context: %v after %d attempts, want context.Canceled and none", err, p.attempts(0)-before)
+	}
+	// After Close: ErrClosed, nothing moves, nothing is dialed.
+	_ = p.db.Close()
+	if err := p.c.SwitchTo(ctx, "H1:3306"); !errors.Is(err, failover.ErrClosed) {
+		t.Fatalf("SwitchTo after Close: %v, want failover.ErrClosed", err)
+	}
+	if s := p.c.Stats(); s.Active != "H2:3306" || p.attempts(0) != before {
+		t.Fatalf("after SwitchTo on a closed connector: active %s, %d attempts on H1", s.Active, p.attempts(0)-before)
+	}
+}
+
+// A host the policy ignores (localDC's remote hosts beyond usedHostsPerRemoteDC) is never
+// connected to, SwitchTo included: an error names it, and nothing moves.
+func TestConnectorSwitchToAnIgnoredHost(t *testing.T) {
+	n := fake.NewNet(t, 2)
+	cfg, err := dsn.Parse("app:" + password + "@tcp(H1:3306;dc=dc1,H2:3306;dc=dc2)/shop?localDC=dc1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := mysqlfailover.NewConnector(cfg, mysqlfailover.WithDial(n.Dial))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	err = c.SwitchTo(context.Background(), "H2:3306")
+	if err == nil || !strings.Contains(err.Error(), "H2:3306") || !strings.Contains(err.Error(), "ignores") {
+		t.Fatalf("SwitchTo an ignored host: %v, want an error naming it", err)
+	}
+	if len(n.Conns(1)) != 0 {
+		t.Fatal("the ignored host was connected to")
+	}
+	if s := c.Stats(); s.Active != "H1:3306" || s.Primary != "H1:3306" || s.Failovers != 0 {
+		t.Fatalf("stats %+v after a refused SwitchTo", s)
+	}
 }
 
 // startMonitor opens (and closes) one connection: the monitor starts with the first.

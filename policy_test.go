@@ -254,6 +254,9 @@ func TestWithPolicyNilLayerFailsNewConnector(t *testing.T) {
 		{"alone", []mysqlfailover.Option{nilLayer}},
 		{"after a valid layer", []mysqlfailover.Option{keep, nilLayer}},
 		{"before a valid layer", []mysqlfailover.Option{nilLayer, keep}},
+		// A nil layer and a nil option are refused too, instead of a panic.
+		{"WithPolicy(nil)", []mysqlfailover.Option{mysqlfailover.WithPolicy(nil)}},
+		{"a nil Option", []mysqlfailover.Option{nil}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg, err := dsn.Parse("app:" + password + "@tcp(H1:3306,H2:3306)/shop")

@@ -96,7 +96,8 @@
 // user.
 //
 // hostTimeout bounds each host attempt: dial, TLS and MySQL handshake, role
-// check and session set-up; 0 leaves only the caller's context. It exists
+// check and session set-up; 0 leaves only the caller's context (a connection
+// that waits for a full host still gives up after 5 s). It exists
 // because go-sql-driver's timeout parameter bounds only the TCP dial, so a
 // host that accepts the connection and then hangs would stall the walk. When
 // the caller's context has a deadline, an attempt also gets at most a share
@@ -176,5 +177,7 @@
 // info). Config.String and GoString (%v, %s, %#v of a *Config) print the DSN
 // with the password and hostsToken replaced by "xxxxx"; only FormatDSN, meant
 // for machines, includes them. Formatting a Config value (not a pointer) with
-// fmt prints its fields, HostsToken included.
+// fmt prints its fields, HostsToken included, and so does formatting
+// Config.MySQL, go-sql-driver's struct, with %+v (its Passwd field): log the
+// *Config, never its parts.
 package dsn

@@ -92,7 +92,10 @@ type Event struct {
 
 // String renders the event on one line, e.g. "connect 10.0.0.2:3306 ok".
 func (e Event) String() string {
-	s := e.Kind.String() + " " + e.Host
+	s := e.Kind.String()
+	if e.Host != "" {
+		s += " " + e.Host
+	}
 	if e.Kind == EventHostState {
 		s += " " + e.State.String()
 	}

@@ -71,7 +71,7 @@ func (c *Cluster) attemptWithin(ctx context.Context, h int, setup SetupFunc, las
 		defer cancel()
 	}
 	timedOut := func(err error) error {
-		if actx.Err() != nil && ctx.Err() == nil {
+		if Ended(actx) && !Ended(ctx) {
 			return &HostTimeoutError{After: budget, Cause: err, bound: bound}
 		}
 		return err
@@ -119,7 +119,7 @@ func (c *Cluster) attemptWithin(ctx context.Context, h int, setup SetupFunc, las
 		c.attemptSucceeded(hs)
 	case errors.As(err, &re), fullHost(err):
 		c.attemptSucceeded(hs) // the host answers; the walk skips it for its role, or it is full
-	case ctx.Err() == nil:
+	case !Ended(ctx):
 		c.attemptFailed(hs, err)
 	}
 	c.emit(failover.Event{Kind: failover.EventConnect, Host: hs.addr, Err: err})

@@ -94,7 +94,7 @@ func Classify(ctx context.Context, err error) Class {
 	if err == nil || !communication(err) {
 		return Data
 	}
-	if ctx != nil && ctx.Err() != nil {
+	if Ended(ctx) {
 		return Canceled
 	}
 	return Communication

@@ -57,3 +57,35 @@ func timeLeft(dl time.Time) time.Duration { return time.Until(dl) }
 func withBudget(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, d)
 }
+
+// Ended reports whether the caller's context has ended: done (ctx.Err() is set), or past
+// its deadline. A dialer that compares the deadline with the clock itself (net.Dialer
+// does) fails with "i/o timeout" a moment before the context's own timer ends it, and
+// that failure is the caller's, never the host's. The one test of "did the caller give
+// up?" that blame, backoff and classification use (Classify among them). nil never ends.
+func Ended(ctx context.Context) bool {
+	if ctx == nil {
+		return false
+	}
+	if ctx.Err() != nil {
+		return true
+	}
+	dl, ok := ctx.Deadline()
+	return ok && timeLeft(dl) <= 0
+}
+
+// EndErr returns the error of an ended context (see Ended): ctx.Err(), or
+// context.DeadlineExceeded while its deadline has passed and its timer has not fired
+// yet; nil when it has not ended.
+func EndErr(ctx context.Context) error {
+	if ctx == nil {
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if Ended(ctx) {
+		return context.DeadlineExceeded
+	}
+	return nil
+}

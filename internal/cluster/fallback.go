@@ -148,7 +148,7 @@ func (c *Cluster) TryFallBack(ctx context.Context, setup SetupFunc) (driver.Conn
 		conn, _, err = c.attempt(ctx, h, setup, false)
 	}
 	if err != nil {
-		if ctx.Err() == nil { // the hosts failed, not the caller
+		if !Ended(ctx) { // the hosts failed, not the caller
 			c.update(func(p *position) { c.restartClocks(p, true) })
 			c.emit(failover.Event{Kind: failover.EventFallBackFailed, Host: c.Host(h), From: c.Host(from), Err: err})
 		}
@@ -178,7 +178,7 @@ func (c *Cluster) findHome(ctx context.Context, from int, setup SetupFunc) (driv
 			return conn, h, nil
 		}
 		err, last = aerr, h
-		if ctx.Err() != nil {
+		if Ended(ctx) {
 			break
 		}
 	}

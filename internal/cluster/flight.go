@@ -123,7 +123,7 @@ func (c *Cluster) lead(ctx context.Context, f *flight, cause error, setup SetupF
 	conn, h, err := c.walk(ctx, p, cause, setup)
 	f.host, f.err = h, err
 	var nh *failover.NoHostAvailableError
-	f.ctxEnd = err != nil && (ctx.Err() != nil || errors.As(err, &nh) && nh.Err != nil)
+	f.ctxEnd = err != nil && (Ended(ctx) || errors.As(err, &nh) && nh.Err != nil)
 	return conn, h, err
 }
 

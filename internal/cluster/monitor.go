@@ -467,9 +467,17 @@ func (c *Cluster) decide() {
 // pool returns to and where failOverReadOnly does not apply, until the next SwitchTo or
 // a host list that differs from the current one. Connections move at
 // their next safe point, never inside a transaction, and their callers see no error.
-// It returns an error naming the host when it is not in the list or the attempt fails;
-// the pool then stays where it is. As Pulsar's ControlledClusterFailover.
+// It returns an error naming the host when it is not in the list, the host policy
+// ignores it (never connected to), or the attempt fails; the caller's context error when
+// that context has already ended; failover.ErrClosed after Close. The pool then stays
+// where it is. As Pulsar's ControlledClusterFailover.
 func (c *Cluster) SwitchTo(ctx context.Context, host string) error {
+	if c.closed.Load() {
+		return failover.ErrClosed
+	}
+	if err := EndErr(ctx); err != nil {
+		return err // nothing to try: not the host's doing
+	}
 	c.inUse.RLock()
 	defer c.inUse.RUnlock()
 	t := c.topo()
@@ -485,6 +493,11 @@ func (c *Cluster) SwitchTo(ctx context.Context, host string) error {
 			known[k] = t.hosts[i].addr
 		}
 		return fmt.Errorf("mysqlfailover: SwitchTo %q: not in the host list (%s)", host, strings.Join(known, ", "))
+	}
+	if t.distance(t.infos()[id]) == failover.DistanceIgnored {
+		// Never connected to: localDC without usedHostsPerRemoteDC for its DC, or a
+		// policy layer that ignores it.
+		return fmt.Errorf("mysqlfailover: SwitchTo %s: the host policy ignores it (a remote DC beyond usedHostsPerRemoteDC, or a WithPolicy layer), and an ignored host is never connected to", t.hosts[id].addr)
 	}
 	conn, _, err := c.attempt(ctx, id, nil, false)
 	if err != nil {

@@ -67,7 +67,7 @@ func (c *Cluster) newTopo(hosts []*hostState, list []int, primary int) (*topo, e
 	t.base = p
 	if c.env.Layer != nil {
 		if p = c.env.Layer(p); p == nil {
-			return nil, errors.New("mysqlfailover: Env.Layer returned a nil Policy")
+			return nil, errors.New("mysqlfailover: a WithPolicy layer returned a nil Policy")
 		}
 	}
 	t.policy = p

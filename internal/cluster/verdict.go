@@ -75,7 +75,7 @@ func (c *Cluster) Recover(ctx context.Context, host int, cause error, setup Setu
 			hs.mu.Unlock()
 			conn, _, err := c.attemptPatient(ctx, host, setup, false, limit)
 			k.alive = err == nil || answered(err)
-			k.decided = err == nil || ctx.Err() == nil
+			k.decided = err == nil || !Ended(ctx)
 			hs.mu.Lock()
 			hs.check = nil
 			hs.mu.Unlock()
@@ -108,7 +108,7 @@ func (c *Cluster) checked(ctx context.Context, host int, cause error, setup Setu
 	case err == nil:
 		c.emit(failover.Event{Kind: failover.EventSessionEnded, Host: c.Host(host), Err: NotBadConn(cause, "")})
 		return conn, host, nil
-	case ctx.Err() != nil:
+	case Ended(ctx):
 		return nil, -1, err // the caller's context ended: no verdict on the host
 	case errors.As(err, &re):
 		return c.Failover(ctx, host, cause, setup) // up, but no longer of the wanted role

@@ -530,3 +530,40 @@ func TestHostIDsAreReclaimed(t *testing.T) {
 		t.Fatalf("host table has %d slots, want at most 4 (it never shrinks, it stops growing)", n)
 	}
 }
+
+// pastDeadline is a caller's context whose deadline has passed while its timer has not
+// fired yet: Err is still nil, as for a moment after every deadline.
+type pastDeadline struct{ context.Context }
+
+func (pastDeadline) Deadline() (time.Time, bool) { return time.Now().Add(-time.Millisecond), true }
+func (pastDeadline) Done() <-chan struct{}       { return nil }
+func (pastDeadline) Err() error                  { return nil }
+
+// A caller's deadline that runs out during a dial is the caller's, not the host's: the
+// dialer (net.Dialer reads the clock itself) fails with an i/o timeout before the
+// context's timer ends the context, and no host may be blamed for it (a fresh user saw
+// every host of a pool put into backoff by one call with a 10 µs deadline, and a later
+// KILL then taken for a dead host).
+func TestCallerDeadlineDuringDialBlamesNoHost(t *testing.T) {
+	var r *rig
+	r = newRig(t, 3, func(o *rigOpts) {
+		o.Dial = func(ctx context.Context, h int) (driver.Conn, error) {
+			if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+				return nil, &net.OpError{Op: "dial", Net: "tcp", Err: os.ErrDeadlineExceeded}
+			}
+			return r.net.Dial(ctx, h)
+		}
+	})
+	_, _, err := r.cl.Connect(pastDeadline{context.Background()}, nil)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Connect: %v, want the caller's deadline", err)
+	}
+	for i := range 3 {
+		if s := r.stat(i); s.State != failover.HostUnknown || !s.RetryAt.IsZero() {
+			t.Fatalf("H%d %v (retry at %v) after the caller's deadline: blamed", i+1, s.State, s.RetryAt)
+		}
+	}
+	if got := r.history(); strings.Count(got, `\`) > 1 {
+		t.Fatalf("history %q: the walk went on after the caller's deadline", got)
+	}
+}

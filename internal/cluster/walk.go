@@ -172,14 +172,14 @@ func (c *Cluster) walk(ctx context.Context, p plan, cause error, setup SetupFunc
 	for i := 0; i < c.passes(); i++ {
 		if i > 0 {
 			if err := c.env.Clock.Sleep(ctx, DefaultPassPause); err != nil {
-				return nil, -1, c.noHost(t, passes, errs, tried, ctx.Err(), p)
+				return nil, -1, c.noHost(t, passes, errs, tried, EndErr(ctx), p)
 			}
 		}
 		passes++
 		order = c.order(t, p, i, tried, order)
 		for _, h := range order {
-			if ctx.Err() != nil {
-				return nil, -1, c.noHost(t, passes, errs, tried, ctx.Err(), p)
+			if Ended(ctx) {
+				return nil, -1, c.noHost(t, passes, errs, tried, EndErr(ctx), p)
 			}
 			tried[h] = true
 			triedPrimary = triedPrimary || h == t.primary
@@ -208,8 +208,8 @@ func (c *Cluster) walk(ctx context.Context, p plan, cause error, setup SetupFunc
 				return conn, h, nil
 			}
 			errs[h] = err
-			if ctx.Err() != nil {
-				return nil, -1, c.noHost(t, passes, errs, tried, ctx.Err(), p)
+			if Ended(ctx) {
+				return nil, -1, c.noHost(t, passes, errs, tried, EndErr(ctx), p)
 			}
 			if stopsWalk(ctx, err) && !(i == 0 && h == t.primary && p.primaryFirst) {
 				// Access denied, unknown database...: every host would say the same,

@@ -345,7 +345,7 @@ func (c *Conn) fail(ctx context.Context, epoch uint64, err error, r stmt.Retry, 
 	}
 	switch cluster.Classify(ctx, err) {
 	case cluster.Data:
-		if c.cfg.WriteIntent && cluster.ReadOnlyRejection(err) && ctx.Err() == nil {
+		if c.cfg.WriteIntent && cluster.ReadOnlyRejection(err) && !cluster.Ended(ctx) {
 			return c.rejected(ctx, err, r, c.cfg.MultiStatements, k)
 		}
 		c.failedData(k)
@@ -353,7 +353,7 @@ func (c *Conn) fail(ctx context.Context, epoch uint64, err error, r stmt.Retry, 
 		return false, err
 	case cluster.Canceled:
 		c.dropIfInvalid(err, k)
-		if cerr := ctx.Err(); !errors.Is(err, cerr) {
+		if cerr := cluster.EndErr(ctx); !errors.Is(err, cerr) {
 			return false, fmt.Errorf("%w (%v)", cerr, cluster.NotBadConn(err, ""))
 		}
 		return false, err

@@ -82,7 +82,7 @@ func (t *Tx) Commit() error {
 	rejected := cluster.ReadOnlyRejection(err)
 	notSent := errors.Is(err, driver.ErrBadConn) || rejected
 	var out error
-	if rejected && c.cfg.WriteIntent && t.epoch == c.epoch && t.ctx.Err() == nil {
+	if rejected && c.cfg.WriteIntent && t.epoch == c.epoch && !cluster.Ended(t.ctx) {
 		_, out = c.rejected(t.ctx, err, stmt.NoRetry, false, kTxEnd) // COMMIT is never a batch
 	} else {
 		_, out = c.fail(t.ctx, t.epoch, err, stmt.NoRetry, kTxEnd)
