@@ -610,7 +610,7 @@ func TestStormNoRetryStorm(t *testing.T) {
 	for _, op := range ops {
 		if op.err != nil {
 			failed++
-			counts[killLoadKind(op.err)]++
+			counts[errKind(op.err)]++
 			if op.end.After(lastFail) {
 				lastFail = op.end
 			}

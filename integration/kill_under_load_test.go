@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
-
 	_ "github.com/mysqlfailover/mysqlfailover" // registers "mysqlfailover"
 	"github.com/mysqlfailover/mysqlfailover/failover"
 	"github.com/mysqlfailover/mysqlfailover/integration/harness"
@@ -24,28 +22,6 @@ type killLoadOp struct {
 	start, end  time.Time
 	node        int // the node a SELECT ran on (0 for an INSERT or a failure)
 	err         error
-}
-
-// killLoadKind names an op's error for the counts: "ok", "failover", "nohost", "context",
-// "mysql-<number>" or "other".
-func killLoadKind(err error) string {
-	var fe *failover.FailoverError
-	var nh *failover.NoHostAvailableError
-	var me *mysql.MySQLError
-	switch {
-	case err == nil:
-		return "ok"
-	case errors.As(err, &fe):
-		return "failover"
-	case errors.As(err, &nh):
-		return "nohost"
-	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
-		return "context"
-	case errors.As(err, &me):
-		return fmt.Sprintf("mysql-%d", me.Number)
-	default:
-		return "other"
-	}
 }
 
 // TestKillPrimaryUnderLoad: 16 goroutines run SELECT @@port and autocommit INSERTs
@@ -157,7 +133,7 @@ func TestKillPrimaryUnderLoad(t *testing.T) {
 		reported++
 	}
 	for _, op := range all {
-		kind := killLoadKind(op.err)
+		kind := errKind(op.err)
 		counts[kind]++
 		if op.start.Before(killStart) {
 			beforeKill++

@@ -22,22 +22,6 @@ import (
 // midTxCounters are the statement counters of node 2 that a replay would move.
 var midTxCounters = []string{"Com_begin", "Com_insert", "Com_commit", "Com_rollback"}
 
-func midTxStatus(ctx context.Context, t *testing.T, n *harness.Node) map[string]int64 {
-	t.Helper()
-	rows, err := n.Admin().QueryContext(ctx, "SHOW GLOBAL STATUS WHERE Variable_name IN ('Com_begin','Com_insert','Com_commit','Com_rollback')")
-	must(t, err)
-	defer rows.Close()
-	out := map[string]int64{}
-	for rows.Next() {
-		var name string
-		var v int64
-		must(t, rows.Scan(&name, &v))
-		out[name] = v
-	}
-	must(t, rows.Err())
-	return out
-}
-
 func midTxDiff(before, after map[string]int64) string {
 	s := ""
 	for _, k := range midTxCounters {
@@ -326,4 +310,10 @@ func TestCommitOutcomeUnknown(t *testing.T) {
 			}
 		})
 	}
+}
+
+// midTxStatus reads the statement counters a lost transaction must leave unmoved on n.
+func midTxStatus(ctx context.Context, t *testing.T, n *harness.Node) map[string]int64 {
+	t.Helper()
+	return statusOf(ctx, t, n, "Com_begin", "Com_insert", "Com_commit", "Com_rollback")
 }
