@@ -114,6 +114,7 @@ func run(svgPath string) (code int) {
 	fmt.Println("node3 read-only replicas), both at once, on the same schedule:")
 	fmt.Println("  Story 1, reads:  node1 is killed, then restarted; reads go on on a replica and come back.")
 	fmt.Println("  Story 2, writes: node1 is killed; node2 is promoted, as an orchestrator would; writes resume there.")
+	fmt.Println("Each story's DSN lists node1, node2, node3 in that order, each through a local TCP proxy.")
 
 	clusters, err := startClusters(ctx, workDir, detail)
 	if err != nil {

@@ -115,7 +115,11 @@ func plural(n int, word string) string {
 // one: the requests that started in between (where they ran, what failed, how long they
 // took) and the driver's failed attempts to return to node1.
 func timeline(s *story) []string {
-	out := []string{fmt.Sprintf("  %9s  %s", secs(0), "start: node1 is the primary")}
+	var out []string
+	add := func(at, text string) {
+		out = append(out, wrap(text, 100, fmt.Sprintf("  %9s  ", at), strings.Repeat(" ", 15))...)
+	}
+	add(secs(0), "start: node1 is the primary")
 	bounds := []time.Duration{0}
 	for _, m := range s.marks {
 		bounds = append(bounds, m.at)
@@ -123,13 +127,23 @@ func timeline(s *story) []string {
 	bounds = append(bounds, max(s.end, bounds[len(bounds)-1]))
 	for i := 0; i+1 < len(bounds); i++ {
 		if i > 0 {
-			out = append(out, fmt.Sprintf("  %9s  %s", secs(bounds[i]), s.marks[i-1].text))
+			add(secs(bounds[i]), s.marks[i-1].text)
 		}
 		for _, line := range phase(s, bounds[i], bounds[i+1], i+1 == len(bounds)-1) {
-			out = append(out, fmt.Sprintf("  %9s  %s", "", line))
+			add("", line)
 		}
 	}
 	return out
+}
+
+// placed is when the timeline counts a request: when it began, but a request in flight
+// at the kill that failed (or, a read, ran again) counts from the kill, so that its
+// failure shows after the kill.
+func placed(s *story, r request) time.Duration {
+	if kill, ok := s.markAt(markKill); ok && (r.err != "" || r.retried) && r.start < kill && r.end() >= kill {
+		return kill
+	}
+	return r.start
 }
 
 // phase describes the requests that started in [from, to) (to included when last), and
@@ -138,7 +152,7 @@ func phase(s *story, from, to time.Duration, last bool) []string {
 	in := func(t time.Duration) bool { return t >= from && (t < to || last && t == to) }
 	var reqs []request
 	for _, r := range s.reqs {
-		if in(r.start) {
+		if in(placed(s, r)) {
 			reqs = append(reqs, r)
 		}
 	}
@@ -193,9 +207,12 @@ func requestsLine(s *story, reqs []request) string {
 		if n == 0 {
 			name = "an unknown node"
 		}
-		if perNode[n] == len(reqs) {
+		switch {
+		case len(reqs) == 1:
+			where = append(where, "on "+name)
+		case perNode[n] == len(reqs):
 			where = append(where, "all on "+name)
-		} else {
+		default:
 			where = append(where, fmt.Sprintf("%d on %s", perNode[n], name))
 		}
 	}
@@ -211,7 +228,7 @@ func requestsLine(s *story, reqs []request) string {
 		line += ": " + strings.Join(where, ", ") + fmt.Sprintf(", %d failed (%s)", failed, kindsText(errs))
 	}
 	if retried > 0 {
-		line += fmt.Sprintf("; %d ran again after a FailoverError", retried)
+		line += fmt.Sprintf("; %d retried after a FailoverError", retried)
 	}
 	slices.Sort(lat)
 	return line + fmt.Sprintf("; latency median %s, max %s", ms(lat[len(lat)/2]), ms(lat[len(lat)-1]))
@@ -298,9 +315,13 @@ func readSummary(s *story) ([]string, bool) {
 		out = append(out, "!! reads never returned to node1 after it came back")
 	}
 	if r.retried > 0 {
+		each := "each"
+		if r.retried == 1 {
+			each = "it"
+		}
 		out = append(out, fmt.Sprintf("%s sent to node1 as it died got a *failover.FailoverError (\"may have run\"); a",
 			plural(r.retried, "read")),
-			"  read may run twice, so the demo ran each again at once, on the new host, as an app should.")
+			fmt.Sprintf("  read may run twice, so the demo ran %s again at once, on the new host, as an app should.", each))
 	}
 	if r.failed > 0 {
 		out = append(out, fmt.Sprintf("!! %s failed; the timeline and demo.log say why", plural(r.failed, "read")))
@@ -321,6 +342,8 @@ type writeResult struct {
 	lost                    int            // acknowledged by node1, never reached node2
 	missing                 int            // acknowledged after node1 died, not on node2: unexpected
 	ranAnyway               int            // failed writes whose row is on node2 all the same
+	waited                  int            // writes begun before the promotion that succeeded on node2
+	waitedUntil             time.Duration  // when the last of those returned
 }
 
 func writeOutcome(s *story) writeResult {
@@ -337,8 +360,12 @@ func writeOutcome(s *story) writeResult {
 			case q.node == 0:
 				w.missing++
 			}
-			if !w.resumed && q.node == 2 && q.end() > w.kill {
+			if q.node == 2 && q.end() > w.kill && (!w.resumed || q.end() < w.firstOK) {
 				w.resumed, w.firstOK = true, q.end()
+			}
+			if w.hasPromote && q.node == 2 && q.start < w.promote && q.end() > w.promote {
+				w.waited++
+				w.waitedUntil = max(w.waitedUntil, q.end())
 			}
 			continue
 		}
@@ -375,6 +402,10 @@ func writeSummary(s *story) ([]string, bool) {
 			fmt.Sprintf("  %s after the promotion.", ms(w.firstOK-w.promote)))
 	} else {
 		out = append(out, "!! no write succeeded on node2")
+	}
+	if w.waited > 0 {
+		out = append(out, fmt.Sprintf("%s waiting for a writer at the promotion succeeded on node2, within %s of it.",
+			plural(w.waited, "write"), ms(w.waitedUntil-w.promote)))
 	}
 	if w.failed > 0 {
 		out = append(out, fmt.Sprintf("Failed writes: %d begun while no server took writes (%s);",
@@ -421,10 +452,17 @@ func finalSummary(reads, writes *story) []string {
 	if w.failed == 0 {
 		out = append(out, fmt.Sprintf("Story 2, writes: %d of %d succeeded, none failed.", w.total, w.total))
 	} else {
+		which := fmt.Sprintf("The %d that failed all", w.failed)
+		if w.after > 0 {
+			which = fmt.Sprintf("Of the %d that failed, %d", w.failed, w.inWindow)
+		}
 		out = append(out,
-			fmt.Sprintf("Story 2, writes: %d of %d succeeded. %d of the %d that failed began in the %s with no",
-				w.total-w.failed, w.total, w.inWindow, w.failed, ms(w.promote-w.kill)),
-			fmt.Sprintf("                 writable server, between the kill and the promotion; %d at other times.", w.after))
+			fmt.Sprintf("Story 2, writes: %d of %d succeeded. %s began in the %s with no", w.total-w.failed, w.total,
+				which, ms(w.promote-w.kill)),
+			"                 writable server, between the kill and the promotion.")
+		if w.after > 0 {
+			out = append(out, fmt.Sprintf("                 !! %d failed at other times.", w.after))
+		}
 	}
 	out = append(out,
 		fmt.Sprintf("                 Writes resumed %s after the kill, %s after node2 was promoted.",

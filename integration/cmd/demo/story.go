@@ -168,8 +168,6 @@ func demo(ctx context.Context, rc, wc *harness.Cluster, detail *log.Logger) (*st
 		return failed("story 2: %v", err)
 	}
 	defer wdb.Close()
-	fmt.Printf("  story 1 DSN: %s\n  story 2 DSN: %s\n", reads.dsn, writes.dsn)
-	fmt.Println("  (the DSN lists node1, node2, node3 in that order, each through a local TCP proxy)")
 
 	t0 := time.Now()
 	rrec.t0, wrec.t0 = t0, t0
