@@ -170,10 +170,9 @@ func drawPanel(w *bufio.Writer, s *story, top, plotTop float64, end time.Duratio
 	}
 	fmt.Fprintln(w, `</g>`)
 
-	// Marks: a dashed line over plot and strip, a label at the top, moved down when it
-	// would overlap the previous one.
-	var lastEnd float64 = -1
-	row := 0
+	// Marks: a dashed line over plot and strip, a label at the top, on the first row
+	// where it overlaps no earlier label.
+	var rowEnd []float64 // per row of labels, where its last label ends
 	fmt.Fprintln(w, `<g class="marks">`)
 	for _, m := range s.marks {
 		colour, _ := markStyle(m.kind)
@@ -182,22 +181,24 @@ func drawPanel(w *bufio.Writer, s *story, top, plotTop float64, end time.Duratio
 		fmt.Fprintf(w, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="1.2" stroke-dasharray="4 3"/>`+"\n",
 			xx, plotTop, xx, stripTop+stripH, colour)
 		width := 6.2 * float64(len(label)) // a rough width of 12 px Helvetica
-		if xx <= lastEnd+4 {
-			row++
-		} else {
-			row = 0
+		anchor, from, to := "start", xx+3, xx+3+width
+		if to > plotRight {
+			anchor, from, to = "end", xx-3-width, xx-3
 		}
-		anchor, lx := "start", xx+3
-		if lx+width > plotRight {
-			anchor, lx = "end", xx-3
+		row := 0
+		for row < len(rowEnd) && from <= rowEnd[row]+6 {
+			row++
+		}
+		if row == len(rowEnd) {
+			rowEnd = append(rowEnd, 0)
+		}
+		rowEnd[row] = to
+		lx := from
+		if anchor == "end" {
+			lx = to
 		}
 		fmt.Fprintf(w, `<text x="%.1f" y="%.1f" text-anchor="%s" fill="%s">%s</text>`+"\n",
 			lx, plotTop+13+float64(row)*14, anchor, colour, esc(label))
-		if anchor == "start" {
-			lastEnd = lx + width
-		} else {
-			lastEnd = xx
-		}
 	}
 	fmt.Fprintln(w, `</g>`)
 

@@ -17,7 +17,13 @@ type svgDoc struct {
 	root          xml.StartElement
 	elems         []xml.StartElement
 	texts         []string
+	labels        []svgText // the <text> elements inside a <g class="marks">
 	width, height float64
+}
+
+type svgText struct {
+	elem xml.StartElement
+	text string
 }
 
 // parseSVG decodes the whole document with encoding/xml, strictly: a malformed document,
@@ -29,6 +35,8 @@ func parseSVG(t *testing.T, b []byte) svgDoc {
 	var doc svgDoc
 	depth, inText := 0, false
 	var text strings.Builder
+	var groups []string // the classes of the open <g> elements
+	var textElem xml.StartElement
 	for {
 		tok, err := d.Token()
 		if errors.Is(err, io.EOF) {
@@ -47,15 +55,25 @@ func parseSVG(t *testing.T, b []byte) svgDoc {
 			}
 			depth++
 			doc.elems = append(doc.elems, tok.Copy())
-			if tok.Name.Local == "text" {
+			switch tok.Name.Local {
+			case "text":
 				inText = true
 				text.Reset()
+				textElem = tok.Copy()
+			case "g":
+				groups = append(groups, attr(tok, "class"))
 			}
 		case xml.EndElement:
 			depth--
-			if tok.Name.Local == "text" {
+			switch tok.Name.Local {
+			case "text":
 				inText = false
 				doc.texts = append(doc.texts, text.String())
+				if len(groups) > 0 && groups[len(groups)-1] == "marks" {
+					doc.labels = append(doc.labels, svgText{textElem, text.String()})
+				}
+			case "g":
+				groups = groups[:len(groups)-1]
 			}
 		case xml.CharData:
 			if inText {
@@ -168,6 +186,26 @@ func TestChart(t *testing.T) {
 	}
 	if strings.Contains(all, "served by node3") {
 		t.Errorf("the legend shows node3, which served nothing")
+	}
+
+	// No two mark labels overlap (by the width the chart assumes for 12 px text).
+	type box struct{ from, to, y float64 }
+	var boxes []box
+	for _, l := range doc.labels {
+		x, y, w := attrNum(t, l.elem, "x"), attrNum(t, l.elem, "y"), 6.2*float64(len(l.text))
+		b := box{x, x + w, y}
+		if attr(l.elem, "text-anchor") == "end" {
+			b = box{x - w, x, y}
+		}
+		for _, o := range boxes {
+			if o.y == b.y && b.from < o.to && o.from < b.to {
+				t.Errorf("mark label %q at (%v, %v) overlaps another", l.text, x, y)
+			}
+		}
+		boxes = append(boxes, b)
+	}
+	if len(doc.labels) != len(reads.marks)+len(writes.marks) {
+		t.Errorf("%d mark labels, want %d", len(doc.labels), len(reads.marks)+len(writes.marks))
 	}
 
 	// The serving-node strip: node1, node2, node1 in story 1; node1, failed, node2 in story 2.
