@@ -20,7 +20,7 @@ type request struct {
 	latency time.Duration // until the call returned (for a retried read, both attempts)
 	node    int           // the node that served it (1 to 3); 0 when it failed or is unknown
 	err     string        // "" when it succeeded, else the error's kind (see errKind)
-	errText string        // the error, on one short line
+	errText string        // the error on one line, the nodes named
 	retried bool          // a read whose first attempt got a FailoverError and ran again
 	lost    bool          // a write acknowledged by node1 that node2 never got (async replication)
 }
@@ -60,7 +60,7 @@ type story struct {
 	marks  []mark        // by time
 	fbFail []fallBackTry // the driver's failed fall-back attempts
 	// writes only: rows found at the end
-	rows2, rows3 int64 // rows on node2 (the new primary) and node3 (its replica)
+	rows2, rows3 int64 // rows on node2 (the new primary) and node3 (its replica; -1: not counted)
 	repointErr   string
 }
 
@@ -475,7 +475,8 @@ func finalSummary(reads, writes *story) []string {
 		"deadline (1 s here), then fails with *failover.NoHostAvailableError, which names every host and",
 		"why it was not used; nothing was sent, so mysqlfailover.SafeToRetry says RetryStatement. A write",
 		"sent to node1 as it died fails with *failover.FailoverError: it may have run. Once node2 is",
-		"writable the driver's next pass finds it: no restart, no new DSN, no code change.",
+		"writable, the driver's next pass over the hosts (passes are 250 ms apart) finds it: no restart,",
+		"no new DSN, no code change.",
 	)
 	return out
 }
