@@ -197,7 +197,7 @@ func drawPanel(w *bufio.Writer, s *story, top, plotTop float64, end time.Duratio
 		if anchor == "end" {
 			lx = to
 		}
-		fmt.Fprintf(w, `<text x="%.1f" y="%.1f" text-anchor="%s" fill="%s">%s</text>`+"\n",
+		fmt.Fprintf(w, `<text x="%.1f" y="%.1f" text-anchor="%s" fill="%s" stroke="#fafafa" stroke-width="3" paint-order="stroke">%s</text>`+"\n",
 			lx, plotTop+13+float64(row)*14, anchor, colour, esc(label))
 	}
 	fmt.Fprintln(w, `</g>`)
