@@ -6,6 +6,8 @@ import (
 	"errors"
 	"io"
 	"math"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -238,5 +240,22 @@ func TestChartEmpty(t *testing.T) {
 	doc := parseSVG(t, b.Bytes())
 	if n := count(doc, "circle"); n != 0 {
 		t.Errorf("%d circles in an empty chart", n)
+	}
+}
+
+// The chart the README shows (docs/demo-timeline.svg, written by a run of the demo) is
+// well-formed and has both stories.
+func TestCommittedChart(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", "demo-timeline.svg"))
+	if err != nil {
+		t.Fatalf("the README's chart: %v", err)
+	}
+	doc := parseSVG(t, b)
+	all := strings.Join(doc.texts, "\n")
+	for _, want := range []string{"Story 1: reads survive a killed primary", "Story 2: writes resume", "kill -9 node1",
+		"node2 promoted", "fall-back to node1"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("docs/demo-timeline.svg has no text %q", want)
+		}
 	}
 }
