@@ -97,16 +97,32 @@ func (g *goClient) start(workers int, pace time.Duration, proxied bool) error {
 	g.halt.Store(false)
 	ctx, cancel := context.WithCancel(context.Background())
 	g.cancel = cancel
-	// Open every connection before the load starts, as a warmed-up application has.
-	conns := make([]*sql.Conn, workers)
-	for w := range conns {
-		if conns[w], err = db.Conn(ctx); err != nil {
-			for _, c := range conns[:w] {
+	// Open every connection before the load starts, as a warmed-up application has. A
+	// peer may still be settling from the previous round (HAProxy cutting its backup's
+	// sessions as the primary comes back up): try again for a while.
+	conns := make([]*sql.Conn, 0, workers)
+	for deadline := time.Now().Add(15 * time.Second); len(conns) < workers; {
+		var cn *sql.Conn
+		if cn, err = db.Conn(ctx); err == nil {
+			err = cn.PingContext(ctx)
+		}
+		if err == nil {
+			conns = append(conns, cn)
+			continue
+		}
+		if cn != nil {
+			cn.Raw(func(any) error { return driver.ErrBadConn }) // drop it from the pool
+			cn.Close()
+		}
+		if time.Now().After(deadline) {
+			for _, c := range conns {
 				c.Close()
 			}
 			db.Close()
+			cancel()
 			return fmt.Errorf("%s: %w", g.label, err)
 		}
+		time.Sleep(50 * time.Millisecond)
 	}
 	for _, c := range conns {
 		c.Close()

@@ -7,7 +7,10 @@ import (
 	"database/sql"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -30,7 +33,7 @@ var latStmts = []string{"SELECT 1", "point SELECT"}
 
 // latResult is one path's figures for one statement in one round.
 type latResult struct {
-	nsPerOp, allocs, bytes float64
+	nsPerOp, cpuPerOp, allocs, bytes float64
 }
 
 // latRounds runs rounds rounds; in each, every path and statement once, in an order
@@ -47,27 +50,27 @@ func latRounds(c *harness.Cluster, paths []latPath, java *javaClient, rounds int
 		return nil, err
 	}
 	res := map[string]map[string][]latResult{}
-	dbs := map[string]*sql.DB{}
 	for _, p := range paths {
 		res[p.label] = map[string][]latResult{}
-		if p.driver == "" {
-			continue
-		}
-		db, err := sql.Open(p.driver, p.dsn)
-		if err != nil {
-			return nil, err
-		}
-		db.SetMaxOpenConns(1)
-		db.SetMaxIdleConns(1)
-		defer db.Close()
-		if err := db.PingContext(ctx); err != nil {
-			return nil, fmt.Errorf("%s: %w", p.label, err)
-		}
-		dbs[p.label] = db
 	}
 	for r := range rounds {
 		for k := range paths {
 			p := paths[(k+r)%len(paths)]
+			// Only the measured path's pool is open: a probing pool's monitor would
+			// count its allocations and CPU against every path.
+			var db *sql.DB
+			if p.driver != "" {
+				var err error
+				if db, err = sql.Open(p.driver, p.dsn); err != nil {
+					return nil, err
+				}
+				db.SetMaxOpenConns(1)
+				db.SetMaxIdleConns(1)
+				if err := db.PingContext(ctx); err != nil {
+					db.Close()
+					return nil, fmt.Errorf("%s: %w", p.label, err)
+				}
+			}
 			for _, stmt := range latStmts {
 				var lr latResult
 				if p.driver == "" {
@@ -76,19 +79,25 @@ func latRounds(c *harness.Cluster, paths []latPath, java *javaClient, rounds int
 					if err != nil {
 						return nil, fmt.Errorf("%s: %w", p.label, err)
 					}
-					lr = latResult{nsPerOp: ns, allocs: -1, bytes: -1}
+					lr = latResult{nsPerOp: ns, cpuPerOp: -1, allocs: -1, bytes: -1}
 				} else {
-					br, err := benchGo(dbs[p.label], stmt)
+					var cpu float64
+					br, err := benchGo(db, stmt, &cpu)
 					if err != nil {
+						db.Close()
 						return nil, fmt.Errorf("%s: %w", p.label, err)
 					}
 					lr = latResult{
-						nsPerOp: float64(br.T.Nanoseconds()) / float64(br.N),
-						allocs:  float64(br.AllocsPerOp()),
-						bytes:   float64(br.AllocedBytesPerOp()),
+						cpuPerOp: cpu,
+						nsPerOp:  float64(br.T.Nanoseconds()) / float64(br.N),
+						allocs:   float64(br.AllocsPerOp()),
+						bytes:    float64(br.AllocedBytesPerOp()),
 					}
 				}
 				res[p.label][stmt] = append(res[p.label][stmt], lr)
+			}
+			if db != nil {
+				db.Close()
 			}
 		}
 		fmt.Fprintf(os.Stderr, "benchpeers: latency round %d/%d done\n", r+1, rounds)
@@ -97,12 +106,17 @@ func latRounds(c *harness.Cluster, paths []latPath, java *javaClient, rounds int
 }
 
 // benchGo is testing.Benchmark of one statement on db (benchtime from -test.benchtime).
-func benchGo(db *sql.DB, stmt string) (testing.BenchmarkResult, error) {
+// cpuPerOp receives the CPU time of this whole process per call (ns), from
+// /proc/self/task/*/schedstat: the client's own work without the waiting, which the
+// machine's load inflates far less than the wall time.
+func benchGo(db *sql.DB, stmt string, cpuPerOp *float64) (testing.BenchmarkResult, error) {
 	ctx := context.Background()
 	var failed error
 	br := testing.Benchmark(func(b *testing.B) {
 		b.ReportAllocs()
 		var v string
+		cpu0 := procCPU()
+		defer func() { *cpuPerOp = float64(procCPU()-cpu0) / float64(b.N) }() // the last, longest run stays
 		for i := 0; i < b.N; i++ {
 			var err error
 			if stmt == "SELECT 1" {
@@ -130,4 +144,22 @@ func median(xs []float64) float64 {
 		return xs[n/2]
 	}
 	return (xs[n/2-1] + xs[n/2]) / 2
+}
+
+// procCPU is the CPU time of every thread of this process so far (ns), 0 if unknown.
+func procCPU() int64 {
+	tasks, _ := filepath.Glob("/proc/self/task/*/schedstat")
+	var sum int64
+	for _, t := range tasks {
+		b, err := os.ReadFile(t)
+		if err != nil {
+			continue
+		}
+		f := strings.Fields(string(b))
+		if len(f) > 0 {
+			n, _ := strconv.ParseInt(f[0], 10, 64)
+			sum += n
+		}
+	}
+	return sum
 }

@@ -24,6 +24,7 @@ type reportInput struct {
 	lat                   map[string]map[string][]latResult
 	clients               []client
 	results               map[string]map[int]map[string][]figures
+	skipped               []string
 }
 
 func report(in reportInput) {
@@ -54,24 +55,27 @@ func report(in reportInput) {
 	// Latency.
 	fmt.Fprintf(w, "### Per-statement latency, one connection, node 1\n\n")
 	fmt.Fprintf(w, "Median over %d interleaved rounds (min-max); ratio to go-sql-driver within each round.\n\n", in.s.latRounds)
-	fmt.Fprintf(w, "| path | statement | µs/op | ratio to go-sql-driver | allocs/op | B/op |\n|---|---|---|---|---|---|\n")
+	fmt.Fprintf(w, "| path | statement | µs/op | ratio to go-sql-driver | client CPU µs/op | CPU ratio | allocs/op | B/op |\n|---|---|---|---|---|---|---|---|\n")
 	base := in.paths[0].label
 	for _, p := range in.paths {
 		for _, stmt := range latStmts {
 			rs := in.lat[p.label][stmt]
 			bs := in.lat[base][stmt]
-			var us, ratio, allocs, bytes []float64
+			var us, ratio, cpu, cpuRatio, allocs, bytes []float64
 			for r := range rs {
 				us = append(us, rs[r].nsPerOp/1000)
 				ratio = append(ratio, rs[r].nsPerOp/bs[r].nsPerOp)
+				cpu = append(cpu, rs[r].cpuPerOp/1000)
+				cpuRatio = append(cpuRatio, rs[r].cpuPerOp/bs[r].cpuPerOp)
 				allocs = append(allocs, rs[r].allocs)
 				bytes = append(bytes, rs[r].bytes)
 			}
-			a, b := "n/a (JVM)", "n/a (JVM)"
+			a, b, c, cr := "n/a (JVM)", "n/a (JVM)", "n/a (JVM)", "n/a"
 			if p.driver != "" {
 				a, b = fmt.Sprintf("%.0f", median(allocs)), fmt.Sprintf("%.0f", median(bytes))
+				c, cr = spread(cpu, "%.1f"), spread(cpuRatio, "%.2f")
 			}
-			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s |\n", p.label, stmt, spread(us, "%.1f"), spread(ratio, "%.2f"), a, b)
+			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", p.label, stmt, spread(us, "%.1f"), spread(ratio, "%.2f"), c, cr, a, b)
 		}
 	}
 	fmt.Fprintln(w)
@@ -135,6 +139,9 @@ func report(in reportInput) {
 		fmt.Fprintln(w)
 	}
 	fmt.Fprintf(w, "†: in at least one round, not every worker of this client was on node 1 before the fault.\n")
+	for _, m := range in.skipped {
+		fmt.Fprintf(w, "\nSkipped (a client could not start, so the round counts for no client): %s\n", m)
+	}
 }
 
 // secs is d in seconds, +Inf for "not within the phase" (d < 0).
