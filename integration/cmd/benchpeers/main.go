@@ -22,17 +22,19 @@
 // Two measurements:
 //
 //   - latency: one connection, SELECT 1 and a point SELECT with an argument, on node 1
-//     without toxiproxy, each Go path as testing.Benchmark (ns/op, allocs/op, B/op),
-//     Connector/J timed in its JVM; rounds interleaved, every ratio to go-sql-driver
-//     taken within a round;
+//     without toxiproxy, each Go path as testing.Benchmark (ns/op, allocs/op, B/op, and
+//     the process's CPU time per call), Connector/J timed in its JVM; rounds interleaved,
+//     every ratio to go-sql-driver taken within a round;
 //   - faults: kill -9, SIGSTOP and a blackhole of node 1 under 1, 16 and 64 workers per
 //     client (SELECT @@port, then a pause), every client at once on the same fault; the
 //     time to the first success elsewhere, the caller errors, the longest call; then the
 //     fault healed and the time until the traffic is back on node 1.
 //
-// Environment: BENCH_QUICK=1 (one round, 1 worker, shorter phases), BENCH_REPEAT (fault
-// rounds, default 3), BENCH_LAT_ROUNDS (default 9), BENCH_NO_JAVA=1 (no Connector/J),
-// MYSQLFAILOVER_CONNECTORJ (the jar, default /usr/share/java/mariadb-java-client.jar).
+// Environment: BENCH_QUICK=1 (one round, 1 worker, shorter phases), BENCH_KEEP=1 (keep the
+// work directory: HAProxy's configuration and log, every call of every round as .tsv),
+// BENCH_REPEAT (fault rounds, default 3), BENCH_LAT_ROUNDS (default 9), BENCH_NO_JAVA=1
+// (no Connector/J), MYSQLFAILOVER_CONNECTORJ (the jar, default
+// /usr/share/java/mariadb-java-client.jar).
 // Needs a MariaDB server (scripts/ensure-server.sh), haproxy, and for Connector/J java
 // and javac (scripts/ensure-peers.sh). Linux only (the children get Pdeathsig).
 package main
