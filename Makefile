@@ -2,7 +2,7 @@
 GO ?= go
 BENCHSTAT = $(GO) run golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
 
-.PHONY: test unit integration vet server demo bench fuzz
+.PHONY: test unit integration vet server demo bench fuzz bench-peers
 
 # Unit tests (no server) and the real-cluster integration tests (installs MariaDB if missing).
 test: vet unit integration
@@ -36,3 +36,11 @@ bench: server
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 60s -fuzzminimizetime 10s ./dsn/
+
+# mysqlfailover against its peers (go-sql-driver, HAProxy tcp-check and mysql-check,
+# MariaDB Connector/J) on one local cluster: latency and failover tables for BENCHMARKS.md
+# (about 7 minutes; BENCH_QUICK=1 for a one-minute smoke run). Not part of `make test`.
+bench-peers: server
+	@./scripts/ensure-peers.sh
+	cd integration && $(GO) run ./cmd/benchpeers > ../bench-peers.md
+	@cat bench-peers.md
