@@ -53,6 +53,7 @@ import (
 	"io"
 	"log"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"os/signal"
@@ -188,6 +189,7 @@ type result struct {
 	errs       map[string]int
 	longest    map[string]time.Duration // by class
 	longestWhy map[string]string
+	firstErr   map[string]string // by error kind: the first call that got it
 	viol       map[string]int
 	details    []string
 	logLines   atomic.Int64
@@ -318,10 +320,13 @@ func (r *result) record(class, what string, d time.Duration, err error, bound ti
 	kind := ""
 	if err != nil {
 		kind = errKind(err)
-		if kind == "" {
-			r.errs["undocumented"]++
-		} else {
-			r.errs[kind]++
+		k := kind
+		if k == "" {
+			k = "undocumented"
+		}
+		r.errs[k]++
+		if _, ok := r.firstErr[k]; !ok {
+			r.firstErr[k] = fmt.Sprintf("%s (%v): %v", what, d.Round(time.Millisecond), err)
 		}
 	}
 	r.mu.Unlock()
@@ -400,7 +405,7 @@ func (l *ledger) setTx(k int64, o outcome) {
 // soak runs one half: a fresh cluster, the workload, the schedule, the checks.
 func soak(ctx context.Context, seed uint64, probing bool, d time.Duration, sab bool) (*result, error) {
 	r := &result{seed: seed, probing: probing, secs: d, errs: map[string]int{}, longest: map[string]time.Duration{},
-		longestWhy: map[string]string{}, viol: map[string]int{}}
+		longestWhy: map[string]string{}, firstErr: map[string]string{}, viol: map[string]int{}}
 	loop := max(d-tail, MinGap)
 	r.sched = Schedule(seed, loop)
 	r.digest = Digest(r.sched)
@@ -553,6 +558,9 @@ func soak(ctx context.Context, seed uint64, probing bool, d time.Duration, sab b
 	fmt.Printf("soak: events %s\n", strings.Join(ev, ","))
 	for _, cl := range classes {
 		fmt.Printf("soak: longest %s call %v: %s\n", cl, r.longest[cl].Round(time.Millisecond), r.longestWhy[cl])
+	}
+	for _, k := range slices.Sorted(maps.Keys(r.firstErr)) {
+		fmt.Printf("soak: first %s error: %s\n", k, r.firstErr[k])
 	}
 	r.mu.Unlock()
 	return r, nil
