@@ -81,6 +81,9 @@ const (
 	soakPassword = "Zq7SoakPw4Kx9Vt" // letters and digits: no DSN syntax
 )
 
+// toxicStubRun is in the stack of every goroutine of a toxiproxy toxic.
+const toxicStubRun = "github.com/Shopify/toxiproxy/v2/toxics.(*ToxicStub).Run"
+
 // The pool's settings and the bounds they imply.
 const (
 	workers    = 16
@@ -514,8 +517,14 @@ func soak(ctx context.Context, seed uint64, probing bool, d time.Duration, sab b
 		fmt.Printf("soak: closing the cluster: %v\n", err)
 	}
 	clusterClosed = true
-	if err := goleak.Find(leakOpts...); err != nil {
+	// toxiproxy 2.5.0 can leave a toxic stub blocked for good on a link whose next stub
+	// is gone (a toxic added or removed as the link closes: NoopToxic.Pipe in chan send,
+	// created by ToxicLink.AddToxic), also after the proxy is stopped. That is the
+	// harness's proxy, not the driver: no driver goroutine runs ToxicStub.Run.
+	if err := goleak.Find(append(leakOpts, goleak.IgnoreAnyFunction(toxicStubRun))...); err != nil {
 		r.violate("goroutines", "after Close: %v", err)
+	} else if err := goleak.Find(leakOpts...); err != nil {
+		fmt.Printf("soak: note: toxiproxy left goroutines behind (its own leak, ignored): %v\n", err)
 	}
 	if sb != nil {
 		close(sb.release)
