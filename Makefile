@@ -2,10 +2,11 @@
 GO ?= go
 BENCHSTAT = $(GO) run golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
 
-.PHONY: test unit integration vet server demo bench fuzz bench-peers
+.PHONY: test unit integration vet server demo bench fuzz fuzz-ci soak bench-peers
 
-# Unit tests (no server) and the real-cluster integration tests (installs MariaDB if missing).
-test: vet unit integration
+# Unit tests (no server), short fuzz runs, the real-cluster integration tests (installs
+# MariaDB if missing) and a 60 s chaos soak.
+test: vet unit fuzz-ci integration soak
 
 vet:
 	$(GO) vet ./...
@@ -35,7 +36,21 @@ bench: server
 	$(BENCHSTAT) -col /impl bench-real.txt
 
 fuzz:
-	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 60s -fuzzminimizetime 10s ./dsn/
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 60s -fuzzminimizetime 10s ./dsn/
+	$(GO) test -run '^$$' -fuzz '^FuzzClassify$$' -fuzztime 60s -fuzzminimizetime 10s ./internal/cluster/
+
+# CI's share of fuzzing: each fuzz target for FUZZ_TIME.
+FUZZ_TIME ?= 10s
+fuzz-ci:
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZ_TIME) ./dsn/
+	$(GO) test -run '^$$' -fuzz '^FuzzClassify$$' -fuzztime $(FUZZ_TIME) ./internal/cluster/
+
+# A bounded chaos soak (integration/cmd/soak): random faults from a printed seed under a
+# workload, probing off then on, SOAK_SECONDS in all (default 60); SOAK_SEED replays a run.
+SOAK_SECONDS ?= 60
+SOAK_SEED ?= 0
+soak: server
+	cd integration && $(GO) run ./cmd/soak -seconds $(SOAK_SECONDS) -seed $(SOAK_SEED)
 
 # mysqlfailover against its peers (go-sql-driver, HAProxy tcp-check and mysql-check,
 # MariaDB Connector/J) on one local cluster: latency and failover tables for BENCHMARKS.md

@@ -113,7 +113,7 @@ func communication(err error) bool {
 		return true
 	}
 	var me *mysql.MySQLError
-	if errors.As(err, &me) {
+	if errors.As(err, &me) && me != nil { // a typed nil says nothing (and has no fields)
 		return me.SQLState[0] == '0' && me.SQLState[1] == '8' || commErrnos[me.Number]
 	}
 	if errors.Is(err, mysql.ErrInvalidConn) || errors.Is(err, driver.ErrBadConn) ||
