@@ -95,6 +95,7 @@ func TestClassify(t *testing.T) {
 			}
 		})
 	}
+	//lint:ignore SA1012 a nil context is documented input of Classify
 	if got := cluster.Classify(nil, io.EOF); got != cluster.Communication {
 		t.Fatalf("Classify(nil ctx, EOF) = %v, want communication", got)
 	}
