@@ -334,4 +334,3 @@ func getJSON(t *testing.T, url string, v any) {
 	}
 	must(t, json.NewDecoder(resp.Body).Decode(v))
 }
-
