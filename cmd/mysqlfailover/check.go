@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -206,7 +207,6 @@ func hostConfig(cfg *dsn.Config, h dsn.Host, timeout time.Duration) *mysql.Confi
 		m.Net = "tcp"
 	}
 	m.Addr = h.Addr()
-	m.Logger = &mysql.NopLogger{} // the report has every error; no "[mysql]" lines on stderr
 	for _, d := range []*time.Duration{&m.Timeout, &m.ReadTimeout, &m.WriteTimeout} {
 		if *d <= 0 || *d > timeout {
 			*d = timeout
@@ -218,7 +218,10 @@ func hostConfig(cfg *dsn.Config, h dsn.Host, timeout time.Duration) *mysql.Confi
 // checkHost connects to h and reads what the report shows.
 func checkHost(ctx context.Context, cfg *dsn.Config, h dsn.Host, timeout time.Duration) hostReport {
 	hr := hostReport{Host: h.Addr(), DC: h.DC, Role: "unknown", Replication: replication{Status: "unknown (not reached)"}}
-	connector, err := mysql.NewConnector(hostConfig(cfg, h, timeout))
+	m := hostConfig(cfg, h, timeout)
+	lg := &hostLogger{}
+	m.Logger = lg // go-sql-driver's lines join the host's error, not stderr
+	connector, err := mysql.NewConnector(m)
 	if err != nil {
 		hr.Error = err.Error()
 		return hr
@@ -230,7 +233,15 @@ func checkHost(ctx context.Context, cfg *dsn.Config, h dsn.Host, timeout time.Du
 	conn, err := db.Conn(ctx)
 	hr.HandshakeSeconds = time.Since(start).Seconds()
 	if err != nil {
+		if errors.Is(err, mysql.ErrInvalidConn) {
+			if why := lg.last(); why != "" {
+				err = fmt.Errorf("%w (%s)", err, why)
+			}
+		}
 		hr.Error = describe(ctx, err, timeout)
+		if time.Since(start) >= timeout && !strings.HasPrefix(hr.Error, "no answer") {
+			hr.Error = fmt.Sprintf("no answer within %v (%s)", timeout, hr.Error)
+		}
 		return hr
 	}
 	defer conn.Close()
@@ -391,4 +402,34 @@ func nonEmpty(s ...string) []string {
 		}
 	}
 	return out
+}
+
+var sourceLine = regexp.MustCompile(`^[a-z_]+\.go:[0-9]+ *`)
+
+// hostLogger keeps go-sql-driver's log lines of one host: "invalid connection" says
+// little, the line before it (unexpected EOF, i/o timeout) says why.
+type hostLogger struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *hostLogger) Print(v ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	parts := make([]string, 0, len(v))
+	for _, x := range v {
+		if p := strings.TrimSpace(fmt.Sprint(x)); p != "" {
+			parts = append(parts, p)
+		}
+	}
+	l.lines = append(l.lines, sourceLine.ReplaceAllString(strings.Join(parts, " "), "")) // "packets.go:58 unexpected EOF"
+}
+
+func (l *hostLogger) last() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.lines) == 0 {
+		return ""
+	}
+	return l.lines[len(l.lines)-1]
 }

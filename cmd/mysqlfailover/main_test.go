@@ -23,8 +23,6 @@ func closedPort(t *testing.T) string {
 	return addr
 }
 
-
-
 // TestCheckWithoutServers: exit codes, JSON fields, problems and the password's absence
 // for DSNs the driver rejects and for hosts that refuse; real servers are in the
 // integration module (TestCheckCommand).
@@ -68,5 +66,17 @@ func TestCheckWithoutServers(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestHostLoggerDropsSourceLine(t *testing.T) {
+	var l hostLogger
+	l.Print("packets.go:58", " ", "unexpected EOF")
+	if got := l.last(); got != "unexpected EOF" {
+		t.Fatalf("%q", got)
+	}
+	l.Print("packets.go:58 read tcp: i/o timeout")
+	if got := l.last(); got != "read tcp: i/o timeout" {
+		t.Fatalf("%q", got)
 	}
 }

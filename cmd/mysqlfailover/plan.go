@@ -57,7 +57,7 @@ func makePlan(cfg *dsn.Config, hosts []hostReport) *plan {
 	case p.Connect == "":
 		p.Why = "no host of the plan is reachable and qualifies for targetSessionAttrs=" + string(target)
 	case len(p.Order) > 0 && p.Connect == p.Order[0].Host:
-		p.Why = "the primary of the plan (the first local host) is reachable and qualifies"
+		p.Why = "the plan's primary, its first local host, is reachable and qualifies"
 	default:
 		p.Why = "the hosts before it in the plan are unreachable or do not qualify; the walk goes on in list order"
 	}
