@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -20,6 +21,7 @@ type checkReport struct {
 	ExitCode int    `json:"exit_code"`
 	Hosts    []struct {
 		Host        string `json:"host"`
+		DC          string `json:"dc"`
 		Reachable   bool   `json:"reachable"`
 		Error       string `json:"error"`
 		Version     string `json:"version"`
@@ -34,8 +36,9 @@ type checkReport struct {
 		TLS bool `json:"tls"`
 	} `json:"hosts"`
 	Plan struct {
-		Writer  string `json:"writer"`
-		Connect string `json:"connect"`
+		Writer  string   `json:"writer"`
+		Connect string   `json:"connect"`
+		Ignored []string `json:"ignored"`
 	} `json:"plan"`
 	Problems []struct {
 		Severity string `json:"severity"`
@@ -150,6 +153,16 @@ func TestCheckCommand(t *testing.T) {
 	}
 	_, text, _ = runCheck(t, bin, rootDSN)
 	t.Logf("healthy, root:\n%s", text)
+
+	// Data centres: with localDC=west node 3 is the plan's primary, node 1 the one east
+	// host used, node 2 ignored; the writer (node 1) is not where new connections go.
+	labelled := fmt.Sprintf("%s:%s@tcp(%s;dc=east,%s;dc=east,%s;dc=west)/%s?readTimeout=2s&localDC=west&usedHostsPerRemoteDC=1",
+		harness.AppUser, harness.AppPassword, c.Node(1).ProxyAddr(), c.Node(2).ProxyAddr(), c.Node(3).ProxyAddr(), harness.AppDB)
+	code, text, r = runCheck(t, bin, "--json", labelled)
+	if code != 1 || r.Plan.Connect != c.Node(3).ProxyAddr() || len(r.Plan.Ignored) != 1 || r.Plan.Ignored[0] != c.Node(2).ProxyAddr() ||
+		r.Hosts[2].DC != "west" || !r.hasProblem("not the list's primary") {
+		t.Fatalf("localDC=west: exit %d, %+v\n%s", code, r, text)
+	}
 
 	// Demoted: node 1 read-only, node 2 writable (an orchestrator's promotion).
 	must(t, c.Node(1).SetReadOnly(ctx, true))

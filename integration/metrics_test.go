@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"expvar"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -46,7 +47,10 @@ import (
 func TestMetrics(t *testing.T) {
 	c := harness.Start(t, 3)
 	ctx := ctxT(t, time.Minute)
-	cfg, err := dsn.Parse(c.DSN("readTimeout=2s&checkInterval=200ms&switchBackDelay=500ms"))
+	// Nodes 1 and 2 in DC east, node 3 in west: the labels reach every metric.
+	labelled := fmt.Sprintf("%s:%s@tcp(%s;dc=east,%s;dc=east,%s;dc=west)/%s?readTimeout=2s&checkInterval=200ms&switchBackDelay=500ms",
+		harness.AppUser, harness.AppPassword, c.Node(1).ProxyAddr(), c.Node(2).ProxyAddr(), c.Node(3).ProxyAddr(), harness.AppDB)
+	cfg, err := dsn.Parse(labelled)
 	must(t, err)
 
 	col := mysqlfailoverprom.New()
@@ -89,7 +93,11 @@ func TestMetrics(t *testing.T) {
 	}) {
 		t.Fatalf("no probe in the histogram after 10 s:\n%s", before.text)
 	}
-	before.want(t, "mysqlfailover_host_state", 1, "host", h1, "state", "up")
+	before.want(t, "mysqlfailover_host_state", 1, "host", h1, "dc", "east", "state", "up")
+	before.want(t, "mysqlfailover_host_state", 1, "host", c.Node(3).ProxyAddr(), "dc", "west", "state", "up")
+	if before.histCount("mysqlfailover_probe_duration_seconds", "host", c.Node(3).ProxyAddr(), "dc", "west") == 0 {
+		t.Errorf("probe histogram of node 3 without its dc label:\n%s", before.grep("mysqlfailover_probe_duration_seconds_count"))
+	}
 	before.want(t, "mysqlfailover_host_active", 1, "host", h1)
 	before.want(t, "mysqlfailover_host_primary", 1, "host", h1)
 	before.want(t, "mysqlfailover_failovers_total", 0)

@@ -1,7 +1,12 @@
 // Command mysqlfailover is the operator's tool of the mysqlfailover driver.
 //
-//	go install github.com/mysqlfailover/mysqlfailover/cmd/mysqlfailover@latest
+//	cd cmd/mysqlfailover && go install .  # from a checkout of the repository
 //	mysqlfailover check [--json] [--timeout 3s] "app:secret@tcp(db1:3306,db2:3306)/shop?readTimeout=2s"
+//
+// Its go.mod replaces the library with the checkout (../..), which `go install
+// ...@version` refuses; once the library and this module are tagged, the replace gives
+// way to the tag and `go install github.com/mysqlfailover/mysqlfailover/cmd/mysqlfailover@latest`
+// works.
 //
 // # check
 //
