@@ -26,7 +26,8 @@ integration: server
 server:
 	@./scripts/ensure-server.sh
 
-# A local 3-node cluster, a live workload, the primary killed and restarted: a timeline.
+# Two local 3-node clusters, the primary killed under reads and under writes (node2 promoted):
+# timelines, a summary, and integration/demo-timeline.svg.
 demo: server
 	cd integration && $(GO) run ./cmd/demo
 
