@@ -39,8 +39,9 @@ type options struct {
 
 // WithLogger sets the structured logger that receives every state change: host states
 // (up, suspect, down), switches, fall-backs, probes that failed, aborts and host lists
-// (Info for changes, Warn for failures, Debug for each connection attempt). Records
-// never contain a password or the hostsToken. Without it the driver is silent.
+// (Info for changes, Warn for failures, Debug for each connection attempt and passed
+// probe). Records never contain a password or the hostsToken. Without it the driver is
+// silent.
 func WithLogger(l *slog.Logger) Option {
 	return func(o *options) { o.logger = l }
 }
