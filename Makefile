@@ -1,5 +1,8 @@
 # mysqlfailover. `make test` is what CI runs (.ci/run); `make demo` shows failover live.
 GO ?= go
+# Nested modules beside integration/: the metrics collectors and the check command (their
+# live-cluster tests, TestMetrics and TestCheckCommand, are in integration/).
+NESTED = metrics/prometheus metrics/otel cmd/mysqlfailover
 BENCHSTAT = $(GO) run golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
 
 .PHONY: test unit integration vet server demo bench fuzz fuzz-ci soak bench-peers
@@ -11,9 +14,11 @@ test: vet unit fuzz-ci integration soak
 vet:
 	$(GO) vet ./...
 	cd integration && $(GO) vet ./...
+	for m in $(NESTED); do (cd $$m && $(GO) vet ./...) || exit 1; done
 
 unit:
 	$(GO) test -race -count=1 ./...
+	for m in $(NESTED); do (cd $$m && $(GO) test -race -count=1 ./...) || exit 1; done
 
 integration: server
 	cd integration && $(GO) test -race -count=1 -timeout 8m ./...

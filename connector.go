@@ -39,8 +39,9 @@ type options struct {
 
 // WithLogger sets the structured logger that receives every state change: host states
 // (up, suspect, down), switches, fall-backs, probes that failed, aborts and host lists
-// (Info for changes, Warn for failures, Debug for each connection attempt). Records
-// never contain a password or the hostsToken. Without it the driver is silent.
+// (Info for changes, Warn for failures, Debug for each connection attempt and passed
+// probe). Records never contain a password or the hostsToken. Without it the driver is
+// silent.
 func WithLogger(l *slog.Logger) Option {
 	return func(o *options) { o.logger = l }
 }
@@ -58,9 +59,19 @@ func WithHostListProvider(p failover.HostListProvider) Option {
 // attempt (host, ok or error), each host failure, switch and fall-back, and with
 // checkInterval > 0 host state changes, failed probes, aborts and host lists. It is called
 // synchronously, possibly from several goroutines at once, so it must be fast and must
-// not block. Events never contain a password.
+// not block. Events never contain a password. WithEventHook may be given more than once
+// (your own hook and a metrics collector's, for example): every hook receives every
+// event, in the order the options were given. A nil fn adds nothing.
 func WithEventHook(fn func(failover.Event)) Option {
-	return func(o *options) { o.onEvent = fn }
+	return func(o *options) {
+		switch prev := o.onEvent; {
+		case fn == nil:
+		case prev == nil:
+			o.onEvent = fn
+		default:
+			o.onEvent = func(e failover.Event) { prev(e); fn(e) }
+		}
+	}
 }
 
 // WithPolicy adds a layer on top of the host policy, as the DataStax Java driver's

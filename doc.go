@@ -249,7 +249,26 @@
 //
 // The driver logs nothing of its own unless given WithLogger, which logs every
 // state change to a *slog.Logger; WithEventHook receives each failover.Event.
-// Neither ever carries a password. go-sql-driver logs on its own: when a
+// Neither ever carries a password. WithEventHook may be given more than once:
+// a hook of yours and a metrics collector's each receive every event.
+//
+// # Metrics
+//
+// Three packages export Stats and the events as metrics, each outside this
+// module's dependencies except the last: metrics/prometheus (a
+// prometheus.Collector, package mysqlfailoverprom), metrics/otel (OpenTelemetry
+// instruments, package mysqlfailoverotel), both nested modules, and
+// metrics/expvar (the standard library's expvar, package mysqlfailoverexpvar).
+// The first two need the events for their histograms (probe latency, walk
+// duration), so build the connector with their Option:
+//
+//	col := mysqlfailoverprom.New()
+//	c, err := mysqlfailover.NewConnector(cfg, col.Option())
+//	col.SetConnector(c)
+//	prometheus.MustRegister(col)
+//
+// The command mysqlfailover check (cmd/mysqlfailover, a nested module) shows
+// each host of a DSN, the host plan and the problems it finds. go-sql-driver logs on its own: when a
 // connection breaks it prints lines such as
 //
 //	[mysql] 2026/12/01 10:00:00 packets.go:58 unexpected EOF

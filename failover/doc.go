@@ -194,7 +194,11 @@
 // change, end of its backoff, last probe latency and open connections (probe
 // connections included). mysqlfailover.WithLogger logs every state change
 // (the driver is silent without it), and mysqlfailover.WithEventHook receives
-// the same as Events (see EventKind); neither ever carries a password.
+// the same as Events (see EventKind), and also each passed probe
+// (EventProbePassed, whose Duration is its latency) and, for a switch or a
+// fall-back that a host walk made, how long the walk took (Event.Duration);
+// neither ever carries a password. The metrics packages (metrics/prometheus,
+// metrics/otel, metrics/expvar) are built on these two.
 // mysqlfailover.ConnectorOf finds the Connector of any *sql.DB:
 //
 //	connector, err := mysqlfailover.ConnectorOf(ctx, db)

@@ -29,7 +29,7 @@ const (
 	// new list's primary) or rejected (Err says why; the last good list stays). A list
 	// equal to the current one is taken silently.
 	EventHostList
-	// EventProbe is a failed probe of Host (Err). Passed probes are not reported.
+	// EventProbe is a failed probe of Host (Err). Passed probes are EventProbePassed.
 	EventProbe
 	// EventAbort is the pool closing every connection to Host, which probes declared
 	// down while the pool was on it (or after a walk left it for a failure), so that
@@ -40,6 +40,10 @@ const (
 	// net_write_timeout, a query past readTimeout): the connection has a new session on
 	// Host and the pool stays.
 	EventSessionEnded
+	// EventProbePassed is a probe of Host that passed (checkInterval > 0), one per host
+	// and checkInterval; Duration is its latency, as HostStats.ProbeLatency. It exists
+	// for metrics (a probe-latency histogram); WithLogger logs it at Debug.
+	EventProbePassed
 )
 
 // String returns the kind's name, e.g. "connect".
@@ -65,6 +69,8 @@ func (k EventKind) String() string {
 		return "abort"
 	case EventSessionEnded:
 		return "session-ended"
+	case EventProbePassed:
+		return "probe-passed"
 	}
 	return "unknown"
 }
@@ -88,6 +94,14 @@ type Event struct {
 	Err error
 	// State is the host's new state, for EventHostState.
 	State HostState
+	// Duration is, for EventProbePassed, the probe's latency (the role or probe query's
+	// round trip, plus reopening the probe connection when it had to be); for an
+	// EventSwitch or EventFallBack that ended a host walk, how long the walk took, from
+	// its start (the failure, or the new connection that found fall-back due) to the
+	// working connection on Host, pauses between passes included. It is 0 for moves
+	// made without a walk (the monitor's decision, SwitchTo, a new host list) and for
+	// every other kind.
+	Duration time.Duration
 }
 
 // String renders the event on one line, e.g. "connect 10.0.0.2:3306 ok".
@@ -107,6 +121,9 @@ func (e Event) String() string {
 	}
 	if e.Kind == EventConnect {
 		return s + " ok"
+	}
+	if e.Duration > 0 {
+		s += " in " + e.Duration.String()
 	}
 	return s
 }

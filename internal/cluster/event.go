@@ -14,7 +14,7 @@ import (
 func (c *Cluster) log(e failover.Event) {
 	level := slog.LevelInfo
 	switch {
-	case e.Kind == failover.EventConnect && e.Err == nil:
+	case e.Kind == failover.EventConnect && e.Err == nil, e.Kind == failover.EventProbePassed:
 		level = slog.LevelDebug
 	case e.Err != nil, e.Kind == failover.EventAbort, e.Kind == failover.EventHostState && e.State != failover.HostUp:
 		level = slog.LevelWarn
@@ -28,6 +28,9 @@ func (c *Cluster) log(e failover.Event) {
 	}
 	if e.Err != nil {
 		attrs = append(attrs, slog.String("error", e.Err.Error()))
+	}
+	if e.Duration > 0 {
+		attrs = append(attrs, slog.Duration("duration", e.Duration))
 	}
 	c.env.Logger.LogAttrs(context.Background(), level, "mysqlfailover: "+e.Kind.String(), attrs...)
 }

@@ -319,6 +319,7 @@ func (c *Cluster) probe(ctx context.Context, id int) {
 	changed := h.setState(failover.HostUp, nil, c.env.Clock.Now())
 	h.mu.Unlock()
 	c.reportState(h, changed, failover.HostUp, nil)
+	c.emit(failover.Event{Kind: failover.EventProbePassed, Host: h.addr, Duration: now.Sub(start)})
 }
 
 // roundTrip runs the probe's query on conn within the probe timeout: the role query

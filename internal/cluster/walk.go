@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/mysqlfailover/mysqlfailover/failover"
 )
@@ -154,6 +155,7 @@ func (c *Cluster) walk(ctx context.Context, p plan, cause error, setup SetupFunc
 		return nil, -1, failover.ErrClosed
 	}
 	t := c.topo()
+	began := c.env.Clock.Now() // Event.Duration of the move this walk may make
 	n := len(t.hosts)
 	errs := make([]error, n)
 	tried := make([]bool, n)
@@ -204,7 +206,7 @@ func (c *Cluster) walk(ctx context.Context, p plan, cause error, setup SetupFunc
 				continue
 			}
 			if err == nil {
-				c.landed(h, triedPrimary, p, c.why(cause, errs), false)
+				c.landed(h, triedPrimary, p, c.why(cause, errs), false, began)
 				return conn, h, nil
 			}
 			errs[h] = err
@@ -223,7 +225,7 @@ func (c *Cluster) walk(ctx context.Context, p plan, cause error, setup SetupFunc
 		if spare != nil {
 			conn, h := spare, spareHost
 			spare = nil
-			c.landed(h, triedPrimary, p, c.why(cause, errs), true)
+			c.landed(h, triedPrimary, p, c.why(cause, errs), true, began)
 			return conn, h, nil
 		}
 	}
@@ -270,8 +272,9 @@ func (c *Cluster) why(cause error, errs []error) error {
 }
 
 // landed records that a walk ended on host h, lastResort when prefer-standby had to
-// take a non-standby. A move away from the pool's host counts as a failover.
-func (c *Cluster) landed(h int, triedPrimary bool, pl plan, cause error, lastResort bool) {
+// take a non-standby, of a walk that began at began. A move away from the pool's host
+// counts as a failover.
+func (c *Cluster) landed(h int, triedPrimary bool, pl plan, cause error, lastResort bool, began time.Time) {
 	failed := pl.failed
 	c.mu.Lock()
 	prev := c.pos.Load()
@@ -305,9 +308,10 @@ func (c *Cluster) landed(h int, triedPrimary bool, pl plan, cause error, lastRes
 	switch {
 	case prev.active == h:
 	case fellBack:
-		c.emit(failover.Event{Kind: failover.EventFallBack, Host: c.Host(h), From: c.Host(prev.active)})
+		c.emit(failover.Event{Kind: failover.EventFallBack, Host: c.Host(h), From: c.Host(prev.active), Duration: c.env.Clock.Now().Sub(began)})
 	default:
-		e := failover.Event{Kind: failover.EventSwitch, Host: c.Host(h), From: c.Host(prev.active), Err: NotBadConn(cause, "")}
+		e := failover.Event{Kind: failover.EventSwitch, Host: c.Host(h), From: c.Host(prev.active), Err: NotBadConn(cause, ""),
+			Duration: c.env.Clock.Now().Sub(began)}
 		if failed >= 0 {
 			e.From = c.Host(failed)
 		}

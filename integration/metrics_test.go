@@ -1,0 +1,344 @@
+package integration
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"expvar"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"go.opentelemetry.io/otel/attribute"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/mysqlfailover/mysqlfailover"
+	"github.com/mysqlfailover/mysqlfailover/dsn"
+	"github.com/mysqlfailover/mysqlfailover/failover"
+	mysqlfailoverexpvar "github.com/mysqlfailover/mysqlfailover/metrics/expvar"
+	mysqlfailoverotel "github.com/mysqlfailover/mysqlfailover/metrics/otel"
+	mysqlfailoverprom "github.com/mysqlfailover/mysqlfailover/metrics/prometheus"
+
+	"github.com/mysqlfailover/mysqlfailover/integration/harness"
+)
+
+// TestMetrics: one pool with the Prometheus collector, the OpenTelemetry instruments
+// (an SDK ManualReader), expvar and a hook of the test's own (WithEventHook given three
+// times), on a 3-node cluster with probes every 200 ms. Each is read the way an operator's
+// system reads it: Prometheus through promhttp over HTTP, parsed from the text exposition;
+// OpenTelemetry by a collection of the SDK; expvar from /debug/vars. Before the kill the
+// primary is up and active, probes are counted and no failover is; after kill -9 of the
+// primary the failover count, the primary's state, the probe histogram, the failed probes
+// and a walk's duration move, the pool is on node 2 and connections are counted there;
+// after the restart the fall-back is counted.
+func TestMetrics(t *testing.T) {
+	c := harness.Start(t, 3)
+	ctx := ctxT(t, time.Minute)
+	// Nodes 1 and 2 in DC east, node 3 in west: the labels reach every metric.
+	labelled := fmt.Sprintf("%s:%s@tcp(%s;dc=east,%s;dc=east,%s;dc=west)/%s?readTimeout=2s&checkInterval=200ms&switchBackDelay=500ms",
+		harness.AppUser, harness.AppPassword, c.Node(1).ProxyAddr(), c.Node(2).ProxyAddr(), c.Node(3).ProxyAddr(), harness.AppDB)
+	cfg, err := dsn.Parse(labelled)
+	must(t, err)
+
+	col := mysqlfailoverprom.New()
+	reader := sdkmetric.NewManualReader()
+	provider := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	t.Cleanup(func() { _ = provider.Shutdown(context.Background()) })
+	om, err := mysqlfailoverotel.New(provider)
+	must(t, err)
+	t.Cleanup(func() { _ = om.Close() })
+	ev := &eventLog{}
+	connector, err := mysqlfailover.NewConnector(cfg, col.Option(), om.Option(), mysqlfailover.WithEventHook(ev.hook))
+	must(t, err)
+	col.SetConnector(connector)
+	om.SetConnector(connector)
+	db := sql.OpenDB(connector)
+	t.Cleanup(func() { db.Close() })
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(col)
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	name := "mysqlfailover_" + t.Name()
+	expvar.Publish(name, mysqlfailoverexpvar.Func(connector))
+	mux.Handle("/debug/vars", expvar.Handler())
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+
+	h1, h2 := c.Node(1).ProxyAddr(), c.Node(2).ProxyAddr()
+	for range 10 {
+		if n, err := nodeOf(ctx, c, db); err != nil || n != 1 {
+			t.Fatalf("before the kill: node %d, %v, want 1", n, err)
+		}
+	}
+	// Probes of all three hosts have passed: their latencies are in the histogram.
+	var before *scrape
+	if !healthPoll(10*time.Second, func() bool {
+		before = scrapeProm(t, srv.URL)
+		return before.histCount("mysqlfailover_probe_duration_seconds", "host", c.Node(3).ProxyAddr()) > 0 &&
+			before.histCount("mysqlfailover_probe_duration_seconds", "host", h1) > 0
+	}) {
+		t.Fatalf("no probe in the histogram after 10 s:\n%s", before.text)
+	}
+	before.want(t, "mysqlfailover_host_state", 1, "host", h1, "dc", "east", "state", "up")
+	before.want(t, "mysqlfailover_host_state", 1, "host", c.Node(3).ProxyAddr(), "dc", "west", "state", "up")
+	if before.histCount("mysqlfailover_probe_duration_seconds", "host", c.Node(3).ProxyAddr(), "dc", "west") == 0 {
+		t.Errorf("probe histogram of node 3 without its dc label:\n%s", before.grep("mysqlfailover_probe_duration_seconds_count"))
+	}
+	before.want(t, "mysqlfailover_host_active", 1, "host", h1)
+	before.want(t, "mysqlfailover_host_primary", 1, "host", h1)
+	before.want(t, "mysqlfailover_failovers_total", 0)
+	if n := before.value("mysqlfailover_host_connections", "host", h1); n < 2 {
+		t.Errorf("connections to node 1: %v, want the pool's and the probe's (at least 2)", n)
+	}
+	if problems, err := testutil.GatherAndLint(reg); err != nil || len(problems) > 0 {
+		t.Errorf("promlint: %v %v", problems, err)
+	}
+
+	must(t, c.Node(1).Kill())
+	for range 20 {
+		if n, err := nodeOf(ctx, c, db); err != nil || n != 2 {
+			t.Fatalf("after the kill: node %d, %v, want 2", n, err)
+		}
+	}
+	var after *scrape
+	if !healthPoll(10*time.Second, func() bool {
+		after = scrapeProm(t, srv.URL)
+		return after.value("mysqlfailover_host_state", "host", h1, "state", "up") == 0 &&
+			after.value("mysqlfailover_probe_failures_total", "host", h1) > 0
+	}) {
+		t.Fatalf("node 1 still up, or no failed probe, 10 s after kill -9:\n%s", after.text)
+	}
+	if n := after.value("mysqlfailover_failovers_total"); n < 1 {
+		t.Errorf("failovers_total %v after kill -9 of the primary, want at least 1", n)
+	}
+	after.want(t, "mysqlfailover_host_active", 1, "host", h2)
+	after.want(t, "mysqlfailover_host_active", 0, "host", h1)
+	if down := after.value("mysqlfailover_host_state", "host", h1, "state", "down") +
+		after.value("mysqlfailover_host_state", "host", h1, "state", "backoff") +
+		after.value("mysqlfailover_host_state", "host", h1, "state", "suspect"); down != 1 {
+		t.Errorf("node 1 neither suspect, down nor in backoff after kill -9:\n%s", after.grep("mysqlfailover_host_state"))
+	}
+	if a, b := after.histCount("mysqlfailover_probe_duration_seconds", "host", h2), before.histCount("mysqlfailover_probe_duration_seconds", "host", h2); a <= b {
+		t.Errorf("probe histogram of node 2 did not move: %d then %d", b, a)
+	}
+	if n := after.value("mysqlfailover_host_connections", "host", h2); n < 2 {
+		t.Errorf("connections to node 2 after the failover: %v, want at least 2", n)
+	}
+	walks := after.histCount("mysqlfailover_walk_duration_seconds", "kind", "switch")
+	sum := after.histSum("mysqlfailover_walk_duration_seconds", "kind", "switch")
+	if walks < 1 || sum <= 0 {
+		t.Errorf("walk histogram: %d walks, %v s, want at least one", walks, sum)
+	}
+	t.Logf("FIGURE %s: failovers=%v walks=%d walk_seconds_sum=%.4f probes_node2=%d", t.Name(),
+		after.value("mysqlfailover_failovers_total"), walks, sum, after.histCount("mysqlfailover_probe_duration_seconds", "host", h2))
+
+	// OpenTelemetry, from the same pool.
+	var rm metricdata.ResourceMetrics
+	must(t, reader.Collect(ctx, &rm))
+	otel := otelPoints(rm)
+	if n := otel["mysqlfailover.failovers"]; n < 1 {
+		t.Errorf("otel mysqlfailover.failovers %v, want at least 1 (%v)", n, otel)
+	}
+	if n := otel["mysqlfailover.host.state|"+h1+"|up"]; n != 0 {
+		t.Errorf("otel mysqlfailover.host.state of node 1 up=%v, want 0", n)
+	}
+	if n := otel["mysqlfailover.probe.duration|"+h2]; n < 1 {
+		t.Errorf("otel probe histogram of node 2: %v points, want some (%v)", n, otel)
+	}
+	if n := otel["mysqlfailover.host.connection.count|"+h2]; n < 2 {
+		t.Errorf("otel connections to node 2: %v, want at least 2", n)
+	}
+
+	// expvar, from the same pool.
+	var vars map[string]json.RawMessage
+	getJSON(t, srv.URL+"/debug/vars", &vars)
+	var st struct {
+		Active    string `json:"active"`
+		Failovers int64  `json:"failovers"`
+		Hosts     []struct {
+			Host  string `json:"host"`
+			State string `json:"state"`
+		} `json:"hosts"`
+	}
+	must(t, json.Unmarshal(vars[name], &st))
+	if st.Active != h2 || st.Failovers < 1 || len(st.Hosts) != 3 || st.Hosts[0].State == "up" {
+		t.Errorf("expvar %s: %s, want node 2 active, a failover, node 1 not up", name, vars[name])
+	}
+
+	// The test's own hook, given after the two collectors', saw the events too.
+	if n := ev.count(failover.EventSwitch, h2); n < 1 {
+		t.Errorf("the test's own hook saw %d switches to node 2, want at least 1", n)
+	}
+
+	must(t, c.Node(1).Restart(ctx))
+	var back *scrape
+	if !healthPoll(20*time.Second, func() bool {
+		back = scrapeProm(t, srv.URL)
+		return back.value("mysqlfailover_fall_backs_total") >= 1
+	}) {
+		t.Fatalf("no fall-back counted 20 s after node 1 came back:\n%s", back.grep("mysqlfailover_fall_backs_total"))
+	}
+	back.want(t, "mysqlfailover_host_state", 1, "host", h1, "state", "up")
+	back.want(t, "mysqlfailover_host_active", 1, "host", h1)
+	if testing.Verbose() {
+		t.Logf("sample scrape after the fall-back:\n%s", back.text)
+	}
+}
+
+// scrape is one parsed text exposition.
+type scrape struct {
+	text string
+	fams map[string]*dto.MetricFamily
+}
+
+func scrapeProm(t *testing.T, base string) *scrape {
+	t.Helper()
+	resp, err := http.Get(base + "/metrics")
+	must(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	must(t, err)
+	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/plain") {
+		t.Fatalf("content type %q, want the text exposition", ct)
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(strings.NewReader(string(b)))
+	if err != nil {
+		t.Fatalf("parse the exposition: %v\n%s", err, b)
+	}
+	return &scrape{text: string(b), fams: fams}
+}
+
+// find returns the sample of family name whose labels include labels (name, value
+// pairs), nil if none.
+func (s *scrape) find(name string, labels ...string) *dto.Metric {
+	f := s.fams[name]
+	if f == nil {
+		return nil
+	}
+next:
+	for _, m := range f.Metric {
+		for i := 0; i+1 < len(labels); i += 2 {
+			ok := false
+			for _, lp := range m.Label {
+				if lp.GetName() == labels[i] && lp.GetValue() == labels[i+1] {
+					ok = true
+				}
+			}
+			if !ok {
+				continue next
+			}
+		}
+		return m
+	}
+	return nil
+}
+
+// value returns a gauge's or counter's value, -1 when the sample is absent.
+func (s *scrape) value(name string, labels ...string) float64 {
+	m := s.find(name, labels...)
+	switch {
+	case m == nil:
+		return -1
+	case m.Gauge != nil:
+		return m.Gauge.GetValue()
+	case m.Counter != nil:
+		return m.Counter.GetValue()
+	}
+	return -1
+}
+
+func (s *scrape) histCount(name string, labels ...string) uint64 {
+	if m := s.find(name, labels...); m != nil && m.Histogram != nil {
+		return m.Histogram.GetSampleCount()
+	}
+	return 0
+}
+
+func (s *scrape) histSum(name string, labels ...string) float64 {
+	if m := s.find(name, labels...); m != nil && m.Histogram != nil {
+		return m.Histogram.GetSampleSum()
+	}
+	return 0
+}
+
+func (s *scrape) want(t *testing.T, name string, v float64, labels ...string) {
+	t.Helper()
+	if got := s.value(name, labels...); got != v {
+		t.Errorf("%s%v = %v, want %v\n%s", name, labels, got, v, s.grep(name))
+	}
+}
+
+// grep returns the exposition's lines of family name.
+func (s *scrape) grep(name string) string {
+	var out []string
+	for _, l := range strings.Split(s.text, "\n") {
+		if strings.HasPrefix(l, name) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// otelPoints flattens a collection: "name" for a point without attributes,
+// "name|host:port" for a host's, "name|host:port|state" for host.state; the value of gauges
+// and sums, the count of histograms.
+func otelPoints(rm metricdata.ResourceMetrics) map[string]float64 {
+	out := map[string]float64{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			switch d := m.Data.(type) {
+			case metricdata.Gauge[int64]:
+				for _, p := range d.DataPoints {
+					out[otelKey(m.Name, p.Attributes)] = float64(p.Value)
+				}
+			case metricdata.Sum[int64]:
+				for _, p := range d.DataPoints {
+					out[otelKey(m.Name, p.Attributes)] = float64(p.Value)
+				}
+			case metricdata.Histogram[float64]:
+				for _, p := range d.DataPoints {
+					out[otelKey(m.Name, p.Attributes)] = float64(p.Count)
+				}
+			}
+		}
+	}
+	return out
+}
+
+func otelKey(name string, attrs attribute.Set) string {
+	k := name
+	if v, ok := attrs.Value("server.address"); ok {
+		p, _ := attrs.Value("server.port")
+		k += "|" + net.JoinHostPort(v.AsString(), strconv.FormatInt(p.AsInt64(), 10))
+	}
+	if v, ok := attrs.Value("mysqlfailover.host.state"); ok {
+		k += "|" + v.AsString()
+	}
+	return k
+}
+
+func getJSON(t *testing.T, url string, v any) {
+	t.Helper()
+	resp, err := http.Get(url)
+	must(t, err)
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s", url, resp.Status)
+	}
+	must(t, json.NewDecoder(resp.Body).Decode(v))
+}

@@ -1,0 +1,77 @@
+// Package mysqlfailoverexpvar publishes a mysqlfailover.Connector's Stats through the
+// standard library's expvar (/debug/vars), with no dependency beyond the driver's:
+//
+//	expvar.Publish("mysqlfailover", mysqlfailoverexpvar.Func(c))
+//
+// Each read of the variable takes a fresh (*mysqlfailover.Connector).Stats and renders it
+// as a JSON object:
+//
+//	{"active": "db2:3306", "primary": "db1:3306", "failovers": 1, "fall_backs": 0, "aborts": 1,
+//	 "hosts": [{"host": "db1:3306", "dc": "", "state": "down", "role": "unknown",
+//	            "connections": 0, "probe_latency_seconds": 0.0012,
+//	            "last_error": "...", "changed": "2026-12-01T10:00:00Z"}, ...]}
+//
+// states are those of failover.HostState.String (unknown, up, suspect, down, backoff,
+// wrong-role), roles unknown, primary, read_only_primary, standby; failovers, fall_backs
+// and aborts count since the connector was built; connections is -1 when unknown;
+// probe_latency_seconds is the last passed probe's latency (0: none); last_error never
+// contains a password; changed is omitted when the state never changed. expvar has no
+// histograms: for probe latency and walk duration distributions use the Prometheus or
+// OpenTelemetry modules (metrics/prometheus, metrics/otel).
+package mysqlfailoverexpvar
+
+import (
+	"expvar"
+	"time"
+
+	"github.com/mysqlfailover/mysqlfailover"
+	"github.com/mysqlfailover/mysqlfailover/failover"
+)
+
+// Func returns the expvar.Func that renders c's Stats at each read (see the package
+// documentation for the JSON). Publish it with expvar.Publish, under a name of yours
+// (expvar.Publish panics on a name published twice).
+func Func(c *mysqlfailover.Connector) expvar.Func {
+	return func() any { return render(c.Stats()) }
+}
+
+type host struct {
+	Host         string  `json:"host"`
+	DC           string  `json:"dc"`
+	State        string  `json:"state"`
+	Role         string  `json:"role"`
+	Connections  int     `json:"connections"`
+	ProbeLatency float64 `json:"probe_latency_seconds"`
+	LastError    string  `json:"last_error,omitempty"`
+	Changed      string  `json:"changed,omitempty"`
+}
+
+type stats struct {
+	Active    string `json:"active"`
+	Primary   string `json:"primary"`
+	Failovers int64  `json:"failovers"`
+	FallBacks int64  `json:"fall_backs"`
+	Aborts    int64  `json:"aborts"`
+	Hosts     []host `json:"hosts"`
+}
+
+var roles = map[failover.Role]string{failover.RolePrimary: "primary", failover.RoleReadOnlyPrimary: "read_only_primary", failover.RoleStandby: "standby"}
+
+func render(s failover.Stats) stats {
+	out := stats{Active: s.Active, Primary: s.Primary, Failovers: s.Failovers, FallBacks: s.FallBacks, Aborts: s.Aborted, Hosts: []host{}}
+	for _, h := range s.Hosts {
+		r, ok := roles[h.Role]
+		if !ok {
+			r = "unknown"
+		}
+		e := host{Host: h.Addr, DC: h.DC, State: h.State.String(), Role: r, Connections: h.OpenConns, ProbeLatency: h.ProbeLatency.Seconds()}
+		if h.LastError != nil {
+			e.LastError = h.LastError.Error()
+		}
+		if !h.Changed.IsZero() {
+			e.Changed = h.Changed.UTC().Format(time.RFC3339Nano)
+		}
+		out.Hosts = append(out.Hosts, e)
+	}
+	return out
+}

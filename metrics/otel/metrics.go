@@ -1,0 +1,251 @@
+// Package mysqlfailoverotel records the failover state of a mysqlfailover.Connector as
+// OpenTelemetry metrics (go.opentelemetry.io/otel/metric): observable instruments read
+// (*mysqlfailover.Connector).Stats at each collection, and histograms and a counter
+// record the connector's events (probe latency, walk duration, failed probes).
+//
+//	m, err := mysqlfailoverotel.New(otel.GetMeterProvider())
+//	c, err := mysqlfailover.NewConnector(cfg, m.Option(), mysqlfailover.WithEventHook(myHook))
+//	m.SetConnector(c)
+//	db := sql.OpenDB(c)
+//	defer m.Close()
+//
+// The histograms need the events, so the connector must be built with m.Option(); a pool
+// opened with sql.Open("mysqlfailover", dsn) gives only the Stats instruments
+// (SetConnector with mysqlfailover.ConnectorOf). One Metrics serves one Connector.
+//
+// # Instruments
+//
+// The meter is named after this package's import path. Host attributes are
+// server.address and server.port (as in the database client semantic conventions) and
+// mysqlfailover.dc, the host's data-centre label ("" for none).
+//
+//	mysqlfailover.host.state             Int64ObservableGauge         1    1 for the host's state (attribute
+//	                                                                       mysqlfailover.host.state: unknown, up,
+//	                                                                       suspect, down, backoff, wrong_role), 0 else
+//	mysqlfailover.host.role              Int64ObservableGauge         1    1 for the role the last role check found
+//	                                                                       (mysqlfailover.host.role: unknown, primary,
+//	                                                                       read_only_primary, standby), 0 else
+//	mysqlfailover.host.active            Int64ObservableGauge         1    1 for the host the pool uses now
+//	mysqlfailover.host.primary           Int64ObservableGauge         1    1 for the host the pool returns to
+//	mysqlfailover.host.connection.count  Int64ObservableUpDownCounter {connection}  physical connections open,
+//	                                                                       probe connections included
+//	mysqlfailover.failovers              Int64ObservableCounter       {failover}   moves after a failure
+//	mysqlfailover.fall_backs             Int64ObservableCounter       {fall_back}  returns to the primary
+//	mysqlfailover.aborts                 Int64ObservableCounter       {abort}      abort rounds
+//	mysqlfailover.probe.duration         Float64Histogram             s    each passed probe's latency
+//	mysqlfailover.probe.failures         Int64Counter                 {probe}      failed probes
+//	mysqlfailover.walk.duration          Float64Histogram             s    each host walk that moved the pool
+//	                                                                       (mysqlfailover.walk.kind: switch, fall_back)
+//
+// These are not db.client.connection.*: those count a pool's connections by idle/used
+// state, which database/sql knows (otelsql reports them); this package reports per host.
+// Replica lag is not recorded: the driver's probe does not read it (the mysqlfailover
+// check command shows it).
+package mysqlfailoverotel
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/mysqlfailover/mysqlfailover"
+	"github.com/mysqlfailover/mysqlfailover/failover"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+)
+
+// ScopeName is the name of the meter (the instrumentation scope).
+const ScopeName = "github.com/mysqlfailover/mysqlfailover/metrics/otel"
+
+// ProbeBuckets are the explicit bucket boundaries, in seconds, of
+// mysqlfailover.probe.duration: 0.5 ms to 5 s.
+var ProbeBuckets = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5}
+
+// WalkBuckets are the explicit bucket boundaries, in seconds, of
+// mysqlfailover.walk.duration: 1 ms to 2 min.
+var WalkBuckets = []float64{.001, .005, .01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120}
+
+var (
+	states = []string{"unknown", "up", "suspect", "down", "backoff", "wrong_role"}
+	roles  = []string{"unknown", "primary", "read_only_primary", "standby"}
+)
+
+// Metrics records one Connector. Its methods are safe for concurrent use. Build it with
+// New.
+type Metrics struct {
+	conn     atomic.Pointer[mysqlfailover.Connector]
+	mu       sync.Mutex
+	hosts    map[string]attribute.Set // host -> its attributes
+	probe    metric.Float64Histogram
+	failures metric.Int64Counter
+	walk     metric.Float64Histogram
+	reg      metric.Registration
+}
+
+// New creates the instruments on mp's meter ScopeName. It returns an error for a nil mp
+// and any error of the meter (an invalid instrument).
+func New(mp metric.MeterProvider) (*Metrics, error) {
+	if mp == nil {
+		return nil, errors.New("mysqlfailoverotel: nil MeterProvider")
+	}
+	meter := mp.Meter(ScopeName)
+	m := &Metrics{hosts: map[string]attribute.Set{}}
+	var errs []error
+	add := func(err error) { errs = append(errs, err) }
+	var err error
+	m.probe, err = meter.Float64Histogram("mysqlfailover.probe.duration", metric.WithUnit("s"),
+		metric.WithDescription("Latency of each passed probe (checkInterval > 0), reopening the probe connection included."),
+		metric.WithExplicitBucketBoundaries(ProbeBuckets...))
+	add(err)
+	m.failures, err = meter.Int64Counter("mysqlfailover.probe.failures", metric.WithUnit("{probe}"),
+		metric.WithDescription("Failed probes (checkInterval > 0)."))
+	add(err)
+	m.walk, err = meter.Float64Histogram("mysqlfailover.walk.duration", metric.WithUnit("s"),
+		metric.WithDescription("Duration of each host walk that moved the pool, from its start to the working connection on the new host."),
+		metric.WithExplicitBucketBoundaries(WalkBuckets...))
+	add(err)
+	state, err := meter.Int64ObservableGauge("mysqlfailover.host.state", metric.WithUnit("1"),
+		metric.WithDescription("What the pool believes of the host: 1 for its state, 0 for the others."))
+	add(err)
+	role, err := meter.Int64ObservableGauge("mysqlfailover.host.role", metric.WithUnit("1"),
+		metric.WithDescription("The role the last role check found on the host: 1 for it, 0 for the others."))
+	add(err)
+	active, err := meter.Int64ObservableGauge("mysqlfailover.host.active", metric.WithUnit("1"),
+		metric.WithDescription("1 for the host the pool uses now, 0 for the others."))
+	add(err)
+	primary, err := meter.Int64ObservableGauge("mysqlfailover.host.primary", metric.WithUnit("1"),
+		metric.WithDescription("1 for the host the pool returns to (the primary), 0 for the others."))
+	add(err)
+	conns, err := meter.Int64ObservableUpDownCounter("mysqlfailover.host.connection.count", metric.WithUnit("{connection}"),
+		metric.WithDescription("Physical connections open to the host, probe connections included."))
+	add(err)
+	failovers, err := meter.Int64ObservableCounter("mysqlfailover.failovers", metric.WithUnit("{failover}"),
+		metric.WithDescription("Moves of the pool to another host after a failure."))
+	add(err)
+	fallBacks, err := meter.Int64ObservableCounter("mysqlfailover.fall_backs", metric.WithUnit("{fall_back}"),
+		metric.WithDescription("Returns of the pool to the primary."))
+	add(err)
+	aborts, err := meter.Int64ObservableCounter("mysqlfailover.aborts", metric.WithUnit("{abort}"),
+		metric.WithDescription("Abort rounds: hosts whose in-flight statements were aborted after probes declared them down."))
+	add(err)
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	m.reg, err = meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		cn := m.conn.Load()
+		if cn == nil {
+			return nil
+		}
+		s := cn.Stats()
+		o.ObserveInt64(failovers, s.Failovers)
+		o.ObserveInt64(fallBacks, s.FallBacks)
+		o.ObserveInt64(aborts, s.Aborted)
+		for _, h := range s.Hosts {
+			base := m.attrs(h.Addr, h.DC)
+			kv := base.ToSlice()
+			set := metric.WithAttributeSet(base)
+			for i, name := range states {
+				o.ObserveInt64(state, int01(int(h.State) == i), metric.WithAttributes(append(kv, attribute.String("mysqlfailover.host.state", name))...))
+			}
+			for i, name := range roles {
+				o.ObserveInt64(role, int01(int(h.Role) == i), metric.WithAttributes(append(kv, attribute.String("mysqlfailover.host.role", name))...))
+			}
+			o.ObserveInt64(active, int01(h.Addr == s.Active), set)
+			o.ObserveInt64(primary, int01(h.Addr == s.Primary), set)
+			if h.OpenConns >= 0 {
+				o.ObserveInt64(conns, int64(h.OpenConns), set)
+			}
+		}
+		return nil
+	}, state, role, active, primary, conns, failovers, fallBacks, aborts)
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// Option returns the option that gives m the connector's events
+// (mysqlfailover.WithEventHook with Observe). It can be combined with hooks of yours:
+// WithEventHook may be given more than once.
+func (m *Metrics) Option() mysqlfailover.Option { return mysqlfailover.WithEventHook(m.Observe) }
+
+// SetConnector makes the observable instruments read cn's Stats at each collection. A
+// second call replaces the first connector.
+func (m *Metrics) SetConnector(cn *mysqlfailover.Connector) {
+	m.conn.Store(cn)
+	m.learn(cn)
+}
+
+// Observe records one event: a passed probe's latency, a failed probe, a walk's duration.
+// Other events are ignored. It does not block (it runs in the driver's hook).
+func (m *Metrics) Observe(e failover.Event) {
+	ctx := context.Background()
+	switch e.Kind {
+	case failover.EventProbePassed:
+		m.probe.Record(ctx, e.Duration.Seconds(), metric.WithAttributeSet(m.attrs(e.Host, "")))
+	case failover.EventProbe:
+		m.failures.Add(ctx, 1, metric.WithAttributeSet(m.attrs(e.Host, "")))
+	case failover.EventSwitch, failover.EventFallBack:
+		if e.Duration > 0 { // 0: a move without a walk (monitor, SwitchTo, host list)
+			kind := "switch"
+			if e.Kind == failover.EventFallBack {
+				kind = "fall_back"
+			}
+			m.walk.Record(ctx, e.Duration.Seconds(), metric.WithAttributes(attribute.String("mysqlfailover.walk.kind", kind)))
+		}
+	case failover.EventHostList:
+		if cn := m.conn.Load(); cn != nil && e.Err == nil {
+			m.learn(cn)
+		}
+	}
+}
+
+// Close unregisters the observable instruments' callback; the connector is not closed.
+// It returns the meter's error, if any.
+func (m *Metrics) Close() error { return m.reg.Unregister() }
+
+// learn (re)makes the attribute sets of cn's hosts, with their DC labels.
+func (m *Metrics) learn(cn *mysqlfailover.Connector) {
+	for _, h := range cn.Stats().Hosts {
+		s := hostAttrs(h.Addr, h.DC)
+		m.mu.Lock()
+		m.hosts[h.Addr] = s
+		m.mu.Unlock()
+	}
+}
+
+// attrs returns host's attribute set, made with dc the first time the host is seen
+// (events carry no DC: SetConnector learns every host's first).
+func (m *Metrics) attrs(host, dc string) attribute.Set {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if s, ok := m.hosts[host]; ok {
+		return s
+	}
+	s := hostAttrs(host, dc)
+	m.hosts[host] = s
+	return s
+}
+
+// hostAttrs returns the attributes of host (host:port) with its DC label.
+func hostAttrs(host, dc string) attribute.Set {
+	name, port, err := net.SplitHostPort(host)
+	kv := []attribute.KeyValue{attribute.String("server.address", host), attribute.String("mysqlfailover.dc", dc)}
+	if err == nil {
+		kv[0] = attribute.String("server.address", name)
+		if p, err := strconv.Atoi(port); err == nil {
+			kv = append(kv, attribute.Int("server.port", p))
+		}
+	}
+	return attribute.NewSet(kv...)
+}
+
+func int01(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,225 @@
+// Package mysqlfailoverprom exports the failover state of a mysqlfailover.Connector as
+// Prometheus metrics: a prometheus.Collector that reads (*mysqlfailover.Connector).Stats
+// at each scrape and counts the connector's events (probe latency, walk duration,
+// failed probes) as they happen.
+//
+//	col := mysqlfailoverprom.New()
+//	c, err := mysqlfailover.NewConnector(cfg, col.Option(), mysqlfailover.WithEventHook(myHook))
+//	col.SetConnector(c)
+//	prometheus.MustRegister(col)
+//	db := sql.OpenDB(c)
+//
+// The histograms need the events, so the connector must be built with col.Option();
+// a pool opened with sql.Open("mysqlfailover", dsn) gives only the Stats metrics
+// (SetConnector with mysqlfailover.ConnectorOf). One Collector serves one Connector: for
+// several pools register each collector through prometheus.WrapRegistererWith with a
+// label of yours (for example pool="orders").
+//
+// # Metrics
+//
+// All are prefixed mysqlfailover_, in base units (seconds); host is host:port as in the
+// host list, dc its data-centre label ("" for none).
+//
+//	mysqlfailover_host_state{host,dc,state}        gauge     1 for the host's state, 0 for the others:
+//	                                               unknown, up, suspect, down, backoff, wrong_role
+//	mysqlfailover_host_role{host,dc,role}          gauge     1 for the role the last role check found, 0 for
+//	                                               the others: unknown, primary, read_only_primary, standby
+//	mysqlfailover_host_active{host,dc}             gauge     1 for the host the pool uses now
+//	mysqlfailover_host_primary{host,dc}            gauge     1 for the host the pool returns to
+//	mysqlfailover_host_connections{host,dc}        gauge     open physical connections, probe connections
+//	                                               included (absent when unknown)
+//	mysqlfailover_failovers_total                  counter   walks and monitor decisions that moved the pool
+//	                                               after a failure
+//	mysqlfailover_fall_backs_total                 counter   returns to the primary
+//	mysqlfailover_aborts_total                     counter   abort rounds: hosts whose in-flight statements
+//	                                               were aborted after probes declared them down
+//	mysqlfailover_probe_duration_seconds{host,dc}  histogram latency of each passed probe (checkInterval > 0)
+//	mysqlfailover_probe_failures_total{host,dc}    counter   failed probes
+//	mysqlfailover_walk_duration_seconds{kind}      histogram duration of each host walk that moved the pool,
+//	                                               kind "switch" (a failover) or "fall_back"
+//
+// The three totals are the connector's own counts since it was built (failover.Stats), so
+// they are right even for the events before SetConnector.
+//
+// Replica lag is not exported: the driver's probe does not read it (it would need
+// SHOW REPLICA STATUS and the REPLICATION CLIENT privilege on every probe); the
+// mysqlfailover check command shows it.
+package mysqlfailoverprom
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/mysqlfailover/mysqlfailover"
+	"github.com/mysqlfailover/mysqlfailover/failover"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// ProbeBuckets are the upper bounds, in seconds, of mysqlfailover_probe_duration_seconds:
+// 0.5 ms to 5 s (a probe is one query's round trip, bounded by the probe timeout).
+var ProbeBuckets = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5}
+
+// WalkBuckets are the upper bounds, in seconds, of mysqlfailover_walk_duration_seconds:
+// 1 ms to 2 min (a walk over dead hosts pays their connect timeouts and 250 ms between
+// passes).
+var WalkBuckets = []float64{.001, .005, .01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120}
+
+// states and roles are the label values of mysqlfailover_host_state and _host_role, in
+// the order of failover.HostState and failover.Role.
+var (
+	states = []string{"unknown", "up", "suspect", "down", "backoff", "wrong_role"}
+	roles  = []string{"unknown", "primary", "read_only_primary", "standby"}
+)
+
+var (
+	descState = prometheus.NewDesc("mysqlfailover_host_state",
+		"What the pool believes of the host: 1 for its state, 0 for the others.", []string{"host", "dc", "state"}, nil)
+	descRole = prometheus.NewDesc("mysqlfailover_host_role",
+		"The role the last role check found on the host (targetSessionAttrs): 1 for it, 0 for the others.", []string{"host", "dc", "role"}, nil)
+	descActive = prometheus.NewDesc("mysqlfailover_host_active",
+		"1 for the host the pool uses now, 0 for the others.", []string{"host", "dc"}, nil)
+	descPrimary = prometheus.NewDesc("mysqlfailover_host_primary",
+		"1 for the host the pool returns to (the primary), 0 for the others.", []string{"host", "dc"}, nil)
+	descConns = prometheus.NewDesc("mysqlfailover_host_connections",
+		"Physical connections open to the host, probe connections included.", []string{"host", "dc"}, nil)
+	descFailovers = prometheus.NewDesc("mysqlfailover_failovers_total",
+		"Moves of the pool to another host after a failure.", nil, nil)
+	descFallBacks = prometheus.NewDesc("mysqlfailover_fall_backs_total",
+		"Returns of the pool to the primary.", nil, nil)
+	descAborts = prometheus.NewDesc("mysqlfailover_aborts_total",
+		"Abort rounds: hosts whose in-flight statements were aborted after probes declared them down.", nil, nil)
+)
+
+// Collector is a prometheus.Collector of one Connector. Its methods are safe for
+// concurrent use. Build it with New.
+type Collector struct {
+	conn     atomic.Pointer[mysqlfailover.Connector]
+	mu       sync.Mutex
+	dcs      map[string]string // host -> DC label, for the event metrics
+	probe    *prometheus.HistogramVec
+	failures *prometheus.CounterVec
+	walk     *prometheus.HistogramVec
+}
+
+// New returns a Collector with no connector yet (only the event metrics until
+// SetConnector).
+func New() *Collector {
+	return &Collector{
+		dcs: map[string]string{},
+		probe: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "mysqlfailover_probe_duration_seconds",
+			Help:    "Latency of each passed probe (checkInterval > 0), reopening the probe connection included.",
+			Buckets: ProbeBuckets,
+		}, []string{"host", "dc"}),
+		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mysqlfailover_probe_failures_total",
+			Help: "Failed probes (checkInterval > 0).",
+		}, []string{"host", "dc"}),
+		walk: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "mysqlfailover_walk_duration_seconds",
+			Help:    "Duration of each host walk that moved the pool, from its start to the working connection on the new host (kind switch: a failover; fall_back).",
+			Buckets: WalkBuckets,
+		}, []string{"kind"}),
+	}
+}
+
+// Option returns the option that gives the collector the connector's events
+// (mysqlfailover.WithEventHook with Observe). It can be combined with hooks of yours:
+// WithEventHook may be given more than once.
+func (c *Collector) Option() mysqlfailover.Option { return mysqlfailover.WithEventHook(c.Observe) }
+
+// SetConnector makes the collector read cn's Stats at each scrape. Call it once the
+// connector is built; a second call replaces the first connector.
+func (c *Collector) SetConnector(cn *mysqlfailover.Connector) {
+	c.conn.Store(cn)
+	c.learnDCs(cn)
+}
+
+// Observe records one event: a passed probe's latency, a failed probe, a walk's duration.
+// Other events are ignored. It is fast and does not block (it runs in the driver's hook).
+func (c *Collector) Observe(e failover.Event) {
+	switch e.Kind {
+	case failover.EventProbePassed:
+		c.probe.WithLabelValues(e.Host, c.dc(e.Host)).Observe(e.Duration.Seconds())
+	case failover.EventProbe:
+		c.failures.WithLabelValues(e.Host, c.dc(e.Host)).Inc()
+	case failover.EventSwitch, failover.EventFallBack:
+		if e.Duration > 0 { // 0: a move without a walk (monitor, SwitchTo, host list)
+			kind := "switch"
+			if e.Kind == failover.EventFallBack {
+				kind = "fall_back"
+			}
+			c.walk.WithLabelValues(kind).Observe(e.Duration.Seconds())
+		}
+	case failover.EventHostList:
+		if e.Err == nil {
+			c.learnDCs(c.conn.Load())
+		}
+	}
+}
+
+func (c *Collector) dc(host string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.dcs[host]
+}
+
+func (c *Collector) learnDCs(cn *mysqlfailover.Connector) {
+	if cn == nil {
+		return
+	}
+	s := cn.Stats()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, h := range s.Hosts {
+		c.dcs[h.Addr] = h.DC
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descState, descRole, descActive, descPrimary, descConns, descFailovers, descFallBacks, descAborts} {
+		ch <- d
+	}
+	c.probe.Describe(ch)
+	c.failures.Describe(ch)
+	c.walk.Describe(ch)
+}
+
+// Collect implements prometheus.Collector: the connector's Stats now, and the event
+// metrics.
+func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	c.probe.Collect(ch)
+	c.failures.Collect(ch)
+	c.walk.Collect(ch)
+	cn := c.conn.Load()
+	if cn == nil {
+		return
+	}
+	s := cn.Stats()
+	ch <- prometheus.MustNewConstMetric(descFailovers, prometheus.CounterValue, float64(s.Failovers))
+	ch <- prometheus.MustNewConstMetric(descFallBacks, prometheus.CounterValue, float64(s.FallBacks))
+	ch <- prometheus.MustNewConstMetric(descAborts, prometheus.CounterValue, float64(s.Aborted))
+	for _, h := range s.Hosts {
+		for i, name := range states {
+			ch <- prometheus.MustNewConstMetric(descState, prometheus.GaugeValue, bool01(int(h.State) == i), h.Addr, h.DC, name)
+		}
+		for i, name := range roles {
+			ch <- prometheus.MustNewConstMetric(descRole, prometheus.GaugeValue, bool01(int(h.Role) == i), h.Addr, h.DC, name)
+		}
+		ch <- prometheus.MustNewConstMetric(descActive, prometheus.GaugeValue, bool01(h.Addr == s.Active), h.Addr, h.DC)
+		ch <- prometheus.MustNewConstMetric(descPrimary, prometheus.GaugeValue, bool01(h.Addr == s.Primary), h.Addr, h.DC)
+		if h.OpenConns >= 0 {
+			ch <- prometheus.MustNewConstMetric(descConns, prometheus.GaugeValue, float64(h.OpenConns), h.Addr, h.DC)
+		}
+	}
+}
+
+func bool01(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+var _ prometheus.Collector = (*Collector)(nil)
