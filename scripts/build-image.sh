@@ -40,7 +40,9 @@ esac
 
 # --- The Debian release and sources of this machine ---------------------------------------------
 [ -r /etc/os-release ] || die "no /etc/os-release: this script builds from the machine's own Debian release"
+# shellcheck disable=SC1091
 os_id=$(. /etc/os-release && echo "${ID:-}")
+# shellcheck disable=SC1091
 codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
 [ "$os_id" = debian ] || die "this machine is '$os_id', not Debian (/etc/os-release): the image is built from the machine's own Debian release and mirror"
 [ -n "$codename" ] || die "/etc/os-release has no VERSION_CODENAME (a Debian testing/sid machine?)"
@@ -107,7 +109,13 @@ while read -r uri suite comps signed; do
 	case ",$comps," in *,main,*) ;; *) continue ;; esac
 	case "$uri" in http://* | https://* | file:/*) ;; *) continue ;; esac
 	list=$(echo "${uri%/}" | sed -E 's|^[a-z]+:/+||; s|^[^@/]*@||; s|/|_|g')
-	release=$(ls /var/lib/apt/lists/"${list}_dists_${suite}_"{InRelease,Release} 2>/dev/null | head -1 || true)
+	release=
+	for f in /var/lib/apt/lists/"${list}_dists_${suite}_"{InRelease,Release}; do
+		if [ -f "$f" ]; then
+			release=$f
+			break
+		fi
+	done
 	if [ -n "$release" ] && ! grep -qx 'Origin: Debian' "$release"; then continue; fi
 	line="${uri%/} $suite $signed"
 	case " ${sources[*]:-} " in *" $line "*) continue ;; esac # one copy each (several files)
@@ -155,7 +163,7 @@ if [ "$(id -u)" != 0 ]; then
 	die "building $ref needs root (debootstrap, chroot): run it as root or with sudo"
 fi
 
-lock=${TMPDIR:-/tmp}/mysqlfailover-build-image.lock
+lock=${TMPDIR:-/tmp}/mysqlfailover-image-build.lock
 exec 9>"$lock"
 if ! flock -n 9; then
 	say "another build is running; waiting for it (lock $lock)"
@@ -180,9 +188,28 @@ fi
 start=$(date +%s)
 work=
 tmp_tag=
+# run LOG CMD...: CMD in a session of its own with its output appended to LOG, waited for in
+# the background, so that a signal to this script is handled at once and cleanup can stop CMD
+# with all it started.
+child=
+run() {
+	local rc=0 log=$1
+	shift
+	setsid "$@" >>"$log" 2>&1 &
+	child=$!
+	wait "$child" || rc=$?
+	child=
+	return "$rc"
+}
 cleanup() {
 	local rc=$? m
 	set +e
+	if [ -n "$child" ]; then
+		kill -TERM -- "-$child" 2>/dev/null
+		for _ in $(seq 1 50); do kill -0 "$child" 2>/dev/null || break; sleep 0.2; done
+		kill -KILL -- "-$child" 2>/dev/null
+		wait "$child" 2>/dev/null
+	fi
 	if [ -n "$work" ] && [ -d "$work" ]; then
 		# Whatever is still mounted in the chroot (debootstrap or we were interrupted) first.
 		awk -v p="$work/" 'index($2, p) == 1 { print $2 }' /proc/mounts | sort -r | while read -r m; do
@@ -216,7 +243,7 @@ elif [ -r /usr/share/keyrings/debian-archive-keyring.gpg ]; then
 	keyopt=(--keyring=/usr/share/keyrings/debian-archive-keyring.gpg)
 fi
 say "debootstrap --variant=minbase (log: $work/debootstrap.log while it runs)"
-if ! debootstrap --variant=minbase --arch="$arch" "${keyopt[@]}" "$codename" "$root" "$mirror" >"$work/debootstrap.log" 2>&1; then
+if ! run "$work/debootstrap.log" debootstrap --variant=minbase --arch="$arch" "${keyopt[@]}" "$codename" "$root" "$mirror"; then
 	tail -20 "$work/debootstrap.log" >&2
 	die "debootstrap failed"
 fi
@@ -258,14 +285,13 @@ done
 
 mount -t proc proc "$root/proc"
 say "apt-get install mariadb-server galera-4"
-if ! {
-	chroot "$root" apt-get update -q &&
-		DEBIAN_FRONTEND=noninteractive chroot "$root" apt-get install -y -q mariadb-server galera-4
-} >"$work/apt.log" 2>&1; then
+if ! run "$work/apt.log" chroot "$root" apt-get update -q ||
+	! run "$work/apt.log" env DEBIAN_FRONTEND=noninteractive chroot "$root" apt-get install -y -q mariadb-server galera-4; then
 	tail -20 "$work/apt.log" >&2
 	die "installing mariadb-server galera-4 in the chroot failed"
 fi
 umount "$root/proc"
+# shellcheck disable=SC2016
 version=$(chroot "$root" dpkg-query -W -f '${Version}' mariadb-server)
 say "installed mariadb-server $version after $(($(date +%s) - start)) s"
 
@@ -295,22 +321,26 @@ find "$root/usr/share/doc" -mindepth 1 -type d -empty -delete
 
 tmp_tag=$repository:build-$hash-$$
 say "docker import after $(($(date +%s) - start)) s"
-tar --numeric-owner -C "$root" -c --exclude='./dev/*' --exclude='./proc/*' --exclude='./sys/*' . |
-	docker import \
+# shellcheck disable=SC2016
+run "$work/import.log" bash -c 'set -o pipefail; tar --numeric-owner -C "$1" -c --exclude="./dev/*" --exclude="./proc/*" --exclude="./sys/*" . | docker import "${@:3}" - "$2" >/dev/null' \
+	import "$root" "$tmp_tag" \
 		--change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
 		--change 'ENV LANG=C.UTF-8' \
 		--change 'ENTRYPOINT ["/usr/local/bin/docker-entrypoint.sh"]' \
 		--change 'CMD ["mariadbd"]' \
 		--change 'EXPOSE 3306' \
 		--change "LABEL org.mysqlfailover.image=mariadb org.mysqlfailover.image.hash=$hash org.mysqlfailover.mariadb.version=$version org.mysqlfailover.debian=$codename" \
-		--message "mysqlfailover-mariadb: Debian $codename, mariadb-server $version" \
-		- "$tmp_tag" >/dev/null
-rm -rf --one-file-system "$work" && work=
+		--message "mysqlfailover-mariadb: Debian $codename, mariadb-server $version" || {
+	tail -20 "$work/import.log" >&2
+	die "docker import failed"
+}
+rm -rf --one-file-system "$root"
 
 # A last check before the image gets its real name: the server binary runs.
 docker run --rm --network none --entrypoint /usr/sbin/mariadbd "$tmp_tag" --version >&2 ||
 	die "the imported image cannot run mariadbd"
 docker tag "$tmp_tag" "$ref"
 size=$(docker image inspect --format '{{.Size}}' "$ref")
-say "built $ref in $(($(date +%s) - start)) s ($((size / 1000000)) MB)"
+cpu=$(awk -v hz="$(getconf CLK_TCK)" '{ printf "%.0f s user, %.0f s system", $16 / hz, $17 / hz }' "/proc/$$/stat")
+say "built $ref in $(($(date +%s) - start)) s (CPU of the build's processes: $cpu; $((size / 1000000)) MB)"
 echo "$ref"

@@ -24,6 +24,7 @@ tmp=$(mktemp -d)
 cleanup() {
 	local ids
 	ids=$(docker ps -aq --filter label=org.mysqlfailover.test=image --filter "label=org.mysqlfailover.test.run=$run")
+	# shellcheck disable=SC2086
 	if [ -n "$ids" ]; then docker rm -f -v $ids >/dev/null; fi
 	rm -rf "$tmp"
 }
@@ -58,8 +59,7 @@ sql() {
 
 # wait_up CONTAINER USER PASSWORD: until the server answers on its published port (60 s).
 wait_up() {
-	local i
-	for i in $(seq 1 120); do
+	for _ in $(seq 1 120); do
 		if sql "$1" "$2" "$3" 'SELECT 1' >/dev/null 2>&1; then return 0; fi
 		if [ "$(docker inspect -f '{{.State.Running}}' "$1")" != true ]; then
 			echo "container $1 exited:" >&2

@@ -55,6 +55,7 @@ sql_str() {
 	local s=${1//\\/\\\\}
 	printf "'%s'" "${s//\'/\\\'}"
 }
+# shellcheck disable=SC2016
 sql_ident() { printf '`%s`' "${1//\`/\`\`}"; }
 
 if [ "$#" -eq 0 ] || [ "${1:0:1}" = '-' ]; then
@@ -133,6 +134,7 @@ if [ ! -d "$datadir/mysql" ]; then
 		echo "SET @@SESSION.SQL_LOG_BIN=0;"
 		echo "SET @@SESSION.SQL_MODE=REPLACE(@@SESSION.SQL_MODE, 'NO_BACKSLASH_ESCAPES', '');"
 		echo "DROP USER IF EXISTS root@'127.0.0.1', root@'::1';"
+		# shellcheck disable=SC2028
 		echo "EXECUTE IMMEDIATE CONCAT('DROP USER IF EXISTS root@\\'', @@hostname, '\\'');"
 		echo "SET PASSWORD FOR root@localhost = PASSWORD($(sql_str "$root_password"));"
 		if [ "$root_host" != localhost ]; then
