@@ -147,18 +147,18 @@ if [ "$mode" = tag ]; then
 	exit 0
 fi
 
-docker version --format '{{.Server.Version}}' >/dev/null 2>&1 ||
-	die "the Docker engine does not answer ('docker version' fails): start it, or run the tests with the process backend"
 if docker image inspect "$ref" >/dev/null 2>&1; then
 	say "$ref is present"
 	echo "$ref"
 	exit 0
 fi
+docker version --format '{{.Server.Version}}' >/dev/null 2>&1 ||
+	die "the Docker engine does not answer ('docker version' fails): start it, or run the tests with the process backend"
 
 # --- Build (as root) ----------------------------------------------------------------------------
 if [ "$(id -u)" != 0 ]; then
 	if command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
-		exec sudo -n -- "$self"
+		exec sudo -n --preserve-env=MYSQLFAILOVER_BUILD_DIR,TMPDIR -- "$self"
 	fi
 	die "building $ref needs root (debootstrap, chroot): run it as root or with sudo"
 fi
@@ -175,6 +175,7 @@ if docker image inspect "$ref" >/dev/null 2>&1; then
 	exit 0
 fi
 
+start=$(date +%s)
 PATH=$PATH:/usr/sbin:/sbin
 if ! command -v debootstrap >/dev/null 2>&1; then
 	say "installing debootstrap with apt-get"
@@ -185,7 +186,6 @@ if ! command -v debootstrap >/dev/null 2>&1; then
 	fi
 fi
 
-start=$(date +%s)
 work=
 tmp_tag=
 # run LOG CMD...: CMD in a session of its own with its output appended to LOG, waited for in
