@@ -152,8 +152,9 @@ if docker image inspect "$ref" >/dev/null 2>&1; then
 	echo "$ref"
 	exit 0
 fi
-docker version --format '{{.Server.Version}}' >/dev/null 2>&1 ||
-	die "the Docker engine does not answer ('docker version' fails): start it, or run the tests with the process backend"
+if ! out=$(docker version --format '{{.Server.Version}}' 2>&1); then
+	die "the Docker engine does not answer to 'docker version' ($(echo "$out" | tail -1)): start it or get access to it, or run the tests with the process backend"
+fi
 
 # --- Build (as root) ----------------------------------------------------------------------------
 if [ "$(id -u)" != 0 ]; then
@@ -282,6 +283,12 @@ for s in "${sources[@]}"; do
 	cp /var/lib/apt/lists/"${list}_dists_${suite}_"{InRelease,Release,Release.gpg} "$root/var/lib/apt/lists/" 2>/dev/null || true
 	cp /var/lib/apt/lists/"${list}_dists_${suite}_main_binary-${arch}_Packages"* "$root/var/lib/apt/lists/" 2>/dev/null || true
 done
+
+# The mysql account of the official image (uid and gid 999), made before the package's preinst
+# would make one with the next free system id, so data directories move between the images.
+chroot "$root" groupadd --system --gid 999 mysql
+chroot "$root" useradd --system --uid 999 --gid 999 --home-dir /nonexistent --no-create-home \
+	--shell /bin/false --comment "MySQL Server" mysql
 
 mount -t proc proc "$root/proc"
 say "apt-get install mariadb-server galera-4"
