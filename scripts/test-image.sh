@@ -8,8 +8,9 @@
 #   scripts/test-image.sh [IMAGE]     IMAGE defaults to the one build-image.sh makes;
 #                                     mariadb:11.4 runs the same checks on the official image
 #
-# Containers get the labels org.mysqlfailover.test=image and org.mysqlfailover.test.run=<id>;
-# the script removes those of its own run only, also on failure or interrupt. Ports are published
+# Containers and the volume get the labels org.mysqlfailover.test=image and
+# org.mysqlfailover.test.run=<id>; the script removes those of its own run only, also on failure
+# or interrupt. Ports are published
 # on 127.0.0.1 only, on ports Docker picks. The last line is "N passed, N failed".
 set -euo pipefail
 
@@ -26,6 +27,9 @@ cleanup() {
 	ids=$(docker ps -aq --filter label=org.mysqlfailover.test=image --filter "label=org.mysqlfailover.test.run=$run")
 	# shellcheck disable=SC2086
 	if [ -n "$ids" ]; then docker rm -f -v $ids >/dev/null; fi
+	ids=$(docker volume ls -q --filter label=org.mysqlfailover.test=image --filter "label=org.mysqlfailover.test.run=$run")
+	# shellcheck disable=SC2086
+	if [ -n "$ids" ]; then docker volume rm $ids >/dev/null; fi
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -91,7 +95,10 @@ chmod 644 "$tmp/initdb"/*
 
 root_pw="r00t'pw\"#x"
 echo "# image $image"
-main=$(start -v "$tmp/initdb:/docker-entrypoint-initdb.d:ro" \
+# The main container keeps its data in a named volume, as the container backend does (the
+# storage driver's own layer can be much slower: fuse-overlayfs here).
+vol=$(docker volume create "${labels[@]}")
+main=$(start -v "$vol:/var/lib/mysql" -v "$tmp/initdb:/docker-entrypoint-initdb.d:ro" \
 	-e MARIADB_ROOT_PASSWORD="$root_pw" -e MARIADB_DATABASE=shop -e MARIADB_USER=shopper \
 	-e MARIADB_PASSWORD=sh0pper "$image" --server-id=7 --log-bin=binlog)
 # The two other flavours of root password and a missing one start alongside.
