@@ -17,7 +17,8 @@
 # MYSQL_DATABASE, MYSQL_USER, MYSQL_PASSWORD), as the official image accepts.
 #
 # Arguments: none or `mariadbd [options]` runs the server; arguments starting with "-" are options
-# for mariadbd; anything else is run as a command (`docker run IMAGE mariadb --version`).
+# for mariadbd (--help, --version and --print-defaults just run it); anything else is run as a
+# command (`docker run IMAGE mariadb --version`).
 # On an empty data directory (/var/lib/mysql, or --datadir=) the server is initialised with
 # mariadb-install-db, then a server without networking (socket only) sets the accounts up and runs
 # /docker-entrypoint-initdb.d/*.sh, *.sql, *.sql.gz (in name order, once), and stops. Then this
@@ -67,6 +68,13 @@ mariadbd | mysqld) ;;
 esac
 shift
 server=/usr/sbin/mariadbd
+
+# Options that only print something need no data directory.
+for a in "$@"; do
+	case "$a" in
+	-'?' | --help | --print-defaults | -V | --version) exec "$server" "$@" ;;
+	esac
+done
 
 # The options that decide where the data and the socket are.
 datadir=/var/lib/mysql
