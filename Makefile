@@ -64,3 +64,12 @@ bench-peers: server
 	@./scripts/ensure-peers.sh
 	cd integration && $(GO) run ./cmd/benchpeers > ../bench-peers.md
 	@cat bench-peers.md
+
+# The MariaDB container image of the container tests, built from Debian packages (no registry):
+# prints its reference; reused when present. `make image-test` checks it with real containers.
+.PHONY: image image-test
+image:
+	@./scripts/build-image.sh
+
+image-test:
+	./scripts/test-image.sh
