@@ -13,8 +13,9 @@ const (
 	// EventHostFailed is a communication error on an established connection to Host (Err).
 	EventHostFailed
 	// EventSwitch is the pool moving from From to Host: after a failure or a role
-	// change (Err is the cause), after a new host list moved the primary (Err says so),
-	// or for SwitchTo (Err nil).
+	// change (Err is the cause; nil when a new connection's walk passed From over
+	// without trying it, as a host already known down), after a new host list moved the
+	// primary (Err says so), or for SwitchTo (Err nil).
 	EventSwitch
 	// EventFallBack is the pool returning from From to home (Host): the primary, or with
 	// a standby targetSessionAttrs a local standby.
