@@ -127,12 +127,11 @@
 // trips, as TCP derives its retransmission timeout (RFC 6298). With R the
 // duration of each passed probe's round trip, the first R sets SRTT = R and
 // RTTVAR = R/2, and each later one sets RTTVAR = 3/4 RTTVAR + 1/4 |SRTT - R|
-// when |SRTT - R| > RTTVAR, else RTTVAR - 1/64 (RTTVAR - |SRTT - R|), then
+// when |SRTT - R| > RTTVAR, else RTTVAR - 1/16 (RTTVAR - |SRTT - R|), then
 // SRTT = 7/8 SRTT + 1/8 R. (RFC 6298 lowers RTTVAR by a quarter too; here, as
-// in Linux's TCP, it falls slowly, so that a host whose answers stall now and
-// then, a CPU-starved server, keeps its stalls in its timeout for some 44
-// probes, half of them, and is not left at its next stall.) The host's probe
-// timeout is
+// in Linux's TCP, it falls more slowly, so that a host whose answers stall now
+// and then, a CPU-starved server, keeps a stall in its timeout for some 11
+// probes, half of it.) The host's probe timeout is
 //
 //	RTO = min(SRTT + max(50ms, 4 x RTTVAR), hostTimeout)   (5s when hostTimeout is 0)
 //
@@ -146,7 +145,10 @@
 // later, on a new connection opened within RTO or 4 times the host's typical
 // connect time C, whichever is more. Once the probes declared a host down its
 // probes wait RTO. A refused, reset or closed connection fails a probe at
-// once. HostStats.ProbeTimeout (Stats) shows each host's wait.
+// once. A timeout that fires more than 50ms late (this process was not
+// running: an overloaded machine) says nothing of the host, once in a row: the
+// probe is repeated at once, as Cassandra's failure detector ignores its own
+// pauses. HostStats.ProbeTimeout (Stats) shows each host's wait.
 //
 // So a primary that hangs (frozen, blackholed: its sockets stay open, nothing
 // answers) is left, after the fault, within

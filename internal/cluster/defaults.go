@@ -131,11 +131,17 @@ const (
 	// doubled one after it, 1 + 2; the server would only queue a repeated request
 	// behind the one it has not answered). A host declared down gets one.
 	DefaultProbePatience = 3
-	// DefaultProbeVarianceDecay is how slowly RTTVAR falls (count, 64): a round trip
-	// closer to SRTT than RTTVAR moves RTTVAR 1/64 of the way to its deviation (RFC
+	// DefaultProbeVarianceDecay is how slowly RTTVAR falls (count, 16): a round trip
+	// closer to SRTT than RTTVAR moves RTTVAR 1/16 of the way to its deviation (RFC
 	// 6298's 1/4 when farther: rising at once), so that a host's stall is remembered for
-	// some 44 probes (half of it), a few seconds at checkInterval=100ms.
-	DefaultProbeVarianceDecay = 64
+	// some 11 probes (half of it), about a second at checkInterval=100ms.
+	DefaultProbeVarianceDecay = 16
+	// DefaultMaxLocalPause is how late a probe's timeout may fire and still count
+	// against its host (duration, 50 ms, the margin): later, this process itself was
+	// not running (Cassandra's failure detector ignores its own pauses likewise, beyond
+	// 5 s there), the probe is repeated at once and counts only if that happens twice
+	// in a row.
+	DefaultMaxLocalPause = 50 * time.Millisecond
 	// DefaultMaxProbeTimeout caps a probe timeout when hostTimeout is 0 (duration, 5 s,
 	// the DSN's default hostTimeout); otherwise hostTimeout caps it.
 	DefaultMaxProbeTimeout = 5 * time.Second

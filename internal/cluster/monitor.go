@@ -279,7 +279,7 @@ func (c *Cluster) probe(ctx context.Context, id int) {
 	conn := c.probes.take(id)
 	var err error
 	var role failover.Role
-	var rtt time.Duration
+	var rtt, late time.Duration // late: how far past its bound a timed-out step returned
 	var timedOut bool
 	for again := conn != nil; ; again = false {
 		if conn == nil {
@@ -296,7 +296,7 @@ func (c *Cluster) probe(ctx context.Context, id int) {
 			}
 			if err != nil {
 				if dctx.Err() != nil && ctx.Err() == nil {
-					timedOut = true
+					timedOut, late = true, c.env.Clock.Now().Sub(dialStart)-bound
 					err = fmt.Errorf("probe connection not opened within %v (%s): %w", bound, what, err)
 				} else {
 					err = describeDialError(err)
@@ -317,6 +317,9 @@ func (c *Cluster) probe(ctx context.Context, id int) {
 		rtStart := c.env.Clock.Now()
 		role, timedOut, err = c.roundTrip(ctx, conn, wait, rto)
 		rtt = c.env.Clock.Now().Sub(rtStart)
+		if timedOut {
+			late = rtt - wait
+		}
 		if err == nil {
 			c.probes.put(id, conn)
 			break
@@ -334,6 +337,18 @@ func (c *Cluster) probe(ctx context.Context, id int) {
 	if err != nil {
 		err = NotBadConn(err, "probe failed")
 		h.mu.Lock()
+		if timedOut && late > DefaultMaxLocalPause && !h.rto.paused && !h.down {
+			// The timeout fired more than DefaultMaxLocalPause late: this process did
+			// not run meanwhile (an overloaded machine, a stop of the world), and the
+			// answer may be waiting unread. Once in a row, the probe says nothing of the
+			// host: it is repeated at once, as Cassandra's failure detector ignores the
+			// intervals of its own pauses.
+			h.rto.paused = true
+			h.mu.Unlock()
+			c.probeAgain.Store(true)
+			return
+		}
+		h.rto.paused = false
 		if h.failSince.IsZero() {
 			h.failSince = start
 		}
@@ -374,6 +389,7 @@ func (c *Cluster) probe(ctx context.Context, id int) {
 	h.abortDue = false
 	h.probeLat = now.Sub(start)
 	h.rto.sample(rtt)
+	h.rto.paused = false
 	h.fails, h.retryAt, h.failing, h.down = 0, 0, false, false
 	changed := h.setState(failover.HostUp, nil, c.env.Clock.Now())
 	h.mu.Unlock()

@@ -155,8 +155,58 @@ func TestProbeTimeoutBackoff(t *testing.T) {
 	lat.Store(int64(time.Millisecond))
 	r.tick(monInterval)
 	// Karn: the estimate is the one of before the timeouts, plus this sample: RTTVAR
-	// 0.5 - 0.5/64, SRTT 1: 1 + 50.
+	// 0.5 - 0.5/16, SRTT 1: 1 + 50.
 	if got := r.stat(0).ProbeTimeout; got != 153*time.Millisecond {
 		t.Fatalf("after a passed probe: wait %v, want 153ms (no doubling left)", got)
+	}
+}
+
+// lateConn is slowConn whose timeouts return late: after the context's deadline, the
+// fake clock moves pause further (this process did not run meanwhile).
+type lateConn struct {
+	slowConn
+	pause time.Duration
+}
+
+func (c *lateConn) QueryContext(ctx context.Context, q string, args []driver.NamedValue) (driver.Rows, error) {
+	rows, err := c.slowConn.QueryContext(ctx, q, args)
+	if err != nil && ctx.Err() != nil {
+		c.r.clock.Advance(c.pause)
+	}
+	return rows, err
+}
+
+// Issue 13: a probe whose timeout fired more than 50 ms late (the monitor's own process
+// was paused: the answer may be unread in the socket) says nothing of its host, once in
+// a row: no failed probe, no state change, the probe repeated at once; a second late
+// timeout in a row counts. The hung probes wait for their contexts: 153 + 306 ms of real
+// time.
+func TestProbeLateTimeoutIsInconclusive(t *testing.T) {
+	lat := &atomic.Int64{}
+	var r *rig
+	r, _ = monRig(t, 2, func(o *rigOpts) {
+		o.FailoverDelay = 0
+		o.Dial = func(ctx context.Context, h int) (driver.Conn, error) {
+			c, err := r.net.Dial(ctx, h)
+			if err != nil || h != 0 {
+				return c, err
+			}
+			return &lateConn{slowConn: slowConn{Conn: c, r: r, lat: lat}, pause: 200 * time.Millisecond}, nil
+		}
+	})
+	lat.Store(int64(time.Millisecond))
+	r.tick(monInterval)
+	lat.Store(hung)
+	r.tick(monInterval)
+	if h := r.stat(0); h.State != failover.HostUp || r.cl.Active() != 0 || len(r.events(failover.EventProbe)) != 0 {
+		t.Fatalf("a timeout 200ms late, failoverDelay 0: H1 %v, active H%d, %d failed probes; want up, H1, none",
+			h.State, r.cl.Active()+1, len(r.events(failover.EventProbe)))
+	}
+	if !cluster.ProbeAgain(r.cl) {
+		t.Fatal("the inconclusive probe is not repeated at once")
+	}
+	r.cl.Check(context.Background())
+	if h := r.stat(0); h.State != failover.HostDown || r.cl.Active() != 1 {
+		t.Fatalf("a second late timeout in a row: H1 %v, active H%d; want down, H2", h.State, r.cl.Active()+1)
 	}
 }

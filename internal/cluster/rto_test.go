@@ -50,25 +50,25 @@ func TestRTOEstimator(t *testing.T) {
 	if e.srtt != time.Millisecond || e.samples != 1 {
 		t.Fatalf("timeouts changed the estimate: srtt %v, samples %d; Karn's rule takes no sample from them", e.srtt, e.samples)
 	}
-	e.sample(time.Millisecond) // RTTVAR 0.5 - 0.5/64, SRTT 1: 51, backoff gone
+	e.sample(time.Millisecond) // RTTVAR 0.5 - 0.5/16, SRTT 1: 51, backoff gone
 	check("a sample after timeouts", 51*ms)
 
-	// A stall is remembered: RTTVAR rises by a quarter at once and falls by 1/64 per
-	// sample, so 20 quick answers later the timeout is still far above the floor (with
-	// RFC 6298's quarter both ways it would be back to 51ms).
+	// A stall is remembered: RTTVAR rises by a quarter at once and falls by 1/16 per
+	// sample, so 10 quick answers later the timeout is still far above the floor (with
+	// RFC 6298's quarter both ways it would be back to 60ms).
 	e = rtoEstimator{}
 	e.sample(time.Millisecond)
 	e.sample(200 * ms) // RTTVAR (1.5 + 199)/4 = 50.125, SRTT (7 + 200)/8 = 25.875: 226.375
 	check("a 200ms stall", 226375*time.Microsecond)
-	for range 20 {
-		e.sample(time.Millisecond)
+	for range 10 {
+		e.sample(time.Millisecond) // 138.7ms after the 10th (60ms with RFC 6298's quarter)
 	}
 	if got := e.timeout(initial, ceiling); got < 100*ms {
-		t.Fatalf("20 quick answers after a 200ms stall: timeout %v, want it remembered (> 100ms)", got)
+		t.Fatalf("10 quick answers after a 200ms stall: timeout %v, want it remembered (> 100ms)", got)
 	}
 
-	// A steady slow host: RTTVAR decays towards 0 (by 1/64 per sample: 150ms x
-	// (63/64)^299 is about 1.4ms), the timeout towards SRTT + 50ms.
+	// A steady slow host: RTTVAR decays towards 0 (by 1/16 per sample), the timeout
+	// towards SRTT + 50ms.
 	e = rtoEstimator{}
 	for range 300 {
 		e.sample(300 * ms)
