@@ -131,9 +131,10 @@
 // hostTimeout is 0), and while the host is failing its probes its probe
 // timeout, or 4 times its typical connect time when that is longer. A round
 // ends when every probe has, and the next starts checkInterval later, or at
-// once after a probe timed out on a host not declared down yet. A probe connection the server closed (a KILL, a
-// restart) is opened again in the same round: that is not a failed probe.
-// Probe connections never come from the pool.
+// once after a probe timed out on a host not declared down yet. A probe
+// connection the server closed (a KILL, a restart) is opened again in the same
+// round: that is not a failed probe. Probe connections never come from the
+// pool.
 //
 // Failover. When the active host has failed its probes without a pause for
 // failoverDelay (at once when its role stops qualifying), the pool moves to
