@@ -154,7 +154,17 @@
 // Active health (checkInterval > 0) probes every host from a monitor
 // goroutine, leaves a failing host after failoverDelay, aborting the
 // statements in flight there, and returns after switchBackDelay of passed
-// probes; package failover describes it. A connection opened through the
+// probes; package failover describes it. Each host's probe timeout follows its
+// own probe round trips as TCP's retransmission timeout does (RFC 6298):
+// RTO = SRTT + max(50ms, 4 x RTTVAR), SRTT the smoothed round trip and RTTVAR
+// its mean deviation, at most hostTimeout, and a probe waits 3 x RTO for its
+// answer. A primary that hangs is thus left within checkInterval + L + 3 x RTO
+// (L: the longest probe of the round in progress) when failoverDelay is no
+// longer than 3 x RTO: at checkInterval=100ms&failoverDelay=100ms, about 0.26 s
+// for a host whose probes answer within a few ms (RTO 51ms), and later for a
+// host that is always slow, by its own latency (package dsn, section Options,
+// has the formula and the bound for a longer failoverDelay). A slow but alive
+// host is not left unless an answer takes more than 3 x RTO. A connection opened through the
 // driver's Open method alone (which some wrappers call instead of
 // OpenConnector) has a Connector of its own that runs no monitor:
 // checkInterval and hostsURL are ignored there.

@@ -123,6 +123,50 @@
 // passed probe) and are ignored without checkInterval. Package failover
 // describes the probes.
 //
+// Probe timeouts have no option: each host's follows its own probe round
+// trips, as TCP derives its retransmission timeout (RFC 6298). With R the
+// duration of each passed probe's round trip, the first R sets SRTT = R and
+// RTTVAR = R/2, and each later one sets RTTVAR = 3/4 RTTVAR + 1/4 |SRTT - R|
+// when |SRTT - R| > RTTVAR, else RTTVAR - 1/16 (RTTVAR - |SRTT - R|), then
+// SRTT = 7/8 SRTT + 1/8 R. (RFC 6298 lowers RTTVAR by a quarter too; here, as
+// in Linux's TCP, it falls more slowly, so that a host whose answers stall now
+// and then, a CPU-starved server, keeps a stall in its timeout for some 11
+// probes, half of it.) The host's probe timeout is
+//
+//	RTO = min(SRTT + max(50ms, 4 x RTTVAR), hostTimeout)   (5s when hostTimeout is 0)
+//
+// and max(checkInterval, 500ms), at most hostTimeout, before its first passed
+// probe. A probe waits 3 x RTO for its answer, on its own connection (RFC
+// 6298's first timeout and the doubled one after it: a repeated request would
+// only queue behind the unanswered one); an answer however late is a sample.
+// A probe that gets none fails, gives no sample (Karn's rule), doubles RTO
+// until a probe passes (to at most max(checkInterval, 500ms) or 2 x RTO,
+// whichever is more), and is repeated at once instead of a checkInterval
+// later, on a new connection opened within RTO or 4 times the host's typical
+// connect time C, whichever is more. Once the probes declared a host down its
+// probes wait RTO. A refused, reset or closed connection fails a probe at
+// once. A timeout that fires more than 50ms late (this process was not
+// running: an overloaded machine) says nothing of the host, once in a row: the
+// probe is repeated at once, as Cassandra's failure detector ignores its own
+// pauses. HostStats.ProbeTimeout (Stats) shows each host's wait.
+//
+// So a primary that hangs (frozen, blackholed: its sockets stay open, nothing
+// answers) is left, after the fault, within
+//
+//	checkInterval + L + 3 x RTO                                 when failoverDelay <= 3 x RTO
+//	checkInterval + L + failoverDelay + max(B, 2 x RTO, 4 x C)  otherwise
+//
+// where L is the longest probe of the round in progress (the slowest host's
+// round trip), RTO the host's own, B = max(checkInterval, 500ms) and C the
+// host's typical connect time. For a host whose probes take a few ms
+// (RTO 51ms) at checkInterval=100ms&failoverDelay=100ms: 100 + 153 ms plus L,
+// about 0.26 s. A host that is always slow takes longer, by its own latency:
+// with 300 ms round trips (RTO about 350 ms), about 100 + 300 + 1050 ms. A
+// slow but alive host is left only when no answer comes within 3 x RTO: a
+// slowdown to more than about 3 x (SRTT + max(50ms, 4 x RTTVAR)) in less time
+// than the estimate takes to follow it (each sample moves SRTT an eighth of
+// the way).
+//
 // hostsURL is an http or https URL whose JSON document gives the host list
 // (package failover shows the document); it needs checkInterval > 0. Its value
 // is query-escaped, as url.QueryEscape and FormatDSN write it:

@@ -122,13 +122,19 @@
 // role query, so that roles are learnt before a write fails), on one
 // long-lived probe connection per host, opened again when it breaks: no
 // connect-and-drop, which servers count as aborted connects and may answer by
-// blocking the client host (1129). A probe's round trip is bounded by
-// max(checkInterval, 500ms), at most hostTimeout; opening a probe connection
-// gets hostTimeout (the probe bound when hostTimeout is 0, or while the host is
-// failing its probes). A round ends when every probe has, and the next starts
-// checkInterval later. A probe connection the server closed (a KILL, a
-// restart) is opened again in the same round: that is not a failed probe.
-// Probe connections never come from the pool.
+// blocking the client host (1129). A probe waits for its answer three times
+// its host's probe timeout, which follows that host's own probe round trips as
+// TCP's retransmission timeout does (RFC 6298: the smoothed round trip plus
+// four times its mean deviation, at least 50 ms more; package dsn, section
+// Options, gives the formula and the bound it sets on detection); opening a
+// probe connection gets hostTimeout (max(checkInterval, 500ms) when
+// hostTimeout is 0), and while the host is failing its probes its probe
+// timeout, or 4 times its typical connect time when that is longer. A round
+// ends when every probe has, and the next starts checkInterval later, or at
+// once after a probe timed out on a host not declared down yet. A probe
+// connection the server closed (a KILL, a restart) is opened again in the same
+// round: that is not a failed probe. Probe connections never come from the
+// pool.
 //
 // Failover. When the active host has failed its probes without a pause for
 // failoverDelay (at once when its role stops qualifying), the pool moves to
@@ -137,7 +143,8 @@
 // (EventAbort): statements in flight there fail at once with a FailoverError
 // (inside a transaction, ErrTxLost) instead of waiting for readTimeout, and
 // statements that start later never wait on it. A frozen (SIGSTOPped) primary
-// is thus left after about failoverDelay plus one probe timeout. A
+// is thus left within about checkInterval plus three of its probe timeouts
+// (package dsn has the bound, also for a failoverDelay longer than that). A
 // connection's walk may leave the host first (a caller's deadline cuts an
 // attempt on a hung host to a share of at least 250 ms); its sockets are then
 // closed when the probes declare it down, all the same, so that no statement
@@ -169,7 +176,8 @@
 //
 // With checkInterval set, the host list may come from hostsURL or from a
 // HostListProvider given with mysqlfailover.WithHostListProvider, polled every
-// checkInterval; each request is bounded by the probe bound, so a slower list
+// checkInterval; each request is bounded by max(checkInterval, 500ms), at most
+// hostTimeout, so a slower list
 // server counts as failing. The DSN's hosts are the first list. The document
 // hostsURL serves is
 //

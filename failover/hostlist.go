@@ -17,7 +17,7 @@ type ProvidedHost struct {
 // HostListProvider supplies the host list at run time, primary first (Hosts[0] takes
 // the role of a DSN's first host), in place of hostsURL: see
 // mysqlfailover.WithHostListProvider. The pool polls it every checkInterval with a
-// context that bounds the call to the probe timeout (max(checkInterval, 500ms), at most
+// context that bounds the call to the fixed probe bound (max(checkInterval, 500ms), at most
 // hostTimeout), and checks each list as strictly as a hostsURL document (see Host lists
 // in the package documentation). A provider that fails, or returns an invalid list,
 // never empties the pool: the pool keeps its last good list and reports the failure

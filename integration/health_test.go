@@ -736,8 +736,8 @@ func TestSlowPrimaryIsNotDeclaredDead(t *testing.T) {
 // 2 with a 300 ms context, on a pool of at most 8 open and 2 idle connections (so new
 // connections are opened all the time, also during the freeze).
 //
-// Either the monitor's probes move the pool (about one probe timeout, 500 ms, after the
-// freeze), or first a walk of a connection with a short deadline (its attempt on node 1
+// Either the monitor's probes move the pool (within a checkInterval and three of node
+// 1's probe timeouts of the freeze, about 0.3 s: package dsn's bound), or first a walk of a connection with a short deadline (its attempt on node 1
 // is cut at a 250 ms share); in both cases node 1 must be left well under hostTimeout:
 // EventSwitch from node 1 to node 2 and EventAbort of node 1 within 1.5 s of the freeze,
 // every goroutine with a statement answered by node 2 within 1.5 s, no statement longer

@@ -224,6 +224,23 @@ func (n *Node) Latency(d time.Duration) error {
 	return n.addToxic(name, "latency", "downstream", fmt.Sprintf(`{"latency":%d,"jitter":0}`, d.Milliseconds()))
 }
 
+// LatencyJitter delays every server-to-client chunk by latency plus or minus a random
+// part of jitter, drawn anew for each chunk (latency toxic, downstream, as Latency);
+// latency 0 and jitter 0 remove it. LatencyJitter(100ms, 100ms) gives delays between 0
+// and 200 ms.
+func (n *Node) LatencyJitter(latency, jitter time.Duration) error {
+	const name = "latency_downstream"
+	if n.proxy.Toxics.GetToxic(name) != nil {
+		if err := n.proxy.Toxics.RemoveToxic(context.Background(), name); err != nil {
+			return n.wrap("latency", err)
+		}
+	}
+	if latency <= 0 && jitter <= 0 {
+		return nil
+	}
+	return n.addToxic(name, "latency", "downstream", fmt.Sprintf(`{"latency":%d,"jitter":%d}`, latency.Milliseconds(), jitter.Milliseconds()))
+}
+
 // ClearToxics removes every toxic from the node's proxy. Removing a blackhole closes the
 // connections it was holding.
 func (n *Node) ClearToxics() error {

@@ -108,6 +108,9 @@ type Cluster struct {
 
 	monitorRun sync.WaitGroup
 	probes     probeSet
+	// probeAgain is set by a probe that timed out on a host not declared down yet: the
+	// monitor then starts its next round at once instead of a CheckInterval later.
+	probeAgain atomic.Bool
 }
 
 // New returns a Cluster over cfg's hosts, on the primary. It keeps cfg and reads its

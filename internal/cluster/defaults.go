@@ -102,11 +102,50 @@ const (
 	DefaultFullWait = 5 * time.Second
 )
 
-// DefaultMinProbeTimeout is the least time a probe gets (monitor.go; duration, 500 ms):
-// checkInterval when that is longer, and never more than hostTimeout when that is set. A
-// round trip within a region takes milliseconds; a probe must not call a host down for a
-// scheduling hiccup.
-const DefaultMinProbeTimeout = 500 * time.Millisecond
+// Probe timeouts (monitor.go, rto.go). Each host's probe round trip is bounded by a
+// timeout derived from that host's own probe round trips as TCP derives its
+// retransmission timeout (RFC 6298): SRTT + max(DefaultProbeMargin,
+// DefaultProbeVarianceFactor x RTTVAR), at most hostTimeout (DefaultMaxProbeTimeout when
+// hostTimeout is 0), doubled after each timed-out probe; a probe waits
+// DefaultProbePatience times that for its answer. Before a host's first passed probe,
+// and as the cap of the doubling, the timeout is DefaultMinProbeTimeout (or
+// checkInterval when that is longer), the fixed bound every probe had before.
+const (
+	// DefaultMinProbeTimeout is a probe's bound before its host's first passed probe
+	// (duration, 500 ms, or checkInterval when that is longer, never more than
+	// hostTimeout when that is set), and the most that the doubling after timed-out
+	// probes raises a timeout to, unless the host's own round trips call for more: a
+	// host not measured yet must not be called down for a scheduling hiccup.
+	DefaultMinProbeTimeout = 500 * time.Millisecond
+	// DefaultProbeMargin is the least a probe timeout adds to the smoothed round trip
+	// (duration, 50 ms), also the least timeout: RFC 6298's clock granularity G, here
+	// the scheduling noise of a busy client or server (a Go runtime's pause, a CPU
+	// shared with other processes), so that a host whose round trips are steady is not
+	// called down for a hiccup.
+	DefaultProbeMargin = 50 * time.Millisecond
+	// DefaultProbeVarianceFactor multiplies the round trip's mean deviation RTTVAR in a
+	// probe timeout (count, 4: RFC 6298's K).
+	DefaultProbeVarianceFactor = 4
+	// DefaultProbePatience is how many probe timeouts a probe waits for its answer,
+	// on the same connection, before it fails (count, 3: TCP's first timeout and the
+	// doubled one after it, 1 + 2; the server would only queue a repeated request
+	// behind the one it has not answered). A host declared down gets one.
+	DefaultProbePatience = 3
+	// DefaultProbeVarianceDecay is how slowly RTTVAR falls (count, 16): a round trip
+	// closer to SRTT than RTTVAR moves RTTVAR 1/16 of the way to its deviation (RFC
+	// 6298's 1/4 when farther: rising at once), so that a host's stall is remembered for
+	// some 11 probes (half of it), about a second at checkInterval=100ms.
+	DefaultProbeVarianceDecay = 16
+	// DefaultMaxLocalPause is how late a probe's timeout may fire and still count
+	// against its host (duration, 50 ms, the margin): later, this process itself was
+	// not running (Cassandra's failure detector ignores its own pauses likewise, beyond
+	// 5 s there), the probe is repeated at once and counts only if that happens twice
+	// in a row.
+	DefaultMaxLocalPause = 50 * time.Millisecond
+	// DefaultMaxProbeTimeout caps a probe timeout when hostTimeout is 0 (duration, 5 s,
+	// the DSN's default hostTimeout); otherwise hostTimeout caps it.
+	DefaultMaxProbeTimeout = 5 * time.Second
+)
 
 // Host lists (hostlist.go).
 const (

@@ -37,6 +37,8 @@
 //     connect time) and Stats.
 //   - monitor.go: the probes, the host-list polls and the moves they decide, with
 //     checkInterval > 0 (Start, Check), and SwitchTo.
+//   - rto.go: each host's probe timeout from its own probe round trips, as TCP's
+//     retransmission timeout (RFC 6298).
 //   - topology.go: the host list and its versions (SetHosts).
 //   - policy.go, role.go, classify.go, hostlist.go: the built-in policies, server roles,
 //     error classification, and host lists from a provider.

@@ -25,3 +25,7 @@ func FlightWaiters(c *Cluster) int {
 	}
 	return c.flight.waiters
 }
+
+// ProbeAgain reports whether the monitor's next round starts at once (a probe timed out
+// on a host not declared down yet) and clears it, as the monitor's loop does, for tests.
+func ProbeAgain(c *Cluster) bool { return c.probeAgain.Swap(false) }

@@ -46,10 +46,11 @@ type hostState struct {
 	lastErr   error
 	changed   time.Time // last change of state
 	probeLat  time.Duration
-	failSince time.Time // first of the current run of failed probes (zero: last probe passed)
-	okSince   time.Time // first of the current run of passed probes (zero: last probe failed)
-	abortDue  bool      // a walk moved the pool off it after a failure: abort it if probes declare it down
-	check     *check    // the same-host check in progress after a session ended (Recover)
+	rto       rtoEstimator // its probe round trips, the bound of its next probe (rto.go)
+	failSince time.Time    // first of the current run of failed probes (zero: last probe passed)
+	okSince   time.Time    // first of the current run of passed probes (zero: last probe failed)
+	abortDue  bool         // a walk moved the pool off it after a failure: abort it if probes declare it down
+	check     *check       // the same-host check in progress after a session ended (Recover)
 }
 
 func newHostState(addr, dc string) *hostState {
@@ -176,6 +177,9 @@ func (c *Cluster) Stats() failover.Stats {
 		h.mu.Lock()
 		hs := failover.HostStats{Addr: h.addr, DC: h.dc, State: h.state, LastError: h.lastErr, Changed: h.changed,
 			ProbeLatency: h.probeLat, Role: h.role, OpenConns: -1}
+		if c.cfg.CheckInterval > 0 {
+			_, hs.ProbeTimeout = c.hostProbeTimeout(h)
+		}
 		retryAt, unfit := h.retryAt, h.unfit
 		h.mu.Unlock()
 		if retryAt > now {

@@ -107,6 +107,15 @@ func (c *Cluster) Start() {
 		defer c.probes.closeAll()
 		for {
 			c.Check(ctx)
+			if c.probeAgain.Swap(false) {
+				// A probe timed out on a host not declared down yet: probe again at
+				// once, with the doubled timeout, as TCP retransmits when its
+				// retransmission timer expires, instead of a checkInterval later.
+				if ctx.Err() != nil {
+					return
+				}
+				continue
+			}
 			if c.env.Clock.Sleep(ctx, c.cfg.CheckInterval) != nil {
 				return
 			}
@@ -114,14 +123,38 @@ func (c *Cluster) Start() {
 	}()
 }
 
-// probeTimeout is the bound of one probe: max(CheckInterval, DefaultMinProbeTimeout), at
-// most HostTimeout when that is set.
+// probeTimeout is the fixed probe bound: max(CheckInterval, DefaultMinProbeTimeout), at
+// most HostTimeout when that is set. It bounds a host-list poll, an attempt on a host the
+// probes declared down, a probe before its host's first passed probe, and the doubling
+// of a host's probe timeout (rtoEstimator.timeout).
 func (c *Cluster) probeTimeout() time.Duration {
 	d := max(c.cfg.CheckInterval, DefaultMinProbeTimeout)
 	if c.cfg.HostTimeout > 0 {
 		d = min(d, c.cfg.HostTimeout)
 	}
 	return d
+}
+
+// probeCeiling caps every probe timeout: HostTimeout, or DefaultMaxProbeTimeout when
+// that is 0 (never below the fixed bound).
+func (c *Cluster) probeCeiling() time.Duration {
+	if c.cfg.HostTimeout > 0 {
+		return c.cfg.HostTimeout
+	}
+	return max(DefaultMaxProbeTimeout, c.probeTimeout())
+}
+
+// hostProbeTimeout returns h's probe timeout from its estimator, rto (see rto.go), and
+// how long its next probe round trip waits for an answer: DefaultProbePatience times
+// rto, at most the ceiling, or rto alone once the probes have declared h down (its
+// probes then only watch for its return, and must not slow the monitor's rounds). It is
+// called with h.mu held.
+func (c *Cluster) hostProbeTimeout(h *hostState) (rto, wait time.Duration) {
+	rto = h.rto.timeout(c.probeTimeout(), c.probeCeiling())
+	if h.down {
+		return rto, rto
+	}
+	return rto, min(DefaultProbePatience*rto, max(c.probeCeiling(), rto))
 }
 
 // Check runs one monitor round: it polls the HostListProvider (a failing or invalid
@@ -220,32 +253,50 @@ func (c *Cluster) Check(ctx context.Context) {
 	}
 }
 
-// probe makes one probe of host id and records the result. The round trip gets the
-// probe timeout. Opening the probe connection gets HostTimeout, or the probe timeout
-// when HostTimeout is 0 (a far host's handshake takes several round trips and must not
-// make it look dead), except while the host is
-// in a run of failed probes: then the probe timeout, so that a hung host is declared
-// down after FailoverDelay and not after HostTimeout. A probe connection that breaks
-// without a timeout (the server killed it, or restarted) is opened again at once, in the
-// same probe: a blip of the connection is not a failure of the host.
+// probe makes one probe of host id and records the result. The round trip waits as long
+// as hostProbeTimeout says: DefaultProbePatience times the host's probe timeout, on the
+// same connection (TCP would retransmit after one timeout and double it; here a repeat
+// would only queue behind the request the server has not answered, so the probe waits
+// for the first answer that long instead, and an answer however late is a sample of the
+// host's round trip). Opening the probe connection gets
+// HostTimeout, or the fixed probe bound when HostTimeout is 0 (a far host's handshake
+// takes several round trips and must not make it look dead), except while the host is
+// in a run of failed probes: then the host's probe timeout, or DefaultCheckFactor times
+// its typical connect time when that is longer, so that a hung host is declared down
+// after FailoverDelay and not after HostTimeout, and a far one still gets its handshake
+// done. A probe connection that breaks without a timeout (the server killed it, or
+// restarted) is opened again at once, in the same probe: a blip of the connection is not
+// a failure of the host. A passed round trip is a sample of the host's estimator; a
+// timed-out one doubles its timeout and has the monitor probe again at once.
 func (c *Cluster) probe(ctx context.Context, id int) {
 	h := c.topo().host(id)
 	start := c.env.Clock.Now()
-	suspect := h.health().probeFailing
+	h.mu.Lock()
+	suspect := !h.failSince.IsZero()
+	rto, wait := c.hostProbeTimeout(h)
+	typical := h.typical
+	h.mu.Unlock()
 	conn := c.probes.take(id)
 	var err error
 	var role failover.Role
+	var rtt, late time.Duration // late: how far past its bound a timed-out step returned
+	var timedOut bool
 	for again := conn != nil; ; again = false {
 		if conn == nil {
-			bound := c.probeTimeout()
-			what := "the probe timeout, the host failing its probes"
+			bound := min(max(rto, DefaultCheckFactor*typical), c.probeCeiling())
+			what := "the host's probe timeout, the host failing its probes"
 			if !suspect {
-				bound, what = max(c.cfg.HostTimeout, bound), "hostTimeout"
+				bound, what = max(c.cfg.HostTimeout, c.probeTimeout()), "hostTimeout"
 			}
 			dctx, cancel := withBudget(ctx, bound)
+			dialStart := c.env.Clock.Now()
 			conn, err = c.env.Dial(dctx, id)
+			if err == nil {
+				h.noteConnectTime(c.env.Clock.Now().Sub(dialStart))
+			}
 			if err != nil {
 				if dctx.Err() != nil && ctx.Err() == nil {
+					timedOut, late = true, c.env.Clock.Now().Sub(dialStart)-bound
 					err = fmt.Errorf("probe connection not opened within %v (%s): %w", bound, what, err)
 				} else {
 					err = describeDialError(err)
@@ -263,8 +314,12 @@ func (c *Cluster) probe(ctx context.Context, id int) {
 				break
 			}
 		}
-		var timedOut bool
-		role, timedOut, err = c.roundTrip(ctx, conn)
+		rtStart := c.env.Clock.Now()
+		role, timedOut, err = c.roundTrip(ctx, conn, wait, rto)
+		rtt = c.env.Clock.Now().Sub(rtStart)
+		if timedOut {
+			late = rtt - wait
+		}
 		if err == nil {
 			c.probes.put(id, conn)
 			break
@@ -282,11 +337,29 @@ func (c *Cluster) probe(ctx context.Context, id int) {
 	if err != nil {
 		err = NotBadConn(err, "probe failed")
 		h.mu.Lock()
+		if timedOut && late > DefaultMaxLocalPause && !h.rto.paused && !h.down {
+			// The timeout fired more than DefaultMaxLocalPause late: this process did
+			// not run meanwhile (an overloaded machine, a stop of the world), and the
+			// answer may be waiting unread. Once in a row, the probe says nothing of the
+			// host: it is repeated at once, as Cassandra's failure detector ignores the
+			// intervals of its own pauses.
+			h.rto.paused = true
+			h.mu.Unlock()
+			c.probeAgain.Store(true)
+			return
+		}
+		h.rto.paused = false
 		if h.failSince.IsZero() {
 			h.failSince = start
 		}
 		h.okSince = time.Time{}
 		down := now.Sub(h.failSince) >= c.cfg.FailoverDelay
+		if timedOut {
+			h.rto.timedOut() // Karn's rule: no sample; the next timeout doubles
+			if !down && !h.down {
+				c.probeAgain.Store(true)
+			}
+		}
 		h.mu.Unlock()
 		c.emit(failover.Event{Kind: failover.EventProbe, Host: h.addr, Err: err})
 		s := failover.HostSuspect
@@ -315,6 +388,8 @@ func (c *Cluster) probe(ctx context.Context, id int) {
 	h.failSince = time.Time{}
 	h.abortDue = false
 	h.probeLat = now.Sub(start)
+	h.rto.sample(rtt)
+	h.rto.paused = false
 	h.fails, h.retryAt, h.failing, h.down = 0, 0, false, false
 	changed := h.setState(failover.HostUp, nil, c.env.Clock.Now())
 	h.mu.Unlock()
@@ -322,10 +397,11 @@ func (c *Cluster) probe(ctx context.Context, id int) {
 	c.emit(failover.Event{Kind: failover.EventProbePassed, Host: h.addr, Duration: now.Sub(start)})
 }
 
-// roundTrip runs the probe's query on conn within the probe timeout: the role query
-// with targetSessionAttrs, else probeQuery.
-func (c *Cluster) roundTrip(ctx context.Context, conn driver.Conn) (role failover.Role, timedOut bool, err error) {
-	pctx, cancel := withBudget(ctx, c.probeTimeout())
+// roundTrip runs the probe's query on conn within wait (see hostProbeTimeout; rto is the
+// host's probe timeout, for the error): the role query with targetSessionAttrs, else
+// probeQuery.
+func (c *Cluster) roundTrip(ctx context.Context, conn driver.Conn, wait, rto time.Duration) (role failover.Role, timedOut bool, err error) {
+	pctx, cancel := withBudget(ctx, wait)
 	defer cancel()
 	if c.Target() != dsn.TargetAny {
 		role, err = ReadRole(pctx, conn)
@@ -333,7 +409,8 @@ func (c *Cluster) roundTrip(ctx context.Context, conn driver.Conn) (role failove
 		err = selectOne(pctx, conn)
 	}
 	if err != nil && pctx.Err() != nil && ctx.Err() == nil {
-		return role, true, fmt.Errorf("probe timed out after %v (max(checkInterval, %v), at most hostTimeout): %w", c.probeTimeout(), DefaultMinProbeTimeout, err)
+		return role, true, fmt.Errorf("probe timed out after %v (the host's probe timeout is %v: its smoothed round trip plus %d deviations, at least %v, doubled after each timeout; a probe waits %d times that until the host is declared down): %w",
+			wait, rto, DefaultProbeVarianceFactor, DefaultProbeMargin, DefaultProbePatience, err)
 	}
 	return role, false, err
 }
