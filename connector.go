@@ -23,6 +23,7 @@ type Connector struct {
 	conns   conn.Config // what every connection gets of cfg (conn.ConfigFrom)
 	cluster *cluster.Cluster
 	tracker *tracker
+	shared  *sharedConnector // set when Driver.Open shares it (see OpenLinger)
 }
 
 // Option configures a Connector beyond the DSN.
@@ -78,7 +79,9 @@ func WithPolicy(layer func(child failover.Policy) failover.Policy) Option {
 // a Connector for sql.OpenDB. No connection is opened, and no goroutine started, until
 // database/sql asks for the first connection; with checkInterval > 0 the monitor starts
 // then and runs until Close (sql.DB.Close calls it).
-// It returns cfg.Validate's error for a bad configuration, an error for a nil option or a
+// It returns cfg.Validate's error for a bad configuration, an error naming the network
+// when it is not tcp, tcp4, tcp6 or unix and no dial function is registered for it with
+// mysql.RegisterDialContext (nor set in cfg.MySQL.DialFunc), an error for a nil option or a
 // nil WithPolicy layer, an error when a host's
 // go-sql-driver configuration is rejected (for example an unknown TLS config name), when
 // hostsURL is rejected, when a host list provider is given without checkInterval > 0, and
@@ -107,6 +110,9 @@ func NewConnector(cfg *Config, opts ...Option) (*Connector, error) {
 	var cl *cluster.Cluster
 	dial := o.dial
 	if dial == nil {
+		if err := checkDialable(cfg); err != nil {
+			return nil, err
+		}
 		hc := &hostConnectors{cfg: cfg, tracker: tr, byAddr: map[string]sqldriver.Connector{}}
 		for i := range cfg.Hosts {
 			if _, err := hc.get(cfg.Hosts[i].Addr()); err != nil {
@@ -228,6 +234,9 @@ func (c *Connector) Driver() sqldriver.Driver { return drv{} }
 // that one sql.DB: a second sql.DB over the same Connector fails with ErrClosed once
 // the first is closed.
 func (c *Connector) Close() error {
+	if c.shared != nil {
+		c.shared.reg.forget(c.shared)
+	}
 	c.cluster.Close()
 	return nil
 }
@@ -269,8 +278,8 @@ func (c *Connector) String() string { return "mysqlfailover.Connector(" + c.cfg.
 var _ sqldriver.Connector = (*Connector)(nil)
 
 // hostConfig returns the go-sql-driver config for the host at addr, ready for
-// mysql.NewConnector: a Clone of cfg.MySQL (mysql.NewConfig() when nil) with Net "tcp"
-// (or the configured tcp4 or tcp6) and Addr addr. Changing it does not change cfg.
+// mysql.NewConnector: a Clone of cfg.MySQL (mysql.NewConfig() when nil) with Net the
+// configured network ("tcp" when empty) and Addr addr. Changing it does not change cfg.
 func hostConfig(cfg *dsn.Config, addr string) *mysql.Config {
 	var m *mysql.Config
 	if cfg.MySQL != nil {
@@ -278,9 +287,28 @@ func hostConfig(cfg *dsn.Config, addr string) *mysql.Config {
 	} else {
 		m = mysql.NewConfig()
 	}
-	if m.Net != "tcp4" && m.Net != "tcp6" {
-		m.Net = "tcp" // dsn.Validate rejects every network that is not TCP
+	if m.Net == "" {
+		m.Net = "tcp"
 	}
 	m.Addr = addr
 	return m
+}
+
+// checkDialable returns an error naming the network when cfg's network is neither one
+// net.Dialer knows (tcp, tcp4, tcp6, unix) nor registered with mysql.RegisterDialContext,
+// and cfg.MySQL has no DialFunc of its own: go-sql-driver would fail every dial with
+// "unknown network".
+func checkDialable(cfg *dsn.Config) error {
+	if cfg.MySQL == nil || cfg.MySQL.DialFunc != nil {
+		return nil
+	}
+	switch n := cfg.MySQL.Net; n {
+	case "", "tcp", "tcp4", "tcp6", "unix":
+		return nil
+	default:
+		if registeredDial(n) == nil {
+			return fmt.Errorf("mysqlfailover: network %q is not registered: call mysql.RegisterDialContext(%q, dial) before opening the DSN, or use tcp", n, n)
+		}
+	}
+	return nil
 }
