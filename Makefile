@@ -2,10 +2,10 @@
 GO ?= go
 BENCHSTAT = $(GO) run golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
 
-.PHONY: test unit integration vet server demo bench fuzz
+.PHONY: test unit integration gosqldriver-suite vet server demo bench fuzz
 
 # Unit tests (no server) and the real-cluster integration tests (installs MariaDB if missing).
-test: vet unit integration
+test: vet unit integration gosqldriver-suite
 
 vet:
 	$(GO) vet ./...
@@ -16,6 +16,11 @@ unit:
 
 integration: server
 	cd integration && $(GO) test -race -count=1 -timeout 8m ./...
+
+# go-sql-driver's own test suite (the version go.mod requires), raw and through mysqlfailover,
+# against one harness server: fails when a test passes raw only (scripts/gosqldriver-suite.sh).
+gosqldriver-suite: server
+	GO=$(GO) ./scripts/gosqldriver-suite.sh
 
 # A MariaDB/MySQL server binary for the integration tests and the demo.
 server:

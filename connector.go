@@ -3,6 +3,7 @@ package mysqlfailover
 import (
 	"context"
 	sqldriver "database/sql/driver"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -24,6 +25,7 @@ type Connector struct {
 	cluster *cluster.Cluster
 	tracker *tracker
 	shared  *sharedConnector // set when Driver.Open shares it (see OpenLinger)
+	single  bool             // one host, no host list provider: go-sql-driver's errors
 }
 
 // Option configures a Connector beyond the DSN.
@@ -106,6 +108,13 @@ func NewConnector(cfg *Config, opts ...Option) (*Connector, error) {
 			return nil, fmt.Errorf("mysqlfailover: WithPolicy layer %d is nil", i+1)
 		}
 	}
+	// One host and no host list: nothing to fail over to. As in Connector/J, whose
+	// failover (and retriesAllDown) applies to URLs with several hosts, the walk makes
+	// one pass, and Connect returns the host's own error, as go-sql-driver would.
+	single := len(cfg.Hosts) == 1 && cfg.HostsURL == "" && o.provider == nil
+	if single {
+		cfg.RetriesAllDown = 0
+	}
 	tr := &tracker{}
 	var cl *cluster.Cluster
 	dial := o.dial
@@ -166,7 +175,7 @@ func NewConnector(cfg *Config, opts ...Option) (*Connector, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Connector{cfg: cfg, cluster: cl, tracker: tr}
+	c := &Connector{cfg: cfg, cluster: cl, tracker: tr, single: single}
 	c.conns = conn.ConfigFrom(cfg, c)
 	if o.dial != nil {
 		c.tracker = nil // a test dialer: the tracker sees no socket (the Abort closure keeps its own)
@@ -214,14 +223,29 @@ func (h *hostConnectors) get(addr string) (sqldriver.Connector, error) {
 // It never returns driver.ErrBadConn (database/sql would repeat the whole walk); when no
 // host answers it returns a *failover.NoHostAvailableError naming every host and its
 // cause, and a data error from a host (access denied, unknown database) ends the walk and
-// is returned wrapped with the host. After Close it returns failover.ErrClosed.
+// is returned wrapped with the host. With one host and no host list (hostsURL or
+// WithHostListProvider) there is no failover: one attempt (retriesAllDown does not
+// apply, as in Connector/J), and a host that does not answer returns its own error, as
+// go-sql-driver does (the dial function's, a *net.OpError, mysql.ErrNoTLS, ...). After
+// Close it returns failover.ErrClosed.
 func (c *Connector) Connect(ctx context.Context) (sqldriver.Conn, error) {
 	c.cluster.Start() // the monitor, with checkInterval > 0: from the first connection on
 	cn, err := conn.Open(ctx, c.cluster, c.conns)
 	if err != nil {
-		return nil, err
+		return nil, c.hostError(err)
 	}
 	return cn, nil
+}
+
+// hostError returns, for a Connector of one host, the host's own error instead of the
+// *failover.NoHostAvailableError that names it (when the host was tried and the caller's
+// context did not end the walk): what go-sql-driver returns for the same DSN.
+func (c *Connector) hostError(err error) error {
+	var nh *failover.NoHostAvailableError
+	if !c.single || !errors.As(err, &nh) || nh.Err != nil || len(nh.Hosts) != 1 || nh.Hosts[0].Err == nil {
+		return err
+	}
+	return nh.Hosts[0].Err
 }
 
 // Driver implements driver.Connector.
