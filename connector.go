@@ -229,9 +229,17 @@ func (h *hostConnectors) get(addr string) (sqldriver.Connector, error) {
 // go-sql-driver does (the dial function's, a *net.OpError, mysql.ErrNoTLS, ...). After
 // Close it returns failover.ErrClosed.
 func (c *Connector) Connect(ctx context.Context) (sqldriver.Conn, error) {
+	if c.shared != nil {
+		// Driver.Open's shared Connector counts its open connections (see OpenLinger);
+		// conns.Closed releases this one.
+		c.shared.reg.ref(c.shared)
+	}
 	c.cluster.Start() // the monitor, with checkInterval > 0: from the first connection on
 	cn, err := conn.Open(ctx, c.cluster, c.conns)
 	if err != nil {
+		if c.shared != nil {
+			c.shared.reg.release(c.shared)
+		}
 		return nil, c.hostError(err)
 	}
 	return cn, nil

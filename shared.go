@@ -47,12 +47,21 @@ func (r *sharedConnectors) open(name string) (sqldriver.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	cn, err := s.c.Connect(context.Background())
-	if err != nil {
-		r.release(s)
-		return nil, err
+	// Connect counts the connection it returns (until its Close); the count taken here
+	// only keeps the Connector from its linger meanwhile.
+	defer r.release(s)
+	return s.c.Connect(context.Background())
+}
+
+// ref counts one more user of s (a connection being opened), stopping its linger.
+func (r *sharedConnectors) ref(s *sharedConnector) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s.refs++
+	if s.stopLinger != nil {
+		s.stopLinger()
+		s.stopLinger = nil
 	}
-	return cn, nil
 }
 
 // acquire counts one more user of name's Connector, making it if there is none (or
