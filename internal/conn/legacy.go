@@ -30,7 +30,8 @@ func named(args []driver.Value) []driver.NamedValue {
 	return nv
 }
 
-var (
-	_ driver.Execer  = (*Conn)(nil) //nolint:staticcheck // deprecated, kept for parity with go-sql-driver
-	_ driver.Queryer = (*Conn)(nil) //nolint:staticcheck // likewise
-)
+//lint:ignore SA1019 deprecated, implemented for parity with go-sql-driver's connection
+var _ driver.Execer = (*Conn)(nil)
+
+//lint:ignore SA1019 likewise
+var _ driver.Queryer = (*Conn)(nil)
