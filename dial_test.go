@@ -192,3 +192,45 @@ func TestConnectWalksRegisteredNetworkHosts(t *testing.T) {
 		t.Fatalf("dialled %q, want [h1:1 proj:region:inst]", addrs)
 	}
 }
+
+// Issue 12: with one host there is no failover: one attempt whatever retriesAllDown
+// says, and the dial function's own error, as go-sql-driver returns it (its suite
+// compares it by identity); with two hosts, a NoHostAvailableError after the passes.
+func TestSingleHostReturnsTheHostsError(t *testing.T) {
+	dialErr := errors.New("tunnel refused")
+	var mu sync.Mutex
+	calls := 0
+	register(t, "mfo-unit-single", func(context.Context, string) (net.Conn, error) {
+		mu.Lock()
+		calls++
+		mu.Unlock()
+		return nil, dialErr
+	})
+	db, err := sql.Open("mysqlfailover", "app:pw@mfo-unit-single(h1:1)/shop?retriesAllDown=3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec("DO 1"); err != dialErr {
+		t.Fatalf("Exec on one host: %v, want the dial function's error itself", err)
+	}
+	mu.Lock()
+	if calls != 1 {
+		t.Errorf("%d dials of the one host, want 1 (retriesAllDown does not apply)", calls)
+	}
+	mu.Unlock()
+
+	cfg, err := dsn.Parse("app:pw@mfo-unit-single(h1:1,h2:2)/shop?retriesAllDown=0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := NewConnector(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var nh *failover.NoHostAvailableError
+	if _, err := c.Connect(context.Background()); !errors.As(err, &nh) || !errors.Is(err, dialErr) {
+		t.Fatalf("Connect with two hosts: %v, want a NoHostAvailableError wrapping the dial error", err)
+	}
+}

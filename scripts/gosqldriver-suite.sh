@@ -132,7 +132,7 @@ if [ ${#regressions[@]} -gt 0 ]; then
       continue
     fi
     echo "gosqldriver-suite: $name passes raw, fails through mysqlfailover (twice):" >&2
-    awk -v n="${name%%/*}" '$0 == "=== RUN   "n {p=1} p' "$work/again.log" | head -40 >&2
+    awk -v n="${name%%/*}" '$0 == "=== RUN   "n {p=1; print; next} p && /^=== RUN/ && index($0, "=== RUN   "n"/") != 1 {exit} p' "$work/again.log" | head -40 >&2
     bad=1
   done
   if [ "$bad" != 0 ]; then exit 1; fi
