@@ -39,7 +39,7 @@
 //     list too, with failover across it, but each entry is an address passed to
 //     the registered function as it is written, with no default port:
 //     "app@tunnel(db1:3306,db2:3306;dc=b)/shop", "app@cloudsql-mysql(project:region:instance)/shop".
-//     An entry may carry ";dc=LABEL"; it must not contain ',', ';',
+//     An entry may carry ";dc=LABEL"; it must not contain ',', ';', '=',
 //     parentheses or blanks, and needs an address list (go-sql-driver has no
 //     default address for such a network). A network name is A-Z a-z 0-9 '-'
 //     '_' '.'; whether it is registered is checked when the connector is made

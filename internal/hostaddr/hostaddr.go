@@ -242,7 +242,7 @@ func Token(s string) string {
 // go-sql-driver's RegisterDialContext, or "". Such an address goes to the registered
 // dial function verbatim ("db1:3306", Cloud SQL's "project:region:instance"), so only
 // what a DSN could not write back unambiguously is refused: ',' (the list separator),
-// ';' (host attributes), parentheses, and blanks or control characters.
+// ';' and '=' (host attributes), parentheses, and blanks or control characters.
 func Opaque(addr string) string {
 	if addr == "" {
 		return "empty address"
@@ -252,7 +252,7 @@ func Opaque(addr string) string {
 		if b <= ' ' || b == 0x7f {
 			return fmt.Sprintf("address contains the blank or control character %q", b)
 		}
-		if strings.IndexByte(",;()", b) >= 0 {
+		if strings.IndexByte(",;=()", b) >= 0 {
 			return fmt.Sprintf("address contains %q", b)
 		}
 	}

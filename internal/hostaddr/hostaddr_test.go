@@ -58,7 +58,7 @@ func TestKeyAndLoopback(t *testing.T) {
 func TestOpaqueAndUnixPath(t *testing.T) {
 	for addr, reason := range map[string]string{
 		"db1:3306": "", "proj:region:inst": "", "[::1]:3306": "", "10.0.0.1": "",
-		"": "empty address", "a b": "blank", "a,b": "contains ','", "a;dc=x": "contains ';'", "a(b)": "contains '('", "a\x00": "control",
+		"": "empty address", "a b": "blank", "a,b": "contains ','", "a;dc=x": "contains ';'", "a(b)": "contains '('", "a=b": "contains '='", "a\x00": "control",
 	} {
 		if got := Opaque(addr); !strings.Contains(got, reason) || (reason == "") != (got == "") {
 			t.Errorf("Opaque(%q) = %q, want %q", addr, got, reason)
