@@ -264,7 +264,9 @@ func (c *Connector) Driver() sqldriver.Driver { return drv{} }
 // connections. Connections already open are closed by database/sql. Close always
 // returns nil. sql.DB.Close calls it, so a Connector given to sql.OpenDB belongs to
 // that one sql.DB: a second sql.DB over the same Connector fails with ErrClosed once
-// the first is closed.
+// the first is closed. Closing the Connector that Driver.Open shares between the
+// connections of a DSN (see OpenLinger) also drops it: the next Driver.Open of that DSN
+// makes a new one.
 func (c *Connector) Close() error {
 	if c.shared != nil {
 		c.shared.reg.forget(c.shared)
