@@ -5,11 +5,11 @@ GO ?= go
 NESTED = metrics/prometheus metrics/otel cmd/mysqlfailover
 BENCHSTAT = $(GO) run golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
 
-.PHONY: test unit integration vet server demo bench fuzz fuzz-ci soak bench-peers
+.PHONY: test unit integration gosqldriver-suite vet server demo bench fuzz fuzz-ci soak bench-peers
 
 # Unit tests (no server), short fuzz runs, the real-cluster integration tests (installs
-# MariaDB if missing) and a 60 s chaos soak.
-test: vet unit fuzz-ci integration soak
+# MariaDB if missing), go-sql-driver's own suite through mysqlfailover and a 60 s chaos soak.
+test: vet unit fuzz-ci integration gosqldriver-suite soak
 
 vet:
 	$(GO) vet ./...
@@ -22,6 +22,11 @@ unit:
 
 integration: server
 	cd integration && $(GO) test -race -count=1 -timeout 8m ./...
+
+# go-sql-driver's own test suite (the version go.mod requires), raw and through mysqlfailover,
+# against one harness server: fails when a test passes raw only (scripts/gosqldriver-suite.sh).
+gosqldriver-suite: server
+	GO=$(GO) ./scripts/gosqldriver-suite.sh
 
 # A MariaDB/MySQL server binary for the integration tests and the demo.
 server:

@@ -3,6 +3,7 @@ package mysqlfailover
 import (
 	"context"
 	sqldriver "database/sql/driver"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -23,6 +24,8 @@ type Connector struct {
 	conns   conn.Config // what every connection gets of cfg (conn.ConfigFrom)
 	cluster *cluster.Cluster
 	tracker *tracker
+	shared  *sharedConnector // set when Driver.Open shares it (see OpenLinger)
+	single  bool             // one host, no host list provider: go-sql-driver's errors
 }
 
 // Option configures a Connector beyond the DSN.
@@ -89,7 +92,9 @@ func WithPolicy(layer func(child failover.Policy) failover.Policy) Option {
 // a Connector for sql.OpenDB. No connection is opened, and no goroutine started, until
 // database/sql asks for the first connection; with checkInterval > 0 the monitor starts
 // then and runs until Close (sql.DB.Close calls it).
-// It returns cfg.Validate's error for a bad configuration, an error for a nil option or a
+// It returns cfg.Validate's error for a bad configuration, an error naming the network
+// when it is not tcp, tcp4, tcp6 or unix and no dial function is registered for it with
+// mysql.RegisterDialContext (nor set in cfg.MySQL.DialFunc), an error for a nil option or a
 // nil WithPolicy layer, an error when a host's
 // go-sql-driver configuration is rejected (for example an unknown TLS config name), when
 // hostsURL is rejected, when a host list provider is given without checkInterval > 0, and
@@ -114,10 +119,20 @@ func NewConnector(cfg *Config, opts ...Option) (*Connector, error) {
 			return nil, fmt.Errorf("mysqlfailover: WithPolicy layer %d is nil", i+1)
 		}
 	}
+	// One host and no host list: nothing to fail over to. As in Connector/J, whose
+	// failover (and retriesAllDown) applies to URLs with several hosts, the walk makes
+	// one pass, and Connect returns the host's own error, as go-sql-driver would.
+	single := len(cfg.Hosts) == 1 && cfg.HostsURL == "" && o.provider == nil
+	if single {
+		cfg.RetriesAllDown = 0
+	}
 	tr := &tracker{}
 	var cl *cluster.Cluster
 	dial := o.dial
 	if dial == nil {
+		if err := checkDialable(cfg); err != nil {
+			return nil, err
+		}
 		hc := &hostConnectors{cfg: cfg, tracker: tr, byAddr: map[string]sqldriver.Connector{}}
 		for i := range cfg.Hosts {
 			if _, err := hc.get(cfg.Hosts[i].Addr()); err != nil {
@@ -171,7 +186,7 @@ func NewConnector(cfg *Config, opts ...Option) (*Connector, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Connector{cfg: cfg, cluster: cl, tracker: tr}
+	c := &Connector{cfg: cfg, cluster: cl, tracker: tr, single: single}
 	c.conns = conn.ConfigFrom(cfg, c)
 	if o.dial != nil {
 		c.tracker = nil // a test dialer: the tracker sees no socket (the Abort closure keeps its own)
@@ -219,14 +234,37 @@ func (h *hostConnectors) get(addr string) (sqldriver.Connector, error) {
 // It never returns driver.ErrBadConn (database/sql would repeat the whole walk); when no
 // host answers it returns a *failover.NoHostAvailableError naming every host and its
 // cause, and a data error from a host (access denied, unknown database) ends the walk and
-// is returned wrapped with the host. After Close it returns failover.ErrClosed.
+// is returned wrapped with the host. With one host and no host list (hostsURL or
+// WithHostListProvider) there is no failover: one attempt (retriesAllDown does not
+// apply, as in Connector/J), and a host that does not answer returns its own error, as
+// go-sql-driver does (the dial function's, a *net.OpError, mysql.ErrNoTLS, ...). After
+// Close it returns failover.ErrClosed.
 func (c *Connector) Connect(ctx context.Context) (sqldriver.Conn, error) {
+	if c.shared != nil {
+		// Driver.Open's shared Connector counts its open connections (see OpenLinger);
+		// conns.Closed releases this one.
+		c.shared.reg.ref(c.shared)
+	}
 	c.cluster.Start() // the monitor, with checkInterval > 0: from the first connection on
 	cn, err := conn.Open(ctx, c.cluster, c.conns)
 	if err != nil {
-		return nil, err
+		if c.shared != nil {
+			c.shared.reg.release(c.shared)
+		}
+		return nil, c.hostError(err)
 	}
 	return cn, nil
+}
+
+// hostError returns, for a Connector of one host, the host's own error instead of the
+// *failover.NoHostAvailableError that names it (when the host was tried and the caller's
+// context did not end the walk): what go-sql-driver returns for the same DSN.
+func (c *Connector) hostError(err error) error {
+	var nh *failover.NoHostAvailableError
+	if !c.single || !errors.As(err, &nh) || nh.Err != nil || len(nh.Hosts) != 1 || nh.Hosts[0].Err == nil {
+		return err
+	}
+	return nh.Hosts[0].Err
 }
 
 // Driver implements driver.Connector.
@@ -237,8 +275,13 @@ func (c *Connector) Driver() sqldriver.Driver { return drv{} }
 // connections. Connections already open are closed by database/sql. Close always
 // returns nil. sql.DB.Close calls it, so a Connector given to sql.OpenDB belongs to
 // that one sql.DB: a second sql.DB over the same Connector fails with ErrClosed once
-// the first is closed.
+// the first is closed. Closing the Connector that Driver.Open shares between the
+// connections of a DSN (see OpenLinger) also drops it: the next Driver.Open of that DSN
+// makes a new one.
 func (c *Connector) Close() error {
+	if c.shared != nil {
+		c.shared.reg.forget(c.shared)
+	}
 	c.cluster.Close()
 	return nil
 }
@@ -280,8 +323,8 @@ func (c *Connector) String() string { return "mysqlfailover.Connector(" + c.cfg.
 var _ sqldriver.Connector = (*Connector)(nil)
 
 // hostConfig returns the go-sql-driver config for the host at addr, ready for
-// mysql.NewConnector: a Clone of cfg.MySQL (mysql.NewConfig() when nil) with Net "tcp"
-// (or the configured tcp4 or tcp6) and Addr addr. Changing it does not change cfg.
+// mysql.NewConnector: a Clone of cfg.MySQL (mysql.NewConfig() when nil) with Net the
+// configured network ("tcp" when empty) and Addr addr. Changing it does not change cfg.
 func hostConfig(cfg *dsn.Config, addr string) *mysql.Config {
 	var m *mysql.Config
 	if cfg.MySQL != nil {
@@ -289,9 +332,28 @@ func hostConfig(cfg *dsn.Config, addr string) *mysql.Config {
 	} else {
 		m = mysql.NewConfig()
 	}
-	if m.Net != "tcp4" && m.Net != "tcp6" {
-		m.Net = "tcp" // dsn.Validate rejects every network that is not TCP
+	if m.Net == "" {
+		m.Net = "tcp"
 	}
 	m.Addr = addr
 	return m
+}
+
+// checkDialable returns an error naming the network when cfg's network is neither one
+// net.Dialer knows (tcp, tcp4, tcp6, unix) nor registered with mysql.RegisterDialContext,
+// and cfg.MySQL has no DialFunc of its own: go-sql-driver would fail every dial with
+// "unknown network".
+func checkDialable(cfg *dsn.Config) error {
+	if cfg.MySQL == nil || cfg.MySQL.DialFunc != nil {
+		return nil
+	}
+	switch n := cfg.MySQL.Net; n {
+	case "", "tcp", "tcp4", "tcp6", "unix":
+		return nil
+	default:
+		if registeredDial(n) == nil {
+			return fmt.Errorf("mysqlfailover: network %q is not registered: call mysql.RegisterDialContext(%q, dial) before opening the DSN, or use tcp", n, n)
+		}
+	}
+	return nil
 }

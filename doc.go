@@ -31,8 +31,7 @@
 // A DSN is go-sql-driver's, with a comma-separated host list: the first host
 // is the primary, the others are secondaries in order of preference. Each host
 // keeps its own port (3306 when absent), IPv6 literals go in brackets, and a
-// host may carry a data-centre label ("db1:3306;dc=east"). Only TCP hosts can
-// fail over. The failover options take their names from Connector/J
+// host may carry a data-centre label ("db1:3306;dc=east"). The failover options take their names from Connector/J
 // (retriesAllDown, secondsBeforeRetryMaster, queriesBeforeRetryMaster,
 // failOverReadOnly), libpq (targetSessionAttrs), DataStax (localDC) and Pulsar
 // (checkInterval); every other parameter goes to go-sql-driver, for every
@@ -43,6 +42,34 @@
 // its errors name the offending key or host (go-sql-driver's own keys keep
 // go-sql-driver's messages), and a key that differs from one of ours in case or
 // by a typo or two is an error rather than a system variable sent to the server.
+//
+// # Networks and dialers
+//
+// Every network go-sql-driver accepts works (package dsn, section Networks),
+// dialled as go-sql-driver dials it: through the function registered with
+// mysql.RegisterDialContext for the DSN's network when there is one, else with
+// net.Dialer (a Config.MySQL.DialFunc set in code comes first). So an SSH
+// tunnel or SOCKS dialer registered for "tcp" carries every connection, probes
+// included, and a network of its own works with a host list and failover:
+//
+//	mysql.RegisterDialContext("tunnel", func(ctx context.Context, addr string) (net.Conn, error) {
+//		return sshClient.DialContext(ctx, "tcp", addr)
+//	})
+//	db, err := sql.Open("mysqlfailover", "app:secret@tunnel(db1:3306,db2:3306)/shop")
+//
+// Register the function before sql.Open: a network that is neither tcp, tcp4,
+// tcp6, unix nor registered makes sql.Open (NewConnector) fail with an error
+// naming it. The driver wraps every socket the dialer returns, to count it
+// (Stats) and to close it when active health leaves its host.
+//
+// unix(/path) names one socket, and one socket is one server: there is no
+// failover (a list of sockets is an error), as with any DSN of a single host.
+// With one host and no hostsURL, a connection is one attempt (retriesAllDown
+// does not apply, as in Connector/J, whose failover needs several hosts) and a
+// host that does not answer returns its own error, exactly as go-sql-driver
+// would (the dialer's error, a *net.OpError, mysql.ErrNoTLS), not a
+// *failover.NoHostAvailableError; errors of a session that breaks are the same
+// as with several hosts.
 //
 // # What the caller sees
 //
@@ -74,6 +101,7 @@
 //     implicitly) matches failover.ErrCommitOutcomeUnknown and the
 //     FailoverError: the commit may or may not have happened; read the data.
 //   - When no host answers, the error is a *failover.NoHostAvailableError
+//     (with a single host, the host's own error: see Networks and dialers)
 //     naming every host with its last error, or why it was not tried (a host of
 //     the wrong role reads "skipped: role is standby, wanted read-write"). When
 //     the caller's context ended the walk, its Err is the context error, so
@@ -164,10 +192,19 @@
 // for a host whose probes answer within a few ms (RTO 51ms), and later for a
 // host that is always slow, by its own latency (package dsn, section Options,
 // has the formula and the bound for a longer failoverDelay). A slow but alive
-// host is not left unless an answer takes more than 3 x RTO. A connection opened through the
-// driver's Open method alone (which some wrappers call instead of
-// OpenConnector) has a Connector of its own that runs no monitor:
-// checkInterval and hostsURL are ignored there.
+// host is not left unless an answer takes more than 3 x RTO.
+//
+// Wrappers that call only the driver's Open method, not OpenConnector (a
+// driver.Driver wrapper without driver.DriverContext), get connections that
+// share one Connector per DSN string, so their pool moves as one and probes
+// and hostsURL work there too. Their sql.DB.Close cannot reach that Connector,
+// so it counts its open connections and closes itself OpenLinger (5 s) after
+// the last one closed, unless a connection is opened meanwhile: its monitor
+// stops and its probe connections close, and the next connection makes a new
+// Connector with a fresh state. ConnectorOf finds it; its Close ends it at once.
+// Wrappers that pass OpenConnector on (ngrok/sqlmw, luna-duclos/instrumentedsql)
+// get one Connector per sql.DB, but if their connector is not an io.Closer,
+// sql.DB.Close does not reach ours either: close it yourself (README).
 //
 // # Fall-back
 //

@@ -1,7 +1,6 @@
 package mysqlfailover
 
 import (
-	"context"
 	"database/sql"
 	sqldriver "database/sql/driver"
 
@@ -19,23 +18,18 @@ func init() {
 // one Connector and thus one shared failover state.
 type drv struct{}
 
-// Open parses name and returns one connection from a Connector of its own: what
-// wrappers that call only Driver.Open get. sql.Open calls OpenConnector instead, once
-// per sql.DB. It returns the dsn package's error for a bad DSN, and a
-// *failover.NoHostAvailableError when no host answers. The Connector of a lone
-// connection runs no monitor (checkInterval and hostsURL are ignored): nothing would
-// ever stop it.
+// Open parses name and returns one connection: what wrappers that call only Driver.Open
+// get (sql.Open calls OpenConnector instead, once per sql.DB). The connections Open
+// returns for one DSN string share one Connector, so that the pool they form moves as
+// one, and checkInterval and hostsURL work; the Connector lives while any of them is
+// open, and OpenLinger after the last one closes (a connection opened meanwhile keeps
+// it), then it is closed: its monitor stops and its probe connections close, since a
+// wrapper's sql.DB.Close never reaches it. ConnectorOf finds it; its Close ends it at
+// once, and the next Open makes a new one. It returns the dsn package's error for a
+// bad DSN, NewConnector's for a bad configuration, and a *failover.NoHostAvailableError
+// when no host answers.
 func (drv) Open(name string) (sqldriver.Conn, error) {
-	cfg, err := dsn.Parse(name)
-	if err != nil {
-		return nil, err
-	}
-	cfg.CheckInterval, cfg.HostsURL, cfg.HostsToken = 0, "", ""
-	c, err := NewConnector(cfg)
-	if err != nil {
-		return nil, err
-	}
-	return c.Connect(context.Background())
+	return openShared.open(name)
 }
 
 // OpenConnector parses name (see package dsn) and returns a *Connector.

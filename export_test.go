@@ -6,3 +6,21 @@ import "github.com/mysqlfailover/mysqlfailover/internal/cluster"
 func WithClock(c cluster.Clock) Option { return func(o *options) { o.clock = c } }
 
 func WithDial(d cluster.DialFunc) Option { return func(o *options) { o.dial = d } }
+
+// SetOpenSeams makes the Connectors that Driver.Open makes from now on use clock (also
+// for OpenLinger) and opts, until restore is called.
+func SetOpenSeams(clock cluster.Clock, opts ...Option) (restore func()) {
+	r := openShared
+	r.mu.Lock()
+	oldClock, oldOpts := r.clock, r.opts
+	r.clock, r.opts = clock, opts
+	r.mu.Unlock()
+	return func() {
+		r.mu.Lock()
+		r.clock, r.opts = oldClock, oldOpts
+		r.mu.Unlock()
+	}
+}
+
+// SharedConnectors returns how many Connectors Driver.Open shares now.
+func SharedConnectors() int { return openShared.count() }

@@ -2,6 +2,7 @@ package mysqlfailover
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"sync"
 	"syscall"
@@ -17,20 +18,29 @@ type tracker struct {
 	conns map[string]map[*trackedConn]struct{}
 }
 
-// dialFunc returns a go-sql-driver Config.DialFunc that dials with next (nil: a
-// net.Dialer with TCP keep-alive, go-sql-driver's own default) and tracks the socket.
+// dialFunc returns a go-sql-driver Config.DialFunc that dials as go-sql-driver would
+// without one and tracks the socket: with next when set (the caller's own
+// Config.MySQL.DialFunc), else with the function registered for the network with
+// mysql.RegisterDialContext (looked up at each dial, as go-sql-driver does; "tcp" too,
+// for an SSH tunnel or SOCKS dialer), else with a net.Dialer with TCP keep-alive (15 s),
+// go-sql-driver's own default. Every socket is tracked whichever way it was dialled.
 func (t *tracker) dialFunc(next func(ctx context.Context, network, addr string) (net.Conn, error)) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		var nc net.Conn
 		var err error
 		if next != nil {
 			nc, err = next(ctx, network, addr)
+		} else if reg := registeredDial(network); reg != nil {
+			nc, err = reg(ctx, addr)
 		} else {
 			d := net.Dialer{KeepAlive: 15 * time.Second}
 			nc, err = d.DialContext(ctx, network, addr)
 		}
 		if err != nil {
 			return nil, err
+		}
+		if nc == nil {
+			return nil, fmt.Errorf("mysqlfailover: the dial function for network %q returned no connection and no error", network)
 		}
 		tc := &trackedConn{Conn: nc, t: t, addr: addr}
 		var out net.Conn = tc

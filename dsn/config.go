@@ -56,8 +56,14 @@ const defaultPort = 3306
 
 // Host is one server of the list. Hosts[0] of a Config is the primary.
 type Host struct {
-	Name string // host name or IP literal, IPv6 WITHOUT brackets (e.g. "::1")
-	Port int    // TCP port, 1..65535; Parse fills 3306 when the DSN gives none
+	// Name is the host name or IP literal, IPv6 WITHOUT brackets (e.g. "::1"). With Port
+	// 0 it is instead the whole address, passed verbatim to the dialer: a unix socket's
+	// path, or the address of a host of a registered network (see Networks in the
+	// package documentation).
+	Name string
+	// Port is the TCP port, 1..65535; Parse fills 3306 when a tcp DSN gives none. It is
+	// 0 for the hosts of a unix or registered network, whose Name is the address.
+	Port int
 
 	// DC is the host's data-centre label, written "db1:3306;dc=east" in the
 	// DSN: 1..64 bytes of A-Z a-z 0-9 '.' '_' '-', case-sensitive. "" means
@@ -68,9 +74,15 @@ type Host struct {
 }
 
 // Addr returns the address in the form net.Dial and go-sql-driver's
-// Config.Addr take: "db1:3306", or "[::1]:3308" for an IPv6 literal. It
-// never includes the DC label.
-func (h Host) Addr() string { return net.JoinHostPort(h.Name, strconv.Itoa(h.Port)) }
+// Config.Addr take: "db1:3306", or "[::1]:3308" for an IPv6 literal; Name as
+// it is when Port is 0 (a socket path, an address of a registered network).
+// It never includes the DC label.
+func (h Host) Addr() string {
+	if h.Port == 0 {
+		return h.Name
+	}
+	return net.JoinHostPort(h.Name, strconv.Itoa(h.Port))
+}
 
 // String returns Addr followed by ";dc=LABEL" when DC is set
 // ("db1:3306;dc=east", "[::1]:3308;dc=west"), so host lists print the way
@@ -250,14 +262,37 @@ func (c *Config) Clone() *Config {
 	return &cp
 }
 
-// tcpNet maps the configured network to the one to dial: go-sql-driver treats
-// "" as "tcp", and Validate has rejected anything that is not TCP.
-func tcpNet(n string) string {
-	if n == "tcp4" || n == "tcp6" {
-		return n
+// dialNet maps the configured network to the one to dial: go-sql-driver treats
+// "" as "tcp".
+func dialNet(n string) string {
+	if n == "" {
+		return "tcp"
 	}
-	return "tcp"
+	return n
 }
+
+// netKind is what a network's address list holds.
+type netKind int
+
+const (
+	netTCP    netKind = iota // "", tcp, tcp4, tcp6: host[:port] entries, failover
+	netUnix                  // unix: one socket path
+	netCustom                // a network registered with mysql.RegisterDialContext: opaque addresses
+)
+
+// kindOf classifies a network that checkNet accepted.
+func kindOf(n string) netKind {
+	switch n {
+	case "", "tcp", "tcp4", "tcp6":
+		return netTCP
+	case "unix":
+		return netUnix
+	}
+	return netCustom
+}
+
+// defaultUnixSocket is go-sql-driver's address for "unix" without one.
+const defaultUnixSocket = "/tmp/mysql.sock"
 
 // Validate checks a Config, typically a hand-built one (Parse already
 // returns valid Configs, as it ends with Validate): Hosts non-empty with
@@ -280,21 +315,50 @@ func (c *Config) Validate() error {
 	if len(c.Hosts) == 0 {
 		return newError(ErrInvalidHost, "dsn: no hosts: Config.Hosts needs at least the primary")
 	}
+	network := ""
+	if c.MySQL != nil {
+		network = c.MySQL.Net
+		if err := checkNet(network); err != nil {
+			return err
+		}
+	}
+	kind := kindOf(network)
+	if kind == netUnix && len(c.Hosts) > 1 {
+		return newError(ErrNotTCP, fmt.Sprintf("dsn: %d hosts on network \"unix\": %s", len(c.Hosts), unixOne))
+	}
 	seen := make(map[string]int, len(c.Hosts))
 	for i, h := range c.Hosts {
 		where := fmt.Sprintf("dsn: Hosts[%d] (%q, port %d)", i, h.Name, h.Port)
-		if reason := hostaddr.Name(h.Name); reason != "" {
-			return newError(ErrInvalidHost, where+": "+reason)
-		}
-		if h.Port < 1 || h.Port > 65535 {
-			return newError(ErrInvalidHost, where+": port out of range 1..65535")
+		k := "\x00" + h.Name // an address passed verbatim: duplicates are exact
+		switch {
+		case kind == netUnix:
+			if h.Port != 0 {
+				return newError(ErrInvalidHost, where+": a unix socket has no port: want Port 0 and the path in Name")
+			}
+			if reason := hostaddr.UnixPath(h.Name); reason != "" {
+				return newError(ErrInvalidHost, where+": "+reason)
+			}
+		case kind == netCustom && h.Port == 0:
+			if reason := hostaddr.Opaque(h.Name); reason != "" {
+				return newError(ErrInvalidHost, where+": "+reason)
+			}
+		default:
+			if reason := hostaddr.Name(h.Name); reason != "" {
+				return newError(ErrInvalidHost, where+": "+reason)
+			}
+			if h.Port < 1 || h.Port > 65535 {
+				if kind == netCustom {
+					return newError(ErrInvalidHost, where+": port out of range 1..65535 (or 0: Name is the whole address)")
+				}
+				return newError(ErrInvalidHost, where+": port out of range 1..65535")
+			}
+			k = hostaddr.Key(h.Name, h.Port)
 		}
 		if h.DC != "" {
 			if reason := hostaddr.Label(h.DC); reason != "" {
 				return newError(ErrInvalidHost, where+": "+reason+": want "+hostaddr.LabelRule)
 			}
 		}
-		k := hostaddr.Key(h.Name, h.Port)
 		if j, dup := seen[k]; dup {
 			return newError(ErrInvalidHost, fmt.Sprintf("%s: duplicate of Hosts[%d]", where, j))
 		}
@@ -340,8 +404,8 @@ func (c *Config) Validate() error {
 	if c.MySQL == nil {
 		return newError(ErrInvalidOption, "dsn: Config.MySQL is nil: start from NewConfig or Parse")
 	}
-	if err := checkNet(c.MySQL.Net); err != nil {
-		return err
+	if c.HostsURL != "" && kind == netUnix {
+		return newError(ErrInvalidOption, "dsn: hostsURL with network \"unix\": a host list names TCP hosts, and a unix socket is one local server")
 	}
 	for k := range c.MySQL.Params {
 		if o := foldOption(k); o != nil {
@@ -441,24 +505,35 @@ func showURL(s string) string {
 	return strconv.Quote(r)
 }
 
-// checkNet accepts the networks that reach a TCP host.
+// unixOne says why a unix DSN names one socket.
+const unixOne = "a unix socket names one local server, so a unix DSN has exactly one socket path and no failover; list TCP hosts (tcp(db1,db2)) or hosts of a registered network for failover"
+
+// checkNet accepts tcp, tcp4, tcp6 and unix, and any other network name made of
+// A-Z a-z 0-9 '-' '_' '.' (at most maxNetName bytes): one a program registers
+// with go-sql-driver's mysql.RegisterDialContext (whether it is registered is
+// checked by mysqlfailover.NewConnector, when the connector is made).
 func checkNet(n string) error {
 	switch n {
-	case "", "tcp", "tcp4", "tcp6":
+	case "", "tcp", "tcp4", "tcp6", "unix":
+		return nil
+	case "udp", "udp4", "udp6", "ip", "ip4", "ip6", "unixgram", "unixpacket":
+		return newError(ErrNotTCP, fmt.Sprintf("dsn: network %q not supported: MySQL speaks over a stream (tcp, tcp4, tcp6, unix, or a network registered with mysql.RegisterDialContext)", n))
+	}
+	if len(n) <= maxNetName && isNetName(n) {
 		return nil
 	}
-	// A "net" that is not a plain word is more likely a mangled
-	// user:password (a DSN without '@'), so it is not echoed.
-	if len(n) <= 16 && isWord(n) {
-		return newError(ErrNotTCP, fmt.Sprintf("dsn: network %q not supported: failover needs TCP hosts (tcp, tcp4 or tcp6)", n))
-	}
-	return newError(ErrNotTCP, "dsn: unsupported network before the address list: failover needs TCP hosts (tcp, tcp4 or tcp6)")
+	// A "net" that is not a name is more likely a mangled user:password (a
+	// DSN without '@'), so it is not echoed.
+	return newError(ErrNotTCP, "dsn: the network before the address list is not a network name (tcp, tcp4, tcp6, unix or a name registered with mysql.RegisterDialContext): is the '@' after the user info missing?")
 }
 
-func isWord(s string) bool {
+// maxNetName is the longest network name checkNet accepts, in bytes.
+const maxNetName = 64
+
+func isNetName(s string) bool {
 	for i := 0; i < len(s); i++ {
 		b := s[i]
-		if !('a' <= b && b <= 'z' || 'A' <= b && b <= 'Z' || '0' <= b && b <= '9') {
+		if !('a' <= b && b <= 'z' || 'A' <= b && b <= 'Z' || '0' <= b && b <= '9' || b == '-' || b == '_' || b == '.') {
 			return false
 		}
 	}

@@ -19,12 +19,40 @@
 // preference, as in a Connector/J failover URL. A host without a port gets
 // 3306; IPv6 literals go in brackets ("[::1]", "[::1]:3308"); no host list
 // means 127.0.0.1:3306, as in go-sql-driver. net is tcp, tcp4 or tcp6 (absent
-// means tcp): a unix socket cannot fail over. The DSN is cut where
+// means tcp), unix, or a network registered with go-sql-driver's
+// mysql.RegisterDialContext (see Networks). The DSN is cut where
 // go-sql-driver cuts it (the last '/', the last '@' before it, the first '('
 // after that), so the password may contain '@', ':', '/' or '('. Host names
 // are resolved when connecting, not when parsing: an unresolvable secondary
 // is a host that is down. An empty entry, a bad port, unbalanced brackets or
 // the same host twice are errors.
+//
+// # Networks
+//
+// Every network go-sql-driver accepts works, and is dialled the way
+// go-sql-driver dials it: with the function registered for it with
+// mysql.RegisterDialContext when there is one ("tcp" included: an SSH tunnel or
+// a SOCKS dialer registered for tcp is used), else with net.Dialer.
+//
+//   - tcp, tcp4, tcp6: a host list of host[:port] entries, with failover.
+//   - A registered network ("tunnel", Cloud SQL's "cloudsql-mysql"): a host
+//     list too, with failover across it, but each entry is an address passed to
+//     the registered function as it is written, with no default port:
+//     "app@tunnel(db1:3306,db2:3306;dc=b)/shop", "app@cloudsql-mysql(project:region:instance)/shop".
+//     An entry may carry ";dc=LABEL"; it must not contain ',', ';', '=',
+//     parentheses or blanks, and needs an address list (go-sql-driver has no
+//     default address for such a network). A network name is A-Z a-z 0-9 '-'
+//     '_' '.'; whether it is registered is checked when the connector is made
+//     (mysqlfailover.NewConnector, sql.Open): an unregistered one is an error
+//     naming it.
+//   - unix: exactly one socket path, "app@unix(/run/mysqld/mysqld.sock)/shop"
+//     (/tmp/mysql.sock when absent, as in go-sql-driver). A socket is one local
+//     server, so there is no failover: a list of sockets is an error (ErrNotTCP),
+//     and so is hostsURL with unix. To fail over between local servers, list them
+//     as tcp hosts; tcp and unix hosts cannot be mixed in one DSN.
+//
+// A host of a unix or registered network has Host.Port 0 and its whole address
+// in Host.Name. udp, ip and the other packet networks are errors (ErrNotTCP).
 //
 // # Host attributes
 //
@@ -78,7 +106,9 @@
 // retriesAllDown is the number of passes over the whole host list, 250 ms
 // apart, before a walk that finds no host gives up; 0 means one pass
 // (Connector/J would try a single host). With every host refusing, 120 passes
-// take about 30 s: give calls a context, or lower it.
+// take about 30 s: give calls a context, or lower it. With a single host and
+// no hostsURL there is no failover, as in Connector/J: one attempt whatever
+// retriesAllDown says, and its error is the host's own, as go-sql-driver's.
 //
 // secondsBeforeRetryMaster and queriesBeforeRetryMaster: once the pool is on a
 // secondary it tries to fall back to the primary after that many seconds or

@@ -121,7 +121,7 @@ func checkParsed(t *testing.T, s string, c *Config) {
 	if err := c.Validate(); err != nil {
 		t.Fatalf("Parse(%q) returned an invalid Config: %v", s, err)
 	}
-	if c.MySQL.Addr != c.Hosts[0].Addr() || c.MySQL.Net != tcpNet(c.MySQL.Net) {
+	if c.MySQL.Addr != c.Hosts[0].Addr() || c.MySQL.Net != dialNet(c.MySQL.Net) {
 		t.Fatalf("Parse(%q): MySQL has %s(%s)", s, c.MySQL.Net, c.MySQL.Addr)
 	}
 	hostList := make([]string, len(c.Hosts))

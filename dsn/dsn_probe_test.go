@@ -125,9 +125,9 @@ func TestRawValues(t *testing.T) {
 	}
 	// With a raw value, a bad host list is reported as such.
 	for s, part := range map[string]string{
-		"u:" + testPW + "@tcp(h1,,h2)/db?checkInterval=1s&hostsURL=https://a/b":  `host 2 (""): empty host entry`,
-		"u:" + testPW + "@unix(/tmp/s)/db?checkInterval=1s&hostsURL=https://a/b": `network "unix" not supported`,
-		"u:" + testPW + "@tcp(h1,h1)/db?hostsToken=a/b":                          "duplicate of host 1",
+		"u:" + testPW + "@tcp(h1,,h2)/db?checkInterval=1s&hostsURL=https://a/b":         `host 2 (""): empty host entry`,
+		"u:" + testPW + "@unix(/tmp/s,/tmp/t)/db?checkInterval=1s&hostsURL=https://a/b": `more than one socket`,
+		"u:" + testPW + "@tcp(h1,h1)/db?hostsToken=a/b":                                 "duplicate of host 1",
 	} {
 		if _, err := Parse(s); err == nil || !strings.Contains(err.Error(), part) {
 			t.Errorf("Parse(%q): %v, want an error with %q", s, err, part)

@@ -162,9 +162,26 @@ var parseTests = []parseTest{
 	{name: "strict makes go-sql-driver panic", dsn: "u:" + testPW + "@tcp(h1)/db?strict=true", wantErr: ErrSyntax, errParts: []string{`"strict"`}},
 
 	// Networks.
-	{name: "unix socket", dsn: "u:" + testPW + "@unix(/tmp/mysql.sock)/db", wantErr: ErrNotTCP, errParts: []string{`"unix"`, "failover needs TCP hosts"}},
-	{name: "udp", dsn: "u:" + testPW + "@udp(h1,h2)/db", wantErr: ErrNotTCP, errParts: []string{`"udp"`}},
-	{name: "missing @ makes user:password the net", dsn: "u:" + testPW + "/db", wantErr: ErrNotTCP, errParts: []string{"failover needs TCP hosts"}},
+	{name: "unix socket", dsn: "u:" + testPW + "@unix(/tmp/mysql.sock)/db", hosts: []Host{{Name: "/tmp/mysql.sock"}},
+		my: func(t *testing.T, m *mysql.Config) {
+			want(t, "Net", m.Net, "unix")
+			want(t, "Addr", m.Addr, "/tmp/mysql.sock")
+		}},
+	{name: "unix without a path is go-sql-driver's default", dsn: "unix/db", hosts: []Host{{Name: "/tmp/mysql.sock"}}},
+	{name: "unix lists one socket", dsn: "u:" + testPW + "@unix(/run/a.sock,/run/b.sock)/db", wantErr: ErrNotTCP, errParts: []string{"more than one socket", "exactly one socket path"}},
+	{name: "unix path with a blank", dsn: "unix(/run/my sql.sock)/db", wantErr: ErrInvalidHost, errParts: []string{`"/run/my sql.sock"`, "blank"}},
+	{name: "registered network, addresses verbatim", dsn: "u:" + testPW + "@tunnel(h1:3306,h2;dc=b,proj:region:inst)/db",
+		hosts: []Host{{Name: "h1:3306"}, {Name: "h2", DC: "b"}, {Name: "proj:region:inst"}},
+		my: func(t *testing.T, m *mysql.Config) {
+			want(t, "Net", m.Net, "tunnel")
+			want(t, "Addr", m.Addr, "h1:3306")
+		}},
+	{name: "registered network with a dash", dsn: "cloudsql-mysql(p:r:i)/db", hosts: []Host{{Name: "p:r:i"}}},
+	{name: "registered network without addresses", dsn: "tunnel/db", wantErr: ErrInvalidHost, errParts: []string{`"tunnel"`, "needs an address list"}},
+	{name: "registered network, duplicate address", dsn: "tunnel(h1:1,h1:1)/db", wantErr: ErrInvalidHost, errParts: []string{"host 2", "duplicate of host 1"}},
+	{name: "registered network, empty entry", dsn: "tunnel(h1:1,)/db", wantErr: ErrInvalidHost, errParts: []string{"host 2", "empty address"}},
+	{name: "udp", dsn: "u:" + testPW + "@udp(h1,h2)/db", wantErr: ErrNotTCP, errParts: []string{`"udp"`, "stream"}},
+	{name: "missing @ makes user:password the net", dsn: "u:" + testPW + "/db", wantErr: ErrNotTCP, errParts: []string{"not a network name", "'@'"}},
 	{name: "missing @ with address list", dsn: "u:" + testPW + "tcp(h1)/db", wantErr: ErrNotTCP},
 
 	// Host entries.
@@ -587,7 +604,7 @@ func diffConfig(a, b *Config) string {
 // Addr is replaced per host, and Net "" means tcp.
 func formatUsed(m *mysql.Config) string {
 	m = m.Clone()
-	m.Addr, m.Net = "", tcpNet(m.Net)
+	m.Addr, m.Net = "", dialNet(m.Net)
 	return m.FormatDSN()
 }
 
@@ -775,7 +792,17 @@ func TestValidate(t *testing.T) {
 		{"negative queries", func(c *Config) { c.QueriesBeforeRetryMaster = -3 }, ErrInvalidOption, []string{"QueriesBeforeRetryMaster"}},
 		{"negative timeout", func(c *Config) { c.HostTimeout = -time.Second }, ErrInvalidOption, []string{"HostTimeout"}},
 		{"nil MySQL", func(c *Config) { c.MySQL = nil }, ErrInvalidOption, []string{"MySQL"}},
-		{"unix", func(c *Config) { c.MySQL.Net = "unix" }, ErrNotTCP, []string{`"unix"`}},
+		{"unix with two hosts", func(c *Config) { c.MySQL.Net = "unix" }, ErrNotTCP, []string{`2 hosts on network "unix"`, "exactly one socket path"}},
+		{"unix socket", func(c *Config) { c.MySQL.Net, c.Hosts = "unix", []Host{{Name: "/run/mysqld/mysqld.sock"}} }, nil, nil},
+		{"unix socket with a port", func(c *Config) { c.MySQL.Net, c.Hosts = "unix", []Host{{Name: "/run/m.sock", Port: 3306}} }, ErrInvalidHost, []string{"Hosts[0]", "no port"}},
+		{"unix socket and hostsURL", func(c *Config) {
+			c.MySQL.Net, c.Hosts = "unix", []Host{{Name: "/run/m.sock"}}
+			c.CheckInterval, c.HostsURL = time.Second, "https://cfg.example/h"
+		}, ErrInvalidOption, []string{"hostsURL", `"unix"`}},
+		{"registered network", func(c *Config) { c.MySQL.Net, c.Hosts = "tunnel", []Host{{Name: "p:r:i"}, {Name: "db2:3307", DC: "b"}} }, nil, nil},
+		{"registered network, bad opaque address", func(c *Config) { c.MySQL.Net, c.Hosts[0] = "tunnel", Host{Name: "a b"} }, ErrInvalidHost, []string{"Hosts[0]", "blank"}},
+		{"TCP host with port 0", func(c *Config) { c.Hosts[0] = Host{Name: "p:r:i"} }, ErrInvalidHost, []string{"Hosts[0]"}},
+		{"mangled network", func(c *Config) { c.MySQL.Net = "u:pw" }, ErrNotTCP, []string{"not a network name"}},
 		{"our key in Params", func(c *Config) { c.MySQL.Params = map[string]string{"readOnly": "1"} }, ErrInvalidOption,
 			[]string{`"readOnly"`, "Config.ReadOnly"}},
 		{"our key in Params in other case", func(c *Config) { c.MySQL.Params = map[string]string{"RETRIESALLDOWN": "1"} }, ErrInvalidOption,

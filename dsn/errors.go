@@ -16,9 +16,11 @@ var (
 	// it); or parsing panicked (Parse recovers, the panic is a bug).
 	ErrSyntax = errors.New("dsn: malformed DSN")
 
-	// ErrNotTCP: the network is not tcp, tcp4 or tcp6. Failover needs a list of
-	// TCP hosts; a unix socket or named pipe names one local server only.
-	ErrNotTCP = errors.New("dsn: failover needs TCP hosts (tcp, tcp4 or tcp6)")
+	// ErrNotTCP: the network cannot carry the host list: unix with more than
+	// one socket (a socket names one local server: no failover), a packet
+	// network (udp, ip, unixgram, ...), or a "network" that is not a name
+	// (usually a DSN whose '@' is missing). See Networks.
+	ErrNotTCP = errors.New("dsn: the network cannot carry this host list")
 
 	// ErrInvalidHost: a host list entry is empty, has a bad port (not a decimal
 	// in 1..65535), unbalanced brackets, an unbracketed IPv6 literal, a

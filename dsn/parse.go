@@ -150,7 +150,10 @@ func editDistance(a, b string) int {
 // The first host is the primary; a host without a port gets 3306; IPv6
 // literals go in brackets; ";dc=LABEL" after the optional port sets
 // Host.DC; no address list means 127.0.0.1:3306, as in go-sql-driver. net
-// must be tcp, tcp4 or tcp6 (or absent: tcp). Names are not resolved.
+// is tcp, tcp4 or tcp6 (or absent: tcp), unix with one socket path, or a
+// network registered with mysql.RegisterDialContext, whose addresses are
+// taken as they are (see Networks in the package documentation). Names are
+// not resolved.
 //
 // Our options (see the package documentation) are taken out of the query
 // string (the values of hostsURL and hostsToken may hold unescaped '/');
@@ -267,7 +270,58 @@ func (p dsnParts) hosts() ([]Host, error) {
 	if err := checkNet(p.net); err != nil {
 		return nil, err
 	}
+	switch kindOf(p.net) {
+	case netUnix:
+		return parseUnix(p.addrlist)
+	case netCustom:
+		return parseOpaqueHosts(p.net, p.addrlist)
+	}
 	return parseHosts(p.addrlist)
+}
+
+// parseUnix parses the address of a unix DSN: one socket path, taken as it is
+// (go-sql-driver's default /tmp/mysql.sock when absent).
+func parseUnix(list string) ([]Host, error) {
+	if list == "" {
+		return []Host{{Name: defaultUnixSocket}}, nil
+	}
+	if strings.IndexByte(list, ',') >= 0 {
+		return nil, newError(ErrNotTCP, "dsn: unix(...) lists more than one socket: "+unixOne)
+	}
+	if reason := hostaddr.UnixPath(list); reason != "" {
+		return nil, newError(ErrInvalidHost, fmt.Sprintf("dsn: unix socket %s: %s", hostaddr.Quote(list), reason))
+	}
+	return []Host{{Name: list}}, nil
+}
+
+// parseOpaqueHosts splits the address list of a registered network: each entry
+// is an address for the network's dial function, taken as it is (no default
+// port: go-sql-driver adds none for such a network either), optionally
+// followed by ";dc=LABEL".
+func parseOpaqueHosts(network, list string) ([]Host, error) {
+	if list == "" {
+		return nil, newError(ErrInvalidHost, fmt.Sprintf("dsn: network %q needs an address list, as in %s(host1:3306,host2:3306): it has no default address", network, network))
+	}
+	entries := strings.Split(list, ",")
+	hosts := make([]Host, 0, len(entries))
+	seen := make(map[string]int, len(entries))
+	for i, e := range entries {
+		addr, attrs, hasAttrs := strings.Cut(e, ";")
+		reason := hostaddr.Opaque(addr)
+		h := Host{Name: addr}
+		if reason == "" && hasAttrs {
+			h.DC, reason = parseHostAttrs(attrs)
+		}
+		if reason != "" {
+			return nil, newError(ErrInvalidHost, fmt.Sprintf("dsn: host %d (%s): %s", i+1, hostaddr.Quote(e), reason))
+		}
+		if j, dup := seen[addr]; dup {
+			return nil, newError(ErrInvalidHost, fmt.Sprintf("dsn: host %d (%q): duplicate of host %d (%q)", i+1, e, j+1, entries[j]))
+		}
+		seen[addr] = i
+		hosts = append(hosts, h)
+	}
+	return hosts, nil
 }
 
 // rawValueKeys are the options whose values may hold '/' unescaped.

@@ -517,11 +517,13 @@ func TestDriverWrappers(t *testing.T) {
 	}{
 		{"mysqlfailover-sqlmw", &sqlmwCount, true},
 		{"mysqlfailover-instrumentedsql", &isqlCount, true},
-		// Through Driver.Open each connection has a Connector of its own, with its own
-		// failover state: the pool does not move as one (a known limitation, tracked
-		// apart). Asserted as it is, so that a fix shows here.
-		{"mysqlfailover-sqlmw-open", &sqlmwCount, false},
+		// Through Driver.Open the connections of one DSN share one Connector too (issue
+		// 12), which lives OpenLinger past the last of them: see TestDriverOpenOnlyWrapper.
+		{"mysqlfailover-sqlmw-open", &sqlmwCount, true},
 	} {
+		if w.name == "mysqlfailover-sqlmw-open" {
+			continue // TestDriverOpenOnlyWrapper
+		}
 		t.Run(w.name, func(t *testing.T) {
 			db, err := sql.Open(w.name, dsnStr)
 			must(t, err)
@@ -540,9 +542,6 @@ func TestDriverWrappers(t *testing.T) {
 			if shared := cn == cn2; shared != w.shared {
 				t.Errorf("two connections of one pool share a Connector: %v, want %v", shared, w.shared)
 			}
-			if !w.shared {
-				must(t, cn2.Close())
-			}
 			must(t, db.Close())
 
 			// sql.DB.Close did not close our Connector: it still connects.
@@ -560,5 +559,89 @@ func TestDriverWrappers(t *testing.T) {
 				t.Errorf("Connect after Connector.Close: %v, want failover.ErrClosed", err)
 			}
 		})
+	}
+}
+
+// TestDriverOpenOnlyWrapper: through a wrapper that calls only Driver.Open (sqlmw around
+// Open alone), the connections of one DSN share one Connector (issue 12): its monitor
+// probes every host at checkInterval (the server counts the probes' SELECTs), and once
+// db.Close has closed the last connection, the Connector is closed after OpenLinger:
+// the probe connections are gone from every server and Connect fails with ErrClosed.
+// TestMain's goleak then finds none of its goroutines.
+func TestDriverOpenOnlyWrapper(t *testing.T) {
+	c := harness.Start(t, 3)
+	ctx := ctxT(t, 60*time.Second)
+	dsnStr := c.DSN("readTimeout=2s&checkInterval=200ms")
+	wrappedDrivers(t, dsnStr)
+
+	db, err := sql.Open("mysqlfailover-sqlmw-open", dsnStr)
+	must(t, err)
+	defer db.Close()
+	db.SetMaxIdleConns(0) // every Conn is a new connection through Driver.Open
+	before := sqlmwCount.Load()
+	var one int
+	must(t, db.QueryRowContext(ctx, "SELECT 1").Scan(&one))
+	if sqlmwCount.Load() == before {
+		t.Errorf("the wrapper saw no query")
+	}
+	cn, typ := reachDriver(t, ctx, c, db, 1)
+	cn2, err := mysqlfailover.ConnectorOf(ctx, db)
+	must(t, err)
+	t.Logf("FIGURE %s: raw_conn_type=%s shared_connector=%v", t.Name(), typ, cn == cn2)
+	if cn != cn2 {
+		t.Fatalf("two connections through Driver.Open have Connectors %p and %p, want one", cn, cn2)
+	}
+
+	// A connection stays open until db.Close, so that the linger starts there.
+	pinned, err := db.Conn(ctx)
+	must(t, err)
+
+	// Probes: node 3 is a replica no statement reaches, so its Com_select counts them
+	// (SHOW STATUS is no SELECT).
+	selects := func() int64 {
+		var name string
+		var n int64
+		must(t, c.Node(3).Admin().QueryRowContext(ctx, "SHOW GLOBAL STATUS LIKE 'Com_select'").Scan(&name, &n))
+		return n
+	}
+	base, start := selects(), time.Now()
+	for selects() < base+5 {
+		if time.Since(start) > 10*time.Second {
+			t.Fatalf("node 3 answered %d SELECTs in 10 s with checkInterval=200ms: the monitor does not run", selects()-base)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("FIGURE %s: probes_on_node3=5 in=%v (checkInterval=200ms)", t.Name(), time.Since(start).Round(10*time.Millisecond))
+
+	// db.Close closes the last connection (sqlmw's db.Close never reaches our Connector);
+	// OpenLinger later, the Connector closes its probe connections and stops.
+	closed := time.Now()
+	must(t, pinned.Close())
+	must(t, db.Close())
+	for {
+		var sessions int64
+		for _, n := range c.Nodes() {
+			s, err := n.AppSessions(ctx)
+			must(t, err)
+			sessions += s
+		}
+		if sessions == 0 {
+			break
+		}
+		if time.Since(closed) > mysqlfailover.OpenLinger+10*time.Second {
+			t.Fatalf("%v after db.Close: %d app sessions (probes) still on the servers, want none", time.Since(closed), sessions)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	gone := time.Since(closed)
+	t.Logf("FIGURE %s: probes_gone_after=%v (OpenLinger %v)", t.Name(), gone.Round(10*time.Millisecond), mysqlfailover.OpenLinger)
+	if gone < mysqlfailover.OpenLinger {
+		t.Errorf("the probe connections closed %v after db.Close, before OpenLinger (%v)", gone, mysqlfailover.OpenLinger)
+	}
+	if conn, err := cn.Connect(ctx); !errors.Is(err, failover.ErrClosed) {
+		if err == nil {
+			conn.Close()
+		}
+		t.Errorf("Connect after the linger: %v, want failover.ErrClosed", err)
 	}
 }

@@ -47,6 +47,10 @@ type Config struct {
 	// Owner is what Conn.Owner returns: the connector that opens the connections (the
 	// driver's *Connector), for users who hold only a connection.
 	Owner any
+	// Closed, when set, is called once when the connection is closed (its first Close),
+	// after the physical connection is: the connector counts its open connections
+	// with it.
+	Closed func()
 }
 
 // ConfigFrom is the per-connection view of cfg: the one place where a DSN's options
@@ -724,6 +728,9 @@ func (c *Conn) Close() error {
 		return nil
 	}
 	c.closed = true
+	if c.cfg.Closed != nil {
+		defer c.cfg.Closed()
+	}
 	if c.phys == nil {
 		return nil
 	}

@@ -161,6 +161,9 @@ func Loopback(host string) bool {
 // maxEcho caps how much of the input a reason quotes, in bytes.
 const maxEcho = 100
 
+// Quote quotes s for a message, at most maxEcho bytes of it.
+func Quote(s string) string { return quote(s) }
+
 // quote quotes s for a reason, at most maxEcho bytes of it.
 func quote(s string) string {
 	if len(s) > maxEcho {
@@ -230,6 +233,46 @@ func Token(s string) string {
 			return "contains a blank or control character"
 		default:
 			return "contains a character outside the b64token set"
+		}
+	}
+	return ""
+}
+
+// Opaque returns why addr cannot be the address of a host of a network registered with
+// go-sql-driver's RegisterDialContext, or "". Such an address goes to the registered
+// dial function verbatim ("db1:3306", Cloud SQL's "project:region:instance"), so only
+// what a DSN could not write back unambiguously is refused: ',' (the list separator),
+// ';' and '=' (host attributes), parentheses, and blanks or control characters.
+func Opaque(addr string) string {
+	if addr == "" {
+		return "empty address"
+	}
+	for i := 0; i < len(addr); i++ {
+		b := addr[i]
+		if b <= ' ' || b == 0x7f {
+			return fmt.Sprintf("address contains the blank or control character %q", b)
+		}
+		if strings.IndexByte(",;=()", b) >= 0 {
+			return fmt.Sprintf("address contains %q", b)
+		}
+	}
+	return ""
+}
+
+// UnixPath returns why p cannot be the path of a unix socket in a DSN, or "": it must be
+// non-empty and hold no ',' (the list separator), parentheses, blanks or control
+// characters.
+func UnixPath(p string) string {
+	if p == "" {
+		return "empty socket path"
+	}
+	for i := 0; i < len(p); i++ {
+		b := p[i]
+		if b <= ' ' || b == 0x7f {
+			return fmt.Sprintf("socket path contains the blank or control character %q", b)
+		}
+		if strings.IndexByte(",()", b) >= 0 {
+			return fmt.Sprintf("socket path contains %q", b)
 		}
 	}
 	return ""

@@ -53,3 +53,23 @@ func TestKeyAndLoopback(t *testing.T) {
 		}
 	}
 }
+
+// Issue 12: the addresses of registered networks and unix sockets.
+func TestOpaqueAndUnixPath(t *testing.T) {
+	for addr, reason := range map[string]string{
+		"db1:3306": "", "proj:region:inst": "", "[::1]:3306": "", "10.0.0.1": "",
+		"": "empty address", "a b": "blank", "a,b": "contains ','", "a;dc=x": "contains ';'", "a(b)": "contains '('", "a=b": "contains '='", "a\x00": "control",
+	} {
+		if got := Opaque(addr); !strings.Contains(got, reason) || (reason == "") != (got == "") {
+			t.Errorf("Opaque(%q) = %q, want %q", addr, got, reason)
+		}
+	}
+	for p, reason := range map[string]string{
+		"/run/mysqld/mysqld.sock": "", "/tmp/a;b.sock": "", "relative.sock": "",
+		"": "empty socket path", "/run/my sql.sock": "blank", "/a,/b": "contains ','", "/a)": "contains ')'",
+	} {
+		if got := UnixPath(p); !strings.Contains(got, reason) || (reason == "") != (got == "") {
+			t.Errorf("UnixPath(%q) = %q, want %q", p, got, reason)
+		}
+	}
+}
