@@ -46,19 +46,26 @@ func FlavourOf(version string) Flavour {
 	return MySQL
 }
 
-// flavourOfImage guesses the flavour from an image reference: MySQL for an image named
-// mysql (mysql:8.4, container-registry.oracle.com/mysql/community-server), MariaDB for
-// everything else (mariadb:11.4, mysqlfailover-mariadb:...).
+// flavourOfImage guesses the flavour from an image reference: MySQL for an image whose
+// repository path has a component named mysql (mysql:8.4,
+// container-registry.oracle.com/mysql/community-server:8.4) and no mention of mariadb,
+// MariaDB for everything else (mariadb:11.4, mysqlfailover-mariadb:...). Set
+// ContainerBackend.Flavour for an image named otherwise.
 func flavourOfImage(ref string) Flavour {
-	name := ref
-	if i := strings.LastIndex(name, "/"); i >= 0 {
-		name = name[i+1:]
+	repo := ref
+	if i := strings.IndexByte(repo, '@'); i >= 0 {
+		repo = repo[:i]
 	}
-	if i := strings.IndexAny(name, ":@"); i >= 0 {
-		name = name[:i]
+	if i := strings.LastIndexByte(repo, ':'); i > strings.LastIndexByte(repo, '/') {
+		repo = repo[:i]
 	}
-	if strings.Contains(name, "mysql") && !strings.Contains(name, "mariadb") {
-		return MySQL
+	if strings.Contains(repo, "mariadb") {
+		return MariaDB
+	}
+	for _, part := range strings.Split(repo, "/") {
+		if part == "mysql" {
+			return MySQL
+		}
 	}
 	return MariaDB
 }
