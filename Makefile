@@ -2,10 +2,11 @@
 GO ?= go
 BENCHSTAT = $(GO) run golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
 
-.PHONY: test unit integration vet server demo bench fuzz
+.PHONY: test unit integration containers vet server demo bench fuzz
 
-# Unit tests (no server) and the real-cluster integration tests (installs MariaDB if missing).
-test: vet unit integration
+# Unit tests (no server), the real-cluster integration tests (installs MariaDB if missing) and,
+# when a Docker engine answers, the cluster scenarios again on containers.
+test: vet unit integration containers
 
 vet:
 	$(GO) vet ./...
@@ -16,6 +17,15 @@ unit:
 
 integration: server
 	cd integration && $(GO) test -race -count=1 -timeout 8m ./...
+
+# The cluster scenarios on the container backend (issue 11), one test body per backend. The image
+# is built when missing (scripts/build-image.sh; MYSQLFAILOVER_IMAGE skips it); no engine: skipped.
+CONTAINER_TESTS = ^(TestKillPrimaryIdlePool|TestKillPrimaryUnderLoad|TestFreezePrimary|TestResetPeerDuringUpdate|TestReadOnlyOnSecondary|TestFallBackTimer|TestMidTransactionFailure|TestCommitOutcomeUnknown|TestCallerCancellation|TestAllNodesDown|TestKillRestartCyclesNoLeak|TestSessionStateAcrossSwitches|TestFreezeDetection|TestPartitionedPrimary|TestPromotionUnderWriters|TestStopStartCyclesNoLeak|TestExample|TestContainerBackend)$$
+containers:
+	@if ! docker info >/dev/null 2>&1; then echo "containers: no Docker engine answers (docker info): container suite skipped"; exit 0; fi; \
+	image=$${MYSQLFAILOVER_IMAGE:-$$(./scripts/build-image.sh)} || exit 1; \
+	cd integration && MYSQLFAILOVER_BACKEND=container MYSQLFAILOVER_IMAGE=$$image \
+		$(GO) test -race -count=1 -p 1 -timeout 8m -run '$(CONTAINER_TESTS)' . ./failovertest ./harness
 
 # A MariaDB/MySQL server binary for the integration tests and the demo.
 server:

@@ -6,6 +6,7 @@ import (
 	"context"
 	"database/sql"
 	"net"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -61,6 +62,9 @@ func answers(ctx context.Context, n *Node) error {
 // name, every fault of the Instance interface, Partition with the published port still
 // answering, and Close leaving no container, network or volume behind.
 func TestContainerBackend(t *testing.T) {
+	if os.Getenv(EnvBackend) != "container" {
+		t.Skipf("the container suite's (make containers): run with %s=container", EnvBackend)
+	}
 	b := &ContainerBackend{Logf: t.Logf}
 	c := Start(t, 3, WithBackend(b))
 	ctx := context.Background()
