@@ -348,7 +348,16 @@ func buildImage(ctx context.Context, logf func(string, ...any)) (string, error) 
 	if builtImage != "" {
 		return builtImage, nil
 	}
-	script := BuildScript()
+	ref, err := runBuildScript(ctx, BuildScript(), logf)
+	if err == nil {
+		builtImage = ref
+	}
+	return ref, err
+}
+
+// runBuildScript runs script (from the repository root) and returns the one line it
+// prints on stdout, the image reference; its stderr is the progress, quoted on failure.
+func runBuildScript(ctx context.Context, script string, logf func(string, ...any)) (string, error) {
 	if script == "" {
 		return "", noImage(fmt.Sprintf("harness: no server image: set %s (no scripts/build-image.sh above the harness's source or the working directory)", EnvImage))
 	}
@@ -370,7 +379,6 @@ func buildImage(ctx context.Context, logf func(string, ...any)) (string, error) 
 		return "", fmt.Errorf("harness: %s printed %q, want one image reference", script, ref)
 	}
 	logf("harness: image %s from %s in %v", ref, script, time.Since(begin).Round(time.Millisecond))
-	builtImage = ref
 	return ref, nil
 }
 
@@ -528,7 +536,9 @@ func (i *containerInstance) create(ctx context.Context, vol string, extra []stri
 		Started: false,
 		Logger:  tclog.NewNoopLogger(),
 	}
+	begin := time.Now()
 	ctr, err := testcontainers.GenericContainer(ctx, req)
+	created := time.Since(begin)
 	if ctr != nil {
 		if dc, ok := ctr.(*testcontainers.DockerContainer); ok {
 			i.c = dc
@@ -550,15 +560,21 @@ func (i *containerInstance) create(ctx context.Context, vol string, extra []stri
 			return fmt.Errorf("copy the template data directory into %s: %w", i.name, err)
 		}
 	}
-	if i.spec.Index == 0 {
-		return i.Start(ctx)
+	copied := time.Since(begin)
+	if i.spec.Index != 0 {
+		if _, err := b.cli.NetworkConnect(ctx, b.netID, client.NetworkConnectOptions{
+			Container: i.c.ID, EndpointConfig: &network.EndpointSettings{Aliases: []string{i.name}},
+		}); err != nil {
+			return fmt.Errorf("connect %s to %s: %w", i.name, b.netName, err)
+		}
 	}
-	if _, err := b.cli.NetworkConnect(ctx, b.netID, client.NetworkConnectOptions{
-		Container: i.c.ID, EndpointConfig: &network.EndpointSettings{Aliases: []string{i.name}},
-	}); err != nil {
-		return fmt.Errorf("connect %s to %s: %w", i.name, b.netName, err)
+	connected := time.Since(begin)
+	if err := i.Start(ctx); err != nil {
+		return err
 	}
-	return i.Start(ctx)
+	b.logf("harness: %s answering %v after its creation (created %v, data copied %v, network %v)", i.name,
+		time.Since(begin).Round(time.Millisecond), created.Round(time.Millisecond), copied.Round(time.Millisecond), connected.Round(time.Millisecond))
+	return nil
 }
 
 // remove removes the container and its anonymous volumes.

@@ -5,6 +5,7 @@ package harness
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"net"
 	"os"
 	"strings"
@@ -212,4 +213,31 @@ func masterHost(t *testing.T, n *Node) string {
 		}
 	}
 	return ""
+}
+
+func TestRunBuildScript(t *testing.T) {
+	dir := t.TempDir()
+	script := func(name, body string) string {
+		p := dir + "/" + name
+		if err := os.WriteFile(p, []byte("#!/bin/sh\n"+body+"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	ctx := context.Background()
+	ref, err := runBuildScript(ctx, script("ok.sh", "echo building >&2; echo mysqlfailover-mariadb:0123456789ab"), t.Logf)
+	if err != nil || ref != "mysqlfailover-mariadb:0123456789ab" {
+		t.Errorf("ok: %q, %v", ref, err)
+	}
+	_, err = runBuildScript(ctx, script("fail.sh", "echo no debootstrap >&2; exit 3"), t.Logf)
+	if !errors.Is(err, ErrNoServer) || !strings.Contains(err.Error(), "no debootstrap") {
+		t.Errorf("a failing build: %v, want ErrNoServer with its stderr", err)
+	}
+	_, err = runBuildScript(ctx, script("two.sh", "echo a; echo b"), t.Logf)
+	if err == nil || !strings.Contains(err.Error(), "want one image reference") {
+		t.Errorf("two lines: %v", err)
+	}
+	if _, err = runBuildScript(ctx, "", t.Logf); !errors.Is(err, ErrNoServer) || !strings.Contains(err.Error(), EnvImage) {
+		t.Errorf("no script: %v", err)
+	}
 }
