@@ -2,7 +2,7 @@
 GO ?= go
 BENCHSTAT = $(GO) run golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
 
-.PHONY: test unit integration containers vet server demo bench fuzz
+.PHONY: test unit integration containers containers-all container-run vet server demo bench fuzz
 
 # Unit tests (no server), the real-cluster integration tests (installs MariaDB if missing) and,
 # when a Docker engine answers, the cluster scenarios again on containers.
@@ -18,14 +18,21 @@ unit:
 integration: server
 	cd integration && $(GO) test -race -count=1 -timeout 8m ./...
 
-# The cluster scenarios on the container backend (issue 11), one test body per backend. The image
-# is built when missing (scripts/build-image.sh; MYSQLFAILOVER_IMAGE skips it); no engine: skipped.
-CONTAINER_TESTS = ^(TestKillPrimaryIdlePool|TestKillPrimaryUnderLoad|TestFreezePrimary|TestResetPeerDuringUpdate|TestReadOnlyOnSecondary|TestFallBackTimer|TestMidTransactionFailure|TestCommitOutcomeUnknown|TestCallerCancellation|TestAllNodesDown|TestKillRestartCyclesNoLeak|TestSessionStateAcrossSwitches|TestFreezeDetection|TestPartitionedPrimary|TestPromotionUnderWriters|TestStopStartCyclesNoLeak|TestExample|TestContainerBackend)$$
+# The container backend (issue 11), one test body per backend: `make containers` (part of `make
+# test`) runs the container-level faults within CI's budget; `make containers-all` every cluster
+# scenario (about 10 minutes on 2 busy cores). The image is built when missing
+# (scripts/build-image.sh; a set MYSQLFAILOVER_IMAGE skips it); no engine: skipped in one line.
+CONTAINER_TESTS = TestContainerBackend|TestExample|TestFreezeDetection|TestPartitionedPrimary|TestPromotionUnderWriters|TestKillPrimaryUnderLoad|TestStopStartCyclesNoLeak
+CONTAINER_TESTS_ALL = $(CONTAINER_TESTS)|TestKillPrimaryIdlePool|TestFreezePrimary|TestResetPeerDuringUpdate|TestReadOnlyOnSecondary|TestFallBackTimer|TestMidTransactionFailure|TestCommitOutcomeUnknown|TestCallerCancellation|TestAllNodesDown|TestKillRestartCyclesNoLeak|TestSessionStateAcrossSwitches
 containers:
+	@$(MAKE) --no-print-directory container-run RUN='$(CONTAINER_TESTS)'
+containers-all:
+	@$(MAKE) --no-print-directory container-run RUN='$(CONTAINER_TESTS_ALL)'
+container-run:
 	@if ! docker info >/dev/null 2>&1; then echo "containers: no Docker engine answers (docker info): container suite skipped"; exit 0; fi; \
 	image=$${MYSQLFAILOVER_IMAGE:-$$(./scripts/build-image.sh)} || exit 1; \
 	cd integration && MYSQLFAILOVER_BACKEND=container MYSQLFAILOVER_IMAGE=$$image \
-		$(GO) test -race -count=1 -p 1 -timeout 8m -run '$(CONTAINER_TESTS)' . ./failovertest ./harness
+		$(GO) test -race -count=1 -p 1 -timeout 20m -run '^($(RUN))$$' . ./failovertest ./harness
 
 # A MariaDB/MySQL server binary for the integration tests and the demo.
 server:
