@@ -340,8 +340,7 @@ func BuildScript() string {
 }
 
 // buildImage runs scripts/build-image.sh once per process (it reuses an image already
-// built from the same contents), under a file lock so that test processes started
-// together do not build the same image twice at once.
+// built from the same contents, and serialises concurrent builds itself).
 func buildImage(ctx context.Context, logf func(string, ...any)) (string, error) {
 	builtMu.Lock()
 	defer builtMu.Unlock()
@@ -361,11 +360,6 @@ func runBuildScript(ctx context.Context, script string, logf func(string, ...any
 	if script == "" {
 		return "", noImage(fmt.Sprintf("harness: no server image: set %s (no scripts/build-image.sh above the harness's source or the working directory)", EnvImage))
 	}
-	unlock, err := lockFile(filepath.Join(os.TempDir(), "mysqlfailover-build-image.lock"))
-	if err != nil {
-		return "", fmt.Errorf("harness: lock for %s: %w", script, err)
-	}
-	defer unlock()
 	begin := time.Now()
 	var stdout, stderr bytes.Buffer
 	cmd := exec.CommandContext(ctx, script)
