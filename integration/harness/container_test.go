@@ -8,12 +8,14 @@ import (
 	"errors"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/moby/moby/client"
 	"github.com/testcontainers/testcontainers-go"
+	tclog "github.com/testcontainers/testcontainers-go/log"
 )
 
 // dockerObjects lists the containers, networks and volumes labelled with the backend's
@@ -239,5 +241,47 @@ func TestRunBuildScript(t *testing.T) {
 	}
 	if _, err = runBuildScript(ctx, "", t.Logf); !errors.Is(err, ErrNoServer) || !strings.Contains(err.Error(), EnvImage) {
 		t.Errorf("no script: %v", err)
+	}
+}
+
+// TestSweep: the sweep at a backend's start removes what a dead owner left and keeps
+// what a live one (here: this test's parent process) made. Networks stand for every
+// kind of object (containers and volumes are swept by the same labels).
+func TestSweep(t *testing.T) {
+	ctx := context.Background()
+	quietTestcontainers.Do(func() { tclog.SetDefault(tclog.NewNoopLogger()) })
+	cli, err := testcontainers.NewDockerClientWithOpts(ctx)
+	if err == nil {
+		_, err = cli.Ping(ctx, client.PingOptions{})
+	}
+	if err != nil {
+		t.Skipf("no Docker engine: %v", err)
+	}
+	t.Cleanup(func() { cli.Close() }) // first registered, last run: after the removals
+	b := &ContainerBackend{cli: cli, Logf: t.Logf}
+	make := func(name string, pid int) string {
+		labels := ownerLabels()
+		labels[LabelOwnerPID] = strconv.Itoa(pid)
+		labels[LabelOwnerStart] = procStart(pid)
+		res, err := cli.NetworkCreate(ctx, name, client.NetworkCreateOptions{Driver: "bridge", Labels: labels})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cli.NetworkRemove(context.Background(), res.ID, client.NetworkRemoveOptions{}) })
+		return res.ID
+	}
+	suffix := strconv.Itoa(os.Getpid())
+	dead := make("mysqlfailover-sweeptest-dead-"+suffix, 999999999)
+	live := make("mysqlfailover-sweeptest-live-"+suffix, os.Getppid())
+	b.sweep(ctx)
+	exists := func(id string) bool {
+		_, err := cli.NetworkInspect(ctx, id, client.NetworkInspectOptions{})
+		return err == nil
+	}
+	if exists(dead) {
+		t.Error("the network of a dead owner survived the sweep")
+	}
+	if !exists(live) {
+		t.Error("the sweep removed the network of a live owner")
 	}
 }
