@@ -15,7 +15,8 @@
 // `apt-get install mariadb-server`, `brew install mariadb`) or as Docker containers
 // (WithBackend("container"), or MYSQLFAILOVER_BACKEND=container; the image from
 // WithImage, MYSQLFAILOVER_IMAGE, or scripts/build-image.sh of this repository). Without
-// a server (or a Docker engine) the test is skipped, and fails when CI=true.
+// a server binary or image the test is skipped, or fails when CI=true; without a Docker
+// engine a container cluster is always skipped.
 //
 // Each node sits behind a TCP proxy of its own (toxiproxy, in the test process); the
 // DSN lists the proxies, node 1 first. The app user (app/apppw, no SUPER) has the
@@ -99,7 +100,8 @@ func (c *config) harnessOptions(logf func(string, ...any)) ([]harness.Option, er
 
 // Start starts a primary with replicas for t (replicas may be 0) and removes it when t
 // ends. It returns once every replica has caught up. With no server binary, image or
-// Docker engine the test is skipped (with CI=true a missing server or image fails it).
+// Docker engine the test is skipped (with CI=true a missing server or image fails it);
+// any other failure to start fails the test.
 func Start(t testing.TB, replicas int, opts ...Option) *Cluster {
 	t.Helper()
 	var c config
