@@ -23,7 +23,7 @@ integration: server
 # cluster scenario (13 min at load 20). The image is built when missing (scripts/build-image.sh;
 # a set MYSQLFAILOVER_IMAGE skips it). No engine: skipped in one line.
 CONTAINER_TESTS = TestContainerBackend|TestFreezeDetection|TestPartitionedPrimary|TestPromotionUnderWriters|TestKillPrimaryUnderLoad|TestStopStartCyclesNoLeak
-CONTAINER_TESTS_ALL = $(CONTAINER_TESTS)|TestExample|TestKillPrimaryIdlePool|TestFreezePrimary|TestResetPeerDuringUpdate|TestReadOnlyOnSecondary|TestFallBackTimer|TestMidTransactionFailure|TestCommitOutcomeUnknown|TestCallerCancellation|TestAllNodesDown|TestKillRestartCyclesNoLeak|TestSessionStateAcrossSwitches
+CONTAINER_TESTS_ALL = $(CONTAINER_TESTS)|TestExample|TestTLSPerHostErrors|TestKillPrimaryIdlePool|TestFreezePrimary|TestResetPeerDuringUpdate|TestReadOnlyOnSecondary|TestFallBackTimer|TestMidTransactionFailure|TestCommitOutcomeUnknown|TestCallerCancellation|TestAllNodesDown|TestKillRestartCyclesNoLeak|TestSessionStateAcrossSwitches
 containers:
 	@$(MAKE) --no-print-directory container-run RUN='$(CONTAINER_TESTS)'
 containers-all:
