@@ -191,7 +191,17 @@ func (c *Cluster) startNodes(ctx context.Context, nodeArgs map[int][]string) err
 		}()
 	}
 	wg.Wait()
-	return errors.Join(errs...)
+	// A backend that cannot start at all (no image, no engine) fails every node alike:
+	// say it once.
+	seen := map[string]bool{}
+	var uniq []error
+	for _, err := range errs {
+		if err != nil && !seen[err.Error()] {
+			seen[err.Error()] = true
+			uniq = append(uniq, err)
+		}
+	}
+	return errors.Join(uniq...)
 }
 
 func (c *Cluster) startNode(ctx context.Context, idx int, args []string) error {

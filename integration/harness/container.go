@@ -177,7 +177,7 @@ func (b *ContainerBackend) doPrepare(ctx context.Context) error {
 		return fail(err)
 	}
 	if _, err := cli.ImageInspect(ctx, b.image); err != nil {
-		return fail(noImage(fmt.Sprintf("harness: image %s is not on this engine (there is no registry to pull from: build it with scripts/build-image.sh): %v", b.image, err)))
+		return fail(noImage(fmt.Sprintf("image %s is not on this engine (there is no registry to pull from: build it with scripts/build-image.sh): %v", b.image, err)))
 	}
 	b.flavour = b.Flavour
 	if b.flavour == AutoFlavour {
@@ -358,7 +358,7 @@ func buildImage(ctx context.Context, logf func(string, ...any)) (string, error) 
 // prints on stdout, the image reference; its stderr is the progress, quoted on failure.
 func runBuildScript(ctx context.Context, script string, logf func(string, ...any)) (string, error) {
 	if script == "" {
-		return "", noImage(fmt.Sprintf("harness: no server image: set %s (no scripts/build-image.sh above the harness's source or the working directory)", EnvImage))
+		return "", noImage(fmt.Sprintf("no server image: set %s (no scripts/build-image.sh above the harness's source or the working directory)", EnvImage))
 	}
 	begin := time.Now()
 	var stdout, stderr bytes.Buffer
