@@ -95,10 +95,11 @@ func TestKillPrimaryUnderLoad(t *testing.T) {
 	must(t, c.Node(1).Kill())
 	killReturned := time.Now()
 
-	// Keep the load on until it has run on node 2 for a second, or 10 s.
+	// Keep the load on until it has run on node 2 for a second, and for a second after
+	// Kill returned (a docker kill can take longer than the switch), or 10 s.
 	deadline := killStart.Add(10 * time.Second)
 	for time.Now().Before(deadline) {
-		if f := firstNode2.Load(); f != 0 && time.Since(time.Unix(0, f)) > time.Second {
+		if f := firstNode2.Load(); f != 0 && time.Since(later(time.Unix(0, f), killReturned)) > time.Second {
 			break
 		}
 		time.Sleep(20 * time.Millisecond)

@@ -63,3 +63,14 @@ type Instance interface {
 // ErrNoServer is matched (errors.Is) by the error of a Backend that finds no server
 // binary it can run. Start skips the test on it, or fails it when CI=true.
 var ErrNoServer = errors.New("no MariaDB server binary found (install one: `apt-get install mariadb-server` on Debian/Ubuntu, `brew install mariadb` on macOS, or point MYSQLFAILOVER_MYSQLD at a mariadbd)")
+
+// Partitioner is implemented by an Instance that can cut itself off from the other
+// instances of its backend while the test process still reaches it (ContainerBackend:
+// a network disconnect). Node.Partition uses it; on a backend without it the Cluster
+// needs WithReplicationLinks.
+type Partitioner interface {
+	// Partition stops all traffic between the instance and the other instances.
+	Partition(ctx context.Context) error
+	// Heal undoes Partition.
+	Heal(ctx context.Context) error
+}

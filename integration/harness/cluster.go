@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -41,6 +42,7 @@ type options struct {
 	logf     func(format string, args ...any)
 	timeout  time.Duration
 	nodeArgs map[int][]string
+	links    bool
 }
 
 // WithBackend runs the cluster on b instead of a new LocalBackend. The cluster closes b.
@@ -66,6 +68,13 @@ func WithNodeArgs(i int, args ...string) Option {
 	}
 }
 
+// WithReplicationLinks sends each replica's replication through a toxiproxy proxy of its
+// own (in process, on loopback), so that Node.Partition can cut a node off from the
+// others on a backend that has no network of its own to cut (LocalBackend). A backend
+// whose instances implement Partitioner (ContainerBackend) ignores it: replication
+// there runs over the cluster's Docker network.
+func WithReplicationLinks() Option { return func(o *options) { o.links = true } }
+
 // WithTimeout bounds Start's whole bring-up (default 2 minutes; StartCluster uses its
 // context).
 func WithTimeout(d time.Duration) Option { return func(o *options) { o.timeout = d } }
@@ -78,6 +87,11 @@ type Cluster struct {
 	nodes   []*Node
 	logf    func(format string, args ...any)
 	bringUp time.Duration
+	flavour Flavour
+	links   bool // replication through per-replica proxies (WithReplicationLinks)
+
+	topoMu  sync.Mutex // serialises Switchover, Partition and Heal
+	primary atomic.Int32
 
 	closeOnce sync.Once
 	closeErr  error
@@ -96,6 +110,9 @@ func Start(t testing.TB, n int, opts ...Option) *Cluster {
 	defer cancel()
 	c, err := StartCluster(ctx, n, append(opts[:len(opts):len(opts)], WithLogf(o.logf))...)
 	if err != nil {
+		if errors.Is(err, ErrNoDocker) {
+			t.Skipf("harness: %v: the container backend needs one", err)
+		}
 		if errors.Is(err, ErrNoServer) {
 			if ci, _ := strconv.ParseBool(os.Getenv(EnvCI)); ci {
 				t.Fatalf("harness: %v (CI=true: a server is required)", err)
@@ -133,7 +150,11 @@ func StartCluster(ctx context.Context, n int, opts ...Option) (*Cluster, error) 
 		}
 	}
 	if o.backend == nil {
-		o.backend = &LocalBackend{Logf: o.logf}
+		b, err := BackendFromEnv(o.logf)
+		if err != nil {
+			return nil, err
+		}
+		o.backend = b
 	}
 	begin := time.Now()
 	c := &Cluster{
@@ -142,6 +163,8 @@ func StartCluster(ctx context.Context, n int, opts ...Option) (*Cluster, error) 
 		nodes:   make([]*Node, n),
 		logf:    o.logf,
 	}
+	c.primary.Store(1)
+	c.links = o.links
 	err := c.startNodes(ctx, o.nodeArgs)
 	started := time.Since(begin)
 	if err == nil {
@@ -168,7 +191,17 @@ func (c *Cluster) startNodes(ctx context.Context, nodeArgs map[int][]string) err
 		}()
 	}
 	wg.Wait()
-	return errors.Join(errs...)
+	// A backend that cannot start at all (no image, no engine) fails every node alike:
+	// say it once.
+	seen := map[string]bool{}
+	var uniq []error
+	for _, err := range errs {
+		if err != nil && !seen[err.Error()] {
+			seen[err.Error()] = true
+			uniq = append(uniq, err)
+		}
+	}
+	return errors.Join(uniq...)
 }
 
 func (c *Cluster) startNode(ctx context.Context, idx int, args []string) error {
@@ -195,9 +228,7 @@ func (c *Cluster) startNode(ctx context.Context, idx int, args []string) error {
 	if err := n.admin.QueryRowContext(ctx, "SELECT @@port, @@server_id, VERSION()").Scan(&n.port, &n.serverID, &version); err != nil {
 		return fmt.Errorf("harness: node %d: %w", idx, err)
 	}
-	if !strings.Contains(version, "MariaDB") {
-		return fmt.Errorf("harness: node %d runs %s: the cluster set-up speaks MariaDB only", idx, version)
-	}
+	n.flavour = FlavourOf(version)
 
 	n.proxy = toxiproxy.NewProxy(c.tox, "node"+strconv.Itoa(idx), "127.0.0.1:0", inst.Addr())
 	if err := n.proxy.Start(); err != nil {
@@ -212,6 +243,12 @@ func (c *Cluster) startNode(ctx context.Context, idx int, args []string) error {
 // whole binary log, users and databases included.
 func (c *Cluster) setUpReplication(ctx context.Context) error {
 	p := c.nodes[0]
+	c.flavour = p.flavour
+	for _, r := range c.nodes[1:] {
+		if r.flavour != c.flavour {
+			return fmt.Errorf("harness: node 1 runs %s, node %d %s: one flavour per cluster", c.flavour, r.idx, r.flavour)
+		}
+	}
 	for _, q := range []string{
 		"CREATE USER '" + replUser + "'@'%' IDENTIFIED BY '" + replPassword + "'",
 		"GRANT REPLICATION SLAVE ON *.* TO '" + replUser + "'@'%'",
@@ -225,7 +262,6 @@ func (c *Cluster) setUpReplication(ctx context.Context) error {
 			return fmt.Errorf("harness: primary set-up: %w", err)
 		}
 	}
-	host, port := p.inst.SourceAddr()
 	errs := make([]error, len(c.nodes))
 	var wg sync.WaitGroup
 	for _, r := range c.nodes[1:] {
@@ -233,17 +269,12 @@ func (c *Cluster) setUpReplication(ctx context.Context) error {
 		go func() {
 			defer wg.Done()
 			r.readOnly = true
-			for _, q := range []string{
-				"SET GLOBAL read_only = ON",
-				fmt.Sprintf("CHANGE MASTER TO MASTER_HOST='%s', MASTER_PORT=%d, MASTER_USER='%s', "+
-					"MASTER_PASSWORD='%s', MASTER_USE_GTID=slave_pos, MASTER_CONNECT_RETRY=1",
-					host, port, replUser, replPassword),
-				"START SLAVE",
-			} {
-				if err := r.Exec(ctx, q); err != nil {
-					errs[r.idx-1] = fmt.Errorf("harness: replica %d set-up: %w", r.idx, err)
-					return
-				}
+			if err := r.Exec(ctx, c.flavour.setReadOnly(true)); err != nil {
+				errs[r.idx-1] = fmt.Errorf("harness: replica %d set-up: %w", r.idx, err)
+				return
+			}
+			if err := r.replicateFrom(ctx, p, false); err != nil {
+				errs[r.idx-1] = fmt.Errorf("harness: replica %d set-up: %w", r.idx, err)
 			}
 		}()
 	}
@@ -254,12 +285,15 @@ func (c *Cluster) setUpReplication(ctx context.Context) error {
 	return c.WaitReplicasCaughtUp(ctx)
 }
 
-// WaitReplicasCaughtUp waits until every running replica (not killed, stopped or frozen)
-// has applied everything node 1 has written so far (MASTER_GTID_WAIT on node 1's
-// gtid_binlog_pos). On ctx's end, or when a replica's replication has stopped, the error
-// carries the replica's Slave_IO/SQL state and last errors.
+// WaitReplicasCaughtUp waits until every running replica (not killed, stopped, frozen
+// or partitioned) has applied everything the primary (node 1, or the node Switchover
+// made the primary) has written so far (MariaDB: MASTER_GTID_WAIT on its
+// gtid_binlog_pos; MySQL: WAIT_FOR_EXECUTED_GTID_SET on its gtid_executed). On ctx's
+// end, or when a replica's replication has stopped, the error carries the replica's
+// replication threads' state and last errors.
 func (c *Cluster) WaitReplicasCaughtUp(ctx context.Context) error {
-	pos, err := c.nodes[0].QueryString(ctx, "SELECT @@GLOBAL.gtid_binlog_pos")
+	primary := c.Primary()
+	pos, err := primary.QueryString(ctx, c.flavour.gtidExecutedQuery())
 	if err != nil {
 		return fmt.Errorf("harness: primary's GTID position: %w", err)
 	}
@@ -270,15 +304,15 @@ func (c *Cluster) WaitReplicasCaughtUp(ctx context.Context) error {
 	}
 	errs := make([]error, len(c.nodes))
 	var wg sync.WaitGroup
-	for _, r := range c.nodes[1:] {
-		if r.State() != Running {
+	for _, r := range c.nodes {
+		if r == primary || r.State() != Running || r.Partitioned() || primary.Partitioned() {
 			continue
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			var res sql.NullInt64
-			err := r.admin.QueryRowContext(ctx, "SELECT MASTER_GTID_WAIT(?, ?)", pos, wait.Seconds()).Scan(&res)
+			err := r.admin.QueryRowContext(ctx, c.flavour.waitGTIDQuery(), pos, wait.Seconds()).Scan(&res)
 			if err == nil && res.Valid && res.Int64 == 0 {
 				return
 			}
@@ -306,8 +340,12 @@ func (c *Cluster) Node(i int) *Node {
 // Nodes returns every node, node 1 first.
 func (c *Cluster) Nodes() []*Node { return append([]*Node(nil), c.nodes...) }
 
-// Primary is node 1.
-func (c *Cluster) Primary() *Node { return c.nodes[0] }
+// Primary is the node the cluster set up as the writer: node 1, until Switchover makes
+// another node the primary.
+func (c *Cluster) Primary() *Node { return c.nodes[c.primary.Load()-1] }
+
+// Flavour is the servers' flavour, read from VERSION() on node 1.
+func (c *Cluster) Flavour() Flavour { return c.flavour }
 
 // BringUp is how long StartCluster took, from nothing to caught-up replicas.
 func (c *Cluster) BringUp() time.Duration { return c.bringUp }
@@ -393,6 +431,9 @@ func (c *Cluster) Close() error {
 			if n.proxy != nil {
 				n.proxy.Toxics.ResetToxics(context.Background())
 				n.proxy.Stop()
+			}
+			if n.link != nil {
+				n.link.Stop()
 			}
 			if n.admin != nil {
 				// The server is already dead: the COM_QUIT that closing an idle

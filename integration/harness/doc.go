@@ -12,8 +12,11 @@
 // through each node's admin connection (root, straight to the server, bypassing the
 // proxy).
 //
-// A Backend starts the servers; LocalBackend runs local mariadbd processes, and a
-// container backend can run the same scenarios unchanged. Everything is stopped when the
+// A Backend starts the servers; LocalBackend runs local mariadbd processes,
+// ContainerBackend Docker containers (testcontainers-go), and the same scenarios run
+// unchanged on both (MYSQLFAILOVER_BACKEND picks one for clusters started without
+// WithBackend). The replication statements come from the servers' Flavour (MariaDB or
+// MySQL 8). Everything is stopped when the
 // test ends, also on failure or panic; on Linux the servers also die with the test
 // process.
 package harness

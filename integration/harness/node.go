@@ -45,10 +45,14 @@ type Node struct {
 	admin     *sql.DB
 	port      int
 	serverID  int
+	flavour   Flavour
 
-	mu       sync.Mutex
-	state    State
-	readOnly bool // global read_only as last set by the harness; re-applied on Restart
+	mu          sync.Mutex
+	state       State
+	readOnly    bool  // global read_only as last set by the harness; re-applied on Restart
+	source      *Node // whom it replicates from (nil: a primary)
+	partitioned bool
+	link        *toxiproxy.Proxy // its replication's own proxy (WithReplicationLinks)
 }
 
 // Index is the node's number, from 1.
@@ -154,7 +158,7 @@ func (n *Node) Restart(ctx context.Context) error {
 	ro := n.readOnly
 	n.mu.Unlock()
 	if ro {
-		if err := n.Exec(ctx, "SET GLOBAL read_only = ON"); err != nil {
+		if err := n.Exec(ctx, n.flavour.setReadOnly(true)); err != nil {
 			return n.wrap("restart: read_only", err)
 		}
 	}
@@ -259,13 +263,10 @@ func (n *Node) addToxic(name, typ, stream, attrs string) error {
 // --- server state through the admin connection ---
 
 // SetReadOnly sets the server's global read_only (the app user has no privilege that
-// bypasses it). Restart re-applies it.
+// bypasses it; on MySQL on=true sets super_read_only, which stops root too). Restart
+// re-applies it.
 func (n *Node) SetReadOnly(ctx context.Context, on bool) error {
-	v := "OFF"
-	if on {
-		v = "ON"
-	}
-	if err := n.Exec(ctx, "SET GLOBAL read_only = "+v); err != nil {
+	if err := n.Exec(ctx, n.flavour.setReadOnly(on)); err != nil {
 		return err
 	}
 	n.mu.Lock()
@@ -308,8 +309,11 @@ func (n *Node) AppSessions(ctx context.Context) (int64, error) {
 	return n.QueryInt(ctx, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE USER = ?", AppUser)
 }
 
-// GTIDPos is the server's @@gtid_current_pos.
+// GTIDPos is the server's @@gtid_current_pos (MySQL: @@gtid_executed).
 func (n *Node) GTIDPos(ctx context.Context) (string, error) {
+	if n.flavour == MySQL {
+		return n.QueryString(ctx, "SELECT @@GLOBAL.gtid_executed")
+	}
 	return n.QueryString(ctx, "SELECT @@GLOBAL.gtid_current_pos")
 }
 
@@ -323,13 +327,15 @@ func (n *Node) gtidPos(ctx context.Context) string {
 	return fmt.Sprintf("%q", p)
 }
 
-// replicationStatus summarises SHOW SLAVE STATUS for error messages.
+// replicationStatus summarises SHOW SLAVE STATUS (SHOW REPLICA STATUS) for error
+// messages.
 func (n *Node) replicationStatus() string {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	rows, err := n.admin.QueryContext(ctx, "SHOW SLAVE STATUS")
+	query, columns := n.flavour.replicaStatus()
+	rows, err := n.admin.QueryContext(ctx, query)
 	if err != nil {
-		return "SHOW SLAVE STATUS: " + err.Error()
+		return query + ": " + err.Error()
 	}
 	defer rows.Close()
 	cols, _ := rows.Columns()
@@ -342,10 +348,12 @@ func (n *Node) replicationStatus() string {
 		ptrs[k] = &vals[k]
 	}
 	if err := rows.Scan(ptrs...); err != nil {
-		return "SHOW SLAVE STATUS: " + err.Error()
+		return query + ": " + err.Error()
 	}
-	want := map[string]bool{"Slave_IO_Running": true, "Slave_SQL_Running": true, "Last_IO_Error": true,
-		"Last_SQL_Error": true, "Gtid_IO_Pos": true}
+	want := map[string]bool{}
+	for _, c := range columns {
+		want[c] = true
+	}
 	var parts []string
 	for k, c := range cols {
 		if want[c] {

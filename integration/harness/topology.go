@@ -27,9 +27,10 @@ func (c *Cluster) LabelledDSN(labels []string, params string) string {
 }
 
 // CatchUp waits until n has applied everything source has written so far
-// (MASTER_GTID_WAIT on source's gtid_binlog_pos), within ctx.
+// (MASTER_GTID_WAIT on source's gtid_binlog_pos; MySQL: WAIT_FOR_EXECUTED_GTID_SET on its
+// gtid_executed), within ctx.
 func (n *Node) CatchUp(ctx context.Context, source *Node) error {
-	pos, err := source.QueryString(ctx, "SELECT @@GLOBAL.gtid_binlog_pos")
+	pos, err := source.QueryString(ctx, source.flavour.gtidExecutedQuery())
 	if err != nil {
 		return n.wrap("catch up", err)
 	}
@@ -38,7 +39,7 @@ func (n *Node) CatchUp(ctx context.Context, source *Node) error {
 		wait = max(time.Until(dl), 100*time.Millisecond)
 	}
 	var res sql.NullInt64
-	err = n.admin.QueryRowContext(ctx, "SELECT MASTER_GTID_WAIT(?, ?)", pos, wait.Seconds()).Scan(&res)
+	err = n.admin.QueryRowContext(ctx, n.flavour.waitGTIDQuery(), pos, wait.Seconds()).Scan(&res)
 	if err == nil && res.Valid && res.Int64 == 0 {
 		return nil
 	}
@@ -57,15 +58,18 @@ func (n *Node) Demote(ctx context.Context) error { return n.SetReadOnly(ctx, tru
 // when source is not nil it first waits until n has applied everything source has written
 // (demote source first, so that this is final), then stops n's replication (STOP SLAVE)
 // and sets its global read_only OFF. From then on n and source diverge: nothing n writes
-// reaches source or the other replicas, which still follow node 1.
+// reaches source or the other replicas, which still follow node 1. Cluster.Switchover
+// also re-points the others at n.
 func (n *Node) Promote(ctx context.Context, source *Node) error {
 	if source != nil {
 		if err := n.CatchUp(ctx, source); err != nil {
 			return err
 		}
 	}
-	if err := n.Exec(ctx, "STOP SLAVE"); err != nil {
-		return err
+	for _, q := range n.flavour.stopReplica(false) {
+		if err := n.Exec(ctx, q); err != nil {
+			return err
+		}
 	}
 	return n.SetReadOnly(ctx, false)
 }

@@ -1,0 +1,247 @@
+// Package failovertest starts a real primary with replicas for the tests of a service
+// that uses mysqlfailover, and breaks them on request: a fixture for `go test`.
+//
+//	func TestCheckoutSurvivesFailover(t *testing.T) {
+//		c := failovertest.Start(t, 2) // node 1 the primary, nodes 2 and 3 replicas
+//		db, err := sql.Open("mysqlfailover", c.DSN("targetSessionAttrs=read-write"))
+//		...
+//		if err := c.Promote(ctx, 2); err != nil { // node 2 the writer, node 1 read-only
+//			t.Fatal(err)
+//		}
+//		... // the service's writes go on, on node 2
+//	}
+//
+// The nodes run as local mariadbd processes (the default; MariaDB must be installed:
+// `apt-get install mariadb-server`, `brew install mariadb`) or as Docker containers
+// (WithBackend("container"), or MYSQLFAILOVER_BACKEND=container; the image from
+// WithImage, MYSQLFAILOVER_IMAGE, or scripts/build-image.sh of this repository). Without
+// a server binary or image the test is skipped, or fails when CI=true; without a Docker
+// engine a container cluster is always skipped.
+//
+// Each node sits behind a TCP proxy of its own (toxiproxy, in the test process); the
+// DSN lists the proxies, node 1 first. The app user (app/apppw, no SUPER) has the
+// databases app and app2, so read_only stops its writes (error 1290). Replication is
+// GTID-based. Nodes are numbered from 1. Everything is removed when the test ends.
+//
+// This package is a facade over package harness (the project's own integration
+// harness): Cluster.Harness gives the rest (proxy faults such as latency or a
+// blackhole, admin connections, server options).
+package failovertest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/mysqlfailover/mysqlfailover/integration/harness"
+)
+
+// Option configures Start and StartCluster.
+type Option func(*config)
+
+type config struct {
+	backend string
+	image   string
+	h       []harness.Option
+}
+
+// WithBackend chooses where the servers run: "process" (local mariadbd processes) or
+// "container" (Docker containers through testcontainers-go). Default: the
+// MYSQLFAILOVER_BACKEND environment variable, else "process". Another name makes Start
+// fail.
+func WithBackend(name string) Option { return func(c *config) { c.backend = name } }
+
+// WithImage is the server image of the container backend ("mariadb:11.4",
+// "mysqlfailover-mariadb:<hash>"). Default: MYSQLFAILOVER_IMAGE, else the image
+// scripts/build-image.sh builds. It implies WithBackend("container").
+func WithImage(ref string) Option {
+	return func(c *config) {
+		c.image = ref
+		if c.backend == "" {
+			c.backend = "container"
+		}
+	}
+}
+
+// WithNodeArgs gives node (from 1) extra server options on every start, in mariadbd's
+// syntax ("--max-connections=20"). On the container backend, absolute paths of files
+// on this machine ("--ssl-cert=/tmp/certs/server.pem") are copied into the container.
+func WithNodeArgs(node int, args ...string) Option {
+	return func(c *config) { c.h = append(c.h, harness.WithNodeArgs(node, args...)) }
+}
+
+// WithTimeout bounds the bring-up (default 2 minutes; StartCluster uses its context).
+func WithTimeout(d time.Duration) Option {
+	return func(c *config) { c.h = append(c.h, harness.WithTimeout(d)) }
+}
+
+// Cluster is a primary and its replicas. Its methods are safe for concurrent use.
+type Cluster struct {
+	h *harness.Cluster
+}
+
+func (c *config) harnessOptions(logf func(string, ...any)) ([]harness.Option, error) {
+	name := c.backend
+	if name == "" {
+		name = os.Getenv(harness.EnvBackend)
+	}
+	opts := append([]harness.Option{harness.WithReplicationLinks()}, c.h...)
+	switch name {
+	case "", "process":
+		return append(opts, harness.WithBackend(&harness.LocalBackend{Logf: logf})), nil
+	case "container":
+		return append(opts, harness.WithBackend(&harness.ContainerBackend{Image: c.image, Logf: logf})), nil
+	default:
+		return nil, fmt.Errorf("failovertest: backend %q: want process or container", name)
+	}
+}
+
+// Start starts a primary with replicas for t (replicas may be 0) and removes it when t
+// ends. It returns once every replica has caught up. With no server binary, image or
+// Docker engine the test is skipped (with CI=true a missing server or image fails it);
+// any other failure to start fails the test.
+func Start(t testing.TB, replicas int, opts ...Option) *Cluster {
+	t.Helper()
+	var c config
+	for _, o := range opts {
+		o(&c)
+	}
+	hopts, err := c.harnessOptions(t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Cluster{h: harness.Start(t, replicas+1, hopts...)}
+}
+
+// StartCluster is Start outside a test: the caller must Close the cluster. Errors
+// match harness.ErrNoServer (no server binary or image) and harness.ErrNoDocker (no
+// Docker engine) with errors.Is.
+func StartCluster(ctx context.Context, replicas int, opts ...Option) (*Cluster, error) {
+	var c config
+	for _, o := range opts {
+		o(&c)
+	}
+	hopts, err := c.harnessOptions(nil)
+	if err != nil {
+		return nil, err
+	}
+	h, err := harness.StartCluster(ctx, replicas+1, hopts...)
+	if err != nil {
+		return nil, err
+	}
+	return &Cluster{h: h}, nil
+}
+
+// Close stops and removes every server, proxy, container, network and volume. Start
+// calls it when the test ends; it is safe to call more than once.
+func (c *Cluster) Close() error { return c.h.Close() }
+
+// DSN is a mysqlfailover DSN for the app user on database app, listing every node in
+// order (node 1 first) through its proxy, with params appended:
+// c.DSN("targetSessionAttrs=read-write&readTimeout=2s").
+func (c *Cluster) DSN(params string) string { return c.h.DSN(params) }
+
+// HostDSN is a DSN for node alone (through its proxy), for checks with the plain
+// "mysql" driver or mysqlfailover.
+func (c *Cluster) HostDSN(node int, params string) (string, error) {
+	if err := c.check(node); err != nil {
+		return "", err
+	}
+	return c.h.HostDSN(node, params), nil
+}
+
+// Nodes is the number of nodes (replicas + 1).
+func (c *Cluster) Nodes() int { return c.h.N() }
+
+// Primary is the node that takes writes now: 1, or the one Promote chose last.
+func (c *Cluster) Primary() int { return c.h.Primary().Index() }
+
+// NodeOf returns the node whose proxy address is hostport, as mysqlfailover names hosts
+// (mysqlfailover.Conn.Host, failover errors, Stats), or 0.
+func (c *Cluster) NodeOf(hostport string) int { return c.h.NodeByAddr(hostport) }
+
+func (c *Cluster) check(node int) error {
+	if node < 1 || node > c.h.N() {
+		return fmt.Errorf("failovertest: no node %d in a %d-node cluster", node, c.h.N())
+	}
+	return nil
+}
+
+// Kill ends node's server at once (SIGKILL; docker kill): its connections are closed
+// by the kernel. Restart brings it back.
+func (c *Cluster) Kill(node int) error {
+	if err := c.check(node); err != nil {
+		return err
+	}
+	return c.h.Node(node).Kill()
+}
+
+// Freeze suspends node (SIGSTOP; docker pause): its connections stay open and nothing
+// answers, as a hung host. Thaw resumes it.
+func (c *Cluster) Freeze(node int) error {
+	if err := c.check(node); err != nil {
+		return err
+	}
+	return c.h.Node(node).Freeze()
+}
+
+// Thaw resumes a frozen node.
+func (c *Cluster) Thaw(node int) error {
+	if err := c.check(node); err != nil {
+		return err
+	}
+	return c.h.Node(node).Thaw()
+}
+
+// Restart starts node again on the same address and data (killing it first when it
+// runs) and returns once it answers; a replica comes back read-only and resumes
+// replicating.
+func (c *Cluster) Restart(ctx context.Context, node int) error {
+	if err := c.check(node); err != nil {
+		return err
+	}
+	return c.h.Node(node).Restart(ctx)
+}
+
+// Partition cuts node off from the other nodes (replication both ways) while the
+// service still reaches it through the DSN: a primary that keeps taking writes its
+// replicas never see. Heal undoes it.
+func (c *Cluster) Partition(ctx context.Context, node int) error {
+	if err := c.check(node); err != nil {
+		return err
+	}
+	return c.h.Node(node).Partition(ctx)
+}
+
+// Heal reconnects a partitioned node; its replication resumes (within a second on the
+// process backend; on containers a replica may first wait out the 10 s
+// slave_net_timeout on its hung connection).
+func (c *Cluster) Heal(ctx context.Context, node int) error {
+	if err := c.check(node); err != nil {
+		return err
+	}
+	return c.h.Node(node).Heal(ctx)
+}
+
+// Promote makes node the writer, as an orchestrator does in a switchover: the primary
+// is made read-only (its writes fail with 1290 from then on), node catches up with it,
+// stops replicating and becomes writable, and the other replicas and the old primary
+// replicate from node. A down old primary is skipped (and comes back read-only).
+// A driver with targetSessionAttrs=read-write moves its writes to node.
+func (c *Cluster) Promote(ctx context.Context, node int) error {
+	if err := c.check(node); err != nil {
+		return err
+	}
+	return c.h.Switchover(ctx, node)
+}
+
+// WaitReplicated waits until every running, unpartitioned replica has applied
+// everything the primary has written so far, or ctx ends.
+func (c *Cluster) WaitReplicated(ctx context.Context) error { return c.h.WaitReplicasCaughtUp(ctx) }
+
+// Harness is the cluster of package harness behind this one: per-node proxy faults
+// (Disable, Blackhole, Latency, ResetPeer), admin connections (Node(i).Exec,
+// QueryInt), Stop.
+func (c *Cluster) Harness() *harness.Cluster { return c.h }

@@ -1,0 +1,209 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+
+	toxiproxy "github.com/Shopify/toxiproxy/v2"
+)
+
+// BackendFromEnv returns the backend EnvBackend names: "process" or "" (LocalBackend),
+// "container" (ContainerBackend, its image from EnvImage or scripts/build-image.sh).
+// Another value is an error naming it.
+func BackendFromEnv(logf func(format string, args ...any)) (Backend, error) {
+	switch v := strings.TrimSpace(os.Getenv(EnvBackend)); v {
+	case "", "process":
+		return &LocalBackend{Logf: logf}, nil
+	case "container":
+		return &ContainerBackend{Logf: logf}, nil
+	default:
+		return nil, fmt.Errorf("harness: %s=%q: want process or container", EnvBackend, v)
+	}
+}
+
+// replicateFrom points n at source and starts its replication. current: n starts from
+// everything it has applied or written itself (a former primary); see replicaSource.
+// On a backend without Partitioner and with WithReplicationLinks, the replication goes
+// through n's own link proxy, whose upstream is source.
+func (n *Node) replicateFrom(ctx context.Context, source *Node, current bool) error {
+	host, port := source.inst.SourceAddr()
+	if _, ok := source.inst.(Partitioner); !ok && n.c.links {
+		addr, err := n.setLink(net.JoinHostPort(host, strconv.Itoa(port)), source)
+		if err != nil {
+			return err
+		}
+		h, p, _ := net.SplitHostPort(addr)
+		host = h
+		port, _ = strconv.Atoi(p)
+	}
+	for _, q := range n.flavour.pointReplica(replicaSource{host: host, port: port,
+		user: replUser, password: replPassword, current: current}) {
+		if err := n.Exec(ctx, q); err != nil {
+			return err
+		}
+	}
+	n.mu.Lock()
+	n.source = source
+	n.mu.Unlock()
+	return nil
+}
+
+// setLink makes n's link proxy forward to upstream and returns its address.
+func (n *Node) setLink(upstream string, source *Node) (string, error) {
+	if n.link == nil {
+		n.link = toxiproxy.NewProxy(n.c.tox, "link"+strconv.Itoa(n.idx), "127.0.0.1:0", upstream)
+	} else {
+		n.link.Stop()
+		n.link.Upstream = upstream
+	}
+	if n.Partitioned() || source.Partitioned() {
+		return n.link.Listen, nil // started by Heal
+	}
+	if err := n.link.Start(); err != nil {
+		return "", n.wrap("replication link", err)
+	}
+	return n.link.Listen, nil
+}
+
+// Partitioned reports whether Partition cut the node off (and Heal has not undone it).
+func (n *Node) Partitioned() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.partitioned
+}
+
+// Partition cuts the node off from every other node of the cluster, replication both
+// ways, while the test process (the driver through the node's proxy, the admin
+// connection) still reaches it: on ContainerBackend the container leaves the cluster
+// network (replication connections hang until slave_net_timeout, 10 s); elsewhere,
+// with WithReplicationLinks, the link proxies to and from the node stop (the
+// replication connections are closed and new ones refused). Without either it returns
+// an error saying so. The replicas retry every second; Heal undoes it.
+func (n *Node) Partition(ctx context.Context) error { return n.partition(ctx, true) }
+
+// Heal undoes Partition: replication to and from the node resumes within a second (a
+// container's replicas may first wait out slave_net_timeout on the hung connection).
+func (n *Node) Heal(ctx context.Context) error { return n.partition(ctx, false) }
+
+func (n *Node) partition(ctx context.Context, cut bool) error {
+	c := n.c
+	c.topoMu.Lock()
+	defer c.topoMu.Unlock()
+	if p, ok := n.inst.(Partitioner); ok {
+		var err error
+		if cut {
+			err = p.Partition(ctx)
+		} else {
+			err = p.Heal(ctx)
+		}
+		if err != nil {
+			return n.wrap("partition", err)
+		}
+		n.mu.Lock()
+		n.partitioned = cut
+		n.mu.Unlock()
+		return nil
+	}
+	if !c.links {
+		return n.wrap("partition", errors.New("this backend cannot cut replication: start the cluster WithReplicationLinks"))
+	}
+	n.mu.Lock()
+	n.partitioned = cut
+	n.mu.Unlock()
+	return c.applyLinks()
+}
+
+// applyLinks starts each link proxy whose two ends are not partitioned and stops the
+// others.
+func (c *Cluster) applyLinks() error {
+	var errs []error
+	for _, r := range c.nodes {
+		r.mu.Lock()
+		link, src, cut := r.link, r.source, r.partitioned
+		r.mu.Unlock()
+		if link == nil {
+			continue
+		}
+		if cut || src == nil || src.Partitioned() {
+			link.Stop()
+			continue
+		}
+		if err := link.Start(); err != nil && !errors.Is(err, toxiproxy.ErrProxyAlreadyStarted) {
+			errs = append(errs, r.wrap("replication link", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Switchover makes node to the primary, as an orchestrator does: the old primary
+// becomes read-only (when it runs), node to catches up with it, stops replicating and
+// turns read_only off; every other running, unpartitioned replica catches up with the
+// old primary and is re-pointed at node to; the old primary, when it runs, replicates
+// from node to from then on (MariaDB MASTER_USE_GTID=current_pos; MySQL
+// auto-positioning). A down old primary is only marked read-only, for its next Restart;
+// a down replica keeps its old source. Primary and WaitReplicasCaughtUp follow node to
+// from then on. Writes to the old primary fail with 1290 (read_only) from the first
+// step on; with targetSessionAttrs=read-write the driver finds node to.
+func (c *Cluster) Switchover(ctx context.Context, to int) error {
+	c.topoMu.Lock()
+	defer c.topoMu.Unlock()
+	old, nw := c.Primary(), c.Node(to)
+	if old == nw {
+		return nil
+	}
+	oldUp := old.State() == Running && !old.Partitioned()
+	if oldUp {
+		if err := old.SetReadOnly(ctx, true); err != nil {
+			return err
+		}
+		if err := nw.CatchUp(ctx, old); err != nil {
+			return err
+		}
+	} else {
+		old.mu.Lock()
+		old.readOnly = true
+		old.mu.Unlock()
+	}
+	for _, q := range nw.flavour.stopReplica(true) {
+		if err := nw.Exec(ctx, q); err != nil {
+			return err
+		}
+	}
+	if err := nw.SetReadOnly(ctx, false); err != nil {
+		return err
+	}
+	nw.mu.Lock()
+	nw.source = nil
+	if nw.link != nil {
+		nw.link.Stop()
+	}
+	nw.mu.Unlock()
+	c.primary.Store(int32(to))
+	for _, r := range c.nodes {
+		if r == nw || r == old || r.State() != Running || r.Partitioned() {
+			continue
+		}
+		if oldUp {
+			if err := r.CatchUp(ctx, old); err != nil {
+				return err
+			}
+		}
+		for _, q := range r.flavour.stopReplica(false) {
+			if err := r.Exec(ctx, q); err != nil {
+				return err
+			}
+		}
+		if err := r.replicateFrom(ctx, nw, false); err != nil {
+			return err
+		}
+	}
+	if oldUp {
+		return old.replicateFrom(ctx, nw, true)
+	}
+	return nil
+}
