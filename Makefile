@@ -10,7 +10,10 @@ BENCHSTAT = $(GO) run golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9
 # Unit tests (no server), short fuzz runs, the real-cluster integration tests (installs
 # MariaDB if missing), go-sql-driver's own suite through mysqlfailover, a 60 s chaos soak and,
 # when a Docker engine answers, the container-level scenarios.
-test: vet unit fuzz-ci integration gosqldriver-suite soak containers
+# scripts/test.sh runs them in this order, times each, and builds the container image in the
+# background meanwhile.
+test:
+	@MAKE="$(MAKE)" GO="$(GO)" ./scripts/test.sh server vet unit fuzz-ci integration gosqldriver-suite soak containers
 
 vet:
 	$(GO) vet ./...
