@@ -24,9 +24,10 @@
 // A host whose connection attempt failed (refused, timed out, access denied:
 // credentials can be rotated, so that too is never final) is skipped by new
 // connections for 250 ms, then 500 ms, 1 s, 2 s, 4 s, at most 8 s per
-// consecutive failure, as long as a healthy host is in the plan; a success or
-// a passing probe clears it. When every host is failing, each walk tries them
-// all, pass after pass.
+// consecutive failure, as long as a healthy host is in the plan (one that
+// answers with a role targetSessionAttrs accepts: read-only standbys do not
+// keep a writer in backoff); a success or a passing probe clears it. When every
+// host is failing, each walk tries them all, pass after pass.
 //
 // When many connections fail at once, one walk finds the next host for the
 // whole pool; the others wait for it (each within its own context) and then

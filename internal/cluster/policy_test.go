@@ -718,3 +718,29 @@ func TestPreferStandbyLastResortAfterARemoteStandby(t *testing.T) {
 	}
 	_ = c.Close()
 }
+
+// A writer in backoff is still tried by a new connection when no other host of the plan
+// qualifies (the standbys answer, but are the wrong role): backoff spares the pool a dead
+// host's cost only while another host can serve it. (A new user's trial: writes came back
+// up to 4.7 s after the restarted writer answered, every failure saying "not tried".)
+func TestBackoffDoesNotHideTheOnlyWriter(t *testing.T) {
+	r := roleRig(t, dsn.TargetReadWrite, nil)
+	r.net.SetReadOnly(1, true)
+	r.net.SetReadOnly(2, true)
+	r.connect().c.Close()
+	r.down(0)
+	for range 3 {
+		if _, _, err := r.cl.Connect(context.Background(), nil); err == nil {
+			t.Fatal("Connect with the writer down: no error")
+		}
+	}
+	if st := r.stat(0); st.RetryAt.IsZero() {
+		t.Fatalf("H1 not in backoff after failing: %+v", st)
+	}
+	r.up(0)
+	c, h, err := r.cl.Connect(context.Background(), nil)
+	if err != nil || h != 0 {
+		t.Fatalf("Connect after the writer came back (in backoff, the standbys unfit): H%d %v, want H1; history %s", h+1, err, r.history())
+	}
+	c.Close()
+}

@@ -78,7 +78,8 @@ func (c *Cluster) order(t *topo, p plan, i int, tried []bool, buf []int) []int {
 	now := c.env.Clock.Now().UnixNano()
 	// Backoff is for connections that join the pool (new ones, and followers of a pool
 	// that moved): they are many, and must not each pay a dead host's timeout while a
-	// healthy host is in the plan. The one walk that moves the pool after a failure
+	// healthy host is in the plan (one that answers with a role the target accepts: a
+	// standby is no help to a writer). The one walk that moves the pool after a failure
 	// keeps Connector/J's order, each host once per pass; so does a walk in which every
 	// host has failed lately (all down), and a walk never skips a host it has tried
 	// itself in an earlier pass. Hosts the probes declared down are skipped by every
@@ -87,7 +88,7 @@ func (c *Cluster) order(t *topo, p plan, i int, tried []bool, buf []int) []int {
 	healthy := false
 	for _, h := range out {
 		v := t.hosts[h].health()
-		healthy = healthy || !v.failing && !v.down
+		healthy = healthy || !v.failing && !v.down && !v.unfit
 	}
 	k := 0
 	for _, h := range out {
