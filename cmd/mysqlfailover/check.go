@@ -131,6 +131,19 @@ func check(ctx context.Context, dsnStr string, timeout time.Duration) *report {
 		return r
 	}
 	r.DSN = cfg.String()
+	if cfg.MySQL != nil {
+		switch n := cfg.MySQL.Net; n {
+		case "", "tcp", "tcp4", "tcp6", "unix":
+		default:
+			// A network name other than these is one a program registers with
+			// mysql.RegisterDialContext; this command has no such dialer, and dialling the
+			// hosts over plain TCP instead would check something else.
+			r.add(sevUnusable, "", fmt.Sprintf("network %q is not one this command can dial: a program registers it with mysql.RegisterDialContext (or it is a misspelling of tcp)", n),
+				fmt.Sprintf("check the hosts with tcp(...) in place of %s(...) from where that dialer reaches them, or correct the spelling", n))
+			r.finish()
+			return r
+		}
+	}
 	r.Hosts = make([]hostReport, len(cfg.Hosts))
 	var wg sync.WaitGroup
 	for i, h := range cfg.Hosts {
@@ -203,7 +216,7 @@ func hostConfig(cfg *dsn.Config, h dsn.Host, timeout time.Duration) *mysql.Confi
 	} else {
 		m = mysql.NewConfig()
 	}
-	if m.Net != "tcp4" && m.Net != "tcp6" {
+	if m.Net != "tcp4" && m.Net != "tcp6" && m.Net != "unix" {
 		m.Net = "tcp"
 	}
 	m.Addr = h.Addr()

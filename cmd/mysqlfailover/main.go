@@ -80,14 +80,23 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.Usage = func() { fmt.Fprint(stderr, usage); fs.PrintDefaults() }
 	asJSON := fs.Bool("json", false, "print one JSON object instead of text")
 	timeout := fs.Duration("timeout", 3*time.Second, "bound for each host: dial, handshake and each query")
-	if err := fs.Parse(args[1:]); err != nil {
-		return exitUsage
+	// Flags may come before or after the DSN: parse, take one argument, parse the rest.
+	var dsns []string
+	for rest := args[1:]; ; {
+		if err := fs.Parse(rest); err != nil {
+			return exitUsage
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		dsns = append(dsns, fs.Arg(0))
+		rest = fs.Args()[1:]
 	}
-	if fs.NArg() != 1 || *timeout <= 0 {
+	if len(dsns) != 1 || *timeout <= 0 {
 		fs.Usage()
 		return exitUsage
 	}
-	r := check(ctx, fs.Arg(0), *timeout)
+	r := check(ctx, dsns[0], *timeout)
 	var err error
 	if *asJSON {
 		err = r.writeJSON(stdout)

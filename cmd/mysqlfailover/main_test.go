@@ -42,6 +42,8 @@ func TestCheckWithoutServers(t *testing.T) {
 		{"all refused", []string{"check", "--timeout", "2s", "app:" + password + "@tcp(" + a + "," + b + ")/app?readTimeout=2s"}, exitUnusable, "a new connection would fail"},
 		{"single host", []string{"check", "--json", "app:" + password + "@tcp(" + a + ")/app"}, exitUnusable, "nothing to fail over to"},
 		{"readTimeout unset", []string{"check", "--json", "app:" + password + "@tcp(" + a + "," + b + ")/app"}, exitUnusable, "readTimeout is unset"},
+		{"registered network", []string{"check", "app:" + password + "@tcpx(" + a + "," + b + ")/app?readTimeout=2s"}, exitUnusable, `network "tcpx"`},
+		{"flags after the dsn", []string{"check", "app:" + password + "@tcp(" + a + "," + b + ")/app", "--timeout", "1s", "--json"}, exitUnusable, `"exit_code"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
