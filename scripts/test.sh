@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # `make test`: every part CI runs, in order, each timed, with a table of the times at the end.
 # The container image (scripts/build-image.sh, mostly downloads) is built in the background
-# while the unit tests run, so that a fresh machine does not pay for it in series; the
-# container suite waits for it. It stops at the first part that fails.
+# at the lowest priority while the other parts run, so that a fresh machine does not pay
+# for it in series; the container suite waits for it. It stops at the first part that fails.
 #
 #   ./scripts/test.sh                 every part
 #   ./scripts/test.sh unit soak       only those parts (in the order given)
@@ -32,7 +32,7 @@ start_image() {
   if ! docker info >/dev/null 2>&1; then return; fi
   case " ${parts[*]} " in *" containers "*) ;; *) return ;; esac
   image_start=$(date +%s)
-  (./scripts/build-image.sh >"$image_ref" 2>"$image_log"; echo $? >>"$image_log.rc") &
+  (nice -n 19 ./scripts/build-image.sh >"$image_ref" 2>"$image_log"; echo $? >>"$image_log.rc") &
   image_pid=$!
 }
 
