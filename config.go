@@ -13,7 +13,3 @@ type Config = dsn.Config
 // offending failover key or host (a go-sql-driver parameter's error is go-sql-driver's own
 // message), and never contain the password.
 func ParseDSN(s string) (*Config, error) { return dsn.Parse(s) }
-
-// NewConfig returns a Config with every failover option at its default and an empty
-// go-sql-driver configuration, for a program to fill in, as dsn.NewConfig.
-func NewConfig() *Config { return dsn.NewConfig() }

@@ -24,7 +24,7 @@ type Connector struct {
 	conns   conn.Config // what every connection gets of cfg (conn.ConfigFrom)
 	cluster *cluster.Cluster
 	tracker *tracker
-	shared  *sharedConnector // set when Driver.Open shares it (see OpenLinger)
+	shared  *sharedConnector // set when Driver.Open shares it (see openLinger)
 	single  bool             // one host, no host list provider: go-sql-driver's errors
 }
 
@@ -241,7 +241,7 @@ func (h *hostConnectors) get(addr string) (sqldriver.Connector, error) {
 // Close it returns failover.ErrClosed.
 func (c *Connector) Connect(ctx context.Context) (sqldriver.Conn, error) {
 	if c.shared != nil {
-		// Driver.Open's shared Connector counts its open connections (see OpenLinger);
+		// Driver.Open's shared Connector counts its open connections (see openLinger);
 		// conns.Closed releases this one.
 		c.shared.reg.ref(c.shared)
 	}
@@ -276,7 +276,7 @@ func (c *Connector) Driver() sqldriver.Driver { return drv{} }
 // returns nil. sql.DB.Close calls it, so a Connector given to sql.OpenDB belongs to
 // that one sql.DB: a second sql.DB over the same Connector fails with ErrClosed once
 // the first is closed. Closing the Connector that Driver.Open shares between the
-// connections of a DSN (see OpenLinger) also drops it: the next Driver.Open of that DSN
+// connections of a DSN (see openLinger) also drops it: the next Driver.Open of that DSN
 // makes a new one.
 func (c *Connector) Close() error {
 	if c.shared != nil {

@@ -16,7 +16,7 @@
 //
 // A configuration built in code goes through NewConnector and sql.OpenDB:
 //
-//	cfg, err := mysqlfailover.ParseDSN("app:secret@tcp(db1:3306,db2:3306)/shop") // or NewConfig
+//	cfg, err := mysqlfailover.ParseDSN("app:secret@tcp(db1:3306,db2:3306)/shop") // or dsn.NewConfig
 //	cfg.RetriesAllDown = 5
 //	c, err := mysqlfailover.NewConnector(cfg, mysqlfailover.WithLogger(slog.Default()))
 //	db := sql.OpenDB(c) // db.Close closes c too
@@ -198,7 +198,7 @@
 // driver.Driver wrapper without driver.DriverContext), get connections that
 // share one Connector per DSN string, so their pool moves as one and probes
 // and hostsURL work there too. Their sql.DB.Close cannot reach that Connector,
-// so it counts its open connections and closes itself OpenLinger (5 s) after
+// so it counts its open connections and closes itself 5 s after
 // the last one closed, unless a connection is opened meanwhile: its monitor
 // stops and its probe connections close, and the next connection makes a new
 // Connector with a fresh state. ConnectorOf finds it; its Close ends it at once.

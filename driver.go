@@ -22,7 +22,7 @@ type drv struct{}
 // get (sql.Open calls OpenConnector instead, once per sql.DB). The connections Open
 // returns for one DSN string share one Connector, so that the pool they form moves as
 // one, and checkInterval and hostsURL work; the Connector lives while any of them is
-// open, and OpenLinger after the last one closes (a connection opened meanwhile keeps
+// open, and 5 s after the last one closes (a connection opened meanwhile keeps
 // it), then it is closed: its monitor stops and its probe connections close, since a
 // wrapper's sql.DB.Close never reaches it. ConnectorOf finds it; its Close ends it at
 // once, and the next Open makes a new one. It returns the dsn package's error for a

@@ -2,13 +2,16 @@ package mysqlfailover
 
 import "github.com/mysqlfailover/mysqlfailover/internal/cluster"
 
+// OpenLinger is openLinger, for the external tests.
+const OpenLinger = openLinger
+
 // WithClock and WithDial are test seams: a fake clock and fake hosts.
 func WithClock(c cluster.Clock) Option { return func(o *options) { o.clock = c } }
 
 func WithDial(d cluster.DialFunc) Option { return func(o *options) { o.dial = d } }
 
 // SetOpenSeams makes the Connectors that Driver.Open makes from now on use clock (also
-// for OpenLinger) and opts, until restore is called.
+// for openLinger) and opts, until restore is called.
 func SetOpenSeams(clock cluster.Clock, opts ...Option) (restore func()) {
 	r := openShared
 	r.mu.Lock()

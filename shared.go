@@ -10,13 +10,13 @@ import (
 	"github.com/mysqlfailover/mysqlfailover/internal/cluster"
 )
 
-// OpenLinger is how long the Connector that Driver.Open shares between the connections
+// openLinger is how long the Connector that Driver.Open shares between the connections
 // of one DSN outlives the last of them when nobody closes it (5 s): a connection opened
 // meanwhile keeps it, with its failover state and its monitor, so that a pool whose
 // connections come and go does not start over each time; after that it is closed
 // (its monitor stops and its probe connections close) and forgotten, and the next
 // Driver.Open makes a new one.
-const OpenLinger = 5 * time.Second
+const openLinger = 5 * time.Second
 
 // sharedConnectors are the Connectors of Driver.Open, one per DSN string, counted by
 // the connections open on them (and Opens in progress). The DSN, password included, is
@@ -113,10 +113,10 @@ func (r *sharedConnectors) release(s *sharedConnector) {
 	go r.linger(ctx, s)
 }
 
-// linger closes s's Connector after OpenLinger unless a connection came meanwhile
+// linger closes s's Connector after openLinger unless a connection came meanwhile
 // (acquire cancels ctx, under r.mu).
 func (r *sharedConnectors) linger(ctx context.Context, s *sharedConnector) {
-	if r.sleep(ctx, OpenLinger) != nil {
+	if r.sleep(ctx, openLinger) != nil {
 		return
 	}
 	r.mu.Lock()

@@ -466,6 +466,10 @@ DROP TABLE goose_ledger;
 // Connector implements io.Closer, so sql.DB.Close cannot reach ours: the tests show that
 // and close it themselves (with checkInterval > 0 its monitor would run on).
 
+// openLinger is how long Driver.Open's shared Connector outlives its last connection,
+// as the driver documents it (doc.go: 5 s).
+const openLinger = 5 * time.Second
+
 var registerWrappers sync.Once
 
 // sqlmwCount and isqlCount count the statements the wrappers saw.
@@ -518,7 +522,7 @@ func TestDriverWrappers(t *testing.T) {
 		{"mysqlfailover-sqlmw", &sqlmwCount, true},
 		{"mysqlfailover-instrumentedsql", &isqlCount, true},
 		// Through Driver.Open the connections of one DSN share one Connector too (issue
-		// 12), which lives OpenLinger past the last of them: see TestDriverOpenOnlyWrapper.
+		// 12), which lives openLinger past the last of them: see TestDriverOpenOnlyWrapper.
 		{"mysqlfailover-sqlmw-open", &sqlmwCount, true},
 	} {
 		if w.name == "mysqlfailover-sqlmw-open" {
@@ -565,7 +569,7 @@ func TestDriverWrappers(t *testing.T) {
 // TestDriverOpenOnlyWrapper: through a wrapper that calls only Driver.Open (sqlmw around
 // Open alone), the connections of one DSN share one Connector (issue 12): its monitor
 // probes every host at checkInterval (the server counts the probes' SELECTs), and once
-// db.Close has closed the last connection, the Connector is closed after OpenLinger:
+// db.Close has closed the last connection, the Connector is closed after openLinger:
 // the probe connections are gone from every server and Connect fails with ErrClosed.
 // TestMain's goleak then finds none of its goroutines.
 func TestDriverOpenOnlyWrapper(t *testing.T) {
@@ -614,7 +618,7 @@ func TestDriverOpenOnlyWrapper(t *testing.T) {
 	t.Logf("FIGURE %s: probes_on_node3=5 in=%v (checkInterval=200ms)", t.Name(), time.Since(start).Round(10*time.Millisecond))
 
 	// db.Close closes the last connection (sqlmw's db.Close never reaches our Connector);
-	// OpenLinger later, the Connector closes its probe connections and stops.
+	// openLinger later, the Connector closes its probe connections and stops.
 	closed := time.Now()
 	must(t, pinned.Close())
 	must(t, db.Close())
@@ -628,15 +632,15 @@ func TestDriverOpenOnlyWrapper(t *testing.T) {
 		if sessions == 0 {
 			break
 		}
-		if time.Since(closed) > mysqlfailover.OpenLinger+10*time.Second {
+		if time.Since(closed) > openLinger+10*time.Second {
 			t.Fatalf("%v after db.Close: %d app sessions (probes) still on the servers, want none", time.Since(closed), sessions)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
 	gone := time.Since(closed)
-	t.Logf("FIGURE %s: probes_gone_after=%v (OpenLinger %v)", t.Name(), gone.Round(10*time.Millisecond), mysqlfailover.OpenLinger)
-	if gone < mysqlfailover.OpenLinger {
-		t.Errorf("the probe connections closed %v after db.Close, before OpenLinger (%v)", gone, mysqlfailover.OpenLinger)
+	t.Logf("FIGURE %s: probes_gone_after=%v (OpenLinger %v)", t.Name(), gone.Round(10*time.Millisecond), openLinger)
+	if gone < openLinger {
+		t.Errorf("the probe connections closed %v after db.Close, before OpenLinger (%v)", gone, openLinger)
 	}
 	if conn, err := cn.Connect(ctx); !errors.Is(err, failover.ErrClosed) {
 		if err == nil {
