@@ -1,0 +1,24 @@
+package mysqlfailover
+
+import (
+	"context"
+
+	"github.com/mysqlfailover/mysqlfailover/internal/conn"
+)
+
+// WithReadIntent returns a copy of ctx that marks the statements run with it (ExecContext,
+// QueryContext, and BeginTx with it) as reads that a replica may serve, when the DSN sets
+// replicaReads=true; without it the mark changes nothing. The other read intents are
+// sql.TxOptions{ReadOnly: true} and a connection after SetReadOnly(true). The driver never
+// parses SQL to guess: only what carries an intent leaves the primary, and only plain
+// statements outside a transaction, with autocommit on (not USE, SET, BEGIN, COMMIT or a
+// batch).
+//
+// routingKey ("" for none) chooses the replica: the qualifying replicas of the local DC are
+// ranked by rendezvous (highest random weight) hashing of the key, so that one key keeps
+// to one replica, and its buffer pool, while that replica qualifies, and when it stops only
+// its keys move (the order of the DataStax driver's TokenAwarePolicy). Without a key,
+// replicaSelection spreads the reads (round-robin by default).
+func WithReadIntent(ctx context.Context, routingKey string) context.Context {
+	return conn.WithReadIntent(ctx, routingKey)
+}
