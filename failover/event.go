@@ -45,6 +45,10 @@ const (
 	// and checkInterval; Duration is its latency, as HostStats.ProbeLatency. It exists
 	// for metrics (a probe-latency histogram); WithLogger logs it at Debug.
 	EventProbePassed
+	// EventReplica is a change of whether Host serves read-intent statements as a
+	// replica (replicaReads): Err is nil when it started to qualify, else why it stopped
+	// (as HostStats.ReplicaSkip: lag, health, role, DC).
+	EventReplica
 )
 
 // String returns the kind's name, e.g. "connect".
@@ -72,6 +76,8 @@ func (k EventKind) String() string {
 		return "session-ended"
 	case EventProbePassed:
 		return "probe-passed"
+	case EventReplica:
+		return "replica"
 	}
 	return "unknown"
 }

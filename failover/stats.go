@@ -61,6 +61,19 @@ type Stats struct {
 	// Aborted counts hosts whose in-flight statements were aborted after probes declared
 	// them down (count of abort rounds, not of statements).
 	Aborted int64
+	// ReplicaRetries counts read-intent statements (replicaReads) that failed on a
+	// replica before their result started and ran again on another host (count).
+	ReplicaRetries int64
+	// ReplicaToPrimary counts read-intent statements that ran on the primary because
+	// no replica qualified (readFromSourceWhenNoReplicas, default true; count).
+	ReplicaToPrimary int64
+	// CausalWaits counts causal reads (causalReads local or global) that a replica
+	// served after waiting for the write's position (count).
+	CausalWaits int64
+	// CausalPrimary counts causal reads that went to the primary instead: the replica
+	// had not reached the position within causalReadsTimeout, or the position could
+	// not be read (count).
+	CausalPrimary int64
 }
 
 // HostStats is one host's part of Stats.
@@ -90,4 +103,16 @@ type HostStats struct {
 	// OpenConns is the number of physical connections open to it, probe connections
 	// included (filled by the driver; -1 when unknown).
 	OpenConns int
+	// ReplicaLag is its replication lag as its last probe read it (Seconds_Behind_Master,
+	// or Seconds_Behind_Source: whole seconds), with replicaReads and checkInterval > 0;
+	// -1 when unknown (not read, not a replica, a replication thread stopped, or the
+	// probe user lacks the privilege: ReplicaSkip says which).
+	ReplicaLag time.Duration
+	// ReplicaReads counts the read-intent statements it served as a replica (count).
+	ReplicaReads int64
+	// ReplicaSkip says why, with replicaReads, it serves no replica reads now ("the
+	// pool's writer", "down", "lag 12s over maxReplicaLag 10s", "lag unknown: ...",
+	// "remote DC", "writable: not a replica"); "" when it qualifies or without
+	// replicaReads.
+	ReplicaSkip string
 }
