@@ -532,7 +532,9 @@ var parseTests = []parseTest{
 	{name: "causalReads=none needs nothing", dsn: "/?causalReads=none&causalReadsTimeout=1ns", hosts: local,
 		opts: func(c *Config) { c.CausalReadsTimeout = 1 }},
 	{name: "maxReplicaLag below a second", dsn: "/?replicaReads=true&checkInterval=100ms&maxReplicaLag=500ms", hosts: local,
-		opts: func(c *Config) { c.ReplicaReads, c.CheckInterval, c.MaxReplicaLag = true, 100*time.Millisecond, 500*time.Millisecond }},
+		opts: func(c *Config) {
+			c.ReplicaReads, c.CheckInterval, c.MaxReplicaLag = true, 100*time.Millisecond, 500*time.Millisecond
+		}},
 
 	// Read/write splitting errors.
 	{name: "maxReplicaLag without replicaReads", dsn: "u:" + testPW + "@tcp(h1,h2)/db?maxReplicaLag=5s&checkInterval=1s", wantErr: ErrInvalidOption,
