@@ -289,14 +289,14 @@ type Config struct {
 	// "least-in-flight", default "round-robin" ("" too).
 	ReplicaSelection string
 	// ReadFromSourceWhenNoReplicas is readFromSourceWhenNoReplicas or its
-	// alias readFromMasterWhenNoSlaves: default true (Connector/J's is false;
-	// a zero Config's false too).
+	// alias readFromMasterWhenNoSlaves: default true (Connector/J's: false;
+	// a hand-built zero Config has false).
 	ReadFromSourceWhenNoReplicas bool
 	// CausalReads is causalReads: "none", "local" or "global", default "none"
 	// ("" too); other than "none" needs ReplicaReads.
 	CausalReads string
 	// CausalReadsTimeout is causalReadsTimeout: duration > 0, default 1s (0,
-	// a zero Config's, only without causal reads).
+	// as in a zero Config, is valid only without causal reads).
 	CausalReadsTimeout time.Duration
 
 	// MySQL holds every other setting, given to go-sql-driver for each host.
