@@ -251,8 +251,9 @@
 // whole seconds, so a bound below 1s admits only replicas that report 0.
 // Reading it needs the REPLICATION CLIENT privilege on MySQL, REPLICA
 // MONITOR (or its alias SLAVE MONITOR) on MariaDB 10.5 and later; without
-// it the lag is unknown, and the reason is in the host's stats. This is
-// MaxScale's max_replication_lag, there in seconds, here a duration.
+// it the lag is unknown, and HostStats.ReplicaSkip (package failover) says
+// so. This is MaxScale's max_replication_lag, there in seconds, here a
+// duration.
 //
 // replicaSelection chooses among the replicas that qualify: round-robin (the
 // default) takes them in turn, least-in-flight the one with the fewest
