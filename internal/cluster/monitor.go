@@ -372,6 +372,11 @@ func (c *Cluster) probe(ctx context.Context, id int) {
 			s = failover.HostDown
 		}
 		h.mu.Lock()
+		if down && !h.down && c.cfg.ReplicaReads {
+			// Replica sessions may be on it: decide aborts them, so that reads in
+			// flight there fail at once and run again on another replica.
+			h.abortDue = true
+		}
 		h.down = h.down || down
 		changed := h.setState(s, err, c.env.Clock.Now())
 		h.mu.Unlock()

@@ -219,3 +219,28 @@ func TestProbesMarkWritableHosts(t *testing.T) {
 		}
 	}
 }
+
+// TestDownReplicaAborted: with replicaReads, a replica the probes declare down has its
+// connections aborted (the replica sessions' reads in flight fail at once and run again
+// elsewhere), once; without replicaReads a host the pool is not on is left alone.
+func TestDownReplicaAborted(t *testing.T) {
+	for _, on := range []bool{true, false} {
+		r, a := monRig(t, 3, func(o *rigOpts) { o.ReplicaReads = on })
+		r.net.SetReadOnly(1, true)
+		r.tick(0)
+		r.down(1)
+		for range 8 {
+			r.tick(monInterval)
+		}
+		want := "[]"
+		if on {
+			want = "[1]"
+		}
+		if got := fmt.Sprint(a.get()); got != want {
+			t.Errorf("replicaReads=%v: aborted %s, want %s", on, got, want)
+		}
+		if on && !strings.HasPrefix(r.stat(1).ReplicaSkip, "down") {
+			t.Errorf("H2 ReplicaSkip %q, want down", r.stat(1).ReplicaSkip)
+		}
+	}
+}
