@@ -49,9 +49,8 @@ import (
 func TestMetrics(t *testing.T) {
 	c := harness.Start(t, 3)
 	ctx := ctxT(t, time.Minute)
-	// The app user may read replica status (the replica pools' probes read the lag), granted
-	// before any pool opens a session: a global privilege applies to later sessions.
-	must(t, c.Primary().Exec(ctx, grantReplicaMonitor(c)))
+	// The harness's app user may read the replica status (SLAVE MONITOR), as the replica
+	// pools' probes need to read the lag.
 	must(t, c.WaitReplicasCaughtUp(ctx))
 	// Nodes 1 and 2 in DC east, node 3 in west: the labels reach every metric.
 	labelled := fmt.Sprintf("%s:%s@tcp(%s;dc=east,%s;dc=east,%s;dc=west)/%s?readTimeout=2s&checkInterval=200ms&switchBackDelay=500ms",
@@ -367,16 +366,6 @@ func replicaPhase(ctx context.Context, t *testing.T, c *harness.Cluster, mux *ht
 			t.Errorf("%s: promlint: %v %v", name, problems, err)
 		}
 	}
-}
-
-// grantReplicaMonitor returns the grant that lets the app user read replica status:
-// MariaDB REPLICA MONITOR (10.5.9+), MySQL REPLICATION CLIENT.
-func grantReplicaMonitor(c *harness.Cluster) string {
-	priv := "REPLICA MONITOR"
-	if c.Flavour() == harness.MySQL {
-		priv = "REPLICATION CLIENT"
-	}
-	return fmt.Sprintf("GRANT %s ON *.* TO '%s'@'%%'", priv, harness.AppUser)
 }
 
 // scrape is one parsed text exposition.

@@ -189,8 +189,8 @@ func TestProbesReadReplicaLag(t *testing.T) {
 	if got := r.stat(1).ReplicaLag; got != 2*time.Second {
 		t.Errorf("ReplicaLag %v, want 2s", got)
 	}
-	if h := r.stat(0); h.ReplicaSkip != "the pool's writer" {
-		t.Errorf("H1 ReplicaSkip %q", h.ReplicaSkip)
+	if h := r.stat(0); h.ReplicaSkip != "the pool's writer" || h.ReplicaLag != -1 {
+		t.Errorf("H1 ReplicaSkip %q, ReplicaLag %v; want the pool's writer, -1", h.ReplicaSkip, h.ReplicaLag)
 	}
 	// Events: H2 left, changed why twice, came back.
 	var got []string
