@@ -21,10 +21,11 @@
 # container suite waits for it, and a failed build stops the run at once.
 #
 #   ./scripts/test.sh                 every part
-#   ./scripts/test.sh unit soak       only those parts: vet and fuzz-ci (and unit's build) in
-#                                     the background, the others in the order given
+#   ./scripts/test.sh soak vet unit   only those parts: vet (and unit's build, since a part
+#                                     runs before unit) in the background, soak then unit
 #   TEST_SERIAL=1 ./scripts/test.sh   every part in series, in the order given
-# When only vet, unit and fuzz-ci are given (nothing to overlap), they run in series.
+# When only vet, unit and fuzz-ci are given (nothing to overlap), they run in series; unit's
+# build goes to the background only when a foreground part other than server precedes unit.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 MAKE=${MAKE:-make}
