@@ -185,6 +185,40 @@ func (f Flavour) waitGTIDQuery() string {
 	return "SELECT MASTER_GTID_WAIT(?, ?)"
 }
 
+// replicaSQLThread returns the statement that stops (start false) or starts a replica's
+// SQL thread alone (the applier): the I/O thread keeps fetching the source's binary log,
+// so the replica falls behind while it is stopped and catches up once it runs again.
+func (f Flavour) replicaSQLThread(start bool) string {
+	verb := "STOP"
+	if start {
+		verb = "START"
+	}
+	if f == MySQL {
+		return verb + " REPLICA SQL_THREAD"
+	}
+	return verb + " SLAVE SQL_THREAD"
+}
+
+// grantReplicaMonitor returns the grant that lets user (at any host) read SHOW REPLICA
+// STATUS / SHOW SLAVE STATUS, and nothing else: MariaDB 10.5.9 and later REPLICA MONITOR
+// (alias SLAVE MONITOR), MySQL REPLICATION CLIENT. Neither bypasses read_only.
+func (f Flavour) grantReplicaMonitor(user string) string {
+	priv := "REPLICA MONITOR"
+	if f == MySQL {
+		priv = "REPLICATION CLIENT"
+	}
+	return fmt.Sprintf("GRANT %s ON *.* TO '%s'@'%%'", priv, user)
+}
+
+// lagColumn is the column of replicaStatus's statement that holds the replica's lag in
+// whole seconds (NULL while a replication thread is stopped).
+func (f Flavour) lagColumn() string {
+	if f == MySQL {
+		return "Seconds_Behind_Source"
+	}
+	return "Seconds_Behind_Master"
+}
+
 // replicaStatus is the statement that shows a replica's threads and last errors, and
 // the columns worth printing from it.
 func (f Flavour) replicaStatus() (query string, columns []string) {

@@ -19,6 +19,8 @@ func TestFlavourStatements(t *testing.T) {
 		readOnly, readWrite    string
 		executed, wait, status string
 		args                   []string
+		sqlStop, sqlStart      string
+		grant, lag             string
 	}{
 		{
 			f: MariaDB,
@@ -30,7 +32,9 @@ func TestFlavourStatements(t *testing.T) {
 			forget:   []string{"STOP SLAVE", "RESET SLAVE ALL"},
 			readOnly: "SET GLOBAL read_only = ON", readWrite: "SET GLOBAL read_only = OFF",
 			executed: "SELECT @@GLOBAL.gtid_binlog_pos", wait: "SELECT MASTER_GTID_WAIT(?, ?)", status: "SHOW SLAVE STATUS",
-			args: []string{"--server-id=7", "--log-bin=mysql-bin", "--log-slave-updates=ON", "--port=3306"},
+			args:    []string{"--server-id=7", "--log-bin=mysql-bin", "--log-slave-updates=ON", "--port=3306"},
+			sqlStop: "STOP SLAVE SQL_THREAD", sqlStart: "START SLAVE SQL_THREAD",
+			grant: "GRANT REPLICA MONITOR ON *.* TO 'app'@'%'", lag: "Seconds_Behind_Master",
 		},
 		{
 			f: MySQL,
@@ -42,7 +46,9 @@ func TestFlavourStatements(t *testing.T) {
 			forget:   []string{"STOP REPLICA", "RESET REPLICA ALL"},
 			readOnly: "SET GLOBAL super_read_only = ON", readWrite: "SET GLOBAL read_only = OFF",
 			executed: "SELECT @@GLOBAL.gtid_executed", wait: "SELECT WAIT_FOR_EXECUTED_GTID_SET(?, ?)", status: "SHOW REPLICA STATUS",
-			args: []string{"--server-id=7", "--log-bin=mysql-bin", "--gtid-mode=ON", "--enforce-gtid-consistency=ON", "--log-replica-updates=ON", "--port=3306"},
+			args:    []string{"--server-id=7", "--log-bin=mysql-bin", "--gtid-mode=ON", "--enforce-gtid-consistency=ON", "--log-replica-updates=ON", "--port=3306"},
+			sqlStop: "STOP REPLICA SQL_THREAD", sqlStart: "START REPLICA SQL_THREAD",
+			grant: "GRANT REPLICATION CLIENT ON *.* TO 'app'@'%'", lag: "Seconds_Behind_Source",
 		},
 	} {
 		t.Run(tc.f.String(), func(t *testing.T) {
@@ -58,6 +64,8 @@ func TestFlavourStatements(t *testing.T) {
 			eq("stopReplica(forget)", tc.f.stopReplica(true), tc.forget)
 			eq("setReadOnly", []string{tc.f.setReadOnly(true), tc.f.setReadOnly(false)}, []string{tc.readOnly, tc.readWrite})
 			eq("GTID", []string{tc.f.gtidExecutedQuery(), tc.f.waitGTIDQuery()}, []string{tc.executed, tc.wait})
+			eq("replicaSQLThread", []string{tc.f.replicaSQLThread(false), tc.f.replicaSQLThread(true)}, []string{tc.sqlStop, tc.sqlStart})
+			eq("grantReplicaMonitor, lagColumn", []string{tc.f.grantReplicaMonitor("app"), tc.f.lagColumn()}, []string{tc.grant, tc.lag})
 			if q, _ := tc.f.replicaStatus(); q != tc.status {
 				t.Errorf("replicaStatus = %q, want %q", q, tc.status)
 			}
