@@ -190,3 +190,56 @@ func BenchmarkDBExec(b *testing.B) {
 		})
 	}
 }
+
+// splitOverMem is proxyOverMem over a primary and two replicas with replicaReads=true.
+func splitOverMem(b *testing.B) sqldriver.Conn {
+	cfg := dsn.NewConfig()
+	cfg.Hosts = []dsn.Host{{Name: "h1", Port: 3306}, {Name: "h2", Port: 3306}, {Name: "h3", Port: 3306}}
+	cfg.ReplicaReads = true
+	cl, err := cluster.New(cfg, cluster.Env{
+		Dial: func(context.Context, int) (sqldriver.Conn, error) { return &memConn{}, nil },
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	c, err := conn.Open(context.Background(), cl, conn.ConfigFrom(cfg, nil))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return c
+}
+
+// BenchmarkRouting is the cost of read/write splitting per query (issue 14's goal: at
+// most 50 ns and no allocation for a read without a routing key): the proxy without
+// replicaReads (impl=proxy), with it for a statement without intent (impl=split-primary),
+// a read-intent one (impl=split-read, over the two replicas in turn) and one with a
+// routing key (impl=split-key, rendezvous over the replicas; the key's hash included).
+func BenchmarkRouting(b *testing.B) {
+	dest := make([]sqldriver.Value, 1)
+	read := mysqlfailover.WithReadIntent(context.Background(), "")
+	keyed := mysqlfailover.WithReadIntent(context.Background(), "customer-4711")
+	for _, impl := range []struct {
+		name string
+		conn func(*testing.B) sqldriver.Conn
+		ctx  context.Context
+	}{
+		{"proxy", proxyOverMem, read},
+		{"split-primary", splitOverMem, context.Background()},
+		{"split-read", splitOverMem, read},
+		{"split-key", splitOverMem, keyed},
+	} {
+		b.Run("impl="+impl.name, func(b *testing.B) {
+			c := impl.conn(b).(sqldriver.QueryerContext)
+			b.ReportAllocs()
+			for b.Loop() {
+				rows, err := c.QueryContext(impl.ctx, "SELECT n FROM t WHERE id=1", nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				for rows.Next(dest) == nil {
+				}
+				rows.Close()
+			}
+		})
+	}
+}

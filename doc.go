@@ -276,6 +276,27 @@
 // that go-sql-driver closed because its caller cancelled is replaced on the
 // pool's host at the next call (or database/sql discards it).
 //
+// # Read/write splitting
+//
+// With replicaReads=true, statements that carry a read intent go to a replica:
+// a host other than the one the pool writes to, whose probes pass, that is
+// read-only, within maxReplicaLag, of the local DC first. The intents are a
+// context from WithReadIntent, BeginTx with sql.TxOptions{ReadOnly: true}, and
+// a connection after SetReadOnly(true); the driver never parses SQL to guess,
+// and only plain statements outside a transaction, with autocommit on, move.
+// Each pooled connection opens a session per replica it uses, lazily (as
+// Connector/J's replication connection), read-only and in the connection's
+// database: a pool of N connections opens at most N*(1+R) server sessions for
+// R replicas, plus one probe connection per host. An autocommit read that fails
+// on a replica before its result started runs once more on another one; with
+// no replica left reads go to the primary (readFromSourceWhenNoReplicas,
+// default true). causalReads=local or global makes a read see the writes made
+// before it (this connection's, or the pool's): the replica waits for the
+// write's GTID position for at most causalReadsTimeout, then the primary
+// serves the read. Package dsn's Read/write splitting section has the options;
+// Stats and failover.EventReplica say which replica served, or why a host
+// serves none.
+//
 // # Reaching the Connector and the connection
 //
 // ConnectorOf finds the Connector behind any *sql.DB (sql.Open, sql.OpenDB,

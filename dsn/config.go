@@ -49,6 +49,33 @@ const (
 	// without a pause before the pool moves back to it (duration); the
 	// option is Pulsar's AutoClusterFailover switchBackDelay.
 	defaultSwitchBackDelay = 30 * time.Second
+	// defaultCausalReadsTimeout bounds a replica's wait for a write's
+	// position before a causal read goes to the primary (duration). It is
+	// shorter than MaxScale's causal_reads_timeout (10s): the fall-back, the
+	// primary, answers at once.
+	defaultCausalReadsTimeout = time.Second
+)
+
+// The values of Config.ReplicaSelection and Config.CausalReads, unexported:
+// the fields are plain strings, "" meaning the first of each.
+const (
+	selectRoundRobin    = "round-robin"
+	selectLeastInFlight = "least-in-flight"
+	causalNone          = "none"
+	causalLocal         = "local"
+	causalGlobal        = "global"
+)
+
+// selections and causalModes list the valid values, in the order messages
+// list them; selectionList and causalList are them for messages.
+var (
+	selections  = []string{selectRoundRobin, selectLeastInFlight}
+	causalModes = []string{causalNone, causalLocal, causalGlobal}
+)
+
+const (
+	selectionList = "round-robin or least-in-flight"
+	causalList    = "none, local or global"
 )
 
 // defaultPort is MySQL's registered port, the one go-sql-driver adds too.
@@ -141,6 +168,16 @@ func knownTarget(t TargetSessionAttrs) bool { return slices.Contains(targets, t)
 // or blanks for '-', or in leaving the '-' out ("read_write", "Primary",
 // "preferstandby"), or "".
 func targetNearMiss(s string) TargetSessionAttrs {
+	var values []string
+	for _, t := range targets {
+		values = append(values, string(t))
+	}
+	return TargetSessionAttrs(valueNearMiss(s, values))
+}
+
+// valueNearMiss returns the one of values that s differs from only in case,
+// in '_' or blanks for '-', or in leaving the '-' out, or "".
+func valueNearMiss(s string, values []string) string {
 	norm := func(s string) string {
 		return strings.Map(func(r rune) rune {
 			if r == '-' || r == '_' || r == ' ' {
@@ -150,12 +187,38 @@ func targetNearMiss(s string) TargetSessionAttrs {
 		}, strings.ToLower(s))
 	}
 	n := norm(s)
-	for _, t := range targets {
-		if norm(string(t)) == n {
-			return t
+	for _, v := range values {
+		if norm(v) == n {
+			return v
 		}
 	}
 	return ""
+}
+
+// badSelection explains why s is not a ReplicaSelection value, after what
+// (as badTarget); valid lists the accepted values.
+func badSelection(what, s, valid string) string {
+	v := valueNearMiss(s, selections)
+	if strings.EqualFold(s, "LEAST_CURRENT_OPERATIONS") {
+		v = selectLeastInFlight // MaxScale's name for it
+	}
+	if v != "" {
+		return fmt.Sprintf("%s: did you mean %q? (values are case-sensitive: %s)", what, v, valid)
+	}
+	return fmt.Sprintf("%s: want %s", what, valid)
+}
+
+// badCausal explains why s is not a CausalReads value, after what (as
+// badTarget); valid lists the accepted values.
+func badCausal(what, s, valid string) string {
+	if v := valueNearMiss(s, causalModes); v != "" {
+		return fmt.Sprintf("%s: did you mean %q? (values are case-sensitive: %s)", what, v, valid)
+	}
+	switch strings.ToLower(s) {
+	case "fast", "fast_global", "universal", "fast_universal":
+		return fmt.Sprintf("%s: want %s (MaxScale's fast, fast_global, universal and fast_universal modes are not offered)", what, valid)
+	}
+	return fmt.Sprintf("%s: want %s", what, valid)
 }
 
 // badTarget explains why s is not a TargetSessionAttrs value, after what
@@ -216,6 +279,25 @@ type Config struct {
 	HostsToken string
 	// HostsAllowHTTP is hostsAllowHTTP: default false.
 	HostsAllowHTTP bool
+	// ReplicaReads is replicaReads: default false (every statement on the
+	// active host).
+	ReplicaReads bool
+	// MaxReplicaLag is maxReplicaLag: duration >= 0, default 0 (no bound);
+	// > 0 needs ReplicaReads and CheckInterval > 0.
+	MaxReplicaLag time.Duration
+	// ReplicaSelection is replicaSelection: "round-robin" or
+	// "least-in-flight", default "round-robin" ("" too).
+	ReplicaSelection string
+	// ReadFromSourceWhenNoReplicas is readFromSourceWhenNoReplicas or its
+	// alias readFromMasterWhenNoSlaves: default true (Connector/J's: false;
+	// a hand-built zero Config has false).
+	ReadFromSourceWhenNoReplicas bool
+	// CausalReads is causalReads: "none", "local" or "global", default "none"
+	// ("" too); other than "none" needs ReplicaReads.
+	CausalReads string
+	// CausalReadsTimeout is causalReadsTimeout: duration > 0, default 1s (0,
+	// as in a zero Config, is valid only without causal reads).
+	CausalReadsTimeout time.Duration
 
 	// MySQL holds every other setting, given to go-sql-driver for each host.
 	// Its Net and Addr are not used for hosts: the driver sets them per host
@@ -232,16 +314,20 @@ type Config struct {
 // MySQL from mysql.NewConfig(). Set Hosts before use.
 func NewConfig() *Config {
 	return &Config{
-		RetriesAllDown:           defaultRetriesAllDown,
-		SecondsBeforeRetryMaster: defaultSecondsBeforeRetryMaster,
-		QueriesBeforeRetryMaster: defaultQueriesBeforeRetryMaster,
-		FailOverReadOnly:         true,
-		HostTimeout:              defaultHostTimeout,
-		TargetSessionAttrs:       TargetAny,
-		CheckInterval:            defaultCheckInterval,
-		FailoverDelay:            defaultFailoverDelay,
-		SwitchBackDelay:          defaultSwitchBackDelay,
-		MySQL:                    mysql.NewConfig(),
+		RetriesAllDown:               defaultRetriesAllDown,
+		SecondsBeforeRetryMaster:     defaultSecondsBeforeRetryMaster,
+		QueriesBeforeRetryMaster:     defaultQueriesBeforeRetryMaster,
+		FailOverReadOnly:             true,
+		HostTimeout:                  defaultHostTimeout,
+		TargetSessionAttrs:           TargetAny,
+		CheckInterval:                defaultCheckInterval,
+		FailoverDelay:                defaultFailoverDelay,
+		SwitchBackDelay:              defaultSwitchBackDelay,
+		ReplicaSelection:             selectRoundRobin,
+		ReadFromSourceWhenNoReplicas: true,
+		CausalReads:                  causalNone,
+		CausalReadsTimeout:           defaultCausalReadsTimeout,
+		MySQL:                        mysql.NewConfig(),
 	}
 }
 
@@ -302,7 +388,11 @@ const defaultUnixSocket = "/tmp/mysql.sock"
 // 10ms, TargetSessionAttrs "" or one of the constants, LocalDC
 // "" or one of the hosts' labels, UsedHostsPerRemoteDC > 0 only with
 // LocalDC set, HostsURL "" or a valid provider URL with CheckInterval > 0
-// (see Config.HostsURL), HostsToken "" or a b64token with HostsURL set, and
+// (see Config.HostsURL), HostsToken "" or a b64token with HostsURL set,
+// MaxReplicaLag >= 0 and, when > 0, with ReplicaReads and CheckInterval > 0,
+// ReplicaSelection "", "round-robin" or "least-in-flight", CausalReads "",
+// "none", "local" or "global" and, other than "none", with ReplicaReads and
+// CausalReadsTimeout > 0 (which is never negative), and
 // no failover option in MySQL.Params under any spelling, where
 // go-sql-driver would send it to the server as a system variable
 // (ErrInvalidOption); MySQL non-nil (ErrInvalidOption) with Net "", tcp,
@@ -387,6 +477,7 @@ func (c *Config) Validate() error {
 		{"CheckInterval", c.CheckInterval, " (0: probing off)"},
 		{"FailoverDelay", c.FailoverDelay, ""},
 		{"SwitchBackDelay", c.SwitchBackDelay, ""},
+		{"MaxReplicaLag", c.MaxReplicaLag, " (0: no bound)"},
 	} {
 		if f.v < 0 {
 			return newError(ErrInvalidOption, fmt.Sprintf("dsn: %s is %v: want a duration >= 0%s", f.name, f.v, f.zero))
@@ -399,6 +490,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if err := c.checkProbing(); err != nil {
+		return err
+	}
+	if err := c.checkReplicas(); err != nil {
 		return err
 	}
 	if c.MySQL == nil {
@@ -485,6 +579,39 @@ func (c *Config) checkProbing() error {
 		if c.HostsURL == "" {
 			return newError(ErrInvalidOption, "dsn: hostsToken needs hostsURL: the token is only sent to hostsURL")
 		}
+	}
+	return nil
+}
+
+// checkReplicas checks the read/write splitting options against each other
+// and CheckInterval (MaxReplicaLag's sign is checked before). Messages use
+// the DSN keys, as checkTopology's.
+func (c *Config) checkReplicas() error {
+	if s := c.ReplicaSelection; s != "" && !slices.Contains(selections, s) {
+		return newError(ErrInvalidOption, badSelection(fmt.Sprintf("dsn: replicaSelection=%q", s), s, selectionList+` (or "": round-robin)`))
+	}
+	causal := c.CausalReads
+	if causal != "" && !slices.Contains(causalModes, causal) {
+		return newError(ErrInvalidOption, badCausal(fmt.Sprintf("dsn: causalReads=%q", causal), causal, causalList+` (or "": none)`))
+	}
+	on := causal == causalLocal || causal == causalGlobal
+	if d := c.CausalReadsTimeout; d < 0 || d == 0 && on {
+		return newError(ErrInvalidOption, fmt.Sprintf(
+			"dsn: causalReadsTimeout=%v: want a duration > 0, the bound of a replica's wait for the write's position (NewConfig's default is %v)", d, defaultCausalReadsTimeout))
+	}
+	if d := c.MaxReplicaLag; d > 0 {
+		if !c.ReplicaReads {
+			return newError(ErrInvalidOption, fmt.Sprintf(
+				"dsn: maxReplicaLag needs replicaReads=true: maxReplicaLag=%v bounds the lag of the replicas that replica reads use; set replicaReads=true or leave maxReplicaLag out", d))
+		}
+		if c.CheckInterval == 0 {
+			return newError(ErrInvalidOption,
+				"dsn: maxReplicaLag needs checkInterval > 0 (the probes read replica lag): set checkInterval (e.g. checkInterval=1s)")
+		}
+	}
+	if on && !c.ReplicaReads {
+		return newError(ErrInvalidOption, fmt.Sprintf(
+			"dsn: causalReads needs replicaReads=true: without replica reads every statement runs on the active host, where the writes are; set replicaReads=true or leave causalReads=%s out", causal))
 	}
 	return nil
 }

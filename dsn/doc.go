@@ -76,27 +76,35 @@
 // HostsAllowHTTP. The last column names the client the option comes from, and
 // its name there when that differs.
 //
-//	key                       type      unit     default  meaning                               from
-//	retriesAllDown            int >= 0  passes   120      passes over the list, all hosts down  Connector/J
-//	secondsBeforeRetryMaster  int >= 0  seconds  30       time on a secondary before fall-back  Connector/J
-//	secondsBeforeRetrySource  alias                       of secondsBeforeRetryMaster           Connector/J 8.0.23+
-//	queriesBeforeRetryMaster  int >= 0  count    50       statements on a secondary, the same   Connector/J
-//	queriesBeforeRetrySource  alias                       of queriesBeforeRetryMaster           Connector/J 8.0.23+
-//	failOverReadOnly          bool      -        true     sessions on a secondary read-only     Connector/J
-//	readOnly                  bool      -        false    every session starts read-only        JDBC setReadOnly
-//	hostTimeout               duration  -        5s       bound on each host attempt, 0: none   -
-//	targetSessionAttrs        enum      -        any      which hosts qualify                   libpq target_session_attrs
-//	localDC                   dc label  -        ""       data centre whose hosts come first    DataStax localDc
-//	usedHostsPerRemoteDC      int >= 0  hosts    0        hosts used of each other DC           DataStax usedHostsPerRemoteDc
-//	checkInterval             duration  -        0 (off)  probe and hostsURL poll interval      Pulsar
-//	failoverDelay             duration  -        1s       failing probes before leaving         Pulsar
-//	switchBackDelay           duration  -        30s      passing probes before going home      Pulsar
-//	hostsURL                  URL       -        ""       http(s) JSON host list, polled        -
-//	hostsToken                secret    -        ""       bearer token sent to hostsURL         -
-//	hostsAllowHTTP            bool      -        false    plain http to non-loopback hostsURL   -
+//	key                           type      unit     default      meaning                               from
+//	retriesAllDown                int >= 0  passes   120          passes over the list, all hosts down  Connector/J
+//	secondsBeforeRetryMaster      int >= 0  seconds  30           time on a secondary before fall-back  Connector/J
+//	secondsBeforeRetrySource      alias                           of secondsBeforeRetryMaster           Connector/J 8.0.23+
+//	queriesBeforeRetryMaster      int >= 0  count    50           statements on a secondary, the same   Connector/J
+//	queriesBeforeRetrySource      alias                           of queriesBeforeRetryMaster           Connector/J 8.0.23+
+//	failOverReadOnly              bool      -        true         sessions on a secondary read-only     Connector/J
+//	readOnly                      bool      -        false        every session starts read-only        JDBC setReadOnly
+//	hostTimeout                   duration  -        5s           bound on each host attempt, 0: none   -
+//	targetSessionAttrs            enum      -        any          which hosts qualify                   libpq target_session_attrs
+//	localDC                       dc label  -        ""           data centre whose hosts come first    DataStax localDc
+//	usedHostsPerRemoteDC          int >= 0  hosts    0            hosts used of each other DC           DataStax usedHostsPerRemoteDc
+//	checkInterval                 duration  -        0 (off)      probe and hostsURL poll interval      Pulsar
+//	failoverDelay                 duration  -        1s           failing probes before leaving         Pulsar
+//	switchBackDelay               duration  -        30s          passing probes before going home      Pulsar
+//	hostsURL                      URL       -        ""           http(s) JSON host list, polled        -
+//	hostsToken                    secret    -        ""           bearer token sent to hostsURL         -
+//	hostsAllowHTTP                bool      -        false        plain http to non-loopback hostsURL   -
+//	replicaReads                  bool      -        false        read intent goes to replicas          Connector/J jdbc:mysql:replication:
+//	maxReplicaLag                 duration  -        0 (no bound) lag above it: replica not used        MaxScale max_replication_lag
+//	replicaSelection              enum      -        round-robin  which qualifying replica reads        MaxScale slave_selection_criteria
+//	readFromSourceWhenNoReplicas  bool      -        true         no replica: read on the active host   Connector/J 8.0.23+ (default false)
+//	readFromMasterWhenNoSlaves    alias                           of readFromSourceWhenNoReplicas       Connector/J 5.1
+//	causalReads                   enum      -        none         replica reads wait for writes         MaxScale causal_reads
+//	causalReadsTimeout            duration  -        1s           bound of that wait, then the primary  MaxScale causal_reads_timeout
 //
 // DataStax is the Java driver's DCAwareRoundRobinPolicy, Pulsar the Java
-// client's AutoClusterFailover; libpq's name is pgx's too.
+// client's AutoClusterFailover, MaxScale MariaDB MaxScale's readwritesplit
+// router; libpq's name is pgx's too.
 //
 // Integers are decimal; booleans are what strconv.ParseBool accepts
 // (true/false/1/0 among others); durations are time.ParseDuration's ("5s",
@@ -219,6 +227,66 @@
 // or %XX-escaped; unlike in other values, '+' stays '+'. FormatDSN escapes it
 // with url.QueryEscape. It is a secret, treated as the password (see
 // Passwords).
+//
+// # Read/write splitting
+//
+// replicaReads=true sends statements with read intent to replicas, the hosts
+// other than the pool's active one, and everything else to the active host
+// as before. Read intent is explicit, the driver never parses SQL to guess
+// it: a context from mysqlfailover.WithReadIntent, a read-only transaction
+// (sql.TxOptions{ReadOnly: true}), or a connection after SetReadOnly(true);
+// package mysqlfailover tells which statements are routed. Each connection
+// opens its replica sessions when it first needs them, read-only (SET
+// SESSION TRANSACTION READ ONLY). Without replicaReads nothing changes and no
+// extra server connection opens; the other options of this section are then
+// kept (FormatDSN writes them) but unused, except that maxReplicaLag > 0 and
+// causalReads local or global are errors.
+//
+// maxReplicaLag bounds replication lag: a replica whose lag, read by the
+// probes (Seconds_Behind_Source of SHOW REPLICA STATUS, Seconds_Behind_Master
+// of SHOW SLAVE STATUS on servers without it), is above it, or cannot be
+// read, is not used; 0, the default, sets no bound. A value > 0 needs
+// replicaReads=true and checkInterval > 0, as the probes read the lag;
+// without either it is an error that says so. Servers report the lag in
+// whole seconds, so a bound below 1s admits only replicas that report 0.
+// Reading it needs the REPLICATION CLIENT privilege on MySQL, REPLICA
+// MONITOR (or its alias SLAVE MONITOR) on MariaDB 10.5 and later; without
+// it the lag is unknown, and HostStats.ReplicaSkip (package failover) says
+// so. This is MaxScale's max_replication_lag, there in seconds, here a
+// duration.
+//
+// replicaSelection chooses among the replicas that qualify: round-robin (the
+// default) takes them in turn, least-in-flight the one with the fewest
+// statements of this pool in flight (MaxScale's slave_selection_criteria
+// LEAST_CURRENT_OPERATIONS). A routing key given to WithReadIntent takes
+// precedence: its replica is chosen by rendezvous hashing of the key.
+// Values are case-sensitive; "least_in_flight" or MaxScale's
+// LEAST_CURRENT_OPERATIONS is an error that says what was meant.
+//
+// readFromSourceWhenNoReplicas says what a read does when no replica
+// qualifies (none is listed, or all are down, lagging or of the wrong
+// role): true, the default, runs it on the active host; false fails it with
+// *failover.NoHostAvailableError. The name and meaning are Connector/J's
+// (readFromMasterWhenNoSlaves before 8.0.23, accepted as an alias), whose
+// default is false; here it is true because a replica set is an
+// optimisation: a service that must keep answering should not fail reads
+// that the primary can serve, and the primary is never stale. Set it to
+// false to keep read load off the primary whatever happens.
+//
+// causalReads makes a read on a replica see earlier writes, as MaxScale's
+// causal_reads: none (the default) does not wait, and a replica may not yet
+// have applied a write; local waits until the replica has applied this
+// connection's latest write; global until it has applied the pool's latest
+// write. The replica waits for the write's GTID position (MariaDB
+// MASTER_GTID_WAIT, MySQL WAIT_FOR_EXECUTED_GTID_SET, so the servers need
+// GTIDs) at most causalReadsTimeout; then the read runs on the active host.
+// local and global need replicaReads=true. MaxScale's other modes (fast,
+// fast_global, universal, fast_universal) are not offered: naming one is an
+// error that lists the values.
+//
+// causalReadsTimeout is that bound, > 0 (0 is an error), 1s by default:
+// shorter than MaxScale's causal_reads_timeout (10s), as the fall-back, the
+// active host, answers at once.
 //
 // # Unknown and misspelled keys
 //

@@ -45,6 +45,16 @@ func FuzzParse(f *testing.F) {
 	} {
 		f.Add(s)
 	}
+	// Read/write splitting, the alias, and values near the valid ones.
+	for _, s := range []string{
+		"u:pw@tcp(h1,h2,h3)/db?replicaReads=true&checkInterval=1s&maxReplicaLag=2s&replicaSelection=least-in-flight&readFromSourceWhenNoReplicas=0&causalReads=global&causalReadsTimeout=300ms",
+		"tcp(h1,h2)/?replicaReads=1&causalReads=local&readFromMasterWhenNoSlaves=false&readFromSourceWhenNoReplicas=F",
+		"/?maxReplicaLag=1s", "/?replicaReads=true&maxReplicaLag=1s", "/?causalReads=local", "/?causalReadsTimeout=0",
+		"/?replicaSelection=least_in_flight", "/?causalReads=Fast", "/?readFromMasterWhenNoSlaves=1&readFromSourceWhenNoReplicas=0",
+		"/?replicaSelection=round-robin&causalReads=none&causalReadsTimeout=1s&maxReplicaLag=0", "/?causal_reads=local",
+	} {
+		f.Add(s)
+	}
 	f.Fuzz(func(t *testing.T, s string) {
 		if len(s) > 2000 {
 			t.Skip("too long to be useful")
@@ -184,6 +194,17 @@ func checkParsed(t *testing.T, s string, c *Config) {
 	}
 	if c.HostsToken != "" && (c.HostsURL == "" || hostaddr.Token(c.HostsToken) != "") {
 		t.Fatalf("Parse(%q): HostsToken without HostsURL or not a b64token", s)
+	}
+
+	// Read/write splitting options.
+	if d := c.MaxReplicaLag; d < 0 || d > 0 && (!c.ReplicaReads || c.CheckInterval == 0) {
+		t.Fatalf("Parse(%q): MaxReplicaLag %v with ReplicaReads %v, CheckInterval %v", s, d, c.ReplicaReads, c.CheckInterval)
+	}
+	if !slices.Contains(selections, c.ReplicaSelection) || !slices.Contains(causalModes, c.CausalReads) || c.CausalReadsTimeout <= 0 {
+		t.Fatalf("Parse(%q): ReplicaSelection %q, CausalReads %q, CausalReadsTimeout %v", s, c.ReplicaSelection, c.CausalReads, c.CausalReadsTimeout)
+	}
+	if c.CausalReads != causalNone && !c.ReplicaReads {
+		t.Fatalf("Parse(%q): CausalReads %q without ReplicaReads", s, c.CausalReads)
 	}
 
 	// String must be FormatDSN with only the password, the token and the

@@ -501,6 +501,92 @@ var parseTests = []parseTest{
 	{name: "hostsurl", dsn: "/?hostsurl=x", wantErr: ErrInvalidOption, errParts: []string{`did you mean "hostsURL"?`}},
 	{name: "hostToken", dsn: "/?hostToken=" + testToken, wantErr: ErrInvalidOption, errParts: []string{`"hostToken": did you mean "hostsToken"?`}},
 	{name: "hostsAllowHttp", dsn: "/?hostsAllowHttp=true", wantErr: ErrInvalidOption, errParts: []string{`did you mean "hostsAllowHTTP"?`}},
+
+	// Read/write splitting.
+	{name: "replica options", dsn: "u:" + testPW + "@tcp(h1,h2,h3)/db?replicaReads=true&checkInterval=1s&maxReplicaLag=10s&replicaSelection=least-in-flight" +
+		"&readFromSourceWhenNoReplicas=false&causalReads=local&causalReadsTimeout=250ms&parseTime=true",
+		hosts: []Host{{Name: "h1", Port: 3306}, {Name: "h2", Port: 3306}, {Name: "h3", Port: 3306}},
+		opts: func(c *Config) {
+			c.ReplicaReads, c.CheckInterval, c.MaxReplicaLag, c.ReplicaSelection = true, time.Second, 10*time.Second, "least-in-flight"
+			c.ReadFromSourceWhenNoReplicas, c.CausalReads, c.CausalReadsTimeout = false, "local", 250*time.Millisecond
+		},
+		my: func(t *testing.T, m *mysql.Config) {
+			want(t, "ParseTime", m.ParseTime, true)
+			want(t, "len(Params)", len(m.Params), 0)
+		}},
+	{name: "replicaReads alone", dsn: "tcp(h1,h2)/?replicaReads=1", hosts: []Host{{Name: "h1", Port: 3306}, {Name: "h2", Port: 3306}},
+		opts: func(c *Config) { c.ReplicaReads = true }},
+	{name: "causalReads=global", dsn: "/?causalReads=global&replicaReads=true", hosts: local,
+		opts: func(c *Config) { c.ReplicaReads, c.CausalReads = true, "global" }},
+	{name: "replica defaults written out", dsn: "/?replicaReads=false&maxReplicaLag=0s&replicaSelection=round-robin&readFromSourceWhenNoReplicas=true&causalReads=none&causalReadsTimeout=1s",
+		hosts: local},
+	{name: "Connector/J 5.1 alias", dsn: "/?readFromMasterWhenNoSlaves=false", hosts: local,
+		opts: func(c *Config) { c.ReadFromSourceWhenNoReplicas = false }},
+	{name: "alias and main name agreeing", dsn: "/?readFromMasterWhenNoSlaves=0&readFromSourceWhenNoReplicas=false", hosts: local,
+		opts: func(c *Config) { c.ReadFromSourceWhenNoReplicas = false }},
+	{name: "replica options without replicaReads are kept", dsn: "/?replicaSelection=least-in-flight&causalReadsTimeout=5s&readFromSourceWhenNoReplicas=false&maxReplicaLag=0",
+		hosts: local,
+		opts: func(c *Config) {
+			c.ReplicaSelection, c.CausalReadsTimeout, c.ReadFromSourceWhenNoReplicas = "least-in-flight", 5*time.Second, false
+		}},
+	{name: "causalReads=none needs nothing", dsn: "/?causalReads=none&causalReadsTimeout=1ns", hosts: local,
+		opts: func(c *Config) { c.CausalReadsTimeout = 1 }},
+	{name: "maxReplicaLag below a second", dsn: "/?replicaReads=true&checkInterval=100ms&maxReplicaLag=500ms", hosts: local,
+		opts: func(c *Config) {
+			c.ReplicaReads, c.CheckInterval, c.MaxReplicaLag = true, 100*time.Millisecond, 500*time.Millisecond
+		}},
+
+	// Read/write splitting errors.
+	{name: "maxReplicaLag without replicaReads", dsn: "u:" + testPW + "@tcp(h1,h2)/db?maxReplicaLag=5s&checkInterval=1s", wantErr: ErrInvalidOption,
+		errParts: []string{"dsn: maxReplicaLag needs replicaReads=true", "maxReplicaLag=5s", "set replicaReads=true"}},
+	{name: "maxReplicaLag without checkInterval", dsn: "u:" + testPW + "@tcp(h1,h2)/db?replicaReads=true&maxReplicaLag=5s", wantErr: ErrInvalidOption,
+		errParts: []string{"dsn: maxReplicaLag needs checkInterval > 0 (the probes read replica lag)", "set checkInterval"}},
+	{name: "maxReplicaLag with checkInterval=0", dsn: "/?replicaReads=true&maxReplicaLag=5s&checkInterval=0", wantErr: ErrInvalidOption,
+		errParts: []string{"maxReplicaLag needs checkInterval > 0"}},
+	{name: "negative maxReplicaLag", dsn: "/?maxReplicaLag=-1s", wantErr: ErrInvalidOption,
+		errParts: []string{`dsn: maxReplicaLag: invalid value "-1s": want a duration >= 0`}},
+	{name: "maxReplicaLag without unit", dsn: "/?maxReplicaLag=10", wantErr: ErrInvalidOption, errParts: []string{`maxReplicaLag: invalid value "10"`, "duration"}},
+	{name: "unknown replicaSelection", dsn: "u:" + testPW + "@tcp(h1)/db?replicaSelection=x", wantErr: ErrInvalidOption,
+		errParts: []string{`dsn: replicaSelection: invalid value "x": want round-robin or least-in-flight`}},
+	{name: "replicaSelection with underscores", dsn: "/?replicaSelection=least_in_flight", wantErr: ErrInvalidOption,
+		errParts: []string{`dsn: replicaSelection: invalid value "least_in_flight": did you mean "least-in-flight"?`, "case-sensitive"}},
+	{name: "replicaSelection without dash", dsn: "/?replicaSelection=RoundRobin", wantErr: ErrInvalidOption, errParts: []string{`did you mean "round-robin"?`}},
+	{name: "replicaSelection in MaxScale's words", dsn: "/?replicaSelection=LEAST_CURRENT_OPERATIONS", wantErr: ErrInvalidOption,
+		errParts: []string{`"LEAST_CURRENT_OPERATIONS": did you mean "least-in-flight"?`}},
+	{name: "empty replicaSelection", dsn: "/?replicaSelection=", wantErr: ErrInvalidOption, errParts: []string{`replicaSelection: invalid value "": want round-robin or least-in-flight`}},
+	{name: "unknown causalReads", dsn: "/?replicaReads=true&causalReads=yes", wantErr: ErrInvalidOption,
+		errParts: []string{`dsn: causalReads: invalid value "yes": want none, local or global`}},
+	{name: "causalReads in the wrong case", dsn: "/?replicaReads=true&causalReads=Local", wantErr: ErrInvalidOption,
+		errParts: []string{`"Local": did you mean "local"?`, "case-sensitive"}},
+	{name: "MaxScale's causalReads=fast_global", dsn: "/?replicaReads=true&causalReads=fast_global", wantErr: ErrInvalidOption,
+		errParts: []string{`causalReads: invalid value "fast_global": want none, local or global`, "not offered"}},
+	{name: "causalReads without replicaReads", dsn: "u:" + testPW + "@tcp(h1,h2)/db?causalReads=global", wantErr: ErrInvalidOption,
+		errParts: []string{"dsn: causalReads needs replicaReads=true", "causalReads=global"}},
+	{name: "causalReads with replicaReads=false", dsn: "/?causalReads=local&replicaReads=false", wantErr: ErrInvalidOption,
+		errParts: []string{"causalReads needs replicaReads=true"}},
+	{name: "causalReadsTimeout=0", dsn: "/?replicaReads=true&causalReads=local&causalReadsTimeout=0", wantErr: ErrInvalidOption,
+		errParts: []string{`dsn: causalReadsTimeout: invalid value "0": want a duration > 0`}},
+	{name: "causalReadsTimeout=0s without causalReads", dsn: "/?causalReadsTimeout=0s", wantErr: ErrInvalidOption, errParts: []string{"want a duration > 0"}},
+	{name: "negative causalReadsTimeout", dsn: "/?causalReadsTimeout=-1s", wantErr: ErrInvalidOption, errParts: []string{`causalReadsTimeout: invalid value "-1s"`}},
+	{name: "causalReadsTimeout without unit", dsn: "/?causalReadsTimeout=2", wantErr: ErrInvalidOption, errParts: []string{`causalReadsTimeout: invalid value "2"`, "duration"}},
+	{name: "bad replicaReads", dsn: "/?replicaReads=yes", wantErr: ErrInvalidOption, errParts: []string{`replicaReads: invalid value "yes"`}},
+	{name: "replicaReads without value", dsn: "/?replicaReads", wantErr: ErrSyntax, errParts: []string{"replicaReads", "=value"}},
+	{name: "causalReads twice differing", dsn: "/?replicaReads=1&causalReads=local&causalReads=global", wantErr: ErrInvalidOption,
+		errParts: []string{`dsn: causalReads given twice with different values ("local" and "global")`}},
+	{name: "readFrom alias conflict", dsn: "u:" + testPW + "@tcp(h1)/db?readFromSourceWhenNoReplicas=true&readFromMasterWhenNoSlaves=false", wantErr: ErrInvalidOption,
+		errParts: []string{`dsn: readFromSourceWhenNoReplicas="true" and readFromMasterWhenNoSlaves="false" disagree: they are the same option`, "...Slaves to ...Replicas"}},
+
+	// Near misses of the replica keys.
+	{name: "replicareads", dsn: "/?replicareads=true", wantErr: ErrInvalidOption, errParts: []string{`"replicareads": did you mean "replicaReads"?`}},
+	{name: "replica_reads", dsn: "/?replica_reads=true", wantErr: ErrInvalidOption, errParts: []string{`did you mean "replicaReads"?`}},
+	{name: "MaxScale's causal_reads", dsn: "/?causal_reads=local", wantErr: ErrInvalidOption, errParts: []string{`"causal_reads": did you mean "causalReads"?`}},
+	{name: "MaxScale's causal_reads_timeout", dsn: "/?causal_reads_timeout=1s", wantErr: ErrInvalidOption, errParts: []string{`did you mean "causalReadsTimeout"?`}},
+	{name: "maxReplicaLAG", dsn: "/?maxReplicaLAG=1s", wantErr: ErrInvalidOption, errParts: []string{`did you mean "maxReplicaLag"?`}},
+	{name: "replicaSelections", dsn: "/?replicaSelections=round-robin", wantErr: ErrInvalidOption, errParts: []string{`did you mean "replicaSelection"?`}},
+	{name: "readFromSourceWhenNoReplica", dsn: "/?readFromSourceWhenNoReplica=true", wantErr: ErrInvalidOption,
+		errParts: []string{`did you mean "readFromSourceWhenNoReplicas"?`}},
+	{name: "readFromMasterWhenNoSlave", dsn: "/?readFromMasterWhenNoSlave=true", wantErr: ErrInvalidOption,
+		errParts: []string{`did you mean "readFromMasterWhenNoSlaves"?`}},
 }
 
 func want[T comparable](t *testing.T, what string, got, want T) {
@@ -687,7 +773,7 @@ func TestFormatDSN(t *testing.T) {
 		}(), "tcp6([::1]:3306)/"},
 		{"nil MySQL", &Config{Hosts: []Host{{Name: "db1", Port: 3306}}, RetriesAllDown: defaultRetriesAllDown, SecondsBeforeRetryMaster: defaultSecondsBeforeRetryMaster,
 			QueriesBeforeRetryMaster: defaultQueriesBeforeRetryMaster, FailOverReadOnly: true, HostTimeout: defaultHostTimeout,
-			FailoverDelay: defaultFailoverDelay, SwitchBackDelay: defaultSwitchBackDelay}, "tcp(db1:3306)/"},
+			FailoverDelay: defaultFailoverDelay, SwitchBackDelay: defaultSwitchBackDelay, ReadFromSourceWhenNoReplicas: true}, "tcp(db1:3306)/"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -894,6 +980,37 @@ func TestValidate(t *testing.T) {
 			[]string{`"hoststoken"`, "Config.HostsToken"}},
 		{"checkInterval in Params", func(c *Config) { c.MySQL.Params = map[string]string{"checkInterval": "1s"} }, ErrInvalidOption,
 			[]string{"Config.CheckInterval"}},
+
+		// Read/write splitting.
+		{"replica options", func(c *Config) {
+			c.ReplicaReads, c.CheckInterval, c.MaxReplicaLag, c.ReplicaSelection = true, time.Second, 3*time.Second, "least-in-flight"
+			c.ReadFromSourceWhenNoReplicas, c.CausalReads, c.CausalReadsTimeout = false, "global", 100*time.Millisecond
+		}, nil, nil},
+		{"replica options without ReplicaReads", func(c *Config) {
+			c.ReplicaSelection, c.ReadFromSourceWhenNoReplicas, c.CausalReads, c.CausalReadsTimeout = "least-in-flight", false, "none", time.Hour
+		}, nil, nil},
+		{"negative MaxReplicaLag", func(c *Config) { c.ReplicaReads, c.CheckInterval, c.MaxReplicaLag = true, time.Second, -time.Second }, ErrInvalidOption,
+			[]string{"dsn: MaxReplicaLag is -1s: want a duration >= 0 (0: no bound)"}},
+		{"MaxReplicaLag without ReplicaReads", func(c *Config) { c.CheckInterval, c.MaxReplicaLag = time.Second, time.Minute }, ErrInvalidOption,
+			[]string{"dsn: maxReplicaLag needs replicaReads=true", "maxReplicaLag=1m0s"}},
+		{"MaxReplicaLag without CheckInterval", func(c *Config) { c.ReplicaReads, c.MaxReplicaLag = true, time.Minute }, ErrInvalidOption,
+			[]string{"dsn: maxReplicaLag needs checkInterval > 0 (the probes read replica lag)"}},
+		{"unknown ReplicaSelection", func(c *Config) { c.ReplicaSelection = "random" }, ErrInvalidOption,
+			[]string{`dsn: replicaSelection="random": want round-robin or least-in-flight (or "": round-robin)`}},
+		{"ReplicaSelection in the wrong case", func(c *Config) { c.ReplicaSelection = "Round-Robin" }, ErrInvalidOption,
+			[]string{`dsn: replicaSelection="Round-Robin": did you mean "round-robin"?`}},
+		{"unknown CausalReads", func(c *Config) { c.ReplicaReads, c.CausalReads = true, "universal" }, ErrInvalidOption,
+			[]string{`dsn: causalReads="universal": want none, local or global (or "": none)`, "not offered"}},
+		{"CausalReads without ReplicaReads", func(c *Config) { c.CausalReads = "local" }, ErrInvalidOption,
+			[]string{"dsn: causalReads needs replicaReads=true", "leave causalReads=local out"}},
+		{"CausalReads with CausalReadsTimeout 0", func(c *Config) { c.ReplicaReads, c.CausalReads, c.CausalReadsTimeout = true, "local", 0 }, ErrInvalidOption,
+			[]string{"dsn: causalReadsTimeout=0s: want a duration > 0", "default is 1s"}},
+		{"negative CausalReadsTimeout", func(c *Config) { c.CausalReadsTimeout = -time.Millisecond }, ErrInvalidOption,
+			[]string{"dsn: causalReadsTimeout=-1ms: want a duration > 0"}},
+		{"replica key in Params", func(c *Config) { c.MySQL.Params = map[string]string{"causalreads": "local"} }, ErrInvalidOption,
+			[]string{`"causalreads"`, "Config.CausalReads"}},
+		{"replica alias in Params", func(c *Config) { c.MySQL.Params = map[string]string{"readFromMasterWhenNoSlaves": "true"} }, ErrInvalidOption,
+			[]string{`"readFromMasterWhenNoSlaves"`, "Config.ReadFromSourceWhenNoReplicas"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -953,6 +1070,12 @@ func TestNewConfig(t *testing.T) {
 	want(t, "HostsURL", c.HostsURL, "")
 	want(t, "HostsToken", c.HostsToken, "")
 	want(t, "HostsAllowHTTP", c.HostsAllowHTTP, false)
+	want(t, "ReplicaReads", c.ReplicaReads, false)
+	want(t, "MaxReplicaLag", c.MaxReplicaLag, 0)
+	want(t, "ReplicaSelection", c.ReplicaSelection, "round-robin")
+	want(t, "ReadFromSourceWhenNoReplicas", c.ReadFromSourceWhenNoReplicas, true) // Connector/J: false
+	want(t, "CausalReads", c.CausalReads, "none")
+	want(t, "CausalReadsTimeout", c.CausalReadsTimeout, time.Second)
 	want(t, "defaultCheckInterval", defaultCheckInterval, 0)
 	want(t, "minCheckInterval", minCheckInterval, 10*time.Millisecond)
 	if c.Hosts != nil || c.MySQL == nil {

@@ -40,6 +40,8 @@ var (
 	// or hostsURL is not an http(s) URL with a host, has user info, is plain
 	// http to a non-loopback host without hostsAllowHTTP, or lacks
 	// checkInterval; or hostsToken is not a bearer token or lacks hostsURL;
+	// or maxReplicaLag > 0 lacks replicaReads or checkInterval, causalReads
+	// local or global lacks replicaReads, or causalReadsTimeout is not > 0;
 	// or the Config or its MySQL is nil.
 	ErrInvalidOption = errors.New("dsn: invalid failover option")
 )

@@ -27,9 +27,11 @@ const redacted = "xxxxx"
 // DialFunc, and the guarantee holds for Configs that pass
 // Validate and whose MySQL go-sql-driver can format (a user name without
 // ':', parameter names without '&' or '=' ...), which all Parse results do.
-// A nil MySQL is formatted as mysql.NewConfig(), and a TargetSessionAttrs of
-// "" is left out, so both come back as their defaults (mysql.NewConfig(),
-// TargetAny), which mean the same.
+// A nil MySQL is formatted as mysql.NewConfig(), and a TargetSessionAttrs,
+// ReplicaSelection or CausalReads of "" is left out, and so is a
+// CausalReadsTimeout of 0 (which Validate accepts only without causal
+// reads), so they come back as their defaults (mysql.NewConfig(), TargetAny,
+// "round-robin", "none", 1s), which mean the same.
 func (c *Config) FormatDSN() string { return c.format(false) }
 
 // String returns FormatDSN with the password and HostsToken replaced by
@@ -154,6 +156,24 @@ func (c *Config) format(redact bool) string {
 	}
 	if c.HostsAllowHTTP {
 		add("hostsAllowHTTP", "true")
+	}
+	if c.ReplicaReads {
+		add("replicaReads", "true")
+	}
+	if c.MaxReplicaLag != 0 {
+		add("maxReplicaLag", c.MaxReplicaLag.String())
+	}
+	if s := c.ReplicaSelection; s != "" && s != selectRoundRobin {
+		add("replicaSelection", s) // the values need no escaping
+	}
+	if !c.ReadFromSourceWhenNoReplicas {
+		add("readFromSourceWhenNoReplicas", "false")
+	}
+	if s := c.CausalReads; s != "" && s != causalNone {
+		add("causalReads", s)
+	}
+	if d := c.CausalReadsTimeout; d != defaultCausalReadsTimeout && d != 0 {
+		add("causalReadsTimeout", d.String())
 	}
 	return b.String()
 }

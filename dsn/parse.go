@@ -16,14 +16,17 @@ import (
 type optKind int
 
 const (
-	optCount    optKind = iota // decimal integer >= 0
-	optSeconds                 // decimal integer >= 0, in seconds
-	optBool                    // strconv.ParseBool
-	optDuration                // time.ParseDuration >= 0
-	optTarget                  // a TargetSessionAttrs constant
-	optLabel                   // a data-centre label (hostaddr.Label)
-	optURL                     // a URL, query-escaped (url.QueryUnescape); checked by Validate
-	optSecret                  // a bearer token, %XX-escaped (url.PathUnescape); never printed
+	optCount     optKind = iota // decimal integer >= 0
+	optSeconds                  // decimal integer >= 0, in seconds
+	optBool                     // strconv.ParseBool
+	optDuration                 // time.ParseDuration >= 0
+	optTarget                   // a TargetSessionAttrs constant
+	optLabel                    // a data-centre label (hostaddr.Label)
+	optURL                      // a URL, query-escaped (url.QueryUnescape); checked by Validate
+	optSecret                   // a bearer token, %XX-escaped (url.PathUnescape); never printed
+	optPositive                 // time.ParseDuration > 0
+	optSelection                // a ReplicaSelection value
+	optCausal                   // a CausalReads value
 )
 
 // option is one DSN key of ours. Aliases share main and field.
@@ -52,9 +55,18 @@ var options = []option{
 	{"hostsURL", "hostsURL", "HostsURL", optURL},
 	{"hostsToken", "hostsToken", "HostsToken", optSecret},
 	{"hostsAllowHTTP", "hostsAllowHTTP", "HostsAllowHTTP", optBool},
-	// Connector/J 8.0.23 renamed ...Master to ...Source; both are accepted.
+	{"replicaReads", "replicaReads", "ReplicaReads", optBool},
+	{"maxReplicaLag", "maxReplicaLag", "MaxReplicaLag", optDuration},
+	{"replicaSelection", "replicaSelection", "ReplicaSelection", optSelection},
+	{"readFromSourceWhenNoReplicas", "readFromSourceWhenNoReplicas", "ReadFromSourceWhenNoReplicas", optBool},
+	{"causalReads", "causalReads", "CausalReads", optCausal},
+	{"causalReadsTimeout", "causalReadsTimeout", "CausalReadsTimeout", optPositive},
+	// Connector/J 8.0.23 renamed ...Master to ...Source and ...Slaves to
+	// ...Replicas; both names are accepted. The main name is the one of
+	// the Config field.
 	{"secondsBeforeRetrySource", "secondsBeforeRetryMaster", "SecondsBeforeRetryMaster", optSeconds},
 	{"queriesBeforeRetrySource", "queriesBeforeRetryMaster", "QueriesBeforeRetryMaster", optCount},
+	{"readFromMasterWhenNoSlaves", "readFromSourceWhenNoReplicas", "ReadFromSourceWhenNoReplicas", optBool},
 }
 
 // show quotes raw, a value of o as written in the DSN, for a message; a
@@ -539,7 +551,7 @@ func (c *Config) takeOptions(query string) (string, error) {
 				return "", newError(ErrInvalidOption, fmt.Sprintf("dsn: %s given twice with different values (%s and %s)", key, o.show(prev.raw), o.show(raw)))
 			}
 			return "", newError(ErrInvalidOption, fmt.Sprintf(
-				"dsn: %s=%s and %s=%s disagree: they are the same option (Connector/J 8.0.23 renamed ...Master to ...Source)",
+				"dsn: %s=%s and %s=%s disagree: they are the same option (Connector/J 8.0.23 renamed ...Master to ...Source, ...Slaves to ...Replicas)",
 				prev.key, o.show(prev.raw), key, o.show(raw)))
 		}
 		seen[o.main] = given{key: key, raw: raw, v: v}
@@ -580,6 +592,22 @@ func parseValue(o *option, raw string) (any, error) {
 			return nil, bad(`a duration >= 0 such as "5s" or "500ms"`)
 		}
 		return d, nil
+	case optPositive:
+		d, err := time.ParseDuration(raw)
+		if err != nil || d <= 0 {
+			return nil, bad(`a duration > 0 such as "1s" or "250ms"`)
+		}
+		return d, nil
+	case optSelection:
+		if !slices.Contains(selections, raw) {
+			return nil, newError(ErrInvalidOption, badSelection(fmt.Sprintf("dsn: %s: invalid value %q", o.key, raw), raw, selectionList))
+		}
+		return raw, nil
+	case optCausal:
+		if !slices.Contains(causalModes, raw) {
+			return nil, newError(ErrInvalidOption, badCausal(fmt.Sprintf("dsn: %s: invalid value %q", o.key, raw), raw, causalList))
+		}
+		return raw, nil
 	case optTarget:
 		t := TargetSessionAttrs(raw)
 		if !knownTarget(t) {
@@ -647,6 +675,18 @@ func (c *Config) set(o *option, v any) {
 		c.HostsToken = v.(string)
 	case "hostsAllowHTTP":
 		c.HostsAllowHTTP = v.(bool)
+	case "replicaReads":
+		c.ReplicaReads = v.(bool)
+	case "maxReplicaLag":
+		c.MaxReplicaLag = v.(time.Duration)
+	case "replicaSelection":
+		c.ReplicaSelection = v.(string)
+	case "readFromSourceWhenNoReplicas":
+		c.ReadFromSourceWhenNoReplicas = v.(bool)
+	case "causalReads":
+		c.CausalReads = v.(string)
+	case "causalReadsTimeout":
+		c.CausalReadsTimeout = v.(time.Duration)
 	}
 }
 

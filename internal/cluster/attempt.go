@@ -41,6 +41,12 @@ func (c *Cluster) attempt(ctx context.Context, h int, setup SetupFunc, lastResor
 // attemptWithin is attempt with a further bound, limit (0: none), for the quick
 // same-host check of Recover.
 func (c *Cluster) attemptWithin(ctx context.Context, h int, setup SetupFunc, lastResortOK bool, limit time.Duration) (conn driver.Conn, lastResort bool, err error) {
+	return c.attemptHost(ctx, h, setup, lastResortOK, limit, true)
+}
+
+// attemptHost is attemptWithin, with the role check of targetSessionAttrs only when
+// checkRole is set (a replica session has none: OpenReplica).
+func (c *Cluster) attemptHost(ctx context.Context, h int, setup SetupFunc, lastResortOK bool, limit time.Duration, checkRole bool) (conn driver.Conn, lastResort bool, err error) {
 	hs := c.topo().host(h)
 	if hs == nil {
 		return nil, false, fmt.Errorf("mysqlfailover: no host with id %d", h)
@@ -85,7 +91,7 @@ func (c *Cluster) attemptWithin(ctx context.Context, h int, setup SetupFunc, las
 			err = describeDialError(err)
 		}
 	}
-	if err == nil && c.Target() != dsn.TargetAny {
+	if err == nil && checkRole && c.Target() != dsn.TargetAny {
 		role, rerr := ReadRole(actx, conn)
 		switch {
 		case rerr != nil:

@@ -111,6 +111,8 @@ type Cluster struct {
 	// probeAgain is set by a probe that timed out on a host not declared down yet: the
 	// monitor then starts its next round at once instead of a CheckInterval later.
 	probeAgain atomic.Bool
+
+	rep replicaState // replica reads (replicas.go)
 }
 
 // New returns a Cluster over cfg's hosts, on the primary. It keeps cfg and reads its

@@ -172,3 +172,13 @@ const (
 // (wait_timeout, a KILL of a sleeping connection) would fail its next statement with
 // mysql.ErrInvalidConn, and its transaction would be lost without need.
 const DefaultIdleCheck = time.Second
+
+// DefaultCausalReadsTimeout is the replica's wait for a causal read's position when the
+// configuration gives none (duration; dsn's causalReadsTimeout default is the same).
+const DefaultCausalReadsTimeout = time.Second
+
+// DefaultReplicaTries is how many replicas one read-intent statement tries, at most,
+// before it goes to the primary (or fails, with readFromSourceWhenNoReplicas=false): a
+// replica whose session cannot be opened or fails the statement before its result is
+// left for the next (count).
+const DefaultReplicaTries = 3

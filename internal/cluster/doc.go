@@ -37,6 +37,12 @@
 //     connect time) and Stats.
 //   - monitor.go: the probes, the host-list polls and the moves they decide, with
 //     checkInterval > 0 (Start, Check), and SwitchTo.
+//   - replicas.go, lag.go, gtid.go: replica reads (replicaReads): the set of hosts that
+//     qualify as replicas (not the writer, healthy, read-only, within maxReplicaLag, local
+//     DC first), published whole and rebuilt when the position or a probe result changes;
+//     the choice of one (rendezvous hashing of a routing key, round-robin,
+//     least-in-flight); replica sessions (OpenReplica); the lag the probes read; the GTID
+//     positions and waits of causal reads.
 //   - rto.go: each host's probe timeout from its own probe round trips, as TCP's
 //     retransmission timeout (RFC 6298).
 //   - topology.go: the host list and its versions (SetHosts).

@@ -30,6 +30,10 @@ type hostState struct {
 	// closed, from any goroutine, whatever the host's health, and only SetHosts reads it
 	// (to tell whether the id may go to a new host).
 	refs atomic.Int32
+	// inflight counts the read-intent statements running on it as a replica
+	// (least-in-flight), reads those it served (HostStats.ReplicaReads).
+	inflight atomic.Int32
+	reads    atomic.Int64
 
 	// mu guards the rest. What one attempt, probe or role check learns changes several
 	// fields at once (a failed attempt: fails, retryAt, failing, state, lastErr), and the
@@ -51,6 +55,16 @@ type hostState struct {
 	okSince   time.Time    // first of the current run of passed probes (zero: last probe failed)
 	abortDue  bool         // a walk moved the pool off it after a failure: abort it if probes declare it down
 	check     *check       // the same-host check in progress after a session ended (Recover)
+
+	// Replica reads (replicas.go): its lag as its last probe read it (lagKnown false:
+	// unknown, lagWhy says why), whether its server wants SHOW SLAVE STATUS, and why it
+	// serves no replica reads (rskip, "" when it qualifies; rjudged once judged).
+	lag      time.Duration
+	lagKnown bool
+	lagWhy   string
+	lagOld   bool
+	rskip    string
+	rjudged  bool
 }
 
 func newHostState(addr, dc string) *hostState {
@@ -171,6 +185,11 @@ func (c *Cluster) Stats() failover.Stats {
 	s := failover.Stats{
 		Active: t.hosts[p.active].addr, Primary: t.hosts[t.primary].addr,
 		Failovers: p.failovers, FallBacks: p.fallBacks, Aborted: c.aborted.Load(),
+		ReplicaRetries: c.rep.retries.Load(), ReplicaToPrimary: c.rep.toPrimary.Load(),
+		CausalWaits: c.rep.causalWaits.Load(), CausalPrimary: c.rep.causalPrimary.Load(),
+	}
+	if c.cfg.ReplicaReads {
+		c.replicaSet() // the skip reasons of the position now
 	}
 	for _, id := range t.list {
 		h := t.hosts[id]
@@ -180,6 +199,14 @@ func (c *Cluster) Stats() failover.Stats {
 		if c.cfg.CheckInterval > 0 {
 			_, hs.ProbeTimeout = c.hostProbeTimeout(h)
 		}
+		hs.ReplicaLag = -1
+		if h.lagKnown {
+			hs.ReplicaLag = h.lag
+		}
+		if c.cfg.ReplicaReads {
+			hs.ReplicaSkip = h.rskip
+		}
+		hs.ReplicaReads = h.reads.Load()
 		retryAt, unfit := h.retryAt, h.unfit
 		h.mu.Unlock()
 		if retryAt > now {
@@ -218,6 +245,7 @@ func (c *Cluster) setRole(host int, role failover.Role) bool {
 	changed := h.unfit != unfit
 	h.unfit = unfit
 	h.mu.Unlock()
+	c.replicasChanged()
 	if changed {
 		c.refit(host) // the position carries the active host's fitness (Place)
 	}

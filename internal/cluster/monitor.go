@@ -269,6 +269,7 @@ func (c *Cluster) Check(ctx context.Context) {
 // a failure of the host. A passed round trip is a sample of the host's estimator; a
 // timed-out one doubles its timeout and has the monitor probe again at once.
 func (c *Cluster) probe(ctx context.Context, id int) {
+	defer c.replicasChanged() // health, role and lag are what the replica set is made of
 	h := c.topo().host(id)
 	start := c.env.Clock.Now()
 	h.mu.Lock()
@@ -321,6 +322,10 @@ func (c *Cluster) probe(ctx context.Context, id int) {
 			late = rtt - wait
 		}
 		if err == nil {
+			if c.cfg.ReplicaReads && id != c.Active() && !c.probeLag(ctx, conn, h, wait) {
+				_ = conn.Close() // broke while its lag was read: reopened next round
+				break
+			}
 			c.probes.put(id, conn)
 			break
 		}
@@ -403,8 +408,8 @@ func (c *Cluster) probe(ctx context.Context, id int) {
 func (c *Cluster) roundTrip(ctx context.Context, conn driver.Conn, wait, rto time.Duration) (role failover.Role, timedOut bool, err error) {
 	pctx, cancel := withBudget(ctx, wait)
 	defer cancel()
-	if c.Target() != dsn.TargetAny {
-		role, err = ReadRole(pctx, conn)
+	if c.Target() != dsn.TargetAny || c.cfg.ReplicaReads {
+		role, err = ReadRole(pctx, conn) // replica reads need the role: a writable host is no replica
 	} else {
 		err = selectOne(pctx, conn)
 	}

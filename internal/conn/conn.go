@@ -47,6 +47,12 @@ type Config struct {
 	// Owner is what Conn.Owner returns: the connector that opens the connections (the
 	// driver's *Connector), for users who hold only a connection.
 	Owner any
+	// ReplicaReads routes read-intent statements to replicas (DSN replicaReads; see
+	// replica.go); ReadFromSourceWhenNoReplicas runs them on the primary when no replica
+	// qualifies (default true), else they fail; CausalReads is "", none, local or global.
+	ReplicaReads                 bool
+	ReadFromSourceWhenNoReplicas bool
+	CausalReads                  string
 	// Closed, when set, is called once when the connection is closed (its first Close),
 	// after the physical connection is: the connector counts its open connections
 	// with it.
@@ -70,6 +76,10 @@ func ConfigFrom(cfg *dsn.Config, owner any) Config {
 		Autocommit:     sessionVar(cfg.MySQL.Params, "autocommit"),
 		CompletionType: sessionVar(cfg.MySQL.Params, "completion_type"),
 		Owner:          owner,
+
+		ReplicaReads:                 cfg.ReplicaReads,
+		ReadFromSourceWhenNoReplicas: cfg.ReadFromSourceWhenNoReplicas,
+		CausalReads:                  cfg.CausalReads,
 	}
 }
 
@@ -130,13 +140,15 @@ type Conn struct {
 	batch     string  // the query of the kBatch statement in flight, for fail
 	noInTrans bool    // the session's server has no @@in_transaction (MySQL)
 	mute      bool    // the session's server did not answer resolve: not asked again
+
+	sp *split // the replica sessions (replicaReads); nil without
 }
 
 // Open returns a connection on the pool's host, walking the host list if needed, with
 // the session state (read-only, database) set up. It never returns driver.ErrBadConn.
 func Open(ctx context.Context, cl *cluster.Cluster, cfg Config) (*Conn, error) {
 	c := &Conn{cl: cl, cfg: cfg, explicitRO: cfg.ReadOnly, db: cfg.DBName,
-		dsnAC: autocommitOf(cfg.Autocommit), dsnCT: completionOf(cfg.CompletionType)}
+		dsnAC: autocommitOf(cfg.Autocommit), dsnCT: completionOf(cfg.CompletionType), sp: newSplit(cfg)}
 	c.st.ac, c.st.ct = c.dsnAC, c.dsnCT
 	phys, host, err := cl.Connect(ctx, c.setup)
 	if err != nil {
@@ -342,6 +354,9 @@ func (c *Conn) uncount() {
 // what a data error leaves of the transaction state (txState.failed) and, inside a
 // transaction opened by statements, what a failure means for it (see move).
 func (c *Conn) fail(ctx context.Context, epoch uint64, err error, r stmt.Retry, k stmt.Kind) (bool, error) {
+	if epoch&replicaEpoch != 0 && c.sp != nil {
+		return c.failReplica(ctx, epoch, err, r, k)
+	}
 	if epoch != c.epoch {
 		// The physical connection this came from is already gone (a Rows closed after
 		// its failure was handled): nothing more to decide.
@@ -502,6 +517,17 @@ func (c *Conn) dropIfInvalid(err error, k stmt.Kind) {
 // Ready implements stmt.Owner.
 func (o *h) Ready(ctx context.Context, count bool, k stmt.Kind) (driver.Conn, uint64, error) {
 	c := (*Conn)(o)
+	if c.sp != nil {
+		rs, err := c.route(ctx, k, count)
+		if err != nil {
+			return nil, 0, err
+		}
+		if rs != nil {
+			c.sp.running = rs
+			c.cl.ReplicaStart(rs.host)
+			return rs.phys, rs.epoch, nil
+		}
+	}
 	if err := c.ready(ctx, count, k); err != nil {
 		if err == errAnswered {
 			return nil, 0, nil
@@ -512,7 +538,20 @@ func (o *h) Ready(ctx context.Context, count bool, k stmt.Kind) (driver.Conn, ui
 }
 
 // Ran implements stmt.Owner.
-func (o *h) Ran(k stmt.Kind) { (*Conn)(o).ran(k, "") }
+func (o *h) Ran(k stmt.Kind) {
+	c := (*Conn)(o)
+	if c.sp != nil {
+		if rs := c.sp.running; rs != nil {
+			c.sp.running = nil
+			c.cl.ReplicaDone(rs.host, true)
+			return
+		}
+		if c.tx == nil || c.tx.rs == nil {
+			c.wroteOnPrimary()
+		}
+	}
+	c.ran(k, "")
+}
 
 // Fail implements stmt.Owner.
 func (o *h) Fail(ctx context.Context, epoch uint64, err error, r stmt.Retry, k stmt.Kind) (bool, error) {
@@ -539,6 +578,28 @@ func (c *Conn) ExecContext(ctx context.Context, query string, args []driver.Name
 		c.batch = query
 	}
 	for attempt := 0; ; attempt++ {
+		if c.sp != nil {
+			rs, err := c.route(ctx, k, attempt == 0)
+			if err != nil {
+				return nil, err
+			}
+			if rs != nil {
+				if rs.execer == nil {
+					return nil, driver.ErrSkip
+				}
+				c.cl.ReplicaStart(rs.host)
+				res, err := rs.execer.ExecContext(ctx, query, args)
+				c.cl.ReplicaDone(rs.host, err == nil)
+				if err == nil || err == driver.ErrSkip {
+					return res, err
+				}
+				retry, out := c.fail(ctx, rs.epoch, err, retryFor(attempt, retryAlways), k)
+				if !retry {
+					return nil, out
+				}
+				continue
+			}
+		}
 		if err := c.ready(ctx, attempt == 0, k); err != nil {
 			if err == errAnswered {
 				return driver.RowsAffected(0), nil
@@ -551,6 +612,7 @@ func (c *Conn) ExecContext(ctx context.Context, query string, args []driver.Name
 		res, err := c.execer.ExecContext(ctx, query, args)
 		if err == nil {
 			c.ran(k, query)
+			c.wroteOnPrimary()
 			return res, nil
 		}
 		if err == driver.ErrSkip {
@@ -574,6 +636,31 @@ func (c *Conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 		c.batch = query
 	}
 	for attempt := 0; ; attempt++ {
+		if c.sp != nil {
+			rs, err := c.route(ctx, k, attempt == 0)
+			if err != nil {
+				return nil, err
+			}
+			if rs != nil {
+				if rs.queryer == nil {
+					return nil, driver.ErrSkip
+				}
+				c.cl.ReplicaStart(rs.host)
+				rows, err := rs.queryer.QueryContext(ctx, query, args)
+				c.cl.ReplicaDone(rs.host, err == nil)
+				if err == nil {
+					return stmt.NewRows((*h)(c), ctx, rows, rs.epoch), nil
+				}
+				if err == driver.ErrSkip {
+					return nil, err
+				}
+				retry, out := c.fail(ctx, rs.epoch, err, retryFor(attempt, retryAlways), k)
+				if !retry {
+					return nil, out
+				}
+				continue
+			}
+		}
 		if err := c.ready(ctx, attempt == 0, k); err != nil {
 			if err == errAnswered {
 				return noRows{}, nil
@@ -585,6 +672,7 @@ func (c *Conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 		}
 		rows, err := c.queryer.QueryContext(ctx, query, args)
 		if err == nil {
+			c.wroteOnPrimary()
 			if k == kBatch {
 				c.st.mayHaveRun(query) // the statements after the first run while the caller reads
 			} else {
@@ -619,6 +707,26 @@ func (c *Conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, e
 		rk = kSession
 	}
 	for attempt := 0; ; attempt++ {
+		if c.sp != nil {
+			// A read-intent statement is prepared on the replica it will run on
+			// (Ready sends its run there too: split.prefer).
+			rs, err := c.route(ctx, k, attempt == 0)
+			if err != nil {
+				return nil, err
+			}
+			if rs != nil {
+				s, err := prepareOn(ctx, rs.phys, query)
+				if err == nil {
+					c.sp.prefer = rs.host
+					return stmt.New((*h)(c), query, s, rs.epoch, k), nil
+				}
+				retry, out := c.fail(ctx, rs.epoch, err, retryFor(attempt, stmt.RetryAlways), kPlain)
+				if !retry {
+					return nil, out
+				}
+				continue
+			}
+		}
 		if err := c.ready(ctx, false, rk); err != nil {
 			return nil, err
 		}
@@ -687,6 +795,7 @@ func (c *Conn) ResetSession(ctx context.Context) error {
 		return driver.ErrBadConn // database/sql never resets a closed connection
 	}
 	c.explicitRO = c.cfg.ReadOnly
+	c.resetReplicas(ctx)
 	if c.phys != nil && !c.st.held() && (c.host != c.cl.Active() || c.cl.Unfit(c.host)) {
 		c.drop()
 	}
@@ -731,6 +840,7 @@ func (c *Conn) Close() error {
 	if c.cfg.Closed != nil {
 		defer c.cfg.Closed()
 	}
+	c.closeReplicas()
 	if c.phys == nil {
 		return nil
 	}
@@ -759,3 +869,11 @@ var (
 	_ driver.Validator          = (*Conn)(nil)
 	_ stmt.Owner                = (*h)(nil)
 )
+
+// prepareOn prepares query on phys.
+func prepareOn(ctx context.Context, phys driver.Conn, query string) (driver.Stmt, error) {
+	if p, ok := phys.(driver.ConnPrepareContext); ok {
+		return p.PrepareContext(ctx, query)
+	}
+	return phys.Prepare(query)
+}

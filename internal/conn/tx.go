@@ -21,7 +21,8 @@ type Tx struct {
 	inner driver.Tx
 	ctx   context.Context // BeginTx's: database/sql keeps it alive until Commit or Rollback
 	epoch uint64
-	lost  error // set when the transaction is lost
+	lost  error     // set when the transaction is lost
+	rs    *rsession // the replica session of a read-only transaction (replicaReads); nil: the primary's
 }
 
 // Begin implements driver.Conn.
@@ -35,6 +36,11 @@ func (c *Conn) Begin() (driver.Tx, error) {
 func (c *Conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
 	if c.tx != nil {
 		return nil, errors.New("mysqlfailover: a transaction is already open on this connection")
+	}
+	if c.sp != nil && opts.ReadOnly {
+		if tx, err := c.beginReplica(ctx, opts); tx != nil || err != nil {
+			return tx, err
+		}
 	}
 	for attempt := 0; ; attempt++ {
 		if err := c.ready(ctx, false, kBegin); err != nil {
@@ -76,6 +82,9 @@ func (t *Tx) Commit() error {
 	}
 	err := t.inner.Commit()
 	if err == nil {
+		if t.rs == nil {
+			c.wroteOnPrimary()
+		}
 		return nil
 	}
 	// A COMMIT refused by a server that became read-only did not commit.

@@ -49,6 +49,7 @@ type host struct {
 	script  func(int, sqlmock.Sqlmock)
 
 	readOnly, txReadOnly bool // answered to the role query; readOnly rejects writes
+	lag                  int64 // answered to SHOW REPLICA STATUS (SetLag)
 	roleChecks           int
 	probes               int
 }

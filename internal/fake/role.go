@@ -3,6 +3,7 @@ package fake
 import (
 	"database/sql/driver"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/go-sql-driver/mysql"
@@ -23,6 +24,21 @@ func (n *Net) SetTxReadOnly(i int, on bool) {
 	n.hosts[i].txReadOnly = on
 	n.mu.Unlock()
 }
+
+// SetLag sets what host i answers to SHOW REPLICA STATUS and SHOW SLAVE STATUS:
+// Seconds_Behind_Master = secs (all hosts start at 0); LagNull answers NULL (a
+// replication thread stopped), LagNone an empty result (not a replica).
+func (n *Net) SetLag(i int, secs int64) {
+	n.mu.Lock()
+	n.hosts[i].lag = secs
+	n.mu.Unlock()
+}
+
+// SetLag's special values.
+const (
+	LagNull int64 = -1
+	LagNone int64 = -2
+)
 
 // RoleChecks returns how many role queries (SHOW GLOBAL VARIABLES ...) host i answered.
 func (n *Net) RoleChecks(i int) int {
@@ -50,6 +66,20 @@ func (c *Conn) roleAnswer(query string) (driver.Rows, bool) {
 		c.net.hosts[c.Host].probes++
 		c.net.mu.Unlock()
 		return &rows{vals: [][]driver.Value{{int64(1), int64(1)}}}, true
+	}
+	if strings.HasPrefix(query, "SHOW REPLICA STATUS") || strings.HasPrefix(query, "SHOW SLAVE STATUS") {
+		c.net.mu.Lock()
+		lag := c.net.hosts[c.Host].lag
+		c.net.mu.Unlock()
+		r := &rows{cols: []string{"Slave_IO_State", "Seconds_Behind_Master"}}
+		switch lag {
+		case LagNone:
+		case LagNull:
+			r.vals = [][]driver.Value{{[]byte("Waiting for master"), nil}}
+		default:
+			r.vals = [][]driver.Value{{[]byte("Waiting for master"), []byte(strconv.FormatInt(lag, 10))}}
+		}
+		return r, true
 	}
 	if !strings.HasPrefix(query, "SHOW GLOBAL VARIABLES") {
 		return nil, false
@@ -89,11 +119,17 @@ func (c *Conn) rejectWrite(query string) error {
 
 // rows is a fixed two-column result.
 type rows struct {
+	cols []string // nil: Variable_name, Value
 	vals [][]driver.Value
 	i    int
 }
 
-func (r *rows) Columns() []string { return []string{"Variable_name", "Value"} }
+func (r *rows) Columns() []string {
+	if r.cols != nil {
+		return r.cols
+	}
+	return []string{"Variable_name", "Value"}
+}
 func (r *rows) Close() error      { return nil }
 func (r *rows) Next(dest []driver.Value) error {
 	if r.i >= len(r.vals) {

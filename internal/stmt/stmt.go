@@ -73,7 +73,21 @@ type Stmt struct {
 	epoch    uint64
 	numInput int
 	kind     Kind
+	// spare holds up to maxSpare earlier preparations on other physical connections of
+	// the owner (its replica sessions beside its primary one: replicaReads), so that a
+	// statement run on each in turn is not prepared again every time. One whose
+	// connection is gone is closed when it is evicted, or with the Stmt.
+	spare []prepared
 }
+
+// prepared is one physical preparation of a Stmt.
+type prepared struct {
+	inner driver.Stmt
+	epoch uint64
+}
+
+// maxSpare bounds Stmt.spare: the replicas a connection uses at once, in practice.
+const maxSpare = 3
 
 // New wraps inner, prepared from query, a statement of Kind k, on the owner's physical
 // connection of epoch.
@@ -89,6 +103,10 @@ func (s *Stmt) Close() error {
 	}
 	err := s.inner.Close()
 	s.inner = nil
+	for _, p := range s.spare {
+		_ = p.inner.Close() // on another session, or on one that is gone
+	}
+	s.spare = nil
 	if errors.Is(err, driver.ErrBadConn) {
 		return nil
 	}
@@ -114,13 +132,29 @@ func (s *Stmt) physical(ctx context.Context, phys driver.Conn, epoch uint64) (dr
 	if epoch == s.epoch && s.inner != nil {
 		return s.inner, nil
 	}
-	if s.inner != nil {
-		_ = s.inner.Close() // it belongs to a physical connection that is gone
-		s.inner = nil
+	for i, p := range s.spare {
+		if p.epoch == epoch {
+			if s.inner != nil {
+				s.spare[i] = prepared{s.inner, s.epoch}
+			} else {
+				s.spare = append(s.spare[:i], s.spare[i+1:]...)
+			}
+			s.inner, s.epoch = p.inner, p.epoch
+			return s.inner, nil
+		}
 	}
 	inner, err := prepare(ctx, phys, s.query)
 	if err != nil {
 		return nil, err
+	}
+	if s.inner != nil {
+		// It belongs to another physical connection of the owner, or to one that is
+		// gone: kept for a while (see spare).
+		if len(s.spare) == maxSpare {
+			_ = s.spare[0].inner.Close()
+			s.spare = append(s.spare[:0], s.spare[1:]...)
+		}
+		s.spare = append(s.spare, prepared{s.inner, s.epoch})
 	}
 	s.inner, s.epoch = inner, epoch
 	return inner, nil

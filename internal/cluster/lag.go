@@ -1,0 +1,224 @@
+package cluster
+
+// Replica lag for replicaReads and maxReplicaLag: reading how far a replica is behind its
+// source (ReadLag), from Seconds_Behind_Master (Seconds_Behind_Source on MySQL 8.0.22+), the
+// column MaxScale's max_slave_replication_lag and ProxySQL's max_replication_lag also go by.
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+)
+
+// The two forms of the replica status statement. ReplicaStatusQuery is the one of MySQL
+// 8.0.22+ and MariaDB 10.5.1+ (MySQL 8.4 removed the other); SlaveStatusQuery is the one
+// of older servers, which answer the first with 1064 ER_PARSE_ERROR. Both need a
+// privilege (or SUPER): MariaDB 10.5.9+ REPLICA MONITOR (alias SLAVE MONITOR; REPLICATION
+// CLIENT is an alias of BINLOG MONITOR there and does not grant it), MariaDB 10.5.0-10.5.8
+// REPLICATION SLAVE ADMIN, MySQL and MariaDB before 10.5 REPLICATION CLIENT (MaxScale's
+// monitor documents the same grants). On MariaDB both report the default
+// replication connection only (SHOW ALL REPLICAS STATUS would list every connection of a
+// multi-source replica); on MySQL they list one row per replication channel.
+const (
+	ReplicaStatusQuery = "SHOW REPLICA STATUS"
+	SlaveStatusQuery   = "SHOW SLAVE STATUS"
+)
+
+// LagUnknown is the lag ReadLag returns when it could not read one, as
+// failover.HostStats.ReplicaLag reports an unknown lag.
+const LagUnknown time.Duration = -1
+
+// Error numbers ReadLag tells apart.
+const (
+	erParseError           = 1064 // ER_PARSE_ERROR: the server lacks SHOW REPLICA STATUS (or SHOW SLAVE STATUS)
+	erSpecificAccessDenied = 1227 // ER_SPECIFIC_ACCESS_DENIED_ERROR: the user lacks the privilege
+)
+
+// ReadLag reads over conn how far the replica is behind its source, with one query (two
+// when the server rejects the first form with 1064 ER_PARSE_ERROR, and the other form is
+// tried once): ReplicaStatusQuery, or SlaveStatusQuery when old is set. The lag is the
+// Seconds_Behind_Master (or Seconds_Behind_Source) column, found by name
+// (case-insensitively) among the result's columns, in whole seconds as the server
+// reports it; with several rows (one per replication channel) it is the largest. The
+// rows are read to the end and closed.
+//
+// useOld reports which form the server took (or, when neither worked, the one tried
+// last): the caller keeps it for the host and passes it as old next time, so that an old
+// server costs one round trip per read, and a server upgraded past MySQL 8.4 (which
+// dropped SHOW SLAVE STATUS) switches back by itself.
+//
+// reason is "" exactly when the lag is known. Otherwise lag is LagUnknown and reason says
+// why, in words fit for failover.HostStats.ReplicaSkip ("replica lag unknown: ..."):
+//
+//   - the result has no rows: the server is not a replica (a primary, or replication was
+//     never configured or was RESET);
+//   - a row has NULL in the lag column: replication is stopped or broken; reason gives
+//     the Slave_IO_Running and Slave_SQL_Running (Replica_*) columns and the error numbers
+//     Last_IO_Errno and Last_SQL_Errno when not 0, never the error texts (Last_SQL_Error quotes the
+//     statement that failed, which may carry a password);
+//   - 1227 ER_SPECIFIC_ACCESS_DENIED_ERROR: the user lacks the privilege, which reason
+//     names (see ReplicaStatusQuery), with the server's message: MariaDB 10.11 answers
+//     "Access denied; you need (at least one of) the SUPER, SLAVE MONITOR privilege(s)
+//     for this operation";
+//   - any other error that Classify calls Data (the server answered: another error
+//     number, no lag column, a value that is not a number, conn without
+//     driver.QueryerContext): reason quotes it.
+//
+// err is non-nil only for an error Classify(ctx, err) does not call Data (a broken
+// connection, a timeout, the caller's context ending): it is returned unchanged, lag is
+// LagUnknown and reason "", and the caller handles it as any failed probe.
+func ReadLag(ctx context.Context, conn driver.Conn, old bool) (lag time.Duration, reason string, useOld bool, err error) {
+	q, ok := conn.(driver.QueryerContext)
+	if !ok {
+		return LagUnknown, "replica lag unknown: the connection cannot run queries (no driver.QueryerContext)", old, nil
+	}
+	lag, reason, err = readLag(ctx, q, statusQuery(old))
+	if isErrno(err, erParseError) {
+		old = !old
+		lag, reason, err = readLag(ctx, q, statusQuery(old))
+	}
+	if err == nil {
+		return lag, reason, old, nil
+	}
+	if Classify(ctx, err) != Data {
+		return LagUnknown, "", old, err
+	}
+	if isErrno(err, erSpecificAccessDenied) {
+		return LagUnknown, "replica lag unknown: the user lacks the privilege to read the replica status " +
+			"(grant REPLICA MONITOR, alias SLAVE MONITOR, on MariaDB 10.5.9+; REPLICATION SLAVE ADMIN on " +
+			"MariaDB 10.5.0-10.5.8; REPLICATION CLIENT on MySQL and MariaDB before 10.5): " + err.Error(), old, nil
+	}
+	return LagUnknown, "replica lag unknown: " + statusQuery(old) + ": " + err.Error(), old, nil
+}
+
+func statusQuery(old bool) string {
+	if old {
+		return SlaveStatusQuery
+	}
+	return ReplicaStatusQuery
+}
+
+func isErrno(err error, n uint16) bool {
+	var me *mysql.MySQLError
+	return errors.As(err, &me) && me != nil && me.Number == n
+}
+
+// readLag runs one form of the status query and reads its rows. An error is the driver's,
+// or a plain one for an answer without a usable lag column; reason is set for the answers
+// that say the lag is unknown (no rows, NULL).
+func readLag(ctx context.Context, q driver.QueryerContext, query string) (time.Duration, string, error) {
+	rows, err := q.QueryContext(ctx, query, nil)
+	if err != nil {
+		return LagUnknown, "", err
+	}
+	cols := rows.Columns()
+	lagCol, ioCol, sqlCol, ioErrCol, sqlErrCol := -1, -1, -1, -1, -1
+	for i, c := range cols {
+		switch strings.ToLower(c) {
+		case "seconds_behind_master", "seconds_behind_source":
+			lagCol = i
+		case "slave_io_running", "replica_io_running":
+			ioCol = i
+		case "slave_sql_running", "replica_sql_running":
+			sqlCol = i
+		case "last_io_errno":
+			ioErrCol = i
+		case "last_sql_errno":
+			sqlErrCol = i
+		}
+	}
+	var (
+		vals    = make([]driver.Value, len(cols))
+		n       int
+		max     time.Duration
+		stopped string // the first row with NULL lag, described
+		bad     error  // the first value that is not a number
+	)
+	for {
+		if err = rows.Next(vals); err != nil {
+			break
+		}
+		n++
+		if lagCol < 0 || stopped != "" || bad != nil {
+			continue // read to the end all the same
+		}
+		if vals[lagCol] == nil {
+			stopped = "replication is not running (Seconds_Behind_Master is NULL"
+			for _, c := range []int{ioCol, sqlCol, ioErrCol, sqlErrCol} {
+				if c < 0 || vals[c] == nil {
+					continue
+				}
+				if v := text(vals[c]); v != "0" || c == ioCol || c == sqlCol {
+					stopped += ", " + cols[c] + "=" + v
+				}
+			}
+			stopped += ")"
+			continue
+		}
+		secs, perr := seconds(vals[lagCol])
+		if perr != nil {
+			bad = perr
+			continue
+		}
+		if d := secondsDuration(secs); d > max {
+			max = d
+		}
+	}
+	cerr := rows.Close()
+	switch {
+	case err != io.EOF:
+		return LagUnknown, "", err
+	case cerr != nil:
+		return LagUnknown, "", cerr
+	case n == 0:
+		return LagUnknown, "replica lag unknown: not a replica (" + query + " returned no rows)", nil
+	case lagCol < 0:
+		return LagUnknown, "", errors.New("no Seconds_Behind_Master or Seconds_Behind_Source column")
+	case bad != nil:
+		return LagUnknown, "", bad
+	case stopped != "":
+		return LagUnknown, "replica lag unknown: " + stopped, nil
+	}
+	return max, "", nil
+}
+
+// seconds reads a lag value: []byte or string from the text protocol, an integer type
+// from the binary protocol or another driver.
+func seconds(v driver.Value) (int64, error) {
+	var s int64
+	var err error
+	switch v := v.(type) {
+	case int64:
+		s = v
+	case uint64:
+		if v > math.MaxInt64 {
+			v = math.MaxInt64
+		}
+		s = int64(v)
+	case []byte:
+		s, err = strconv.ParseInt(string(v), 10, 64)
+	case string:
+		s, err = strconv.ParseInt(v, 10, 64)
+	default:
+		err = errors.New("unexpected type")
+	}
+	if err != nil || s < 0 {
+		return 0, errors.New("Seconds_Behind_Master is not a number of seconds: " + strconv.Quote(text(v)))
+	}
+	return s, nil
+}
+
+// secondsDuration converts whole seconds to a Duration, saturating at the largest one.
+func secondsDuration(s int64) time.Duration {
+	if s > int64(math.MaxInt64/time.Second) {
+		return math.MaxInt64
+	}
+	return time.Duration(s) * time.Second
+}

@@ -1,0 +1,423 @@
+package cluster
+
+// Replica reads (replicaReads): which hosts serve read-intent statements now, and which of
+// them one statement goes to. The set of qualifying replicas is derived from the position
+// (the pool's writer is never a replica) and from what the probes found (health, role,
+// lag), published as one immutable replicaSet and rebuilt only when one of them changed,
+// so that the choice on a statement's path costs a few atomic loads and no allocation.
+// Within the set the local DC comes first (localDC, the policy's DistanceLocal); a routing
+// key ranks the local replicas by rendezvous hashing (the DataStax driver's
+// TokenAwarePolicy order: the replicas that own the key first, then the child policy's
+// plan), otherwise replicaSelection spreads them. Replica sessions are opened by
+// OpenReplica, one bounded attempt without the role check of targetSessionAttrs (a
+// replica is read-only by design).
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mysqlfailover/mysqlfailover/failover"
+)
+
+// Replica selection strategies (dsn.Config.ReplicaSelection).
+const (
+	SelectRoundRobin    = "round-robin"
+	SelectLeastInFlight = "least-in-flight"
+)
+
+// Causal read scopes (dsn.Config.CausalReads).
+const (
+	CausalNone   = "none"
+	CausalLocal  = "local"
+	CausalGlobal = "global"
+)
+
+// replicaSet is the hosts that serve read-intent statements for one position and one
+// generation of probe results. It is never modified once published.
+type replicaSet struct {
+	pos    *position // the position it was built for
+	gen    uint64    // Cluster.replicaGen when built
+	local  []int     // qualifying replicas of the local DC (or all, without localDC), list order
+	remote []int     // qualifying replicas of other DCs, list order
+	seed   []uint64  // by id: the rendezvous seed of the host (a hash of its address)
+}
+
+// replicaState is a Cluster's replica bookkeeping.
+type replicaState struct {
+	set     atomic.Pointer[replicaSet]
+	gen     atomic.Uint64 // bumped by every change a replicaSet depends on besides the position
+	buildMu sync.Mutex    // one build at a time: the events of a change are reported once
+	rr      atomic.Uint64 // round-robin cursor
+
+	retries, toPrimary, causalWaits, causalPrimary atomic.Int64 // Stats counters
+	flavour                                        atomic.Int32 // the server flavour causal reads found
+	writes                                         atomic.Uint64
+	global                                         atomic.Pointer[globalPos]
+}
+
+// ReplicaReads reports whether read-intent statements may go to replicas (replicaReads).
+func (c *Cluster) ReplicaReads() bool { return c.cfg.ReplicaReads }
+
+// replicasChanged makes the next choice rebuild the replica set: a probe ended, a role or
+// a lag changed.
+func (c *Cluster) replicasChanged() {
+	if c.cfg.ReplicaReads {
+		c.rep.gen.Add(1)
+	}
+}
+
+// replicaSet returns the replica set in force, rebuilding it when the position or the
+// probes' results changed since it was built.
+func (c *Cluster) replicaSet() *replicaSet {
+	s := c.rep.set.Load()
+	p := c.pos.Load()
+	g := c.rep.gen.Load()
+	if s != nil && s.pos == p && s.gen == g {
+		return s
+	}
+	return c.buildReplicas()
+}
+
+// buildReplicas derives the replica set from the position and each host's state, records
+// on each host why it does not qualify (HostStats.ReplicaSkip), and reports the hosts
+// whose verdict changed since the last build (EventReplica; the first is Stats' to show).
+func (c *Cluster) buildReplicas() *replicaSet {
+	c.rep.buildMu.Lock()
+	p := c.pos.Load()
+	g := c.rep.gen.Load()
+	if s := c.rep.set.Load(); s != nil && s.pos == p && s.gen == g {
+		c.rep.buildMu.Unlock()
+		return s
+	}
+	t := p.t
+	infos := t.infos()
+	s := &replicaSet{pos: p, gen: g, seed: make([]uint64, len(t.hosts))}
+	var events []failover.Event
+	for _, id := range t.list {
+		h := t.hosts[id]
+		s.seed[id] = hashString(h.addr)
+		dist := t.distance(infos[id])
+		h.mu.Lock()
+		why := c.replicaSkip(p, id, h, dist)
+		if h.rjudged && why != h.rskip {
+			var err error
+			if why != "" {
+				err = errors.New(why)
+			}
+			events = append(events, failover.Event{Kind: failover.EventReplica, Host: h.addr, Err: err})
+		}
+		h.rskip, h.rjudged = why, true
+		h.mu.Unlock()
+		switch {
+		case why != "":
+		case dist == failover.DistanceLocal:
+			s.local = append(s.local, id)
+		default:
+			s.remote = append(s.remote, id)
+		}
+	}
+	c.rep.set.Store(s)
+	c.rep.buildMu.Unlock()
+	for _, e := range events {
+		c.emit(e)
+	}
+	return s
+}
+
+// replicaSkip says why host id (state h, locked by the caller; dist its distance) serves
+// no replica reads at position p, "" when it qualifies.
+func (c *Cluster) replicaSkip(p *position, id int, h *hostState, dist failover.Distance) string {
+	switch {
+	case id == p.active:
+		return "the pool's writer"
+	case dist == failover.DistanceIgnored:
+		return "ignored by the DC policy (usedHostsPerRemoteDC)"
+	case h.down:
+		return "down: its probes failed for failoverDelay"
+	case h.role == failover.RolePrimary:
+		return "writable: not a replica"
+	}
+	if max := c.cfg.MaxReplicaLag; max > 0 {
+		switch {
+		case !h.lagKnown:
+			why := h.lagWhy
+			if why == "" {
+				why = "not read yet"
+			}
+			return "lag unknown: " + why
+		case h.lag > max:
+			return fmt.Sprintf("lag %v over maxReplicaLag %v", h.lag, max)
+		}
+	}
+	return ""
+}
+
+// PickReplica returns the host a read-intent statement goes to: a qualifying replica of
+// the local DC, else of another DC; -1 when none qualifies. tried has bit i set for host
+// id i already tried by this statement (ids from 64 on cannot be excluded). With hasKey,
+// the local replicas are ranked by rendezvous hashing of key (one key keeps to one
+// replica while it qualifies; when it stops, only its keys move); the remote ones by
+// replicaSelection. Without a key, replicaSelection: round-robin (the default) or
+// least-in-flight (fewest read-intent statements running, ties round-robin).
+func (c *Cluster) PickReplica(key string, hasKey bool, tried uint64) int {
+	s := c.replicaSet()
+	if hasKey && len(s.local) > 0 {
+		kh := hashString(key)
+		best, bestScore := -1, uint64(0)
+		for _, id := range s.local {
+			if id < 64 && tried&(1<<id) != 0 {
+				continue
+			}
+			if sc := mix64(kh ^ s.seed[id]); best < 0 || sc > bestScore {
+				best, bestScore = id, sc
+			}
+		}
+		if best >= 0 {
+			return best
+		}
+	}
+	if id := c.spread(s, s.local, tried); id >= 0 {
+		return id
+	}
+	return c.spread(s, s.remote, tried)
+}
+
+// spread chooses among ids by replicaSelection, leaving out the tried ones.
+func (c *Cluster) spread(s *replicaSet, ids []int, tried uint64) int {
+	n := len(ids)
+	if n == 0 {
+		return -1
+	}
+	start := int(c.rep.rr.Add(1) % uint64(n))
+	if c.cfg.ReplicaSelection == SelectLeastInFlight {
+		t := s.pos.t
+		best, least := -1, int32(0)
+		for k := range n {
+			id := ids[(start+k)%n]
+			if id < 64 && tried&(1<<id) != 0 {
+				continue
+			}
+			if f := t.hosts[id].inflight.Load(); best < 0 || f < least {
+				best, least = id, f
+			}
+		}
+		return best
+	}
+	for k := range n {
+		id := ids[(start+k)%n]
+		if id >= 64 || tried&(1<<id) == 0 {
+			return id
+		}
+	}
+	return -1
+}
+
+// ReplicaStart and ReplicaDone bracket a read-intent statement on replica host (for
+// least-in-flight and HostStats.ReplicaReads). ReplicaDone counts it served when ok.
+func (c *Cluster) ReplicaStart(host int) {
+	if h := c.topo().host(host); h != nil {
+		h.inflight.Add(1)
+	}
+}
+
+// ReplicaDone: see ReplicaStart.
+func (c *Cluster) ReplicaDone(host int, ok bool) {
+	if h := c.topo().host(host); h != nil {
+		h.inflight.Add(-1)
+		if ok {
+			h.reads.Add(1)
+		}
+	}
+}
+
+// NoteReplicaRetry counts a read-intent statement run again after a replica failed it
+// (Stats.ReplicaRetries); NoteReplicaToPrimary one run on the primary for want of a
+// replica (Stats.ReplicaToPrimary).
+func (c *Cluster) NoteReplicaRetry() { c.rep.retries.Add(1) }
+
+// NoteReplicaToPrimary: see NoteReplicaRetry.
+func (c *Cluster) NoteReplicaToPrimary() { c.rep.toPrimary.Add(1) }
+
+// NoteCausal counts a causal read served by a replica after its wait (waited), or sent
+// to the primary (Stats.CausalWaits, Stats.CausalPrimary).
+func (c *Cluster) NoteCausal(waited bool) {
+	if waited {
+		c.rep.causalWaits.Add(1)
+	} else {
+		c.rep.causalPrimary.Add(1)
+	}
+}
+
+// NoReplicaError is the error of a read-intent statement that no replica could serve
+// with readFromSourceWhenNoReplicas=false: every host and why it serves no replica reads.
+func (c *Cluster) NoReplicaError() error {
+	c.replicaSet()
+	t := c.topo()
+	e := &failover.NoHostAvailableError{Passes: 1}
+	for _, id := range t.list {
+		h := t.hosts[id]
+		h.mu.Lock()
+		why := h.rskip
+		h.mu.Unlock()
+		if why == "" {
+			why = "tried: its session failed this statement, or it could not be reached"
+		}
+		e.Hosts = append(e.Hosts, failover.HostError{Host: h.addr, Skipped: "no replica read (readFromSourceWhenNoReplicas=false): " + why})
+	}
+	return e
+}
+
+// OpenReplica opens a replica session to host for a read-intent statement: one bounded
+// attempt (dial, then setup), as a walk's, without the role check of targetSessionAttrs.
+// A host in backoff after a failed attempt is not dialled: the error says so, and the
+// caller tries another replica. The caller calls Release when the session closes.
+func (c *Cluster) OpenReplica(ctx context.Context, host int, setup SetupFunc) (driver.Conn, error) {
+	h := c.topo().host(host)
+	if h == nil {
+		return nil, fmt.Errorf("mysqlfailover: no host with id %d", host)
+	}
+	if v := h.health(); v.retryAt > c.env.Clock.Now().UnixNano() {
+		return nil, errReplicaBackoff
+	}
+	conn, _, err := c.attemptHost(ctx, host, setup, false, 0, false)
+	return conn, err
+}
+
+// errReplicaBackoff is OpenReplica's error for a host in backoff: nothing was tried.
+var errReplicaBackoff = errors.New("mysqlfailover: replica in backoff after a failed attempt")
+
+// noteLag records what host h's probe found of its lag (known, lag), or why it is
+// unknown.
+func (c *Cluster) noteLag(h *hostState, lag time.Duration, known bool, why string) {
+	h.mu.Lock()
+	h.lag, h.lagKnown, h.lagWhy = lag, known, why
+	h.mu.Unlock()
+	c.replicasChanged()
+}
+
+// hashString is 64-bit FNV-1a of s.
+func hashString(s string) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(s); i++ {
+		h ^= uint64(s[i])
+		h *= 1099511628211
+	}
+	return h
+}
+
+// mix64 is the finaliser of splitmix64: a bijection that spreads every input bit over the
+// output, so that the rendezvous score of (key, host) does not follow the hash's order.
+func mix64(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return x
+}
+
+// probeLag reads the lag of host h over its probe connection conn, within wait, and
+// records it (noteLag). It reports false when the connection broke meanwhile (a
+// communication error): the probe connection is then reopened next round, and the lag
+// is unknown until then.
+func (c *Cluster) probeLag(ctx context.Context, conn driver.Conn, h *hostState, wait time.Duration) bool {
+	lctx, cancel := withBudget(ctx, wait)
+	defer cancel()
+	h.mu.Lock()
+	old := h.lagOld
+	h.mu.Unlock()
+	r, err := ReadLag(lctx, conn, old)
+	if err != nil {
+		c.noteLag(h, 0, false, "its probe could not read it: "+NotBadConn(err, "").Error())
+		return Classify(ctx, err) != Communication
+	}
+	h.mu.Lock()
+	h.lagOld = r.Old
+	h.mu.Unlock()
+	c.noteLag(h, r.Lag, r.Known, r.Why)
+	return true
+}
+
+// CausalPosition reads the position a causal read must find on its replica, over conn, a
+// session on the pool's writer: with global, the pool's latest write (MariaDB
+// @@global.gtid_binlog_pos, MySQL @@global.gtid_executed), else the session's own last
+// write (MariaDB @@last_gtid; MySQL has no session position: gtid_executed). "" means no
+// write is known. The server's flavour, found on the first call, is kept.
+func (c *Cluster) CausalPosition(ctx context.Context, conn driver.Conn, global bool) (string, error) {
+	pos, f, err := ReadPosition(ctx, conn, flavour(c.rep.flavour.Load()), global)
+	if err == nil {
+		c.rep.flavour.Store(int32(f))
+	}
+	return pos, err
+}
+
+// CausalWait waits, over conn, a replica session, until the replica has applied pos, for
+// at most causalReadsTimeout (MariaDB MASTER_GTID_WAIT, MySQL
+// WAIT_FOR_EXECUTED_GTID_SET: one round trip). It reports whether the replica reached it.
+func (c *Cluster) CausalWait(ctx context.Context, conn driver.Conn, pos string) (bool, error) {
+	timeout := c.cfg.CausalReadsTimeout
+	if timeout <= 0 {
+		timeout = DefaultCausalReadsTimeout
+	}
+	return WaitReplica(ctx, conn, flavour(c.rep.flavour.Load()), pos, timeout)
+}
+
+// Global causal reads share the pool's latest position: writes counts the statements
+// run on the writer's sessions, and the position read last (causalPos) covers those
+// counted up to causalAt.
+
+// NoteWrite counts a statement that ran on the pool's writer (causalReads global): the
+// next causal read reads the position again.
+func (c *Cluster) NoteWrite() { c.rep.writes.Add(1) }
+
+// GlobalPosition returns the pool's latest known write position and whether it covers
+// every write counted so far (NoteWrite); mark is what SetGlobalPosition takes with a
+// position read after this call.
+func (c *Cluster) GlobalPosition() (pos string, current bool, mark uint64) {
+	mark = c.rep.writes.Load()
+	p := c.rep.global.Load()
+	if p == nil {
+		return "", mark == 0, mark
+	}
+	return p.pos, p.at >= mark, mark
+}
+
+// SetGlobalPosition records pos, read after GlobalPosition returned mark, unless a
+// position read later is already recorded.
+func (c *Cluster) SetGlobalPosition(pos string, mark uint64) {
+	np := &globalPos{pos: pos, at: mark}
+	for {
+		old := c.rep.global.Load()
+		if old != nil && old.at >= mark {
+			return
+		}
+		if c.rep.global.CompareAndSwap(old, np) {
+			return
+		}
+	}
+}
+
+// globalPos is one reading of the pool's latest position.
+type globalPos struct {
+	pos string
+	at  uint64 // the write count it covers
+}
+
+// QualifiesAsReplica reports whether host serves read-intent statements now.
+func (c *Cluster) QualifiesAsReplica(host int) bool {
+	s := c.replicaSet()
+	return slices.Contains(s.local, host) || slices.Contains(s.remote, host)
+}
+
+// ReplicaSessionEnded reports a communication error (cause) on a replica session to host:
+// the session is gone, the host is not blamed (a dead session is not a dead host; its
+// probes, or the next attempt to open a session, decide), as EventSessionEnded.
+func (c *Cluster) ReplicaSessionEnded(host int, cause error) {
+	c.emit(failover.Event{Kind: failover.EventSessionEnded, Host: c.Host(host), Err: NotBadConn(cause, "")})
+}

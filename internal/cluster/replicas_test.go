@@ -1,0 +1,149 @@
+package cluster_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/mysqlfailover/mysqlfailover/failover"
+)
+
+func replicaRig(t *testing.T, hosts int, set func(*rigOpts)) *rig {
+	return newRig(t, hosts, func(o *rigOpts) {
+		o.ReplicaReads = true
+		if set != nil {
+			set(o)
+		}
+	})
+}
+
+// TestRoutingKeyAffinity: rendezvous hashing keeps each key on one replica, spreads the
+// keys, and when a replica stops qualifying only its keys move, and they come back with it.
+func TestRoutingKeyAffinity(t *testing.T) {
+	r := replicaRig(t, 4, nil) // H1 the writer, H2..H4 replicas
+	const keys = 1000
+	where := func() []int {
+		out := make([]int, keys)
+		for k := range keys {
+			out[k] = r.cl.PickReplica(fmt.Sprintf("user-%d", k), true, 0)
+		}
+		return out
+	}
+	before := where()
+	per := map[int]int{}
+	for _, h := range before {
+		per[h]++
+	}
+	for h := 1; h <= 3; h++ {
+		if per[h] < keys/3-keys/10 || per[h] > keys/3+keys/10 {
+			t.Errorf("H%d owns %d of %d keys, want about a third: %v", h+1, per[h], keys, per)
+		}
+	}
+	if per[0] != 0 {
+		t.Errorf("the writer owns %d keys", per[0])
+	}
+	if again := where(); fmt.Sprint(again) != fmt.Sprint(before) {
+		t.Error("the same keys went elsewhere with nothing changed")
+	}
+
+	r.cl.NoteRole(3, failover.RolePrimary) // H4 became writable: not a replica any more
+	after := where()
+	moved, stray := 0, 0
+	for k := range keys {
+		switch {
+		case before[k] == 3:
+			moved++
+			if after[k] == 3 || after[k] < 1 {
+				t.Fatalf("key %d still on H4 or nowhere: H%d", k, after[k]+1)
+			}
+		case after[k] != before[k]:
+			stray++
+		}
+	}
+	if stray != 0 {
+		t.Errorf("%d keys of the surviving replicas moved, want 0 (%d of H4's moved)", stray, moved)
+	}
+	t.Logf("FIGURE key affinity: %v of %d keys per replica; H4 left: its %d keys moved, 0 others", per, keys, moved)
+
+	r.cl.NoteRole(3, failover.RoleStandby)
+	if back := where(); fmt.Sprint(back) != fmt.Sprint(before) {
+		t.Error("the keys did not return to H4 with it")
+	}
+	if s := r.events(failover.EventReplica); len(s) != 2 || s[0].Err == nil || s[1].Err != nil {
+		t.Errorf("replica events %v, want H4 leaving (with why) and coming back", s)
+	}
+}
+
+// TestReplicaSpread: without a key, round-robin alternates over the replicas and
+// least-in-flight takes the idlest; tried replicas are left out; none: -1.
+func TestReplicaSpread(t *testing.T) {
+	r := replicaRig(t, 3, nil)
+	got := map[int]int{}
+	for range 1000 {
+		got[r.cl.PickReplica("", false, 0)]++
+	}
+	if got[1] != 500 || got[2] != 500 {
+		t.Errorf("round-robin spread %v, want 500 each on H2 and H3", got)
+	}
+	if h := r.cl.PickReplica("", false, 1<<1); h != 2 {
+		t.Errorf("H2 tried: got H%d, want H3", h+1)
+	}
+	if h := r.cl.PickReplica("", false, 1<<1|1<<2); h != -1 {
+		t.Errorf("both tried: got H%d, want none", h+1)
+	}
+	if h := r.cl.PickReplica("k", true, 1<<1|1<<2); h != -1 {
+		t.Errorf("both tried, with a key: got H%d, want none", h+1)
+	}
+
+	l := replicaRig(t, 3, func(o *rigOpts) { o.ReplicaSelection = "least-in-flight" })
+	l.cl.ReplicaStart(1)
+	for i := range 10 {
+		if h := l.cl.PickReplica("", false, 0); h != 2 {
+			t.Fatalf("pick %d: H%d, want H3 (H2 has a statement in flight)", i, h+1)
+		}
+	}
+	l.cl.ReplicaDone(1, true)
+	got = map[int]int{}
+	for range 100 {
+		got[l.cl.PickReplica("", false, 0)]++
+	}
+	if got[1] != 50 || got[2] != 50 {
+		t.Errorf("least-in-flight with none in flight: %v, want ties split evenly", got)
+	}
+}
+
+// TestReplicaSkipReasons: the writer, a writable host, a host declared down by probes
+// and remote hosts, in Stats and in the choice.
+func TestReplicaSkipReasons(t *testing.T) {
+	r := replicaRig(t, 4, func(o *rigOpts) {
+		o.labels("a", "a", "b", "a")
+		o.LocalDC = "a"
+		o.UsedHostsPerRemoteDC = 1 // else DC b is ignored, for replica reads as for failover
+	})
+	r.cl.NoteRole(3, failover.RolePrimary)
+	st := r.cl.Stats()
+	want := []string{"the pool's writer", "", "", "writable: not a replica"}
+	for i, h := range st.Hosts {
+		if h.ReplicaSkip != want[i] {
+			t.Errorf("H%d ReplicaSkip %q, want %q", i+1, h.ReplicaSkip, want[i])
+		}
+		if h.ReplicaLag != -1 {
+			t.Errorf("H%d ReplicaLag %v, want -1 (not read)", i+1, h.ReplicaLag)
+		}
+	}
+	// The local replica first, the remote one when the local one is tried.
+	for range 10 {
+		if h := r.cl.PickReplica("", false, 0); h != 1 {
+			t.Fatalf("got H%d, want the local replica H2", h+1)
+		}
+		if h := r.cl.PickReplica("key", true, 0); h != 1 {
+			t.Fatalf("with a key: got H%d, want the local replica H2", h+1)
+		}
+	}
+	if h := r.cl.PickReplica("", false, 1<<1); h != 2 {
+		t.Errorf("local replica tried: got H%d, want the remote H3", h+1)
+	}
+	if !strings.Contains(fmt.Sprint(r.cl.NoReplicaError()), "writable: not a replica") {
+		t.Errorf("NoReplicaError does not say why H4 is no replica: %v", r.cl.NoReplicaError())
+	}
+}

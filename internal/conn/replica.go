@@ -1,0 +1,402 @@
+package conn
+
+// Replica reads (replicaReads): a Conn's replica sessions beside its primary one, the
+// routing of read-intent statements to them, what a replica failure means, and causal
+// reads. The design is Connector/J's replication connection: one logical connection, a
+// source session and, opened lazily, a session per replica it has used (its
+// load-balanced connection's liveConnections), so that database/sql's one pool serves
+// both intents. A pool of N connections opens at most N*(1+R) server sessions for R
+// replicas, plus one probe connection per host with checkInterval > 0.
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/mysqlfailover/mysqlfailover/failover"
+	"github.com/mysqlfailover/mysqlfailover/internal/cluster"
+	"github.com/mysqlfailover/mysqlfailover/internal/stmt"
+)
+
+// replicaEpoch is the bit of the epochs of replica sessions: a Conn's primary sessions
+// count their epochs up from 1 and never reach it, so one number says which session a
+// statement or Rows belongs to.
+const replicaEpoch = 1 << 63
+
+// rsession is one replica session of a Conn.
+type rsession struct {
+	phys    driver.Conn
+	host    int
+	epoch   uint64
+	execer  driver.ExecerContext
+	queryer driver.QueryerContext
+	db      string // the database it is in
+	reached string // the causal position it is known to have applied
+}
+
+// split is a Conn's replica side; nil without replicaReads, which is the one check the
+// statement path makes then.
+type split struct {
+	sess    []*rsession // open replica sessions, at most one per host
+	next    uint64      // the last replica epoch given out (without the bit)
+	tried   uint64      // hosts (bit per id) that failed the statement in progress
+	prefer  int         // the replica a statement was just prepared on (-1: none): its run goes there too
+	running *rsession   // the replica session of the prepared statement in progress (Ready to Ran or Fail)
+
+	causal    string // cluster.CausalLocal or CausalGlobal; "" for none
+	wrote     bool   // local: a statement ran on the primary since pos was read
+	pos       string // local: this connection's last write position ("" none known)
+	toPrimary bool   // readFromSourceWhenNoReplicas
+}
+
+// newSplit returns the replica side for cfg, nil without ReplicaReads.
+func newSplit(cfg Config) *split {
+	if !cfg.ReplicaReads {
+		return nil
+	}
+	sp := &split{prefer: -1, toPrimary: cfg.ReadFromSourceWhenNoReplicas}
+	switch cfg.CausalReads {
+	case cluster.CausalLocal, cluster.CausalGlobal:
+		sp.causal = cfg.CausalReads
+	}
+	return sp
+}
+
+// route says where a statement of kind k runs: a replica session, or nil for the primary
+// session (err is then the error of a read no replica could serve, with
+// readFromSourceWhenNoReplicas=false, or of a lost read-only transaction). first marks
+// the first attempt of a statement: the replicas that failed the last one may serve it.
+// Inside a Tx, the Tx's session; outside one, a replica only for a read intent (the
+// context's, or SetReadOnly(true)) on a plain statement, with autocommit on and no
+// transaction opened by statements on the primary session.
+func (c *Conn) route(ctx context.Context, k stmt.Kind, first bool) (*rsession, error) {
+	sp := c.sp
+	if first {
+		sp.tried = 0
+	}
+	if c.tx != nil {
+		if c.tx.rs != nil && c.tx.lost != nil {
+			return nil, c.tx.lost
+		}
+		return c.tx.rs, nil
+	}
+	if k != kPlain || c.lost != nil || c.st.ac != acOn || c.st.held() {
+		return nil, nil
+	}
+	key, ok := readIntent(ctx)
+	if !ok && !c.explicitRO {
+		return nil, nil
+	}
+	return c.replica(ctx, key)
+}
+
+// replica returns a replica session for a read-intent statement with routing key key
+// ("" none), its causal wait done, or nil to run the statement on the primary.
+func (c *Conn) replica(ctx context.Context, key string) (*rsession, error) {
+	sp := c.sp
+	for range cluster.DefaultReplicaTries {
+		host := -1
+		if p := sp.prefer; p >= 0 {
+			sp.prefer = -1
+			if key == "" && c.cl.QualifiesAsReplica(p) && (p >= 64 || sp.tried&(1<<p) == 0) {
+				host = p
+			}
+		}
+		if host < 0 {
+			host = c.cl.PickReplica(key, key != "", sp.tried)
+		}
+		if host < 0 {
+			break
+		}
+		rs, err := c.rsessionOn(ctx, host)
+		if err == nil && sp.causal != "" {
+			var ok bool
+			if ok, err = c.causalWait(ctx, rs); err == nil && !ok {
+				c.cl.NoteCausal(false)
+				return nil, nil // the replica is behind the write: the primary serves it
+			}
+		}
+		if err == nil {
+			return rs, nil
+		}
+		if cluster.Ended(ctx) {
+			return nil, cluster.EndErr(ctx)
+		}
+		if errors.Is(err, errNoPosition) {
+			c.cl.NoteCausal(false)
+			return nil, nil
+		}
+		if rs != nil {
+			c.dropReplica(rs) // its wait failed: a new session next time
+		}
+		sp.tried |= bit(host)
+	}
+	if !sp.toPrimary {
+		return nil, c.cl.NoReplicaError()
+	}
+	c.cl.NoteReplicaToPrimary()
+	return nil, nil
+}
+
+// bit is host's bit in split.tried (none from 64 on).
+func bit(host int) uint64 {
+	if host >= 64 {
+		return 0
+	}
+	return 1 << host
+}
+
+// rsessionOn returns this connection's replica session on host, opening it when there is
+// none, in the connection's current database.
+func (c *Conn) rsessionOn(ctx context.Context, host int) (*rsession, error) {
+	sp := c.sp
+	for _, rs := range sp.sess {
+		if rs.host != host {
+			continue
+		}
+		if rs.db != c.db && c.db != "" {
+			if err := c.exec(ctx, rs.phys, "USE "+quoteIdent(c.db)); err != nil {
+				c.dropReplica(rs)
+				return nil, err
+			}
+			rs.db = c.db
+		}
+		return rs, nil
+	}
+	phys, err := c.cl.OpenReplica(ctx, host, c.rsetup)
+	if err != nil {
+		return nil, err
+	}
+	sp.next++
+	rs := &rsession{phys: phys, host: host, epoch: replicaEpoch | sp.next, db: c.db}
+	rs.execer, _ = phys.(driver.ExecerContext)
+	rs.queryer, _ = phys.(driver.QueryerContext)
+	sp.sess = append(sp.sess, rs)
+	return rs, nil
+}
+
+// rsetup is the cluster.SetupFunc of a replica session: read-only (the server then
+// refuses a write that carries a read intent by mistake, and a failed read may run
+// again elsewhere), the connection's current database, autocommit on where the DSN
+// turns it off (a routed statement runs with autocommit on: route). go-sql-driver
+// applies the DSN's variables itself.
+func (c *Conn) rsetup(ctx context.Context, phys driver.Conn, _ int) error {
+	if err := c.exec(ctx, phys, readOnlySQL(true)); err != nil {
+		return err
+	}
+	if c.db != c.cfg.DBName && c.db != "" {
+		if err := c.exec(ctx, phys, "USE "+quoteIdent(c.db)); err != nil {
+			return err
+		}
+	}
+	if c.dsnAC != acOn {
+		return c.exec(ctx, phys, autocommitSQL[acOn])
+	}
+	return nil
+}
+
+// dropReplica closes replica session rs.
+func (c *Conn) dropReplica(rs *rsession) {
+	sp := c.sp
+	if i := slices.Index(sp.sess, rs); i >= 0 {
+		sp.sess = slices.Delete(sp.sess, i, i+1)
+		_ = rs.phys.Close()
+		c.cl.Release(rs.host)
+	}
+	if sp.running == rs {
+		sp.running = nil
+	}
+}
+
+// closeReplicas closes every replica session (Close).
+func (c *Conn) closeReplicas() {
+	if c.sp == nil {
+		return
+	}
+	for len(c.sp.sess) > 0 {
+		c.dropReplica(c.sp.sess[0])
+	}
+}
+
+// resetReplicas forwards database/sql's check before reuse to each replica session
+// (go-sql-driver's liveness check), dropping those found dead: the next read opens a new
+// one.
+func (c *Conn) resetReplicas(ctx context.Context) {
+	if c.sp == nil {
+		return
+	}
+	c.sp.prefer = -1
+	for i := 0; i < len(c.sp.sess); {
+		rs := c.sp.sess[i]
+		if r, ok := rs.phys.(driver.SessionResetter); ok && r.ResetSession(ctx) != nil {
+			c.dropReplica(rs)
+			continue
+		}
+		i++
+	}
+}
+
+// byEpoch returns the replica session of epoch, nil when it is gone.
+func (sp *split) byEpoch(epoch uint64) *rsession {
+	for _, rs := range sp.sess {
+		if rs.epoch == epoch {
+			return rs
+		}
+	}
+	return nil
+}
+
+// failReplica is fail for an error from replica session epoch. A data error passes
+// through (the session stays, unless go-sql-driver closed it); the caller's context
+// ending is the context's error. A communication error closes the session without
+// blaming the host (its probes and the next attempt decide that) and, outside a
+// transaction, has the statement run once more on another replica (r permitting: a
+// read-only session wrote nothing, so even a statement that was sent may run again, but
+// not one whose results were being read); inside a read-only transaction it loses the
+// transaction (failover.ErrTxLost).
+func (c *Conn) failReplica(ctx context.Context, epoch uint64, err error, r stmt.Retry, k stmt.Kind) (bool, error) {
+	sp := c.sp
+	rs := sp.byEpoch(epoch)
+	if sp.running != nil && sp.running.epoch == epoch {
+		c.cl.ReplicaDone(sp.running.host, false)
+		sp.running = nil
+	}
+	if rs == nil {
+		return false, cluster.NotBadConn(err, "")
+	}
+	inTx := k == kTxEnd || c.tx != nil && c.tx.rs == rs
+	class := cluster.Classify(ctx, err)
+	if class != cluster.Communication {
+		if v, ok := rs.phys.(driver.Validator); ok && !v.IsValid() {
+			c.dropReplica(rs)
+			if inTx && c.tx != nil && c.tx.lost == nil {
+				c.tx.lost = lost("the replica session broke earlier: " + cluster.NotBadConn(err, "").Error())
+			}
+		}
+		if class == cluster.Canceled {
+			if cerr := cluster.EndErr(ctx); !errors.Is(err, cerr) {
+				return false, fmt.Errorf("%w (%v)", cerr, cluster.NotBadConn(err, ""))
+			}
+		}
+		return false, err
+	}
+	addr := c.cl.Host(rs.host)
+	c.dropReplica(rs)
+	sp.tried |= bit(rs.host)
+	c.cl.ReplicaSessionEnded(rs.host, err)
+	fe := &failover.FailoverError{
+		Failed:        addr,
+		Current:       c.cl.Host(c.host),
+		MaybeExecuted: true,
+		Err:           cluster.NotBadConn(err, "the replica connection was broken before the request was sent"),
+	}
+	if inTx {
+		if c.tx != nil {
+			c.tx.lost = lost("the read-only transaction failed earlier on replica " + addr + ": " + fe.Err.Error())
+		}
+		return false, heldBy(fe, "", failover.ErrTxLost)
+	}
+	if r != stmt.NoRetry {
+		c.cl.NoteReplicaRetry()
+		return true, nil
+	}
+	return false, fe
+}
+
+// beginReplica opens a read-only transaction (BeginTx with ReadOnly) on a replica; nil,
+// nil when it belongs on the primary (no replica qualifies, or the primary session holds
+// a transaction opened by statements).
+func (c *Conn) beginReplica(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
+	if c.lost != nil || c.st.held() {
+		return nil, nil
+	}
+	key, _ := readIntent(ctx)
+	c.sp.tried = 0
+	for attempt := 0; ; attempt++ {
+		rs, err := c.replica(ctx, key)
+		if rs == nil || err != nil {
+			return nil, err
+		}
+		var tx driver.Tx
+		if b, ok := rs.phys.(driver.ConnBeginTx); ok {
+			tx, err = b.BeginTx(ctx, opts)
+		} else {
+			tx, err = rs.phys.Begin() //nolint:staticcheck // fallback for drivers without ConnBeginTx
+		}
+		if err == nil {
+			c.tx = &Tx{c: c, inner: tx, ctx: ctx, epoch: rs.epoch, rs: rs}
+			return c.tx, nil
+		}
+		retry, out := c.failReplica(ctx, rs.epoch, err, retryFor(attempt, retryAlways), kBegin)
+		if !retry {
+			return nil, out
+		}
+	}
+}
+
+// wroteOnPrimary records that a statement ran on the primary session, for causal reads:
+// it may have written.
+func (c *Conn) wroteOnPrimary() {
+	if sp := c.sp; sp != nil && sp.causal != "" {
+		if sp.causal == cluster.CausalGlobal {
+			c.cl.NoteWrite()
+		} else {
+			sp.wrote = true
+		}
+	}
+}
+
+// errNoPosition is causalWait's error when the position to wait for cannot be read (the
+// primary session is gone or failed): the read goes to the primary.
+var errNoPosition = errors.New("mysqlfailover: the causal position could not be read")
+
+// causalWait makes replica session rs wait for the position this read must see: local,
+// this connection's last write (read from the primary session after a write: one round
+// trip); global, the pool's latest (read again after any write of the pool: one round
+// trip, shared). The wait is one round trip on the replica, skipped when rs is known to
+// have reached the position. It reports false when the replica did not reach it within
+// causalReadsTimeout; errNoPosition when the position cannot be read.
+func (c *Conn) causalWait(ctx context.Context, rs *rsession) (bool, error) {
+	sp := c.sp
+	var pos string
+	if sp.causal == cluster.CausalGlobal {
+		p, current, mark := c.cl.GlobalPosition()
+		if !current {
+			if c.phys == nil {
+				return false, errNoPosition
+			}
+			var err error
+			if p, err = c.cl.CausalPosition(ctx, c.phys, true); err != nil {
+				return false, errNoPosition
+			}
+			c.cl.SetGlobalPosition(p, mark)
+		}
+		pos = p
+	} else {
+		if sp.wrote {
+			if c.phys == nil {
+				return false, errNoPosition
+			}
+			p, err := c.cl.CausalPosition(ctx, c.phys, false)
+			if err != nil {
+				return false, errNoPosition
+			}
+			sp.pos, sp.wrote = p, false
+		}
+		pos = sp.pos
+	}
+	if pos == "" || pos == rs.reached {
+		return true, nil
+	}
+	ok, err := c.cl.CausalWait(ctx, rs.phys, pos)
+	if err != nil {
+		return false, err
+	}
+	if ok {
+		rs.reached = pos
+		c.cl.NoteCausal(true)
+	}
+	return ok, nil
+}

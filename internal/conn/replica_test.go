@@ -1,0 +1,287 @@
+package conn
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"testing"
+
+	"github.com/DATA-DOG/go-sqlmock"
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/mysqlfailover/mysqlfailover/dsn"
+	"github.com/mysqlfailover/mysqlfailover/failover"
+)
+
+// split is the connection configuration of replicaReads=true (readFromSourceWhenNoReplicas
+// at its default, true).
+var splitCfg = Config{FailOverReadOnly: true, ReplicaReads: true, ReadFromSourceWhenNoReplicas: true}
+
+func replicaReads(c *dsn.Config) { c.ReplicaReads = true }
+
+// read is a read-intent context without a routing key.
+var read = WithReadIntent(context.Background(), "")
+
+// readOne runs q with ctx and reads its one id.
+func readOne(t *testing.T, c *Conn, ctx context.Context, q string) int64 {
+	t.Helper()
+	rows, err := c.QueryContext(ctx, q, nil)
+	if err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	defer rows.Close()
+	v := make([]driver.Value, 1)
+	if err := rows.Next(v); err != nil {
+		t.Fatalf("%s: Next: %v", q, err)
+	}
+	return v[0].(int64)
+}
+
+// replicaSession scripts a replica session: SET SESSION TRANSACTION READ ONLY, then steps.
+func replicaSession(steps ...step) step { return all(append([]step{ok(setReadOnly)}, steps...)...) }
+
+func TestReplicaReadsRouteByIntent(t *testing.T) {
+	e := newEnv(t, 3, replicaReads)
+	e.script(0, all(ok("INSERT w"), queryRows("SELECT p", 1)))
+	// Round-robin from the second replica: H3, H2, H3.
+	e.script(2, replicaSession(queryRows("SELECT r", 3), queryRows("SELECT r", 3)))
+	e.script(1, replicaSession(queryRows("SELECT r", 2)))
+	c := e.open(splitCfg)
+
+	mustExec(t, c, "INSERT w")
+	if got := readOne(t, c, context.Background(), "SELECT p"); got != 1 {
+		t.Errorf("a read without intent ran on H%d, want the primary", got)
+	}
+	for i, want := range []int64{3, 2, 3} {
+		if got := readOne(t, c, read, "SELECT r"); got != want {
+			t.Errorf("read %d ran on H%d, want H%d", i, got, want)
+		}
+	}
+	wantHost(t, c, h1) // the primary session stays where it is
+	if n := e.dialed(1) + e.dialed(2); n != 2 {
+		t.Errorf("%d replica sessions opened, want 2 (one per replica, reused)", n)
+	}
+	st := e.cl.Stats()
+	if st.Hosts[1].ReplicaReads != 1 || st.Hosts[2].ReplicaReads != 2 || st.Hosts[0].ReplicaReads != 0 {
+		t.Errorf("ReplicaReads per host = %d %d %d, want 0 1 2", st.Hosts[0].ReplicaReads, st.Hosts[1].ReplicaReads, st.Hosts[2].ReplicaReads)
+	}
+	if st.Hosts[0].ReplicaSkip != "the pool's writer" {
+		t.Errorf("H1's ReplicaSkip = %q, want the pool's writer", st.Hosts[0].ReplicaSkip)
+	}
+	_ = c.Close()
+	e.closedExcept(nil)
+	e.allMet()
+}
+
+func TestReplicaReadsOffOpensNothing(t *testing.T) {
+	e := newEnv(t, 3)
+	e.script(0, all(queryRows("SELECT r", 1)))
+	c := e.open(Config{FailOverReadOnly: true})
+	if got := readOne(t, c, read, "SELECT r"); got != 1 {
+		t.Errorf("read ran on H%d, want H1: replicaReads is off", got)
+	}
+	if n := e.dialed(1) + e.dialed(2); n != 0 {
+		t.Errorf("%d connections opened to the replicas, want none", n)
+	}
+	e.allMet()
+}
+
+func TestReplicaReadsWhatStaysOnThePrimary(t *testing.T) {
+	e := newEnv(t, 3, replicaReads)
+	e.script(0, all(ok("USE other"), ok("BEGIN"), queryRows("SELECT in tx", 1), ok("COMMIT"),
+		ok("SET autocommit = 0"), queryRows("SELECT ac off", 1)))
+	c := e.open(splitCfg)
+	// Not plain statements, and statements inside a transaction opened by statements
+	// or with autocommit off: the primary, whatever the intent.
+	for _, q := range []string{"USE other", "BEGIN"} {
+		if _, err := c.ExecContext(read, q, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := readOne(t, c, read, "SELECT in tx"); got != 1 {
+		t.Errorf("a read inside BEGIN ran on H%d", got)
+	}
+	for _, q := range []string{"COMMIT", "SET autocommit = 0"} {
+		if _, err := c.ExecContext(read, q, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := readOne(t, c, read, "SELECT ac off"); got != 1 {
+		t.Errorf("a read with autocommit off ran on H%d", got)
+	}
+	if n := e.dialed(1) + e.dialed(2); n != 0 {
+		t.Errorf("%d replica sessions opened, want none", n)
+	}
+	e.allMet()
+}
+
+func TestReplicaFailureRunsOnAnotherReplica(t *testing.T) {
+	e := newEnv(t, 3, replicaReads)
+	e.script(0, nil)
+	e.script(2, replicaSession(func(m sqlmock.Sqlmock) { m.ExpectQuery("SELECT r").WillReturnError(mysql.ErrInvalidConn) }))
+	e.script(1, replicaSession(queryRows("SELECT r", 2)))
+	c := e.open(splitCfg)
+	if got := readOne(t, c, read, "SELECT r"); got != 2 {
+		t.Errorf("read ran on H%d, want H2 after H3's session failed", got)
+	}
+	if n := e.cl.Stats().ReplicaRetries; n != 1 {
+		t.Errorf("ReplicaRetries = %d, want 1", n)
+	}
+	e.wantEvents(failover.EventHostFailed, "", 0)
+	e.wantEvents(failover.EventSessionEnded, h3, 1)
+	if e.phys(2, 0).Closes() != 1 {
+		t.Error("H3's broken session not closed")
+	}
+	e.noHostEvents()
+	e.allMet()
+}
+
+func TestReplicaFailureWhileReadingIsReturned(t *testing.T) {
+	e := newEnv(t, 3, replicaReads)
+	e.script(0, nil)
+	e.script(2, replicaSession(query("SELECT r", idRows(3, 1, mysql.ErrInvalidConn, nil))))
+	c := e.open(splitCfg)
+	rows, err := c.QueryContext(read, "SELECT r", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := make([]driver.Value, 1)
+	if err := rows.Next(v); err != nil {
+		t.Fatal(err)
+	}
+	err = rows.Next(v)
+	wantFailover(t, err, h3, h1, true)
+	_ = rows.Close()
+	e.allMet()
+}
+
+func TestNoReplicaLeft(t *testing.T) {
+	for _, toPrimary := range []bool{true, false} {
+		t.Run(map[bool]string{true: "primary", false: "error"}[toPrimary], func(t *testing.T) {
+			e := newEnv(t, 3, replicaReads)
+			if toPrimary {
+				e.script(0, queryRows("SELECT r", 1))
+			} else {
+				e.script(0, nil)
+			}
+			e.refuse(1)
+			e.refuse(2)
+			cfg := splitCfg
+			cfg.ReadFromSourceWhenNoReplicas = toPrimary
+			c := e.open(cfg)
+			rows, err := c.QueryContext(read, "SELECT r", nil)
+			if toPrimary {
+				if err != nil {
+					t.Fatal(err)
+				}
+				_ = rows.Close()
+				if n := e.cl.Stats().ReplicaToPrimary; n != 1 {
+					t.Errorf("ReplicaToPrimary = %d, want 1", n)
+				}
+			} else {
+				var nh *failover.NoHostAvailableError
+				if !errors.As(err, &nh) || len(nh.Hosts) != 3 {
+					t.Fatalf("error %v, want a NoHostAvailableError naming the 3 hosts", err)
+				}
+				notBadConn(t, err)
+			}
+			e.allMet()
+		})
+	}
+}
+
+func TestReadOnlyTxOnReplica(t *testing.T) {
+	e := newEnv(t, 3, replicaReads)
+	e.script(0, nil)
+	e.script(2, replicaSession(begin(), queryRows("SELECT a", 3), commit(nil),
+		begin(), func(m sqlmock.Sqlmock) { m.ExpectQuery("SELECT b").WillReturnError(mysql.ErrInvalidConn) }))
+	c := e.open(splitCfg)
+	tx, err := c.BeginTx(context.Background(), driver.TxOptions{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := readOne(t, c, context.Background(), "SELECT a"); got != 3 {
+		t.Errorf("a statement of the read-only transaction ran on H%d, want H3", got)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	// A failure inside one loses it, and nothing runs again.
+	tx, err = c.BeginTx(context.Background(), driver.TxOptions{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.QueryContext(context.Background(), "SELECT b", nil)
+	if !errors.Is(err, failover.ErrTxLost) {
+		t.Fatalf("error %v, want ErrTxLost", err)
+	}
+	notBadConn(t, err)
+	if _, err := c.QueryContext(context.Background(), "SELECT c", nil); !errors.Is(err, failover.ErrTxLost) {
+		t.Errorf("next statement of the lost transaction: %v, want ErrTxLost", err)
+	}
+	if err := tx.Rollback(); err != nil {
+		t.Errorf("Rollback of the lost transaction: %v", err)
+	}
+	e.allMet()
+}
+
+func TestReplicaSessionCarriesTheDatabase(t *testing.T) {
+	e := newEnv(t, 3, replicaReads)
+	e.script(0, ok("USE `b`"))
+	e.script(2, replicaSession(ok("USE `b`"), queryRows("SELECT r", 3), ok("USE `a`"), queryRows("SELECT r", 3)))
+	cfg := splitCfg
+	cfg.DBName = "a"
+	c := e.open(cfg)
+	mustExec(t, c, "USE `b`")
+	if got := readOne(t, c, read, "SELECT r"); got != 3 {
+		t.Fatalf("read ran on H%d", got)
+	}
+	c.db = "a" // as a later USE on the primary would leave it
+	if got := readOne(t, c, read, "SELECT r"); got != 3 {
+		t.Fatalf("read ran on H%d", got)
+	}
+	e.allMet()
+}
+
+func TestSetReadOnlyRoutesToReplicas(t *testing.T) {
+	e := newEnv(t, 3, replicaReads)
+	e.script(0, ok(setReadOnly))
+	e.script(2, replicaSession(queryRows("SELECT r", 3)))
+	db := e.db(splitCfg, 1)
+	sc := sqlConn(t, db)
+	defer sc.Close()
+	withProxy(t, sc, func(c *Conn) {
+		if err := c.SetReadOnly(context.Background(), true); err != nil {
+			t.Fatal(err)
+		}
+	})
+	var id int64
+	if err := sc.QueryRowContext(context.Background(), "SELECT r").Scan(&id); err != nil || id != 3 {
+		t.Fatalf("read after SetReadOnly(true): id %d, %v; want H3", id, err)
+	}
+	e.allMet()
+}
+
+func TestPreparedReadRunsOnItsReplica(t *testing.T) {
+	e := newEnv(t, 3, replicaReads)
+	e.script(0, nil)
+	e.script(2, replicaSession(preparedQuery("SELECT r WHERE id = ?", sqlmock.NewRows([]string{"id"}).AddRow(int64(3)))))
+	c := e.open(splitCfg)
+	// database/sql prepares a query with arguments (go-sql-driver answers
+	// driver.ErrSkip without interpolateParams): the PREPARE and the run go to the same
+	// replica, though round-robin would send the next read elsewhere.
+	s, err := c.PrepareContext(read, "SELECT r WHERE id = ?")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := s.(driver.StmtQueryContext).QueryContext(read, []driver.NamedValue{{Ordinal: 1, Value: int64(7)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = rows.Close()
+	_ = s.Close()
+	if e.dialed(1) != 0 {
+		t.Errorf("H2 dialled %d times: the run must follow its PREPARE", e.dialed(1))
+	}
+	e.allMet()
+}
