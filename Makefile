@@ -72,12 +72,14 @@ FUZZ_LONG ?= 400000x
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZ_LONG) -fuzzminimizetime 10s ./dsn/
 	$(GO) test -run '^$$' -fuzz '^FuzzClassify$$' -fuzztime $(FUZZ_LONG) -fuzzminimizetime 10s ./internal/cluster/
+	$(GO) test -run '^$$' -fuzz '^FuzzWaitQuery$$' -fuzztime $(FUZZ_LONG) -fuzzminimizetime 10s ./internal/cluster/
 
 # CI's share of fuzzing: FUZZ_RUNS executions of each fuzz target (20000, 2 to 6 s here).
 FUZZ_RUNS ?= 20000x
 fuzz-ci:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZ_RUNS) ./dsn/
 	$(GO) test -run '^$$' -fuzz '^FuzzClassify$$' -fuzztime $(FUZZ_RUNS) ./internal/cluster/
+	$(GO) test -run '^$$' -fuzz '^FuzzWaitQuery$$' -fuzztime $(FUZZ_RUNS) ./internal/cluster/
 
 # A bounded chaos soak (integration/cmd/soak): random faults from a printed seed under a
 # workload, probing off then on, SOAK_SECONDS in all (default 60); SOAK_SEED replays a run.

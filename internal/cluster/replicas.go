@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -332,15 +333,15 @@ func (c *Cluster) probeLag(ctx context.Context, conn driver.Conn, h *hostState, 
 	h.mu.Lock()
 	old := h.lagOld
 	h.mu.Unlock()
-	r, err := ReadLag(lctx, conn, old)
+	lag, why, useOld, err := ReadLag(lctx, conn, old)
 	if err != nil {
 		c.noteLag(h, 0, false, "its probe could not read it: "+NotBadConn(err, "").Error())
 		return Classify(ctx, err) != Communication
 	}
 	h.mu.Lock()
-	h.lagOld = r.Old
+	h.lagOld = useOld
 	h.mu.Unlock()
-	c.noteLag(h, r.Lag, r.Known, r.Why)
+	c.noteLag(h, lag, why == "", strings.TrimPrefix(why, "replica lag unknown: "))
 	return true
 }
 
@@ -350,7 +351,7 @@ func (c *Cluster) probeLag(ctx context.Context, conn driver.Conn, h *hostState, 
 // write (MariaDB @@last_gtid; MySQL has no session position: gtid_executed). "" means no
 // write is known. The server's flavour, found on the first call, is kept.
 func (c *Cluster) CausalPosition(ctx context.Context, conn driver.Conn, global bool) (string, error) {
-	pos, f, err := ReadPosition(ctx, conn, flavour(c.rep.flavour.Load()), global)
+	pos, f, err := ReadPosition(ctx, conn, Flavour(c.rep.flavour.Load()), global)
 	if err == nil {
 		c.rep.flavour.Store(int32(f))
 	}
@@ -359,13 +360,23 @@ func (c *Cluster) CausalPosition(ctx context.Context, conn driver.Conn, global b
 
 // CausalWait waits, over conn, a replica session, until the replica has applied pos, for
 // at most causalReadsTimeout (MariaDB MASTER_GTID_WAIT, MySQL
-// WAIT_FOR_EXECUTED_GTID_SET: one round trip). It reports whether the replica reached it.
+// WAIT_FOR_EXECUTED_GTID_SET: one round trip), and gives the session up (an error) when
+// the answer has not come twice that long (plus DefaultMinHostShare) later. It reports
+// whether the replica reached it.
 func (c *Cluster) CausalWait(ctx context.Context, conn driver.Conn, pos string) (bool, error) {
 	timeout := c.cfg.CausalReadsTimeout
 	if timeout <= 0 {
 		timeout = DefaultCausalReadsTimeout
 	}
-	return WaitReplica(ctx, conn, flavour(c.rep.flavour.Load()), pos, timeout)
+	f := Flavour(c.rep.flavour.Load())
+	if f == FlavourUnknown {
+		f = FlavourMariaDB // no position read yet: a position from another pool would be MariaDB's
+	}
+	// The server ends the wait at timeout; a replica that does not answer at all (frozen)
+	// is given as long again before its session is given up.
+	wctx, cancel := withBudget(ctx, 2*timeout+DefaultMinHostShare)
+	defer cancel()
+	return WaitReplica(wctx, conn, f, pos, timeout)
 }
 
 // Global causal reads share the pool's latest position: writes counts the statements

@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mysqlfailover/mysqlfailover/failover"
+	"github.com/mysqlfailover/mysqlfailover/internal/fake"
 )
 
 func replicaRig(t *testing.T, hosts int, set func(*rigOpts)) *rig {
@@ -145,5 +147,75 @@ func TestReplicaSkipReasons(t *testing.T) {
 	}
 	if !strings.Contains(fmt.Sprint(r.cl.NoReplicaError()), "writable: not a replica") {
 		t.Errorf("NoReplicaError does not say why H4 is no replica: %v", r.cl.NoReplicaError())
+	}
+}
+
+// TestProbesReadReplicaLag: with maxReplicaLag the probes read each replica's lag; a
+// replica over it, or whose lag is unknown (a replication thread stopped, not a
+// replica), stops qualifying at the round that finds it, and comes back at the round
+// that finds it caught up.
+func TestProbesReadReplicaLag(t *testing.T) {
+	r, _ := monRig(t, 3, func(o *rigOpts) {
+		o.ReplicaReads, o.MaxReplicaLag = true, 2*time.Second
+	})
+	r.net.SetReadOnly(1, true)
+	r.net.SetReadOnly(2, true)
+	r.tick(0)
+	if h := r.stat(1); h.ReplicaSkip != "" || h.ReplicaLag != 0 {
+		t.Fatalf("H2 at lag 0: ReplicaSkip %q, ReplicaLag %v; want it used", h.ReplicaSkip, h.ReplicaLag)
+	}
+	for _, tc := range []struct {
+		lag  int64
+		skip string
+	}{
+		{5, "lag 5s over maxReplicaLag 2s"},
+		{fake.LagNull, "lag unknown: replication is not running"},
+		{fake.LagNone, "lag unknown: not a replica"},
+		{2, ""},
+	} {
+		r.net.SetLag(1, tc.lag)
+		r.tick(monInterval)
+		h := r.stat(1)
+		if !strings.HasPrefix(h.ReplicaSkip, tc.skip) || tc.skip == "" && h.ReplicaSkip != "" {
+			t.Errorf("lag %d: ReplicaSkip %q, want %q...", tc.lag, h.ReplicaSkip, tc.skip)
+		}
+		for range 20 {
+			got := r.cl.PickReplica("", false, 0)
+			if tc.skip != "" && got != 2 || got < 1 {
+				t.Fatalf("lag %d: read went to H%d", tc.lag, got+1)
+			}
+		}
+	}
+	if got := r.stat(1).ReplicaLag; got != 2*time.Second {
+		t.Errorf("ReplicaLag %v, want 2s", got)
+	}
+	if h := r.stat(0); h.ReplicaSkip != "the pool's writer" {
+		t.Errorf("H1 ReplicaSkip %q", h.ReplicaSkip)
+	}
+	// Events: H2 left, changed why twice, came back.
+	var got []string
+	for _, e := range r.events(failover.EventReplica) {
+		if e.Host == r.net.Addrs()[1] {
+			got = append(got, fmt.Sprint(e.Err != nil))
+		}
+	}
+	if strings.Join(got, " ") != "true true true false" {
+		t.Errorf("H2's replica events (left?) %v, want true true true false", got)
+	}
+}
+
+// TestProbesMarkWritableHosts: with replicaReads the probes read every host's role even
+// with targetSessionAttrs any: a writable host other than the writer is no replica.
+func TestProbesMarkWritableHosts(t *testing.T) {
+	r, _ := monRig(t, 3, func(o *rigOpts) { o.ReplicaReads = true })
+	r.net.SetReadOnly(2, true)
+	r.tick(0)
+	if h := r.stat(1); h.ReplicaSkip != "writable: not a replica" {
+		t.Errorf("writable H2: ReplicaSkip %q", h.ReplicaSkip)
+	}
+	for range 10 {
+		if got := r.cl.PickReplica("", false, 0); got != 2 {
+			t.Fatalf("read went to H%d, want H3", got+1)
+		}
 	}
 }

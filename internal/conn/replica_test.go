@@ -5,6 +5,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/DATA-DOG/go-sqlmock"
 	"github.com/go-sql-driver/mysql"
@@ -282,6 +283,72 @@ func TestPreparedReadRunsOnItsReplica(t *testing.T) {
 	_ = s.Close()
 	if e.dialed(1) != 0 {
 		t.Errorf("H2 dialled %d times: the run must follow its PREPARE", e.dialed(1))
+	}
+	e.allMet()
+}
+
+// gtidRows answers a position query with pos.
+func gtidRows(q, pos string) step {
+	return func(m sqlmock.Sqlmock) {
+		m.ExpectQuery(q).WillReturnRows(sqlmock.NewRows([]string{"pos"}).AddRow([]byte(pos)))
+	}
+}
+
+// waitRows answers a wait with res (0 reached, -1 timed out).
+func waitRows(pos string, res int64) step {
+	return func(m sqlmock.Sqlmock) {
+		m.ExpectQuery("SELECT MASTER_GTID_WAIT('" + pos + "', 1.000)").
+			WillReturnRows(sqlmock.NewRows([]string{"w"}).AddRow(res))
+	}
+}
+
+// TestCausalReadsLocal: after a write, a read-intent read waits on its replica for the
+// connection's last position (read once from the primary session); a replica session that
+// reached it waits no more; a replica that does not reach it within causalReadsTimeout
+// leaves the read to the primary.
+func TestCausalReadsLocal(t *testing.T) {
+	e := newEnv(t, 3, replicaReads, func(c *dsn.Config) { c.CausalReads, c.CausalReadsTimeout = "local", time.Second })
+	e.script(0, all(ok("INSERT a"), gtidRows("SELECT @@last_gtid", "0-1-5"),
+		ok("INSERT b"), gtidRows("SELECT @@last_gtid", "0-1-6"), queryRows("SELECT r", 1)))
+	e.script(2, replicaSession(waitRows("0-1-5", 0), queryRows("SELECT r", 3), queryRows("SELECT r", 3)))
+	e.script(1, replicaSession(waitRows("0-1-5", 0), queryRows("SELECT r", 2), waitRows("0-1-6", -1)))
+	cfg := splitCfg
+	cfg.CausalReads = "local"
+	c := e.open(cfg)
+	mustExec(t, c, "INSERT a")
+	for i, want := range []int64{3, 2, 3} { // H3 waits, H2 waits, H3 has reached it
+		if got := readOne(t, c, read, "SELECT r"); got != want {
+			t.Fatalf("read %d on H%d, want H%d", i, got, want)
+		}
+	}
+	mustExec(t, c, "INSERT b")
+	if got := readOne(t, c, read, "SELECT r"); got != 1 {
+		t.Fatalf("read behind the replica on H%d, want the primary", got)
+	}
+	st := e.cl.Stats()
+	if st.CausalWaits != 2 || st.CausalPrimary != 1 {
+		t.Errorf("CausalWaits %d, CausalPrimary %d; want 2, 1", st.CausalWaits, st.CausalPrimary)
+	}
+	e.allMet()
+}
+
+// TestCausalReadsGlobal: the pool's latest position, read once after the pool's writes
+// (by whichever connection reads first) and shared.
+func TestCausalReadsGlobal(t *testing.T) {
+	e := newEnv(t, 3, replicaReads, func(c *dsn.Config) { c.CausalReads, c.CausalReadsTimeout = "global", time.Second })
+	e.script(0, all(ok("INSERT a")), gtidRows("SELECT @@global.gtid_binlog_pos", "0-1-9"))
+	e.script(2, replicaSession(waitRows("0-1-9", 0), queryRows("SELECT r", 3)))
+	e.script(1, replicaSession(waitRows("0-1-9", 0), queryRows("SELECT r", 2)))
+	cfg := splitCfg
+	cfg.CausalReads = "global"
+	w := e.open(cfg)
+	r := e.open(cfg)
+	mustExec(t, w, "INSERT a")                            // through one connection
+	if got := readOne(t, r, read, "SELECT r"); got != 3 { // read through another
+		t.Fatalf("read on H%d", got)
+	}
+	if got := readOne(t, w, read, "SELECT r"); got != 2 { // the position is shared: not read again
+		t.Fatalf("read on H%d", got)
 	}
 	e.allMet()
 }
