@@ -671,6 +671,7 @@ func TestCausalReads(t *testing.T) {
 			var firstErr error
 			by := map[int]int{}
 			var readLat, writeLat []time.Duration
+			latBy := map[int][]time.Duration{}
 			for id := 1; id <= reads; id++ {
 				w0 := time.Now()
 				must(t, write(id))
@@ -691,6 +692,7 @@ func TestCausalReads(t *testing.T) {
 					t.Fatalf("row %d read as v=%d", id, v)
 				default:
 					by[c.NodeByPort(port)]++
+					latBy[c.NodeByPort(port)] = append(latBy[c.NodeByPort(port)], readLat[len(readLat)-1])
 				}
 			}
 			st := p.cn.Stats()
@@ -722,6 +724,8 @@ func TestCausalReads(t *testing.T) {
 			fig("causal_primary", primary)
 			fig("replica_to_primary", toPrimary)
 			fig("read_latency", pctl(readLat))
+			fig("read_latency_served_by_node3", pctl(latBy[3]))
+			fig("read_latency_served_by_node1", pctl(latBy[1]))
 			fig("write_latency", pctl(writeLat))
 			fig("stats", replicaSummary(c, st))
 		})
@@ -1120,7 +1124,9 @@ func TestKillPrimaryMixedLoad(t *testing.T) {
 			fig("writes_ok", writeOK)
 			fig("writes_ok_after_kill", writeOKAfterKill)
 			for _, k := range sortedKeys(writeKinds) {
-				fig("writes_"+k, writeKinds[k])
+				if k != "ok" {
+					fig("writes_failed_"+k, writeKinds[k])
+				}
 			}
 			fig("stats", replicaSummary(c, p.cn.Stats()))
 		})
