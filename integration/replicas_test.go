@@ -202,12 +202,14 @@ func TestReplicaHarness(t *testing.T) {
 //     with a read-intent context, run on nodes 2 and 3 (a read-only transaction on one
 //     session throughout); plain reads, writes and a default transaction run on node 1;
 //     SetReadOnly(false) brings the connection back to node 1; node 1 serves no replica
-//     read (Stats).
+//     read (Stats). Reported, not asserted: where BeginTx runs on a connection after
+//     SetReadOnly(true).
 //   - spread: 1000 read-intent reads without a key from 8 goroutines (8 connections),
 //     under round-robin and under least-in-flight: each replica serves at least 30%,
-//     node 1 none, no error, and HostStats.ReplicaReads counts exactly the reads each
-//     served; a sequential run of 200 is reported (and asserted for round-robin, which
-//     alternates).
+//     node 1 none, no error, HostStats.ReplicaReads counts exactly the reads each
+//     served, and no node has more than 9 app-user sessions (one per connection and the
+//     probe: the N*(1+R) bound of the design); a sequential run of 200 is reported (and
+//     asserted for round-robin, which alternates).
 func TestReplicaReadsRouting(t *testing.T) {
 	c := harness.Start(t, 3)
 	ctx := ctxT(t, 3*time.Minute)
@@ -382,6 +384,14 @@ func TestReplicaReadsRouting(t *testing.T) {
 			check("a read on a connection after SetReadOnly(true)", replica, "a replica", n, err, ro)
 		}
 		fig("set_read_only_by_node", ro)
+		// A transaction on such a connection: reported, not asserted (the design routes
+		// plain statements; whether BeginTx follows SetReadOnly is not stated).
+		x, err = sc.BeginTx(ctx, nil)
+		must(t, err)
+		n, err = nodeOf(ctx, c, x)
+		must(t, err)
+		must(t, x.Rollback())
+		fig("set_read_only_begin_tx_node", n)
 		must(t, setConnReadOnly(ctx, sc, false))
 		for range 5 {
 			n, err := nodeOf(ctx, c, sc)
@@ -405,6 +415,10 @@ func TestReplicaReadsRouting(t *testing.T) {
 			t.Run(sel, func(t *testing.T) {
 				const workers, reads = 8, 1000
 				fig := func(k string, v any) { t.Logf("FIGURE %s: %s=%v", t.Name(), k, v) }
+				// The last pool's sessions gone (closed, the server's threads ending).
+				if !waitFor(5*time.Second, func() bool { return appSessions(1)+appSessions(2)+appSessions(3) == 0 }) {
+					t.Fatalf("app-user sessions of closed pools still open: node1=%d node2=%d node3=%d", appSessions(1), appSessions(2), appSessions(3))
+				}
 				p := openFaultPool(t, c.DSN(replicaParams+"&readTimeout=2s&replicaSelection="+sel))
 				p.db.SetMaxOpenConns(workers)
 				p.db.SetMaxIdleConns(workers)
@@ -449,6 +463,14 @@ func TestReplicaReadsRouting(t *testing.T) {
 						t.Errorf("node %d: HostStats.ReplicaReads grew by %d, the reads it served %d", i, d, by[i])
 					}
 				}
+				// The bound of the design: N connections open at most N*(1+R) sessions,
+				// one per host each, plus one probe connection per host.
+				for _, i := range []int{1, 2, 3} {
+					if v := appSessions(i); v > workers+1 {
+						t.Errorf("node %d has %d app-user sessions, want at most %d (one per connection, one probe)", i, v, workers+1)
+					}
+				}
+				fig("app_sessions", fmt.Sprintf("node1=%d node2=%d node3=%d", appSessions(1), appSessions(2), appSessions(3)))
 				seq := map[int]int{}
 				for range 200 {
 					n, err := nodeOf(readIntent(ctx), c, p.db)
