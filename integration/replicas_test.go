@@ -502,6 +502,11 @@ func TestReplicaReadsRouting(t *testing.T) {
 //     ReplicaSkip is "" and an EventReplica without an error is recorded. Reported: the
 //     time from the stop to the skip and to the last read on node 2, and from the start
 //     to the first read on node 2 again.
+//   - Then a known lag over the bound: node 3's replication delayed by 3 s
+//     (SetReplicaDelay) while node 1 writes every 100 ms: within 15 s node 3 is skipped
+//     with a ReplicaLag over 1 s and a ReplicaSkip naming maxReplicaLag, the next
+//     second of reads runs on node 2 only; with the delay ended reads reach node 3
+//     again within 15 s. Reported: the times.
 func TestReplicaLagAvoided(t *testing.T) {
 	const params = "replicaReads=true&maxReplicaLag=1s&checkInterval=100ms&readTimeout=2s"
 	c := harness.Start(t, 3)
@@ -643,6 +648,58 @@ func TestReplicaLagAvoided(t *testing.T) {
 	}
 	fig("start_to_first_read_on_node2", backAt.Sub(startAt).Round(time.Millisecond))
 	fig("rows_seen_by_first_read_on_node2", fmt.Sprintf("%d/10", rowsSeen))
+
+	// A known lag over the bound: node 3 delayed by 3 s while node 1 writes every 100 ms.
+	n3 := c.Node(3)
+	var wstop atomic.Bool
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for k := 100; !wstop.Load() && ctx.Err() == nil; k++ {
+			if err := c.Node(1).Exec(ctx, fmt.Sprintf("INSERT INTO app.lag VALUES (%d)", k)); err != nil {
+				t.Errorf("writer on node 1: %v", err)
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}()
+	defer func() { wstop.Store(true); wg.Wait() }()
+	delayAt := time.Now()
+	must(t, n3.SetReplicaDelay(ctx, 3*time.Second))
+	var over failover.HostStats
+	if !waitFor(15*time.Second, func() bool {
+		over = hostOf(c, p, 3)
+		return over.ReplicaSkip != ""
+	}) {
+		t.Fatalf("node 3 delayed by 3 s still qualifies after 15 s: %s", replicaSummary(c, p.cn.Stats()))
+	}
+	overAt := time.Now()
+	if over.ReplicaLag <= time.Second || !strings.Contains(over.ReplicaSkip, "maxReplicaLag") {
+		t.Errorf("node 3 delayed: ReplicaLag %v, ReplicaSkip %q; want over 1s, naming maxReplicaLag", over.ReplicaLag, over.ReplicaSkip)
+	}
+	delayedBy := map[int]int{}
+	for time.Since(overAt) < time.Second {
+		n, err := nodeOf(readIntent(ctx), c, p.db)
+		must(t, err)
+		delayedBy[n]++
+		time.Sleep(5 * time.Millisecond)
+	}
+	if delayedBy[3] != 0 || delayedBy[2] == 0 {
+		t.Errorf("reads while node 3 lags over maxReplicaLag, by node: %v; want node 2 only", delayedBy)
+	}
+	undelayAt := time.Now()
+	must(t, n3.SetReplicaDelay(ctx, 0))
+	if !waitFor(15*time.Second, func() bool {
+		n, err := nodeOf(readIntent(ctx), c, p.db)
+		return err == nil && n == 3
+	}) {
+		t.Errorf("no read reached node 3 within 15 s of its delay ending: %s", replicaSummary(c, p.cn.Stats()))
+	}
+	fig("delay_to_skip", overAt.Sub(delayAt).Round(time.Millisecond))
+	fig("delayed_skip", fmt.Sprintf("%q (ReplicaLag %v)", over.ReplicaSkip, over.ReplicaLag))
+	fig("reads_while_delayed_by_node", delayedBy)
+	fig("undelay_to_first_read_on_node3", time.Since(undelayAt).Round(time.Millisecond))
 	fig("stats", replicaSummary(c, p.cn.Stats()))
 }
 

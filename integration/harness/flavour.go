@@ -199,6 +199,18 @@ func (f Flavour) replicaSQLThread(start bool) string {
 	return verb + " SLAVE SQL_THREAD"
 }
 
+// replicaDelay returns the statements that make a replica apply each event no sooner
+// than seconds after it was written on the source (delayed replication: MariaDB
+// MASTER_DELAY, MySQL SOURCE_DELAY; 0 ends it). The replica's Seconds_Behind_Master
+// then grows towards seconds while the source writes. Replication is stopped and started
+// again around the change; the replica keeps its source and position.
+func (f Flavour) replicaDelay(seconds int) []string {
+	if f == MySQL {
+		return []string{"STOP REPLICA", fmt.Sprintf("CHANGE REPLICATION SOURCE TO SOURCE_DELAY=%d", seconds), "START REPLICA"}
+	}
+	return []string{"STOP SLAVE", fmt.Sprintf("CHANGE MASTER TO MASTER_DELAY=%d", seconds), "START SLAVE"}
+}
+
 // grantReplicaMonitor returns the grant that lets user (at any host) read SHOW REPLICA
 // STATUS / SHOW SLAVE STATUS, and nothing else: MariaDB 10.5.9 and later REPLICA MONITOR
 // (alias SLAVE MONITOR), MySQL REPLICATION CLIENT. Neither bypasses read_only.

@@ -21,6 +21,7 @@ func TestFlavourStatements(t *testing.T) {
 		args                   []string
 		sqlStop, sqlStart      string
 		grant, lag             string
+		delay                  []string
 	}{
 		{
 			f: MariaDB,
@@ -35,6 +36,7 @@ func TestFlavourStatements(t *testing.T) {
 			args:    []string{"--server-id=7", "--log-bin=mysql-bin", "--log-slave-updates=ON", "--port=3306"},
 			sqlStop: "STOP SLAVE SQL_THREAD", sqlStart: "START SLAVE SQL_THREAD",
 			grant: "GRANT REPLICA MONITOR ON *.* TO 'app'@'%'", lag: "Seconds_Behind_Master",
+			delay: []string{"STOP SLAVE", "CHANGE MASTER TO MASTER_DELAY=3", "START SLAVE"},
 		},
 		{
 			f: MySQL,
@@ -49,6 +51,7 @@ func TestFlavourStatements(t *testing.T) {
 			args:    []string{"--server-id=7", "--log-bin=mysql-bin", "--gtid-mode=ON", "--enforce-gtid-consistency=ON", "--log-replica-updates=ON", "--port=3306"},
 			sqlStop: "STOP REPLICA SQL_THREAD", sqlStart: "START REPLICA SQL_THREAD",
 			grant: "GRANT REPLICATION CLIENT ON *.* TO 'app'@'%'", lag: "Seconds_Behind_Source",
+			delay: []string{"STOP REPLICA", "CHANGE REPLICATION SOURCE TO SOURCE_DELAY=3", "START REPLICA"},
 		},
 	} {
 		t.Run(tc.f.String(), func(t *testing.T) {
@@ -64,6 +67,7 @@ func TestFlavourStatements(t *testing.T) {
 			eq("stopReplica(forget)", tc.f.stopReplica(true), tc.forget)
 			eq("setReadOnly", []string{tc.f.setReadOnly(true), tc.f.setReadOnly(false)}, []string{tc.readOnly, tc.readWrite})
 			eq("GTID", []string{tc.f.gtidExecutedQuery(), tc.f.waitGTIDQuery()}, []string{tc.executed, tc.wait})
+			eq("replicaDelay", tc.f.replicaDelay(3), tc.delay)
 			eq("replicaSQLThread", []string{tc.f.replicaSQLThread(false), tc.f.replicaSQLThread(true)}, []string{tc.sqlStop, tc.sqlStart})
 			eq("grantReplicaMonitor, lagColumn", []string{tc.f.grantReplicaMonitor("app"), tc.f.lagColumn()}, []string{tc.grant, tc.lag})
 			if q, _ := tc.f.replicaStatus(); q != tc.status {

@@ -238,6 +238,19 @@ func (n *Node) StartReplicaSQL(ctx context.Context) error {
 	return nil
 }
 
+// SetReplicaDelay makes n apply each event no sooner than d (whole seconds) after its
+// source wrote it (MariaDB MASTER_DELAY, MySQL SOURCE_DELAY), 0 to end the delay: while
+// the source writes, n's lag (ReplicaLag) grows towards d and its data is that old. n's
+// replication is stopped and started again around the change (one statement each).
+func (n *Node) SetReplicaDelay(ctx context.Context, d time.Duration) error {
+	for _, q := range n.flavour.replicaDelay(int(d / time.Second)) {
+		if err := n.Exec(ctx, q); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // ReplicaSQLStopped reports whether StopReplicaSQL stopped n's SQL thread (and
 // StartReplicaSQL has not started it again).
 func (n *Node) ReplicaSQLStopped() bool {
