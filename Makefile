@@ -5,15 +5,16 @@ GO ?= go
 NESTED = metrics/prometheus metrics/otel cmd/mysqlfailover
 BENCHSTAT = $(GO) run golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
 
-.PHONY: test unit integration gosqldriver-suite containers containers-all container-run vet server demo bench fuzz fuzz-ci soak bench-peers
+.PHONY: test unit unit-build integration gosqldriver-suite containers containers-all container-run vet server demo bench fuzz fuzz-ci soak bench-peers
 
-# Unit tests (no server), short fuzz runs, the real-cluster integration tests (installs
+# Vet, unit tests (no server), short fuzz runs, the real-cluster integration tests (installs
 # MariaDB if missing), go-sql-driver's own suite through mysqlfailover, a 60 s chaos soak and,
-# when a Docker engine answers, the container-level scenarios.
-# scripts/test.sh runs them in this order, times each, and builds the container image in the
-# background meanwhile.
+# when a Docker engine answers, the container-level scenarios. scripts/test.sh runs the parts
+# that wait on servers and clocks in this order at normal priority, and meanwhile, at nice 19,
+# vet, the unit tests' build and fuzz-ci (CPU-bound, no real-time assertions) and the
+# container image's build; it times each part and the whole run (TEST_SERIAL=1: in series).
 test:
-	@MAKE="$(MAKE)" GO="$(GO)" ./scripts/test.sh server vet unit fuzz-ci integration gosqldriver-suite soak containers
+	@MAKE="$(MAKE)" GO="$(GO)" ./scripts/test.sh server vet fuzz-ci integration unit gosqldriver-suite soak containers
 
 vet:
 	$(GO) vet ./...
@@ -23,6 +24,12 @@ vet:
 unit:
 	$(GO) test -race -count=1 ./...
 	for m in $(NESTED); do (cd $$m && $(GO) test -race -count=1 ./...) || exit 1; done
+
+# The unit tests' -race build without running a test (`-run '^$$'`), for `make test`'s
+# background chain: `make unit` then finds it in the build cache.
+unit-build:
+	$(GO) test -race -count=1 -run '^$$' ./...
+	for m in $(NESTED); do (cd $$m && $(GO) test -race -count=1 -run '^$$' ./...) || exit 1; done
 
 integration: server
 	cd integration && $(GO) test -race -count=1 -timeout 8m ./...

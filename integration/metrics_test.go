@@ -43,10 +43,15 @@ import (
 // primary is up and active, probes are counted and no failover is; after kill -9 of the
 // primary the failover count, the primary's state, the probe histogram, the failed probes
 // and a walk's duration move, the pool is on node 2 and connections are counted there;
-// after the restart the fall-back is counted.
+// after the restart the fall-back is counted. Before the kill, two more pools split reads
+// (replicaReads, probes every 100 ms; see replicaPhase) and their own collectors export the
+// replica metrics.
 func TestMetrics(t *testing.T) {
 	c := harness.Start(t, 3)
 	ctx := ctxT(t, time.Minute)
+	// The harness's app user may read the replica status (SLAVE MONITOR), as the replica
+	// pools' probes need to read the lag.
+	must(t, c.WaitReplicasCaughtUp(ctx))
 	// Nodes 1 and 2 in DC east, node 3 in west: the labels reach every metric.
 	labelled := fmt.Sprintf("%s:%s@tcp(%s;dc=east,%s;dc=east,%s;dc=west)/%s?readTimeout=2s&checkInterval=200ms&switchBackDelay=500ms",
 		harness.AppUser, harness.AppPassword, c.Node(1).ProxyAddr(), c.Node(2).ProxyAddr(), c.Node(3).ProxyAddr(), harness.AppDB)
@@ -107,6 +112,15 @@ func TestMetrics(t *testing.T) {
 	if problems, err := testutil.GatherAndLint(reg); err != nil || len(problems) > 0 {
 		t.Errorf("promlint: %v %v", problems, err)
 	}
+	// Without replicaReads, no replica metric.
+	for _, name := range []string{"mysqlfailover_host_replica", "mysqlfailover_host_replica_reads_total", "mysqlfailover_host_replica_lag_seconds",
+		"mysqlfailover_replica_retries_total", "mysqlfailover_replica_to_primary_total", "mysqlfailover_causal_reads_total"} {
+		if before.fams[name] != nil {
+			t.Errorf("%s exported by a pool without replicaReads:\n%s", name, before.grep(name))
+		}
+	}
+
+	replicaPhase(ctx, t, c, mux, srv.URL)
 
 	must(t, c.Node(1).Kill())
 	for range 20 {
@@ -199,6 +213,161 @@ func TestMetrics(t *testing.T) {
 	}
 }
 
+// replicaPhase: two pools on c's three nodes split reads (replicaReads=true,
+// checkInterval=100ms), each with its own collector served on mux: "split" with no lag
+// bound, "bounded" with maxReplicaLag=30s. Once their probes have judged the replicas, 20
+// read-intent statements (WithReadIntent, no routing key) on each are scraped over HTTP
+// (base is the server of mux):
+//   - split: the replicas (nodes 2 and 3) serve every read, replica_reads_total counts
+//     them (20 over the two), host_replica is 1 for them and 0 for the writer,
+//     replica_to_primary_total and both causal_reads_total paths are exported at 0;
+//   - both: the lag gauge is there for each host whose Stats lag is known (ReplicaLag >= 0,
+//     at most 30 s on an idle cluster) and absent for each whose lag is unknown (the
+//     writer, never a replica, always);
+//   - bounded: with the replicas' lag known they serve as in split; with it unknown (no
+//     lag reader, no privilege) neither qualifies, host_replica is 0 for every host, and
+//     the reads run on the primary, counted by replica_to_primary_total.
+//
+// The pools are closed at the end.
+func replicaPhase(ctx context.Context, t *testing.T, c *harness.Cluster, mux *http.ServeMux, base string) {
+	h1, h2, h3 := c.Node(1).ProxyAddr(), c.Node(2).ProxyAddr(), c.Node(3).ProxyAddr()
+	regs := map[string]*prometheus.Registry{}
+	open := func(name, params string) (*sql.DB, *mysqlfailover.Connector) {
+		cfg, err := dsn.Parse(fmt.Sprintf("%s:%s@tcp(%s;dc=east,%s;dc=east,%s;dc=west)/%s?readTimeout=2s&checkInterval=100ms&replicaReads=true%s",
+			harness.AppUser, harness.AppPassword, h1, h2, h3, harness.AppDB, params))
+		must(t, err)
+		col := mysqlfailoverprom.New()
+		cn, err := mysqlfailover.NewConnector(cfg, col.Option())
+		must(t, err)
+		col.SetConnector(cn)
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(col)
+		regs[name] = reg
+		mux.Handle("/"+name, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		return sql.OpenDB(cn), cn
+	}
+	split, splitC := open("split", "")
+	defer split.Close()
+	bounded, boundedC := open("bounded", "&maxReplicaLag=30s")
+	defer bounded.Close()
+	for _, db := range []*sql.DB{split, bounded} {
+		must(t, db.PingContext(ctx)) // the pool's first connection starts the monitor
+	}
+	// The replicas are judged once the probes have passed on them and read (or failed to
+	// read) their lag: split's qualify; bounded's qualify, or are skipped for a lag
+	// that stays unknown (given 3 s: 30 probe rounds).
+	judged := func(cn *mysqlfailover.Connector, unknownOK bool) bool {
+		s := cn.Stats()
+		for _, h := range s.Hosts {
+			if h.Addr == h1 {
+				continue
+			}
+			if h.State != failover.HostUp || (h.ReplicaSkip != "" && !(unknownOK && strings.HasPrefix(h.ReplicaSkip, "lag unknown"))) {
+				return false
+			}
+		}
+		return true
+	}
+	if !healthPoll(10*time.Second, func() bool { return judged(splitC, false) }) {
+		t.Fatalf("split: replicas not qualifying 10 s after the pool opened: %+v", splitC.Stats().Hosts)
+	}
+	if !healthPoll(10*time.Second, func() bool { return judged(boundedC, true) }) {
+		t.Fatalf("bounded: replicas neither qualifying nor skipped for an unknown lag after 10 s: %+v", boundedC.Stats().Hosts)
+	}
+	healthPoll(3*time.Second, func() bool { return judged(boundedC, false) }) // a lag being read
+
+	const reads = 20
+	run := func(db *sql.DB) map[int]int {
+		nodes := map[int]int{}
+		for range reads {
+			n, err := nodeOf(mysqlfailover.WithReadIntent(ctx, ""), c, db)
+			must(t, err)
+			nodes[n]++
+		}
+		return nodes
+	}
+	splitNodes, boundedNodes := run(split), run(bounded)
+	splitS, boundedS := splitC.Stats(), boundedC.Stats()
+	sc, bc := scrapeURL(t, base+"/split"), scrapeURL(t, base+"/bounded")
+	t.Logf("split reads by node %v; bounded reads by node %v", splitNodes, boundedNodes)
+	if testing.Verbose() {
+		t.Logf("sample scrape of the replica metrics, split pool:\n%s\n%s\n%s\nbounded pool:\n%s\n%s\n%s", sc.grep("mysqlfailover_host_replica"),
+			sc.grep("mysqlfailover_replica_"), sc.grep("mysqlfailover_causal_reads_total"),
+			bc.grep("mysqlfailover_host_replica"), bc.grep("mysqlfailover_replica_"), bc.grep("mysqlfailover_causal_reads_total"))
+	}
+
+	// split: the replicas served every read, and their counters say so.
+	if splitNodes[1] != 0 || splitNodes[2]+splitNodes[3] != reads {
+		t.Errorf("split: reads by node %v, want all %d on nodes 2 and 3", splitNodes, reads)
+	}
+	if n := sc.value("mysqlfailover_host_replica_reads_total", "host", h2) + sc.value("mysqlfailover_host_replica_reads_total", "host", h3); n != reads {
+		t.Errorf("split: replica_reads_total of nodes 2 and 3 sum to %v, want %d\n%s", n, reads, sc.grep("mysqlfailover_host_replica_reads_total"))
+	}
+	sc.want(t, "mysqlfailover_host_replica_reads_total", 0, "host", h1, "dc", "east")
+	sc.want(t, "mysqlfailover_host_replica", 0, "host", h1, "dc", "east")
+	sc.want(t, "mysqlfailover_host_replica", 1, "host", h2, "dc", "east")
+	sc.want(t, "mysqlfailover_host_replica", 1, "host", h3, "dc", "west")
+	sc.want(t, "mysqlfailover_replica_to_primary_total", 0)
+	sc.want(t, "mysqlfailover_replica_retries_total", 0)
+	sc.want(t, "mysqlfailover_causal_reads_total", 0, "path", "waited")
+	sc.want(t, "mysqlfailover_causal_reads_total", 0, "path", "primary")
+
+	// The lag gauge follows Stats: present where the lag is known, absent elsewhere.
+	known := 0
+	for _, p := range []struct {
+		name string
+		sc   *scrape
+		s    failover.Stats
+	}{{"split", sc, splitS}, {"bounded", bc, boundedS}} {
+		for _, h := range p.s.Hosts {
+			m := p.sc.find("mysqlfailover_host_replica_lag_seconds", "host", h.Addr)
+			switch {
+			case h.ReplicaLag < 0 && m != nil:
+				t.Errorf("%s: lag gauge of %s with its lag unknown (%s):\n%s", p.name, h.Addr, h.ReplicaSkip, p.sc.grep("mysqlfailover_host_replica_lag_seconds"))
+			case h.ReplicaLag >= 0 && m == nil:
+				t.Errorf("%s: no lag gauge of %s, whose lag is %v", p.name, h.Addr, h.ReplicaLag)
+			case h.ReplicaLag >= 0:
+				known++
+				if v := m.Gauge.GetValue(); v < 0 || v > 30 {
+					t.Errorf("%s: lag of %s %v s on an idle cluster", p.name, h.Addr, v)
+				}
+			}
+			if h.Addr == h1 && m != nil {
+				t.Errorf("%s: lag gauge of the writer, never a replica", p.name)
+			}
+		}
+	}
+	if known == 0 {
+		t.Logf("NOTE: no replica lag known (node 2: %q): the lag gauge's presence was not checked", boundedS.Hosts[1].ReplicaSkip)
+	}
+
+	// bounded: as split with the lag known, else every read on the primary.
+	if judged(boundedC, false) {
+		if boundedNodes[1] != 0 {
+			t.Errorf("bounded, lag known: reads by node %v, want none on node 1", boundedNodes)
+		}
+		if n := bc.value("mysqlfailover_host_replica_reads_total", "host", h2) + bc.value("mysqlfailover_host_replica_reads_total", "host", h3); n != reads {
+			t.Errorf("bounded, lag known: replica_reads_total sum %v, want %d", n, reads)
+		}
+		bc.want(t, "mysqlfailover_replica_to_primary_total", 0)
+	} else {
+		t.Logf("NOTE: bounded pool: replica lag unknown (%q): its reads went to the primary", boundedS.Hosts[1].ReplicaSkip)
+		if boundedNodes[1] != reads {
+			t.Errorf("bounded, lag unknown: reads by node %v, want all %d on node 1", boundedNodes, reads)
+		}
+		bc.want(t, "mysqlfailover_replica_to_primary_total", reads)
+		for _, h := range []string{h1, h2, h3} {
+			bc.want(t, "mysqlfailover_host_replica", 0, "host", h)
+			bc.want(t, "mysqlfailover_host_replica_reads_total", 0, "host", h)
+		}
+	}
+	for name, reg := range regs {
+		if problems, err := testutil.GatherAndLint(reg); err != nil || len(problems) > 0 {
+			t.Errorf("%s: promlint: %v %v", name, problems, err)
+		}
+	}
+}
+
 // scrape is one parsed text exposition.
 type scrape struct {
 	text string
@@ -207,7 +376,13 @@ type scrape struct {
 
 func scrapeProm(t *testing.T, base string) *scrape {
 	t.Helper()
-	resp, err := http.Get(base + "/metrics")
+	return scrapeURL(t, base+"/metrics")
+}
+
+// scrapeURL scrapes the text exposition at url.
+func scrapeURL(t *testing.T, url string) *scrape {
+	t.Helper()
+	resp, err := http.Get(url)
 	must(t, err)
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)

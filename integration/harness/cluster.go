@@ -257,6 +257,8 @@ func (c *Cluster) setUpReplication(ctx context.Context) error {
 		"CREATE USER '" + AppUser + "'@'%' IDENTIFIED BY '" + AppPassword + "'",
 		"GRANT ALL ON " + AppDB + ".* TO '" + AppUser + "'@'%'",
 		"GRANT ALL ON " + AppDB2 + ".* TO '" + AppUser + "'@'%'",
+		// The driver's probes read replica lag (replicaReads with maxReplicaLag).
+		c.flavour.monitorGrant("'" + AppUser + "'@'%'"),
 	} {
 		if err := p.Exec(ctx, q); err != nil {
 			return fmt.Errorf("harness: primary set-up: %w", err)

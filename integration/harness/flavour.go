@@ -155,6 +155,16 @@ func (f Flavour) stopReplica(forget bool) []string {
 // setReadOnly switches a server's global read-only mode. On MySQL a replica gets
 // super_read_only (which sets read_only too) so that not even root writes there; turning
 // read_only off turns super_read_only off too.
+// monitorGrant is the GRANT that lets user read the replica status (SHOW REPLICA STATUS),
+// as mysqlfailover's probes do for maxReplicaLag: SLAVE MONITOR on MariaDB 10.5.9+,
+// REPLICATION CLIENT on MySQL.
+func (f Flavour) monitorGrant(user string) string {
+	if f == MySQL {
+		return "GRANT REPLICATION CLIENT ON *.* TO " + user
+	}
+	return "GRANT SLAVE MONITOR ON *.* TO " + user
+}
+
 func (f Flavour) setReadOnly(on bool) string {
 	switch {
 	case on && f == MySQL:

@@ -110,3 +110,14 @@ func TestFlavourOf(t *testing.T) {
 		t.Errorf("names: %s", s)
 	}
 }
+
+func TestFlavourMonitorGrant(t *testing.T) {
+	for f, want := range map[Flavour]string{
+		MariaDB: "GRANT SLAVE MONITOR ON *.* TO 'app'@'%'",
+		MySQL:   "GRANT REPLICATION CLIENT ON *.* TO 'app'@'%'",
+	} {
+		if got := f.monitorGrant("'app'@'%'"); got != want {
+			t.Errorf("%s: %q, want %q", f, got, want)
+		}
+	}
+}

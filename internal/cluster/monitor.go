@@ -322,7 +322,9 @@ func (c *Cluster) probe(ctx context.Context, id int) {
 			late = rtt - wait
 		}
 		if err == nil {
-			if c.cfg.ReplicaReads && id != c.Active() && !c.probeLag(ctx, conn, h, wait) {
+			if c.cfg.ReplicaReads && id == c.Active() {
+				c.noteLag(h, 0, false, "the pool's writer: not read") // no lag left from its replica days
+			} else if c.cfg.ReplicaReads && !c.probeLag(ctx, conn, h, wait) {
 				_ = conn.Close() // broke while its lag was read: reopened next round
 				break
 			}
@@ -372,6 +374,11 @@ func (c *Cluster) probe(ctx context.Context, id int) {
 			s = failover.HostDown
 		}
 		h.mu.Lock()
+		if down && !h.down && c.cfg.ReplicaReads {
+			// Replica sessions may be on it: decide aborts them, so that reads in
+			// flight there fail at once and run again on another replica.
+			h.abortDue = true
+		}
 		h.down = h.down || down
 		changed := h.setState(s, err, c.env.Clock.Now())
 		h.mu.Unlock()

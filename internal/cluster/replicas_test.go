@@ -189,8 +189,8 @@ func TestProbesReadReplicaLag(t *testing.T) {
 	if got := r.stat(1).ReplicaLag; got != 2*time.Second {
 		t.Errorf("ReplicaLag %v, want 2s", got)
 	}
-	if h := r.stat(0); h.ReplicaSkip != "the pool's writer" {
-		t.Errorf("H1 ReplicaSkip %q", h.ReplicaSkip)
+	if h := r.stat(0); h.ReplicaSkip != "the pool's writer" || h.ReplicaLag != -1 {
+		t.Errorf("H1 ReplicaSkip %q, ReplicaLag %v; want the pool's writer, -1", h.ReplicaSkip, h.ReplicaLag)
 	}
 	// Events: H2 left, changed why twice, came back.
 	var got []string
@@ -216,6 +216,31 @@ func TestProbesMarkWritableHosts(t *testing.T) {
 	for range 10 {
 		if got := r.cl.PickReplica("", false, 0); got != 2 {
 			t.Fatalf("read went to H%d, want H3", got+1)
+		}
+	}
+}
+
+// TestDownReplicaAborted: with replicaReads, a replica the probes declare down has its
+// connections aborted (the replica sessions' reads in flight fail at once and run again
+// elsewhere), once; without replicaReads a host the pool is not on is left alone.
+func TestDownReplicaAborted(t *testing.T) {
+	for _, on := range []bool{true, false} {
+		r, a := monRig(t, 3, func(o *rigOpts) { o.ReplicaReads = on })
+		r.net.SetReadOnly(1, true)
+		r.tick(0)
+		r.down(1)
+		for range 8 {
+			r.tick(monInterval)
+		}
+		want := "[]"
+		if on {
+			want = "[1]"
+		}
+		if got := fmt.Sprint(a.get()); got != want {
+			t.Errorf("replicaReads=%v: aborted %s, want %s", on, got, want)
+		}
+		if on && !strings.HasPrefix(r.stat(1).ReplicaSkip, "down") {
+			t.Errorf("H2 ReplicaSkip %q, want down", r.stat(1).ReplicaSkip)
 		}
 	}
 }

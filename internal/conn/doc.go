@@ -59,4 +59,17 @@
 // ResetSession never answers driver.ErrBadConn, which database/sql would pass as is to a
 // caller queued at MaxOpenConns. IsValid is false once the physical connection is gone,
 // and while a transaction opened by statements is lost.
+//
+// # Replica sessions
+//
+// With replicaReads (replica.go) a connection also holds, opened lazily, one read-only
+// session per replica it has used. route sends a read-intent statement there (the
+// context's WithReadIntent, a ReadOnly BeginTx, SetReadOnly(true)) when it is a plain
+// statement outside any transaction of the primary session, with autocommit on; the
+// cluster chooses the replica. Replica sessions have epochs with the replicaEpoch bit,
+// so fail knows a replica's error from the primary's: failReplica runs the statement
+// once more on another replica when its session broke before the result (nothing was
+// written: the session is read-only), loses a read-only transaction, and never blames
+// the host. Causal reads wait on the replica for the position of the connection's (or
+// the pool's) last write, else the primary serves the read.
 package conn

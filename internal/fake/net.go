@@ -48,7 +48,7 @@ type host struct {
 	ioErr   error
 	script  func(int, sqlmock.Sqlmock)
 
-	readOnly, txReadOnly bool // answered to the role query; readOnly rejects writes
+	readOnly, txReadOnly bool  // answered to the role query; readOnly rejects writes
 	lag                  int64 // answered to SHOW REPLICA STATUS (SetLag)
 	roleChecks           int
 	probes               int

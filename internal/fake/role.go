@@ -130,7 +130,7 @@ func (r *rows) Columns() []string {
 	}
 	return []string{"Variable_name", "Value"}
 }
-func (r *rows) Close() error      { return nil }
+func (r *rows) Close() error { return nil }
 func (r *rows) Next(dest []driver.Value) error {
 	if r.i >= len(r.vals) {
 		return io.EOF

@@ -7,15 +7,29 @@
 // as a JSON object:
 //
 //	{"active": "db2:3306", "primary": "db1:3306", "failovers": 1, "fall_backs": 0, "aborts": 1,
+//	 "replica_retries": 0, "replica_to_primary": 3, "causal_waits": 0, "causal_primary": 0,
 //	 "hosts": [{"host": "db1:3306", "dc": "", "state": "down", "role": "unknown",
 //	            "connections": 0, "probe_latency_seconds": 0.0012,
+//	            "replica_lag_seconds": -1, "replica_reads": 0,
+//	            "replica_skip": "down: its probes failed for failoverDelay",
 //	            "last_error": "...", "changed": "2026-12-01T10:00:00Z"}, ...]}
 //
 // states are those of failover.HostState.String (unknown, up, suspect, down, backoff,
 // wrong-role), roles unknown, primary, read_only_primary, standby; failovers, fall_backs
 // and aborts count since the connector was built; connections is -1 when unknown;
 // probe_latency_seconds is the last passed probe's latency (0: none); last_error never
-// contains a password; changed is omitted when the state never changed. expvar has no
+// contains a password; changed is omitted when the state never changed.
+//
+// The replica fields are those of read/write splitting (replicaReads): replica_retries,
+// replica_to_primary, causal_waits and causal_primary count since the connector was
+// built (failover.Stats: read-intent statements run again on another replica, run on
+// the primary for want of a replica, causal reads a replica served after waiting, causal
+// reads sent to the primary); per host replica_lag_seconds is the lag its last probe
+// read (whole seconds; -1 when unknown, always without replicaReads or checkInterval),
+// replica_reads the read-intent statements it served as a replica, replica_skip why it
+// serves none now (omitted when it qualifies, and for every host without replicaReads).
+// They are present, at 0 or -1, without replicaReads too: the object keeps one shape.
+// expvar has no
 // histograms: for probe latency and walk duration distributions use the Prometheus or
 // OpenTelemetry modules (metrics/prometheus, metrics/otel).
 package mysqlfailoverexpvar
@@ -42,6 +56,9 @@ type host struct {
 	Role         string  `json:"role"`
 	Connections  int     `json:"connections"`
 	ProbeLatency float64 `json:"probe_latency_seconds"`
+	ReplicaLag   float64 `json:"replica_lag_seconds"`
+	ReplicaReads int64   `json:"replica_reads"`
+	ReplicaSkip  string  `json:"replica_skip,omitempty"`
 	LastError    string  `json:"last_error,omitempty"`
 	Changed      string  `json:"changed,omitempty"`
 }
@@ -52,19 +69,30 @@ type stats struct {
 	Failovers int64  `json:"failovers"`
 	FallBacks int64  `json:"fall_backs"`
 	Aborts    int64  `json:"aborts"`
-	Hosts     []host `json:"hosts"`
+	// The replica counts (replicaReads).
+	ReplicaRetries   int64  `json:"replica_retries"`
+	ReplicaToPrimary int64  `json:"replica_to_primary"`
+	CausalWaits      int64  `json:"causal_waits"`
+	CausalPrimary    int64  `json:"causal_primary"`
+	Hosts            []host `json:"hosts"`
 }
 
 var roles = map[failover.Role]string{failover.RolePrimary: "primary", failover.RoleReadOnlyPrimary: "read_only_primary", failover.RoleStandby: "standby"}
 
 func render(s failover.Stats) stats {
-	out := stats{Active: s.Active, Primary: s.Primary, Failovers: s.Failovers, FallBacks: s.FallBacks, Aborts: s.Aborted, Hosts: []host{}}
+	out := stats{Active: s.Active, Primary: s.Primary, Failovers: s.Failovers, FallBacks: s.FallBacks, Aborts: s.Aborted,
+		ReplicaRetries: s.ReplicaRetries, ReplicaToPrimary: s.ReplicaToPrimary, CausalWaits: s.CausalWaits, CausalPrimary: s.CausalPrimary,
+		Hosts: []host{}}
 	for _, h := range s.Hosts {
 		r, ok := roles[h.Role]
 		if !ok {
 			r = "unknown"
 		}
-		e := host{Host: h.Addr, DC: h.DC, State: h.State.String(), Role: r, Connections: h.OpenConns, ProbeLatency: h.ProbeLatency.Seconds()}
+		e := host{Host: h.Addr, DC: h.DC, State: h.State.String(), Role: r, Connections: h.OpenConns, ProbeLatency: h.ProbeLatency.Seconds(),
+			ReplicaLag: -1, ReplicaReads: h.ReplicaReads, ReplicaSkip: h.ReplicaSkip}
+		if h.ReplicaLag >= 0 {
+			e.ReplicaLag = h.ReplicaLag.Seconds()
+		}
 		if h.LastError != nil {
 			e.LastError = h.LastError.Error()
 		}

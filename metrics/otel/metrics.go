@@ -37,10 +37,44 @@
 //	mysqlfailover.walk.duration          Float64Histogram             s    each host walk that moved the pool
 //	                                                                       (mysqlfailover.walk.kind: switch, fall_back)
 //
+// With replicaReads (read/write splitting), per host (the host attributes) and for the
+// pool:
+//
+//	mysqlfailover.host.replica.qualified Int64ObservableGauge         1    1 while the host serves read-intent
+//	                                                                       statements as a replica, 0 while it
+//	                                                                       does not (HostStats.ReplicaSkip says why)
+//	mysqlfailover.host.replica.lag       Float64ObservableGauge       s    replication lag as the host's last
+//	                                                                       probe read it (no point while unknown)
+//	mysqlfailover.host.replica.reads     Int64ObservableCounter       {read}       read-intent statements it
+//	                                                                       served as a replica
+//	mysqlfailover.replica.retries        Int64ObservableCounter       {retry}      read-intent statements that
+//	                                                                       failed on a replica before their result
+//	                                                                       started and ran again
+//	mysqlfailover.replica.to_primary     Int64ObservableCounter       {read}       read-intent statements that ran
+//	                                                                       on the primary: no replica qualified
+//	mysqlfailover.causal_reads           Int64ObservableCounter       {read}       causal reads (causalReads), by
+//	                                                                       mysqlfailover.causal_read.path: waited
+//	                                                                       (a replica served them after waiting
+//	                                                                       for the write's position) or primary
+//
+// The qualifying gauge is host.replica.qualified, not host.replica, because
+// mysqlfailover.host.replica is the namespace of the other two (the semantic conventions'
+// naming rules keep a name from being both). These instruments report only for a
+// connector with replicaReads=true (at 0 until something is counted), none without it: a
+// pool that does not split reads reports no replica points rather than zeros that would
+// read as "no replica qualifies". Stats tells: with replicaReads at least the pool's
+// writer has a ReplicaSkip ("the pool's writer"), without it no host has one. The reason
+// is no attribute (its text is free-form, carrying the lag and the error: a new series at
+// each change); Stats, the EventReplica events and WithLogger's records give it.
+//
+// mysqlfailover.host.replica.lag needs checkInterval > 0 (the probes read the lag with
+// SHOW REPLICA STATUS, or SHOW SLAVE STATUS on older servers; the probe user needs
+// REPLICA MONITOR on MariaDB 10.5+, REPLICATION CLIENT on MySQL); a host has no point
+// while its lag is unknown (not read yet, not a replica, a replication thread stopped, no
+// privilege).
+//
 // These are not db.client.connection.*: those count a pool's connections by idle/used
 // state, which database/sql knows (otelsql reports them); this package reports per host.
-// Replica lag is not recorded: the driver's probe does not read it (the mysqlfailover
-// check command shows it).
 package mysqlfailoverotel
 
 import (
@@ -83,6 +117,9 @@ type Metrics struct {
 	failures metric.Int64Counter
 	walk     metric.Float64Histogram
 	reg      metric.Registration
+	// stats returns the snapshot the observable instruments report, false for none: the
+	// connector's Stats (tests replace it).
+	stats func() (failover.Stats, bool)
 }
 
 // New creates the instruments on mp's meter ScopeName. It returns an error for a nil mp
@@ -93,6 +130,12 @@ func New(mp metric.MeterProvider) (*Metrics, error) {
 	}
 	meter := mp.Meter(ScopeName)
 	m := &Metrics{hosts: map[string]attribute.Set{}}
+	m.stats = func() (failover.Stats, bool) {
+		if cn := m.conn.Load(); cn != nil {
+			return cn.Stats(), true
+		}
+		return failover.Stats{}, false
+	}
 	var errs []error
 	add := func(err error) { errs = append(errs, err) }
 	var err error
@@ -131,18 +174,44 @@ func New(mp metric.MeterProvider) (*Metrics, error) {
 	aborts, err := meter.Int64ObservableCounter("mysqlfailover.aborts", metric.WithUnit("{abort}"),
 		metric.WithDescription("Abort rounds: hosts whose in-flight statements were aborted after probes declared them down."))
 	add(err)
+	replica, err := meter.Int64ObservableGauge("mysqlfailover.host.replica.qualified", metric.WithUnit("1"),
+		metric.WithDescription("1 while the host serves read-intent statements as a replica (replicaReads), 0 while it does not."))
+	add(err)
+	lag, err := meter.Float64ObservableGauge("mysqlfailover.host.replica.lag", metric.WithUnit("s"),
+		metric.WithDescription("Replication lag of the host as its last probe read it (Seconds_Behind_Master or _Source, whole seconds); no point while unknown."))
+	add(err)
+	reads, err := meter.Int64ObservableCounter("mysqlfailover.host.replica.reads", metric.WithUnit("{read}"),
+		metric.WithDescription("Read-intent statements the host served as a replica."))
+	add(err)
+	retries, err := meter.Int64ObservableCounter("mysqlfailover.replica.retries", metric.WithUnit("{retry}"),
+		metric.WithDescription("Read-intent statements that failed on a replica before their result started and ran again on another host."))
+	add(err)
+	toPrimary, err := meter.Int64ObservableCounter("mysqlfailover.replica.to_primary", metric.WithUnit("{read}"),
+		metric.WithDescription("Read-intent statements that ran on the primary because no replica qualified (readFromSourceWhenNoReplicas)."))
+	add(err)
+	causal, err := meter.Int64ObservableCounter("mysqlfailover.causal_reads", metric.WithUnit("{read}"),
+		metric.WithDescription("Causal reads (causalReads): path waited, served by a replica after it reached the write's position; path primary, sent to the primary instead."))
+	add(err)
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
+	waited := metric.WithAttributes(attribute.String("mysqlfailover.causal_read.path", "waited"))
+	toPrimaryPath := metric.WithAttributes(attribute.String("mysqlfailover.causal_read.path", "primary"))
 	m.reg, err = meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
-		cn := m.conn.Load()
-		if cn == nil {
+		s, ok := m.stats()
+		if !ok {
 			return nil
 		}
-		s := cn.Stats()
 		o.ObserveInt64(failovers, s.Failovers)
 		o.ObserveInt64(fallBacks, s.FallBacks)
 		o.ObserveInt64(aborts, s.Aborted)
+		replicas := replicaReads(s)
+		if replicas {
+			o.ObserveInt64(retries, s.ReplicaRetries)
+			o.ObserveInt64(toPrimary, s.ReplicaToPrimary)
+			o.ObserveInt64(causal, s.CausalWaits, waited)
+			o.ObserveInt64(causal, s.CausalPrimary, toPrimaryPath)
+		}
 		for _, h := range s.Hosts {
 			base := m.attrs(h.Addr, h.DC)
 			kv := base.ToSlice()
@@ -158,9 +227,17 @@ func New(mp metric.MeterProvider) (*Metrics, error) {
 			if h.OpenConns >= 0 {
 				o.ObserveInt64(conns, int64(h.OpenConns), set)
 			}
+			if !replicas {
+				continue
+			}
+			o.ObserveInt64(replica, int01(h.ReplicaSkip == ""), set)
+			o.ObserveInt64(reads, h.ReplicaReads, set)
+			if h.ReplicaLag >= 0 {
+				o.ObserveFloat64(lag, h.ReplicaLag.Seconds(), set)
+			}
 		}
 		return nil
-	}, state, role, active, primary, conns, failovers, fallBacks, aborts)
+	}, state, role, active, primary, conns, failovers, fallBacks, aborts, replica, lag, reads, retries, toPrimary, causal)
 	if err != nil {
 		return nil, err
 	}
@@ -241,6 +318,18 @@ func hostAttrs(host, dc string) attribute.Set {
 		}
 	}
 	return attribute.NewSet(kv...)
+}
+
+// replicaReads reports whether s is the Stats of a connector with replicaReads: then at
+// least the pool's writer has a ReplicaSkip ("the pool's writer"); without it no host has
+// one.
+func replicaReads(s failover.Stats) bool {
+	for _, h := range s.Hosts {
+		if h.ReplicaSkip != "" {
+			return true
+		}
+	}
+	return false
 }
 
 func int01(b bool) int64 {

@@ -2,6 +2,7 @@ package mysqlfailoverotel
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -65,5 +66,133 @@ func TestObserve(t *testing.T) {
 	fails := got["mysqlfailover.probe.failures"].(metricdata.Sum[int64]).DataPoints
 	if len(fails) != 1 || fails[0].Value != 1 {
 		t.Fatalf("failure points %+v", fails)
+	}
+}
+
+// collectStats returns the points of one collection of m with its Stats replaced by s:
+// "name" for a point without attributes, "name|host" (server.address) for a host's,
+// "name|path" for a causal read's; the value of gauges and sums (int or float), and the
+// units by name.
+func collectStats(t *testing.T, s failover.Stats) (map[string]float64, map[string]string) {
+	t.Helper()
+	reader := sdkmetric.NewManualReader()
+	m, err := New(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	m.stats = func() (failover.Stats, bool) { return s, true }
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	points, units := map[string]float64{}, map[string]string{}
+	key := func(name string, a attribute.Set) string {
+		if v, ok := a.Value("server.address"); ok {
+			name += "|" + v.AsString()
+		}
+		if v, ok := a.Value("mysqlfailover.causal_read.path"); ok {
+			name += "|" + v.AsString()
+		}
+		if v, ok := a.Value("mysqlfailover.host.state"); ok {
+			name += "|" + v.AsString()
+		}
+		if v, ok := a.Value("mysqlfailover.host.role"); ok {
+			name += "|" + v.AsString()
+		}
+		return name
+	}
+	for _, sm := range rm.ScopeMetrics {
+		for _, mt := range sm.Metrics {
+			units[mt.Name] = mt.Unit
+			switch d := mt.Data.(type) {
+			case metricdata.Gauge[int64]:
+				for _, p := range d.DataPoints {
+					points[key(mt.Name, p.Attributes)] = float64(p.Value)
+				}
+			case metricdata.Gauge[float64]:
+				for _, p := range d.DataPoints {
+					points[key(mt.Name, p.Attributes)] = p.Value
+				}
+			case metricdata.Sum[int64]:
+				if !d.IsMonotonic && mt.Name != "mysqlfailover.host.connection.count" {
+					t.Errorf("%s is not monotonic", mt.Name)
+				}
+				for _, p := range d.DataPoints {
+					points[key(mt.Name, p.Attributes)] = float64(p.Value)
+				}
+			}
+		}
+	}
+	return points, units
+}
+
+// replicaInstruments are the names of the replicaReads instruments.
+var replicaInstruments = []string{
+	"mysqlfailover.host.replica.qualified", "mysqlfailover.host.replica.lag", "mysqlfailover.host.replica.reads",
+	"mysqlfailover.replica.retries", "mysqlfailover.replica.to_primary", "mysqlfailover.causal_reads",
+}
+
+// TestReplicaInstruments: with replicaReads (the writer's ReplicaSkip set) each host has
+// its qualified gauge (1 only without ReplicaSkip) and reads counter, the lag gauge in
+// seconds only where the lag is known, and the pool has its replica and causal counters,
+// with their units.
+func TestReplicaInstruments(t *testing.T) {
+	got, units := collectStats(t, failover.Stats{
+		Active: "a:3306", Primary: "a:3306",
+		ReplicaRetries: 2, ReplicaToPrimary: 3, CausalWaits: 4, CausalPrimary: 1,
+		Hosts: []failover.HostStats{
+			{Addr: "a:3306", State: failover.HostUp, OpenConns: -1, ReplicaLag: -1, ReplicaSkip: "the pool's writer"},
+			{Addr: "b:3306", State: failover.HostUp, OpenConns: -1, ReplicaLag: 1500 * time.Millisecond, ReplicaReads: 7},
+			{Addr: "c:3306", State: failover.HostUp, OpenConns: -1, ReplicaLag: -1, ReplicaReads: 1, ReplicaSkip: "lag unknown: not read yet"},
+		},
+	})
+	want := map[string]float64{
+		"mysqlfailover.host.replica.qualified|a": 0, "mysqlfailover.host.replica.qualified|b": 1, "mysqlfailover.host.replica.qualified|c": 0,
+		"mysqlfailover.host.replica.reads|a": 0, "mysqlfailover.host.replica.reads|b": 7, "mysqlfailover.host.replica.reads|c": 1,
+		"mysqlfailover.host.replica.lag|b":  1.5,
+		"mysqlfailover.replica.retries":     2,
+		"mysqlfailover.replica.to_primary":  3,
+		"mysqlfailover.causal_reads|waited": 4, "mysqlfailover.causal_reads|primary": 1,
+	}
+	for k, v := range want {
+		if g, ok := got[k]; !ok || g != v {
+			t.Errorf("%s = %v (reported %v), want %v", k, g, ok, v)
+		}
+	}
+	for _, k := range []string{"mysqlfailover.host.replica.lag|a", "mysqlfailover.host.replica.lag|c"} {
+		if v, ok := got[k]; ok {
+			t.Errorf("%s = %v, want no point (lag unknown)", k, v)
+		}
+	}
+	for name, unit := range map[string]string{
+		"mysqlfailover.host.replica.qualified": "1", "mysqlfailover.host.replica.lag": "s", "mysqlfailover.host.replica.reads": "{read}",
+		"mysqlfailover.replica.retries": "{retry}", "mysqlfailover.replica.to_primary": "{read}", "mysqlfailover.causal_reads": "{read}",
+	} {
+		if units[name] != unit {
+			t.Errorf("%s unit %q, want %q", name, units[name], unit)
+		}
+	}
+}
+
+// TestNoReplicaInstruments: without replicaReads (no ReplicaSkip anywhere) no replica
+// instrument reports, not even 0, while the Stats instruments do.
+func TestNoReplicaInstruments(t *testing.T) {
+	got, _ := collectStats(t, failover.Stats{
+		Active: "a:3306", Primary: "a:3306",
+		Hosts: []failover.HostStats{
+			{Addr: "a:3306", State: failover.HostUp, OpenConns: 2, ReplicaLag: -1},
+			{Addr: "b:3306", State: failover.HostUp, OpenConns: 1, ReplicaLag: 0},
+		},
+	})
+	for k, v := range got {
+		for _, name := range replicaInstruments {
+			if k == name || strings.HasPrefix(k, name+"|") {
+				t.Errorf("%s = %v without replicaReads, want no point", k, v)
+			}
+		}
+	}
+	if got["mysqlfailover.host.active|a"] != 1 || got["mysqlfailover.host.connection.count|b"] != 1 || got["mysqlfailover.host.state|b|up"] != 1 {
+		t.Errorf("Stats instruments missing: %v", got)
 	}
 }

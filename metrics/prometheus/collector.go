@@ -38,12 +38,44 @@
 //	mysqlfailover_walk_duration_seconds{kind}      histogram duration of each host walk that moved the pool,
 //	                                               kind "switch" (a failover) or "fall_back"
 //
-// The three totals are the connector's own counts since it was built (failover.Stats), so
-// they are right even for the events before SetConnector.
+// With replicaReads (read/write splitting), per host and for the pool:
 //
-// Replica lag is not exported: the driver's probe does not read it (it would need
-// SHOW REPLICA STATUS and the REPLICATION CLIENT privilege on every probe); the
-// mysqlfailover check command shows it.
+//	mysqlfailover_host_replica{host,dc}              gauge     1 while the host serves read-intent
+//	                                                 statements as a replica, 0 while it does not
+//	                                                 (HostStats.ReplicaSkip says why)
+//	mysqlfailover_host_replica_lag_seconds{host,dc}  gauge     replication lag as the host's last probe read
+//	                                                 it (whole seconds; absent while unknown)
+//	mysqlfailover_host_replica_reads_total{host,dc}  counter   read-intent statements the host served as a
+//	                                                 replica
+//	mysqlfailover_replica_retries_total              counter   read-intent statements that failed on a replica
+//	                                                 before their result started and ran again
+//	mysqlfailover_replica_to_primary_total           counter   read-intent statements that ran on the primary
+//	                                                 because no replica qualified
+//	mysqlfailover_causal_reads_total{path}           counter   causal reads (causalReads local or global):
+//	                                                 path "waited" (a replica served them after
+//	                                                 waiting for the write's position) or "primary"
+//	                                                 (they went to the primary instead)
+//
+// The totals are the connector's own counts since it was built (failover.Stats), so they
+// are right even for the events before SetConnector.
+//
+// The replica metrics are present only for a connector with replicaReads=true, from its
+// first scrape on (at 0 until something is counted), and absent without it: a pool that
+// does not split reads exports no replica series, not a column of zeros that would read
+// as "no replica qualifies". The collector tells from Stats, where with replicaReads at
+// least the pool's writer has a ReplicaSkip ("the pool's writer"), and without it every
+// host has none. The reason itself is not a label: its text is free-form (it carries the
+// lag and the error), so as a label it would make a new series at each change; read it
+// from Stats, the EventReplica events, or WithLogger's records.
+//
+// mysqlfailover_host_replica_lag_seconds needs checkInterval > 0 (the probes read the lag
+// with SHOW REPLICA STATUS, or SHOW SLAVE STATUS on older servers; the probe user needs
+// REPLICA MONITOR on MariaDB 10.5+, REPLICATION CLIENT on MySQL). A host's sample is
+// absent while its lag is unknown: not read yet, not a replica, a replication thread
+// stopped (Seconds_Behind_Master NULL), or no privilege; HostStats.ReplicaSkip gives the
+// reason when maxReplicaLag makes it matter. Alert on the lag with the absence in mind,
+// e.g. absent_over_time(mysqlfailover_host_replica_lag_seconds{host="db2:3306"}[5m]) for
+// a replica that should report one.
 package mysqlfailoverprom
 
 import (
@@ -88,6 +120,20 @@ var (
 		"Returns of the pool to the primary.", nil, nil)
 	descAborts = prometheus.NewDesc("mysqlfailover_aborts_total",
 		"Abort rounds: hosts whose in-flight statements were aborted after probes declared them down.", nil, nil)
+
+	// The replica metrics (replicaReads only).
+	descReplica = prometheus.NewDesc("mysqlfailover_host_replica",
+		"1 while the host serves read-intent statements as a replica (replicaReads), 0 while it does not (Stats' ReplicaSkip says why).", []string{"host", "dc"}, nil)
+	descReplicaLag = prometheus.NewDesc("mysqlfailover_host_replica_lag_seconds",
+		"Replication lag of the host as its last probe read it (Seconds_Behind_Master or _Source, whole seconds); absent while unknown.", []string{"host", "dc"}, nil)
+	descReplicaReads = prometheus.NewDesc("mysqlfailover_host_replica_reads_total",
+		"Read-intent statements the host served as a replica.", []string{"host", "dc"}, nil)
+	descReplicaRetries = prometheus.NewDesc("mysqlfailover_replica_retries_total",
+		"Read-intent statements that failed on a replica before their result started and ran again on another host.", nil, nil)
+	descReplicaToPrimary = prometheus.NewDesc("mysqlfailover_replica_to_primary_total",
+		"Read-intent statements that ran on the primary because no replica qualified (readFromSourceWhenNoReplicas).", nil, nil)
+	descCausal = prometheus.NewDesc("mysqlfailover_causal_reads_total",
+		"Causal reads (causalReads): path waited, served by a replica after it reached the write's position; path primary, sent to the primary instead.", []string{"path"}, nil)
 )
 
 // Collector is a prometheus.Collector of one Connector. Its methods are safe for
@@ -178,7 +224,8 @@ func (c *Collector) learnDCs(cn *mysqlfailover.Connector) {
 
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descState, descRole, descActive, descPrimary, descConns, descFailovers, descFallBacks, descAborts} {
+	for _, d := range []*prometheus.Desc{descState, descRole, descActive, descPrimary, descConns, descFailovers, descFallBacks, descAborts,
+		descReplica, descReplicaLag, descReplicaReads, descReplicaRetries, descReplicaToPrimary, descCausal} {
 		ch <- d
 	}
 	c.probe.Describe(ch)
@@ -196,10 +243,21 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	if cn == nil {
 		return
 	}
-	s := cn.Stats()
+	collectStats(ch, cn.Stats())
+}
+
+// collectStats sends the metrics of the Stats snapshot s.
+func collectStats(ch chan<- prometheus.Metric, s failover.Stats) {
 	ch <- prometheus.MustNewConstMetric(descFailovers, prometheus.CounterValue, float64(s.Failovers))
 	ch <- prometheus.MustNewConstMetric(descFallBacks, prometheus.CounterValue, float64(s.FallBacks))
 	ch <- prometheus.MustNewConstMetric(descAborts, prometheus.CounterValue, float64(s.Aborted))
+	replicas := replicaReads(s)
+	if replicas {
+		ch <- prometheus.MustNewConstMetric(descReplicaRetries, prometheus.CounterValue, float64(s.ReplicaRetries))
+		ch <- prometheus.MustNewConstMetric(descReplicaToPrimary, prometheus.CounterValue, float64(s.ReplicaToPrimary))
+		ch <- prometheus.MustNewConstMetric(descCausal, prometheus.CounterValue, float64(s.CausalWaits), "waited")
+		ch <- prometheus.MustNewConstMetric(descCausal, prometheus.CounterValue, float64(s.CausalPrimary), "primary")
+	}
 	for _, h := range s.Hosts {
 		for i, name := range states {
 			ch <- prometheus.MustNewConstMetric(descState, prometheus.GaugeValue, bool01(int(h.State) == i), h.Addr, h.DC, name)
@@ -212,7 +270,27 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		if h.OpenConns >= 0 {
 			ch <- prometheus.MustNewConstMetric(descConns, prometheus.GaugeValue, float64(h.OpenConns), h.Addr, h.DC)
 		}
+		if !replicas {
+			continue
+		}
+		ch <- prometheus.MustNewConstMetric(descReplica, prometheus.GaugeValue, bool01(h.ReplicaSkip == ""), h.Addr, h.DC)
+		ch <- prometheus.MustNewConstMetric(descReplicaReads, prometheus.CounterValue, float64(h.ReplicaReads), h.Addr, h.DC)
+		if h.ReplicaLag >= 0 {
+			ch <- prometheus.MustNewConstMetric(descReplicaLag, prometheus.GaugeValue, h.ReplicaLag.Seconds(), h.Addr, h.DC)
+		}
 	}
+}
+
+// replicaReads reports whether s is the Stats of a connector with replicaReads: then at
+// least the pool's writer has a ReplicaSkip ("the pool's writer"); without it no host has
+// one.
+func replicaReads(s failover.Stats) bool {
+	for _, h := range s.Hosts {
+		if h.ReplicaSkip != "" {
+			return true
+		}
+	}
+	return false
 }
 
 func bool01(b bool) float64 {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/mysqlfailover/mysqlfailover/failover"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
@@ -50,5 +51,95 @@ mysqlfailover_walk_duration_seconds_count{kind="switch"} 1
 	}
 	if problems, err := testutil.CollectAndLint(c); err != nil || len(problems) > 0 {
 		t.Fatalf("lint: %v %v", problems, err)
+	}
+}
+
+// statsOnly is a prometheus.Collector of one fixed Stats snapshot, through the same
+// collectStats as Collector's scrape.
+type statsOnly struct{ s failover.Stats }
+
+func (statsOnly) Describe(ch chan<- *prometheus.Desc)   { New().Describe(ch) }
+func (c statsOnly) Collect(ch chan<- prometheus.Metric) { collectStats(ch, c.s) }
+
+// replicaMetrics are the names of the replicaReads metrics.
+var replicaMetrics = []string{
+	"mysqlfailover_host_replica", "mysqlfailover_host_replica_lag_seconds", "mysqlfailover_host_replica_reads_total",
+	"mysqlfailover_replica_retries_total", "mysqlfailover_replica_to_primary_total", "mysqlfailover_causal_reads_total",
+}
+
+// TestReplicaMetrics: with replicaReads (the writer's ReplicaSkip set) every host has its
+// replica gauge (1 only for the one with no ReplicaSkip) and reads counter, the lag gauge
+// in seconds only where the lag is known (ReplicaLag >= 0), and the pool's replica and
+// causal counters; the exposition passes promlint.
+func TestReplicaMetrics(t *testing.T) {
+	c := statsOnly{failover.Stats{
+		Active: "a:3306", Primary: "a:3306",
+		ReplicaRetries: 2, ReplicaToPrimary: 3, CausalWaits: 4, CausalPrimary: 1,
+		Hosts: []failover.HostStats{
+			{Addr: "a:3306", DC: "east", State: failover.HostUp, OpenConns: -1, ReplicaLag: -1, ReplicaSkip: "the pool's writer"},
+			{Addr: "b:3306", DC: "east", State: failover.HostUp, OpenConns: -1, ReplicaLag: 1500 * time.Millisecond, ReplicaReads: 7},
+			{Addr: "c:3306", DC: "west", State: failover.HostUp, OpenConns: -1, ReplicaLag: -1, ReplicaReads: 1,
+				ReplicaSkip: "lag unknown: its probe could not read it: Error 1227: Access denied"},
+			{Addr: "d:3306", DC: "west", State: failover.HostUp, OpenConns: -1, ReplicaLag: 12 * time.Second,
+				ReplicaSkip: "lag 12s over maxReplicaLag 10s"},
+		},
+	}}
+	want := `
+# HELP mysqlfailover_causal_reads_total Causal reads (causalReads): path waited, served by a replica after it reached the write's position; path primary, sent to the primary instead.
+# TYPE mysqlfailover_causal_reads_total counter
+mysqlfailover_causal_reads_total{path="primary"} 1
+mysqlfailover_causal_reads_total{path="waited"} 4
+# HELP mysqlfailover_host_replica 1 while the host serves read-intent statements as a replica (replicaReads), 0 while it does not (Stats' ReplicaSkip says why).
+# TYPE mysqlfailover_host_replica gauge
+mysqlfailover_host_replica{dc="east",host="a:3306"} 0
+mysqlfailover_host_replica{dc="east",host="b:3306"} 1
+mysqlfailover_host_replica{dc="west",host="c:3306"} 0
+mysqlfailover_host_replica{dc="west",host="d:3306"} 0
+# HELP mysqlfailover_host_replica_lag_seconds Replication lag of the host as its last probe read it (Seconds_Behind_Master or _Source, whole seconds); absent while unknown.
+# TYPE mysqlfailover_host_replica_lag_seconds gauge
+mysqlfailover_host_replica_lag_seconds{dc="east",host="b:3306"} 1.5
+mysqlfailover_host_replica_lag_seconds{dc="west",host="d:3306"} 12
+# HELP mysqlfailover_host_replica_reads_total Read-intent statements the host served as a replica.
+# TYPE mysqlfailover_host_replica_reads_total counter
+mysqlfailover_host_replica_reads_total{dc="east",host="a:3306"} 0
+mysqlfailover_host_replica_reads_total{dc="east",host="b:3306"} 7
+mysqlfailover_host_replica_reads_total{dc="west",host="c:3306"} 1
+mysqlfailover_host_replica_reads_total{dc="west",host="d:3306"} 0
+# HELP mysqlfailover_replica_retries_total Read-intent statements that failed on a replica before their result started and ran again on another host.
+# TYPE mysqlfailover_replica_retries_total counter
+mysqlfailover_replica_retries_total 2
+# HELP mysqlfailover_replica_to_primary_total Read-intent statements that ran on the primary because no replica qualified (readFromSourceWhenNoReplicas).
+# TYPE mysqlfailover_replica_to_primary_total counter
+mysqlfailover_replica_to_primary_total 3
+`
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want), replicaMetrics...); err != nil {
+		t.Fatal(err)
+	}
+	if problems, err := testutil.CollectAndLint(c); err != nil || len(problems) > 0 {
+		t.Fatalf("lint: %v %v", problems, err)
+	}
+}
+
+// TestNoReplicaMetrics: without replicaReads (no ReplicaSkip anywhere) no replica metric
+// is exported, not even at 0, while the other Stats metrics are; a lag in Stats does not
+// make one either.
+func TestNoReplicaMetrics(t *testing.T) {
+	c := statsOnly{failover.Stats{
+		Active: "a:3306", Primary: "a:3306",
+		Hosts: []failover.HostStats{
+			{Addr: "a:3306", State: failover.HostUp, OpenConns: 2, ReplicaLag: -1},
+			{Addr: "b:3306", State: failover.HostUp, OpenConns: 1, ReplicaLag: 0},
+		},
+	}}
+	if n := testutil.CollectAndCount(c, replicaMetrics...); n != 0 {
+		t.Fatalf("%d replica samples without replicaReads, want none", n)
+	}
+	if n := testutil.CollectAndCount(c, "mysqlfailover_host_active", "mysqlfailover_host_connections", "mysqlfailover_failovers_total"); n != 5 {
+		t.Fatalf("%d Stats samples, want 5 (2 active, 2 connections, failovers)", n)
+	}
+	// The same hosts with replicaReads: the writer's skip turns the replica metrics on.
+	c.s.Hosts[0].ReplicaSkip = "the pool's writer"
+	if n := testutil.CollectAndCount(c, replicaMetrics...); n != 2+2+1+1+1+2 {
+		t.Fatalf("%d replica samples with replicaReads, want 9 (2 replica, 2 reads, 1 lag, retries, to_primary, 2 causal)", n)
 	}
 }
