@@ -116,8 +116,10 @@ func setConnReadOnly(ctx context.Context, sc *sql.Conn, on bool) error {
 // TestReplicaHarness checks the harness's replica helpers with go-sql-driver alone (no
 // issue 14 option): StopReplicaSQL leaves node 2 at its position while node 3 applies a
 // write, its lag reads unknown (-1) and WaitReplicasCaughtUp leaves it out;
-// StartReplicaSQL lets it catch up; the app user cannot read SHOW SLAVE STATUS (SHOW
-// REPLICA STATUS) until GrantReplicaMonitor, on a session opened after the grant.
+// StartReplicaSQL lets it catch up; the app user reads SHOW SLAVE STATUS (SHOW REPLICA
+// STATUS) as the harness sets it up, not after RevokeReplicaMonitor, again after
+// GrantReplicaMonitor (each on a session opened after the change), and never writes on a
+// replica.
 func TestReplicaHarness(t *testing.T) {
 	c := harness.Start(t, 3)
 	ctx := ctxT(t, time.Minute)
@@ -155,19 +157,6 @@ func TestReplicaHarness(t *testing.T) {
 	if lag != -1 {
 		t.Errorf("node 2's lag with its SQL thread stopped: %v, want -1 (NULL)", lag)
 	}
-	// The app user: no privilege to read the replica status yet.
-	query := "SHOW SLAVE STATUS"
-	if c.Flavour() == harness.MySQL {
-		query = "SHOW REPLICA STATUS"
-	}
-	app := openDB(t, "mysql", c.HostDSN(2, ""))
-	_, err = app.ExecContext(ctx, query)
-	var me *mysql.MySQLError
-	if !errors.As(err, &me) || (me.Number != 1227 && me.Number != 1045) {
-		t.Errorf("%s as the app user before the grant: %v, want MySQL error 1227 (access denied)", query, err)
-	}
-	fig("app_user_status_before_grant", err)
-
 	start := time.Now()
 	must(t, n2.StartReplicaSQL(ctx))
 	must(t, n2.CatchUp(ctx, c.Node(1)))
@@ -176,20 +165,46 @@ func TestReplicaHarness(t *testing.T) {
 		t.Errorf("after StartReplicaSQL: stopped=%v, %d rows on node 2; want false and 1", n2.ReplicaSQLStopped(), count(n2))
 	}
 
+	// The app user's privilege to read the replica status: granted by the harness, taken
+	// by RevokeReplicaMonitor, given back by GrantReplicaMonitor, each for sessions opened
+	// after it; it bypasses no read_only.
+	query := "SHOW SLAVE STATUS"
+	if c.Flavour() == harness.MySQL {
+		query = "SHOW REPLICA STATUS"
+	}
+	status := func(what string) error {
+		t.Helper()
+		db := openDB(t, "mysql", c.HostDSN(2, ""))
+		db.SetMaxIdleConns(0)
+		defer db.Close()
+		rows, err := db.QueryContext(ctx, query)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		if !rows.Next() {
+			t.Errorf("%s as the app user on node 2 %s: no row", query, what)
+		}
+		if _, err := db.ExecContext(ctx, "INSERT INTO app.h VALUES (2)"); rolesReadOnlyNumber(err) != 1290 {
+			t.Errorf("app user's INSERT on node 2 %s: %v, want MySQL error 1290", what, err)
+		}
+		return nil
+	}
+	if err := status("as the harness set it up"); err != nil {
+		t.Errorf("%s as the app user as the harness set it up: %v, want rows", query, err)
+	}
+	must(t, c.RevokeReplicaMonitor(ctx))
+	must(t, c.WaitReplicasCaughtUp(ctx))
+	err = status("after RevokeReplicaMonitor")
+	var me *mysql.MySQLError
+	if !errors.As(err, &me) || me.Number != 1227 {
+		t.Errorf("%s as the app user after RevokeReplicaMonitor: %v, want MySQL error 1227 (access denied)", query, err)
+	}
+	fig("app_user_status_after_revoke", err)
 	must(t, c.GrantReplicaMonitor(ctx))
 	must(t, c.WaitReplicasCaughtUp(ctx))
-	app2 := openDB(t, "mysql", c.HostDSN(2, ""))
-	rows, err := app2.QueryContext(ctx, query)
-	if err != nil {
-		t.Fatalf("%s as the app user after GrantReplicaMonitor: %v", query, err)
-	}
-	if !rows.Next() {
-		t.Errorf("%s as the app user on node 2: no row", query)
-	}
-	must(t, rows.Close())
-	// The grant bypasses no read_only.
-	if _, err := app2.ExecContext(ctx, "INSERT INTO app.h VALUES (2)"); rolesReadOnlyNumber(err) != 1290 {
-		t.Errorf("app user's INSERT on node 2 after the grant: %v, want MySQL error 1290", err)
+	if err := status("after GrantReplicaMonitor"); err != nil {
+		t.Errorf("%s as the app user after GrantReplicaMonitor: %v, want rows", query, err)
 	}
 }
 
@@ -491,10 +506,10 @@ func TestReplicaReadsRouting(t *testing.T) {
 
 // TestReplicaLagAvoided: maxReplicaLag=1s&checkInterval=100ms.
 //
-//   - Without the privilege that reads the replica status (the app user has none), the
+//   - Without the privilege that reads the replica status (RevokeReplicaMonitor), the
 //     lag is unknown: both replicas are skipped (ReplicaLag -1, ReplicaSkip says why) and
 //     read-intent reads run on node 1 (Stats.ReplicaToPrimary).
-//   - With it (GrantReplicaMonitor; a new pool): node 2's SQL thread is stopped (its lag
+//   - With it (GrantReplicaMonitor again; a new pool): node 2's SQL thread is stopped (its lag
 //     reads NULL: unknown). Asserted: within 10 s HostStats of node 2 shows a ReplicaSkip
 //     and ReplicaLag -1 and an EventReplica with an error is recorded; no read started
 //     after that is served by node 2 (1 s of reads); node 3 serves them. Then rows are
@@ -518,6 +533,8 @@ func TestReplicaLagAvoided(t *testing.T) {
 
 	t.Run("no-privilege", func(t *testing.T) {
 		fig := func(k string, v any) { t.Logf("FIGURE %s: %s=%v", t.Name(), k, v) }
+		must(t, c.RevokeReplicaMonitor(ctx))
+		must(t, c.WaitReplicasCaughtUp(ctx))
 		p := openFaultPool(t, c.DSN(params))
 		p.db.SetMaxOpenConns(2)
 		if !waitFor(10*time.Second, func() bool {

@@ -19,8 +19,9 @@ import (
 )
 
 // The application user and databases every cluster has. The user has ALL on the two
-// databases and no global privilege (no SUPER, no READ_ONLY ADMIN), so read_only really
-// stops its writes.
+// databases and one global privilege, the one that reads the replica status (SLAVE
+// MONITOR; MySQL REPLICATION CLIENT) for the driver's lag probes; none that bypasses
+// read_only (no SUPER, no READ_ONLY ADMIN), so read_only really stops its writes.
 const (
 	AppUser     = "app"
 	AppPassword = "apppw"

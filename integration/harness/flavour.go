@@ -152,12 +152,9 @@ func (f Flavour) stopReplica(forget bool) []string {
 	return []string{stop}
 }
 
-// setReadOnly switches a server's global read-only mode. On MySQL a replica gets
-// super_read_only (which sets read_only too) so that not even root writes there; turning
-// read_only off turns super_read_only off too.
 // monitorGrant is the GRANT that lets user read the replica status (SHOW REPLICA STATUS),
 // as mysqlfailover's probes do for maxReplicaLag: SLAVE MONITOR on MariaDB 10.5.9+,
-// REPLICATION CLIENT on MySQL.
+// REPLICATION CLIENT on MySQL. Neither bypasses read_only.
 func (f Flavour) monitorGrant(user string) string {
 	if f == MySQL {
 		return "GRANT REPLICATION CLIENT ON *.* TO " + user
@@ -165,6 +162,17 @@ func (f Flavour) monitorGrant(user string) string {
 	return "GRANT SLAVE MONITOR ON *.* TO " + user
 }
 
+// monitorRevoke takes monitorGrant's privilege from user again.
+func (f Flavour) monitorRevoke(user string) string {
+	if f == MySQL {
+		return "REVOKE REPLICATION CLIENT ON *.* FROM " + user
+	}
+	return "REVOKE SLAVE MONITOR ON *.* FROM " + user
+}
+
+// setReadOnly switches a server's global read-only mode. On MySQL a replica gets
+// super_read_only (which sets read_only too) so that not even root writes there; turning
+// read_only off turns super_read_only off too.
 func (f Flavour) setReadOnly(on bool) string {
 	switch {
 	case on && f == MySQL:
@@ -219,17 +227,6 @@ func (f Flavour) replicaDelay(seconds int) []string {
 		return []string{"STOP REPLICA", fmt.Sprintf("CHANGE REPLICATION SOURCE TO SOURCE_DELAY=%d", seconds), "START REPLICA"}
 	}
 	return []string{"STOP SLAVE", fmt.Sprintf("CHANGE MASTER TO MASTER_DELAY=%d", seconds), "START SLAVE"}
-}
-
-// grantReplicaMonitor returns the grant that lets user (at any host) read SHOW REPLICA
-// STATUS / SHOW SLAVE STATUS, and nothing else: MariaDB 10.5.9 and later REPLICA MONITOR
-// (alias SLAVE MONITOR), MySQL REPLICATION CLIENT. Neither bypasses read_only.
-func (f Flavour) grantReplicaMonitor(user string) string {
-	priv := "REPLICA MONITOR"
-	if f == MySQL {
-		priv = "REPLICATION CLIENT"
-	}
-	return fmt.Sprintf("GRANT %s ON *.* TO '%s'@'%%'", priv, user)
 }
 
 // lagColumn is the column of replicaStatus's statement that holds the replica's lag in

@@ -20,7 +20,7 @@ func TestFlavourStatements(t *testing.T) {
 		executed, wait, status string
 		args                   []string
 		sqlStop, sqlStart      string
-		grant, lag             string
+		lag                    string
 		delay                  []string
 	}{
 		{
@@ -35,7 +35,7 @@ func TestFlavourStatements(t *testing.T) {
 			executed: "SELECT @@GLOBAL.gtid_binlog_pos", wait: "SELECT MASTER_GTID_WAIT(?, ?)", status: "SHOW SLAVE STATUS",
 			args:    []string{"--server-id=7", "--log-bin=mysql-bin", "--log-slave-updates=ON", "--port=3306"},
 			sqlStop: "STOP SLAVE SQL_THREAD", sqlStart: "START SLAVE SQL_THREAD",
-			grant: "GRANT REPLICA MONITOR ON *.* TO 'app'@'%'", lag: "Seconds_Behind_Master",
+			lag:   "Seconds_Behind_Master",
 			delay: []string{"STOP SLAVE", "CHANGE MASTER TO MASTER_DELAY=3", "START SLAVE"},
 		},
 		{
@@ -50,7 +50,7 @@ func TestFlavourStatements(t *testing.T) {
 			executed: "SELECT @@GLOBAL.gtid_executed", wait: "SELECT WAIT_FOR_EXECUTED_GTID_SET(?, ?)", status: "SHOW REPLICA STATUS",
 			args:    []string{"--server-id=7", "--log-bin=mysql-bin", "--gtid-mode=ON", "--enforce-gtid-consistency=ON", "--log-replica-updates=ON", "--port=3306"},
 			sqlStop: "STOP REPLICA SQL_THREAD", sqlStart: "START REPLICA SQL_THREAD",
-			grant: "GRANT REPLICATION CLIENT ON *.* TO 'app'@'%'", lag: "Seconds_Behind_Source",
+			lag:   "Seconds_Behind_Source",
 			delay: []string{"STOP REPLICA", "CHANGE REPLICATION SOURCE TO SOURCE_DELAY=3", "START REPLICA"},
 		},
 	} {
@@ -69,7 +69,7 @@ func TestFlavourStatements(t *testing.T) {
 			eq("GTID", []string{tc.f.gtidExecutedQuery(), tc.f.waitGTIDQuery()}, []string{tc.executed, tc.wait})
 			eq("replicaDelay", tc.f.replicaDelay(3), tc.delay)
 			eq("replicaSQLThread", []string{tc.f.replicaSQLThread(false), tc.f.replicaSQLThread(true)}, []string{tc.sqlStop, tc.sqlStart})
-			eq("grantReplicaMonitor, lagColumn", []string{tc.f.grantReplicaMonitor("app"), tc.f.lagColumn()}, []string{tc.grant, tc.lag})
+			eq("lagColumn", []string{tc.f.lagColumn()}, []string{tc.lag})
 			if q, _ := tc.f.replicaStatus(); q != tc.status {
 				t.Errorf("replicaStatus = %q, want %q", q, tc.status)
 			}
@@ -118,6 +118,10 @@ func TestFlavourMonitorGrant(t *testing.T) {
 	} {
 		if got := f.monitorGrant("'app'@'%'"); got != want {
 			t.Errorf("%s: %q, want %q", f, got, want)
+		}
+		revoke := strings.Replace(strings.Replace(want, "GRANT", "REVOKE", 1), " TO ", " FROM ", 1)
+		if got := f.monitorRevoke("'app'@'%'"); got != revoke {
+			t.Errorf("%s: %q, want %q", f, got, revoke)
 		}
 	}
 }

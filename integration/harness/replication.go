@@ -301,11 +301,17 @@ func (n *Node) ReplicaLag(ctx context.Context) (time.Duration, error) {
 	return -1, n.wrap(query, fmt.Errorf("no column %s", n.flavour.lagColumn()))
 }
 
-// GrantReplicaMonitor grants the app user the one global privilege that reads a
-// replica's status, on the primary (it replicates to the others: WaitReplicasCaughtUp):
-// MariaDB REPLICA MONITOR, MySQL REPLICATION CLIENT. It lets a pool that probes as the
-// app user read replica lag (replicaReads with maxReplicaLag); it bypasses no read_only.
-// Like every change of a global privilege it applies to sessions opened after it.
+// RevokeReplicaMonitor takes from the app user the one global privilege every cluster
+// grants it, the one that reads a replica's status (MariaDB SLAVE MONITOR, MySQL
+// REPLICATION CLIENT), on the primary (it replicates: WaitReplicasCaughtUp), for a test
+// of probes that cannot read replica lag; GrantReplicaMonitor gives it back. Like every
+// change of a global privilege it applies to sessions opened after it.
+func (c *Cluster) RevokeReplicaMonitor(ctx context.Context) error {
+	return c.Primary().Exec(ctx, c.flavour.monitorRevoke("'"+AppUser+"'@'%'"))
+}
+
+// GrantReplicaMonitor gives the app user back what RevokeReplicaMonitor took (every
+// cluster starts with it).
 func (c *Cluster) GrantReplicaMonitor(ctx context.Context) error {
-	return c.Primary().Exec(ctx, c.flavour.grantReplicaMonitor(AppUser))
+	return c.Primary().Exec(ctx, c.flavour.monitorGrant("'"+AppUser+"'@'%'"))
 }
