@@ -507,8 +507,11 @@ func TestReplicaReadsRouting(t *testing.T) {
 // TestReplicaLagAvoided: maxReplicaLag=1s&checkInterval=100ms.
 //
 //   - Without the privilege that reads the replica status (RevokeReplicaMonitor), the
-//     lag is unknown: both replicas are skipped (ReplicaLag -1, ReplicaSkip says why) and
-//     read-intent reads run on node 1 (Stats.ReplicaToPrimary).
+//     lag is unknown: both replicas are skipped (ReplicaLag -1, ReplicaSkip says why:
+//     the privilege, or the server's 1227) and
+//     read-intent reads run on node 1 (Stats.ReplicaToPrimary); with
+//     readFromSourceWhenNoReplicas=false they fail with a *failover.NoHostAvailableError
+//     naming the 3 hosts, while plain reads run on node 1.
 //   - With it (GrantReplicaMonitor again; a new pool): node 2's SQL thread is stopped (its lag
 //     reads NULL: unknown). Asserted: within 10 s HostStats of node 2 shows a ReplicaSkip
 //     and ReplicaLag -1 and an EventReplica with an error is recorded; no read started
@@ -537,10 +540,18 @@ func TestReplicaLagAvoided(t *testing.T) {
 		must(t, c.WaitReplicasCaughtUp(ctx))
 		p := openFaultPool(t, c.DSN(params))
 		p.db.SetMaxOpenConns(2)
-		if !waitFor(10*time.Second, func() bool {
-			return hostOf(c, p, 2).ReplicaSkip != "" && hostOf(c, p, 3).ReplicaSkip != ""
-		}) {
-			t.Fatalf("replicas not skipped within 10 s although their lag cannot be read: %s", replicaSummary(c, p.cn.Stats()))
+		// Skipped for the probe's failure, whose reason names the privilege (or carries
+		// the server's 1227), not merely "not read yet".
+		denied := func(p *faultPool, i int) bool {
+			skip := hostOf(c, p, i).ReplicaSkip
+			return strings.Contains(skip, "privilege") || strings.Contains(skip, "1227")
+		}
+		// The probes start with the pool's first connection.
+		if n, err := nodeOf(ctx, c, p.db); err != nil || n != 1 {
+			t.Fatalf("first plain read: node %d, %v; want node 1", n, err)
+		}
+		if !waitFor(10*time.Second, func() bool { return denied(p, 2) && denied(p, 3) }) {
+			t.Fatalf("replicas not skipped for the missing privilege within 10 s: %s", replicaSummary(c, p.cn.Stats()))
 		}
 		// Let a few probe rounds pass: they must not make the replicas qualify.
 		time.Sleep(500 * time.Millisecond)
@@ -565,6 +576,28 @@ func TestReplicaLagAvoided(t *testing.T) {
 			}
 			fig(fmt.Sprintf("node%d_skip", i), fmt.Sprintf("%q", h.ReplicaSkip))
 		}
+
+		// readFromSourceWhenNoReplicas=false: the read fails instead, naming every host.
+		strict := openFaultPool(t, c.DSN(params+"&readFromSourceWhenNoReplicas=false"))
+		strict.db.SetMaxOpenConns(2)
+		if n, err := nodeOf(ctx, c, strict.db); err != nil || n != 1 {
+			t.Fatalf("strict pool, first plain read: node %d, %v; want node 1", n, err)
+		}
+		if !waitFor(10*time.Second, func() bool { return denied(strict, 2) && denied(strict, 3) }) {
+			t.Fatalf("strict pool: replicas not skipped within 10 s: %s", replicaSummary(c, strict.cn.Stats()))
+		}
+		_, err := nodeOf(readIntent(ctx), c, strict.db)
+		var nh *failover.NoHostAvailableError
+		if !errors.As(err, &nh) || len(nh.Hosts) != 3 {
+			t.Errorf("read-intent read with no replica and readFromSourceWhenNoReplicas=false: %T %v, want a *failover.NoHostAvailableError naming the 3 hosts", err, err)
+		}
+		if errors.Is(err, sqldriver.ErrBadConn) {
+			t.Errorf("the no-replica error matches driver.ErrBadConn: %v", err)
+		}
+		if n, err := nodeOf(ctx, c, strict.db); err != nil || n != 1 {
+			t.Errorf("a plain read on the strict pool: node %d, %v; want node 1", n, err)
+		}
+		fig("strict_error", err)
 	})
 
 	must(t, c.GrantReplicaMonitor(ctx))
@@ -1003,7 +1036,8 @@ func (l *replicaLoad) halt() []replicaOp {
 // connections (replicaReads=true&checkInterval=100ms), node 2 killed with SIGKILL after
 // 2 s, 2 s more of reads. Asserted: no reader sees an error (a read that fails on a
 // replica before its result started runs again on another host), reads before the kill
-// ran on both replicas and after it on node 3. Reported: reads per node before and after
+// ran on both replicas and after it on node 3; a read-only transaction open on node 2
+// across the kill fails its next statement with failover.ErrTxLost. Reported: reads per node before and after
 // the kill, Stats.ReplicaRetries, the longest read after the kill, the time until node 2
 // was skipped.
 func TestKillReplicaUnderReaders(t *testing.T) {
@@ -1012,10 +1046,28 @@ func TestKillReplicaUnderReaders(t *testing.T) {
 	ctx := ctxT(t, 2*time.Minute)
 	fig := func(k string, v any) { t.Logf("FIGURE %s: %s=%v", t.Name(), k, v) }
 	p := openFaultPool(t, c.DSN(replicaParams+"&readTimeout=2s"))
-	p.db.SetMaxOpenConns(readers)
-	p.db.SetMaxIdleConns(readers)
+	p.db.SetMaxOpenConns(readers + 1)
+	p.db.SetMaxIdleConns(readers + 1)
 	waitReplicasServe(t, ctx, c, p, 2, 3)
 	before := p.cn.Stats()
+
+	// A read-only transaction open on node 2 across the kill.
+	var tx *sql.Tx
+	for range 10 {
+		x, err := p.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+		must(t, err)
+		n, err := nodeOf(ctx, c, x)
+		must(t, err)
+		if n == 2 {
+			tx = x
+			break
+		}
+		must(t, x.Commit())
+	}
+	if tx == nil {
+		t.Fatal("10 read-only transactions, none on node 2")
+	}
+	defer tx.Rollback()
 
 	load := startReplicaLoad(ctx, c, p.db, readers, 0, "")
 	defer load.halt()
@@ -1032,6 +1084,19 @@ func TestKillReplicaUnderReaders(t *testing.T) {
 	}
 	ops := load.halt()
 	st := p.cn.Stats()
+	_, txErr := nodeOf(ctx, c, tx)
+	if !errors.Is(txErr, failover.ErrTxLost) {
+		t.Errorf("the read-only transaction on node 2 after the kill: %v, want failover.ErrTxLost", txErr)
+	}
+	if errors.Is(txErr, sqldriver.ErrBadConn) {
+		t.Errorf("the lost transaction's error matches driver.ErrBadConn: %v", txErr)
+	}
+	var txFE *failover.FailoverError
+	if errors.As(txErr, &txFE) {
+		fig("tx_failover_error_nodes", fmt.Sprintf("failed=node%d current=node%d maybe_executed=%v",
+			c.NodeByAddr(txFE.Failed), c.NodeByAddr(txFE.Current), txFE.MaybeExecuted))
+	}
+	fig("tx_on_node2_after_kill", txErr)
 
 	byBefore, byAfter := map[int]int{}, map[int]int{}
 	kinds := map[string]int{}
