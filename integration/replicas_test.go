@@ -61,7 +61,7 @@ func replicaSummary(c *harness.Cluster, st failover.Stats) string {
 		c.NodeByAddr(st.Active), strings.Join(parts, " "), st.ReplicaRetries, st.ReplicaToPrimary, st.CausalWaits, st.CausalPrimary)
 }
 
-// waitReplicasServe runs read-intent reads on db (SELECT @@port) until each of nodes has
+// waitReplicasServe runs read-intent reads on p (SELECT @@port) until each of nodes has
 // served one, for at most 10 s: the probes have found the replicas and the pool routes to
 // them. It fails the test otherwise, or on a read's error.
 func waitReplicasServe(t *testing.T, ctx context.Context, c *harness.Cluster, p *faultPool, nodes ...int) {
