@@ -69,6 +69,12 @@ func (c *Cluster) Recover(ctx context.Context, host int, cause error, setup Setu
 	for {
 		hs.mu.Lock()
 		k := hs.check
+		if k == nil && (hs.retryAt > c.env.Clock.Now().UnixNano() || hs.down || !hs.failSince.IsZero() || host != c.Active()) {
+			// A check ended, or a walk moved the pool, between knownDown and here (a
+			// busy machine widens the gap): its verdict stands, no second attempt.
+			hs.mu.Unlock()
+			return c.Failover(ctx, host, cause, setup)
+		}
 		if k == nil {
 			k = &check{done: make(chan struct{})}
 			hs.check = k

@@ -23,7 +23,7 @@ import (
 // replicaEpoch is the bit of the epochs of replica sessions: a Conn's primary sessions
 // count their epochs up from 1 and never reach it, so one number says which session a
 // statement or Rows belongs to.
-const replicaEpoch = 1 << 63
+const replicaEpoch = stmt.SideEpoch
 
 // rsession is one replica session of a Conn.
 type rsession struct {

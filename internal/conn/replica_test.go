@@ -352,3 +352,35 @@ func TestCausalReadsGlobal(t *testing.T) {
 	}
 	e.allMet()
 }
+
+// TestPreparedAcrossSessions: a statement run in turn on the primary (no intent) and on a
+// replica (intent) is prepared once on each and kept on both.
+func TestPreparedAcrossSessions(t *testing.T) {
+	const q = "SELECT r WHERE id = ?"
+	twice := func(m sqlmock.Sqlmock) {
+		p := m.ExpectPrepare(q).WillBeClosed()
+		p.ExpectExec().WithArgs(int64(1)).WillReturnResult(sqlmock.NewResult(0, 1))
+		p.ExpectExec().WithArgs(int64(1)).WillReturnResult(sqlmock.NewResult(0, 1))
+	}
+	e := newEnv(t, 3, replicaReads)
+	e.script(0, twice)
+	e.script(1, replicaSession(twice))
+	e.script(2, replicaSession(twice))
+	c := e.open(splitCfg)
+	keyed := WithReadIntent(context.Background(), "customer-1")
+	s := prepare(t, c, q)
+	for i, ctx := range []context.Context{keyed, context.Background(), keyed, context.Background()} {
+		if _, err := s.(driver.StmtExecContext).ExecContext(ctx, []driver.NamedValue{{Ordinal: 1, Value: int64(1)}}); err != nil {
+			t.Fatalf("run %d: %v", i, err)
+		}
+	}
+	_ = s.Close()
+	if n := e.dialed(1) + e.dialed(2); n != 1 {
+		t.Fatalf("%d replica sessions, want 1 (the key's)", n)
+	}
+	for _, fc := range e.net.AllConns() {
+		if err := fc.Mock.ExpectationsWereMet(); err != nil {
+			t.Errorf("H%d: %v", fc.Host+1, err)
+		}
+	}
+}

@@ -89,6 +89,12 @@ type prepared struct {
 // maxSpare bounds Stmt.spare: the replicas a connection uses at once, in practice.
 const maxSpare = 3
 
+// SideEpoch is the bit of the epochs of an owner's side sessions (its replica sessions),
+// which live beside its main one: a Stmt moving between the main session and a side one
+// keeps its other preparation (spare), where a new epoch of the main session means the
+// old connection is gone.
+const SideEpoch = 1 << 63
+
 // New wraps inner, prepared from query, a statement of Kind k, on the owner's physical
 // connection of epoch.
 func New(own Owner, query string, inner driver.Stmt, epoch uint64, k Kind) *Stmt {
@@ -147,9 +153,11 @@ func (s *Stmt) physical(ctx context.Context, phys driver.Conn, epoch uint64) (dr
 	if err != nil {
 		return nil, err
 	}
-	if s.inner != nil {
-		// It belongs to another physical connection of the owner, or to one that is
-		// gone: kept for a while (see spare).
+	if s.inner != nil && (s.epoch|epoch)&SideEpoch == 0 {
+		_ = s.inner.Close() // it belongs to a physical connection that is gone
+	} else if s.inner != nil {
+		// One of the two is a side session of the owner (a replica's): the other may
+		// well be used again, so it is kept for a while (see spare).
 		if len(s.spare) == maxSpare {
 			_ = s.spare[0].inner.Close()
 			s.spare = append(s.spare[:0], s.spare[1:]...)
