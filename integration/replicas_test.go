@@ -217,7 +217,9 @@ func TestReplicaHarness(t *testing.T) {
 //     with a read-intent context, run on nodes 2 and 3 (a read-only transaction on one
 //     session throughout); plain reads, writes and a default transaction run on node 1;
 //     SetReadOnly(false) brings the connection back to node 1; node 1 serves no replica
-//     read (Stats). Reported, not asserted: where BeginTx runs on a connection after
+//     read (Stats); a prepared *sql.Stmt run in turn with and without read intent, and
+//     statements with arguments, run on a replica and on node 1 in turn, each with its
+//     argument. Reported, not asserted: where BeginTx runs on a connection after
 //     SetReadOnly(true).
 //   - spread: 1000 read-intent reads without a key from 8 goroutines (8 connections),
 //     under round-robin and under least-in-flight: each replica serves at least 30%,
@@ -413,6 +415,38 @@ func TestReplicaReadsRouting(t *testing.T) {
 			check("a read after SetReadOnly(false)", isPrimary, "node 1", n, err, map[int]int{})
 		}
 		must(t, sc.Close())
+
+		// Prepared statements: one *sql.Stmt run in turn with and without read intent,
+		// and statements with arguments (prepared by go-sql-driver on the session that
+		// runs them).
+		ps, err := p.db.PrepareContext(ctx, "SELECT @@port, ?")
+		must(t, err)
+		prepared := map[string]map[int]int{"stmt-intent": {}, "stmt-plain": {}, "args-intent": {}, "args-plain": {}}
+		for k := range 20 {
+			for _, run := range []struct {
+				what string
+				q    func(context.Context) *sql.Row
+				want func(int) bool
+				text string
+				rctx context.Context
+			}{
+				{"stmt-intent", func(x context.Context) *sql.Row { return ps.QueryRowContext(x, k) }, replica, "a replica", readIntent(ctx)},
+				{"stmt-plain", func(x context.Context) *sql.Row { return ps.QueryRowContext(x, k) }, isPrimary, "node 1", ctx},
+				{"args-intent", func(x context.Context) *sql.Row { return p.db.QueryRowContext(x, "SELECT @@port, ?", k) }, replica, "a replica", readIntent(ctx)},
+				{"args-plain", func(x context.Context) *sql.Row { return p.db.QueryRowContext(x, "SELECT @@port, ?", k) }, isPrimary, "node 1", ctx},
+			} {
+				var port, echo int
+				err := run.q(run.rctx).Scan(&port, &echo)
+				if err == nil && echo != k {
+					err = fmt.Errorf("argument %d came back as %d", k, echo)
+				}
+				check("a prepared statement ("+run.what+")", run.want, run.text, c.NodeByPort(port), err, prepared[run.what])
+			}
+		}
+		must(t, ps.Close())
+		for what, by := range prepared {
+			fig("prepared_"+what+"_by_node", by)
+		}
 
 		after := replicaReadsOf(c, p.cn.Stats())
 		if d := after[1] - before[1]; d != 0 {
