@@ -1071,7 +1071,8 @@ func (l *replicaLoad) halt() []replicaOp {
 // 2 s, 2 s more of reads. Asserted: no reader sees an error (a read that fails on a
 // replica before its result started runs again on another host), reads before the kill
 // ran on both replicas and after it on node 3; a read-only transaction open on node 2
-// across the kill fails its next statement with failover.ErrTxLost. Reported: reads per node before and after
+// across the kill fails its next statement with failover.ErrTxLost; a prepared statement
+// that ran on both replicas before runs 20 times on node 3 after, without an error. Reported: reads per node before and after
 // the kill, Stats.ReplicaRetries, the longest read after the kill, the time until node 2
 // was skipped.
 func TestKillReplicaUnderReaders(t *testing.T) {
@@ -1102,6 +1103,19 @@ func TestKillReplicaUnderReaders(t *testing.T) {
 		t.Fatal("10 read-only transactions, none on node 2")
 	}
 	defer tx.Rollback()
+	// A prepared statement that has run on both replicas before the kill.
+	ps, err := p.db.PrepareContext(ctx, "SELECT @@port, ?")
+	must(t, err)
+	defer ps.Close()
+	psBefore := map[int]int{}
+	for k := range 10 {
+		var port, echo int
+		must(t, ps.QueryRowContext(readIntent(ctx), k).Scan(&port, &echo))
+		psBefore[c.NodeByPort(port)]++
+	}
+	if psBefore[2] == 0 {
+		t.Fatalf("a prepared statement's 10 read-intent runs before the kill by node: %v, want node 2 among them", psBefore)
+	}
 
 	load := startReplicaLoad(ctx, c, p.db, readers, 0, "")
 	defer load.halt()
@@ -1131,6 +1145,19 @@ func TestKillReplicaUnderReaders(t *testing.T) {
 			c.NodeByAddr(txFE.Failed), c.NodeByAddr(txFE.Current), txFE.MaybeExecuted))
 	}
 	fig("tx_on_node2_after_kill", txErr)
+	psAfter := map[int]int{}
+	for k := range 20 {
+		var port, echo int
+		if err := ps.QueryRowContext(readIntent(ctx), k).Scan(&port, &echo); err != nil || echo != k {
+			t.Errorf("the prepared statement's read-intent run %d after the kill: %v (argument back as %d)", k, err, echo)
+			continue
+		}
+		psAfter[c.NodeByPort(port)]++
+	}
+	if psAfter[3] != 20 {
+		t.Errorf("the prepared statement's 20 read-intent runs after the kill by node: %v, want node 3 only", psAfter)
+	}
+	fig("prepared_runs_by_node", fmt.Sprintf("before=%v after=%v", psBefore, psAfter))
 
 	byBefore, byAfter := map[int]int{}, map[int]int{}
 	kinds := map[string]int{}
