@@ -275,6 +275,15 @@ func (c *Cluster) probe(ctx context.Context, id int) {
 	h.mu.Lock()
 	suspect := !h.failSince.IsZero()
 	rto, wait := c.hostProbeTimeout(h)
+	if suspect && !h.down {
+		// Within a run of failed probes, a probe waits no longer than the run needs to
+		// reach FailoverDelay, and never less than the host's (doubled) probe timeout:
+		// the doubling alone would overshoot (150, 300, 600 ms waits for a 500 ms
+		// delay), while the first probe of a run keeps its patience.
+		if left := h.failSince.Add(c.cfg.FailoverDelay).Sub(start); left < wait {
+			wait = max(left, rto)
+		}
+	}
 	typical := h.typical
 	h.mu.Unlock()
 	conn := c.probes.take(id)
