@@ -275,14 +275,15 @@ func (c *Cluster) probe(ctx context.Context, id int) {
 	h.mu.Lock()
 	suspect := !h.failSince.IsZero()
 	rto, wait := c.hostProbeTimeout(h)
+	// Within a run of failed probes, a probe (its round trip, or the opening of its
+	// connection) waits no longer than the run needs to reach FailoverDelay, and at least
+	// DefaultProbeMargin: the doubling alone would overshoot (150, 300, 600 ms waits for
+	// a 500 ms delay). The first probe of a run keeps its patience, and a host slow but
+	// alive answers the earlier ones.
+	runLeft := time.Duration(-1)
 	if suspect && !h.down {
-		// Within a run of failed probes, a probe waits no longer than the run needs to
-		// reach FailoverDelay, and never less than the host's (doubled) probe timeout:
-		// the doubling alone would overshoot (150, 300, 600 ms waits for a 500 ms
-		// delay), while the first probe of a run keeps its patience.
-		if left := h.failSince.Add(c.cfg.FailoverDelay).Sub(start); left < wait {
-			wait = max(left, rto)
-		}
+		runLeft = max(h.failSince.Add(c.cfg.FailoverDelay).Sub(start), DefaultProbeMargin)
+		wait = min(wait, runLeft)
 	}
 	typical := h.typical
 	h.mu.Unlock()
@@ -295,6 +296,9 @@ func (c *Cluster) probe(ctx context.Context, id int) {
 		if conn == nil {
 			bound := min(max(rto, DefaultCheckFactor*typical), c.probeCeiling())
 			what := "the host's probe timeout, the host failing its probes"
+			if runLeft >= 0 && runLeft < bound {
+				bound, what = runLeft, "what its run of failed probes has left of failoverDelay"
+			}
 			if !suspect {
 				bound, what = max(c.cfg.HostTimeout, c.probeTimeout()), "hostTimeout"
 			}

@@ -213,8 +213,8 @@ func TestProbeLateTimeoutIsInconclusive(t *testing.T) {
 
 // A run of failed probes reaches failoverDelay without the doubling's overshoot: at 500
 // ms, the waits are 153 and 306 ms (the doubled timeouts, 459 ms so far), then not 612
-// ms but the third timeout alone, 204 ms, the most of the 41 ms left and the host's
-// probe timeout (real time: about 0.66 s).
+// ms but 50 ms, the most of the 41 ms left and DefaultProbeMargin (real time: about
+// 0.51 s).
 func TestProbeRunEndsAtFailoverDelay(t *testing.T) {
 	r, lat := slowRig(t, 500*time.Millisecond)
 	lat.Store(int64(time.Millisecond))
@@ -234,8 +234,8 @@ func TestProbeRunEndsAtFailoverDelay(t *testing.T) {
 			break
 		}
 	}
-	if got := strings.Join(waits, " "); got != "153ms 306ms 204ms" {
-		t.Errorf("waits of the run: %s, want 153ms 306ms 204ms", got)
+	if got := strings.Join(waits, " "); got != "153ms 306ms 50ms" {
+		t.Errorf("waits of the run: %s, want 153ms 306ms 50ms", got)
 	}
 	if r.stat(0).State != failover.HostDown || r.cl.Active() != 1 {
 		t.Errorf("after the run: H1 %v, active H%d; want down, H2", r.stat(0).State, r.cl.Active()+1)
