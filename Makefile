@@ -44,7 +44,7 @@ gosqldriver-suite: server
 # scenario and the 20 stop/start cycles (13 min at load 20). The image is built when missing
 # (scripts/build-image.sh; a set MYSQLFAILOVER_IMAGE skips it). No engine: skipped in one line.
 CONTAINER_TESTS = TestContainerBackend|TestFreezeDetection|TestPartitionedPrimary|TestPromotionUnderWriters|TestKillPrimaryUnderLoad
-CONTAINER_TESTS_ALL = $(CONTAINER_TESTS)|TestStopStartCyclesNoLeak|TestExample|TestTLSPerHostErrors|TestKillPrimaryIdlePool|TestFreezePrimary|TestResetPeerDuringUpdate|TestReadOnlyOnSecondary|TestFallBackTimer|TestMidTransactionFailure|TestCommitOutcomeUnknown|TestCallerCancellation|TestAllNodesDown|TestKillRestartCyclesNoLeak|TestSessionStateAcrossSwitches
+CONTAINER_TESTS_ALL = $(CONTAINER_TESTS)|TestStopStartCyclesNoLeak|TestExample|TestTLSPerHostErrors|TestKillPrimaryIdlePool|TestFreezePrimary|TestResetPeerDuringUpdate|TestReadOnlyOnSecondary|TestFallBackTimer|TestMidTransactionFailure|TestCommitOutcomeUnknown|TestCallerCancellation|TestAllNodesDown|TestKillRestartCyclesNoLeak|TestSessionStateAcrossSwitches|TestReplicaHarness|TestReplicaReadsRouting|TestReplicaLagAvoided|TestCausalReads|TestRoutingKeyAffinity|TestKillReplicaUnderReaders|TestKillPrimaryMixedLoad|TestReplicaSessionState
 containers:
 	@$(MAKE) --no-print-directory container-run RUN='$(CONTAINER_TESTS)'
 containers-all:

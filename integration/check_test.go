@@ -120,11 +120,7 @@ func TestCheckCommand(t *testing.T) {
 	rootDSN := "root@tcp(" + strings.Join(addrs, ",") + ")/?readTimeout=2s"
 	// The harness lets the app user read the replica status (for replicaReads' lag probe):
 	// taken back here, so that check meets a user without the privilege.
-	revoke := "REVOKE SLAVE MONITOR ON *.* FROM '" + harness.AppUser + "'@'%'"
-	if c.Flavour() == harness.MySQL {
-		revoke = "REVOKE REPLICATION CLIENT ON *.* FROM '" + harness.AppUser + "'@'%'"
-	}
-	must(t, c.Node(1).Exec(ctx, revoke))
+	must(t, c.RevokeReplicaMonitor(ctx))
 	must(t, c.WaitReplicasCaughtUp(ctx))
 
 	code, text, _ := runCheck(t, bin, appDSN)

@@ -19,8 +19,9 @@ import (
 )
 
 // The application user and databases every cluster has. The user has ALL on the two
-// databases and no global privilege (no SUPER, no READ_ONLY ADMIN), so read_only really
-// stops its writes.
+// databases and one global privilege, the one that reads the replica status (SLAVE
+// MONITOR; MySQL REPLICATION CLIENT) for the driver's lag probes; none that bypasses
+// read_only (no SUPER, no READ_ONLY ADMIN), so read_only really stops its writes.
 const (
 	AppUser     = "app"
 	AppPassword = "apppw"
@@ -287,8 +288,8 @@ func (c *Cluster) setUpReplication(ctx context.Context) error {
 	return c.WaitReplicasCaughtUp(ctx)
 }
 
-// WaitReplicasCaughtUp waits until every running replica (not killed, stopped, frozen
-// or partitioned) has applied everything the primary (node 1, or the node Switchover
+// WaitReplicasCaughtUp waits until every running replica (not killed, stopped, frozen,
+// partitioned, or with its SQL thread stopped by Node.StopReplicaSQL) has applied everything the primary (node 1, or the node Switchover
 // made the primary) has written so far (MariaDB: MASTER_GTID_WAIT on its
 // gtid_binlog_pos; MySQL: WAIT_FOR_EXECUTED_GTID_SET on its gtid_executed). On ctx's
 // end, or when a replica's replication has stopped, the error carries the replica's
@@ -307,7 +308,7 @@ func (c *Cluster) WaitReplicasCaughtUp(ctx context.Context) error {
 	errs := make([]error, len(c.nodes))
 	var wg sync.WaitGroup
 	for _, r := range c.nodes {
-		if r == primary || r.State() != Running || r.Partitioned() || primary.Partitioned() {
+		if r == primary || r.State() != Running || r.Partitioned() || primary.Partitioned() || r.ReplicaSQLStopped() {
 			continue
 		}
 		wg.Add(1)

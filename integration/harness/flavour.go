@@ -152,12 +152,9 @@ func (f Flavour) stopReplica(forget bool) []string {
 	return []string{stop}
 }
 
-// setReadOnly switches a server's global read-only mode. On MySQL a replica gets
-// super_read_only (which sets read_only too) so that not even root writes there; turning
-// read_only off turns super_read_only off too.
 // monitorGrant is the GRANT that lets user read the replica status (SHOW REPLICA STATUS),
 // as mysqlfailover's probes do for maxReplicaLag: SLAVE MONITOR on MariaDB 10.5.9+,
-// REPLICATION CLIENT on MySQL.
+// REPLICATION CLIENT on MySQL. Neither bypasses read_only.
 func (f Flavour) monitorGrant(user string) string {
 	if f == MySQL {
 		return "GRANT REPLICATION CLIENT ON *.* TO " + user
@@ -165,6 +162,17 @@ func (f Flavour) monitorGrant(user string) string {
 	return "GRANT SLAVE MONITOR ON *.* TO " + user
 }
 
+// monitorRevoke takes monitorGrant's privilege from user again.
+func (f Flavour) monitorRevoke(user string) string {
+	if f == MySQL {
+		return "REVOKE REPLICATION CLIENT ON *.* FROM " + user
+	}
+	return "REVOKE SLAVE MONITOR ON *.* FROM " + user
+}
+
+// setReadOnly switches a server's global read-only mode. On MySQL a replica gets
+// super_read_only (which sets read_only too) so that not even root writes there; turning
+// read_only off turns super_read_only off too.
 func (f Flavour) setReadOnly(on bool) string {
 	switch {
 	case on && f == MySQL:
@@ -193,6 +201,41 @@ func (f Flavour) waitGTIDQuery() string {
 		return "SELECT WAIT_FOR_EXECUTED_GTID_SET(?, ?)"
 	}
 	return "SELECT MASTER_GTID_WAIT(?, ?)"
+}
+
+// replicaSQLThread returns the statement that stops (start false) or starts a replica's
+// SQL thread alone (the applier): the I/O thread keeps fetching the source's binary log,
+// so the replica falls behind while it is stopped and catches up once it runs again.
+func (f Flavour) replicaSQLThread(start bool) string {
+	verb := "STOP"
+	if start {
+		verb = "START"
+	}
+	if f == MySQL {
+		return verb + " REPLICA SQL_THREAD"
+	}
+	return verb + " SLAVE SQL_THREAD"
+}
+
+// replicaDelay returns the statements that make a replica apply each event no sooner
+// than seconds after it was written on the source (delayed replication: MariaDB
+// MASTER_DELAY, MySQL SOURCE_DELAY; 0 ends it). The replica's Seconds_Behind_Master
+// then grows towards seconds while the source writes. Replication is stopped and started
+// again around the change; the replica keeps its source and position.
+func (f Flavour) replicaDelay(seconds int) []string {
+	if f == MySQL {
+		return []string{"STOP REPLICA", fmt.Sprintf("CHANGE REPLICATION SOURCE TO SOURCE_DELAY=%d", seconds), "START REPLICA"}
+	}
+	return []string{"STOP SLAVE", fmt.Sprintf("CHANGE MASTER TO MASTER_DELAY=%d", seconds), "START SLAVE"}
+}
+
+// lagColumn is the column of replicaStatus's statement that holds the replica's lag in
+// whole seconds (NULL while a replication thread is stopped).
+func (f Flavour) lagColumn() string {
+	if f == MySQL {
+		return "Seconds_Behind_Source"
+	}
+	return "Seconds_Behind_Master"
 }
 
 // replicaStatus is the statement that shows a replica's threads and last errors, and

@@ -19,6 +19,9 @@ func TestFlavourStatements(t *testing.T) {
 		readOnly, readWrite    string
 		executed, wait, status string
 		args                   []string
+		sqlStop, sqlStart      string
+		lag                    string
+		delay                  []string
 	}{
 		{
 			f: MariaDB,
@@ -30,7 +33,10 @@ func TestFlavourStatements(t *testing.T) {
 			forget:   []string{"STOP SLAVE", "RESET SLAVE ALL"},
 			readOnly: "SET GLOBAL read_only = ON", readWrite: "SET GLOBAL read_only = OFF",
 			executed: "SELECT @@GLOBAL.gtid_binlog_pos", wait: "SELECT MASTER_GTID_WAIT(?, ?)", status: "SHOW SLAVE STATUS",
-			args: []string{"--server-id=7", "--log-bin=mysql-bin", "--log-slave-updates=ON", "--port=3306"},
+			args:    []string{"--server-id=7", "--log-bin=mysql-bin", "--log-slave-updates=ON", "--port=3306"},
+			sqlStop: "STOP SLAVE SQL_THREAD", sqlStart: "START SLAVE SQL_THREAD",
+			lag:   "Seconds_Behind_Master",
+			delay: []string{"STOP SLAVE", "CHANGE MASTER TO MASTER_DELAY=3", "START SLAVE"},
 		},
 		{
 			f: MySQL,
@@ -42,7 +48,10 @@ func TestFlavourStatements(t *testing.T) {
 			forget:   []string{"STOP REPLICA", "RESET REPLICA ALL"},
 			readOnly: "SET GLOBAL super_read_only = ON", readWrite: "SET GLOBAL read_only = OFF",
 			executed: "SELECT @@GLOBAL.gtid_executed", wait: "SELECT WAIT_FOR_EXECUTED_GTID_SET(?, ?)", status: "SHOW REPLICA STATUS",
-			args: []string{"--server-id=7", "--log-bin=mysql-bin", "--gtid-mode=ON", "--enforce-gtid-consistency=ON", "--log-replica-updates=ON", "--port=3306"},
+			args:    []string{"--server-id=7", "--log-bin=mysql-bin", "--gtid-mode=ON", "--enforce-gtid-consistency=ON", "--log-replica-updates=ON", "--port=3306"},
+			sqlStop: "STOP REPLICA SQL_THREAD", sqlStart: "START REPLICA SQL_THREAD",
+			lag:   "Seconds_Behind_Source",
+			delay: []string{"STOP REPLICA", "CHANGE REPLICATION SOURCE TO SOURCE_DELAY=3", "START REPLICA"},
 		},
 	} {
 		t.Run(tc.f.String(), func(t *testing.T) {
@@ -58,6 +67,9 @@ func TestFlavourStatements(t *testing.T) {
 			eq("stopReplica(forget)", tc.f.stopReplica(true), tc.forget)
 			eq("setReadOnly", []string{tc.f.setReadOnly(true), tc.f.setReadOnly(false)}, []string{tc.readOnly, tc.readWrite})
 			eq("GTID", []string{tc.f.gtidExecutedQuery(), tc.f.waitGTIDQuery()}, []string{tc.executed, tc.wait})
+			eq("replicaDelay", tc.f.replicaDelay(3), tc.delay)
+			eq("replicaSQLThread", []string{tc.f.replicaSQLThread(false), tc.f.replicaSQLThread(true)}, []string{tc.sqlStop, tc.sqlStart})
+			eq("lagColumn", []string{tc.f.lagColumn()}, []string{tc.lag})
 			if q, _ := tc.f.replicaStatus(); q != tc.status {
 				t.Errorf("replicaStatus = %q, want %q", q, tc.status)
 			}
@@ -106,6 +118,10 @@ func TestFlavourMonitorGrant(t *testing.T) {
 	} {
 		if got := f.monitorGrant("'app'@'%'"); got != want {
 			t.Errorf("%s: %q, want %q", f, got, want)
+		}
+		revoke := strings.Replace(strings.Replace(want, "GRANT", "REVOKE", 1), " TO ", " FROM ", 1)
+		if got := f.monitorRevoke("'app'@'%'"); got != revoke {
+			t.Errorf("%s: %q, want %q", f, got, revoke)
 		}
 	}
 }

@@ -52,6 +52,7 @@ type Node struct {
 	readOnly    bool  // global read_only as last set by the harness; re-applied on Restart
 	source      *Node // whom it replicates from (nil: a primary)
 	partitioned bool
+	sqlStopped  bool             // its SQL thread stopped by StopReplicaSQL
 	link        *toxiproxy.Proxy // its replication's own proxy (WithReplicationLinks)
 }
 

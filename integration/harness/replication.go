@@ -2,12 +2,14 @@ package harness
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"net"
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
 )
@@ -206,4 +208,110 @@ func (c *Cluster) Switchover(ctx context.Context, to int) error {
 		return old.replicateFrom(ctx, nw, true)
 	}
 	return nil
+}
+
+// StopReplicaSQL stops n's SQL thread alone (MariaDB STOP SLAVE SQL_THREAD, MySQL STOP
+// REPLICA SQL_THREAD): n still receives its source's binary log but applies none of it,
+// so it stays at the position it had, falls behind with every write on the source, and
+// reports its lag as unknown (Seconds_Behind_Master NULL; ReplicaLag -1), as a replica
+// whose applier broke does. WaitReplicasCaughtUp leaves n out until StartReplicaSQL.
+func (n *Node) StopReplicaSQL(ctx context.Context) error {
+	if err := n.Exec(ctx, n.flavour.replicaSQLThread(false)); err != nil {
+		return err
+	}
+	n.mu.Lock()
+	n.sqlStopped = true
+	n.mu.Unlock()
+	return nil
+}
+
+// StartReplicaSQL starts n's SQL thread again after StopReplicaSQL (START SLAVE
+// SQL_THREAD, START REPLICA SQL_THREAD): n applies what it received meanwhile and
+// catches up (CatchUp or WaitReplicasCaughtUp waits for that).
+func (n *Node) StartReplicaSQL(ctx context.Context) error {
+	if err := n.Exec(ctx, n.flavour.replicaSQLThread(true)); err != nil {
+		return err
+	}
+	n.mu.Lock()
+	n.sqlStopped = false
+	n.mu.Unlock()
+	return nil
+}
+
+// SetReplicaDelay makes n apply each event no sooner than d (whole seconds) after its
+// source wrote it (MariaDB MASTER_DELAY, MySQL SOURCE_DELAY), 0 to end the delay: while
+// the source writes, n's lag (ReplicaLag) grows towards d and its data is that old. n's
+// replication is stopped and started again around the change (one statement each).
+func (n *Node) SetReplicaDelay(ctx context.Context, d time.Duration) error {
+	for _, q := range n.flavour.replicaDelay(int(d / time.Second)) {
+		if err := n.Exec(ctx, q); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ReplicaSQLStopped reports whether StopReplicaSQL stopped n's SQL thread (and
+// StartReplicaSQL has not started it again).
+func (n *Node) ReplicaSQLStopped() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.sqlStopped
+}
+
+// ReplicaLag is n's replication lag as the server reports it (SHOW SLAVE STATUS
+// Seconds_Behind_Master; MySQL SHOW REPLICA STATUS Seconds_Behind_Source), in whole
+// seconds, read as root: -1 when it is NULL (a replication thread stopped, no
+// connection to the source yet) or when n is no replica.
+func (n *Node) ReplicaLag(ctx context.Context) (time.Duration, error) {
+	query, _ := n.flavour.replicaStatus()
+	rows, err := n.admin.QueryContext(ctx, query)
+	if err != nil {
+		return -1, n.wrap(query, err)
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return -1, n.wrap(query, err)
+	}
+	if !rows.Next() {
+		return -1, n.wrap(query, rows.Err())
+	}
+	vals := make([]sql.NullString, len(cols))
+	ptrs := make([]any, len(cols))
+	for k := range vals {
+		ptrs[k] = &vals[k]
+	}
+	if err := rows.Scan(ptrs...); err != nil {
+		return -1, n.wrap(query, err)
+	}
+	for k, c := range cols {
+		if c != n.flavour.lagColumn() {
+			continue
+		}
+		if !vals[k].Valid {
+			return -1, nil
+		}
+		s, err := strconv.Atoi(vals[k].String)
+		if err != nil {
+			return -1, n.wrap(query, fmt.Errorf("%s=%q", c, vals[k].String))
+		}
+		return time.Duration(s) * time.Second, nil
+	}
+	return -1, n.wrap(query, fmt.Errorf("no column %s", n.flavour.lagColumn()))
+}
+
+// RevokeReplicaMonitor takes from the app user the one global privilege every cluster
+// grants it, the one that reads a replica's status (MariaDB SLAVE MONITOR, MySQL
+// REPLICATION CLIENT), on the primary (it replicates: WaitReplicasCaughtUp), for a test
+// of probes that cannot read replica lag; GrantReplicaMonitor gives it back. Like every
+// change of a global privilege it applies to sessions opened after it.
+func (c *Cluster) RevokeReplicaMonitor(ctx context.Context) error {
+	return c.Primary().Exec(ctx, c.flavour.monitorRevoke("'"+AppUser+"'@'%'"))
+}
+
+// GrantReplicaMonitor gives the app user back what RevokeReplicaMonitor took (every
+// cluster starts with it).
+func (c *Cluster) GrantReplicaMonitor(ctx context.Context) error {
+	return c.Primary().Exec(ctx, c.flavour.monitorGrant("'"+AppUser+"'@'%'"))
 }
