@@ -7,9 +7,11 @@ import (
 )
 
 // WithReadIntent returns a copy of ctx that marks the statements run with it (ExecContext,
-// QueryContext, and BeginTx with it) as reads that a replica may serve, when the DSN sets
-// replicaReads=true; without it the mark changes nothing. The other read intents are
-// sql.TxOptions{ReadOnly: true} and a connection after SetReadOnly(true). The driver never
+// QueryContext, and BeginTx with it: the whole transaction) as reads that a replica may
+// serve, when the DSN sets replicaReads=true; without it the mark changes nothing. The
+// other read intents are sql.TxOptions{ReadOnly: true} and a connection after
+// SetReadOnly(true) (its transactions too). A replica session is read-only: a write sent
+// there with a read intent fails with the server's read-only error (1290 or 1792). The driver never
 // parses SQL to guess: only what carries an intent leaves the primary, and only plain
 // statements outside a transaction, with autocommit on (not USE, SET, BEGIN, COMMIT or a
 // batch).

@@ -287,9 +287,11 @@ func (c *Conn) failReplica(ctx context.Context, epoch uint64, err error, r stmt.
 	sp.tried |= bit(rs.host)
 	c.cl.ReplicaSessionEnded(rs.host, err)
 	fe := &failover.FailoverError{
-		Failed:        addr,
-		Current:       c.cl.Host(c.host),
-		MaybeExecuted: true,
+		Failed:  addr,
+		Current: c.cl.Host(c.host),
+		// A replica session is read-only: what ran there wrote nothing, but a read
+		// that was sent may have run.
+		MaybeExecuted: !errors.Is(err, driver.ErrBadConn),
 		Err:           cluster.NotBadConn(err, "the replica connection was broken before the request was sent"),
 	}
 	if inTx {
@@ -303,6 +305,18 @@ func (c *Conn) failReplica(ctx context.Context, epoch uint64, err error, r stmt.
 		return true, nil
 	}
 	return false, fe
+}
+
+// readIntentTx reports whether a transaction begun with ctx and opts has a read intent:
+// ReadOnly, a context from WithReadIntent, or a connection after SetReadOnly(true) (as
+// Connector/J's replication connection runs its transactions on a replica once
+// setReadOnly(true)). The replica session is read-only whatever opts say.
+func (c *Conn) readIntentTx(ctx context.Context, opts driver.TxOptions) bool {
+	if opts.ReadOnly || c.explicitRO {
+		return true
+	}
+	_, ok := readIntent(ctx)
+	return ok
 }
 
 // beginReplica opens a read-only transaction (BeginTx with ReadOnly) on a replica; nil,

@@ -229,17 +229,24 @@ func TestReadOnlyTxOnReplica(t *testing.T) {
 func TestReplicaSessionCarriesTheDatabase(t *testing.T) {
 	e := newEnv(t, 3, replicaReads)
 	e.script(0, ok("USE `b`"))
-	e.script(2, replicaSession(ok("USE `b`"), queryRows("SELECT r", 3), ok("USE `a`"), queryRows("SELECT r", 3)))
+	// One routing key: one replica, whichever it is.
+	for h := 1; h <= 2; h++ {
+		e.script(h, replicaSession(ok("USE `b`"), queryRows("SELECT r", 9), ok("USE `a`"), queryRows("SELECT r", 9)))
+	}
 	cfg := splitCfg
 	cfg.DBName = "a"
 	c := e.open(cfg)
+	keyed := WithReadIntent(context.Background(), "k")
 	mustExec(t, c, "USE `b`")
-	if got := readOne(t, c, read, "SELECT r"); got != 3 {
+	if got := readOne(t, c, keyed, "SELECT r"); got != 9 {
 		t.Fatalf("read ran on H%d", got)
 	}
 	c.db = "a" // as a later USE on the primary would leave it
-	if got := readOne(t, c, read, "SELECT r"); got != 3 {
+	if got := readOne(t, c, keyed, "SELECT r"); got != 9 {
 		t.Fatalf("read ran on H%d", got)
+	}
+	if n := e.dialed(1) + e.dialed(2); n != 1 {
+		t.Errorf("%d replica sessions, want 1", n)
 	}
 	e.allMet()
 }
@@ -383,4 +390,36 @@ func TestPreparedAcrossSessions(t *testing.T) {
 			t.Errorf("H%d: %v", fc.Host+1, err)
 		}
 	}
+}
+
+// TestBeginTxWithReadIntent: a transaction begun with a read-intent context, or on a
+// connection after SetReadOnly(true), runs on a replica though its options do not say
+// ReadOnly.
+func TestBeginTxWithReadIntent(t *testing.T) {
+	e := newEnv(t, 3, replicaReads)
+	e.script(0, ok(setReadOnly))
+	// Round-robin: H3, then H2.
+	e.script(2, replicaSession(begin(), queryRows("SELECT a", 3), commit(nil)))
+	e.script(1, replicaSession(begin(), queryRows("SELECT b", 2), commit(nil)))
+	c := e.open(splitCfg)
+	run := func(ctx context.Context, q string, want int64) {
+		t.Helper()
+		tx, err := c.BeginTx(ctx, driver.TxOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := readOne(t, c, context.Background(), q); got != want {
+			t.Errorf("%s ran on H%d, want H%d", q, got, want)
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run(read, "SELECT a", 3)
+	if err := c.SetReadOnly(context.Background(), true); err != nil {
+		t.Fatal(err)
+	}
+	run(context.Background(), "SELECT b", 2)
+	e.wantEvents(failover.EventConnect, "", 3) // H1, H3, H2: no failed attempt
+	e.allMet()
 }
