@@ -28,12 +28,17 @@ type Conn interface {
 	// Connection.setReadOnly. On a secondary with failOverReadOnly the session stays
 	// read-only and the flag applies once the connection is back on the primary. The
 	// flag returns to the DSN's readOnly when database/sql hands the connection to its
-	// next user. It returns the statement's error, as any statement does.
+	// next user. With replicaReads=true, SetReadOnly(true) is also a read intent: the
+	// connection's plain statements and transactions then go to replicas. It returns the
+	// statement's error, as any statement does.
 	SetReadOnly(ctx context.Context, readOnly bool) error
-	// ReadOnly reports the session's effective read-only state on its current host.
+	// ReadOnly reports the effective read-only state of the connection's primary
+	// session on its current host (replica sessions are always read-only).
 	ReadOnly() bool
-	// Host returns the host:port the connection is on now, "" while it has no session
-	// (after a failure that found no host, until its next statement).
+	// Host returns the host:port of the connection's primary session, the one writes
+	// use ("" while it has none: after a failure that found no host, until its next
+	// statement). With replicaReads, reads may run on a replica: Stats' ReplicaReads
+	// counts them per host.
 	Host() string
 }
 

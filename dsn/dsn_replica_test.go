@@ -152,6 +152,9 @@ func TestReplicaNearMisses(t *testing.T) {
 		"replicaselection": "replicaSelection", "causal_reads": "causalReads", "causal_reads_timeout": "causalReadsTimeout",
 		"readFromSourceWhenNoReplica": "readFromSourceWhenNoReplicas", "readfrommasterwhennoslaves": "readFromMasterWhenNoSlaves",
 		"causalReadTimeout": "causalReadsTimeout",
+		// MaxScale's and ProxySQL's names (peerNames).
+		"max_replication_lag": "maxReplicaLag", "max_slave_replication_lag": "maxReplicaLag",
+		"maxReplicationLag": "maxReplicaLag", "slave_selection_criteria": "replicaSelection",
 	} {
 		want(t, fmt.Sprintf("nearMiss(%q)", k), nearMiss(k), w)
 	}

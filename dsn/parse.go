@@ -118,6 +118,9 @@ var driverParams = []string{
 // typo fails late and obscurely. Server system variables are lower case with
 // underscores, so none of them is caught here.
 func nearMiss(key string) string {
+	if k, ok := peerNames[key]; ok {
+		return k
+	}
 	for i := range options {
 		k := options[i].key
 		if strings.EqualFold(k, key) || len(key) >= 8 && editDistance(strings.ToLower(k), strings.ToLower(key)) <= 2 {
@@ -130,6 +133,16 @@ func nearMiss(key string) string {
 		}
 	}
 	return ""
+}
+
+// peerNames are the spellings of MaxScale and ProxySQL for options of ours, further than
+// two edits from ours (MaxScale's causal_reads is caught by the distance).
+var peerNames = map[string]string{
+	"max_replication_lag":       "maxReplicaLag",
+	"max_slave_replication_lag": "maxReplicaLag",
+	"maxReplicationLag":         "maxReplicaLag",
+	"maxSlaveReplicationLag":    "maxReplicaLag",
+	"slave_selection_criteria":  "replicaSelection",
 }
 
 // editDistance is the Levenshtein distance between a and b, in bytes.

@@ -67,12 +67,13 @@ type Stats struct {
 	// ReplicaToPrimary counts read-intent statements that ran on the primary because
 	// no replica qualified (readFromSourceWhenNoReplicas, default true; count).
 	ReplicaToPrimary int64
-	// CausalWaits counts causal reads (causalReads local or global) that a replica
-	// served after waiting for the write's position (count).
+	// CausalWaits counts the waits of causal reads (causalReads local or global) in
+	// which a replica reached the write's position: the replica served the read (count).
 	CausalWaits int64
-	// CausalPrimary counts causal reads that went to the primary instead: the replica
-	// had not reached the position within causalReadsTimeout, or the position could
-	// not be read (count).
+	// CausalPrimary counts causal reads sent to the primary because a replica had not
+	// reached the position within causalReadsTimeout (then, for causalReadsTimeout,
+	// reads that need the same position go there without waiting, uncounted), or
+	// because the position could not be read (count).
 	CausalPrimary int64
 }
 
@@ -105,7 +106,7 @@ type HostStats struct {
 	OpenConns int
 	// ReplicaLag is its replication lag as its last probe read it (Seconds_Behind_Master,
 	// or Seconds_Behind_Source: whole seconds), with replicaReads and checkInterval > 0;
-	// -1 when unknown (not read, not a replica, a replication thread stopped, or the
+	// -1 (time.Duration(-1), printed "-1ns") when unknown (not read, not a replica, a replication thread stopped, or the
 	// probe user lacks the privilege: ReplicaSkip says which).
 	ReplicaLag time.Duration
 	// ReplicaReads counts the read-intent statements it served as a replica (count).

@@ -205,6 +205,9 @@ func (c *Cluster) Stats() failover.Stats {
 		}
 		if c.cfg.ReplicaReads {
 			hs.ReplicaSkip = h.rskip
+			if hs.ReplicaSkip == "" && h.retryAt > now {
+				hs.ReplicaSkip = "in backoff after a failed attempt: no new session until it ends"
+			}
 		}
 		hs.ReplicaReads = h.reads.Load()
 		retryAt, unfit := h.retryAt, h.unfit

@@ -141,8 +141,14 @@ func (c *Cluster) replicaSkip(p *position, id int, h *hostState, dist failover.D
 		return "ignored by the DC policy (usedHostsPerRemoteDC)"
 	case h.down:
 		return "down: its probes failed for failoverDelay"
+	case !h.failSince.IsZero():
+		return "suspect: its last probe failed"
 	case h.role == failover.RolePrimary:
 		return "writable: not a replica"
+	case h.role == failover.RoleUnknown && c.cfg.CheckInterval > 0:
+		// Probing reads every host's role: until the first round has, a host may be a
+		// writer (without probing nothing ever reads it: every host but the writer serves).
+		return "role not read yet: the first probe round has not ended"
 	}
 	if max := c.cfg.MaxReplicaLag; max > 0 {
 		switch {
@@ -266,10 +272,15 @@ func (c *Cluster) NoReplicaError() error {
 		h.mu.Lock()
 		why := h.rskip
 		h.mu.Unlock()
-		if why == "" {
-			why = "tried: its session failed this statement, or it could not be reached"
+		switch {
+		case why == "":
+			why = "not usable as a replica for this statement: its session failed it, or it could not be reached"
+		case why == "the pool's writer":
+			why += " (readFromSourceWhenNoReplicas=false keeps reads off it)"
+		default:
+			why = "not a usable replica: " + why
 		}
-		e.Hosts = append(e.Hosts, failover.HostError{Host: h.addr, Skipped: "no replica read (readFromSourceWhenNoReplicas=false): " + why})
+		e.Hosts = append(e.Hosts, failover.HostError{Host: h.addr, Skipped: why})
 	}
 	return e
 }
@@ -364,10 +375,7 @@ func (c *Cluster) CausalPosition(ctx context.Context, conn driver.Conn, global b
 // the answer has not come twice that long (plus DefaultMinHostShare) later. It reports
 // whether the replica reached it.
 func (c *Cluster) CausalWait(ctx context.Context, conn driver.Conn, pos string) (bool, error) {
-	timeout := c.cfg.CausalReadsTimeout
-	if timeout <= 0 {
-		timeout = DefaultCausalReadsTimeout
-	}
+	timeout := c.CausalTimeout()
 	f := Flavour(c.rep.flavour.Load())
 	if f == FlavourUnknown {
 		f = FlavourMariaDB // no position read yet: a position from another pool would be MariaDB's
@@ -431,4 +439,12 @@ func (c *Cluster) QualifiesAsReplica(host int) bool {
 // probes, or the next attempt to open a session, decide), as EventSessionEnded.
 func (c *Cluster) ReplicaSessionEnded(host int, cause error) {
 	c.emit(failover.Event{Kind: failover.EventSessionEnded, Host: c.Host(host), Err: NotBadConn(cause, "")})
+}
+
+// CausalTimeout is causalReadsTimeout (DefaultCausalReadsTimeout when unset).
+func (c *Cluster) CausalTimeout() time.Duration {
+	if t := c.cfg.CausalReadsTimeout; t > 0 {
+		return t
+	}
+	return DefaultCausalReadsTimeout
 }

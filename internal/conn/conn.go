@@ -590,6 +590,9 @@ func (c *Conn) ExecContext(ctx context.Context, query string, args []driver.Name
 				c.cl.ReplicaStart(rs.host)
 				res, err := rs.execer.ExecContext(ctx, query, args)
 				c.cl.ReplicaDone(rs.host, err == nil)
+				if err == driver.ErrSkip {
+					c.sp.prefer = rs.host // database/sql prepares it next: on the same replica
+				}
 				if err == nil || err == driver.ErrSkip {
 					return res, err
 				}
@@ -652,6 +655,7 @@ func (c *Conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 					return stmt.NewRows((*h)(c), ctx, rows, rs.epoch), nil
 				}
 				if err == driver.ErrSkip {
+					c.sp.prefer = rs.host // database/sql prepares it next: on the same replica
 					return nil, err
 				}
 				retry, out := c.fail(ctx, rs.epoch, err, retryFor(attempt, retryAlways), k)

@@ -44,11 +44,19 @@ type split struct {
 	tried   uint64      // hosts (bit per id) that failed the statement in progress
 	prefer  int         // the replica a statement was just prepared on (-1: none): its run goes there too
 	running *rsession   // the replica session of the prepared statement in progress (Ready to Ran or Fail)
+	intent  bool        // the statement route last saw has a read intent (wherever it ran: not a write for causal reads)
 
 	causal    string // cluster.CausalLocal or CausalGlobal; "" for none
 	wrote     bool   // local: a statement ran on the primary since pos was read
 	pos       string // local: this connection's last write position ("" none known)
 	toPrimary bool   // readFromSourceWhenNoReplicas
+
+	// missed is a position a replica did not reach within causalReadsTimeout; until
+	// missedUntil (UnixNano, a timeout later) reads that need it go to the primary without
+	// waiting again: database/sql's prepare-then-run of a statement with arguments asks
+	// three times.
+	missed      string
+	missedUntil int64
 }
 
 // newSplit returns the replica side for cfg, nil without ReplicaReads.
@@ -76,6 +84,7 @@ func (c *Conn) route(ctx context.Context, k stmt.Kind, first bool) (*rsession, e
 	if first {
 		sp.tried = 0
 	}
+	sp.intent = false
 	if c.tx != nil {
 		if c.tx.rs != nil && c.tx.lost != nil {
 			return nil, c.tx.lost
@@ -89,6 +98,7 @@ func (c *Conn) route(ctx context.Context, k stmt.Kind, first bool) (*rsession, e
 	if !ok && !c.explicitRO {
 		return nil, nil
 	}
+	sp.intent = true
 	return c.replica(ctx, key)
 }
 
@@ -114,7 +124,6 @@ func (c *Conn) replica(ctx context.Context, key string) (*rsession, error) {
 		if err == nil && sp.causal != "" {
 			var ok bool
 			if ok, err = c.causalWait(ctx, rs); err == nil && !ok {
-				c.cl.NoteCausal(false)
 				return nil, nil // the replica is behind the write: the primary serves it
 			}
 		}
@@ -127,6 +136,9 @@ func (c *Conn) replica(ctx context.Context, key string) (*rsession, error) {
 		if errors.Is(err, errNoPosition) {
 			c.cl.NoteCausal(false)
 			return nil, nil
+		}
+		if errors.Is(err, errBehind) {
+			return nil, nil // counted when the wait timed out
 		}
 		if rs != nil {
 			c.dropReplica(rs) // its wait failed: a new session next time
@@ -351,9 +363,9 @@ func (c *Conn) beginReplica(ctx context.Context, opts driver.TxOptions) (driver.
 }
 
 // wroteOnPrimary records that a statement ran on the primary session, for causal reads:
-// it may have written.
+// it may have written, unless it had a read intent (no replica served it).
 func (c *Conn) wroteOnPrimary() {
-	if sp := c.sp; sp != nil && sp.causal != "" {
+	if sp := c.sp; sp != nil && sp.causal != "" && !sp.intent {
 		if sp.causal == cluster.CausalGlobal {
 			c.cl.NoteWrite()
 		} else {
@@ -404,13 +416,22 @@ func (c *Conn) causalWait(ctx context.Context, rs *rsession) (bool, error) {
 	if pos == "" || pos == rs.reached {
 		return true, nil
 	}
+	if pos == sp.missed && c.cl.Now().UnixNano() < sp.missedUntil {
+		return false, errBehind // a replica missed it a moment ago: the primary, at once
+	}
 	ok, err := c.cl.CausalWait(ctx, rs.phys, pos)
 	if err != nil {
 		return false, err
 	}
+	c.cl.NoteCausal(ok)
 	if ok {
 		rs.reached = pos
-		c.cl.NoteCausal(true)
+	} else {
+		sp.missed, sp.missedUntil = pos, c.cl.Now().Add(c.cl.CausalTimeout()).UnixNano()
 	}
 	return ok, nil
 }
+
+// errBehind is causalWait's word for a position a replica missed a moment ago (see
+// split.missed): the read goes to the primary without another wait.
+var errBehind = errors.New("mysqlfailover: a replica missed this position a moment ago")

@@ -423,3 +423,67 @@ func TestBeginTxWithReadIntent(t *testing.T) {
 	e.wantEvents(failover.EventConnect, "", 3) // H1, H3, H2: no failed attempt
 	e.allMet()
 }
+
+// TestReplicaErrSkipKeepsTheReplica: go-sql-driver answers a query with arguments
+// driver.ErrSkip (without interpolateParams) and database/sql prepares it next: the
+// PREPARE goes to the replica the query was routed to, not to the next one in turn.
+func TestReplicaErrSkipKeepsTheReplica(t *testing.T) {
+	const q = "SELECT r WHERE id = ?"
+	e := newEnv(t, 3, replicaReads)
+	e.script(0, nil)
+	e.script(2, replicaSession(
+		func(m sqlmock.Sqlmock) { m.ExpectQuery(q).WillReturnError(driver.ErrSkip) },
+		preparedQuery(q, sqlmock.NewRows([]string{"id"}).AddRow(int64(3)))))
+	c := e.open(splitCfg)
+	args := []driver.NamedValue{{Ordinal: 1, Value: int64(7)}}
+	if _, err := c.QueryContext(read, q, args); err != driver.ErrSkip {
+		t.Fatalf("query with arguments: %v, want driver.ErrSkip", err)
+	}
+	s, err := c.PrepareContext(read, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := s.(driver.StmtQueryContext).QueryContext(read, args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = rows.Close()
+	_ = s.Close()
+	if e.dialed(1) != 0 {
+		t.Errorf("H2 dialled: the PREPARE left the replica the query was routed to")
+	}
+	e.allMet()
+}
+
+// TestCausalMissGoesToThePrimaryAtOnce: after a replica missed a position within
+// causalReadsTimeout, reads that need the same position go to the primary without
+// another wait for a timeout's length; then a replica may serve them again.
+func TestCausalMissGoesToThePrimaryAtOnce(t *testing.T) {
+	e := newEnv(t, 3, replicaReads, func(c *dsn.Config) { c.CausalReads, c.CausalReadsTimeout = "local", time.Second })
+	e.script(0, all(ok("INSERT a"), gtidRows("SELECT @@last_gtid", "0-1-6"), queryRows("SELECT r", 1), queryRows("SELECT r", 1)))
+	// One routing key, one replica (whichever): it misses the position, then has it.
+	for h := 1; h <= 2; h++ {
+		e.script(h, replicaSession(waitRows("0-1-6", -1), waitRows("0-1-6", 0), queryRows("SELECT r", 9)))
+	}
+	cfg := splitCfg
+	cfg.CausalReads = "local"
+	c := e.open(cfg)
+	keyed := WithReadIntent(context.Background(), "k")
+	mustExec(t, c, "INSERT a")
+	for i := range 2 { // the replica misses it; the next read skips the wait
+		if got := readOne(t, c, keyed, "SELECT r"); got != 1 {
+			t.Fatalf("read %d on H%d, want the primary", i, got)
+		}
+	}
+	e.clock.Advance(2 * time.Second)
+	if got := readOne(t, c, keyed, "SELECT r"); got != 9 {
+		t.Fatalf("read after the window on H%d, want the replica (it has the position now)", got)
+	}
+	if n := e.dialed(1) + e.dialed(2); n != 1 {
+		t.Errorf("%d replica sessions, want 1", n)
+	}
+	if st := e.cl.Stats(); st.CausalPrimary != 1 || st.CausalWaits != 1 {
+		t.Errorf("CausalPrimary %d, CausalWaits %d; want 1, 1 (one wait timed out, one reached)", st.CausalPrimary, st.CausalWaits)
+	}
+	e.allMet()
+}

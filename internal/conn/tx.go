@@ -82,7 +82,8 @@ func (t *Tx) Commit() error {
 	}
 	err := t.inner.Commit()
 	if err == nil {
-		if t.rs == nil {
+		if t.rs == nil && c.sp != nil {
+			c.sp.intent = false // a transaction on the primary counts as a write, whatever its intent
 			c.wroteOnPrimary()
 		}
 		return nil
