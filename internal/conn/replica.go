@@ -42,7 +42,7 @@ type split struct {
 	sess    []*rsession // open replica sessions, at most one per host
 	next    uint64      // the last replica epoch given out (without the bit)
 	tried   uint64      // hosts (bit per id) that failed the statement in progress
-	prefer  int         // the replica a statement was just prepared on (-1: none): its run goes there too
+	prefer  int         // the replica the statement in progress went to (its PREPARE, or the ErrSkip before it; -1: none): its next step goes there too
 	running *rsession   // the replica session of the prepared statement in progress (Ready to Ran or Fail)
 	intent  bool        // the statement route last saw has a read intent (wherever it ran: not a write for causal reads)
 
