@@ -130,19 +130,13 @@ func (r *sharedConnectors) linger(ctx context.Context, s *sharedConnector) {
 	s.c.cluster.Close()
 }
 
-// sleep waits d on r.clock, or on a timer without one, or until ctx ends (ctx.Err()).
+// sleep waits d on r.clock (the system clock without one), or until ctx ends (ctx.Err()).
 func (r *sharedConnectors) sleep(ctx context.Context, d time.Duration) error {
-	if r.clock != nil {
-		return r.clock.Sleep(ctx, d)
+	clock := r.clock
+	if clock == nil {
+		clock = cluster.SystemClock
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return clock.Sleep(ctx, d)
 }
 
 // forget drops s when its Connector is closed by its user (Connector.Close): the next

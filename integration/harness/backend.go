@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"errors"
+	"sync"
 )
 
 // Backend starts database servers for a Cluster. The scenarios never see it: they use the
@@ -73,4 +74,12 @@ type Partitioner interface {
 	Partition(ctx context.Context) error
 	// Heal undoes Partition.
 	Heal(ctx context.Context) error
+}
+
+// isClosed reports *closed, which mu guards: a backend's StartNode refuses to start a
+// node once Close has run.
+func isClosed(mu *sync.Mutex, closed *bool) bool {
+	mu.Lock()
+	defer mu.Unlock()
+	return *closed
 }

@@ -386,12 +386,9 @@ func (b *ContainerBackend) StartNode(ctx context.Context, spec NodeSpec) (Instan
 	if err := b.prepare(ctx); err != nil {
 		return nil, err
 	}
-	b.mu.Lock()
-	if b.closed {
-		b.mu.Unlock()
+	if isClosed(&b.mu, &b.closed) {
 		return nil, errors.New("harness: ContainerBackend is closed")
 	}
-	b.mu.Unlock()
 
 	extra := append(append([]string(nil), b.Args...), spec.Args...)
 	files, err := filesOf(extra)

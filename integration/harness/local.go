@@ -96,12 +96,9 @@ func (b *LocalBackend) StartNode(ctx context.Context, spec NodeSpec) (Instance, 
 	if err := b.prepare(ctx); err != nil {
 		return nil, err
 	}
-	b.mu.Lock()
-	if b.closed {
-		b.mu.Unlock()
+	if isClosed(&b.mu, &b.closed) {
 		return nil, errors.New("harness: LocalBackend is closed")
 	}
-	b.mu.Unlock()
 
 	dir := filepath.Join(b.root, "node"+strconv.Itoa(spec.Index))
 	i := &localInstance{

@@ -23,6 +23,9 @@ type Clock interface {
 // systemClock is the real clock, the default of Env.Clock.
 type systemClock struct{}
 
+// SystemClock is the wall clock, for the driver's own waits outside a Cluster.
+var SystemClock Clock = systemClock{}
+
 // Now returns time.Now().
 func (systemClock) Now() time.Time { return time.Now() }
 

@@ -136,7 +136,7 @@ func New(cfg *dsn.Config, env Env) (*Cluster, error) {
 		return nil, errors.New("mysqlfailover: negative retriesAllDown, secondsBeforeRetryMaster, queriesBeforeRetryMaster, hostTimeout, usedHostsPerRemoteDC, checkInterval, failoverDelay or switchBackDelay")
 	}
 	if env.Clock == nil {
-		env.Clock = systemClock{}
+		env.Clock = SystemClock
 	}
 	c := &Cluster{cfg: cfg, env: env}
 	hosts := make([]*hostState, len(cfg.Hosts))

@@ -56,19 +56,18 @@ type hostState struct {
 	abortDue  bool         // a walk moved the pool off it after a failure: abort it if probes declare it down
 	check     *check       // the same-host check in progress after a session ended (Recover)
 
-	// Replica reads (replicas.go): its lag as its last probe read it (lagKnown false:
-	// unknown, lagWhy says why), whether its server wants SHOW SLAVE STATUS, and why it
-	// serves no replica reads (rskip, "" when it qualifies; rjudged once judged).
-	lag      time.Duration
-	lagKnown bool
-	lagWhy   string
-	lagOld   bool
-	rskip    string
-	rjudged  bool
+	// Replica reads (replicas.go): its lag as its last probe read it (-1: unknown,
+	// lagWhy says why), whether its server wants SHOW SLAVE STATUS, and why it serves no
+	// replica reads (rskip, "" when it qualifies; rjudged once judged).
+	lag     time.Duration
+	lagWhy  string
+	lagOld  bool
+	rskip   string
+	rjudged bool
 }
 
 func newHostState(addr, dc string) *hostState {
-	return &hostState{addr: addr, dc: dc}
+	return &hostState{addr: addr, dc: dc, lag: LagUnknown}
 }
 
 // health is what walks, checks and the monitor read of a host: a copy, taken under the
@@ -199,10 +198,7 @@ func (c *Cluster) Stats() failover.Stats {
 		if c.cfg.CheckInterval > 0 {
 			_, hs.ProbeTimeout = c.hostProbeTimeout(h)
 		}
-		hs.ReplicaLag = -1
-		if h.lagKnown {
-			hs.ReplicaLag = h.lag
-		}
+		hs.ReplicaLag = h.lag
 		if c.cfg.ReplicaReads {
 			hs.ReplicaSkip = h.rskip
 			if hs.ReplicaSkip == "" && h.retryAt > now {

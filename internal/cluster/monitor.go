@@ -336,7 +336,7 @@ func (c *Cluster) probe(ctx context.Context, id int) {
 		}
 		if err == nil {
 			if c.cfg.ReplicaReads && id == c.Active() {
-				c.noteLag(h, 0, false, "the pool's writer: not read") // no lag left from its replica days
+				c.noteLag(h, LagUnknown, "the pool's writer: not read") // no lag left from its replica days
 			} else if c.cfg.ReplicaReads && !c.probeLag(ctx, conn, h, wait) {
 				_ = conn.Close() // broke while its lag was read: reopened next round
 				break

@@ -152,7 +152,7 @@ func (c *Cluster) replicaSkip(p *position, id int, h *hostState, dist failover.D
 	}
 	if max := c.cfg.MaxReplicaLag; max > 0 {
 		switch {
-		case !h.lagKnown:
+		case h.lag < 0:
 			why := h.lagWhy
 			if why == "" {
 				why = "not read yet"
@@ -304,11 +304,10 @@ func (c *Cluster) OpenReplica(ctx context.Context, host int, setup SetupFunc) (d
 // errReplicaBackoff is OpenReplica's error for a host in backoff: nothing was tried.
 var errReplicaBackoff = errors.New("mysqlfailover: replica in backoff after a failed attempt")
 
-// noteLag records what host h's probe found of its lag (known, lag), or why it is
-// unknown.
-func (c *Cluster) noteLag(h *hostState, lag time.Duration, known bool, why string) {
+// noteLag records what host h's probe found of its lag, or (lag < 0) why it is unknown.
+func (c *Cluster) noteLag(h *hostState, lag time.Duration, why string) {
 	h.mu.Lock()
-	h.lag, h.lagKnown, h.lagWhy = lag, known, why
+	h.lag, h.lagWhy = lag, why
 	h.mu.Unlock()
 	c.replicasChanged()
 }
@@ -346,13 +345,13 @@ func (c *Cluster) probeLag(ctx context.Context, conn driver.Conn, h *hostState, 
 	h.mu.Unlock()
 	lag, why, useOld, err := ReadLag(lctx, conn, old)
 	if err != nil {
-		c.noteLag(h, 0, false, "its probe could not read it: "+NotBadConn(err, "").Error())
+		c.noteLag(h, LagUnknown, "its probe could not read it: "+NotBadConn(err, "").Error())
 		return Classify(ctx, err) != Communication
 	}
 	h.mu.Lock()
 	h.lagOld = useOld
 	h.mu.Unlock()
-	c.noteLag(h, lag, why == "", strings.TrimPrefix(why, "replica lag unknown: "))
+	c.noteLag(h, lag, strings.TrimPrefix(why, "replica lag unknown: ")) // ReadLag: lag < 0 exactly when why is set
 	return true
 }
 
