@@ -64,6 +64,12 @@ const (
 	causalNone          = "none"
 	causalLocal         = "local"
 	causalGlobal        = "global"
+
+	// The values of Config.Cluster ("" means ClusterAuto).
+	clusterAuto        = "auto"
+	clusterReplication = "replication"
+	clusterGalera      = "galera"
+	clusterGroup       = "group"
 )
 
 // selections and causalModes list the valid values, in the order messages
@@ -71,11 +77,14 @@ const (
 var (
 	selections  = []string{selectRoundRobin, selectLeastInFlight}
 	causalModes = []string{causalNone, causalLocal, causalGlobal}
+	// clusterTypes lists the values of Config.Cluster.
+	clusterTypes = []string{clusterAuto, clusterReplication, clusterGalera, clusterGroup}
 )
 
 const (
 	selectionList = "round-robin or least-in-flight"
 	causalList    = "none, local or global"
+	clusterList   = "auto, replication, galera or group"
 )
 
 // defaultPort is MySQL's registered port, the one go-sql-driver adds too.
@@ -208,6 +217,31 @@ func badSelection(what, s, valid string) string {
 	return fmt.Sprintf("%s: want %s", what, valid)
 }
 
+// badCluster explains why s is not a Cluster value, after what (as
+// badTarget); valid lists the accepted values. The products' names are
+// understood: "pxc" (Percona XtraDB Cluster) and "wsrep" mean galera, "gr",
+// "innodbcluster" and "group_replication" group.
+func badCluster(what, s, valid string) string {
+	v := valueNearMiss(s, clusterTypes)
+	for _, t := range clusterTypes {
+		if v == "" && len(s) >= 4 && editDistance(strings.ToLower(s), t) <= 2 {
+			v = t
+		}
+	}
+	switch strings.ToLower(strings.NewReplacer("_", "", "-", "", " ", "").Replace(s)) {
+	case "pxc", "wsrep", "perconaxtradbcluster", "mariadbgalera", "galeracluster":
+		v = clusterGalera
+	case "gr", "groupreplication", "innodbcluster", "mysqlgroupreplication":
+		v = clusterGroup
+	case "async", "asynchronous", "primaryreplica", "masterslave", "sourcereplica":
+		v = clusterReplication
+	}
+	if v != "" {
+		return fmt.Sprintf("%s: did you mean %q? (values are case-sensitive: %s)", what, v, valid)
+	}
+	return fmt.Sprintf("%s: want %s", what, valid)
+}
+
 // badCausal explains why s is not a CausalReads value, after what (as
 // badTarget); valid lists the accepted values.
 func badCausal(what, s, valid string) string {
@@ -298,6 +332,11 @@ type Config struct {
 	// CausalReadsTimeout is causalReadsTimeout: duration > 0, default 1s (0,
 	// as in a zero Config, is valid only without causal reads).
 	CausalReadsTimeout time.Duration
+	// Cluster is cluster: "auto", "replication", "galera" or "group",
+	// default "auto" ("" too): what kind of cluster the hosts form, which
+	// decides how the driver reads whether a host is ready for application
+	// use (see Cluster types in the package documentation).
+	Cluster string
 
 	// MySQL holds every other setting, given to go-sql-driver for each host.
 	// Its Net and Addr are not used for hosts: the driver sets them per host
@@ -327,6 +366,7 @@ func NewConfig() *Config {
 		ReadFromSourceWhenNoReplicas: true,
 		CausalReads:                  causalNone,
 		CausalReadsTimeout:           defaultCausalReadsTimeout,
+		Cluster:                      clusterAuto,
 		MySQL:                        mysql.NewConfig(),
 	}
 }
@@ -392,7 +432,8 @@ const defaultUnixSocket = "/tmp/mysql.sock"
 // MaxReplicaLag >= 0 and, when > 0, with ReplicaReads and CheckInterval > 0,
 // ReplicaSelection "", "round-robin" or "least-in-flight", CausalReads "",
 // "none", "local" or "global" and, other than "none", with ReplicaReads and
-// CausalReadsTimeout > 0 (which is never negative), and
+// CausalReadsTimeout > 0 (which is never negative), Cluster "", "auto",
+// "replication", "galera" or "group", and
 // no failover option in MySQL.Params under any spelling, where
 // go-sql-driver would send it to the server as a system variable
 // (ErrInvalidOption); MySQL non-nil (ErrInvalidOption) with Net "", tcp,
@@ -589,6 +630,9 @@ func (c *Config) checkProbing() error {
 func (c *Config) checkReplicas() error {
 	if s := c.ReplicaSelection; s != "" && !slices.Contains(selections, s) {
 		return newError(ErrInvalidOption, badSelection(fmt.Sprintf("dsn: replicaSelection=%q", s), s, selectionList+` (or "": round-robin)`))
+	}
+	if k := c.Cluster; k != "" && !slices.Contains(clusterTypes, k) {
+		return newError(ErrInvalidOption, badCluster(fmt.Sprintf("dsn: cluster=%q", k), k, clusterList+` (or "": auto)`))
 	}
 	causal := c.CausalReads
 	if causal != "" && !slices.Contains(causalModes, causal) {

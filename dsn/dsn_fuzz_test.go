@@ -203,6 +203,9 @@ func checkParsed(t *testing.T, s string, c *Config) {
 	if !slices.Contains(selections, c.ReplicaSelection) || !slices.Contains(causalModes, c.CausalReads) || c.CausalReadsTimeout <= 0 {
 		t.Fatalf("Parse(%q): ReplicaSelection %q, CausalReads %q, CausalReadsTimeout %v", s, c.ReplicaSelection, c.CausalReads, c.CausalReadsTimeout)
 	}
+	if !slices.Contains(clusterTypes, c.Cluster) {
+		t.Fatalf("Parse(%q): Cluster %q", s, c.Cluster)
+	}
 	if c.CausalReads != causalNone && !c.ReplicaReads {
 		t.Fatalf("Parse(%q): CausalReads %q without ReplicaReads", s, c.CausalReads)
 	}

@@ -536,6 +536,20 @@ var parseTests = []parseTest{
 			c.ReplicaReads, c.CheckInterval, c.MaxReplicaLag = true, 100*time.Millisecond, 500*time.Millisecond
 		}},
 
+	// Cluster types.
+	{name: "cluster=galera", dsn: "tcp(h1,h2,h3)/?cluster=galera", hosts: []Host{{Name: "h1", Port: 3306}, {Name: "h2", Port: 3306}, {Name: "h3", Port: 3306}},
+		opts: func(c *Config) { c.Cluster = "galera" }},
+	{name: "cluster=group", dsn: "/?cluster=group", hosts: local, opts: func(c *Config) { c.Cluster = "group" }},
+	{name: "cluster=replication", dsn: "/?cluster=replication", hosts: local, opts: func(c *Config) { c.Cluster = "replication" }},
+	{name: "cluster default written out", dsn: "/?cluster=auto", hosts: local},
+	{name: "cluster typo", dsn: "/?cluster=galara", wantErr: ErrInvalidOption,
+		errParts: []string{`dsn: cluster: invalid value "galara": did you mean "galera"?`, "auto, replication, galera or group"}},
+	{name: "cluster in the wrong case", dsn: "/?cluster=Galera", wantErr: ErrInvalidOption, errParts: []string{`did you mean "galera"?`}},
+	{name: "cluster by product name", dsn: "/?cluster=pxc", wantErr: ErrInvalidOption, errParts: []string{`"pxc": did you mean "galera"?`}},
+	{name: "cluster group replication", dsn: "/?cluster=group_replication", wantErr: ErrInvalidOption, errParts: []string{`did you mean "group"?`}},
+	{name: "cluster unknown", dsn: "/?cluster=ndb", wantErr: ErrInvalidOption, errParts: []string{`dsn: cluster: invalid value "ndb": want auto, replication, galera or group`}},
+	{name: "cluster key typo", dsn: "/?Cluster=galera", wantErr: ErrInvalidOption, errParts: []string{`did you mean "cluster"?`}},
+
 	// Read/write splitting errors.
 	{name: "maxReplicaLag without replicaReads", dsn: "u:" + testPW + "@tcp(h1,h2)/db?maxReplicaLag=5s&checkInterval=1s", wantErr: ErrInvalidOption,
 		errParts: []string{"dsn: maxReplicaLag needs replicaReads=true", "maxReplicaLag=5s", "set replicaReads=true"}},
@@ -1007,6 +1021,9 @@ func TestValidate(t *testing.T) {
 			[]string{"dsn: causalReadsTimeout=0s: want a duration > 0", "default is 1s"}},
 		{"negative CausalReadsTimeout", func(c *Config) { c.CausalReadsTimeout = -time.Millisecond }, ErrInvalidOption,
 			[]string{"dsn: causalReadsTimeout=-1ms: want a duration > 0"}},
+		{"Cluster galera", func(c *Config) { c.Cluster = "galera" }, nil, nil},
+		{"unknown Cluster", func(c *Config) { c.Cluster = "Galera" }, ErrInvalidOption,
+			[]string{`dsn: cluster="Galera": did you mean "galera"?`, `(or "": auto)`}},
 		{"replica key in Params", func(c *Config) { c.MySQL.Params = map[string]string{"causalreads": "local"} }, ErrInvalidOption,
 			[]string{`"causalreads"`, "Config.CausalReads"}},
 		{"replica alias in Params", func(c *Config) { c.MySQL.Params = map[string]string{"readFromMasterWhenNoSlaves": "true"} }, ErrInvalidOption,

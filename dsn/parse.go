@@ -27,6 +27,7 @@ const (
 	optPositive                 // time.ParseDuration > 0
 	optSelection                // a ReplicaSelection value
 	optCausal                   // a CausalReads value
+	optCluster                  // a ClusterType value
 )
 
 // option is one DSN key of ours. Aliases share main and field.
@@ -61,6 +62,7 @@ var options = []option{
 	{"readFromSourceWhenNoReplicas", "readFromSourceWhenNoReplicas", "ReadFromSourceWhenNoReplicas", optBool},
 	{"causalReads", "causalReads", "CausalReads", optCausal},
 	{"causalReadsTimeout", "causalReadsTimeout", "CausalReadsTimeout", optPositive},
+	{"cluster", "cluster", "Cluster", optCluster},
 	// Connector/J 8.0.23 renamed ...Master to ...Source and ...Slaves to
 	// ...Replicas; both names are accepted. The main name is the one of
 	// the Config field.
@@ -621,6 +623,11 @@ func parseValue(o *option, raw string) (any, error) {
 			return nil, newError(ErrInvalidOption, badCausal(fmt.Sprintf("dsn: %s: invalid value %q", o.key, raw), raw, causalList))
 		}
 		return raw, nil
+	case optCluster:
+		if !slices.Contains(clusterTypes, raw) {
+			return nil, newError(ErrInvalidOption, badCluster(fmt.Sprintf("dsn: %s: invalid value %q", o.key, raw), raw, clusterList))
+		}
+		return raw, nil
 	case optTarget:
 		t := TargetSessionAttrs(raw)
 		if !knownTarget(t) {
@@ -700,6 +707,8 @@ func (c *Config) set(o *option, v any) {
 		c.CausalReads = v.(string)
 	case "causalReadsTimeout":
 		c.CausalReadsTimeout = v.(time.Duration)
+	case "cluster":
+		c.Cluster = v.(string)
 	}
 }
 

@@ -43,7 +43,12 @@ type FailoverError struct {
 	// MaybeExecuted is true when the request may have reached Failed before the failure,
 	// so the statement may have run there; false when it was provably never sent.
 	MaybeExecuted bool
-	// Err is the communication error from Failed.
+	// Err is the communication error from Failed, or why Failed was left although it
+	// answers: its role no longer qualifies for targetSessionAttrs (a demoted primary),
+	// or its server refused the statement as not ready for application use (Galera's
+	// 1047, offline_mode's 3032, Group Replication's 3796 or 3799, which errors.As
+	// reaches as the *mysql.MySQLError; the statement did not run: MaybeExecuted is
+	// false).
 	Err error
 	// Reconnect is non-nil when no session could be opened: a *NoHostAvailableError,
 	// the caller's context error, a host that stayed full, or the data error (such as
@@ -51,8 +56,9 @@ type FailoverError struct {
 	Reconnect error
 }
 
-// demotion is a cause that says its host was left for its role (a demoted primary), not
-// for a failed connection.
+// demotion is a cause that says its host was left for what its server said (a demoted
+// primary's role, or that it is not ready for application use), not for a failed
+// connection.
 type demotion interface{ Demoted() bool }
 
 // Error names both hosts and the cause, never a password.

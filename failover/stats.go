@@ -25,9 +25,17 @@ const (
 	// HostWrongRole: up, but its role does not qualify for targetSessionAttrs (Stats
 	// only; never in EventHostState).
 	HostWrongRole
+	// HostNotReady: up, but the server says it is not ready for application use (a
+	// Galera node outside the Primary component, not synced, desynced or rejecting
+	// queries; MySQL offline_mode; a Group Replication member not ONLINE, or without
+	// quorum): no walk, connect or fall-back uses it until it says it is ready.
+	// HostStats.LastError and the EventHostState's Err say why; the event of its return
+	// has HostUp.
+	HostNotReady
 )
 
-// String returns "unknown", "up", "suspect", "down", "backoff" or "wrong-role".
+// String returns "unknown", "up", "suspect", "down", "backoff", "wrong-role" or
+// "not-ready".
 func (s HostState) String() string {
 	switch s {
 	case HostUp:
@@ -40,6 +48,8 @@ func (s HostState) String() string {
 		return "backoff"
 	case HostWrongRole:
 		return "wrong-role"
+	case HostNotReady:
+		return "not-ready"
 	}
 	return "unknown"
 }

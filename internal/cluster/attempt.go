@@ -91,21 +91,9 @@ func (c *Cluster) attemptHost(ctx context.Context, h int, setup SetupFunc, lastR
 			err = describeDialError(err)
 		}
 	}
-	if err == nil && checkRole && c.Target() != dsn.TargetAny {
-		role, rerr := ReadRole(actx, conn)
-		switch {
-		case rerr != nil:
-			err = NotBadConn(timedOut(rerr), "role check failed")
-		case Accepts(c.Target(), role):
-		case lastResortOK && c.Target() == dsn.TargetPreferStandby:
-			lastResort = true
-		default:
-			err = &RoleError{Role: role, Wanted: c.Target()}
-		}
-		if rerr == nil {
-			c.setRole(h, role)
-		}
-		if err != nil {
+	if err == nil {
+		if lastResort, err = c.checkState(actx, h, conn, checkRole, lastResortOK); err != nil {
+			err = timedOut(err)
 			_ = conn.Close()
 			conn = nil
 		}
@@ -118,18 +106,67 @@ func (c *Cluster) attemptHost(ctx context.Context, h int, setup SetupFunc, lastR
 		}
 	}
 	var re *RoleError
+	var nr *NotReadyError
+	if err != nil && !errors.As(err, &nr) {
+		if nr = Refusal(err); nr != nil {
+			// Refused at connect (offline_mode's 3032), or while the state was read.
+			c.NoteRefusal(h, nr)
+			err = nr
+		}
+	}
 	switch {
 	case err == nil:
 		hs.noteConnectTime(c.env.Clock.Now().Sub(start))
 		hs.refs.Add(1) // until Release
 		c.attemptSucceeded(hs)
-	case errors.As(err, &re), fullHost(err):
-		c.attemptSucceeded(hs) // the host answers; the walk skips it for its role, or it is full
+		if !c.needsState(c.topo()) {
+			c.setReady(h, nil) // a refusal's verdict ends with a session that works
+		}
+	case errors.As(err, &re), nr != nil, fullHost(err):
+		// The host answers; the walk skips it for its role or its readiness, or it is full.
+		c.attemptSucceeded(hs)
 	case !Ended(ctx):
 		c.attemptFailed(hs, err)
 	}
 	c.emit(failover.Event{Kind: failover.EventConnect, Host: hs.addr, Err: err})
 	return conn, lastResort, err
+}
+
+// checkState reads the state of conn's server, a new session to host h, when the attempt
+// needs it (see needsState; a replica session, without checkRole, only for the
+// readiness of a Galera or Group Replication cluster), and records it (noteState). It
+// fails the attempt with the *NotReadyError of a server that is not ready, a *RoleError
+// when checkRole is set and the role does not qualify, or the read's own error; with
+// prefer-standby and lastResortOK a non-standby is kept aside (lastResort) instead.
+func (c *Cluster) checkState(ctx context.Context, h int, conn driver.Conn, checkRole, lastResortOK bool) (lastResort bool, err error) {
+	role := checkRole && c.Target() != dsn.TargetAny
+	if !role && (!checkRole && !c.readinessKind() || checkRole && !c.needsState(c.topo())) {
+		return false, nil
+	}
+	st, err := ReadState(ctx, conn, kindOf(c.cfg.Cluster))
+	if err != nil {
+		if Refusal(err) != nil {
+			return false, err // attemptHost records it
+		}
+		return false, NotBadConn(err, "role check failed")
+	}
+	c.noteState(h, st)
+	switch {
+	case st.NotReady != nil:
+		return false, st.NotReady
+	case !role, Accepts(c.Target(), st.Role):
+		return false, nil
+	case lastResortOK && c.Target() == dsn.TargetPreferStandby:
+		return true, nil
+	}
+	return false, &RoleError{Role: st.Role, Wanted: c.Target()}
+}
+
+// readinessKind reports whether the cluster type has a readiness to read beyond a
+// working session: Galera and Group Replication.
+func (c *Cluster) readinessKind() bool {
+	k := c.Kind()
+	return k == KindGalera || k == KindGroup
 }
 
 // describeDialError says what a connection-phase failure means. go-sql-driver reports a

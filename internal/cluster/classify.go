@@ -30,13 +30,21 @@ const (
 	// context.DeadlineExceeded). The host is healthy: at most the physical connection
 	// is replaced on the same host.
 	Canceled
+	// NotReady errors are a server's refusal to run anything because it is not ready
+	// for application use (see Refusal: Galera's 1047, offline_mode's 3032, Group
+	// Replication's 3796 and 3799), or a *NotReadyError. The host is up, and the
+	// statement did not run: the proxy leaves the host for the next ready one and runs
+	// the statement there, outside a transaction.
+	NotReady
 )
 
-// String returns "data", "communication" or "canceled".
+// String returns "data", "communication", "canceled" or "not-ready".
 func (c Class) String() string {
 	switch c {
 	case Communication:
 		return "communication"
+	case NotReady:
+		return "not-ready"
 	case Canceled:
 		return "canceled"
 	default:
@@ -51,7 +59,6 @@ var commErrnos = map[uint16]bool{
 	1040: true,                                                 // ER_CON_COUNT_ERROR, 08004: too many connections
 	1042: true,                                                 // ER_BAD_HOST_ERROR, 08S01
 	1043: true,                                                 // ER_HANDSHAKE_ERROR, 08S01
-	1047: true,                                                 // ER_UNKNOWN_COM_ERROR, 08S01
 	1053: true,                                                 // ER_SERVER_SHUTDOWN, 08S01
 	1080: true,                                                 // ER_FORCING_CLOSE, 08S01
 	1081: true,                                                 // ER_IPSOCK_ERROR, 08S01
@@ -72,8 +79,14 @@ var commErrnosSys = []syscall.Errno{
 // and the caller's own cancellation from both. ctx is the caller's context of the call that
 // got err; nil means one that never ends.
 //
+// NotReady: a server's refusal because it is not ready (Refusal: 1047, 3032, 3796, 3799;
+// 1047 is of SQLSTATE class 08, but the session lives on), or a *NotReadyError, whether
+// ctx has ended or not (the statement did not run either way), unless one of the values
+// that make an error Communication whatever else it holds is there too (a context error,
+// a *FailoverError...).
+//
 // Communication: a *mysql.MySQLError whose SQLSTATE class is 08 or whose number ends the
-// session (1040, 1043, 1047, 1053, 1152-1161, 1927, ...); mysql.ErrInvalidConn;
+// session (1040, 1043, 1053, 1152-1161, 1927, ...); mysql.ErrInvalidConn;
 // driver.ErrBadConn; io.EOF; io.ErrUnexpectedEOF; net.ErrClosed; any net.Error (timeouts,
 // *net.OpError, *net.DNSError); ECONNREFUSED, ECONNRESET, EPIPE and their kin; this
 // package's own *FailoverError and *NoHostAvailableError, and driver.ErrBadConn after
@@ -91,7 +104,13 @@ var commErrnosSys = []syscall.Errno{
 // shouldExceptionTriggerConnectionSwitch, the decision is made on values, never on
 // message text.
 func Classify(ctx context.Context, err error) Class {
-	if err == nil || !communication(err) {
+	if err == nil {
+		return Data
+	}
+	if !forced(err) && notReady(err) {
+		return NotReady
+	}
+	if !communication(err) {
 		return Data
 	}
 	if Ended(ctx) {
@@ -100,17 +119,35 @@ func Classify(ctx context.Context, err error) Class {
 	return Communication
 }
 
-// communication reports whether err, as a value, says that the connection is gone or did
-// not answer in time (see Classify).
-func communication(err error) bool {
+// forced reports whether err holds a value that is a communication error whatever else
+// it holds: a context error, this package's *FailoverError, *NoHostAvailableError, or
+// NotBadConn's replacement of driver.ErrBadConn.
+func forced(err error) bool {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return true
 	}
 	var fe *failover.FailoverError
 	var nh *failover.NoHostAvailableError
 	var ns *notSentError
-	if errors.As(err, &fe) || errors.As(err, &nh) || errors.As(err, &ns) {
+	return errors.As(err, &fe) || errors.As(err, &nh) || errors.As(err, &ns)
+}
+
+// notReady reports whether err is a refusal of a server that is not ready, or a
+// *NotReadyError (see Classify).
+func notReady(err error) bool {
+	var nr *NotReadyError
+	return errors.As(err, &nr) || Refusal(err) != nil
+}
+
+// communication reports whether err, as a value, says that the connection is gone or did
+// not answer in time (see Classify). A refusal of a server that is not ready is not one
+// (notReady), although 1047's SQLSTATE is of class 08.
+func communication(err error) bool {
+	if forced(err) {
 		return true
+	}
+	if notReady(err) {
+		return false
 	}
 	var me *mysql.MySQLError
 	if errors.As(err, &me) && me != nil { // a typed nil says nothing (and has no fields)

@@ -26,14 +26,15 @@ import (
 // Unwrap() []error types with nil entries), gets a classification and never a panic, for
 // a live, a nil, a cancelled and a past-deadline context:
 //
-//   - with a live or nil context it is Data or Communication, never Canceled, and the
-//     same for both;
-//   - with an ended context, Communication becomes Canceled and Data stays Data;
+//   - with a live or nil context it is Data, Communication or NotReady, never Canceled,
+//     and the same for both;
+//   - with an ended context, Communication becomes Canceled, Data and NotReady stay;
 //   - nil is Data;
 //   - where the documented rules decide alone (see Classify), the class is theirs: a
 //     context error, a *FailoverError or a *NoHostAvailableError anywhere is
-//     Communication; else one MySQL error (or several of one class) decides by its
-//     SQLSTATE class 08 and the listed numbers; else any communication value (EOF,
+//     Communication; else one MySQL error (or several of one class) decides: a refusal
+//     of a server that is not ready (1047, 3032, 3796, 3799) is NotReady, whatever
+//     else is there, otherwise its SQLSTATE class 08 and the listed numbers; else any communication value (EOF,
 //     ErrInvalidConn, ErrBadConn, net.ErrClosed, an errno, a net.Error) is
 //     Communication, and nothing else is Data. A chain that mixes a MySQL error with a
 //     communication value, or MySQL errors of both classes, is only checked for the
@@ -72,7 +73,7 @@ func TestClassifySeedsCoverEveryClass(t *testing.T) {
 			ops[int(b)%numOps] = true
 		}
 	}
-	for _, c := range []cluster.Class{cluster.Data, cluster.Communication, cluster.Canceled} {
+	for _, c := range []cluster.Class{cluster.Data, cluster.Communication, cluster.Canceled, cluster.NotReady} {
 		if !seen[c] {
 			t.Errorf("no seed is classified %v", c)
 		}
@@ -115,6 +116,9 @@ var classifySeeds = []classifySeed{
 	{[]byte{opMySQL}, 1040, "", "Too many connections"},
 	{[]byte{opMySQL}, 9999, "08S01", "any class 08"},
 	{[]byte{opMySQL, opWrapf, opWrapf}, 1053, "08S01", "shutdown"},
+	{[]byte{opMySQL}, 1047, "08S01", "WSREP has not yet prepared node for application use"},
+	{[]byte{opMySQL, opEOF, opJoin}, 3032, "HY000", "The server is currently in offline mode"},
+	{[]byte{opMySQL, opWrapf}, 3796, "HY000", "group_replication_consistency"},
 	{[]byte{opNilMySQL}, 0, "", ""},
 	{[]byte{opNilMySQL, opEOF, opJoin}, 0, "", ""},
 	{[]byte{opErrno}, uint16(syscall.ECONNRESET), "", ""},
@@ -200,8 +204,8 @@ type node struct {
 	// forced: a context error, *FailoverError, *NoHostAvailableError or NotBadConn's
 	// replacement is in the chain: Communication whatever else is there.
 	forced bool
-	// mysql holds the class (true: communication) of each non-nil *mysql.MySQLError.
-	mysql []bool
+	// mysql holds the class of each non-nil *mysql.MySQLError.
+	mysql []cluster.Class
 	// comm: a communication value other than those is in the chain.
 	comm bool
 	// nilMySQL: a typed nil *mysql.MySQLError is in the chain; errors.As may stop there
@@ -249,7 +253,7 @@ func leaf(op int, number uint16, state, msg string) node {
 	case opMySQL:
 		e := &mysql.MySQLError{Number: number, Message: msg}
 		copy(e.SQLState[:], state)
-		return node{err: e, mysql: []bool{mysqlComm(e)}}
+		return node{err: e, mysql: []cluster.Class{mysqlClass(e)}}
 	case opNilMySQL:
 		var e *mysql.MySQLError
 		return node{err: e, nilMySQL: true}
@@ -341,7 +345,7 @@ func notBadConn(err error, msg string) (out error, cut bool) {
 }
 
 func wrap2(op int, x, y node) node {
-	n := node{forced: x.forced || y.forced, mysql: append(append([]bool(nil), x.mysql...), y.mysql...),
+	n := node{forced: x.forced || y.forced, mysql: append(append([]cluster.Class(nil), x.mysql...), y.mysql...),
 		comm: x.comm || y.comm, nilMySQL: x.nilMySQL || y.nilMySQL}
 	switch op {
 	case opJoin:
@@ -377,18 +381,20 @@ func (e netErr) Temporary() bool { return false }
 func (m multi) Error() string   { return "multi" }
 func (m multi) Unwrap() []error { return m }
 
-// mysqlComm is the documented rule for one MySQL error (Classify's doc comment and
-// commErrnos): SQLSTATE class 08, or a number that ends the session.
-func mysqlComm(e *mysql.MySQLError) bool {
-	if e.SQLState[0] == '0' && e.SQLState[1] == '8' {
-		return true
-	}
+// mysqlClass is the documented rule for one MySQL error (Classify's doc comment, Refusal
+// and commErrnos): a refusal of a server that is not ready (1047, 3032, 3796, 3799), then
+// SQLSTATE class 08, or a number that ends the session.
+func mysqlClass(e *mysql.MySQLError) cluster.Class {
 	switch n := e.Number; {
-	case n == 1040, n == 1042, n == 1043, n == 1047, n == 1053, n == 1080, n == 1081,
+	case n == 1047, n == 3032, n == 3796, n == 3799:
+		return cluster.NotReady
+	case e.SQLState[0] == '0' && e.SQLState[1] == '8':
+		return cluster.Communication
+	case n == 1040, n == 1042, n == 1043, n == 1053, n == 1080, n == 1081,
 		n >= 1152 && n <= 1161, n == 1184, n == 1927, n == 4031:
-		return true
+		return cluster.Communication
 	}
-	return false
+	return cluster.Data
 }
 
 // want is the class the documented rules give n with a live context, and whether they
@@ -403,25 +409,28 @@ func (n node) want() (cluster.Class, bool) {
 		return cluster.Communication, true
 	case len(n.mysql) == 0:
 		return cluster.Data, true
-	case n.comm, n.nilMySQL:
-		return 0, false // a MySQL error next to a communication value or a typed nil one
+	case n.nilMySQL:
+		return 0, false // a typed nil MySQL error may stop errors.As before a real one
 	}
 	for _, c := range n.mysql[1:] {
 		if c != n.mysql[0] {
 			return 0, false
 		}
 	}
-	if n.mysql[0] {
-		return cluster.Communication, true
+	switch {
+	case n.mysql[0] == cluster.NotReady:
+		return cluster.NotReady, true // a refusal beats the communication values beside it
+	case n.comm:
+		return 0, false // a MySQL error next to a communication value
 	}
-	return cluster.Data, true
+	return n.mysql[0], true
 }
 
 func checkClassify(t *testing.T, n node) {
 	t.Helper()
 	live := cluster.Classify(context.Background(), n.err)
-	if live != cluster.Data && live != cluster.Communication {
-		t.Fatalf("Classify(live, %v) = %v: only data or communication while the caller's context lives", n.err, live)
+	if live == cluster.Canceled {
+		t.Fatalf("Classify(live, %v) = %v: only data, communication or not-ready while the caller's context lives", n.err, live)
 	}
 	var never context.Context // nil: Classify's "a context that never ends"
 	if got := cluster.Classify(never, n.err); got != live {

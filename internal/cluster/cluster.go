@@ -113,6 +113,11 @@ type Cluster struct {
 	probeAgain atomic.Bool
 
 	rep replicaState // replica reads (replicas.go)
+
+	// kind is the cluster type (a Kind): the DSN's, or the first one a server reported
+	// (ready.go). It is an atomic beside the position: set at most once after New, read
+	// by every attempt.
+	kind atomic.Int32
 }
 
 // New returns a Cluster over cfg's hosts, on the primary. It keeps cfg and reads its
@@ -139,6 +144,7 @@ func New(cfg *dsn.Config, env Env) (*Cluster, error) {
 		env.Clock = SystemClock
 	}
 	c := &Cluster{cfg: cfg, env: env}
+	c.kind.Store(int32(kindOf(cfg.Cluster)))
 	hosts := make([]*hostState, len(cfg.Hosts))
 	list := make([]int, len(cfg.Hosts))
 	for i, h := range cfg.Hosts {

@@ -147,6 +147,13 @@ const (
 	DefaultMaxProbeTimeout = 5 * time.Second
 )
 
+// DefaultClusterViewAge is how old another Galera node's reading of its cluster may be
+// and still count when a node's cluster is compared with it (duration, 10 s: several
+// probe rounds at any usable checkInterval, and a reading from the walk that just left
+// the node): a node whose cluster is smaller than another listed node's, in another
+// cluster history, is not ready (ready.go, noteGalera).
+const DefaultClusterViewAge = 10 * time.Second
+
 // Host lists (hostlist.go).
 const (
 	// DefaultMaxHostListBytes caps the body of a host-list response (bytes, 1 MiB,

@@ -42,6 +42,9 @@ type hostState struct {
 	typical   time.Duration // smoothed duration of its successful attempts (DefaultConnectTimeSmoothing)
 	role      failover.Role // what the last check found
 	unfit     bool          // the last check found a role the target does not accept
+	notReady  *NotReadyError // the server said it is not ready (ready.go); nil: ready, or not read
+	galera    GaleraState    // its place in its Galera cluster, as last read (ready.go)
+	galeraAt  time.Time      // when galera was read (zero: never)
 	retryAt   int64         // backoff: clock time (UnixNano) before which joining walks skip it
 	failing   bool          // its last attempt failed
 	fails     int           // consecutive failed attempts: the backoff exponent
@@ -74,7 +77,8 @@ func newHostState(addr, dc string) *hostState {
 // host's lock in one go.
 type health struct {
 	role         failover.Role
-	unfit        bool
+	unfit        bool // of a role the target does not accept, or not ready
+	notReady     bool // the server said it is not ready
 	down         bool
 	failing      bool
 	probeFailing bool  // a run of failed probes is under way
@@ -86,16 +90,20 @@ type health struct {
 func (h *hostState) health() health {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return health{role: h.role, unfit: h.unfit, down: h.down, failing: h.failing,
+	return health{role: h.role, unfit: h.unfitLocked(), notReady: h.notReady != nil, down: h.down, failing: h.failing,
 		probeFailing: !h.failSince.IsZero(), retryAt: h.retryAt, typical: h.typical}
 }
 
-// isUnfit reports h.unfit.
+// isUnfit reports whether h must not be used now: its role does not qualify for the
+// target, or its server said it is not ready.
 func (h *hostState) isUnfit() bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.unfit
+	return h.unfitLocked()
 }
+
+// unfitLocked is isUnfit, with h.mu held.
+func (h *hostState) unfitLocked() bool { return h.unfit || h.notReady != nil }
 
 // skipped reports whether walks leave the host out for now (clock time now, UnixNano): in
 // backoff, or declared down by probes.
@@ -206,7 +214,7 @@ func (c *Cluster) Stats() failover.Stats {
 			}
 		}
 		hs.ReplicaReads = h.reads.Load()
-		retryAt, unfit := h.retryAt, h.unfit
+		retryAt, unfit, nr := h.retryAt, h.unfit, h.notReady
 		h.mu.Unlock()
 		if retryAt > now {
 			hs.RetryAt = time.Unix(0, retryAt)
@@ -214,7 +222,10 @@ func (c *Cluster) Stats() failover.Stats {
 				hs.State = failover.HostBackoff
 			}
 		}
-		if unfit && hs.State == failover.HostUp {
+		switch {
+		case nr != nil && (hs.State == failover.HostUp || hs.State == failover.HostUnknown):
+			hs.State, hs.LastError = failover.HostNotReady, nr
+		case unfit && hs.State == failover.HostUp:
 			hs.State = failover.HostWrongRole
 		}
 		s.Hosts = append(s.Hosts, hs)

@@ -19,8 +19,8 @@ import (
 	"github.com/mysqlfailover/mysqlfailover/failover"
 )
 
-// probeQuery is the probe's round trip when targetSessionAttrs is any; otherwise the
-// probe runs RoleQuery, which reads the role on the way.
+// probeQuery is the probe's round trip when it has no state to read (see probeReads);
+// otherwise the probe runs ReadState, which reads the role and the readiness on the way.
 const probeQuery = "SELECT 1"
 
 // probeSet holds the long-lived probe connection of each host.
@@ -289,7 +289,7 @@ func (c *Cluster) probe(ctx context.Context, id int) {
 	h.mu.Unlock()
 	conn := c.probes.take(id)
 	var err error
-	var role failover.Role
+	var st *State // what the probe read of the server's state (nil: SELECT 1)
 	var rtt, late time.Duration // late: how far past its bound a timed-out step returned
 	var timedOut bool
 	for again := conn != nil; ; again = false {
@@ -329,7 +329,7 @@ func (c *Cluster) probe(ctx context.Context, id int) {
 			}
 		}
 		rtStart := c.env.Clock.Now()
-		role, timedOut, err = c.roundTrip(ctx, conn, wait, rto)
+		st, timedOut, err = c.roundTrip(ctx, conn, wait, rto)
 		rtt = c.env.Clock.Now().Sub(rtStart)
 		if timedOut {
 			late = rtt - wait
@@ -352,6 +352,12 @@ func (c *Cluster) probe(ctx context.Context, id int) {
 	}
 	if ctx.Err() != nil {
 		return // Close: not the host's doing
+	}
+	if nr := Refusal(err); nr != nil && !timedOut {
+		// The server refused the probe's session or query (offline_mode's 3032 to a user
+		// without CONNECTION_ADMIN, Galera's 1047): it is up, and not ready.
+		c.NoteRefusal(id, nr)
+		err = nil
 	}
 	now := c.env.Clock.Now()
 	if err != nil {
@@ -398,12 +404,12 @@ func (c *Cluster) probe(ctx context.Context, id int) {
 		c.reportState(h, changed, s, err)
 		return
 	}
-	if role != failover.RoleUnknown {
-		c.setRole(id, role)
+	if st != nil {
+		c.noteState(id, *st)
 	}
 	h.mu.Lock()
 	switch {
-	case h.unfit:
+	case h.unfitLocked():
 		// Up, but of the wrong role: a run of qualifying probes starts only when the
 		// role qualifies again, so a read_only that flaps never draws the pool back.
 		h.okSince = time.Time{}
@@ -423,21 +429,35 @@ func (c *Cluster) probe(ctx context.Context, id int) {
 }
 
 // roundTrip runs the probe's query on conn within wait (see hostProbeTimeout; rto is the
-// host's probe timeout, for the error): the role query with targetSessionAttrs, else
-// probeQuery.
-func (c *Cluster) roundTrip(ctx context.Context, conn driver.Conn, wait, rto time.Duration) (role failover.Role, timedOut bool, err error) {
+// host's probe timeout, for the error): ReadState when the probe needs the server's
+// state (probeReads), else probeQuery. st is what ReadState found (nil without it, or
+// when it failed).
+func (c *Cluster) roundTrip(ctx context.Context, conn driver.Conn, wait, rto time.Duration) (st *State, timedOut bool, err error) {
 	pctx, cancel := withBudget(ctx, wait)
 	defer cancel()
-	if c.Target() != dsn.TargetAny || c.cfg.ReplicaReads {
-		role, err = ReadRole(pctx, conn) // replica reads need the role: a writable host is no replica
+	if c.probeReads() {
+		var s State
+		if s, err = ReadState(pctx, conn, kindOf(c.cfg.Cluster)); err == nil {
+			st = &s
+		}
 	} else {
 		err = selectOne(pctx, conn)
 	}
 	if err != nil && pctx.Err() != nil && ctx.Err() == nil {
-		return role, true, fmt.Errorf("probe timed out after %v (the host's probe timeout is %v: its smoothed round trip plus %d deviations, at least %v, doubled after each timeout; a probe waits %d times that until the host is declared down): %w",
+		return nil, true, fmt.Errorf("probe timed out after %v (the host's probe timeout is %v: its smoothed round trip plus %d deviations, at least %v, doubled after each timeout; a probe waits %d times that until the host is declared down): %w",
 			wait, rto, DefaultProbeVarianceFactor, DefaultProbeMargin, DefaultProbePatience, err)
 	}
-	return role, false, err
+	return st, false, err
+}
+
+// probeReads reports whether a probe reads the server's state (ReadState) rather than
+// run probeQuery: for the role check of targetSessionAttrs; for replica reads (a
+// writable host of a replication cluster is no replica); when the cluster type has a
+// readiness (Galera, Group Replication); and, with cluster=auto, until a server has said
+// what the cluster is.
+func (c *Cluster) probeReads() bool {
+	k := c.Kind()
+	return c.Target() != dsn.TargetAny || c.cfg.ReplicaReads || k != KindReplication
 }
 
 // selectOne runs probeQuery on conn and reads its row.
@@ -466,7 +486,7 @@ func selectOne(ctx context.Context, conn driver.Conn) error {
 func (c *Cluster) healthy(h *hostState, now time.Time, d time.Duration) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return !h.down && !h.unfit && !h.okSince.IsZero() && now.Sub(h.okSince) >= d
+	return !h.down && !h.unfitLocked() && !h.okSince.IsZero() && now.Sub(h.okSince) >= d
 }
 
 // leftAfterFailure records that a connection's walk moved the pool off host id after a
@@ -494,10 +514,15 @@ func (c *Cluster) abortHost(id int, h *hostState, cause error) {
 }
 
 // decide acts on the probes' results: see Check.
+//
+// It acts on the position it read: a move made meanwhile (a SwitchTo, a walk that
+// landed, a new host list) stands, and its events name the hosts the pool really left
+// and joined (moveFrom).
 func (c *Cluster) decide() {
-	t := c.topo()
+	pos := c.pos.Load()
+	t := pos.t
 	now := c.env.Clock.Now()
-	a := c.Active()
+	a := pos.active
 	ha := t.host(a)
 	if c.env.Abort != nil {
 		// Hosts the probes declared down after a walk had moved the pool off them: their
@@ -531,17 +556,22 @@ func (c *Cluster) decide() {
 		}
 		ha.mu.Lock()
 		cause, role := ha.lastErr, ha.role
+		if nr := ha.notReady; nr != nil && !ha.down {
+			cause = nr
+		}
 		ha.mu.Unlock()
 		if cause == nil {
 			cause = &RoleError{Role: role, Wanted: c.Target()}
 		}
-		c.update(func(p *position) {
+		if !c.moveFrom(pos, func(p *position) {
 			p.active, p.lastResort = target, false
 			if !p.t.isHome(target) {
 				c.restartClocks(p, false)
 			}
 			p.failovers++
-		})
+		}) {
+			return
+		}
 		c.emit(failover.Event{Kind: failover.EventSwitch, Host: t.hosts[target].addr, From: ha.addr, Err: cause})
 		if ha.health().down && c.env.Abort != nil {
 			c.abortHost(a, ha, cause)
@@ -555,13 +585,31 @@ func (c *Cluster) decide() {
 		if id == a || !t.isHome(id) || !c.healthy(t.hosts[id], now, c.cfg.SwitchBackDelay) {
 			continue
 		}
-		c.update(func(p *position) {
+		if c.moveFrom(pos, func(p *position) {
 			p.active, p.lastResort = id, false
 			p.fallBacks++
-		})
-		c.emit(failover.Event{Kind: failover.EventFallBack, Host: t.hosts[id].addr, From: ha.addr})
+		}) {
+			c.emit(failover.Event{Kind: failover.EventFallBack, Host: t.hosts[id].addr, From: ha.addr})
+		}
 		return
 	}
+}
+
+// moveFrom applies change to the position, as update, only if the position is still from
+// (the same host list and active host), and reports whether it did: the monitor decides
+// on what it read, without the lock, and a move made meanwhile (SwitchTo, a walk that
+// landed, a new host list) stands.
+func (c *Cluster) moveFrom(from *position, change func(p *position)) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cur := c.pos.Load()
+	if cur.t != from.t || cur.active != from.active {
+		return false
+	}
+	p := *cur
+	change(&p)
+	c.publish(p)
+	return true
 }
 
 // SwitchTo moves the pool to host (host:port as listed, case-insensitive) for an

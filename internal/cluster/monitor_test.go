@@ -383,8 +383,9 @@ func TestMonitorProbeConnReuse(t *testing.T) {
 	}
 	for h := 0; h < 3; h++ {
 		cs := r.net.Conns(h)
-		if len(cs) != 1 || cs[0].Closes() != 0 || r.net.Probes(h) != 5 {
-			t.Fatalf("H%d after 5 rounds: %d connections (closes %v), %d probes; want 1 open, 5", h+1, len(cs), closes(cs), r.net.Probes(h))
+		// cluster=auto: the first round read the cluster type instead of SELECT 1.
+		if n := r.net.Probes(h) + r.net.RoleChecks(h); len(cs) != 1 || cs[0].Closes() != 0 || n != 5 {
+			t.Fatalf("H%d after 5 rounds: %d connections (closes %v), %d probes; want 1 open, 5", h+1, len(cs), closes(cs), n)
 		}
 	}
 	// A probe connection that breaks while its host is fine (killed by the server) is
@@ -405,12 +406,13 @@ func TestMonitorProbeConnReuse(t *testing.T) {
 	r.up(0)
 	r.tick(monInterval)
 	cs := r.net.Conns(0)
-	if len(cs) != 3 || cs[2].Closes() != 0 || r.net.Probes(0) != 7 {
-		t.Fatalf("H1 next round: %d connections, closes %v, %d probes; want 3, [1 1 0], 7", len(cs), closes(cs), r.net.Probes(0))
+	probes := func(h int) int { return r.net.Probes(h) + r.net.RoleChecks(h) } // SELECT 1, or the first round's cluster type
+	if len(cs) != 3 || cs[2].Closes() != 0 || probes(0) != 7 {
+		t.Fatalf("H1 next round: %d connections, closes %v, %d probes; want 3, [1 1 0], 7", len(cs), closes(cs), probes(0))
 	}
 	for h, conns := range map[int]int{1: 2, 2: 1} { // H2's broke once and was replaced
-		if n := len(r.net.Conns(h)); n != conns || r.net.Probes(h) != 8 {
-			t.Fatalf("H%d: %d connections, %d probes; want %d, 8", h+1, n, r.net.Probes(h), conns)
+		if n := len(r.net.Conns(h)); n != conns || probes(h) != 8 {
+			t.Fatalf("H%d: %d connections, %d probes; want %d, 8", h+1, n, probes(h), conns)
 		}
 	}
 	// Probe connections are never pool connections.
@@ -575,7 +577,7 @@ func TestMonitorProbeConnOfRemovedHost(t *testing.T) {
 	p.set(nil, "H1:3306", "H2:3306")
 	r.tick(monInterval) // probes H3 once more: the list fetched meanwhile applies at the end
 	r.tick(monInterval)
-	if n := r.net.Probes(2); n != 2 {
+	if n := r.net.Probes(2) + r.net.RoleChecks(2); n != 2 { // the first read the cluster type
 		t.Fatalf("H3 probed %d times, want in the two rounds before the new list applied", n)
 	}
 	if cs := r.net.Conns(2); len(cs) != 1 || cs[0].Closes() != 1 {

@@ -285,6 +285,34 @@ func roleRig(t *testing.T, target dsn.TargetSessionAttrs, set func(*rigOpts)) *r
 	})
 }
 
+// TestClusterTypeReadOnce: with targetSessionAttrs any, a session's state is read only to
+// learn the cluster type (cluster=auto), once per pool; with cluster=replication, or a
+// single host, never.
+func TestClusterTypeReadOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		cluster string
+		hosts   int
+		want    int
+	}{
+		{"auto", "auto", 3, 1},
+		{"replication", "replication", 3, 0},
+		{"auto single host", "auto", 1, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t, tc.hosts, func(o *rigOpts) { o.Cluster = tc.cluster })
+			for range 3 {
+				l := r.connect()
+				_ = l.c.Close()
+				r.cl.Release(l.host)
+			}
+			if n := r.net.RoleChecks(0); n != tc.want {
+				t.Errorf("%d role queries over three connects, want %d", n, tc.want)
+			}
+		})
+	}
+}
+
 func TestTargetSessionAttrsWalk(t *testing.T) {
 	for _, tc := range []struct {
 		target   dsn.TargetSessionAttrs
@@ -316,13 +344,18 @@ func TestTargetSessionAttrsWalk(t *testing.T) {
 					t.Errorf("failed attempt %v: want a *RoleError wanting %q", e, tc.target)
 				}
 			}
-			if tc.target == dsn.TargetAny && r.net.RoleChecks(0) != 0 {
-				t.Errorf("any: %d role queries, want none", r.net.RoleChecks(0))
-			}
 			// Every physical connection that was not kept was closed exactly once.
 			for _, c := range r.net.AllConns() {
 				if want := 1; driver.Conn(c) != l.c && c.Closes() != want {
 					t.Errorf("H%d connection closed %d times, want 1", c.Host+1, c.Closes())
+				}
+			}
+			if tc.target == dsn.TargetAny {
+				// cluster=auto: the first session reads what the cluster is, once per pool.
+				l2 := r.connect()
+				defer l2.c.Close()
+				if n := r.net.RoleChecks(0); n != 1 || r.cl.Kind() != cluster.KindReplication {
+					t.Errorf("any: %d role queries over two connects, cluster type %v; want 1 (the cluster type, once), replication", n, r.cl.Kind())
 				}
 			}
 		})

@@ -9,8 +9,6 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
-	"io"
-	"strings"
 
 	"github.com/go-sql-driver/mysql"
 
@@ -39,58 +37,22 @@ func Accepts(target dsn.TargetSessionAttrs, r failover.Role) bool {
 
 // RoleQuery is the one round trip ReadRole makes. SHOW works on every MySQL and
 // MariaDB version, where SELECT @@global.super_read_only or @@global.transaction_read_only
-// fails on servers that lack the variable; it needs no privilege.
-const RoleQuery = "SHOW GLOBAL VARIABLES WHERE Variable_name IN ('read_only', 'super_read_only', 'transaction_read_only', 'tx_read_only')"
+// fails on servers that lack the variable; it needs no privilege, and a Galera node
+// outside the Primary component answers it. Besides the role it reads what ReadState
+// needs to tell the cluster type and readiness (offline_mode, wsrep_*,
+// group_replication_group_name), so that the role and the type cost one round trip.
+const RoleQuery = "SHOW GLOBAL VARIABLES WHERE Variable_name IN ('read_only', 'super_read_only', 'transaction_read_only', 'tx_read_only', " +
+	"'offline_mode', 'wsrep_on', 'wsrep_desync', 'wsrep_reject_queries', 'wsrep_sst_method', 'group_replication_group_name')"
 
 // ReadRole reads the server's role over conn with RoleQuery: one round trip. Its error is
 // the driver's (a communication error from a broken connection), or a plain error when
 // conn cannot run queries or the answer lacks read_only.
 func ReadRole(ctx context.Context, conn driver.Conn) (failover.Role, error) {
-	q, ok := conn.(driver.QueryerContext)
-	if !ok {
-		return failover.RoleUnknown, errors.New("mysqlfailover: the connection cannot run the role query (no driver.QueryerContext)")
-	}
-	rows, err := q.QueryContext(ctx, RoleQuery, nil)
+	vars, err := showRows(ctx, conn, RoleQuery)
 	if err != nil {
 		return failover.RoleUnknown, err
 	}
-	var readOnly, txReadOnly, seen bool
-	vals := make([]driver.Value, len(rows.Columns()))
-	for {
-		if err = rows.Next(vals); err != nil {
-			break
-		}
-		if len(vals) < 2 {
-			continue
-		}
-		name, on := text(vals[0]), text(vals[1])
-		set := !strings.EqualFold(on, "OFF") && on != "0"
-		switch strings.ToLower(name) {
-		case "read_only":
-			seen = true
-			readOnly = readOnly || set
-		case "super_read_only":
-			readOnly = readOnly || set
-		case "transaction_read_only", "tx_read_only":
-			txReadOnly = txReadOnly || set
-		}
-	}
-	cerr := rows.Close()
-	if err != io.EOF {
-		return failover.RoleUnknown, err
-	}
-	if cerr != nil {
-		return failover.RoleUnknown, cerr
-	}
-	switch {
-	case !seen:
-		return failover.RoleUnknown, errors.New("mysqlfailover: the server did not report read_only")
-	case readOnly:
-		return failover.RoleStandby, nil
-	case txReadOnly:
-		return failover.RoleReadOnlyPrimary, nil
-	}
-	return failover.RolePrimary, nil
+	return roleOf(vars)
 }
 
 func text(v driver.Value) string {

@@ -36,7 +36,8 @@ type check struct {
 // connection (set up by setup) and its host.
 //
 // The host is taken for down, and the pool moves as with Failover, when the pool has
-// already left it, it was found demoted (cause is a *RoleError), probes declared it down or saw its last probe fail, a connection
+// already left it, it was found demoted (cause is a *RoleError) or not ready (a
+// *NotReadyError: the server refused the statement, see NoteRefusal), probes declared it down or saw its last probe fail, a connection
 // attempt to it failed a moment ago (it is in backoff), or the server said it is shutting
 // down (1053, 1080). Otherwise one attempt opens a new session on the same host; the
 // connections whose sessions on the host end meanwhile wait for it. When the server
@@ -59,7 +60,8 @@ func (c *Cluster) Recover(ctx context.Context, host int, cause error, setup Setu
 	t := c.topo()
 	hs := t.host(host)
 	var re *RoleError
-	if hs == nil || !t.member[host] || host != c.Active() || errors.As(cause, &re) || c.knownDown(hs, cause) {
+	var nr *NotReadyError
+	if hs == nil || !t.member[host] || host != c.Active() || errors.As(cause, &re) || errors.As(cause, &nr) || c.knownDown(hs, cause) {
 		return c.Failover(ctx, host, cause, setup)
 	}
 	var limit time.Duration
@@ -116,8 +118,8 @@ func (c *Cluster) checked(ctx context.Context, host int, cause error, setup Setu
 		return conn, host, nil
 	case Ended(ctx):
 		return nil, -1, err // the caller's context ended: no verdict on the host
-	case errors.As(err, &re):
-		return c.Failover(ctx, host, cause, setup) // up, but no longer of the wanted role
+	case errors.As(err, &re), Classify(ctx, err) == NotReady:
+		return c.Failover(ctx, host, cause, setup) // up, but no longer of the wanted role, or not ready
 	case answered(err):
 		return nil, -1, err // up but refusing (full for longer than we wait, access denied)
 	}
@@ -147,9 +149,10 @@ func serverEndedSession(cause error) bool {
 }
 
 // answered reports whether err, from a connection attempt, came from a server that is
-// up: it answered full, or refused with a data error (access denied, unknown database).
+// up: it answered full, not ready, or refused with a data error (access denied, unknown
+// database).
 func answered(err error) bool {
-	if fullHost(err) {
+	if fullHost(err) || notReady(err) {
 		return true
 	}
 	var me *mysql.MySQLError

@@ -93,7 +93,10 @@ func (c *Cluster) order(t *topo, p plan, i int, tried []bool, buf []int) []int {
 	k := 0
 	for _, h := range out {
 		v := t.hosts[h].health()
-		backingOff := p.join && healthy && v.retryAt > now && (tried == nil || !tried[h])
+		// A host whose server said it is not ready waits as one in backoff does: the
+		// joining connections go where the pool is, and the walk that moves the pool
+		// reads it again (attempt) before it could choose it.
+		backingOff := p.join && healthy && (v.retryAt > now || v.notReady) && (tried == nil || !tried[h])
 		if h == p.failed || !v.down && !backingOff {
 			out[k] = h
 			k++

@@ -342,6 +342,9 @@ func (c *Conn) uncount() {
 //   - The caller's context ending is not a host failure: the error goes back as the
 //     context error, and a physical connection go-sql-driver closed on cancel is dropped,
 //     to be replaced on the pool's host.
+//   - A server's refusal because it is not ready (Galera's 1047, offline_mode's 3032,
+//     Group Replication's 3796 and 3799: cluster.Refusal) means the statement did not
+//     run and the host must be left: see refused.
 //   - A communication error closes the physical connection, reports the host, walks to
 //     the next one and restores the session there, and only then returns a
 //     *failover.FailoverError. Inside a transaction the transaction is lost (ErrTxLost)
@@ -363,6 +366,8 @@ func (c *Conn) fail(ctx context.Context, epoch uint64, err error, r stmt.Retry, 
 		return false, cluster.NotBadConn(err, "")
 	}
 	switch cluster.Classify(ctx, err) {
+	case cluster.NotReady:
+		return c.refused(ctx, err, r, c.cfg.MultiStatements, k)
 	case cluster.Data:
 		if c.cfg.WriteIntent && cluster.ReadOnlyRejection(err) && !cluster.Ended(ctx) {
 			return c.rejected(ctx, err, r, c.cfg.MultiStatements, k)
@@ -415,6 +420,8 @@ func (c *Conn) rejected(ctx context.Context, err error, r stmt.Retry, batch bool
 			return false, err // the role is unknown: leave the rejection as it is
 		case cluster.Canceled:
 			return c.fail(ctx, c.epoch, rerr, stmt.NoRetry, k)
+		case cluster.NotReady:
+			return c.refused(ctx, rerr, r, batch, k) // the rejected statement did not run either
 		}
 		// The connection broke right after the rejection: the rejected statement did
 		// not run, but with multiStatements earlier statements of its batch may have.
@@ -425,6 +432,31 @@ func (c *Conn) rejected(ctx context.Context, err error, r stmt.Retry, batch bool
 		return false, err
 	}
 	return c.move(ctx, &cluster.RoleError{Role: role, Wanted: c.cl.Target(), Cause: err}, !batch, r, k)
+}
+
+// refused handles a server's refusal to run anything because it is not ready (err, see
+// cluster.Refusal: Galera's 1047, offline_mode's 3032, Group Replication's 3796 and
+// 3799). The statement did not run: the host is recorded as not ready
+// (Cluster.NoteRefusal), which no walk chooses until its server says it is ready again,
+// and the connection leaves it as for a communication error, with the
+// *cluster.NotReadyError as the cause, so the pool moves too. Outside a transaction the
+// statement then runs on the new host and the caller sees no error, unless it may be a
+// batch (multiStatements: earlier statements of it may have run). Inside one the
+// transaction is lost (failover.ErrTxLost); a refused COMMIT committed nothing.
+func (c *Conn) refused(ctx context.Context, err error, r stmt.Retry, batch bool, k stmt.Kind) (bool, error) {
+	nr := refusalOf(err)
+	c.cl.NoteRefusal(c.host, nr)
+	return c.move(ctx, nr, !batch, r, k)
+}
+
+// refusalOf returns the *cluster.NotReadyError that err, which Classify calls NotReady,
+// is or says.
+func refusalOf(err error) *cluster.NotReadyError {
+	var nr *cluster.NotReadyError
+	if errors.As(err, &nr) {
+		return nr
+	}
+	return cluster.Refusal(err)
 }
 
 // move closes the physical connection, whose host failed with err, walks to the next

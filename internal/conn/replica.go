@@ -263,7 +263,9 @@ func (sp *split) byEpoch(epoch uint64) *rsession {
 // failReplica is fail for an error from replica session epoch. A data error passes
 // through (the session stays, unless go-sql-driver closed it); the caller's context
 // ending is the context's error. A communication error closes the session without
-// blaming the host (its probes and the next attempt decide that) and, outside a
+// blaming the host (its probes and the next attempt decide that); a refusal of a server
+// that is not ready (cluster.Refusal) marks the host not ready and is handled as one,
+// nothing of the statement having run. Either way, outside a
 // transaction, has the statement run once more on another replica (r permitting: a
 // read-only session wrote nothing, so even a statement that was sent may run again, but
 // not one whose results were being read); inside a read-only transaction it loses the
@@ -280,7 +282,13 @@ func (c *Conn) failReplica(ctx context.Context, epoch uint64, err error, r stmt.
 	}
 	inTx := k == kTxEnd || c.tx != nil && c.tx.rs == rs
 	class := cluster.Classify(ctx, err)
-	if class != cluster.Communication {
+	refused := class == cluster.NotReady
+	if refused {
+		// The replica's server is not ready (a Galera node outside the Primary
+		// component...): nothing ran; the host serves no reads until it says it is ready.
+		c.cl.NoteRefusal(rs.host, refusalOf(err))
+	}
+	if class != cluster.Communication && !refused {
 		if v, ok := rs.phys.(driver.Validator); ok && !v.IsValid() {
 			c.dropReplica(rs)
 			if inTx && c.tx != nil && c.tx.lost == nil {
@@ -303,7 +311,7 @@ func (c *Conn) failReplica(ctx context.Context, epoch uint64, err error, r stmt.
 		Current: c.cl.Host(c.host),
 		// A replica session is read-only: what ran there wrote nothing, but a read
 		// that was sent may have run.
-		MaybeExecuted: !errors.Is(err, driver.ErrBadConn),
+		MaybeExecuted: !errors.Is(err, driver.ErrBadConn) && !refused,
 		Err:           cluster.NotBadConn(err, "the replica connection was broken before the request was sent"),
 	}
 	if inTx {

@@ -241,7 +241,7 @@ func TestOptionRejectionOnWritableHostPassesThrough(t *testing.T) {
 }
 
 // Without write intent (targetSessionAttrs any, the default) a read-only rejection is an
-// ordinary data error: no role query at all, nothing moves.
+// ordinary data error: no role query for it, nothing moves.
 func TestReadOnlyRejectionWithoutWriteIntentPassesThrough(t *testing.T) {
 	const ins, next = "INSERT INTO t VALUES(1)", "DO 1"
 	for _, tc := range []struct {
@@ -255,13 +255,14 @@ func TestReadOnlyRejectionWithoutWriteIntentPassesThrough(t *testing.T) {
 			e := newEnv(t, 2, tc.opts...)
 			e.script(0, ok(next))
 			c := e.open(seqA) // what the driver builds for any: failOverReadOnly, no write intent
+			opened := e.net.RoleChecks(0) // cluster=auto: the first session read the cluster type
 			e.net.SetReadOnly(0, true)
 
 			err := exec(c, ins)
 			if err != error(fake.ReadOnlyError) {
 				t.Fatalf("error %v (%T), want the driver's 1290 itself", err, err)
 			}
-			wantRoleChecks(t, e, 0, 0)
+			wantRoleChecks(t, e, 0, opened)
 			e.noHostEvents()
 			wantHost(t, c, h1)
 			mustExec(t, c, next)

@@ -12,7 +12,9 @@ import (
 // (sequence B: the explicit flag, or else the previous connection's state, which here is
 // always the explicit flag because nothing else changes it).
 func (c *Conn) readOnlyOn(host int) bool {
-	if host != c.cl.Primary() && c.cfg.FailOverReadOnly {
+	// failOverReadOnly is for a secondary that is a replica: a Galera node is as much a
+	// writer as the primary it stands in for (cluster.MultiWriter).
+	if host != c.cl.Primary() && c.cfg.FailOverReadOnly && !c.cl.MultiWriter() {
 		return true
 	}
 	return c.explicitRO

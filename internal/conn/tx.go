@@ -88,9 +88,10 @@ func (t *Tx) Commit() error {
 		}
 		return nil
 	}
-	// A COMMIT refused by a server that became read-only did not commit.
+	// A COMMIT refused by a server that became read-only, or that is not ready (a Galera
+	// node that left the Primary component: 1047), did not commit.
 	rejected := cluster.ReadOnlyRejection(err)
-	notSent := errors.Is(err, driver.ErrBadConn) || rejected
+	notSent := errors.Is(err, driver.ErrBadConn) || rejected || cluster.Refusal(err) != nil
 	var out error
 	if rejected && c.cfg.WriteIntent && t.epoch == c.epoch && !cluster.Ended(t.ctx) {
 		_, out = c.rejected(t.ctx, err, stmt.NoRetry, false, kTxEnd) // COMMIT is never a batch

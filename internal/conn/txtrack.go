@@ -150,6 +150,9 @@ func (c *Conn) resolve(ctx context.Context) error {
 		case cluster.Canceled:
 			_, out := c.fail(ctx, c.epoch, err, stmt.NoRetry, kPlain)
 			return out
+		case cluster.NotReady:
+			_, out := c.refused(ctx, err, stmt.NoRetry, false, kPlain)
+			return out
 		}
 		_, out := c.move(ctx, err, true, stmt.NoRetry, kPlain)
 		return out

@@ -60,6 +60,9 @@ func (c *Conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 	if err := c.check(); err != nil {
 		return nil, err
 	}
+	if err := c.refusal("BEGIN"); err != nil {
+		return nil, err
+	}
 	tx, err := c.inner.(driver.ConnBeginTx).BeginTx(ctx, opts)
 	if err != nil {
 		return nil, err
@@ -77,6 +80,9 @@ func (c *Conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, e
 	if err := c.check(); err != nil {
 		return nil, err
 	}
+	if err := c.refusal(query); err != nil {
+		return nil, err
+	}
 	s, err := c.inner.(driver.ConnPrepareContext).PrepareContext(ctx, query)
 	if err != nil {
 		return nil, err
@@ -87,6 +93,9 @@ func (c *Conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, e
 // ExecContext implements driver.ExecerContext.
 func (c *Conn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
 	if err := c.check(); err != nil {
+		return nil, err
+	}
+	if err := c.refusal(query); err != nil {
 		return nil, err
 	}
 	if err := c.rejectWrite(query); err != nil {
@@ -102,6 +111,9 @@ func (c *Conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 	}
 	if r, ok := c.roleAnswer(query); ok {
 		return r, nil
+	}
+	if err := c.refusal(query); err != nil {
+		return nil, err
 	}
 	return c.inner.(driver.QueryerContext).QueryContext(ctx, query, args)
 }
@@ -138,6 +150,9 @@ type Tx struct {
 // Commit implements driver.Tx.
 func (t *Tx) Commit() error {
 	if err := t.c.check(); err != nil {
+		return err
+	}
+	if err := t.c.refusal("COMMIT"); err != nil {
 		return err
 	}
 	return t.inner.Commit()

@@ -52,6 +52,10 @@ type host struct {
 	lag                  int64 // answered to SHOW REPLICA STATUS (SetLag)
 	roleChecks           int
 	probes               int
+
+	vars, status map[string]string // more of the role query's answer, and SHOW GLOBAL STATUS (ready.go)
+	members      [][]driver.Value  // the Group Replication member query's answer
+	refuse       error             // what a statement gets while the host is not ready (Refuse)
 }
 
 // NewNet returns n hosts, all up, whose connections expect nothing.

@@ -81,6 +81,9 @@ func (c *Conn) roleAnswer(query string) (driver.Rows, bool) {
 		}
 		return r, true
 	}
+	if r, ok := c.stateAnswer(query); ok {
+		return r, true
+	}
 	if !strings.HasPrefix(query, "SHOW GLOBAL VARIABLES") {
 		return nil, false
 	}
@@ -95,10 +98,14 @@ func (c *Conn) roleAnswer(query string) (driver.Rows, bool) {
 		}
 		return "OFF"
 	}
-	return &rows{vals: [][]driver.Value{
+	vals := [][]driver.Value{
 		{[]byte("read_only"), []byte(onOff(ro))},
 		{[]byte("tx_read_only"), []byte(onOff(tx))},
-	}}, true
+	}
+	c.net.mu.Lock()
+	vals = append(vals, pairs(h.vars)...)
+	c.net.mu.Unlock()
+	return &rows{vals: vals}, true
 }
 
 // rejectWrite returns 1290 for a write while the host is read-only.
