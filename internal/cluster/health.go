@@ -39,16 +39,16 @@ type hostState struct {
 	// fields at once (a failed attempt: fails, retryAt, failing, state, lastErr), and the
 	// walk reads them together (health).
 	mu        sync.Mutex
-	typical   time.Duration // smoothed duration of its successful attempts (DefaultConnectTimeSmoothing)
-	role      failover.Role // what the last check found
-	unfit     bool          // the last check found a role the target does not accept
+	typical   time.Duration  // smoothed duration of its successful attempts (DefaultConnectTimeSmoothing)
+	role      failover.Role  // what the last check found
+	unfit     bool           // the last check found a role the target does not accept
 	notReady  *NotReadyError // the server said it is not ready (ready.go); nil: ready, or not read
 	galera    GaleraState    // its place in its Galera cluster, as last read (ready.go)
 	galeraAt  time.Time      // when galera was read (zero: never)
-	retryAt   int64         // backoff: clock time (UnixNano) before which joining walks skip it
-	failing   bool          // its last attempt failed
-	fails     int           // consecutive failed attempts: the backoff exponent
-	down      bool          // probes declared it down (probing on): walks skip it
+	retryAt   int64          // backoff: clock time (UnixNano) before which joining walks skip it
+	failing   bool           // its last attempt failed
+	fails     int            // consecutive failed attempts: the backoff exponent
+	down      bool           // probes declared it down (probing on): walks skip it
 	state     failover.HostState
 	lastErr   error
 	changed   time.Time // last change of state

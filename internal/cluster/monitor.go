@@ -289,7 +289,7 @@ func (c *Cluster) probe(ctx context.Context, id int) {
 	h.mu.Unlock()
 	conn := c.probes.take(id)
 	var err error
-	var st *State // what the probe read of the server's state (nil: SELECT 1)
+	var st *State               // what the probe read of the server's state (nil: SELECT 1)
 	var rtt, late time.Duration // late: how far past its bound a timed-out step returned
 	var timedOut bool
 	for again := conn != nil; ; again = false {

@@ -254,7 +254,7 @@ func TestReadOnlyRejectionWithoutWriteIntentPassesThrough(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, 2, tc.opts...)
 			e.script(0, ok(next))
-			c := e.open(seqA) // what the driver builds for any: failOverReadOnly, no write intent
+			c := e.open(seqA)             // what the driver builds for any: failOverReadOnly, no write intent
 			opened := e.net.RoleChecks(0) // cluster=auto: the first session read the cluster type
 			e.net.SetReadOnly(0, true)
 
