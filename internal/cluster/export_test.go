@@ -29,3 +29,13 @@ func FlightWaiters(c *Cluster) int {
 // ProbeAgain reports whether the monitor's next round starts at once (a probe timed out
 // on a host not declared down yet) and clears it, as the monitor's loop does, for tests.
 func ProbeAgain(c *Cluster) bool { return c.probeAgain.Swap(false) }
+
+// Position is the pool's position now, for DecideAt.
+type Position = *position
+
+// Pos returns the position now, for tests.
+func Pos(c *Cluster) Position { return c.pos.Load() }
+
+// DecideAt runs the monitor's decision on pos, a position read earlier, as decide does
+// on the one it read, for tests of a move made meanwhile.
+func DecideAt(c *Cluster, pos Position) { c.decideAt(pos) }

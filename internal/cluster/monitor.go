@@ -518,8 +518,10 @@ func (c *Cluster) abortHost(id int, h *hostState, cause error) {
 // It acts on the position it read: a move made meanwhile (a SwitchTo, a walk that
 // landed, a new host list) stands, and its events name the hosts the pool really left
 // and joined (moveFrom).
-func (c *Cluster) decide() {
-	pos := c.pos.Load()
+func (c *Cluster) decide() { c.decideAt(c.pos.Load()) }
+
+// decideAt is decide on pos, the position as it was read.
+func (c *Cluster) decideAt(pos *position) {
 	t := pos.t
 	now := c.env.Clock.Now()
 	a := pos.active

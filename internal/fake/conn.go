@@ -109,8 +109,8 @@ func (c *Conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 	if err := c.check(); err != nil {
 		return nil, err
 	}
-	if r, ok := c.roleAnswer(query); ok {
-		return r, nil
+	if r, err, ok := c.roleAnswer(query); ok {
+		return r, err
 	}
 	if err := c.refusal(query); err != nil {
 		return nil, err

@@ -55,6 +55,7 @@ type host struct {
 
 	vars, status map[string]string // more of the role query's answer, and SHOW GLOBAL STATUS (ready.go)
 	members      [][]driver.Value  // the Group Replication member query's answer
+	memberErr    error             // or its error
 	refuse       error             // what a statement gets while the host is not ready (Refuse)
 }
 

@@ -111,6 +111,14 @@ func (n *Net) GroupMember(i int, state string, total, unreachable int, primary b
 	}
 }
 
+// GroupMemberError makes host i answer err to the Group Replication member query (a
+// user that may not read performance_schema gets 1142).
+func (n *Net) GroupMemberError(i int, err error) {
+	n.mu.Lock()
+	n.hosts[i].memberErr = err
+	n.mu.Unlock()
+}
+
 // Refuse makes host i answer err (NotPreparedError, OfflineError...) to every statement
 // but SELECT 1, SHOW, SET, USE and SELECT @@..., and to BEGIN and COMMIT, as a Galera node
 // outside the Primary component does (nil: serve again). Already open connections are
@@ -145,17 +153,20 @@ func (c *Conn) refusal(query string) error {
 
 // stateAnswer answers SHOW GLOBAL STATUS and the Group Replication member query from the
 // host's state; ok is false for other queries.
-func (c *Conn) stateAnswer(query string) (driver.Rows, bool) {
+func (c *Conn) stateAnswer(query string) (driver.Rows, error, bool) {
 	c.net.mu.Lock()
 	defer c.net.mu.Unlock()
 	h := c.net.hosts[c.Host]
 	switch {
 	case strings.HasPrefix(query, "SHOW GLOBAL STATUS"):
-		return &rows{vals: pairs(h.status)}, true
+		return &rows{vals: pairs(h.status)}, nil, true
 	case strings.Contains(query, "performance_schema.replication_group_members"):
-		return &rows{cols: []string{"MEMBER_STATE", "total", "unreachable"}, vals: h.members}, true
+		if h.memberErr != nil {
+			return nil, h.memberErr, true
+		}
+		return &rows{cols: []string{"MEMBER_STATE", "total", "unreachable"}, vals: h.members}, nil, true
 	}
-	return nil, false
+	return nil, nil, false
 }
 
 // pairs returns m as Variable_name, Value rows, by name.

@@ -58,14 +58,15 @@ func (n *Net) Probes(i int) int {
 	return n.hosts[i].probes
 }
 
-// roleAnswer answers the role query from the host's state, and the probe query
-// (SELECT 1) with one row; ok is false for other queries.
-func (c *Conn) roleAnswer(query string) (driver.Rows, bool) {
+// roleAnswer answers the role query from the host's state, the probe query (SELECT 1)
+// with one row, the replica status, and the readiness queries (stateAnswer); ok is false
+// for other queries.
+func (c *Conn) roleAnswer(query string) (driver.Rows, error, bool) {
 	if query == "SELECT 1" {
 		c.net.mu.Lock()
 		c.net.hosts[c.Host].probes++
 		c.net.mu.Unlock()
-		return &rows{vals: [][]driver.Value{{int64(1), int64(1)}}}, true
+		return &rows{vals: [][]driver.Value{{int64(1), int64(1)}}}, nil, true
 	}
 	if strings.HasPrefix(query, "SHOW REPLICA STATUS") || strings.HasPrefix(query, "SHOW SLAVE STATUS") {
 		c.net.mu.Lock()
@@ -79,13 +80,13 @@ func (c *Conn) roleAnswer(query string) (driver.Rows, bool) {
 		default:
 			r.vals = [][]driver.Value{{[]byte("Waiting for master"), []byte(strconv.FormatInt(lag, 10))}}
 		}
-		return r, true
+		return r, nil, true
 	}
-	if r, ok := c.stateAnswer(query); ok {
-		return r, true
+	if r, err, ok := c.stateAnswer(query); ok {
+		return r, err, true
 	}
 	if !strings.HasPrefix(query, "SHOW GLOBAL VARIABLES") {
-		return nil, false
+		return nil, nil, false
 	}
 	c.net.mu.Lock()
 	h := c.net.hosts[c.Host]
@@ -105,7 +106,7 @@ func (c *Conn) roleAnswer(query string) (driver.Rows, bool) {
 	c.net.mu.Lock()
 	vals = append(vals, pairs(h.vars)...)
 	c.net.mu.Unlock()
-	return &rows{vals: vals}, true
+	return &rows{vals: vals}, nil, true
 }
 
 // rejectWrite returns 1290 for a write while the host is read-only.
