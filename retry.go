@@ -21,7 +21,8 @@ const (
 	// RetryStatement: the statement provably did not run (a FailoverError without
 	// MaybeExecuted; no connection could be opened, a *failover.NoHostAvailableError,
 	// also when the caller's context ended the walk; a full host refused the connection;
-	// a lock wait timeout, 1205, rolled back the statement alone): run it again. Outside a
+	// a lock wait timeout, 1205, rolled back the statement alone; a server that is not
+	// ready for application use refused it, 1047, 3032, 3796 or 3799): run it again. Outside a
 	// transaction that is all there is to it; inside one, only this statement failed.
 	RetryStatement
 	// RetryTransaction: the server rolled the whole transaction back
@@ -69,6 +70,8 @@ func SafeToRetry(err error) Retry {
 		case 1205: // ER_LOCK_WAIT_TIMEOUT: the statement alone was rolled back
 			return RetryStatement
 		case 1040, 1203: // a full host refused the connection: nothing was sent
+			return RetryStatement
+		case 1047, 3032, 3796, 3799: // a server not ready for application use refused it: it did not run
 			return RetryStatement
 		}
 	}
