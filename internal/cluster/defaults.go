@@ -154,6 +154,12 @@ const (
 // cluster history, is not ready (ready.go, noteGalera).
 const DefaultClusterViewAge = 10 * time.Second
 
+// DefaultGaleraSamples is how many steps of a Galera cluster's write frontier the lag
+// of replica reads keeps (count, 256: at one step per probe round of continuous writes,
+// 25 s at checkInterval=100ms and over 4 minutes at 1s, beyond any useful
+// maxReplicaLag; a node further behind is reported at least that far).
+const DefaultGaleraSamples = 256
+
 // Host lists (hostlist.go).
 const (
 	// DefaultMaxHostListBytes caps the body of a host-list response (bytes, 1 MiB,

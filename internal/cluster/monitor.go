@@ -335,7 +335,9 @@ func (c *Cluster) probe(ctx context.Context, id int) {
 			late = rtt - wait
 		}
 		if err == nil {
-			if c.cfg.ReplicaReads && id == c.Active() {
+			if c.cfg.ReplicaReads && st != nil && st.Kind == KindGalera {
+				c.noteGaleraLag(h, id == c.Active(), st.Galera) // the cluster's own counter: no replica status
+			} else if c.cfg.ReplicaReads && id == c.Active() {
 				c.noteLag(h, LagUnknown, "the pool's writer: not read") // no lag left from its replica days
 			} else if c.cfg.ReplicaReads && !c.probeLag(ctx, conn, h, wait) {
 				_ = conn.Close() // broke while its lag was read: reopened next round

@@ -3,6 +3,7 @@ package cluster_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -329,5 +330,48 @@ func TestDecideActsOnWhatItRead(t *testing.T) {
 	}
 	for _, e := range r.events(failover.EventSwitch)[before:] {
 		t.Errorf("switch event %v from a stale decision", e)
+	}
+}
+
+// TestGaleraReplicaReads: with replicaReads on a Galera cluster every ready node but
+// the pool's writer serves reads (all are writable), and a node's lag is how long ago the
+// cluster passed its wsrep_last_committed: a node stuck at an old write set while the
+// others commit is left once that exceeds maxReplicaLag, and serves again once it has
+// caught up.
+func TestGaleraReplicaReads(t *testing.T) {
+	r, _ := galeraRig(t, func(o *rigOpts) {
+		o.ReplicaReads, o.MaxReplicaLag = true, time.Second
+	})
+	r.cl.Check(context.Background())
+	if !r.cl.QualifiesAsReplica(1) || !r.cl.QualifiesAsReplica(2) || r.cl.QualifiesAsReplica(0) {
+		t.Fatalf("replicas %v %v %v; want H2 and H3, not the writer H1 (skips %q %q %q)",
+			r.cl.QualifiesAsReplica(0), r.cl.QualifiesAsReplica(1), r.cl.QualifiesAsReplica(2),
+			r.stat(0).ReplicaSkip, r.stat(1).ReplicaSkip, r.stat(2).ReplicaSkip)
+	}
+	// H1 and H2 commit on; H3 applies nothing.
+	seq := 100
+	for i := 0; i < 8; i++ {
+		seq += 10
+		for _, h := range []int{0, 1} {
+			r.net.SetStatus(h, "wsrep_last_committed", fmt.Sprint(seq))
+		}
+		r.tick(monInterval)
+	}
+	if r.cl.QualifiesAsReplica(2) || !strings.Contains(r.stat(2).ReplicaSkip, "over maxReplicaLag") {
+		t.Fatalf("H3 %v behind the cluster: skip %q, lag %v; want it left for its lag", 8*monInterval, r.stat(2).ReplicaSkip, r.stat(2).ReplicaLag)
+	}
+	if !r.cl.QualifiesAsReplica(1) || r.stat(1).ReplicaLag != 0 {
+		t.Errorf("H2 in step with the writer: qualifies %v, lag %v; want yes, 0", r.cl.QualifiesAsReplica(1), r.stat(1).ReplicaLag)
+	}
+	r.net.SetStatus(2, "wsrep_last_committed", fmt.Sprint(seq))
+	r.tick(monInterval)
+	if !r.cl.QualifiesAsReplica(2) {
+		t.Errorf("H3 caught up: skip %q, want it to serve again", r.stat(2).ReplicaSkip)
+	}
+	// A node that leaves the Primary component serves no reads.
+	r.net.Galera(1, "non-primary", galeraUUID, 1)
+	r.tick(monInterval)
+	if r.cl.QualifiesAsReplica(1) || !strings.Contains(r.stat(1).ReplicaSkip, "not ready") {
+		t.Errorf("H2 outside the Primary component: skip %q, want not ready", r.stat(1).ReplicaSkip)
 	}
 }

@@ -60,6 +60,7 @@ type replicaState struct {
 	flavour                                        atomic.Int32 // the server flavour causal reads found
 	writes                                         atomic.Uint64
 	global                                         atomic.Pointer[globalPos]
+	frontier                                       seqFrontier // Galera: when the cluster reached each write (galera.go)
 }
 
 // ReplicaReads reports whether read-intent statements may go to replicas (replicaReads).
@@ -143,7 +144,10 @@ func (c *Cluster) replicaSkip(p *position, id int, h *hostState, dist failover.D
 		return "down: its probes failed for failoverDelay"
 	case !h.failSince.IsZero():
 		return "suspect: its last probe failed"
-	case h.role == failover.RolePrimary:
+	case h.notReady != nil:
+		return h.notReady.Error()
+	case h.role == failover.RolePrimary && c.Kind() != KindGalera:
+		// Every Galera node is writable: the writer is the one the pool writes to.
 		return "writable: not a replica"
 	case h.role == failover.RoleUnknown && c.cfg.CheckInterval > 0:
 		// Probing reads every host's role: until the first round has, a host may be a
