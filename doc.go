@@ -118,6 +118,12 @@
 //     ends at once: every host would answer the same.
 //   - When the caller's context ends, the error is context.Canceled or
 //     context.DeadlineExceeded. That is not a host failure: nothing moves.
+//   - A host that answers but refuses to work because it is not ready (a
+//     Galera node outside the Primary component, 1047; MySQL's offline_mode,
+//     3032; a Group Replication member not ONLINE, 3796) did not run the
+//     statement: the pool leaves it, and the statement runs on the next ready
+//     host without an error (inside a transaction, ErrTxLost; a refused COMMIT
+//     committed nothing). See package failover, Readiness.
 //   - A data error (duplicate key, syntax, deadlock, the read-only rejections
 //     1290 and 1792) is go-sql-driver's *mysql.MySQLError, untouched, and the
 //     connection stays. With targetSessionAttrs read-write or primary, a write

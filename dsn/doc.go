@@ -101,6 +101,7 @@
 //	readFromMasterWhenNoSlaves    alias                           of readFromSourceWhenNoReplicas       Connector/J 5.1
 //	causalReads                   enum      -        none         replica reads wait for writes         MaxScale causal_reads
 //	causalReadsTimeout            duration  -        1s           bound of that wait, then the primary  MaxScale causal_reads_timeout
+//	cluster                       enum      -        auto         cluster type: how readiness is read   -
 //
 // DataStax is the Java driver's DCAwareRoundRobinPolicy, Pulsar the Java
 // client's AutoClusterFailover, MaxScale MariaDB MaxScale's readwritesplit
@@ -291,6 +292,18 @@
 // causalReadsTimeout is that bound, > 0 (0 is an error), 1s by default:
 // shorter than MaxScale's causal_reads_timeout (10s), as the fall-back, the
 // active host, answers at once.
+//
+// cluster says what kind of cluster the hosts form, which decides how the
+// driver reads whether a host is ready for application use (package failover,
+// Readiness, has the rules): auto, the default, lets the servers say (the
+// first connection of a pool of several hosts reads it once, in the role
+// query; a refusal such as Galera's 1047 says it too); replication (primary
+// and replicas, or single servers: nothing more is read), galera (MariaDB
+// Galera Cluster, Percona XtraDB Cluster) and group (MySQL Group Replication,
+// InnoDB Cluster) name it, and a host whose server is not of that type is not
+// ready, with a reason that names the option. Values are case-sensitive; a
+// typo, or a product name ("pxc", "group_replication"), is an error that says
+// what was meant.
 //
 // # Unknown and misspelled keys
 //

@@ -84,6 +84,74 @@
 // a standby again, each by the same clocks (one strict pass over the local
 // hosts).
 //
+// # Readiness
+//
+// A server that answers may still say it is not ready for application use, and
+// the driver believes the server's word over the socket's. Such a host is
+// HostNotReady: no walk, connect or fall-back chooses it, the pool leaves it
+// (at once, with probing: it said so itself), and it is used again once a read
+// of its state says it is ready (with probing, after switchBackDelay of ready
+// probes for a return home). What "ready" means depends on the cluster type,
+// which dsn's cluster option names (auto by default: the servers say):
+//
+//	type         ready when
+//	galera       wsrep_ready=ON, wsrep_cluster_status=Primary, wsrep_local_state
+//	             4 (Synced), or 2 (Donor/Desynced) while it donates with a state
+//	             transfer that does not block it (wsrep_sst_method mariabackup,
+//	             xtrabackup, clone: MaxScale galeramon's available_when_donor),
+//	             wsrep_desync=OFF, wsrep_reject_queries=NONE, and not in a
+//	             smaller cluster (wsrep_cluster_state_uuid, wsrep_cluster_size) than
+//	             another listed node's (a minority bootstrapped apart)
+//	group        its performance_schema.replication_group_members row says
+//	             ONLINE, and fewer than half of the group's members are
+//	             UNREACHABLE from it (it has quorum); the role is super_read_only's
+//	replication  always (a server that answers is ready)
+//
+// and for every type, offline_mode OFF. The state is read in the role query's
+// round trip (its variables include offline_mode, wsrep_on, wsrep_desync,
+// wsrep_reject_queries, wsrep_sst_method and group_replication_group_name),
+// plus one for Galera (SHOW GLOBAL STATUS) or Group Replication (the member
+// query): at every connect and fall-back attempt of a Galera or Group
+// Replication pool, by every probe, and with cluster=auto by the first
+// connection of a pool of several hosts, to learn the type (one round trip per
+// pool). A replication pool with targetSessionAttrs any reads nothing more.
+//
+// A refusal is not a death. A server that is not ready refuses statements
+// while its sessions live: a Galera node outside the Primary component answers
+// SELECT 1, SET, USE and SHOW but refuses everything that touches a table, BEGIN
+// and COMMIT with 1047 (SQLSTATE 08S01), "WSREP has not yet prepared node for
+// application use"; MySQL's offline_mode refuses sessions without
+// CONNECTION_ADMIN with 3032, at connect and on their next statement; a Group
+// Replication member that is not ONLINE refuses transactions that need its
+// consistency with 3796 (3799 while the plugin stops). Nothing of the refused
+// statement ran. The host becomes HostNotReady (not down: no backoff, no
+// abort), the pool leaves it for the next ready host, and an autocommit
+// statement runs there without the caller seeing an error; inside a
+// transaction the caller gets ErrTxLost (SafeToRetry: RetryTransaction), and a
+// refused COMMIT committed nothing (ErrTxLost, never ErrCommitOutcomeUnknown).
+// At connect, 3032 moves the walk on to the next host: it is not a refusal
+// every host would repeat.
+//
+// Galera writes. Every Galera node takes writes, but writers on several nodes
+// at once meet as certification conflicts (1213 at COMMIT), so the pool writes
+// to one node: the first ready node in DSN order, by the walk above (after a
+// failure of node k, k+1 and on), and back to the first under the fall-back
+// rules. DSN order is the same in every application instance, which so pick
+// the same node without reading every node first; MaxScale's galeramon picks
+// the lowest wsrep_local_index instead, which only a monitor that reads every
+// node can know, and which changes when membership does. failOverReadOnly does
+// not apply to Galera nodes: the node the pool moves to is as much a writer as
+// the one it left. With replicaReads the other ready nodes serve reads (they
+// are writable, yet replicas of the writer's writes here); a node's lag is how
+// long ago the cluster first passed its wsrep_last_committed, the global
+// sequence number of its last committed write set, to within a probe round
+// (the receive queue says nothing of staleness), and maxReplicaLag bounds it
+// as for replicas.
+//
+// Stats shows such a host as HostNotReady with the reason in LastError, and an
+// EventHostState (HostNotReady, Err saying why; HostUp on its return) reports
+// each change.
+//
 // # Data centres
 //
 // With localDC, the hosts of that DC and the unlabelled hosts are local; of
@@ -119,8 +187,10 @@
 // until Close (sql.DB.Close calls it).
 //
 // Probes. Every checkInterval each listed host (not those localDC or a policy
-// ignores) gets a real SQL round trip, SELECT 1 (with targetSessionAttrs, the
-// role query, so that roles are learnt before a write fails), on one
+// ignores) gets a real SQL round trip, SELECT 1 (with targetSessionAttrs,
+// replicaReads, a Galera or Group Replication cluster, or until the cluster
+// type is known, the state read of Readiness, so that roles and readiness are
+// learnt before a statement fails), on one
 // long-lived probe connection per host, opened again when it breaks: no
 // connect-and-drop, which servers count as aborted connects and may answer by
 // blocking the client host (1129). A probe waits for its answer three times
@@ -138,7 +208,8 @@
 // pool.
 //
 // Failover. When the active host has failed its probes without a pause for
-// failoverDelay (at once when its role stops qualifying), the pool moves to
+// failoverDelay (at once when its role stops qualifying, or its server says it
+// is not ready), the pool moves to
 // the first host of the plan whose last probe passed. When the probes declared
 // the host down (not for a role change), every socket to it is closed
 // (EventAbort): statements in flight there fail at once with a FailoverError

@@ -43,6 +43,11 @@
 //     the choice of one (rendezvous hashing of a routing key, round-robin,
 //     least-in-flight); replica sessions (OpenReplica); the lag the probes read; the GTID
 //     positions and waits of causal reads.
+//   - ready.go: whether a host is ready for application use, in its server's words: the
+//     cluster type (Kind: dsn's cluster option, or learnt), ReadState (the role query's
+//     round trip, then Galera's status or the group's member table), the refusals of a
+//     server that is not ready (Refusal, the NotReady class), and what the Cluster records
+//     of them (noteState, NoteRefusal); galera.go: Galera's replica reads and lag.
 //   - rto.go: each host's probe timeout from its own probe round trips, as TCP's
 //     retransmission timeout (RFC 6298).
 //   - topology.go: the host list and its versions (SetHosts).
@@ -89,6 +94,15 @@
 // (access denied, unknown database) ends it. A walk that finds no host returns a
 // *failover.NoHostAvailableError naming every host and its last error, or why it was not
 // tried.
+//
+// # A refusal is not a death
+//
+// A server that answers but says it is not ready (Galera outside the Primary component,
+// offline_mode, a group member not ONLINE: see ready.go) is neither down nor a dead
+// session: its host becomes not ready (unfit, as a host of the wrong role: Place sends
+// its connections away, the monitor leaves it, healthy and the walks' attempts refuse it)
+// until a read of its state says it is ready again. The refusing connection moves with
+// Recover, which goes straight to Failover for a *NotReadyError, without backoff.
 //
 // # A dead session is not a dead host
 //
