@@ -15,7 +15,7 @@
 //	            "last_error": "...", "changed": "2026-12-01T10:00:00Z"}, ...]}
 //
 // states are those of failover.HostState.String (unknown, up, suspect, down, backoff,
-// wrong-role), roles unknown, primary, read_only_primary, standby; failovers, fall_backs
+// wrong-role, not-ready), roles unknown, primary, read_only_primary, standby; failovers, fall_backs
 // and aborts count since the connector was built; connections is -1 when unknown;
 // probe_latency_seconds is the last passed probe's latency (0: none); last_error never
 // contains a password; changed is omitted when the state never changed.

@@ -21,7 +21,8 @@
 //
 //	mysqlfailover.host.state             Int64ObservableGauge         1    1 for the host's state (attribute
 //	                                                                       mysqlfailover.host.state: unknown, up,
-//	                                                                       suspect, down, backoff, wrong_role), 0 else
+//	                                                                       suspect, down, backoff, wrong_role,
+//	                                                                       not_ready), 0 else
 //	mysqlfailover.host.role              Int64ObservableGauge         1    1 for the role the last role check found
 //	                                                                       (mysqlfailover.host.role: unknown, primary,
 //	                                                                       read_only_primary, standby), 0 else
@@ -103,7 +104,7 @@ var ProbeBuckets = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, 
 var WalkBuckets = []float64{.001, .005, .01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120}
 
 var (
-	states = []string{"unknown", "up", "suspect", "down", "backoff", "wrong_role"}
+	states = []string{"unknown", "up", "suspect", "down", "backoff", "wrong_role", "not_ready"}
 	roles  = []string{"unknown", "primary", "read_only_primary", "standby"}
 )
 

@@ -196,3 +196,16 @@ func TestNoReplicaInstruments(t *testing.T) {
 		t.Errorf("Stats instruments missing: %v", got)
 	}
 }
+
+// TestStateLabels: every failover.HostState has its label value, in order: the state's
+// name with '_' for '-'.
+func TestStateLabels(t *testing.T) {
+	for s := failover.HostUnknown; s <= failover.HostNotReady; s++ {
+		if int(s) >= len(states) || states[s] != strings.ReplaceAll(s.String(), "-", "_") {
+			t.Errorf("state %d (%v): label %v, want %q", s, s, states, strings.ReplaceAll(s.String(), "-", "_"))
+		}
+	}
+	if len(states) != int(failover.HostNotReady)+1 {
+		t.Errorf("%d labels for %d states", len(states), failover.HostNotReady+1)
+	}
+}

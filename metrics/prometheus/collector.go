@@ -21,7 +21,8 @@
 // host list, dc its data-centre label ("" for none).
 //
 //	mysqlfailover_host_state{host,dc,state}        gauge     1 for the host's state, 0 for the others:
-//	                                               unknown, up, suspect, down, backoff, wrong_role
+//	                                               unknown, up, suspect, down, backoff, wrong_role,
+//	                                               not_ready
 //	mysqlfailover_host_role{host,dc,role}          gauge     1 for the role the last role check found, 0 for
 //	                                               the others: unknown, primary, read_only_primary, standby
 //	mysqlfailover_host_active{host,dc}             gauge     1 for the host the pool uses now
@@ -99,7 +100,7 @@ var WalkBuckets = []float64{.001, .005, .01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30
 // states and roles are the label values of mysqlfailover_host_state and _host_role, in
 // the order of failover.HostState and failover.Role.
 var (
-	states = []string{"unknown", "up", "suspect", "down", "backoff", "wrong_role"}
+	states = []string{"unknown", "up", "suspect", "down", "backoff", "wrong_role", "not_ready"}
 	roles  = []string{"unknown", "primary", "read_only_primary", "standby"}
 )
 
