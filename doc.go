@@ -288,8 +288,8 @@
 // a host other than the one the pool writes to, whose probes pass, that is
 // read-only, within maxReplicaLag, of the local DC first. The intents are a
 // context from WithReadIntent, BeginTx with sql.TxOptions{ReadOnly: true}, and
-// a connection after SetReadOnly(true); the driver never parses SQL to guess,
-// and only plain statements outside a transaction, with autocommit on, move.
+// a connection after SetReadOnly(true) (see WithReadIntent for what stays on
+// the primary all the same).
 // Each pooled connection opens a session per replica it uses, lazily (as
 // Connector/J's replication connection), read-only and in the connection's
 // database: a pool of N connections opens at most N*(1+R) server sessions for

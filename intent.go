@@ -7,14 +7,17 @@ import (
 )
 
 // WithReadIntent returns a copy of ctx that marks the statements run with it (ExecContext,
-// QueryContext, and BeginTx with it: the whole transaction) as reads that a replica may
-// serve, when the DSN sets replicaReads=true; without it the mark changes nothing. The
-// other read intents are sql.TxOptions{ReadOnly: true} and a connection after
-// SetReadOnly(true) (its transactions too). A replica session is read-only: a write sent
-// there with a read intent fails with the server's read-only error (1290 or 1792). The driver never
-// parses SQL to guess: only what carries an intent leaves the primary, and only plain
-// statements outside a transaction, with autocommit on (not USE, SET, BEGIN, COMMIT or a
-// batch).
+// QueryContext) as reads that a replica may serve, when the DSN sets replicaReads=true;
+// without it the mark changes nothing. A transaction goes to a replica only when it says
+// so itself: sql.TxOptions{ReadOnly: true}, or a connection after SetReadOnly(true); a
+// read-write BeginTx with this context stays on the primary, where its writes work (the
+// key still picks the replica of a read-only one). A replica session is read-only: a
+// write sent there with a read intent fails with the server's read-only error (1290 or
+// 1792). The driver never guesses intent from SQL: only what carries an intent leaves
+// the primary, and only plain statements outside a transaction, with autocommit on (not
+// USE, SET, BEGIN, COMMIT, CREATE or DROP TEMPORARY TABLE, or a batch), and none while
+// the connection's session holds a temporary table it created (a replica has not got
+// it).
 //
 // routingKey ("" for none) chooses the replica: the qualifying replicas of the local DC are
 // ranked by rendezvous (highest random weight) hashing of the key, so that one key keeps

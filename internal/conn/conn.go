@@ -140,6 +140,7 @@ type Conn struct {
 	batch     string  // the query of the kBatch statement in flight, for fail
 	noInTrans bool    // the session's server has no @@in_transaction (MySQL)
 	mute      bool    // the session's server did not answer resolve: not asked again
+	temp      bool    // the session created a temporary table: read intents stay on it (route)
 
 	sp *split // the replica sessions (replicaReads); nil without
 }
@@ -191,7 +192,7 @@ func (c *Conn) clean() {
 	if c.st.ct == ctUnknown {
 		c.st.ct = c.dsnCT
 	}
-	c.noInTrans, c.mute = false, false
+	c.noInTrans, c.mute, c.temp = false, false, false
 }
 
 // discard drops the physical connection between calls (found dead, or its state could

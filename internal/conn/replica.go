@@ -77,8 +77,11 @@ func newSplit(cfg Config) *split {
 // readFromSourceWhenNoReplicas=false, or of a lost read-only transaction). first marks
 // the first attempt of a statement: the replicas that failed the last one may serve it.
 // Inside a Tx, the Tx's session; outside one, a replica only for a read intent (the
-// context's, or SetReadOnly(true)) on a plain statement, with autocommit on and no
-// transaction opened by statements on the primary session.
+// context's, or SetReadOnly(true)) on a plain statement (not a SET, USE or BEGIN, nor
+// one that creates or drops a temporary table: fSession), with autocommit on, no
+// transaction opened by statements on the primary session, and no temporary table
+// created on it (its reads would not find the table on a replica: MaxScale sends them
+// to the primary too).
 func (c *Conn) route(ctx context.Context, k stmt.Kind, first bool) (*rsession, error) {
 	sp := c.sp
 	if first {
@@ -91,7 +94,7 @@ func (c *Conn) route(ctx context.Context, k stmt.Kind, first bool) (*rsession, e
 		}
 		return c.tx.rs, nil
 	}
-	if k != kPlain || c.lost != nil || c.st.ac != acOn || c.st.held() {
+	if k != kPlain || c.lost != nil || c.st.ac != acOn || c.st.held() || c.temp {
 		return nil, nil
 	}
 	key, ok := readIntent(ctx)
@@ -327,16 +330,14 @@ func (c *Conn) failReplica(ctx context.Context, epoch uint64, err error, r stmt.
 	return false, fe
 }
 
-// readIntentTx reports whether a transaction begun with ctx and opts has a read intent:
-// ReadOnly, a context from WithReadIntent, or a connection after SetReadOnly(true) (as
-// Connector/J's replication connection runs its transactions on a replica once
-// setReadOnly(true)). The replica session is read-only whatever opts say.
-func (c *Conn) readIntentTx(ctx context.Context, opts driver.TxOptions) bool {
-	if opts.ReadOnly || c.explicitRO {
-		return true
-	}
-	_, ok := readIntent(ctx)
-	return ok
+// readIntentTx reports whether a transaction begun with opts goes to a replica: ReadOnly,
+// or a connection after SetReadOnly(true) (as Connector/J's replication connection runs
+// its transactions on a replica once setReadOnly(true)). A read intent on the context
+// alone does not: a request context that carries one may begin a read-write
+// transaction, whose writes a replica would refuse (1792). The context's routing key
+// still chooses the replica.
+func (c *Conn) readIntentTx(opts driver.TxOptions) bool {
+	return opts.ReadOnly || c.explicitRO
 }
 
 // beginReplica opens a read-only transaction (BeginTx with ReadOnly) on a replica; nil,

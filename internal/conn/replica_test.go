@@ -392,35 +392,38 @@ func TestPreparedAcrossSessions(t *testing.T) {
 	}
 }
 
-// TestBeginTxWithReadIntent: a transaction begun with a read-intent context, or on a
-// connection after SetReadOnly(true), runs on a replica though its options do not say
-// ReadOnly.
+// TestBeginTxWithReadIntent: a transaction begun with a read-intent context but without
+// ReadOnly is read-write (a request context that carries read intent may begin one): it
+// runs on the primary and its writes work. On a connection after SetReadOnly(true) it
+// runs on a replica, and the context's routing key still picks the replica.
 func TestBeginTxWithReadIntent(t *testing.T) {
+	const ins = "INSERT INTO t VALUES (1)"
 	e := newEnv(t, 3, replicaReads)
-	e.script(0, ok(setReadOnly))
-	// Round-robin: H3, then H2.
-	e.script(2, replicaSession(begin(), queryRows("SELECT a", 3), commit(nil)))
-	e.script(1, replicaSession(begin(), queryRows("SELECT b", 2), commit(nil)))
+	e.script(0, all(begin(), ok(ins), commit(nil), ok(setReadOnly)))
+	e.script(2, replicaSession(begin(), queryRows("SELECT b", 3), commit(nil)))
 	c := e.open(splitCfg)
-	run := func(ctx context.Context, q string, want int64) {
-		t.Helper()
-		tx, err := c.BeginTx(ctx, driver.TxOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := readOne(t, c, context.Background(), q); got != want {
-			t.Errorf("%s ran on H%d, want H%d", q, got, want)
-		}
-		if err := tx.Commit(); err != nil {
-			t.Fatal(err)
-		}
+	tx, err := c.BeginTx(read, driver.TxOptions{})
+	if err != nil {
+		t.Fatal(err)
 	}
-	run(read, "SELECT a", 3)
+	mustExec(t, c, ins) // on H1: a replica would refuse it (1792)
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
 	if err := c.SetReadOnly(context.Background(), true); err != nil {
 		t.Fatal(err)
 	}
-	run(context.Background(), "SELECT b", 2)
-	e.wantEvents(failover.EventConnect, "", 3) // H1, H3, H2: no failed attempt
+	tx, err = c.BeginTx(context.Background(), driver.TxOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := readOne(t, c, context.Background(), "SELECT b"); got != 3 {
+		t.Errorf("SELECT b ran on H%d, want H3: after SetReadOnly(true) a transaction goes to a replica", got)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	e.wantEvents(failover.EventConnect, "", 2) // H1, H3: no failed attempt
 	e.allMet()
 }
 
@@ -484,6 +487,39 @@ func TestCausalMissGoesToThePrimaryAtOnce(t *testing.T) {
 	}
 	if st := e.cl.Stats(); st.CausalPrimary != 1 || st.CausalWaits != 1 {
 		t.Errorf("CausalPrimary %d, CausalWaits %d; want 1, 1 (one wait timed out, one reached)", st.CausalPrimary, st.CausalWaits)
+	}
+	e.allMet()
+}
+
+// TestSessionStatementsStayOnPrimary: SET statements (of a variable, the names, the
+// session's transaction characteristics) and CREATE or DROP TEMPORARY TABLE change the
+// session's own state: with a read intent they run on the primary session all the same,
+// where later statements see them. Once the session created a temporary table, read
+// intents stay on it (a replica does not have the table), until the session ends.
+func TestSessionStatementsStayOnPrimary(t *testing.T) {
+	sets := []string{"SET @x = 1", "SET time_zone = '+00:00'", "SET NAMES utf8mb4", "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED"}
+	e := newEnv(t, 3, replicaReads)
+	var steps []step
+	for _, q := range sets {
+		steps = append(steps, ok(q))
+	}
+	steps = append(steps, ok("CREATE TEMPORARY TABLE tmp (id INT)"), queryRows("SELECT id FROM tmp", 1))
+	e.script(0, all(steps...))
+	e.script(2, replicaSession(queryRows("SELECT r", 3)))
+	c := e.open(splitCfg)
+	if got := readOne(t, c, read, "SELECT r"); got != 3 {
+		t.Fatalf("a plain read went to H%d, want the replica H3", got)
+	}
+	for _, q := range sets {
+		if _, err := c.ExecContext(read, q, nil); err != nil {
+			t.Fatalf("%s with read intent: %v", q, err)
+		}
+	}
+	if _, err := c.ExecContext(read, "CREATE TEMPORARY TABLE tmp (id INT)", nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := readOne(t, c, read, "SELECT id FROM tmp"); got != 1 {
+		t.Errorf("a read after CREATE TEMPORARY TABLE went to H%d, want the primary H1", got)
 	}
 	e.allMet()
 }

@@ -37,7 +37,7 @@ func (c *Conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 	if c.tx != nil {
 		return nil, errors.New("mysqlfailover: a transaction is already open on this connection")
 	}
-	if c.sp != nil && c.readIntentTx(ctx, opts) {
+	if c.sp != nil && c.readIntentTx(opts) {
 		if tx, err := c.beginReplica(ctx, opts); tx != nil || err != nil {
 			return tx, err
 		}

@@ -47,6 +47,14 @@ const (
 	fNoChain   stmt.Kind = 1 << 9
 	fRelease   stmt.Kind = 1 << 10
 	fNoRelease stmt.Kind = 1 << 11
+
+	// Flags of plain statements that read intent must not take to a replica (route):
+	// fSession, a statement that changes the session's own state (SET of a variable,
+	// the names or the role; CREATE or DROP TEMPORARY TABLE), which the replica
+	// sessions would never see; fTemp, one that creates a temporary table, which only
+	// this session has.
+	fSession stmt.Kind = 1 << 12
+	fTemp    stmt.Kind = 1 << 13
 )
 
 // classify returns the kind of query: of its one statement, or kBatch when multi
@@ -395,7 +403,11 @@ func (l *lexer) statement() stmt.Kind {
 		}
 		return kUnknown
 	case is(w, "set"):
-		return l.set()
+		k := l.set()
+		if k == kPlain {
+			k |= fSession // SET NAMES, SET @x, SET time_zone...: the session's own state
+		}
+		return k
 	case is(w, "lock"):
 		if w = l.word(); is(w, "table") || is(w, "tables") {
 			return kLockTables
@@ -416,11 +428,14 @@ func (l *lexer) statement() stmt.Kind {
 			w = l.word()
 		}
 		if is(w, "temporary") {
-			return kPlain // CREATE TEMPORARY TABLE does not commit
+			return kPlain | fSession | fTemp // CREATE TEMPORARY TABLE does not commit
 		}
 		return kImplicit
 	case is(w, "drop"):
-		if w = l.word(); is(w, "temporary") || is(w, "prepare") {
+		switch w = l.word(); {
+		case is(w, "temporary"):
+			return kPlain | fSession
+		case is(w, "prepare"):
 			return kPlain
 		}
 		return kImplicit

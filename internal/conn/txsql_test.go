@@ -26,7 +26,8 @@ func kindName(k stmt.Kind) string {
 	for _, f := range []struct {
 		bit  stmt.Kind
 		name string
-	}{{fChain, "chain"}, {fNoChain, "no-chain"}, {fRelease, "release"}, {fNoRelease, "no-release"}} {
+	}{{fChain, "chain"}, {fNoChain, "no-chain"}, {fRelease, "release"}, {fNoRelease, "no-release"},
+		{fSession, "session"}, {fTemp, "temporary"}} {
 		if k&f.bit != 0 {
 			s += "+" + f.name
 		}
@@ -54,9 +55,9 @@ var classifyCases = []struct {
 	{q: "DO 1", want: kPlain},
 	{q: "(SELECT 1) UNION (SELECT 2)", want: kPlain},
 	{q: "WITH x AS (SELECT 1) SELECT * FROM x", want: kPlain},
-	{q: "SET sql_mode = 'ANSI'", want: kPlain},
-	{q: "SET @autocommit = 0", want: kPlain}, // a user variable
-	{q: "SET NAMES utf8mb4", want: kPlain},
+	{q: "SET sql_mode = 'ANSI'", want: kPlain | fSession},
+	{q: "SET @autocommit = 0", want: kPlain | fSession}, // a user variable
+	{q: "SET NAMES utf8mb4", want: kPlain | fSession},
 	{q: "PREPARE s FROM 'COMMIT'", want: kPlain},
 	{q: "DEALLOCATE PREPARE s", want: kPlain},
 	{q: "DROP PREPARE s", want: kPlain},
@@ -137,11 +138,11 @@ var classifyCases = []struct {
 	{q: "SET autocommit=0, sql_mode='x'", want: kACOff},
 	{q: "SET sql_mode = CONCAT('a', ','), autocommit = 0", want: kACOff},
 	{q: "SET @a = (SELECT 1, 2), autocommit = 1", want: kACOn},
-	{q: "SET GLOBAL autocommit = 0", want: kPlain},
-	{q: "SET @@global.autocommit = 0", want: kPlain},
-	{q: "SET PERSIST autocommit = 0", want: kPlain},
+	{q: "SET GLOBAL autocommit = 0", want: kPlain | fSession},
+	{q: "SET @@global.autocommit = 0", want: kPlain | fSession},
+	{q: "SET PERSIST autocommit = 0", want: kPlain | fSession},
 	{q: "SET GLOBAL sql_mode = '', SESSION autocommit = 0", want: kACOff},
-	{q: "SET GLOBAL sql_mode = '', autocommit = 0", want: kPlain},       // GLOBAL holds for what follows
+	{q: "SET GLOBAL sql_mode = '', autocommit = 0", want: kPlain | fSession},       // GLOBAL holds for what follows
 	{q: "SET GLOBAL sql_mode = '', @@autocommit = 0", want: kACUnknown}, // the scope is not clear
 	{q: "SET autocommit = @v", want: kACUnknown},
 	{q: "SET autocommit = DEFAULT", want: kACUnknown},
@@ -161,20 +162,20 @@ var classifyCases = []struct {
 	{q: "SET TRANSACTION ISOLATION LEVEL SERIALIZABLE", want: kSetTx},
 	{q: "set transaction read only", want: kSetTx},
 	{q: "SET @@transaction_isolation = 'READ-COMMITTED'", want: kSetTx},
-	{q: "SET @@session.transaction_isolation = 'READ-COMMITTED'", want: kPlain},
-	{q: "SET SESSION TRANSACTION READ ONLY", want: kPlain},
-	{q: "SET GLOBAL TRANSACTION ISOLATION LEVEL READ COMMITTED", want: kPlain},
+	{q: "SET @@session.transaction_isolation = 'READ-COMMITTED'", want: kPlain | fSession},
+	{q: "SET SESSION TRANSACTION READ ONLY", want: kPlain | fSession},
+	{q: "SET GLOBAL TRANSACTION ISOLATION LEVEL READ COMMITTED", want: kPlain | fSession},
 	{q: "SET PASSWORD = 'x'", want: kImplicit},
 	{q: "SET STATEMENT max_statement_time = 1 FOR SELECT 1", want: kUnknown},
 	// implicit commits
 	{q: "CREATE TABLE t (a INT)", want: kImplicit},
 	{q: "create or replace view v as select 1", want: kImplicit},
 	{q: "CREATE USER 'u'", want: kImplicit},
-	{q: "CREATE TEMPORARY TABLE t (a INT)", want: kPlain},
-	{q: "CREATE OR REPLACE TEMPORARY TABLE t (a INT)", want: kPlain},
+	{q: "CREATE TEMPORARY TABLE t (a INT)", want: kPlain | fSession | fTemp},
+	{q: "CREATE OR REPLACE TEMPORARY TABLE t (a INT)", want: kPlain | fSession | fTemp},
 	{q: "CREATE /*!32312 TEMPORARY */ TABLE t (a INT)", want: kUnknown},
 	{q: "DROP TABLE t", want: kImplicit},
-	{q: "DROP TEMPORARY TABLE t", want: kPlain},
+	{q: "DROP TEMPORARY TABLE t", want: kPlain | fSession},
 	{q: "DROP USER u", want: kImplicit},
 	{q: "ALTER USER u", want: kImplicit},
 	{q: "ALTER DATABASE d CHARACTER SET utf8mb4", want: kImplicit},
@@ -302,7 +303,9 @@ func FuzzClassify(f *testing.F) {
 		if slow := classifySlow(q, multi); slow != k {
 			t.Fatalf("classify(%q, %v) = %s, classifySlow = %s", q, multi, kindName(k), kindName(slow))
 		}
-		if kindNames[k&kClass] == "" || k&^kClass != 0 && k&kClass != kCommit && k&kClass != kRollback {
+		flags, class := k&^kClass, k&kClass
+		if kindNames[class] == "" || flags&^(fSession|fTemp) != 0 && class != kCommit && class != kRollback ||
+			flags&(fSession|fTemp) != 0 && (class != kPlain || flags&fTemp != 0 && flags&fSession == 0) {
 			t.Fatalf("classify(%q, %v) = %s: not a statement kind", q, multi, kindName(k))
 		}
 		ascii := true

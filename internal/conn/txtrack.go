@@ -34,6 +34,9 @@ func (c *Conn) ran(k stmt.Kind, q string) {
 }
 
 func (c *Conn) ran1(k stmt.Kind, s string) (release bool) {
+	if k&fTemp != 0 {
+		c.temp = true // its reads stay on this session (route)
+	}
 	if k == kUse {
 		if db, ok := parseUse(skipLead(s)); ok {
 			c.db = db
