@@ -142,8 +142,8 @@ var classifyCases = []struct {
 	{q: "SET @@global.autocommit = 0", want: kPlain | fSession},
 	{q: "SET PERSIST autocommit = 0", want: kPlain | fSession},
 	{q: "SET GLOBAL sql_mode = '', SESSION autocommit = 0", want: kACOff},
-	{q: "SET GLOBAL sql_mode = '', autocommit = 0", want: kPlain | fSession},       // GLOBAL holds for what follows
-	{q: "SET GLOBAL sql_mode = '', @@autocommit = 0", want: kACUnknown}, // the scope is not clear
+	{q: "SET GLOBAL sql_mode = '', autocommit = 0", want: kPlain | fSession}, // GLOBAL holds for what follows
+	{q: "SET GLOBAL sql_mode = '', @@autocommit = 0", want: kACUnknown},      // the scope is not clear
 	{q: "SET autocommit = @v", want: kACUnknown},
 	{q: "SET autocommit = DEFAULT", want: kACUnknown},
 	{q: "SET autocommit = '0'", want: kACUnknown},
