@@ -35,6 +35,11 @@ const (
 // failover.HostStats.ReplicaLag reports an unknown lag.
 const LagUnknown time.Duration = -1
 
+// ReplicationStopped starts the reason ReadLag gives (after "replica lag unknown: ") for
+// a replica whose replication thread is stopped or broken: such a host is no replica,
+// whatever maxReplicaLag says (replicaSkip).
+const ReplicationStopped = "replication is not running"
+
 // Error numbers ReadLag tells apart.
 const (
 	erParseError           = 1064 // ER_PARSE_ERROR: the server lacks SHOW REPLICA STATUS (or SHOW SLAVE STATUS)
@@ -150,7 +155,7 @@ func readLag(ctx context.Context, q driver.QueryerContext, query string) (time.D
 			continue // read to the end all the same
 		}
 		if vals[lagCol] == nil {
-			stopped = "replication is not running (Seconds_Behind_Master is NULL"
+			stopped = ReplicationStopped + " (Seconds_Behind_Master is NULL"
 			for _, c := range []int{ioCol, sqlCol, ioErrCol, sqlErrCol} {
 				if c < 0 || vals[c] == nil {
 					continue

@@ -153,6 +153,10 @@ func (c *Cluster) replicaSkip(p *position, id int, h *hostState, dist failover.D
 		// Probing reads every host's role: until the first round has, a host may be a
 		// writer (without probing nothing ever reads it: every host but the writer serves).
 		return "role not read yet: the first probe round has not ended"
+	case strings.HasPrefix(h.lagWhy, ReplicationStopped):
+		// Its data stops where the thread stopped: every causal read would wait there in
+		// vain, and every other read would be as stale as the stop is old.
+		return h.lagWhy + ": not a replica now"
 	}
 	if max := c.cfg.MaxReplicaLag; max > 0 {
 		switch {
@@ -415,21 +419,22 @@ func (c *Cluster) causalFlavour() Flavour {
 func (c *Cluster) NoteWrite() { c.rep.writes.Add(1) }
 
 // GlobalPosition returns the pool's latest known write position and whether it covers
-// every write counted so far (NoteWrite); mark is what SetGlobalPosition takes with a
-// position read after this call.
+// every write counted so far (NoteWrite) and was read on the pool's writer now (after a
+// move, the host the pool left knows nothing of the writes since); mark is what
+// SetGlobalPosition takes with a position read after this call.
 func (c *Cluster) GlobalPosition() (pos string, current bool, mark uint64) {
 	mark = c.rep.writes.Load()
 	p := c.rep.global.Load()
 	if p == nil {
 		return "", mark == 0, mark
 	}
-	return p.pos, p.at >= mark, mark
+	return p.pos, p.at >= mark && p.host == c.Active(), mark
 }
 
-// SetGlobalPosition records pos, read after GlobalPosition returned mark, unless a
-// position read later is already recorded.
-func (c *Cluster) SetGlobalPosition(pos string, mark uint64) {
-	np := &globalPos{pos: pos, at: mark}
+// SetGlobalPosition records pos, read on host after GlobalPosition returned mark, unless
+// a position read later is already recorded.
+func (c *Cluster) SetGlobalPosition(pos string, mark uint64, host int) {
+	np := &globalPos{pos: pos, at: mark, host: host}
 	for {
 		old := c.rep.global.Load()
 		if old != nil && old.at >= mark {
@@ -443,8 +448,9 @@ func (c *Cluster) SetGlobalPosition(pos string, mark uint64) {
 
 // globalPos is one reading of the pool's latest position.
 type globalPos struct {
-	pos string
-	at  uint64 // the write count it covers
+	pos  string
+	at   uint64 // the write count it covers
+	host int    // the host it was read on
 }
 
 // QualifiesAsReplica reports whether host serves read-intent statements now.

@@ -1,6 +1,7 @@
 package cluster_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -169,7 +170,7 @@ func TestProbesReadReplicaLag(t *testing.T) {
 		skip string
 	}{
 		{5, "lag 5s over maxReplicaLag 2s"},
-		{fake.LagNull, "lag unknown: replication is not running"},
+		{fake.LagNull, "replication is not running"},
 		{fake.LagNone, "lag unknown: not a replica"},
 		{2, ""},
 	} {
@@ -242,5 +243,33 @@ func TestDownReplicaAborted(t *testing.T) {
 		if on && !strings.HasPrefix(r.stat(1).ReplicaSkip, "down") {
 			t.Errorf("H2 ReplicaSkip %q, want down", r.stat(1).ReplicaSkip)
 		}
+	}
+}
+
+// TestStoppedReplicationIsNoReplica: a replica whose replication thread is stopped does
+// not qualify, also without maxReplicaLag: its data stops where the thread did, and every
+// causal read routed there would wait in vain. It qualifies again once it runs.
+func TestStoppedReplicationIsNoReplica(t *testing.T) {
+	r, _ := monRig(t, 3, func(o *rigOpts) { o.ReplicaReads = true })
+	r.net.SetReadOnly(1, true)
+	r.net.SetReadOnly(2, true)
+	r.cl.Check(context.Background())
+	if !r.cl.QualifiesAsReplica(1) {
+		t.Fatalf("H2 replicating: skip %q, want it used", r.stat(1).ReplicaSkip)
+	}
+	r.net.SetLag(1, fake.LagNull)
+	r.tick(monInterval)
+	if r.cl.QualifiesAsReplica(1) || !strings.HasPrefix(r.stat(1).ReplicaSkip, "replication is not running") {
+		t.Fatalf("H2 with replication stopped: skip %q, want it left", r.stat(1).ReplicaSkip)
+	}
+	for range 20 {
+		if h := r.cl.PickReplica("", false, 0); h != 2 {
+			t.Fatalf("read went to H%d, want H3", h+1)
+		}
+	}
+	r.net.SetLag(1, 0)
+	r.tick(monInterval)
+	if !r.cl.QualifiesAsReplica(1) {
+		t.Errorf("H2 replicating again: skip %q, want it used", r.stat(1).ReplicaSkip)
 	}
 }

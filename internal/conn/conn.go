@@ -373,6 +373,11 @@ func (c *Conn) fail(ctx context.Context, epoch uint64, err error, r stmt.Retry, 
 		if c.cfg.WriteIntent && cluster.ReadOnlyRejection(err) && !cluster.Ended(ctx) {
 			return c.rejected(ctx, err, r, c.cfg.MultiStatements, k)
 		}
+		if c.cfg.MultiStatements {
+			// A query of several statements may have written before the one that failed
+			// (a failed statement alone writes nothing): for causal reads it is a write.
+			c.wroteOnPrimary()
+		}
 		c.failedData(k)
 		c.dropIfInvalid(err, k)
 		return false, err

@@ -48,15 +48,17 @@ type split struct {
 
 	causal    string // cluster.CausalLocal or CausalGlobal; "" for none
 	wrote     bool   // local: a statement ran on the primary since pos was read
+	wroteOn   uint64 // local: the epoch of the primary session the first write since pos ran on
+	wroteHost int    // local: and its host
 	pos       string // local: this connection's last write position ("" none known)
 	toPrimary bool   // readFromSourceWhenNoReplicas
 
-	// missed is a position a replica did not reach within causalReadsTimeout; until
-	// missedUntil (UnixNano, a timeout later) reads that need it go to the primary without
-	// waiting again: database/sql's prepare-then-run of a statement with arguments asks
-	// three times.
-	missed      string
-	missedUntil int64
+	// behind holds, per replica host, until when (cluster clock, UnixNano) it is skipped
+	// by causal reads: it did not reach a position within causalReadsTimeout a moment
+	// ago, so the next reads try the other replicas first, then the primary, without
+	// waiting on it again (database/sql's prepare-then-run of a statement with arguments
+	// asks three times, and each new write is a new position).
+	behind map[int]int64
 }
 
 // newSplit returns the replica side for cfg, nil without ReplicaReads.
@@ -109,6 +111,7 @@ func (c *Conn) route(ctx context.Context, k stmt.Kind, first bool) (*rsession, e
 // ("" none), its causal wait done, or nil to run the statement on the primary.
 func (c *Conn) replica(ctx context.Context, key string) (*rsession, error) {
 	sp := c.sp
+	behind := false // a replica did not have the write: the primary serves it, whatever readFromSourceWhenNoReplicas says
 	for range cluster.DefaultReplicaTries {
 		host := -1
 		if p := sp.prefer; p >= 0 {
@@ -123,11 +126,23 @@ func (c *Conn) replica(ctx context.Context, key string) (*rsession, error) {
 		if host < 0 {
 			break
 		}
+		if sp.causal != "" && sp.behind[host] > c.cl.Now().UnixNano() {
+			sp.tried |= bit(host) // it missed a position a moment ago: the others first
+			behind = true
+			continue
+		}
 		rs, err := c.rsessionOn(ctx, host)
 		if err == nil && sp.causal != "" {
 			var ok bool
 			if ok, err = c.causalWait(ctx, rs); err == nil && !ok {
-				return nil, nil // the replica is behind the write: the primary serves it
+				// The replica is behind the write: another replica, or the primary.
+				if sp.behind == nil {
+					sp.behind = map[int]int64{}
+				}
+				sp.behind[host] = c.cl.Now().Add(c.cl.CausalTimeout()).UnixNano()
+				sp.tried |= bit(host)
+				behind = true
+				continue
 			}
 		}
 		if err == nil {
@@ -140,13 +155,13 @@ func (c *Conn) replica(ctx context.Context, key string) (*rsession, error) {
 			c.cl.NoteCausal(false)
 			return nil, nil
 		}
-		if errors.Is(err, errBehind) {
-			return nil, nil // counted when the wait timed out
-		}
 		if rs != nil {
 			c.dropReplica(rs) // its wait failed: a new session next time
 		}
 		sp.tried |= bit(host)
+	}
+	if behind {
+		return nil, nil // counted by the waits that timed out (CausalPrimary)
 	}
 	if !sp.toPrimary {
 		return nil, c.cl.NoReplicaError()
@@ -377,8 +392,10 @@ func (c *Conn) wroteOnPrimary() {
 	if sp := c.sp; sp != nil && sp.causal != "" && !sp.intent {
 		if sp.causal == cluster.CausalGlobal {
 			c.cl.NoteWrite()
-		} else {
-			sp.wrote = true
+		} else if !sp.wrote {
+			// The first write since the position was last read: its session and host
+			// (causalWait reads the position there, or knows it cannot).
+			sp.wrote, sp.wroteOn, sp.wroteHost = true, c.epoch, c.host
 		}
 	}
 }
@@ -399,22 +416,26 @@ func (c *Conn) causalWait(ctx context.Context, rs *rsession) (bool, error) {
 	if sp.causal == cluster.CausalGlobal {
 		p, current, mark := c.cl.GlobalPosition()
 		if !current {
-			if c.phys == nil {
-				return false, errNoPosition
+			if c.phys == nil || c.host != c.cl.Active() {
+				return false, errNoPosition // only the pool's writer knows its writes
 			}
 			var err error
 			if p, err = c.cl.CausalPosition(ctx, c.phys, true); err != nil {
 				return false, errNoPosition
 			}
-			c.cl.SetGlobalPosition(p, mark)
+			c.cl.SetGlobalPosition(p, mark, c.host)
 		}
 		pos = p
 	} else {
 		if sp.wrote {
-			if c.phys == nil {
-				return false, errNoPosition
+			if c.phys == nil || c.host != sp.wroteHost {
+				return false, errNoPosition // the write's host is gone: the primary serves the read
 			}
-			p, err := c.cl.CausalPosition(ctx, c.phys, false)
+			// The session's own last write position, on the session that wrote; when that
+			// session was replaced since (the host verdict opened a new one), a new one
+			// knows nothing of it, but its host's global position covers every write
+			// committed there.
+			p, err := c.cl.CausalPosition(ctx, c.phys, c.epoch != sp.wroteOn)
 			if err != nil {
 				return false, errNoPosition
 			}
@@ -425,9 +446,6 @@ func (c *Conn) causalWait(ctx context.Context, rs *rsession) (bool, error) {
 	if pos == "" || pos == rs.reached {
 		return true, nil
 	}
-	if pos == sp.missed && c.cl.Now().UnixNano() < sp.missedUntil {
-		return false, errBehind // a replica missed it a moment ago: the primary, at once
-	}
 	ok, err := c.cl.CausalWait(ctx, rs.phys, pos)
 	if err != nil {
 		return false, err
@@ -435,12 +453,6 @@ func (c *Conn) causalWait(ctx context.Context, rs *rsession) (bool, error) {
 	c.cl.NoteCausal(ok)
 	if ok {
 		rs.reached = pos
-	} else {
-		sp.missed, sp.missedUntil = pos, c.cl.Now().Add(c.cl.CausalTimeout()).UnixNano()
 	}
 	return ok, nil
 }
-
-// errBehind is causalWait's word for a position a replica missed a moment ago (see
-// split.missed): the read goes to the primary without another wait.
-var errBehind = errors.New("mysqlfailover: a replica missed this position a moment ago")

@@ -458,35 +458,39 @@ func TestReplicaErrSkipKeepsTheReplica(t *testing.T) {
 	e.allMet()
 }
 
-// TestCausalMissGoesToThePrimaryAtOnce: after a replica missed a position within
-// causalReadsTimeout, reads that need the same position go to the primary without
-// another wait for a timeout's length; then a replica may serve them again.
-func TestCausalMissGoesToThePrimaryAtOnce(t *testing.T) {
+// TestCausalMissTriesAnotherReplica: a replica that does not reach the position within
+// causalReadsTimeout is left for another qualifying replica, which serves the read after
+// its own wait; for a timeout's length the replica that missed is skipped by causal
+// reads (each new write is a new position: it would wait again), and with every replica
+// behind the read goes to the primary without another wait. Then it may serve again.
+func TestCausalMissTriesAnotherReplica(t *testing.T) {
 	e := newEnv(t, 3, replicaReads, func(c *dsn.Config) { c.CausalReads, c.CausalReadsTimeout = "local", time.Second })
-	e.script(0, all(ok("INSERT a"), gtidRows("SELECT @@last_gtid", "0-1-6"), queryRows("SELECT r", 1), queryRows("SELECT r", 1)))
-	// One routing key, one replica (whichever): it misses the position, then has it.
-	for h := 1; h <= 2; h++ {
-		e.script(h, replicaSession(waitRows("0-1-6", -1), waitRows("0-1-6", 0), queryRows("SELECT r", 9)))
-	}
+	slow := e.cl.PickReplica("k", true, 0) // the key's replica
+	fast := 3 - slow
+	e.script(0, all(ok("INSERT a"), gtidRows("SELECT @@last_gtid", "0-1-6"), ok("INSERT b"), gtidRows("SELECT @@last_gtid", "0-1-7"), queryRows("SELECT r", 1),
+		ok("INSERT c"), gtidRows("SELECT @@last_gtid", "0-1-8")))
+	e.script(slow, replicaSession(waitRows("0-1-6", -1), waitRows("0-1-8", 0), queryRows("SELECT r", int64(slow+1))))
+	e.script(fast, replicaSession(waitRows("0-1-6", 0), queryRows("SELECT r", int64(fast+1)), waitRows("0-1-7", -1)))
 	cfg := splitCfg
 	cfg.CausalReads = "local"
 	c := e.open(cfg)
 	keyed := WithReadIntent(context.Background(), "k")
 	mustExec(t, c, "INSERT a")
-	for i := range 2 { // the replica misses it; the next read skips the wait
-		if got := readOne(t, c, keyed, "SELECT r"); got != 1 {
-			t.Fatalf("read %d on H%d, want the primary", i, got)
-		}
+	if got := readOne(t, c, keyed, "SELECT r"); got != int64(fast+1) {
+		t.Fatalf("read after the key's replica missed: on H%d, want the other replica H%d", got, fast+1)
+	}
+	mustExec(t, c, "INSERT b")
+	// The key's replica is skipped without a wait; the other misses this one: the primary.
+	if got := readOne(t, c, keyed, "SELECT r"); got != 1 {
+		t.Fatalf("read with every replica behind on H%d, want the primary", got)
 	}
 	e.clock.Advance(2 * time.Second)
-	if got := readOne(t, c, keyed, "SELECT r"); got != 9 {
-		t.Fatalf("read after the window on H%d, want the replica (it has the position now)", got)
+	mustExec(t, c, "INSERT c")
+	if got := readOne(t, c, keyed, "SELECT r"); got != int64(slow+1) {
+		t.Fatalf("read after the window on H%d, want the key's replica H%d (it has the position now)", got, slow+1)
 	}
-	if n := e.dialed(1) + e.dialed(2); n != 1 {
-		t.Errorf("%d replica sessions, want 1", n)
-	}
-	if st := e.cl.Stats(); st.CausalPrimary != 1 || st.CausalWaits != 1 {
-		t.Errorf("CausalPrimary %d, CausalWaits %d; want 1, 1 (one wait timed out, one reached)", st.CausalPrimary, st.CausalWaits)
+	if st := e.cl.Stats(); st.CausalPrimary != 2 || st.CausalWaits != 2 {
+		t.Errorf("CausalPrimary %d, CausalWaits %d; want 2, 2 (two waits timed out, two reached)", st.CausalPrimary, st.CausalWaits)
 	}
 	e.allMet()
 }
@@ -522,4 +526,87 @@ func TestSessionStatementsStayOnPrimary(t *testing.T) {
 		t.Errorf("a read after CREATE TEMPORARY TABLE went to H%d, want the primary H1", got)
 	}
 	e.allMet()
+}
+
+// TestCausalLocalAfterSessionChange: a write, then the primary session replaced on the
+// same host (the host verdict after a broken session) before the position was read: the
+// new session's @@last_gtid knows nothing of the write, so the read waits for the host's
+// global position, which covers it. A write on a host the connection has left sends the
+// read to the primary.
+func TestCausalLocalAfterSessionChange(t *testing.T) {
+	e := newEnv(t, 3, replicaReads, func(c *dsn.Config) { c.CausalReads = "local" })
+	e.script(0, ok("INSERT a"), all(queryRows("SELECT p", 1), gtidRows("SELECT @@global.gtid_binlog_pos", "0-1-9")))
+	r := e.cl.PickReplica("k", true, 0)
+	e.script(r, replicaSession(waitRows("0-1-9", 0), queryRows("SELECT r", int64(r+1))))
+	cfg := splitCfg
+	cfg.CausalReads = "local"
+	c := e.open(cfg)
+	mustExec(t, c, "INSERT a")
+	e.phys(0, 0).Broken.Store(true) // the session is gone: the next statement finds out
+	if got := readOne(t, c, context.Background(), "SELECT p"); got != 1 {
+		t.Fatalf("SELECT p on H%d", got)
+	}
+	if e.dialed(0) != 2 {
+		t.Fatalf("H1 dialled %d times, want a second session there", e.dialed(0))
+	}
+	if got := readOne(t, c, WithReadIntent(context.Background(), "k"), "SELECT r"); got != int64(r+1) {
+		t.Fatalf("read on H%d, want the replica after its wait for the host's position", got)
+	}
+	e.allMet()
+}
+
+// TestCausalLocalBatchThatFailed: a multi-statement batch that failed after its first
+// statement may have committed that one: it counts as a write, and the next read waits.
+func TestCausalLocalBatchThatFailed(t *testing.T) {
+	const batch = "INSERT a; INSERT dup"
+	e := newEnv(t, 3, replicaReads, func(c *dsn.Config) { c.CausalReads = "local" })
+	e.script(0, all(fails(batch, &mysql.MySQLError{Number: 1062, Message: "Duplicate entry"}), gtidRows("SELECT @@last_gtid", "0-1-4")))
+	r := e.cl.PickReplica("k", true, 0)
+	e.script(r, replicaSession(waitRows("0-1-4", 0), queryRows("SELECT r", int64(r+1))))
+	cfg := splitCfg
+	cfg.CausalReads, cfg.MultiStatements = "local", true
+	c := e.open(cfg)
+	if err := exec(c, batch); err == nil {
+		t.Fatal("batch: no error")
+	}
+	if got := readOne(t, c, WithReadIntent(context.Background(), "k"), "SELECT r"); got != int64(r+1) {
+		t.Fatalf("read on H%d", got)
+	}
+	e.allMet()
+}
+
+// TestCausalGlobalAfterMove: after the pool moved (here SwitchTo), the pool's position is
+// the new writer's: a connection still on the old host does not read it there (that host
+// knows nothing of the writes since) and no replica waits for it; the read goes to the
+// new writer instead.
+func TestCausalGlobalAfterMove(t *testing.T) {
+	const oldPos = "SELECT @@global.gtid_binlog_pos"
+	e := newEnv(t, 3, replicaReads, func(c *dsn.Config) { c.CausalReads = "global" })
+	cfg := splitCfg
+	cfg.CausalReads = "global"
+	keyed := WithReadIntent(context.Background(), "k")
+	e.script(1, nil, ok("INSERT w"), queryRows("SELECT r", 2)) // SwitchTo's attempt, a's session, b's
+	// a's session, b's (its position is not the pool's), a replica session if the key's.
+	e.script(0, nil, gtidRows(oldPos, "0-1-3"), replicaSession(trap("SELECT MASTER_GTID_WAIT('0-1-3', 1.000)")))
+	a := e.open(cfg)
+	b := e.open(cfg)
+	if err := e.cl.SwitchTo(context.Background(), "H2:3306"); err != nil {
+		t.Fatal(err)
+	}
+	r := e.cl.PickReplica("k", true, 0) // H1 or H3: the key's replica now
+	replicaSeq := 0
+	if r == 0 {
+		replicaSeq = 2 // after a's and b's sessions
+	}
+	if r == 2 {
+		e.script(2, replicaSession(trap("SELECT MASTER_GTID_WAIT('0-1-3', 1.000)")))
+	}
+	mustExec(t, a, "INSERT w") // a moves to H2 first, and writes there
+	wantHost(t, a, h2)
+	if got := readOne(t, b, keyed, "SELECT r"); got != 2 {
+		t.Fatalf("read on H%d, want the pool's writer H2", got)
+	}
+	wantHost(t, b, h2)
+	e.untouched(0, 1, oldPos)
+	e.untouched(r, replicaSeq, "SELECT MASTER_GTID_WAIT('0-1-3', 1.000)")
 }
