@@ -23,7 +23,8 @@ const (
 	// another host of the plan is healthy (Stats only; never in EventHostState).
 	HostBackoff
 	// HostWrongRole: up, but its role does not qualify for targetSessionAttrs (Stats
-	// only; never in EventHostState).
+	// only; never in EventHostState). A replica that serves read-intent statements
+	// (replicaReads, HostStats.ReplicaSkip "") is HostUp: its role is right for that.
 	HostWrongRole
 	// HostNotReady: up, but the server says it is not ready for application use (a
 	// Galera node outside the Primary component, not synced, desynced or rejecting

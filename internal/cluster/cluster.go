@@ -181,6 +181,12 @@ func (c *Cluster) Host(i int) string {
 	return ""
 }
 
+// Member reports whether host (an id) is in the current host list.
+func (c *Cluster) Member(host int) bool {
+	t := c.topo()
+	return host >= 0 && host < len(t.member) && t.member[host]
+}
+
 // Listed reports whether addr (host:port, as Host returns it) is in the current host
 // list.
 func (c *Cluster) Listed(addr string) bool {

@@ -225,7 +225,9 @@ func (c *Cluster) Stats() failover.Stats {
 		switch {
 		case nr != nil && (hs.State == failover.HostUp || hs.State == failover.HostUnknown):
 			hs.State, hs.LastError = failover.HostNotReady, nr
-		case unfit && hs.State == failover.HostUp:
+		case unfit && hs.State == failover.HostUp && !(c.cfg.ReplicaReads && hs.ReplicaSkip == ""):
+			// Of the wrong role for the pool's writes; a replica that serves reads is
+			// up for what it does (its role is right for that).
 			hs.State = failover.HostWrongRole
 		}
 		s.Hosts = append(s.Hosts, hs)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mysqlfailover/mysqlfailover/dsn"
 	"github.com/mysqlfailover/mysqlfailover/failover"
 	"github.com/mysqlfailover/mysqlfailover/internal/fake"
 )
@@ -271,5 +272,23 @@ func TestStoppedReplicationIsNoReplica(t *testing.T) {
 	r.tick(monInterval)
 	if !r.cl.QualifiesAsReplica(1) {
 		t.Errorf("H2 replicating again: skip %q, want it used", r.stat(1).ReplicaSkip)
+	}
+}
+
+// TestReplicaStatsUnderReadWrite: with targetSessionAttrs read-write, a standby that
+// serves replica reads is up in Stats (its role is wrong only for the writes), and one
+// that serves none says why.
+func TestReplicaStatsUnderReadWrite(t *testing.T) {
+	r, _ := monRig(t, 3, func(o *rigOpts) { o.ReplicaReads, o.TargetSessionAttrs = true, dsn.TargetReadWrite })
+	r.net.SetReadOnly(1, true)
+	r.net.SetReadOnly(2, true)
+	r.cl.Check(context.Background())
+	if s := r.stat(1); s.State != failover.HostUp || s.ReplicaSkip != "" {
+		t.Errorf("H2, a standby serving reads: %v, skip %q; want up, \"\"", s.State, s.ReplicaSkip)
+	}
+	r.net.SetLag(2, fake.LagNull)
+	r.tick(monInterval)
+	if s := r.stat(2); s.State != failover.HostWrongRole || s.ReplicaSkip == "" {
+		t.Errorf("H3, a standby serving no reads: %v, skip %q; want wrong-role and why", s.State, s.ReplicaSkip)
 	}
 }

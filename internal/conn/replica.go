@@ -251,8 +251,9 @@ func (c *Conn) closeReplicas() {
 }
 
 // resetReplicas forwards database/sql's check before reuse to each replica session
-// (go-sql-driver's liveness check), dropping those found dead: the next read opens a new
-// one.
+// (go-sql-driver's liveness check), dropping those found dead, and those to a host that
+// left the host list (which would otherwise keep its id held): the next read opens a
+// new one where it must.
 func (c *Conn) resetReplicas(ctx context.Context) {
 	if c.sp == nil {
 		return
@@ -260,6 +261,10 @@ func (c *Conn) resetReplicas(ctx context.Context) {
 	c.sp.prefer = -1
 	for i := 0; i < len(c.sp.sess); {
 		rs := c.sp.sess[i]
+		if !c.cl.Member(rs.host) {
+			c.dropReplica(rs)
+			continue
+		}
 		if r, ok := rs.phys.(driver.SessionResetter); ok && r.ResetSession(ctx) != nil {
 			c.dropReplica(rs)
 			continue

@@ -610,3 +610,33 @@ func TestCausalGlobalAfterMove(t *testing.T) {
 	e.untouched(0, 1, oldPos)
 	e.untouched(r, replicaSeq, "SELECT MASTER_GTID_WAIT('0-1-3', 1.000)")
 }
+
+// TestReplicaSessionOfRemovedHost: a replica session to a host that left the host list
+// is closed at the connection's next check before reuse (it would otherwise keep the
+// host's id held), and reads go to the replicas still listed.
+func TestReplicaSessionOfRemovedHost(t *testing.T) {
+	e := newEnv(t, 3, replicaReads)
+	r := e.cl.PickReplica("k", true, 0)
+	other := 3 - r
+	e.script(r, replicaSession(queryRows("SELECT r", int64(r+1))))
+	e.script(other, replicaSession(queryRows("SELECT r", int64(other+1))))
+	c := e.open(splitCfg)
+	keyed := WithReadIntent(context.Background(), "k")
+	if got := readOne(t, c, keyed, "SELECT r"); got != int64(r+1) {
+		t.Fatalf("read on H%d, want H%d", got, r+1)
+	}
+	list := []failover.ProvidedHost{{Addr: h1}, {Addr: e.net.Addrs()[other]}}
+	if err := e.cl.SetHosts(list); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.ResetSession(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := e.phys(r, 0).Closes(); n != 1 {
+		t.Errorf("replica session to the removed H%d closed %d times, want 1", r+1, n)
+	}
+	if got := readOne(t, c, keyed, "SELECT r"); got != int64(other+1) {
+		t.Fatalf("read after the removal on H%d, want H%d", got, other+1)
+	}
+	e.allMet()
+}
