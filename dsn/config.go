@@ -332,6 +332,12 @@ type Config struct {
 	// CausalReadsTimeout is causalReadsTimeout: duration > 0, default 1s (0,
 	// as in a zero Config, is valid only without causal reads).
 	CausalReadsTimeout time.Duration
+	// AllowSourceDownConnections is allowSourceDownConnections or its alias
+	// allowMasterDownConnections: default true (Connector/J's: false; a
+	// hand-built zero Config has false). With ReplicaReads, a connection may
+	// open, and a pooled one stay valid, without a session on the pool's
+	// writer while none answers and a replica qualifies.
+	AllowSourceDownConnections bool
 	// Cluster is cluster: "auto", "replication", "galera" or "group",
 	// default "auto" ("" too): what kind of cluster the hosts form, which
 	// decides how the driver reads whether a host is ready for application
@@ -367,6 +373,7 @@ func NewConfig() *Config {
 		CausalReads:                  causalNone,
 		CausalReadsTimeout:           defaultCausalReadsTimeout,
 		Cluster:                      clusterAuto,
+		AllowSourceDownConnections:   true,
 		MySQL:                        mysql.NewConfig(),
 	}
 }

@@ -102,6 +102,8 @@
 //	causalReads                   enum      -        none         replica reads wait for writes         MaxScale causal_reads
 //	causalReadsTimeout            duration  -        1s           bound of that wait, then the primary  MaxScale causal_reads_timeout
 //	cluster                       enum      -        auto         cluster type: how readiness is read   -
+//	allowSourceDownConnections    bool      -        true         replica reads while no writer answers Connector/J 8.0.23+ (default false)
+//	allowMasterDownConnections    alias                           of allowSourceDownConnections         Connector/J 5.1
 //
 // DataStax is the Java driver's DCAwareRoundRobinPolicy, Pulsar the Java
 // client's AutoClusterFailover, MaxScale MariaDB MaxScale's readwritesplit
@@ -288,6 +290,20 @@
 // local and global need replicaReads=true. MaxScale's other modes (fast,
 // fast_global, universal, fast_universal) are not offered: naming one is an
 // error that lists the values.
+//
+// allowSourceDownConnections keeps read/write splitting answering while no
+// writer does (the primary died, nothing was promoted yet): true, the
+// default, lets a new connection open without a session on the pool's
+// writer when none answers (or the last attempts failed) and a replica
+// qualifies, and keeps a pooled connection whose writer session died valid
+// on its replica sessions; its read-intent statements run on the replicas,
+// and a write (or a statement without intent) looks for the writer as
+// always, failing as it would without replicas. false opens every
+// connection on the writer, or fails. The name and meaning are Connector/J's
+// (allowMasterDownConnections before 8.0.23, accepted as an alias), whose
+// default is false; here it is true for the reason readFromSourceWhenNoReplicas
+// is: a service that must keep answering should not fail reads that a replica
+// serves. It is ignored without replicaReads.
 //
 // causalReadsTimeout is that bound, > 0 (0 is an error), 1s by default:
 // shorter than MaxScale's causal_reads_timeout (10s), as the fall-back, the

@@ -520,6 +520,12 @@ var parseTests = []parseTest{
 		opts: func(c *Config) { c.ReplicaReads, c.CausalReads = true, "global" }},
 	{name: "replica defaults written out", dsn: "/?replicaReads=false&maxReplicaLag=0s&replicaSelection=round-robin&readFromSourceWhenNoReplicas=true&causalReads=none&causalReadsTimeout=1s",
 		hosts: local},
+	{name: "allowSourceDownConnections", dsn: "/?allowSourceDownConnections=false", hosts: local,
+		opts: func(c *Config) { c.AllowSourceDownConnections = false }},
+	{name: "allowMasterDownConnections alias", dsn: "/?allowMasterDownConnections=false", hosts: local,
+		opts: func(c *Config) { c.AllowSourceDownConnections = false }},
+	{name: "allowSourceDownConnections and its alias disagreeing", dsn: "/?allowMasterDownConnections=false&allowSourceDownConnections=true",
+		wantErr: ErrInvalidOption, errParts: []string{"disagree"}},
 	{name: "Connector/J 5.1 alias", dsn: "/?readFromMasterWhenNoSlaves=false", hosts: local,
 		opts: func(c *Config) { c.ReadFromSourceWhenNoReplicas = false }},
 	{name: "alias and main name agreeing", dsn: "/?readFromMasterWhenNoSlaves=0&readFromSourceWhenNoReplicas=false", hosts: local,
@@ -787,7 +793,7 @@ func TestFormatDSN(t *testing.T) {
 		}(), "tcp6([::1]:3306)/"},
 		{"nil MySQL", &Config{Hosts: []Host{{Name: "db1", Port: 3306}}, RetriesAllDown: defaultRetriesAllDown, SecondsBeforeRetryMaster: defaultSecondsBeforeRetryMaster,
 			QueriesBeforeRetryMaster: defaultQueriesBeforeRetryMaster, FailOverReadOnly: true, HostTimeout: defaultHostTimeout,
-			FailoverDelay: defaultFailoverDelay, SwitchBackDelay: defaultSwitchBackDelay, ReadFromSourceWhenNoReplicas: true}, "tcp(db1:3306)/"},
+			FailoverDelay: defaultFailoverDelay, SwitchBackDelay: defaultSwitchBackDelay, ReadFromSourceWhenNoReplicas: true, AllowSourceDownConnections: true}, "tcp(db1:3306)/"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -175,6 +175,9 @@ func (c *Config) format(redact bool) string {
 	if d := c.CausalReadsTimeout; d != defaultCausalReadsTimeout && d != 0 {
 		add("causalReadsTimeout", d.String())
 	}
+	if !c.AllowSourceDownConnections {
+		add("allowSourceDownConnections", "false")
+	}
 	if k := c.Cluster; k != "" && k != clusterAuto {
 		add("cluster", k) // the values need no escaping
 	}

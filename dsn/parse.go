@@ -63,12 +63,14 @@ var options = []option{
 	{"causalReads", "causalReads", "CausalReads", optCausal},
 	{"causalReadsTimeout", "causalReadsTimeout", "CausalReadsTimeout", optPositive},
 	{"cluster", "cluster", "Cluster", optCluster},
+	{"allowSourceDownConnections", "allowSourceDownConnections", "AllowSourceDownConnections", optBool},
 	// Connector/J 8.0.23 renamed ...Master to ...Source and ...Slaves to
 	// ...Replicas; both names are accepted. The main name is the one of
 	// the Config field.
 	{"secondsBeforeRetrySource", "secondsBeforeRetryMaster", "SecondsBeforeRetryMaster", optSeconds},
 	{"queriesBeforeRetrySource", "queriesBeforeRetryMaster", "QueriesBeforeRetryMaster", optCount},
 	{"readFromMasterWhenNoSlaves", "readFromSourceWhenNoReplicas", "ReadFromSourceWhenNoReplicas", optBool},
+	{"allowMasterDownConnections", "allowSourceDownConnections", "AllowSourceDownConnections", optBool},
 }
 
 // show quotes raw, a value of o as written in the DSN, for a message; a
@@ -709,6 +711,8 @@ func (c *Config) set(o *option, v any) {
 		c.CausalReadsTimeout = v.(time.Duration)
 	case "cluster":
 		c.Cluster = v.(string)
+	case "allowSourceDownConnections":
+		c.AllowSourceDownConnections = v.(bool)
 	}
 }
 

@@ -53,6 +53,11 @@ type Config struct {
 	ReplicaReads                 bool
 	ReadFromSourceWhenNoReplicas bool
 	CausalReads                  string
+	// AllowSourceDown lets a connection with ReplicaReads open, and stay valid,
+	// without a primary session while no writer answers and a replica qualifies (DSN
+	// allowSourceDownConnections, default true): its read-intent statements run on the
+	// replicas, and the first statement that needs the primary looks for it (ready).
+	AllowSourceDown bool
 	// Closed, when set, is called once when the connection is closed (its first Close),
 	// after the physical connection is: the connector counts its open connections
 	// with it.
@@ -80,6 +85,7 @@ func ConfigFrom(cfg *dsn.Config, owner any) Config {
 		ReplicaReads:                 cfg.ReplicaReads,
 		ReadFromSourceWhenNoReplicas: cfg.ReadFromSourceWhenNoReplicas,
 		CausalReads:                  cfg.CausalReads,
+		AllowSourceDown:              cfg.ReplicaReads && cfg.AllowSourceDownConnections,
 	}
 }
 
@@ -147,11 +153,24 @@ type Conn struct {
 
 // Open returns a connection on the pool's host, walking the host list if needed, with
 // the session state (read-only, database) set up. It never returns driver.ErrBadConn.
+//
+// With AllowSourceDown (replica reads), while a replica qualifies, a connection opens
+// without a primary session when the pool's writer is known not to answer (no walk: a
+// read must not wait for one) or when the walk finds no host: its read-intent
+// statements run on the replicas, and its first statement that needs the primary walks
+// then, failing as the walk does.
 func Open(ctx context.Context, cl *cluster.Cluster, cfg Config) (*Conn, error) {
 	c := &Conn{cl: cl, cfg: cfg, explicitRO: cfg.ReadOnly, db: cfg.DBName,
 		dsnAC: autocommitOf(cfg.Autocommit), dsnCT: completionOf(cfg.CompletionType), sp: newSplit(cfg)}
 	c.st.ac, c.st.ct = c.dsnAC, c.dsnCT
+	if cfg.AllowSourceDown && cl.WriterUnavailable() && cl.AnyReplica() {
+		return c, nil
+	}
 	phys, host, err := cl.Connect(ctx, c.setup)
+	var nh *failover.NoHostAvailableError
+	if err != nil && cfg.AllowSourceDown && errors.As(err, &nh) && nh.Err == nil && cl.AnyReplica() {
+		return c, nil // no writer now (the caller's context did not end the walk)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -859,13 +878,19 @@ func (c *Conn) ResetSession(ctx context.Context) error {
 	return nil
 }
 
-// IsValid implements driver.Validator: false once the physical connection is gone, and
-// while a transaction opened by statements is lost (database/sql then closes a pooled
+// IsValid implements driver.Validator: false once the physical connection is gone
+// (unless AllowSourceDown keeps it for its replica sessions while a replica qualifies),
+// and while a transaction opened by statements is lost (database/sql then closes a pooled
 // connection instead of handing the lost state to its next user). A connection inside
 // an open transaction stays valid: closing it would roll the transaction back.
 func (c *Conn) IsValid() bool {
-	if c.phys == nil || c.closed || c.lost != nil {
+	if c.closed || c.lost != nil {
 		return false
+	}
+	if c.phys == nil {
+		// Without a primary session: valid only while its replica sessions may serve
+		// (AllowSourceDown); its next statement that needs the primary walks (ready).
+		return c.cfg.AllowSourceDown && c.cl.AnyReplica()
 	}
 	if v, ok := c.phys.(driver.Validator); ok {
 		return v.IsValid()

@@ -640,3 +640,54 @@ func TestReplicaSessionOfRemovedHost(t *testing.T) {
 	}
 	e.allMet()
 }
+
+// TestReadsWithoutWriter: with replicaReads and targetSessionAttrs read-write, while no
+// writer answers (the primary refuses connections, the others are standbys), a new
+// connection opens without a primary session (allowSourceDownConnections, the default),
+// its read-intent statements run on the replicas and it stays valid; a write fails with
+// the walk's *failover.NoHostAvailableError, as without replicas; once the writer is
+// known down, the next connection opens without walking at all. With
+// allowSourceDownConnections=false, Open fails as before.
+func TestReadsWithoutWriter(t *testing.T) {
+	rw := func(c *dsn.Config) { c.ReplicaReads, c.TargetSessionAttrs, c.RetriesAllDown = true, dsn.TargetReadWrite, 1 }
+	cfg := splitCfg
+	cfg.WriteIntent, cfg.FailOverReadOnly, cfg.AllowSourceDown = true, false, true
+	e := newEnv(t, 3, rw)
+	e.net.SetReadOnly(1, true)
+	e.net.SetReadOnly(2, true)
+	e.refuse(0)
+	e.script(1, nil, replicaSession(queryRows("SELECT r", 2)), replicaSession(queryRows("SELECT r", 2)))
+	e.script(2, nil, replicaSession(queryRows("SELECT r", 3)), replicaSession(queryRows("SELECT r", 3)))
+	c, err := Open(context.Background(), e.cl, cfg)
+	if err != nil {
+		t.Fatalf("Open with no writer and two replicas: %v, want a connection for reads", err)
+	}
+	defer c.Close()
+	if got := readOne(t, c, read, "SELECT r"); got != 2 && got != 3 {
+		t.Fatalf("read on H%d, want a replica", got)
+	}
+	if !c.IsValid() {
+		t.Error("a connection without a primary session but with replicas is not valid")
+	}
+	var nh *failover.NoHostAvailableError
+	if err := exec(c, "INSERT w"); !errors.As(err, &nh) {
+		t.Errorf("a write with no writer: %v, want a *failover.NoHostAvailableError", err)
+	}
+	dials := e.dialed(0)
+	c2, err := Open(context.Background(), e.cl, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	if e.dialed(0) != dials {
+		t.Errorf("a second connection dialled the primary known down (%d dials, was %d)", e.dialed(0), dials)
+	}
+	if got := readOne(t, c2, read, "SELECT r"); got != 2 && got != 3 {
+		t.Fatalf("read on H%d, want a replica", got)
+	}
+	strict := cfg
+	strict.AllowSourceDown = false
+	if _, err := Open(context.Background(), e.cl, strict); !errors.As(err, &nh) {
+		t.Errorf("Open with allowSourceDownConnections=false: %v, want the walk's error", err)
+	}
+}
