@@ -27,13 +27,14 @@ const replicaEpoch = stmt.SideEpoch
 
 // rsession is one replica session of a Conn.
 type rsession struct {
-	phys    driver.Conn
-	host    int
-	epoch   uint64
-	execer  driver.ExecerContext
-	queryer driver.QueryerContext
-	db      string // the database it is in
-	reached string // the causal position it is known to have applied
+	phys     driver.Conn
+	host     int
+	epoch    uint64
+	execer   driver.ExecerContext
+	queryer  driver.QueryerContext
+	db       string // the database it is in
+	reached  string // the causal position it is known to have applied
+	lastUsed int64  // cluster clock (UnixNano) of its last use: an idle one is checked first
 }
 
 // split is a Conn's replica side; nil without replicaReads, which is the one check the
@@ -179,13 +180,26 @@ func bit(host int) uint64 {
 }
 
 // rsessionOn returns this connection's replica session on host, opening it when there is
-// none, in the connection's current database.
+// none, in the connection's current database. A session idle for cluster.DefaultIdleCheck
+// or more first gets go-sql-driver's liveness check, as the primary session does (stale):
+// database/sql checks a pooled connection only when it hands it out, never between the
+// calls of a pinned *sql.Conn, and a replica restarted or a wait_timeout meanwhile
+// leaves a dead session there. A dead one is replaced on the same host, so that a
+// routing key keeps to its replica.
 func (c *Conn) rsessionOn(ctx context.Context, host int) (*rsession, error) {
 	sp := c.sp
+	now := c.cl.Now().UnixNano()
 	for _, rs := range sp.sess {
 		if rs.host != host {
 			continue
 		}
+		if now-rs.lastUsed >= int64(cluster.DefaultIdleCheck) {
+			if r, ok := rs.phys.(driver.SessionResetter); ok && r.ResetSession(ctx) != nil {
+				c.dropReplica(rs) // dead while it sat idle: a new one on the same host
+				break
+			}
+		}
+		rs.lastUsed = now
 		if rs.db != c.db && c.db != "" {
 			if err := c.exec(ctx, rs.phys, "USE "+quoteIdent(c.db)); err != nil {
 				c.dropReplica(rs)
@@ -200,7 +214,7 @@ func (c *Conn) rsessionOn(ctx context.Context, host int) (*rsession, error) {
 		return nil, err
 	}
 	sp.next++
-	rs := &rsession{phys: phys, host: host, epoch: replicaEpoch | sp.next, db: c.db}
+	rs := &rsession{phys: phys, host: host, epoch: replicaEpoch | sp.next, db: c.db, lastUsed: now}
 	rs.execer, _ = phys.(driver.ExecerContext)
 	rs.queryer, _ = phys.(driver.QueryerContext)
 	sp.sess = append(sp.sess, rs)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/mysqlfailover/mysqlfailover/dsn"
 	"github.com/mysqlfailover/mysqlfailover/failover"
+	"github.com/mysqlfailover/mysqlfailover/internal/cluster"
 )
 
 // split is the connection configuration of replicaReads=true (readFromSourceWhenNoReplicas
@@ -649,7 +650,9 @@ func TestReplicaSessionOfRemovedHost(t *testing.T) {
 // known down, the next connection opens without walking at all. With
 // allowSourceDownConnections=false, Open fails as before.
 func TestReadsWithoutWriter(t *testing.T) {
-	rw := func(c *dsn.Config) { c.ReplicaReads, c.TargetSessionAttrs, c.RetriesAllDown = true, dsn.TargetReadWrite, 1 }
+	rw := func(c *dsn.Config) {
+		c.ReplicaReads, c.TargetSessionAttrs, c.RetriesAllDown = true, dsn.TargetReadWrite, 1
+	}
 	cfg := splitCfg
 	cfg.WriteIntent, cfg.FailOverReadOnly, cfg.AllowSourceDown = true, false, true
 	e := newEnv(t, 3, rw)
@@ -690,4 +693,31 @@ func TestReadsWithoutWriter(t *testing.T) {
 	if _, err := Open(context.Background(), e.cl, strict); !errors.As(err, &nh) {
 		t.Errorf("Open with allowSourceDownConnections=false: %v, want the walk's error", err)
 	}
+}
+
+// TestPinnedReplicaSessionCheckedBeforeReuse: on a pinned connection (no check by
+// database/sql between calls) a replica session that died while it sat idle (a replica
+// restart, wait_timeout) is found by the liveness check before the next read and
+// replaced on the same replica: the keyed read keeps to its replica.
+func TestPinnedReplicaSessionCheckedBeforeReuse(t *testing.T) {
+	e := newEnv(t, 3, replicaReads)
+	r := e.cl.PickReplica("k", true, 0)
+	e.script(r, replicaSession(queryRows("SELECT r", int64(r+1))), replicaSession(queryRows("SELECT r", int64(r+1))))
+	c := e.open(splitCfg)
+	keyed := WithReadIntent(context.Background(), "k")
+	if got := readOne(t, c, keyed, "SELECT r"); got != int64(r+1) {
+		t.Fatalf("read on H%d, want H%d", got, r+1)
+	}
+	e.clock.Advance(2 * cluster.DefaultIdleCheck)
+	e.phys(r, 0).Broken.Store(true) // closed by the server while idle
+	if got := readOne(t, c, keyed, "SELECT r"); got != int64(r+1) {
+		t.Fatalf("read after the idle session died on H%d, want its replica H%d again", got, r+1)
+	}
+	if n := e.dialed(r); n != 2 {
+		t.Errorf("H%d dialled %d times, want 2 (a new session there)", r+1, n)
+	}
+	if st := e.cl.Stats(); st.ReplicaRetries != 0 {
+		t.Errorf("ReplicaRetries %d, want 0: the dead session was found before anything was sent", st.ReplicaRetries)
+	}
+	e.allMet()
 }
