@@ -81,10 +81,10 @@ type Stats struct {
 	// CausalWaits counts the waits of causal reads (causalReads local or global) in
 	// which a replica reached the write's position: the replica served the read (count).
 	CausalWaits int64
-	// CausalPrimary counts causal reads sent to the primary because a replica had not
-	// reached the position within causalReadsTimeout (then, for causalReadsTimeout,
-	// reads that need the same position go there without waiting, uncounted), or
-	// because the position could not be read (count).
+	// CausalPrimary counts causal reads sent to the primary because no qualifying
+	// replica had reached the position within causalReadsTimeout (a replica that missed
+	// one is then skipped by causal reads for causalReadsTimeout, and the next replica
+	// tried), or because the position could not be read (count).
 	CausalPrimary int64
 }
 

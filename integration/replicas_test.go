@@ -789,15 +789,17 @@ func TestReplicaLagAvoided(t *testing.T) {
 
 // TestCausalReads: causalReads=local (the write and the read on one *sql.Conn) and
 // global (the write through the pool, the read on another pinned connection), with
-// causalReadsTimeout=50ms, node 2's SQL thread stopped (it never has the rows) and node 3
-// replicating. 1000 times: INSERT a unique row on the primary, then a read-intent SELECT
-// of it. Asserted: it returns the row every time (0 stale), no error, node 2 serves
-// none; some reads waited on node 3 (Stats.CausalWaits) and some went to the primary
-// after node 2's wait timed out (Stats.CausalPrimary); every read node 1 served is
-// counted by CausalPrimary or ReplicaToPrimary. Reported: the counts and the latency of
-// the reads (median, p99).
+// causalReadsTimeout=50ms. Phase 1, node 2's SQL thread stopped (it never has the rows)
+// and node 3 replicating, 1000 times: INSERT a unique row on the primary, then a
+// read-intent SELECT of it. Asserted: it returns the row every time (0 stale), no error,
+// node 2 serves none (a replica whose replication is not running is no replica, without
+// maxReplicaLag too: no read waits there in vain), node 3 serves every read after its
+// wait (Stats.CausalWaits). Phase 2, node 3 delayed as well (MASTER_DELAY: replicating,
+// but seconds behind), 100 pairs: every read goes to the primary after node 3's wait
+// timed out (Stats.CausalPrimary), still 0 stale; every read node 1 served is counted
+// by CausalPrimary or ReplicaToPrimary. Reported: the counts and the latency of the
+// reads (median, p99).
 func TestCausalReads(t *testing.T) {
-	const reads = 1000
 	for _, mode := range []string{"local", "global"} {
 		t.Run(mode, func(t *testing.T) {
 			fig := func(k string, v any) { t.Logf("FIGURE %s: %s=%v", t.Name(), k, v) }
@@ -829,68 +831,84 @@ func TestCausalReads(t *testing.T) {
 				_, err := q.ExecContext(ctx, fmt.Sprintf("INSERT INTO causal (id, v) VALUES (%d, %d)", id, id*7))
 				return err
 			}
-			before := p.cn.Stats()
-			var stale, failed int
-			var firstErr error
-			by := map[int]int{}
-			var readLat, writeLat []time.Duration
-			latBy := map[int][]time.Duration{}
-			for id := 1; id <= reads; id++ {
-				w0 := time.Now()
-				must(t, write(id))
-				writeLat = append(writeLat, time.Since(w0))
-				r0 := time.Now()
-				var v, port int
-				err := reader.QueryRowContext(readIntent(ctx), fmt.Sprintf("SELECT v, @@port FROM causal WHERE id = %d", id)).Scan(&v, &port)
-				readLat = append(readLat, time.Since(r0))
-				switch {
-				case errors.Is(err, sql.ErrNoRows):
-					stale++
-				case err != nil:
-					failed++
-					if firstErr == nil {
-						firstErr = err
+			type phase struct {
+				stale, failed         int
+				firstErr              error
+				by                    map[int]int
+				readLat, writeLat     []time.Duration
+				waits, primary, toPri int64
+			}
+			run := func(from, n int) phase {
+				ph := phase{by: map[int]int{}}
+				before := p.cn.Stats()
+				for id := from; id < from+n; id++ {
+					w0 := time.Now()
+					must(t, write(id))
+					ph.writeLat = append(ph.writeLat, time.Since(w0))
+					r0 := time.Now()
+					var v, port int
+					err := reader.QueryRowContext(readIntent(ctx), fmt.Sprintf("SELECT v, @@port FROM causal WHERE id = %d", id)).Scan(&v, &port)
+					ph.readLat = append(ph.readLat, time.Since(r0))
+					switch {
+					case errors.Is(err, sql.ErrNoRows):
+						ph.stale++
+					case err != nil:
+						ph.failed++
+						if ph.firstErr == nil {
+							ph.firstErr = err
+						}
+					case v != id*7:
+						t.Fatalf("row %d read as v=%d", id, v)
+					default:
+						ph.by[c.NodeByPort(port)]++
 					}
-				case v != id*7:
-					t.Fatalf("row %d read as v=%d", id, v)
-				default:
-					by[c.NodeByPort(port)]++
-					latBy[c.NodeByPort(port)] = append(latBy[c.NodeByPort(port)], readLat[len(readLat)-1])
 				}
+				st := p.cn.Stats()
+				ph.waits, ph.primary = st.CausalWaits-before.CausalWaits, st.CausalPrimary-before.CausalPrimary
+				ph.toPri = st.ReplicaToPrimary - before.ReplicaToPrimary
+				if ph.stale != 0 {
+					t.Errorf("%d of %d causal reads did not see the row just written", ph.stale, n)
+				}
+				if ph.failed != 0 {
+					t.Errorf("%d of %d causal reads failed; first: %v", ph.failed, n, ph.firstErr)
+				}
+				if int64(ph.by[1]) != ph.primary+ph.toPri {
+					t.Errorf("node 1 served %d reads, CausalPrimary %d + ReplicaToPrimary %d", ph.by[1], ph.primary, ph.toPri)
+				}
+				return ph
 			}
-			st := p.cn.Stats()
-			waits, primary := st.CausalWaits-before.CausalWaits, st.CausalPrimary-before.CausalPrimary
-			toPrimary := st.ReplicaToPrimary - before.ReplicaToPrimary
-			if stale != 0 {
-				t.Errorf("%d of %d causal reads did not see the row just written", stale, reads)
+			const reads = 1000
+			one := run(1, reads)
+			if one.by[2] != 0 {
+				t.Errorf("node 2 (SQL thread stopped) served %d reads", one.by[2])
 			}
-			if failed != 0 {
-				t.Errorf("%d of %d causal reads failed; first: %v", failed, reads, firstErr)
+			if one.waits == 0 || one.by[3] != reads {
+				t.Errorf("CausalWaits grew by %d, node 3 served %d of %d reads: want all of them served by node 3 after a wait", one.waits, one.by[3], reads)
 			}
-			if by[2] != 0 {
-				t.Errorf("node 2 (SQL thread stopped) served %d reads", by[2])
-			}
-			if waits == 0 || by[3] == 0 {
-				t.Errorf("CausalWaits grew by %d, node 3 served %d reads: want reads served by node 3 after a wait", waits, by[3])
-			}
-			if primary == 0 {
-				t.Errorf("CausalPrimary grew by 0: node 2 never reaches the position, so reads routed to it must go to the primary")
-			}
-			if int64(by[1]) != primary+toPrimary {
-				t.Errorf("node 1 served %d reads, CausalPrimary %d + ReplicaToPrimary %d", by[1], primary, toPrimary)
+			if s := p.cn.Stats().Hosts[1].ReplicaSkip; !strings.Contains(s, "replication is not running") {
+				t.Errorf("node 2's ReplicaSkip %q, want it to say replication is not running", s)
 			}
 			fig("reads", reads)
-			fig("stale", stale)
-			fig("errors", failed)
-			fig("served_by_node", fmt.Sprintf("node1=%d node2=%d node3=%d", by[1], by[2], by[3]))
-			fig("causal_waits", waits)
-			fig("causal_primary", primary)
-			fig("replica_to_primary", toPrimary)
-			fig("read_latency", pctl(readLat))
-			fig("read_latency_served_by_node3", pctl(latBy[3]))
-			fig("read_latency_served_by_node1", pctl(latBy[1]))
-			fig("write_latency", pctl(writeLat))
-			fig("stats", replicaSummary(c, st))
+			fig("stale", one.stale)
+			fig("errors", one.failed)
+			fig("served_by_node", fmt.Sprintf("node1=%d node2=%d node3=%d", one.by[1], one.by[2], one.by[3]))
+			fig("causal_waits", one.waits)
+			fig("read_latency", pctl(one.readLat))
+			fig("write_latency", pctl(one.writeLat))
+
+			// Phase 2: node 3 replicates, seconds behind: every read needs the primary.
+			must(t, c.Node(3).Exec(ctx, "STOP SLAVE"))
+			must(t, c.Node(3).Exec(ctx, "CHANGE MASTER TO MASTER_DELAY = 5"))
+			must(t, c.Node(3).Exec(ctx, "START SLAVE"))
+			const late = 100
+			two := run(reads+1, late)
+			if two.primary == 0 || two.by[1] != late {
+				t.Errorf("node 3 delayed: CausalPrimary grew by %d, node 1 served %d of %d reads; want all on the primary after node 3's wait", two.primary, two.by[1], late)
+			}
+			fig("delayed_reads", late)
+			fig("delayed_causal_primary", two.primary)
+			fig("delayed_read_latency", pctl(two.readLat))
+			fig("stats", replicaSummary(c, p.cn.Stats()))
 		})
 	}
 }

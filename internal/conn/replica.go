@@ -162,7 +162,8 @@ func (c *Conn) replica(ctx context.Context, key string) (*rsession, error) {
 		sp.tried |= bit(host)
 	}
 	if behind {
-		return nil, nil // counted by the waits that timed out (CausalPrimary)
+		c.cl.NoteCausal(false) // no qualifying replica had the write in time: the primary
+		return nil, nil
 	}
 	if !sp.toPrimary {
 		return nil, c.cl.NoReplicaError()
@@ -469,8 +470,8 @@ func (c *Conn) causalWait(ctx context.Context, rs *rsession) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	c.cl.NoteCausal(ok)
 	if ok {
+		c.cl.NoteCausal(true)
 		rs.reached = pos
 	}
 	return ok, nil
