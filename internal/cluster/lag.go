@@ -37,8 +37,14 @@ const LagUnknown time.Duration = -1
 
 // ReplicationStopped starts the reason ReadLag gives (after "replica lag unknown: ") for
 // a replica whose replication thread is stopped or broken: such a host is no replica,
-// whatever maxReplicaLag says (replicaSkip).
-const ReplicationStopped = "replication is not running"
+// whatever maxReplicaLag says (replicaSkip). ReplicationReconnecting starts it for one
+// whose SQL thread runs while its IO thread reconnects to its source (a dead primary): its
+// lag is unknown (with maxReplicaLag it is not used), but it holds all its source sent,
+// and without maxReplicaLag it serves, so that reads go on while no writer answers.
+const (
+	ReplicationStopped      = "replication is not running"
+	ReplicationReconnecting = "replication is reconnecting to its source"
+)
 
 // Error numbers ReadLag tells apart.
 const (
@@ -155,7 +161,15 @@ func readLag(ctx context.Context, q driver.QueryerContext, query string) (time.D
 			continue // read to the end all the same
 		}
 		if vals[lagCol] == nil {
-			stopped = ReplicationStopped + " (Seconds_Behind_Master is NULL"
+			// The SQL thread applies what the replica has: while it runs and the IO
+			// thread is only reconnecting (its source is gone, a dead primary), the data is
+			// as fresh as the source's last write. Stopped (an operator, an error) the data
+			// ends where it stopped.
+			stopped = ReplicationStopped
+			if sqlCol >= 0 && strings.EqualFold(text(vals[sqlCol]), "Yes") && ioCol >= 0 && strings.EqualFold(text(vals[ioCol]), "Connecting") {
+				stopped = ReplicationReconnecting
+			}
+			stopped += " (Seconds_Behind_Master is NULL"
 			for _, c := range []int{ioCol, sqlCol, ioErrCol, sqlErrCol} {
 				if c < 0 || vals[c] == nil {
 					continue

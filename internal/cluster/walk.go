@@ -28,6 +28,7 @@ type plan struct {
 	primaryFirst bool
 	skipPrimary  bool
 	join         bool // a connection joining the pool: start, the pool's host, goes first
+	onePass      bool // one pass only, whatever retriesAllDown says (ConnectOnePass)
 }
 
 // order returns the hosts to try in pass i of p: the policy's plan, without ignored
@@ -142,6 +143,19 @@ func (c *Cluster) Connect(ctx context.Context, setup SetupFunc) (driver.Conn, in
 	return c.walk(ctx, p, nil, setup)
 }
 
+// ConnectOnePass is Connect with one pass over the host list, whatever retriesAllDown
+// says: for a connection that can serve without the pool's host (replica reads while no
+// writer answers, conn.Open), so that its first read does not wait for the passes a
+// write would.
+func (c *Cluster) ConnectOnePass(ctx context.Context, setup SetupFunc) (driver.Conn, int, error) {
+	c.inUse.RLock()
+	defer c.inUse.RUnlock()
+	p := c.joinPlan()
+	p.onePass = true
+	defer c.probeOnce(&p)()
+	return c.walk(ctx, p, nil, setup)
+}
+
 // next returns the host after failed in the list (the rotation's start), or the list's
 // first host when failed is not in it.
 func (c *Cluster) next(t *topo, failed int) int {
@@ -175,7 +189,11 @@ func (c *Cluster) walk(ctx context.Context, p plan, cause error, setup SetupFunc
 	var buf [8]int
 	order := buf[:0]
 	passes := 0
-	for i := 0; i < c.passes(); i++ {
+	passesAll := c.passes()
+	if p.onePass {
+		passesAll = 1
+	}
+	for i := 0; i < passesAll; i++ {
 		if i > 0 {
 			if err := c.env.Clock.Sleep(ctx, DefaultPassPause); err != nil {
 				return nil, -1, c.noHost(t, passes, errs, tried, EndErr(ctx), p)

@@ -156,17 +156,21 @@ type Conn struct {
 //
 // With AllowSourceDown (replica reads), while a replica qualifies, a connection opens
 // without a primary session when the pool's writer is known not to answer (no walk: a
-// read must not wait for one) or when the walk finds no host: its read-intent
-// statements run on the replicas, and its first statement that needs the primary walks
-// then, failing as the walk does.
+// read must not wait for one) or when one pass over the hosts finds none: its
+// read-intent statements run on the replicas, and its first statement that needs the
+// primary walks then, with every pass retriesAllDown allows, failing as the walk does.
 func Open(ctx context.Context, cl *cluster.Cluster, cfg Config) (*Conn, error) {
 	c := &Conn{cl: cl, cfg: cfg, explicitRO: cfg.ReadOnly, db: cfg.DBName,
 		dsnAC: autocommitOf(cfg.Autocommit), dsnCT: completionOf(cfg.CompletionType), sp: newSplit(cfg)}
 	c.st.ac, c.st.ct = c.dsnAC, c.dsnCT
-	if cfg.AllowSourceDown && cl.WriterUnavailable() && cl.AnyReplica() {
-		return c, nil
+	connect := cl.Connect
+	if cfg.AllowSourceDown && cl.AnyReplica() {
+		if cl.WriterUnavailable() {
+			return c, nil
+		}
+		connect = cl.ConnectOnePass // no writer in one pass: the reads need none
 	}
-	phys, host, err := cl.Connect(ctx, c.setup)
+	phys, host, err := connect(ctx, c.setup)
 	var nh *failover.NoHostAvailableError
 	if err != nil && cfg.AllowSourceDown && errors.As(err, &nh) && nh.Err == nil && cl.AnyReplica() {
 		return c, nil // no writer now (the caller's context did not end the walk)
