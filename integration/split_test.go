@@ -131,7 +131,9 @@ func TestPinnedReplicaSessions(t *testing.T) {
 	ctx := ctxT(t, 2*time.Minute)
 	p := openFaultPool(t, c.DSN(replicaParams+"&readTimeout=2s&readFromSourceWhenNoReplicas=false"))
 	must(t, p.db.PingContext(ctx)) // the first connection starts the probes
-	if !waitFor(10*time.Second, func() bool { return hostOf(c, p, 2).ReplicaSkip == "" && hostOf(c, p, 3).ReplicaSkip == "" && hostOf(c, p, 2).Role != 0 }) {
+	if !waitFor(10*time.Second, func() bool {
+		return hostOf(c, p, 2).ReplicaSkip == "" && hostOf(c, p, 3).ReplicaSkip == "" && hostOf(c, p, 2).Role != 0
+	}) {
 		t.Fatalf("the replicas never qualified: %s", replicaSummary(c, p.cn.Stats()))
 	}
 	// The servers close a session after 1 s idle (the probes' sessions are never idle that
