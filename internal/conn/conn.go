@@ -140,6 +140,7 @@ type Conn struct {
 	batch     string  // the query of the kBatch statement in flight, for fail
 	noInTrans bool    // the session's server has no @@in_transaction (MySQL)
 	mute      bool    // the session's server did not answer resolve: not asked again
+	rbot      uint8   // the session's server's innodb_rollback_on_timeout, once read (see timeoutEnded)
 
 	sp *split // the replica sessions (replicaReads); nil without
 }
@@ -191,7 +192,7 @@ func (c *Conn) clean() {
 	if c.st.ct == ctUnknown {
 		c.st.ct = c.dsnCT
 	}
-	c.noInTrans, c.mute = false, false
+	c.noInTrans, c.mute, c.rbot = false, false, rbotUnknown
 }
 
 // discard drops the physical connection between calls (found dead, or its state could
@@ -252,7 +253,9 @@ func (c *Conn) ready(ctx context.Context, count bool, k stmt.Kind) error {
 		return nil
 	}
 	if c.lost != nil && k != kSession {
-		return c.whileLost(k)
+		if err := c.whileLost(ctx, k); err != nil {
+			return err
+		}
 	}
 	place := cluster.PlaceAway
 	if c.phys != nil {
@@ -367,9 +370,9 @@ func (c *Conn) fail(ctx context.Context, epoch uint64, err error, r stmt.Retry, 
 		if c.cfg.WriteIntent && cluster.ReadOnlyRejection(err) && !cluster.Ended(ctx) {
 			return c.rejected(ctx, err, r, c.cfg.MultiStatements, k)
 		}
-		c.failedData(k)
+		out := c.failedWith(ctx, err, k) // a transaction the server rolled back is over
 		c.dropIfInvalid(err, k)
-		return false, err
+		return false, out
 	case cluster.Canceled:
 		c.dropIfInvalid(err, k)
 		if cerr := cluster.EndErr(ctx); !errors.Is(err, cerr) {
