@@ -237,8 +237,10 @@ func (h *hostConnectors) get(addr string) (sqldriver.Connector, error) {
 // is returned wrapped with the host. With one host and no host list (hostsURL or
 // WithHostListProvider) there is no failover: one attempt (retriesAllDown does not
 // apply, as in Connector/J), and a host that does not answer returns its own error, as
-// go-sql-driver does (the dial function's, a *net.OpError, mysql.ErrNoTLS, ...). After
-// Close it returns failover.ErrClosed.
+// go-sql-driver does (the dial function's, a *net.OpError, mysql.ErrNoTLS, ...); a host
+// that answers with the wrong role for targetSessionAttrs returns the
+// *failover.NoHostAvailableError, which names it and its role. After Close it returns
+// failover.ErrClosed.
 func (c *Connector) Connect(ctx context.Context) (sqldriver.Conn, error) {
 	if c.shared != nil {
 		// Driver.Open's shared Connector counts its open connections (see openLinger);
@@ -258,10 +260,18 @@ func (c *Connector) Connect(ctx context.Context) (sqldriver.Conn, error) {
 
 // hostError returns, for a Connector of one host, the host's own error instead of the
 // *failover.NoHostAvailableError that names it (when the host was tried and the caller's
-// context did not end the walk): what go-sql-driver returns for the same DSN.
+// context did not end the walk): what go-sql-driver returns for the same DSN. A host
+// passed over for its role (targetSessionAttrs) has no error of go-sql-driver's to
+// return: the NoHostAvailableError stays, naming the host and its role
+// ("db1:3306: skipped: role is standby, wanted read-write"), and SafeToRetry says
+// RetryStatement (nothing was sent).
 func (c *Connector) hostError(err error) error {
 	var nh *failover.NoHostAvailableError
 	if !c.single || !errors.As(err, &nh) || nh.Err != nil || len(nh.Hosts) != 1 || nh.Hosts[0].Err == nil {
+		return err
+	}
+	var re *cluster.RoleError
+	if errors.As(nh.Hosts[0].Err, &re) {
 		return err
 	}
 	return nh.Hosts[0].Err

@@ -97,13 +97,22 @@
 //     of the transaction fails with ErrTxLost alone without running anywhere,
 //     Commit (or a COMMIT statement) returns it, Rollback (or ROLLBACK) returns
 //     nil, and the next transaction runs on the new host.
+//   - A transaction the server rolled back while its session lived on (see
+//     Transactions) is over: the statement that a deadlock (1213, also
+//     Galera's certification failure) hit returns the server's
+//     *mysql.MySQLError; a lock wait timeout (1205) that rolled back the whole
+//     transaction returns it wrapped in an error matching
+//     failover.ErrTxRolledBack. Every later statement of the transaction fails
+//     with failover.ErrTxRolledBack without being sent, Commit (or COMMIT)
+//     returns it, never nil, and Rollback (or ROLLBACK) returns nil.
 //   - A failure during COMMIT (Commit, the statement, or one that commits
 //     implicitly) matches failover.ErrCommitOutcomeUnknown and the
 //     FailoverError: the commit may or may not have happened; read the data.
 //   - When no host answers, the error is a *failover.NoHostAvailableError
 //     (with a single host, the host's own error: see Networks and dialers)
 //     naming every host with its last error, or why it was not tried (a host of
-//     the wrong role reads "skipped: role is standby, wanted read-write"). When
+//     the wrong role reads "skipped: role is standby, wanted read-write"; with a
+//     single host of the wrong role, too). When
 //     the caller's context ended the walk, its Err is the context error, so
 //     errors.Is(err, context.DeadlineExceeded) holds: test that first. The next
 //     call walks again.
@@ -124,8 +133,9 @@
 //     statement: the pool leaves it, and the statement runs on the next ready
 //     host without an error (inside a transaction, ErrTxLost; a refused COMMIT
 //     committed nothing). See package failover, Readiness.
-//   - A data error (duplicate key, syntax, deadlock, the read-only rejections
-//     1290 and 1792) is go-sql-driver's *mysql.MySQLError, untouched, and the
+//   - A data error (duplicate key, syntax, the read-only rejections 1290 and
+//     1792, a deadlock outside a transaction) is go-sql-driver's
+//     *mysql.MySQLError, untouched, and the
 //     connection stays. With targetSessionAttrs read-write or primary, a write
 //     that a demoted primary rejects moves the pool instead (see package
 //     failover, Roles).
@@ -137,7 +147,7 @@
 //
 //	switch mysqlfailover.SafeToRetry(err) {
 //	case mysqlfailover.RetryStatement: // nothing of it ran: run the statement again
-//	case mysqlfailover.RetryTransaction: // rolled back by the server: run the whole transaction again
+//	case mysqlfailover.RetryTransaction: // nothing of it is left: roll back, run the whole transaction again
 //	case mysqlfailover.RetryNothing: // it may have run, or committed: read the data first
 //	}
 //
@@ -249,6 +259,32 @@
 // (Ping, Prepare and BeginTx too) fails with ErrTxLost unsent, until ROLLBACK
 // (nil) or COMMIT (ErrTxLost), and IsValid is false meanwhile, so database/sql
 // retires such a pooled connection instead of handing it on.
+//
+// The server ends a transaction on its own too, while the session lives on: a
+// deadlock (1213) always rolls back the whole transaction, on MySQL and
+// MariaDB, and so does Galera's certification failure (also a 1213) and Group
+// Replication's (3101, at COMMIT); a lock wait timeout (1205) rolls back only
+// the statement unless innodb_rollback_on_timeout is ON. From then on the
+// server runs each statement on its own (autocommit), so code that logs the
+// error and carries on would commit the rest of its transaction without the
+// part the server threw away. The driver refuses those statements instead,
+// as PostgreSQL refuses those of an aborted transaction: inside a Tx or a
+// transaction opened by statements, every later call fails with
+// failover.ErrTxRolledBack (which also matches ErrTxLost and wraps the
+// server's error) without being sent, until ROLLBACK, which runs and returns
+// nil. Commit and COMMIT do not run: ROLLBACK runs instead (with COMMIT's AND
+// CHAIN or RELEASE), and they return the error, never nil, so no part of the
+// transaction commits. After a 1205 the driver asks the server what it rolled
+// back, once: MariaDB's @@in_transaction (0: the transaction), or on MySQL,
+// which has no such variable, innodb_rollback_on_timeout (read once per
+// session); a 1205 that rolled back only the statement passes through as it
+// is, and the transaction goes on. When the server cannot be asked (results
+// still being read) or does not answer, the transaction counts as rolled back.
+// A COMMIT that fails with 1213 or 3101 ended its transaction; an XA
+// transaction is left to the server, which refuses the statements of a
+// rolled-back branch itself (1614). After CALL or EXECUTE, whose effect the
+// driver cannot see, an open transaction counts as possible: a deadlock then
+// refuses the later statements too, until ROLLBACK.
 //
 // # Session state
 //

@@ -20,14 +20,22 @@ const (
 	RetryNothing Retry = iota
 	// RetryStatement: the statement provably did not run (a FailoverError without
 	// MaybeExecuted; no connection could be opened, a *failover.NoHostAvailableError,
-	// also when the caller's context ended the walk; a full host refused the connection;
+	// also when the caller's context ended the walk or, with a single host, that host
+	// has the wrong role for targetSessionAttrs; a full host refused the connection;
 	// a lock wait timeout, 1205, rolled back the statement alone; a server that is not
 	// ready for application use refused it, 1047, 3032, 3796 or 3799): run it again. Outside a
 	// transaction that is all there is to it; inside one, only this statement failed.
+	// A 1205 that rolled back the whole transaction (innodb_rollback_on_timeout) comes
+	// wrapped in an error matching failover.ErrTxRolledBack: RetryTransaction.
 	RetryStatement
-	// RetryTransaction: the server rolled the whole transaction back
-	// (failover.ErrTxLost, a deadlock 1213): run the whole transaction again, from its
-	// first statement.
+	// RetryTransaction: the whole transaction was rolled back, on the server or with its
+	// session, and nothing of it committed: failover.ErrTxLost (its session died),
+	// failover.ErrTxRolledBack (the server rolled it back: a deadlock, a lock wait
+	// timeout under innodb_rollback_on_timeout, and every statement refused after it),
+	// a deadlock 1213 (also Galera's certification failure), Group Replication's 3101 at
+	// COMMIT, an XA branch rolled back for a deadlock (1614). Roll back (Tx.Rollback,
+	// or a ROLLBACK statement) and run the whole transaction again, from its first
+	// statement: RunInTx does that.
 	RetryTransaction
 )
 
@@ -54,7 +62,7 @@ func SafeToRetry(err error) Retry {
 	switch {
 	case err == nil, errors.Is(err, failover.ErrCommitOutcomeUnknown), errors.Is(err, failover.ErrClosed):
 		return RetryNothing
-	case errors.Is(err, failover.ErrTxLost):
+	case errors.Is(err, failover.ErrTxLost), errors.Is(err, failover.ErrTxRolledBack):
 		return RetryTransaction
 	case errors.As(err, &fe):
 		if fe.MaybeExecuted {
@@ -65,7 +73,9 @@ func SafeToRetry(err error) Retry {
 		return RetryStatement // a connection that was never opened sent nothing
 	case errors.As(err, &me):
 		switch me.Number {
-		case 1213: // ER_LOCK_DEADLOCK: the server rolled the transaction back
+		case 1213, // ER_LOCK_DEADLOCK: the server rolled the transaction back (also Galera's certification failure)
+			3101, // ER_TRANSACTION_ROLLBACK_DURING_COMMIT: Group Replication rolled it back at COMMIT
+			1614: // ER_XA_RBDEADLOCK: the XA branch was rolled back for a deadlock
 			return RetryTransaction
 		case 1205: // ER_LOCK_WAIT_TIMEOUT: the statement alone was rolled back
 			return RetryStatement

@@ -11,9 +11,26 @@ import (
 // host was found demoted and the connection left it): the statement that hit the
 // failure, every later statement of the same transaction (which never runs anywhere) and
 // its Commit. The server rolled the transaction back when its session died; nothing of it
-// was replayed on another host.
+// was replayed on another host. It is also matched by every error that matches
+// ErrTxRolledBack: either way nothing of the transaction is left, and the whole of it
+// may run again (mysqlfailover.SafeToRetry says RetryTransaction).
 // As MariaDB Connector/J's 25S03 "In progress transaction was lost".
 var ErrTxLost = errors.New("mysqlfailover: transaction lost")
+
+// ErrTxRolledBack is matched (errors.Is) by the errors of a transaction that the server
+// rolled back while its session lived on: a lock wait timeout (1205) that rolled back the
+// whole transaction, not only the statement (innodb_rollback_on_timeout=ON; on MariaDB
+// @@in_transaction is 0 afterwards), and every later statement of a transaction that a
+// deadlock (1213, also Galera's certification failure), a lock wait timeout of that kind
+// or a Group Replication rollback (3101) ended. Those later statements are refused
+// without being sent, until ROLLBACK (which runs and returns nil) or COMMIT (which runs
+// ROLLBACK instead and returns the error, never nil), so that no part of the transaction
+// commits on its own, as PostgreSQL refuses the statements of an aborted transaction.
+// The error says which host rolled the transaction back and wraps the server's error
+// (errors.As with *mysql.MySQLError finds it). It also matches ErrTxLost, with no
+// FailoverError: the connection stayed where it was. The statement that a deadlock or a
+// 3101 hit gets the server's *mysql.MySQLError itself, as go-sql-driver returns it.
+var ErrTxRolledBack = errors.New("mysqlfailover: transaction rolled back by the server")
 
 // ErrCommitOutcomeUnknown is matched (errors.Is) by the error of a Commit whose connection
 // failed after COMMIT was sent: the transaction may or may not have been committed, and

@@ -147,6 +147,7 @@ type Conn struct {
 	noInTrans bool    // the session's server has no @@in_transaction (MySQL)
 	mute      bool    // the session's server did not answer resolve: not asked again
 	temp      bool    // the session created a temporary table: read intents stay on it (route)
+	rbot      uint8   // the session's server's innodb_rollback_on_timeout, once read (see timeoutEnded)
 
 	sp *split // the replica sessions (replicaReads); nil without
 }
@@ -215,7 +216,7 @@ func (c *Conn) clean() {
 	if c.st.ct == ctUnknown {
 		c.st.ct = c.dsnCT
 	}
-	c.noInTrans, c.mute, c.temp = false, false, false
+	c.noInTrans, c.mute, c.temp, c.rbot = false, false, false, rbotUnknown
 }
 
 // discard drops the physical connection between calls (found dead, or its state could
@@ -276,7 +277,9 @@ func (c *Conn) ready(ctx context.Context, count bool, k stmt.Kind) error {
 		return nil
 	}
 	if c.lost != nil && k != kSession {
-		return c.whileLost(k)
+		if err := c.whileLost(ctx, k); err != nil {
+			return err
+		}
 	}
 	place := cluster.PlaceAway
 	if c.phys != nil {
@@ -401,9 +404,9 @@ func (c *Conn) fail(ctx context.Context, epoch uint64, err error, r stmt.Retry, 
 			// (a failed statement alone writes nothing): for causal reads it is a write.
 			c.wroteOnPrimary()
 		}
-		c.failedData(k)
+		out := c.failedWith(ctx, err, k) // a transaction the server rolled back is over
 		c.dropIfInvalid(err, k)
-		return false, err
+		return false, out
 	case cluster.Canceled:
 		c.dropIfInvalid(err, k)
 		if cerr := cluster.EndErr(ctx); !errors.Is(err, cerr) {

@@ -42,6 +42,13 @@
 // failover.ErrTxLost, without being sent, until a COMMIT statement (which returns that
 // error) or a ROLLBACK statement (which returns nil); IsValid is false meanwhile.
 //
+// A transaction the server rolled back while the session lived on (a deadlock, a lock
+// wait timeout under innodb_rollback_on_timeout, Group Replication's 3101: failedWith in
+// txended.go decides, asking the server after a 1205) is over the same way, in a Tx or
+// opened by statements: its later calls fail with failover.ErrTxRolledBack unsent;
+// ROLLBACK runs and ends that; COMMIT (and Tx.Commit) runs ROLLBACK instead and returns
+// the error.
+//
 // # Read-only
 //
 // The effective read-only state is the explicit flag (DSN readOnly, SetReadOnly) on the

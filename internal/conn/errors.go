@@ -65,3 +65,51 @@ func lost(why string) error { return &lostError{why: why} }
 // unprefixed drops the "mysqlfailover: " that starts this module's error texts, for an
 // error said inside another one.
 func unprefixed(s string) string { return strings.TrimPrefix(s, "mysqlfailover: ") }
+
+// endedError is the error of a transaction the server rolled back while its session lived
+// on (see endedBy): for the statement whose failure ended it, when the server's error
+// alone would not say so (a 1205, which usually rolls back only the statement), and for
+// every later statement of it, which is refused unsent (refused):
+//
+//	mysqlfailover: transaction rolled back by the server on db1:3306 (innodb_rollback_on_timeout is ON): Error 1205 (HY000): Lock wait timeout exceeded; try restarting transaction
+//	mysqlfailover: transaction rolled back by the server on db1:3306 (not sent: the server rolled the transaction back earlier; ROLLBACK ends it): Error 1213 (40001): Deadlock found when trying to get lock; try restarting transaction
+//
+// It matches failover.ErrTxRolledBack and failover.ErrTxLost, and unwraps to the
+// server's error.
+type endedError struct {
+	host    string
+	fact    string // what the server said that shows the transaction ended, "" for none
+	refused bool
+	cause   error
+}
+
+func (e *endedError) Error() string {
+	var b strings.Builder
+	b.WriteString(failover.ErrTxRolledBack.Error())
+	b.WriteString(" on ")
+	b.WriteString(e.host)
+	switch {
+	case e.refused:
+		b.WriteString(" (not sent: the server rolled the transaction back earlier; ROLLBACK ends it)")
+	case e.fact != "":
+		b.WriteString(" (")
+		b.WriteString(e.fact)
+		b.WriteString(")")
+	}
+	b.WriteString(": ")
+	b.WriteString(e.cause.Error())
+	return b.String()
+}
+
+// Unwrap returns the server's error.
+func (e *endedError) Unwrap() error { return e.cause }
+
+// Is reports whether target is failover.ErrTxRolledBack or failover.ErrTxLost.
+func (e *endedError) Is(target error) bool {
+	return target == failover.ErrTxRolledBack || target == failover.ErrTxLost
+}
+
+// refusal returns the error of the statements refused after e.
+func (e *endedError) refusal() *endedError {
+	return &endedError{host: e.host, refused: true, cause: e.cause}
+}

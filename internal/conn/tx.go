@@ -69,15 +69,18 @@ func (c *Conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 }
 
 // Commit commits on the transaction's host. A lost transaction returns its
-// failover.ErrTxLost error without sending anything. A communication failure during
-// COMMIT returns an error that matches failover.ErrCommitOutcomeUnknown and wraps the
-// *failover.FailoverError (the connection has moved), unless go-sql-driver proved COMMIT
-// was never sent, which means the transaction is lost (failover.ErrTxLost).
+// failover.ErrTxLost error without sending anything. One the server rolled back (a
+// deadlock...: see Conn.failedWith) returns its failover.ErrTxRolledBack error, never
+// nil, and sends ROLLBACK instead of COMMIT (see rollbackEnded). A communication failure
+// during COMMIT returns an error that matches failover.ErrCommitOutcomeUnknown and wraps
+// the *failover.FailoverError (the connection has moved), unless go-sql-driver proved
+// COMMIT was never sent, which means the transaction is lost (failover.ErrTxLost).
 func (t *Tx) Commit() error {
 	c := t.c
 	c.tx = nil
 	c.st.end(false) // whatever statements did inside the Tx, it ends here
 	if t.lost != nil {
+		t.rollbackEnded()
 		return t.lost
 	}
 	err := t.inner.Commit()
@@ -112,12 +115,14 @@ func (t *Tx) Commit() error {
 }
 
 // Rollback rolls back on the transaction's host. A lost transaction was already rolled
-// back by the server when its session died: nil, and nothing is sent anywhere.
+// back by the server when its session died: nil, and nothing is sent anywhere. One the
+// server rolled back while the session lived: nil, after ROLLBACK (see rollbackEnded).
 func (t *Tx) Rollback() error {
 	c := t.c
 	c.tx = nil
 	c.st.end(false)
 	if t.lost != nil {
+		t.rollbackEnded()
 		return nil
 	}
 	err := t.inner.Rollback()
@@ -126,6 +131,23 @@ func (t *Tx) Rollback() error {
 	}
 	_, out := c.fail(t.ctx, t.epoch, err, stmt.NoRetry, kTxEnd)
 	return out
+}
+
+// rollbackEnded sends ROLLBACK for a transaction the server rolled back while its session
+// lived (t.lost is an *endedError), when that session is still the connection's. The
+// server holds no transaction then, but should it hold one the driver took for ended
+// (1205 under innodb_rollback_on_timeout is also the answer to a metadata lock wait,
+// which rolls back nothing), nothing of it commits and the next transaction starts clean.
+// Its outcome does not change what Commit and Rollback return; a communication failure
+// moves the connection as usual.
+func (t *Tx) rollbackEnded() {
+	c := t.c
+	if _, ok := t.lost.(*endedError); !ok || t.epoch != c.epoch || c.phys == nil {
+		return
+	}
+	if err := t.inner.Rollback(); err != nil {
+		_, _ = c.fail(t.ctx, t.epoch, err, stmt.NoRetry, kTxEnd)
+	}
 }
 
 var _ driver.Tx = (*Tx)(nil)

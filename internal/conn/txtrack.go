@@ -5,6 +5,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"io"
+	"strconv"
 
 	"github.com/go-sql-driver/mysql"
 
@@ -71,8 +72,13 @@ func endsLost(k stmt.Kind) bool {
 // (XA ROLLBACK) succeeds: the server rolled the transaction back when its session died.
 // Either ends the lost state (after RELEASE the session is dropped, as the server would
 // have closed it). Any other statement gets the lost error and leaves the state as it is.
-func (c *Conn) whileLost(k stmt.Kind) error {
+// A transaction the server rolled back while the session lived is answered by
+// whileEnded, which may return nil: the statement is then sent.
+func (c *Conn) whileLost(ctx context.Context, k stmt.Kind) error {
 	err := c.lost
+	if e, ok := err.(*endedError); ok {
+		return c.whileEnded(ctx, e, k)
+	}
 	switch k & kClass {
 	case kCommit, kXACommit, kUnlock:
 	case kRollback, kXARollback:
@@ -136,14 +142,14 @@ func (c *Conn) resolve(ctx context.Context) error {
 	if c.noInTrans {
 		q = askNoInTrx
 	}
-	vals, err := c.queryRow(ctx, q)
+	vals, err := c.queryRow(ctx, q, 3)
 	var me *mysql.MySQLError
 	if q == askAll && errors.As(err, &me) && me.Number == errUnknownSystemVariable {
 		c.noInTrans = true
 		if c.st.ac != acUnknown && c.st.ct != ctUnknown {
 			return nil
 		}
-		vals, err = c.queryRow(ctx, askNoInTrx)
+		vals, err = c.queryRow(ctx, askNoInTrx, 2)
 	}
 	if err != nil {
 		switch cluster.Classify(ctx, err) {
@@ -184,8 +190,9 @@ func (c *Conn) resolve(ctx context.Context) error {
 
 var errNoRow = errors.New("mysqlfailover: no row")
 
-// queryRow runs q on the physical session and returns its first row.
-func (c *Conn) queryRow(ctx context.Context, q string) ([]driver.Value, error) {
+// queryRow runs q on the physical session and returns its first row, which must have
+// cols columns at least.
+func (c *Conn) queryRow(ctx context.Context, q string, cols int) ([]driver.Value, error) {
 	if c.queryer == nil {
 		return nil, errNoRow
 	}
@@ -201,13 +208,15 @@ func (c *Conn) queryRow(ctx context.Context, q string) ([]driver.Value, error) {
 		}
 		return nil, err
 	}
-	if len(vals) < 2 || q == askAll && len(vals) < 3 {
+	if len(vals) < cols {
 		return nil, errNoRow
 	}
 	return vals, nil
 }
 
-// text returns a column value as text (the text protocol's []byte, or a number).
+// text returns a column value as text: the text protocol's []byte, or a number, which
+// go-sql-driver returns for integer columns (int64; uint64 for an unsigned BIGINT such
+// as MariaDB's @@in_transaction).
 func text(v driver.Value) string {
 	switch v := v.(type) {
 	case []byte:
@@ -215,9 +224,9 @@ func text(v driver.Value) string {
 	case string:
 		return v
 	case int64:
-		if v >= 0 && v <= 9 {
-			return string(rune('0' + v))
-		}
+		return strconv.FormatInt(v, 10)
+	case uint64:
+		return strconv.FormatUint(v, 10)
 	}
 	return ""
 }

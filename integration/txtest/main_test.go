@@ -1,0 +1,16 @@
+// Package txtest runs the transaction scenarios of issue 19 against real MariaDB
+// servers: transactions the server rolled back (a deadlock, a lock wait timeout under
+// innodb_rollback_on_timeout), mysqlfailover.RunInTx through failures, and transaction
+// replay (transactionReplay=true). It is a package of its own so that it runs beside the
+// big integration package (go test runs packages in parallel), each test on one cluster
+// shared by its subtests.
+package txtest
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// TestMain fails the run if any goroutine outlives the tests.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
