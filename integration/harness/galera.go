@@ -272,9 +272,12 @@ const galeraStatusQuery = "SELECT LOWER(variable_name), variable_value FROM info
 // GaleraStatus reads the node's wsrep status as root (one query on
 // information_schema.GLOBAL_STATUS and two variables, which every state answers, a
 // non-Primary node and wsrep_reject_queries=ALL too). A frozen or down node gives ctx's
-// error or the connection's.
+// error or the connection's; a node of a cluster started without WithGalera an error.
 func (n *Node) GaleraStatus(ctx context.Context) (GaleraStatus, error) {
 	var s GaleraStatus
+	if err := n.needGalera("wsrep status"); err != nil {
+		return s, err
+	}
 	rows, err := n.admin.QueryContext(ctx, galeraStatusQuery)
 	if err != nil {
 		return s, n.wrap("wsrep status", err)
