@@ -343,6 +343,7 @@ func TestGaleraHarness(t *testing.T) {
 		// Watch the donor while node 3 is wiped and resynced from it.
 		var mu sync.Mutex
 		states := map[string]bool{}
+		var donorFirst, donorLast time.Time
 		stop := make(chan struct{})
 		var wg sync.WaitGroup
 		wg.Add(1)
@@ -360,13 +361,21 @@ func TestGaleraHarness(t *testing.T) {
 				if err == nil {
 					mu.Lock()
 					states[fmt.Sprintf("%d %s", s.LocalState, s.LocalStateComment)] = true
+					if s.LocalState == LocalStateDonor {
+						if donorFirst.IsZero() {
+							donorFirst = time.Now()
+						}
+						donorLast = time.Now()
+					}
 					mu.Unlock()
 				}
 			}
 		}()
+		_, err := app(1).ExecContext(ctx, "INSERT INTO app.t VALUES (6, 6)")
+		must(t, err)
 		mark := logMark(c.Node(3))
 		begin := time.Now()
-		err := c.Node(3).Resync(ctx, c.Node(2))
+		err = c.Node(3).Resync(ctx, c.Node(2))
 		close(stop)
 		wg.Wait()
 		must(t, err)
@@ -376,9 +385,11 @@ func TestGaleraHarness(t *testing.T) {
 		}
 		if !states["2 Donor/Desynced"] {
 			t.Errorf("node 2's states during the resync: %v, want 2 Donor/Desynced among them", states)
+		} else {
+			t.Logf("FIGURE TestGaleraHarness: donor_state_ms=%d", donorLast.Sub(donorFirst).Milliseconds())
 		}
-		if v, err := c.Node(3).QueryInt(ctx, "SELECT v FROM app.t WHERE id = 5"); err != nil || v != 5 {
-			t.Errorf("node 3 reads %d (%v) after its SST, want 5", v, err)
+		if v, err := c.Node(3).QueryInt(ctx, "SELECT v FROM app.t WHERE id = 6"); err != nil || v != 6 {
+			t.Errorf("node 3 reads %d (%v) after its SST, want 6", v, err)
 		}
 	})
 
