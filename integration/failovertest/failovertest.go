@@ -166,7 +166,7 @@ func startCluster(ctx context.Context, n int, opts []Option, extra ...harness.Op
 }
 
 // StartGalera starts a MariaDB Galera cluster of nodes nodes (3 is the usual size; at
-// least 1) for t and removes it when t ends: every node a member and a writer, the app
+// least 2) for t and removes it when t ends: every node a member and a writer, the app
 // user and databases on all of them (see the package documentation), each node behind its
 // own proxy. It returns once every node is Synced (about 1 s for 3 local processes, 6 s for
 // 3 containers). Skips and failures as Start; a machine with MariaDB but without the

@@ -152,6 +152,11 @@ func StartCluster(ctx context.Context, n int, opts ...Option) (*Cluster, error) 
 	for _, opt := range opts {
 		opt(&o)
 	}
+	if o.galera && n < 2 {
+		// A lone member's gcomm address names only itself, which Galera refuses ("No address
+		// to connect"); it would have to bootstrap on every start.
+		return nil, fmt.Errorf("harness: a Galera cluster needs at least 2 nodes, got %d", n)
+	}
 	for i := range o.nodeArgs {
 		if i < 1 || i > n {
 			return nil, fmt.Errorf("harness: WithNodeArgs for node %d of a %d-node cluster", i, n)

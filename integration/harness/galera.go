@@ -18,7 +18,7 @@ import (
 // wsrep_gtid_mode=ON with wsrep_gtid_domain_id 1 on every node and gtid_domain_id 100+i on
 // node i), no replication, no read_only. The app user and databases are created on node 1
 // and reach the others through Galera. Node 1 is the writer by convention (Primary), but
-// every node takes writes.
+// every node takes writes. It needs at least 2 nodes.
 //
 // The nodes start at once from a template data directory that already is a Galera state
 // (made once per process, cached like the plain one on LocalBackend) with a saved primary
@@ -343,8 +343,8 @@ func (n *Node) GaleraStatus(ctx context.Context) (GaleraStatus, error) {
 const galeraPoll = 20 * time.Millisecond
 
 // WaitStatus reads the node's GaleraStatus every 20 ms until cond holds and returns that
-// status; at ctx's end (default: 60 s) the error names the last status read, or the last
-// error.
+// status; at ctx's end (default: 60 s) the error says what it waited for (what: "Synced",
+// "size 2") and names the last status read, or the last error.
 func (n *Node) WaitStatus(ctx context.Context, what string, cond func(GaleraStatus) bool) (GaleraStatus, error) {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
@@ -510,6 +510,9 @@ func (n *Node) Resync(ctx context.Context, donor *Node) error {
 	if err := n.needGalera("resync"); err != nil {
 		return err
 	}
+	if donor == n {
+		return n.wrap("resync", errors.New("a node cannot be its own donor"))
+	}
 	gi, ok := n.inst.(galeraInstance)
 	if !ok {
 		return n.wrap("resync", fmt.Errorf("%T cannot reset a Galera node's state", n.inst))
@@ -604,8 +607,8 @@ func (c *Cluster) RestoreQuorum(ctx context.Context) error {
 
 // WaitSynced waits until the Galera cluster is whole: every node Synced (ready, Primary,
 // local state 4) in a component of all N nodes, with the same state UUID and, once no write
-// is in flight, the same wsrep_last_committed. A node that is down, frozen or isolated is an
-// error at once (it cannot become whole); at ctx's end (default 60 s) the error names each
+// is in flight, the same wsrep_last_committed. A node that is down, frozen, isolated or
+// partitioned is an error at once (it cannot become whole); at ctx's end (default 60 s) the error names each
 // node's last status.
 func (c *Cluster) WaitSynced(ctx context.Context) error {
 	if !c.galera {
@@ -615,8 +618,8 @@ func (c *Cluster) WaitSynced(ctx context.Context) error {
 		if st := n.State(); st != Running {
 			return fmt.Errorf("harness: wait synced: node %d is %s", n.idx, st)
 		}
-		if n.Isolated() {
-			return fmt.Errorf("harness: wait synced: node %d is isolated", n.idx)
+		if n.Isolated() || n.Partitioned() {
+			return fmt.Errorf("harness: wait synced: node %d is isolated or partitioned", n.idx)
 		}
 	}
 	if _, ok := ctx.Deadline(); !ok {
