@@ -45,3 +45,37 @@ func Example() {
 	}
 	fmt.Println("writer: node", c.Primary())
 }
+
+// A service's writes go on when the node they use leaves the Galera cluster's Primary
+// component: node 1 refuses work with error 1047 until it rejoins. In a test, use
+// failovertest.StartGalera(t, 3) instead of StartGaleraCluster and Close.
+func ExampleStartGaleraCluster() {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c, err := failovertest.StartGaleraCluster(ctx, 3) // three Galera nodes, every one a writer
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+
+	db, err := sql.Open("mysqlfailover", c.DSN("readTimeout=2s"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.ExecContext(ctx, "CREATE TABLE orders (id INT PRIMARY KEY)"); err != nil {
+		log.Fatal(err)
+	}
+
+	if err := c.Isolate(ctx, 1); err != nil { // node 1: non-Primary, wsrep_ready OFF
+		log.Fatal(err)
+	}
+	s, err := c.Status(ctx, 1)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("node 1:", s.ClusterStatus, s.LocalStateComment)
+	if err := c.Unisolate(ctx, 1); err != nil { // back and Synced
+		log.Fatal(err)
+	}
+}

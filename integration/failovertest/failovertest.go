@@ -23,6 +23,33 @@
 // databases app and app2, so read_only stops its writes (error 1290). Replication is
 // GTID-based. Nodes are numbered from 1. Everything is removed when the test ends.
 //
+// # Galera
+//
+// StartGalera(t, 3) starts a MariaDB Galera cluster of three nodes instead (Debian's
+// galera-4, `apt-get install mariadb-server galera-4`; the container image has it): every
+// node a writer, no replicas, no read_only. The same app user (app, password apppw, no
+// SUPER) has the databases app and app2 on every node, and DSN lists the nodes' proxies,
+// node 1 first: "app:apppw@tcp(127.0.0.1:p1,127.0.0.1:p2,127.0.0.1:p3)/app?" + params.
+//
+//	func TestCheckoutSurvivesALostNode(t *testing.T) {
+//		c := failovertest.StartGalera(t, 3)
+//		db, err := sql.Open("mysqlfailover", c.DSN("readTimeout=2s"))
+//		...
+//		if err := c.Isolate(ctx, 1); err != nil { // node 1 leaves the Primary component
+//			t.Fatal(err)
+//		}
+//		... // node 1 refuses work with error 1047; the service's writes go on elsewhere
+//		if err := c.Unisolate(ctx, 1); err != nil { // back, Synced
+//			t.Fatal(err)
+//		}
+//	}
+//
+// Its faults, each a method: Isolate/Unisolate (out of the Primary component: every
+// statement on a table gets 1047 "WSREP has not yet prepared node for application use"),
+// Desync, RejectQueries, Kill then Restart (rejoins by IST), Stop then Restart, Freeze/
+// Thaw, LoseQuorum/RestoreQuorum, Bootstrap, Resync (a full SST from a chosen donor); Status
+// reads what a node says of itself and WaitSynced waits until the cluster is whole.
+//
 // This package is a facade over package harness (the project's own integration
 // harness): Cluster.Harness gives the rest (proxy faults such as latency or a
 // blackhole, admin connections, server options).
@@ -119,6 +146,10 @@ func Start(t testing.TB, replicas int, opts ...Option) *Cluster {
 // match harness.ErrNoServer (no server binary or image) and harness.ErrNoDocker (no
 // Docker engine) with errors.Is.
 func StartCluster(ctx context.Context, replicas int, opts ...Option) (*Cluster, error) {
+	return startCluster(ctx, replicas+1, opts)
+}
+
+func startCluster(ctx context.Context, n int, opts []Option, extra ...harness.Option) (*Cluster, error) {
 	var c config
 	for _, o := range opts {
 		o(&c)
@@ -127,11 +158,36 @@ func StartCluster(ctx context.Context, replicas int, opts ...Option) (*Cluster, 
 	if err != nil {
 		return nil, err
 	}
-	h, err := harness.StartCluster(ctx, replicas+1, hopts...)
+	h, err := harness.StartCluster(ctx, n, append(hopts, extra...)...)
 	if err != nil {
 		return nil, err
 	}
 	return &Cluster{h: h}, nil
+}
+
+// StartGalera starts a MariaDB Galera cluster of nodes nodes (3 is the usual size; at
+// least 2) for t and removes it when t ends: every node a member and a writer, the app
+// user and databases on all of them (see the package documentation), each node behind its
+// own proxy. It returns once every node is Synced (about 1 s for 3 local processes, 6 s for
+// 3 containers). Skips and failures as Start; a machine with MariaDB but without the
+// Galera library (libgalera_smm.so) skips too, or fails when CI=true.
+func StartGalera(t testing.TB, nodes int, opts ...Option) *Cluster {
+	t.Helper()
+	var c config
+	for _, o := range opts {
+		o(&c)
+	}
+	hopts, err := c.harnessOptions(t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Cluster{h: harness.Start(t, nodes, append(hopts, harness.WithGalera())...)}
+}
+
+// StartGaleraCluster is StartGalera outside a test: the caller must Close the cluster.
+// Errors as StartCluster's.
+func StartGaleraCluster(ctx context.Context, nodes int, opts ...Option) (*Cluster, error) {
+	return startCluster(ctx, nodes, opts, harness.WithGalera())
 }
 
 // Close stops and removes every server, proxy, container, network and volume. Start
@@ -152,10 +208,11 @@ func (c *Cluster) HostDSN(node int, params string) (string, error) {
 	return c.h.HostDSN(node, params), nil
 }
 
-// Nodes is the number of nodes (replicas + 1).
+// Nodes is the number of nodes (replicas + 1; a Galera cluster's size).
 func (c *Cluster) Nodes() int { return c.h.N() }
 
-// Primary is the node that takes writes now: 1, or the one Promote chose last.
+// Primary is the node that takes writes now: 1, or the one Promote chose last. On a
+// Galera cluster every node takes writes, and Primary is 1.
 func (c *Cluster) Primary() int { return c.h.Primary().Index() }
 
 // NodeOf returns the node whose proxy address is hostport, as mysqlfailover names hosts
@@ -197,7 +254,9 @@ func (c *Cluster) Thaw(node int) error {
 
 // Restart starts node again on the same address and data (killing it first when it
 // runs) and returns once it answers; a replica comes back read-only and resumes
-// replicating.
+// replicating. A Galera node rejoins by IST (the write sets it missed) and Restart returns
+// once it is Synced; with no Primary component to join (quorum lost) it fails: Bootstrap a
+// survivor first.
 func (c *Cluster) Restart(ctx context.Context, node int) error {
 	if err := c.check(node); err != nil {
 		return err
@@ -205,9 +264,21 @@ func (c *Cluster) Restart(ctx context.Context, node int) error {
 	return c.h.Node(node).Restart(ctx)
 }
 
+// Stop shuts node's server down cleanly (SIGTERM; docker stop) and returns once it has
+// exited: open connections get error 1053 or are closed; a Galera node announces its
+// leave, so the others go on at once. Restart brings it back.
+func (c *Cluster) Stop(ctx context.Context, node int) error {
+	if err := c.check(node); err != nil {
+		return err
+	}
+	return c.h.Node(node).Stop(ctx)
+}
+
 // Partition cuts node off from the other nodes (replication both ways) while the
 // service still reaches it through the DSN: a primary that keeps taking writes its
-// replicas never see. Heal undoes it.
+// replicas never see. Heal undoes it. On a Galera cluster of containers it cuts the
+// node's group communication (it goes non-Primary, as with Isolate); on local processes
+// use Isolate.
 func (c *Cluster) Partition(ctx context.Context, node int) error {
 	if err := c.check(node); err != nil {
 		return err
@@ -238,10 +309,120 @@ func (c *Cluster) Promote(ctx context.Context, node int) error {
 }
 
 // WaitReplicated waits until every running, unpartitioned replica has applied
-// everything the primary has written so far, or ctx ends.
+// everything the primary has written so far, or ctx ends. On a Galera cluster: until every
+// node of the Primary component has applied the last write any of them took.
 func (c *Cluster) WaitReplicated(ctx context.Context) error { return c.h.WaitReplicasCaughtUp(ctx) }
 
 // Harness is the cluster of package harness behind this one: per-node proxy faults
 // (Disable, Blackhole, Latency, ResetPeer), admin connections (Node(i).Exec,
 // QueryInt), Stop.
 func (c *Cluster) Harness() *harness.Cluster { return c.h }
+
+// GaleraStatus is what a Galera node says of itself (Cluster.Status): wsrep_ready,
+// wsrep_cluster_status, wsrep_local_state and its comment, wsrep_desync,
+// wsrep_reject_queries, the cluster size, state UUID, local index and last committed seqno.
+type GaleraStatus = harness.GaleraStatus
+
+// RejectMode is a value of wsrep_reject_queries (Cluster.RejectQueries).
+type RejectMode = harness.RejectMode
+
+// The values of wsrep_reject_queries.
+const (
+	RejectNone    = harness.RejectNone    // take queries (the default)
+	RejectAll     = harness.RejectAll     // refuse them with 1047; open sessions stay open
+	RejectAllKill = harness.RejectAllKill // refuse them and close every other open session
+)
+
+// Status reads Galera node's wsrep status (as root, bypassing the proxy). It fails on a
+// cluster that is not Galera.
+func (c *Cluster) Status(ctx context.Context, node int) (GaleraStatus, error) {
+	if err := c.check(node); err != nil {
+		return GaleraStatus{}, err
+	}
+	return c.h.Node(node).GaleraStatus(ctx)
+}
+
+// Isolate cuts Galera node off from the others (gmcast.isolate=1) and returns once it is
+// outside the Primary component (about 2 s): it still accepts connections and answers
+// SELECT 1, SET, USE, SHOW and reads of variables, and refuses every statement on a table,
+// BEGIN, COMMIT and ROLLBACK with error 1047 (SQLSTATE 08S01) "WSREP has not yet prepared
+// node for application use". Unisolate undoes it.
+func (c *Cluster) Isolate(ctx context.Context, node int) error {
+	if err := c.check(node); err != nil {
+		return err
+	}
+	return c.h.Node(node).Isolate(ctx)
+}
+
+// Unisolate ends Isolate: the node rejoins by itself (IST) and Unisolate returns once it is
+// Synced (about 3 s). After LoseQuorum use RestoreQuorum.
+func (c *Cluster) Unisolate(ctx context.Context, node int) error {
+	if err := c.check(node); err != nil {
+		return err
+	}
+	return c.h.Node(node).Unisolate(ctx)
+}
+
+// Desync sets wsrep_desync on Galera node: on, it reports local state 2 "Donor/Desynced"
+// and may fall behind while it still takes reads and writes; off, it is Synced again.
+func (c *Cluster) Desync(ctx context.Context, node int, on bool) error {
+	if err := c.check(node); err != nil {
+		return err
+	}
+	return c.h.Node(node).SetDesync(ctx, on)
+}
+
+// RejectQueries sets wsrep_reject_queries on Galera node: RejectAll refuses what an
+// isolated node refuses (error 1047) while its status still says Synced; RejectAllKill
+// also closes every open session; RejectNone ends it.
+func (c *Cluster) RejectQueries(ctx context.Context, node int, mode RejectMode) error {
+	if err := c.check(node); err != nil {
+		return err
+	}
+	return c.h.Node(node).RejectQueries(ctx, mode)
+}
+
+// LoseQuorum isolates every Galera node but survivor and returns once no node is in a
+// Primary component (about 2 s): every node refuses work with 1047. RestoreQuorum undoes
+// it.
+func (c *Cluster) LoseQuorum(ctx context.Context, survivor int) error {
+	if err := c.check(survivor); err != nil {
+		return err
+	}
+	return c.h.LoseQuorum(ctx, survivor)
+}
+
+// RestoreQuorum ends every isolation at once and returns once the Galera cluster is whole
+// again (WaitSynced; about 1 to 3 s).
+func (c *Cluster) RestoreQuorum(ctx context.Context) error { return c.h.RestoreQuorum(ctx) }
+
+// Bootstrap makes Galera node's component the Primary component (pc.bootstrap=YES), as
+// an operator does when the others are lost: after Kill of every other node, node takes
+// work again at once, and the killed nodes rejoin it by Restart.
+func (c *Cluster) Bootstrap(ctx context.Context, node int) error {
+	if err := c.check(node); err != nil {
+		return err
+	}
+	return c.h.Bootstrap(ctx, node)
+}
+
+// Resync wipes Galera node's state and lets it rejoin by a full state transfer (rsync SST)
+// from donor (0: any node): node is shut down, restarted and Synced when Resync returns,
+// and donor reports local state 2 "Donor/Desynced" while it sends (about a second).
+func (c *Cluster) Resync(ctx context.Context, node, donor int) error {
+	if err := c.check(node); err != nil {
+		return err
+	}
+	var d *harness.Node
+	if donor != 0 {
+		if err := c.check(donor); err != nil {
+			return err
+		}
+		d = c.h.Node(donor)
+	}
+	return c.h.Node(node).Resync(ctx, d)
+}
+
+// WaitSynced waits until the Galera cluster is whole: every node Synced in one Primary
+// component of all of them, with the same state and last committed write.
+func (c *Cluster) WaitSynced(ctx context.Context) error { return c.h.WaitSynced(ctx) }

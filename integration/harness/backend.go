@@ -32,6 +32,11 @@ type NodeSpec struct {
 	// they win; one that cannot pass options (a fixed container image) must fail
 	// StartNode rather than ignore them.
 	Args []string
+	// Galera, when not nil, makes the server a member of a Galera cluster (WithGalera),
+	// started at the same time as the others: StartNode then returns once the nodes have
+	// formed the cluster and root can log in. A backend that cannot run Galera must fail
+	// StartNode.
+	Galera *GaleraSpec
 }
 
 // Instance is one server a Backend started. Replication, users, read_only and every

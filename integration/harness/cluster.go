@@ -2,7 +2,9 @@ package harness
 
 import (
 	"context"
+	"crypto/rand"
 	"database/sql"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -44,6 +46,9 @@ type options struct {
 	timeout  time.Duration
 	nodeArgs map[int][]string
 	links    bool
+
+	galera        bool     // WithGalera
+	galeraOptions []string // WithGaleraOptions
 }
 
 // WithBackend runs the cluster on b instead of a new LocalBackend. The cluster closes b.
@@ -90,6 +95,8 @@ type Cluster struct {
 	bringUp time.Duration
 	flavour Flavour
 	links   bool // replication through per-replica proxies (WithReplicationLinks)
+	galera  bool // a Galera cluster (WithGalera)
+	gspec   *GaleraSpec
 
 	topoMu  sync.Mutex // serialises Switchover, Partition and Heal
 	primary atomic.Int32
@@ -145,6 +152,11 @@ func StartCluster(ctx context.Context, n int, opts ...Option) (*Cluster, error) 
 	for _, opt := range opts {
 		opt(&o)
 	}
+	if o.galera && n < 2 {
+		// A lone member's gcomm address names only itself, which Galera refuses ("No address
+		// to connect"); it would have to bootstrap on every start.
+		return nil, fmt.Errorf("harness: a Galera cluster needs at least 2 nodes, got %d", n)
+	}
 	for i := range o.nodeArgs {
 		if i < 1 || i > n {
 			return nil, fmt.Errorf("harness: WithNodeArgs for node %d of a %d-node cluster", i, n)
@@ -166,17 +178,30 @@ func StartCluster(ctx context.Context, n int, opts ...Option) (*Cluster, error) 
 	}
 	c.primary.Store(1)
 	c.links = o.links
+	if o.galera {
+		var id [4]byte
+		rand.Read(id[:])
+		c.galera = true
+		c.gspec = &GaleraSpec{Name: "mysqlfailover-" + hex.EncodeToString(id[:]), Nodes: n,
+			ProviderOptions: strings.Join(o.galeraOptions, ";")}
+	}
 	err := c.startNodes(ctx, o.nodeArgs)
 	started := time.Since(begin)
-	if err == nil {
+	if err == nil && c.galera {
+		err = c.setUpGalera(ctx)
+	} else if err == nil {
 		err = c.setUpReplication(ctx)
 	}
 	if err != nil {
 		return nil, errors.Join(err, c.Close())
 	}
 	c.bringUp = time.Since(begin)
-	c.logf("harness: %d-node cluster up in %v (servers %v, replication %v); proxies %s",
-		n, c.bringUp.Round(time.Millisecond), started.Round(time.Millisecond),
+	kind, setUp := "", "replication"
+	if c.galera {
+		kind, setUp = " Galera", "users and sync"
+	}
+	c.logf("harness: %d-node%s cluster up in %v (servers %v, %s %v); proxies %s",
+		n, kind, c.bringUp.Round(time.Millisecond), started.Round(time.Millisecond), setUp,
 		(c.bringUp - started).Round(time.Millisecond), c.describe())
 	return c, nil
 }
@@ -206,7 +231,7 @@ func (c *Cluster) startNodes(ctx context.Context, nodeArgs map[int][]string) err
 }
 
 func (c *Cluster) startNode(ctx context.Context, idx int, args []string) error {
-	inst, err := c.backend.StartNode(ctx, NodeSpec{Index: idx, ServerID: idx, Args: args})
+	inst, err := c.backend.StartNode(ctx, NodeSpec{Index: idx, ServerID: idx, Args: args, Galera: c.gspec})
 	if err != nil {
 		return err
 	}
@@ -293,8 +318,13 @@ func (c *Cluster) setUpReplication(ctx context.Context) error {
 // made the primary) has written so far (MariaDB: MASTER_GTID_WAIT on its
 // gtid_binlog_pos; MySQL: WAIT_FOR_EXECUTED_GTID_SET on its gtid_executed). On ctx's
 // end, or when a replica's replication has stopped, the error carries the replica's
-// replication threads' state and last errors.
+// replication threads' state and last errors. On a Galera cluster it waits until every
+// running node of the Primary component has applied the last write set any of them has
+// (wsrep_last_committed); isolated and non-Primary nodes are left out.
 func (c *Cluster) WaitReplicasCaughtUp(ctx context.Context) error {
+	if c.galera {
+		return c.waitGaleraApplied(ctx)
+	}
 	primary := c.Primary()
 	pos, err := primary.QueryString(ctx, c.flavour.gtidExecutedQuery())
 	if err != nil {

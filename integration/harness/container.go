@@ -390,12 +390,15 @@ func (b *ContainerBackend) StartNode(ctx context.Context, spec NodeSpec) (Instan
 		return nil, errors.New("harness: ContainerBackend is closed")
 	}
 
-	extra := append(append([]string(nil), b.Args...), spec.Args...)
+	if spec.Galera != nil && b.flavour != MariaDB {
+		return nil, fmt.Errorf("harness: node %d: a Galera cluster needs a MariaDB image, not %s (%s)", spec.Index, b.image, b.flavour)
+	}
+	extra := append(append(b.galeraArgs(spec), b.Args...), spec.Args...)
 	files, err := filesOf(extra)
 	if err != nil {
 		return nil, fmt.Errorf("harness: node %d: %w", spec.Index, err)
 	}
-	name := fmt.Sprintf("mysqlfailover-%s-n%d", b.id, spec.Index)
+	name := b.containerName(spec.Index)
 	vol, err := b.cli.VolumeCreate(ctx, client.VolumeCreateOptions{Name: name, Labels: maps.Clone(b.labels)})
 	if err != nil {
 		return nil, fmt.Errorf("harness: node %d: volume: %w", spec.Index, err)
@@ -404,11 +407,11 @@ func (b *ContainerBackend) StartNode(ctx context.Context, spec NodeSpec) (Instan
 	b.volumes = append(b.volumes, vol.Volume.Name)
 	b.mu.Unlock()
 
-	data, err := b.template(ctx)
+	data, err := b.template(ctx, spec.Galera != nil)
 	if err != nil {
 		return nil, err
 	}
-	i := &containerInstance{b: b, spec: spec, name: name}
+	i := &containerInstance{b: b, spec: spec, name: name, vol: vol.Volume.Name}
 	for attempt := 0; ; attempt++ {
 		if i.port, err = freePort(); err != nil {
 			return nil, err
@@ -489,12 +492,15 @@ type containerInstance struct {
 	spec NodeSpec
 	name string
 	port int
+	vol  string   // its data volume
+	cmd  []string // the server's arguments (the container's Cmd)
 
 	mu          sync.Mutex
 	c           *testcontainers.DockerContainer
 	running     bool
 	frozen      bool
 	partitioned bool
+	killed      bool // killed since its last start: a Galera node recovers its position first
 }
 
 // create creates the container on vol, fills vol with data (a tar of a data directory)
@@ -505,6 +511,7 @@ func (i *containerInstance) create(ctx context.Context, vol string, extra []stri
 	port := strconv.Itoa(i.port)
 	cport := network.MustParsePort(port + "/tcp")
 	args := append(b.flavour.serverArgs(i.spec.ServerID, i.port), extra...)
+	i.cmd = args
 	req := testcontainers.GenericContainerRequest{
 		ContainerRequest: testcontainers.ContainerRequest{
 			Image: b.image,
@@ -549,6 +556,12 @@ func (i *containerInstance) create(ctx context.Context, vol string, extra []stri
 			DestinationPath: "/var/lib", Content: bytes.NewReader(data), CopyUIDGID: true,
 		}); err != nil {
 			return fmt.Errorf("copy the template data directory into %s: %w", i.name, err)
+		}
+		if g := i.spec.Galera; g != nil {
+			view := galeraViewState(galeraMembers(g.Name, g.Nodes), i.spec.Index)
+			if err := i.copyFile(ctx, "/var/lib/mysql/gvwstate.dat", view, data); err != nil {
+				return err
+			}
 		}
 	}
 	copied := time.Since(begin)
@@ -633,6 +646,12 @@ func (i *containerInstance) Start(ctx context.Context) error {
 	if i.running {
 		return errors.New("harness: server is already running")
 	}
+	if i.spec.Galera != nil && i.killed {
+		if err := i.recoverGalera(ctx); err != nil {
+			return fmt.Errorf("harness: %s: %w", i.name, err)
+		}
+	}
+	i.killed = false
 	if err := i.c.Start(ctx); err != nil {
 		return fmt.Errorf("start %s: %w; container log:\n%s", i.name, err, i.logTailLocked(15))
 	}
@@ -719,6 +738,7 @@ func (i *containerInstance) Kill() error {
 		return err
 	}
 	i.running = false
+	i.killed = true
 	return nil
 }
 
@@ -827,8 +847,8 @@ var templates = struct {
 	m map[string][]byte
 }{m: map[string][]byte{}}
 
-func (b *ContainerBackend) template(ctx context.Context) ([]byte, error) {
-	key := strings.Join(append([]string{b.image, b.flavour.String()}, b.Args...), "\x00")
+func (b *ContainerBackend) template(ctx context.Context, galera bool) ([]byte, error) {
+	key := strings.Join(append([]string{b.image, b.flavour.String(), strconv.FormatBool(galera)}, b.Args...), "\x00")
 	templates.Lock()
 	defer templates.Unlock()
 	if data, ok := templates.m[key]; ok {
@@ -845,7 +865,13 @@ func (b *ContainerBackend) template(ctx context.Context) ([]byte, error) {
 	if i.port, err = freePort(); err != nil {
 		return nil, err
 	}
-	err = i.create(ctx, vol.Volume.Name, b.Args, nil, nil)
+	args := b.Args
+	if galera {
+		// A one-node cluster of its own, shut down cleanly: its data directory is a Galera
+		// state every node can start from.
+		args = append(b.galeraTemplateArgs(), b.Args...)
+	}
+	err = i.create(ctx, vol.Volume.Name, args, nil, nil)
 	initialised := time.Since(begin)
 	if err == nil {
 		err = i.Stop(ctx)
@@ -900,6 +926,7 @@ func (i *containerInstance) dataDir(ctx context.Context) ([]byte, error) {
 		}
 		base := filepath.Base(h.Name)
 		if base == "auto.cnf" || base == "ib_buffer_pool" || base == "ibtmp1" || strings.HasPrefix(base, "mysql-bin.") ||
+			base == "galera.cache" || base == "gvwstate.dat" ||
 			strings.HasPrefix(base, "relay-bin") || strings.HasSuffix(base, ".pid") || strings.HasSuffix(base, ".sock") {
 			continue
 		}

@@ -12,6 +12,15 @@
 // through each node's admin connection (root, straight to the server, bypassing the
 // proxy).
 //
+// Start(t, 3, WithGalera()) brings up a MariaDB Galera cluster instead: every node a member
+// and a writer (node 1 is Primary by convention), no replication, no read_only, the same
+// app user, databases, proxies and DSN. Its faults: Node.Isolate/Unisolate (out of the
+// Primary component: error 1047 on every statement that touches a table), SetDesync,
+// RejectQueries, Resync (a full SST from a chosen donor), Kill then Restart (rejoins by
+// IST), Stop then Restart, Freeze/Thaw; Cluster.LoseQuorum/RestoreQuorum, Bootstrap and
+// WaitSynced; Node.GaleraStatus reads what a node says of itself (wsrep_ready,
+// wsrep_cluster_status, wsrep_local_state, ...). See WithGalera.
+//
 // A Backend starts the servers; LocalBackend runs local mariadbd processes,
 // ContainerBackend Docker containers (testcontainers-go), and the same scenarios run
 // unchanged on both (MYSQLFAILOVER_BACKEND picks one for clusters started without

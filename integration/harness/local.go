@@ -71,6 +71,10 @@ type LocalBackend struct {
 	StartTimeout time.Duration
 	// Logf, if set, receives a line per step worth knowing (template made or reused).
 	Logf func(format string, args ...any)
+	// GaleraProvider is the Galera library of a Galera cluster's nodes (WithGalera).
+	// Empty: EnvGalera, then the usual install locations (Debian's galera-4:
+	// /usr/lib/galera/libgalera_smm.so). None found is ErrNoServer.
+	GaleraProvider string
 
 	prepMu   sync.Mutex
 	prepared bool
@@ -78,6 +82,8 @@ type LocalBackend struct {
 	basedir  string
 	root     string // our temporary directory, removed by Close
 	template string // data directory copied for every node
+	tplKey   string // the template's cache key
+	galera   *localGalera
 
 	mu        sync.Mutex
 	instances []*localInstance
@@ -91,13 +97,22 @@ func (b *LocalBackend) logf(format string, args ...any) {
 }
 
 // StartNode copies the template data directory for the node, starts mariadbd on a free
-// loopback port and returns once root can log in.
+// loopback port and returns once root can log in. A Galera node (spec.Galera) starts from
+// the Galera template, as the mysql user when the test runs as root, on ports reserved for
+// the cluster (see WithGalera), and answers once the cluster has formed.
 func (b *LocalBackend) StartNode(ctx context.Context, spec NodeSpec) (Instance, error) {
 	if err := b.prepare(ctx); err != nil {
 		return nil, err
 	}
 	if isClosed(&b.mu, &b.closed) {
 		return nil, errors.New("harness: LocalBackend is closed")
+	}
+	var lg *localGalera
+	if spec.Galera != nil {
+		var err error
+		if lg, err = b.prepareGalera(ctx, spec.Galera); err != nil {
+			return nil, err
+		}
 	}
 
 	dir := filepath.Join(b.root, "node"+strconv.Itoa(spec.Index))
@@ -108,12 +123,17 @@ func (b *LocalBackend) StartNode(ctx context.Context, spec NodeSpec) (Instance, 
 		datadir:  filepath.Join(dir, "data"),
 		logPath:  filepath.Join(dir, "error.log"),
 		sockPath: filepath.Join(dir, "mysqld.sock"),
-	}
-	if err := copyTree(b.template, i.datadir); err != nil {
-		return nil, fmt.Errorf("harness: node %d: copy data directory: %w", spec.Index, err)
+		galera:   lg,
 	}
 	if err := os.MkdirAll(filepath.Join(dir, "tmp"), 0o700); err != nil {
 		return nil, err
+	}
+	if lg != nil {
+		if err := i.newGaleraDataDir(); err != nil {
+			return nil, fmt.Errorf("harness: node %d: Galera data directory: %w", spec.Index, err)
+		}
+	} else if err := copyTree(b.template, i.datadir, nil); err != nil {
+		return nil, fmt.Errorf("harness: node %d: copy data directory: %w", spec.Index, err)
 	}
 	b.mu.Lock()
 	b.instances = append(b.instances, i)
@@ -151,6 +171,10 @@ func (b *LocalBackend) Close() error {
 	if b.root != "" {
 		errs = append(errs, os.RemoveAll(b.root))
 		b.root = ""
+	}
+	if b.galera != nil {
+		closeAll(b.galera.locks) // the Galera ports are free for others from here on
+		b.galera.locks = nil
 	}
 	return errors.Join(errs...)
 }
@@ -209,6 +233,7 @@ func (b *LocalBackend) makeTemplate(ctx context.Context, version string) (string
 		io.WriteString(h, s+"\x00")
 	}
 	key := hex.EncodeToString(h.Sum(nil))[:16]
+	b.tplKey = key
 	cache := cacheDir()
 	if cache != "" {
 		dir := filepath.Join(cache, key)
@@ -279,7 +304,7 @@ func storeTemplate(cache, key, tpl string) error {
 		return err
 	}
 	defer os.RemoveAll(tmp) // a no-op after a successful rename
-	if err := copyTree(tpl, filepath.Join(tmp, "data")); err != nil {
+	if err := copyTree(tpl, filepath.Join(tmp, "data"), nil); err != nil {
 		return err
 	}
 	if err := os.WriteFile(filepath.Join(tmp, ".complete"), nil, 0o644); err != nil {
@@ -395,8 +420,9 @@ var (
 )
 
 // copyTree copies the regular files and directories under src to dst. auto.cnf (the
-// server's UUID) is left out so every copy gets its own.
-func copyTree(src, dst string) error {
+// server's UUID) is left out so every copy gets its own, and so is every file whose name
+// skip (when not nil) reports.
+func copyTree(src, dst string, skip func(name string) bool) error {
 	return filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -413,7 +439,7 @@ func copyTree(src, dst string) error {
 		switch {
 		case d.IsDir():
 			return os.MkdirAll(target, info.Mode().Perm()|0o700)
-		case !info.Mode().IsRegular(), d.Name() == "auto.cnf":
+		case !info.Mode().IsRegular(), d.Name() == "auto.cnf", skip != nil && skip(d.Name()):
 			return nil
 		}
 		return copyFile(path, target, info.Mode().Perm())
@@ -452,10 +478,16 @@ type localInstance struct {
 	sockPath string
 	port     int
 
+	galera   *localGalera // a Galera node's backend set-up, nil for a plain node
+	boot     bool         // the Galera template's server: bootstraps a cluster of its own
+	bootPort int          // its group communication port
+	sstDonor string       // wsrep_sst_donor for the starts after forgetState
+
 	mu     sync.Mutex
 	p      *proc // nil when not running
 	frozen bool
 	closed bool
+	killed bool // killed since the last start: a Galera node recovers its position first
 }
 
 // proc is a started server process; done is closed when it has exited.
@@ -510,10 +542,13 @@ func (i *localInstance) serverArgs() []string {
 		"--aria-pagecache-buffer-size=8M",
 		"--loose-feedback=OFF",
 	}
-	if os.Geteuid() == 0 {
-		args = append(args, "--user=root")
+	if os.Geteuid() == 0 && i.galera == nil {
+		args = append(args, "--user=root") // a Galera node runs as the mysql user instead
 	}
 	args = append(args, innodbArgs...)
+	if i.galera != nil {
+		args = append(args, i.galeraArgs()...)
+	}
 	args = append(args, i.b.Args...)
 	return append(args, i.spec.Args...) // last: a node's own options win
 }
@@ -529,6 +564,13 @@ func (i *localInstance) Start(ctx context.Context) error {
 		i.mu.Unlock()
 		return errors.New("harness: server is already running")
 	}
+	if i.galera != nil && i.killed {
+		if err := i.recoverGalera(ctx); err != nil {
+			i.mu.Unlock()
+			return fmt.Errorf("harness: node %d: %w", i.spec.Index, err)
+		}
+	}
+	i.killed = false
 	off := i.logSize()
 	logf, err := os.OpenFile(i.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -539,6 +581,10 @@ func (i *localInstance) Start(ctx context.Context) error {
 	cmd.Dir = i.dir
 	cmd.Stdout, cmd.Stderr = logf, logf // *os.File: no copying goroutines
 	setProcAttr(cmd)
+	if i.galera != nil {
+		// Go sets the parent-death signal after the credentials, so it survives them.
+		cmd.SysProcAttr.Credential = i.galera.cred
+	}
 	err = cmd.Start()
 	logf.Close()
 	if err != nil {
@@ -628,10 +674,15 @@ func (i *localInstance) Kill() error {
 	if i.frozen {
 		p.cmd.Process.Signal(syscall.SIGCONT)
 	}
+	if i.galera != nil {
+		// The whole process group: a state transfer's script and rsync daemon too.
+		syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	}
 	err := p.cmd.Process.Kill()
 	<-p.done
 	i.p = nil
 	i.frozen = false
+	i.killed = true
 	i.mu.Unlock()
 	if err != nil && !errors.Is(err, os.ErrProcessDone) {
 		return err
@@ -696,6 +747,7 @@ func (i *localInstance) Stop(ctx context.Context) error {
 	case <-ctx.Done():
 		p.cmd.Process.Kill()
 		<-p.done
+		i.killed = true
 		err = fmt.Errorf("harness: %s did not shut down in time, killed: %w", i, ctx.Err())
 	}
 	i.p = nil

@@ -54,6 +54,7 @@ type Node struct {
 	partitioned bool
 	sqlStopped  bool             // its SQL thread stopped by StopReplicaSQL
 	link        *toxiproxy.Proxy // its replication's own proxy (WithReplicationLinks)
+	isolated    bool             // cut off from its Galera cluster by Isolate or LoseQuorum
 }
 
 // Index is the node's number, from 1.
@@ -143,6 +144,14 @@ func (n *Node) Stop(ctx context.Context) error {
 // runs, waits until it answers and re-applies the global read_only the harness last set
 // (a replica comes back read-only). A replica resumes replicating by itself; a restarted
 // primary is found again by its replicas within a second.
+//
+// A Galera node rejoins its cluster: after a Kill the backend first runs mariadbd
+// --wsrep-recover and writes the position it recovers into grastate.dat, so the node gets
+// the write sets it missed by IST instead of a full SST (without that, a killed node's
+// grastate.dat says seqno -1); after a clean Stop the saved position is used as it is.
+// Restart then returns once the node is Synced. With no Primary component to join
+// (quorum lost: Bootstrap a survivor first) the server never opens its port, and Restart
+// fails after the backend's start timeout.
 func (n *Node) Restart(ctx context.Context) error {
 	if n.State() != Down {
 		if err := n.inst.Kill(); err != nil {
@@ -155,6 +164,12 @@ func (n *Node) Restart(ctx context.Context) error {
 		return n.wrap("restart", err)
 	}
 	n.setState(Running)
+	n.setIsolated(false) // a restarted provider starts unisolated
+	if n.c.galera {
+		if _, err := n.WaitStatus(ctx, "Synced", GaleraStatus.Synced); err != nil {
+			return err
+		}
+	}
 	n.mu.Lock()
 	ro := n.readOnly
 	n.mu.Unlock()

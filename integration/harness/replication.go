@@ -85,7 +85,10 @@ func (n *Node) Partitioned() bool {
 // network (replication connections hang until slave_net_timeout, 10 s); elsewhere,
 // with WithReplicationLinks, the link proxies to and from the node stop (the
 // replication connections are closed and new ones refused). Without either it returns
-// an error saying so. The replicas retry every second; Heal undoes it.
+// an error saying so. The replicas retry every second; Heal undoes it. A Galera node on
+// ContainerBackend loses its group communication the same way (it goes non-Primary after
+// about 2 s, as with Isolate, and rejoins by itself after Heal); on LocalBackend Partition
+// refuses a Galera node: use Isolate.
 func (n *Node) Partition(ctx context.Context) error { return n.partition(ctx, true) }
 
 // Heal undoes Partition: replication to and from the node resumes within a second (a
@@ -110,6 +113,9 @@ func (n *Node) partition(ctx context.Context, cut bool) error {
 		n.partitioned = cut
 		n.mu.Unlock()
 		return nil
+	}
+	if c.galera {
+		return n.wrap("partition", errors.New("this backend cannot cut a Galera node's group communication: use Isolate"))
 	}
 	if !c.links {
 		return n.wrap("partition", errors.New("this backend cannot cut replication: start the cluster WithReplicationLinks"))
@@ -152,6 +158,9 @@ func (c *Cluster) applyLinks() error {
 // from then on. Writes to the old primary fail with 1290 (read_only) from the first
 // step on; with targetSessionAttrs=read-write the driver finds node to.
 func (c *Cluster) Switchover(ctx context.Context, to int) error {
+	if c.galera {
+		return errors.New("harness: switchover: a Galera cluster has no replication to switch (every node writes)")
+	}
 	c.topoMu.Lock()
 	defer c.topoMu.Unlock()
 	old, nw := c.Primary(), c.Node(to)
