@@ -26,23 +26,15 @@ const (
 	// FlavourMySQL: uuid:interval GTID sets, @@global.gtid_executed,
 	// WAIT_FOR_EXECUTED_GTID_SET.
 	FlavourMySQL
-	// FlavourGalera: a Galera cluster's own GTIDs (domain-server-sequence, one for the
-	// whole cluster with wsrep_gtid_mode=ON), WSREP_LAST_WRITTEN_GTID() and
-	// WSREP_LAST_SEEN_GTID() on the writer, WSREP_SYNC_WAIT_UPTO_GTID on the reader
-	// (MariaDB 10.4+, Galera 4): the replication position functions do not move on a
-	// Galera node, whose writes arrive by write sets, not by a replication thread.
-	FlavourGalera
 )
 
-// String returns "unknown", "MariaDB", "MySQL" or "Galera".
+// String returns "unknown", "MariaDB" or "MySQL".
 func (f Flavour) String() string {
 	switch f {
 	case FlavourMariaDB:
 		return "MariaDB"
 	case FlavourMySQL:
 		return "MySQL"
-	case FlavourGalera:
-		return "Galera"
 	}
 	return "unknown"
 }
@@ -51,26 +43,14 @@ func (f Flavour) String() string {
 // position variables.
 const erUnknownSystemVariable = 1193
 
-// erLockWaitTimeout is 1205 ER_LOCK_WAIT_TIMEOUT, WSREP_SYNC_WAIT_UPTO_GTID's answer when
-// its timeout passes first.
-const erLockWaitTimeout = 1205
-
 // PositionQuery returns the statement that reads the primary's position after a write.
 // MariaDB (and FlavourUnknown): global "SELECT @@global.gtid_binlog_pos" (every domain's
 // last GTID in the binary log), local "SELECT @@last_gtid" (the GTID of this session's
 // last transaction, "" before any; it must run on the session that wrote). MySQL, for
 // both: "SELECT @@global.gtid_executed" (the set of every transaction the server has
 // committed, which contains the session's own).
-//
-// Galera: global "SELECT WSREP_LAST_SEEN_GTID()" (the last write set the node has seen,
-// from any node), local "SELECT WSREP_LAST_WRITTEN_GTID()" (the session's own last
-// write).
 func PositionQuery(f Flavour, global bool) string {
 	switch {
-	case f == FlavourGalera && global:
-		return "SELECT WSREP_LAST_SEEN_GTID()"
-	case f == FlavourGalera:
-		return "SELECT WSREP_LAST_WRITTEN_GTID()"
 	case f == FlavourMySQL:
 		return "SELECT @@global.gtid_executed"
 	case global:
@@ -96,7 +76,7 @@ func ReadPosition(ctx context.Context, conn driver.Conn, f Flavour, global bool)
 		return "", f, errors.New("mysqlfailover: the connection cannot run the position query (no driver.QueryerContext)")
 	}
 	v, err := queryValue(ctx, q, PositionQuery(f, global))
-	if err != nil && f != FlavourMySQL && f != FlavourGalera && isErrno(err, erUnknownSystemVariable) {
+	if err != nil && f != FlavourMySQL && isErrno(err, erUnknownSystemVariable) {
 		f = FlavourMySQL
 		v, err = queryValue(ctx, q, PositionQuery(f, global))
 	}
@@ -163,21 +143,9 @@ func queryValue(ctx context.Context, q driver.QueryerContext, query string) (dri
 // the commas (gtid_executed prints ",\n") and at the ends, and is dropped. Anything else
 // (an empty pos included: nothing to wait for), FlavourUnknown, or timeout <= 0 is an
 // error, and no statement is returned.
-//
-// Galera: "SELECT WSREP_SYNC_WAIT_UPTO_GTID('<gtid>', <seconds>)", pos one MariaDB GTID,
-// seconds whole (the function truncates a fraction, and 0 does not wait at all), so
-// rounded up: at least 1.
 func WaitQuery(f Flavour, pos string, timeout time.Duration) (string, error) {
 	if timeout <= 0 {
 		return "", errors.New("mysqlfailover: causal read wait needs a timeout > 0, got " + timeout.String())
-	}
-	if f == FlavourGalera {
-		p := strings.Trim(pos, " \t\r\n")
-		if !mariadbGTID(p) {
-			return "", errors.New("mysqlfailover: not a Galera GTID: " + strconv.QuoteToASCII(pos))
-		}
-		secs := (timeout + time.Second - 1) / time.Second
-		return "SELECT WSREP_SYNC_WAIT_UPTO_GTID('" + p + "', " + strconv.FormatInt(int64(secs), 10) + ")", nil
 	}
 	var fn string
 	var valid func(string) bool
@@ -321,9 +289,6 @@ func WaitReplica(ctx context.Context, conn driver.Conn, f Flavour, pos string, t
 		return false, errors.New("mysqlfailover: the connection cannot run the causal read wait (no driver.QueryerContext)")
 	}
 	v, err := queryValue(ctx, q, query)
-	if f == FlavourGalera && isErrno(err, erLockWaitTimeout) {
-		return false, nil // WSREP_SYNC_WAIT_UPTO_GTID's timeout is an error
-	}
 	if err != nil {
 		return false, err
 	}
@@ -341,12 +306,6 @@ func WaitReplica(ctx context.Context, conn driver.Conn, f Flavour, pos string, t
 		}
 	default:
 		n = 2
-	}
-	if f == FlavourGalera {
-		if n == 1 {
-			return true, nil // it answers 1 once the node has committed the GTID
-		}
-		return false, errors.New("mysqlfailover: unexpected answer of the causal read wait: " + strconv.Quote(text(v)))
 	}
 	timedOut := int64(1)
 	if f == FlavourMariaDB {

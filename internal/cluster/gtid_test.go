@@ -28,14 +28,12 @@ func TestPositionQuery(t *testing.T) {
 		{cluster.FlavourMariaDB, true, "SELECT @@global.gtid_binlog_pos"},
 		{cluster.FlavourMySQL, false, "SELECT @@global.gtid_executed"},
 		{cluster.FlavourMySQL, true, "SELECT @@global.gtid_executed"},
-		{cluster.FlavourGalera, false, "SELECT WSREP_LAST_WRITTEN_GTID()"},
-		{cluster.FlavourGalera, true, "SELECT WSREP_LAST_SEEN_GTID()"},
 	} {
 		if got := cluster.PositionQuery(tc.f, tc.global); got != tc.want {
 			t.Errorf("PositionQuery(%v, %v) = %q, want %q", tc.f, tc.global, got, tc.want)
 		}
 	}
-	for f, want := range map[cluster.Flavour]string{cluster.FlavourUnknown: "unknown", cluster.FlavourMariaDB: "MariaDB", cluster.FlavourMySQL: "MySQL", cluster.FlavourGalera: "Galera"} {
+	for f, want := range map[cluster.Flavour]string{cluster.FlavourUnknown: "unknown", cluster.FlavourMariaDB: "MariaDB", cluster.FlavourMySQL: "MySQL"} {
 		if f.String() != want {
 			t.Errorf("%d.String() = %q, want %q", f, f.String(), want)
 		}
@@ -187,10 +185,6 @@ func TestWaitQuery(t *testing.T) {
 		{cluster.FlavourMySQL, uuidA + ":tag_1:1-5:7", time.Second, "SELECT WAIT_FOR_EXECUTED_GTID_SET('" + uuidA + ":tag_1:1-5:7', 1.000)"},
 		{cluster.FlavourMySQL, uuidA + ":1-3:_Tag:1-5,\n" + uuidB + ":" + strings.Repeat("t", 32) + ":4", time.Second,
 			"SELECT WAIT_FOR_EXECUTED_GTID_SET('" + uuidA + ":1-3:_Tag:1-5," + uuidB + ":" + strings.Repeat("t", 32) + ":4', 1.000)"},
-		// Galera's bound is whole seconds, rounded up: 0 would not wait at all.
-		{cluster.FlavourGalera, "7-1-3", 250 * time.Millisecond, "SELECT WSREP_SYNC_WAIT_UPTO_GTID('7-1-3', 1)"},
-		{cluster.FlavourGalera, " 7-1-3\n", time.Second, "SELECT WSREP_SYNC_WAIT_UPTO_GTID('7-1-3', 1)"},
-		{cluster.FlavourGalera, "7-1-3", 1001 * time.Millisecond, "SELECT WSREP_SYNC_WAIT_UPTO_GTID('7-1-3', 2)"},
 	} {
 		got, err := cluster.WaitQuery(tc.f, tc.pos, tc.timeout)
 		if got != tc.want || err != nil {
@@ -312,9 +306,6 @@ func TestWaitReplica(t *testing.T) {
 		yq = "SELECT WAIT_FOR_EXECUTED_GTID_SET('" + uuidA + ":1-5', 0.250)"
 	)
 	errNoFunc := &mysql.MySQLError{Number: 1305, SQLState: [5]byte{'4', '2', '0', '0', '0'}, Message: "FUNCTION WAIT_FOR_EXECUTED_GTID_SET does not exist"}
-	// MariaDB 10.11's answer when WSREP_SYNC_WAIT_UPTO_GTID's timeout passes.
-	errLockWait := &mysql.MySQLError{Number: 1205, SQLState: [5]byte{'H', 'Y', '0', '0', '0'}, Message: "Lock wait timeout exceeded; try restarting transaction"}
-	const gq = "SELECT WSREP_SYNC_WAIT_UPTO_GTID('0-1-8', 1)"
 	for _, tc := range []struct {
 		name    string
 		f       cluster.Flavour
@@ -323,7 +314,6 @@ func TestWaitReplica(t *testing.T) {
 		err     error
 		reached bool
 		errText string
-		noErr   bool // err is the server's answer, and WaitReplica returns no error for it
 	}{
 		{name: "MariaDB reached", f: cluster.FlavourMariaDB, query: mq, val: int64(0), reached: true},
 		{name: "MariaDB reached, text", f: cluster.FlavourMariaDB, query: mq, val: []byte("0"), reached: true},
@@ -339,10 +329,6 @@ func TestWaitReplica(t *testing.T) {
 		{name: "float", f: cluster.FlavourMySQL, query: yq, val: 0.0, errText: `"0"`},
 		{name: "broken connection", f: cluster.FlavourMariaDB, query: mq, err: mysql.ErrInvalidConn},
 		{name: "no such function", f: cluster.FlavourMySQL, query: yq, err: errNoFunc},
-		{name: "Galera reached", f: cluster.FlavourGalera, query: gq, val: int64(1), reached: true},
-		{name: "Galera reached, text", f: cluster.FlavourGalera, query: gq, val: []byte("1"), reached: true},
-		{name: "Galera timeout", f: cluster.FlavourGalera, query: gq, err: errLockWait, noErr: true},
-		{name: "Galera 0 is not an answer", f: cluster.FlavourGalera, query: gq, val: int64(0), errText: `"0"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			conn, mock := mockConn(t)
@@ -364,10 +350,6 @@ func TestWaitReplica(t *testing.T) {
 			case tc.errText != "":
 				if err == nil || !strings.Contains(err.Error(), tc.errText) {
 					t.Errorf("error %v, want one containing %q", err, tc.errText)
-				}
-			case tc.noErr:
-				if err != nil {
-					t.Errorf("error %v, want none", err)
 				}
 			case err != tc.err:
 				t.Errorf("error %v, want %v", err, tc.err)

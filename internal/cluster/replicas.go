@@ -365,12 +365,11 @@ func (c *Cluster) probeLag(ctx context.Context, conn driver.Conn, h *hostState, 
 
 // CausalPosition reads the position a causal read must find on its replica, over conn, a
 // session on the pool's writer: with global, the pool's latest write (MariaDB
-// @@global.gtid_binlog_pos, MySQL @@global.gtid_executed, Galera WSREP_LAST_SEEN_GTID()),
-// else the session's own last write (MariaDB @@last_gtid, Galera
-// WSREP_LAST_WRITTEN_GTID(); MySQL has no session position: gtid_executed). "" means no
+// @@global.gtid_binlog_pos, MySQL @@global.gtid_executed), else the session's own last
+// write (MariaDB @@last_gtid; MySQL has no session position: gtid_executed). "" means no
 // write is known. The server's flavour, found on the first call, is kept.
 func (c *Cluster) CausalPosition(ctx context.Context, conn driver.Conn, global bool) (string, error) {
-	pos, f, err := ReadPosition(ctx, conn, c.causalFlavour(), global)
+	pos, f, err := ReadPosition(ctx, conn, Flavour(c.rep.flavour.Load()), global)
 	if err == nil {
 		c.rep.flavour.Store(int32(f))
 	}
@@ -379,35 +378,20 @@ func (c *Cluster) CausalPosition(ctx context.Context, conn driver.Conn, global b
 
 // CausalWait waits, over conn, a replica session, until the replica has applied pos, for
 // at most causalReadsTimeout (MariaDB MASTER_GTID_WAIT, MySQL
-// WAIT_FOR_EXECUTED_GTID_SET, Galera WSREP_SYNC_WAIT_UPTO_GTID, whose bound is whole
-// seconds: one round trip), and gives the session up (an error) when
+// WAIT_FOR_EXECUTED_GTID_SET: one round trip), and gives the session up (an error) when
 // the answer has not come twice that long (plus DefaultMinHostShare) later. It reports
 // whether the replica reached it.
 func (c *Cluster) CausalWait(ctx context.Context, conn driver.Conn, pos string) (bool, error) {
 	timeout := c.CausalTimeout()
-	f := c.causalFlavour()
+	f := Flavour(c.rep.flavour.Load())
 	if f == FlavourUnknown {
 		f = FlavourMariaDB // no position read yet: a position from another pool would be MariaDB's
 	}
-	// The server ends the wait at timeout (Galera's in whole seconds, rounded up); a
-	// replica that does not answer at all (frozen) is given as long again before its
-	// session is given up.
-	bound := timeout
-	if f == FlavourGalera {
-		bound = (timeout + time.Second - 1) / time.Second * time.Second
-	}
-	wctx, cancel := withBudget(ctx, 2*bound+DefaultMinHostShare)
+	// The server ends the wait at timeout; a replica that does not answer at all (frozen)
+	// is given as long again before its session is given up.
+	wctx, cancel := withBudget(ctx, 2*timeout+DefaultMinHostShare)
 	defer cancel()
 	return WaitReplica(wctx, conn, f, pos, timeout)
-}
-
-// causalFlavour is the flavour of the causal-read statements: Galera's on a Galera
-// cluster, else the one a position read found (FlavourUnknown before any).
-func (c *Cluster) causalFlavour() Flavour {
-	if c.Kind() == KindGalera {
-		return FlavourGalera
-	}
-	return Flavour(c.rep.flavour.Load())
 }
 
 // Global causal reads share the pool's latest position: writes counts the statements
