@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/DATA-DOG/go-sqlmock"
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/mysqlfailover/mysqlfailover/dsn"
@@ -234,4 +235,54 @@ func stateOf(e *env, host string) failover.HostStats {
 	}
 	e.t.Fatalf("no host %s in Stats", host)
 	return failover.HostStats{}
+}
+
+// On a Galera cluster causal reads use the node's own causality check: the replica
+// session is set up with wsrep_sync_wait=1 and no position is read on the writer; a read
+// whose check did not catch up within the provider's repl.causal_read_timeout (1205) ran
+// nowhere and goes to another replica, or the primary.
+func TestGaleraCausalReads(t *testing.T) {
+	e := galeraEnv(t, 3, replicaReads, func(c *dsn.Config) { c.CausalReads = "local" })
+	cfg := splitCfg
+	cfg.CausalReads = "local"
+	r := e.cl.PickReplica("k", true, 0)
+	other := 3 - r
+	lockWait := &mysql.MySQLError{Number: 1205, Message: "Lock wait timeout exceeded; try restarting transaction"}
+	e.script(0, all(ok("INSERT a"), ok("INSERT b")))
+	e.script(r, all(ok(setReadOnly), ok("SET SESSION wsrep_sync_wait = 1"), queryRows("SELECT r", int64(r+1)),
+		func(m sqlmock.Sqlmock) { m.ExpectQuery("SELECT s").WillReturnError(lockWait) }))
+	e.script(other, all(ok(setReadOnly), ok("SET SESSION wsrep_sync_wait = 1"), queryRows("SELECT s", int64(other+1))))
+	c := e.open(cfg)
+	if e.cl.Kind() != cluster.KindGalera {
+		t.Fatalf("cluster type %v, want galera", e.cl.Kind())
+	}
+	keyed := WithReadIntent(context.Background(), "k")
+	mustExec(t, c, "INSERT a")
+	if got := readOne(t, c, keyed, "SELECT r"); got != int64(r+1) {
+		t.Fatalf("causal read on H%d, want the key's replica H%d", got, r+1)
+	}
+	mustExec(t, c, "INSERT b")
+	if got := readOne(t, c, keyed, "SELECT s"); got != int64(other+1) {
+		t.Fatalf("read after the key's replica's check timed out on H%d, want the other replica H%d", got, other+1)
+	}
+	e.allMet()
+}
+
+// A Galera node that leaves the Primary component while it replicates a COMMIT answers
+// 1180: the others may have committed it, so Commit says the outcome is unknown.
+func TestGaleraCommitDuringViewChange(t *testing.T) {
+	e := galeraEnv(t, 2)
+	lost := &mysql.MySQLError{Number: 1180, Message: "Error while appending streaming replication fragment(provider status: Not connected to Primary Component)"}
+	e.script(0, all(begin(), ok("INSERT a"), commit(lost)))
+	c := e.open(seqA)
+	tx, err := c.BeginTx(context.Background(), driver.TxOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustExec(t, c, "INSERT a")
+	err = tx.Commit()
+	var me *mysql.MySQLError
+	if !errors.Is(err, failover.ErrCommitOutcomeUnknown) || !errors.As(err, &me) || me.Number != 1180 {
+		t.Fatalf("Commit: %v; want ErrCommitOutcomeUnknown wrapping the 1180", err)
+	}
 }

@@ -15,6 +15,8 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/go-sql-driver/mysql"
+
 	"github.com/mysqlfailover/mysqlfailover/failover"
 	"github.com/mysqlfailover/mysqlfailover/internal/cluster"
 	"github.com/mysqlfailover/mysqlfailover/internal/stmt"
@@ -231,6 +233,13 @@ func (c *Conn) rsetup(ctx context.Context, phys driver.Conn, _ int) error {
 	if err := c.exec(ctx, phys, readOnlySQL(true)); err != nil {
 		return err
 	}
+	if c.galeraCausal() {
+		// Galera's own causality check: each read waits until the node has applied
+		// every write set the cluster committed before the read began (causalWait).
+		if err := c.exec(ctx, phys, "SET SESSION wsrep_sync_wait = 1"); err != nil {
+			return err
+		}
+	}
 	if c.db != c.cfg.DBName && c.db != "" {
 		if err := c.exec(ctx, phys, "USE "+quoteIdent(c.db)); err != nil {
 			return err
@@ -319,6 +328,16 @@ func (c *Conn) failReplica(ctx context.Context, epoch uint64, err error, r stmt.
 		return false, cluster.NotBadConn(err, "")
 	}
 	inTx := k == kTxEnd || c.tx != nil && c.tx.rs == rs
+	if c.galeraCausal() && !inTx && isErrno(err, errLockWaitTimeout) && r != stmt.NoRetry {
+		// The node's causality check did not catch up within repl.causal_read_timeout
+		// (causalWait): the read ran nowhere; another replica or the primary serves it.
+		if sp.behind == nil {
+			sp.behind = map[int]int64{}
+		}
+		sp.behind[rs.host] = c.cl.Now().Add(c.cl.CausalTimeout()).UnixNano()
+		sp.tried |= bit(rs.host)
+		return true, nil
+	}
 	class := cluster.Classify(ctx, err)
 	refused := class == cluster.NotReady
 	if refused {
@@ -420,6 +439,12 @@ func (c *Conn) wroteOnPrimary() {
 	}
 }
 
+// galeraCausal reports whether causal reads use Galera's causality check (a Galera
+// cluster, causalReads local or global).
+func (c *Conn) galeraCausal() bool {
+	return c.sp != nil && c.sp.causal != "" && c.cl.Kind() == cluster.KindGalera
+}
+
 // errNoPosition is causalWait's error when the position to wait for cannot be read (the
 // primary session is gone or failed): the read goes to the primary.
 var errNoPosition = errors.New("mysqlfailover: the causal position could not be read")
@@ -430,8 +455,21 @@ var errNoPosition = errors.New("mysqlfailover: the causal position could not be 
 // trip, shared). The wait is one round trip on the replica, skipped when rs is known to
 // have reached the position. It reports false when the replica did not reach it within
 // causalReadsTimeout; errNoPosition when the position cannot be read.
+//
+// On a Galera cluster the read waits itself, on the replica: its session has
+// wsrep_sync_wait=1 (rsetup), so the node first applies every write set committed in
+// the cluster before the read began, whichever node wrote it: no position is read.
+// (WSREP_LAST_WRITTEN_GTID on the writer and WSREP_SYNC_WAIT_UPTO_GTID on the reader,
+// MaxScale's way, let 9 of 2000 reads here miss the write just waited for.) The wait is
+// bounded by the provider's repl.causal_read_timeout, which a client cannot set per
+// session; a read that passes it fails with 1205, and goes to another replica or the
+// primary (failReplica).
 func (c *Conn) causalWait(ctx context.Context, rs *rsession) (bool, error) {
 	sp := c.sp
+	if c.galeraCausal() {
+		c.cl.NoteCausal(true) // the read's own causality check: the replica serves it in step
+		return true, nil
+	}
 	var pos string
 	if sp.causal == cluster.CausalGlobal {
 		p, current, mark := c.cl.GlobalPosition()
@@ -475,4 +513,15 @@ func (c *Conn) causalWait(ctx context.Context, rs *rsession) (bool, error) {
 		rs.reached = pos
 	}
 	return ok, nil
+}
+
+// errDuringCommit is 1180 ER_ERROR_DURING_COMMIT, which a Galera node answers a COMMIT it
+// could not replicate because it left the Primary component meanwhile ("Not connected to
+// Primary Component"): the others may have committed it.
+const errDuringCommit = 1180
+
+// isErrno reports whether err is a *mysql.MySQLError numbered n.
+func isErrno(err error, n uint16) bool {
+	var me *mysql.MySQLError
+	return errors.As(err, &me) && me != nil && me.Number == n
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql/driver"
 	"errors"
+	"fmt"
 
 	"github.com/mysqlfailover/mysqlfailover/failover"
 	"github.com/mysqlfailover/mysqlfailover/internal/cluster"
@@ -104,6 +105,11 @@ func (t *Tx) Commit() error {
 	var fe *failover.FailoverError
 	var he *heldError
 	switch {
+	case !errors.As(out, &fe) && c.cl.Kind() == cluster.KindGalera && isErrno(err, errDuringCommit):
+		// The node left the Primary component while it replicated the commit: the rest of
+		// the cluster may have committed it (seen here: 5 of 16 such commits were), or not.
+		return fmt.Errorf("%w: the Galera node %s lost the Primary component during COMMIT: %w",
+			failover.ErrCommitOutcomeUnknown, c.cl.Host(c.host), err)
 	case !errors.As(out, &fe):
 		return out // a data error (deadlock...) or the caller's context
 	case errors.As(out, &he):
