@@ -213,9 +213,9 @@ func TestReplicaHarness(t *testing.T) {
 //   - off: no issue 14 option. Every intent (WithReadIntent, a ReadOnly transaction, a
 //     connection after SetReadOnly(true)) runs on node 1, and the pool opens no session
 //     to the replicas (their processlists show no app-user session).
-//   - intents: replicaReads=true&checkInterval=100ms. The three intents, and BeginTx
-//     with a read-intent context, run on nodes 2 and 3 (a read-only transaction on one
-//     session throughout); plain reads, writes and a default transaction run on node 1;
+//   - intents: replicaReads=true&checkInterval=100ms. The three intents run on nodes 2
+//     and 3 (a read-only transaction on one session throughout); plain reads, writes, a
+//     default transaction and a read-write BeginTx with a read-intent context run on node 1;
 //     SetReadOnly(false) brings the connection back to node 1; node 1 serves no replica
 //     read (Stats); a prepared *sql.Stmt run in turn with and without read intent, and
 //     statements with arguments, run on a replica and on node 1 in turn, each with its
@@ -367,14 +367,16 @@ func TestReplicaReadsRouting(t *testing.T) {
 		tx := map[int]int{}
 		for k := range 6 {
 			opts := &sql.TxOptions{ReadOnly: true}
-			what, tctx := "a ReadOnly transaction", ctx
+			what, tctx, want, wantName := "a ReadOnly transaction", ctx, replica, "a replica"
 			if k%2 == 1 {
-				opts, what, tctx = nil, "a transaction begun with a read-intent context", readIntent(ctx)
+				// Read-write, on a request context that carries read intent: its writes
+				// must work, so it stays on the primary (issue 20).
+				opts, what, tctx, want, wantName = nil, "a read-write transaction begun with a read-intent context", readIntent(ctx), isPrimary, "node 1"
 			}
 			x, err := p.db.BeginTx(tctx, opts)
 			must(t, err)
 			first, err := sessionOf(ctx, c, x)
-			check(what, replica, "a replica", first.node, err, tx)
+			check(what, want, wantName, first.node, err, tx)
 			for range 2 {
 				s, err := sessionOf(ctx, c, x)
 				must(t, err)
