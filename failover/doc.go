@@ -139,14 +139,22 @@
 // rules. DSN order is the same in every application instance, which so pick
 // the same node without reading every node first; MaxScale's galeramon picks
 // the lowest wsrep_local_index instead, which only a monitor that reads every
-// node can know, and which changes when membership does. failOverReadOnly does
+// node can know, which follows the nodes' UUIDs (not their numbers), and which
+// changes when membership does. failOverReadOnly does
 // not apply to Galera nodes: the node the pool moves to is as much a writer as
 // the one it left. With replicaReads the other ready nodes serve reads (they
 // are writable, yet replicas of the writer's writes here); a node's lag is how
 // long ago the cluster first passed its wsrep_last_committed, the global
 // sequence number of its last committed write set, to within a probe round
 // (the receive queue says nothing of staleness), and maxReplicaLag bounds it
-// as for replicas.
+// as for replicas. Causal reads (causalReads local or global) use the node's own
+// causality check: its replica sessions run with wsrep_sync_wait=1, so a read
+// first applies every write set the cluster committed before it began, bounded
+// by the servers' repl.causal_read_timeout (past it the read goes to another
+// node, then the writer). A COMMIT a node could not replicate because it left
+// the Primary component meanwhile (1180, "Not connected to Primary Component")
+// has an unknown outcome: the others may have committed it
+// (ErrCommitOutcomeUnknown).
 //
 // Stats shows such a host as HostNotReady with the reason in LastError, and an
 // EventHostState (HostNotReady, Err saying why; HostUp on its return) reports
