@@ -183,7 +183,9 @@ func wantHeadline(t *testing.T, r *checkReport, text, prefix string, subs ...str
 // problems in their order, and never the password:
 //   - healthy (as the app user without the privilege to read replication, then with it,
 //     and as root): exit 0;
-//   - localDC, and a promotion the DSN does not follow (writer not first): exit 1;
+//   - localDC, and a promotion the DSN does not follow (writer not first): exit 2 with
+//     targetSessionAttrs=any (every write fails with 1290), 1 with read-write (the
+//     driver finds the writer);
 //   - no writer (node 1 made read-only, nothing promoted): exit 2 for any and for
 //     read-write, each worded for what its callers get, with the replica to promote;
 //     degraded for standby;
@@ -193,7 +195,9 @@ func wantHeadline(t *testing.T, r *checkReport, text, prefix string, subs ...str
 //   - node 1 killed (a dead primary) for any and for read-write: exit 2, no writer
 //     first, then node 1, whose problem explains its replicas' connecting IO threads
 //     (no problem of their own), the replica to promote named;
-//   - every node gone: exit 2, "a new connection would fail".
+//   - every node gone: exit 2, "a new connection would fail";
+//   - a Galera node (a cluster of its own) ready, desynced, rejecting queries
+//     (checkGalera).
 func TestCheckCommand(t *testing.T) {
 	bin := buildCheck(t)
 	c := harness.Start(t, 3)
@@ -257,11 +261,12 @@ func TestCheckCommand(t *testing.T) {
 
 	t.Run("roles", func(t *testing.T) {
 		// Data centres: with localDC=west node 3 is the plan's primary, node 1 the one east
-		// host used, node 2 ignored; the writer (node 1) is not where new connections go.
+		// host used, node 2 ignored; the writer (node 1) is not where new connections go,
+		// so with targetSessionAttrs=any every write fails (1290 on node 3): unusable.
 		labelled := fmt.Sprintf("%s:%s@tcp(%s;dc=east,%s;dc=east,%s;dc=west)/%s?readTimeout=2s&localDC=west&usedHostsPerRemoteDC=1",
 			harness.AppUser, harness.AppPassword, h1, h2, h3, harness.AppDB)
 		code, text, r := checkBoth(t, bin, labelled)
-		if code != 1 || r.Plan.Connect != h3 || len(r.Plan.Ignored) != 1 || r.Plan.Ignored[0] != h2 || r.Hosts[2].DC != "west" {
+		if code != 2 || r.Plan.Connect != h3 || len(r.Plan.Ignored) != 1 || r.Plan.Ignored[0] != h2 || r.Hosts[2].DC != "west" {
 			t.Fatalf("localDC=west: exit %d, %+v\n%s", code, r, text)
 		}
 		wantKinds(t, c, r, text, "writer_not_first")
@@ -274,11 +279,11 @@ func TestCheckCommand(t *testing.T) {
 			must(t, c.Node(1).SetReadOnly(ctx, false))
 		}()
 		code, text, r = checkBoth(t, bin, appDSN)
-		if code != 1 || r.Plan.Writer != h2 || r.Plan.Connect != h1 || !r.hasProblem("writes there fail with 1290") {
+		if code != 2 || r.Plan.Writer != h2 || r.Plan.Connect != h1 || !r.hasProblem("every write there fails with 1290") {
 			t.Fatalf("demoted primary, any: exit %d, %+v\n%s", code, r, text)
 		}
 		wantKinds(t, c, r, text, "writer_not_first")
-		wantHeadline(t, r, text, "degraded: the writer is "+h2+", not the list's primary "+h1)
+		wantHeadline(t, r, text, "unusable: the writer is "+h2+", not the list's primary "+h1+": every write fails with error 1290 on "+h1)
 		code, text, r = checkBoth(t, bin, rwDSN)
 		if code != 1 || r.Plan.Connect != h2 {
 			t.Fatalf("demoted primary, read-write: exit %d, %+v\n%s", code, r, text)
@@ -391,7 +396,7 @@ func TestCheckCommand(t *testing.T) {
 		}
 		// The replicas have no problem of their own: node 1's explains their IO threads.
 		wantKinds(t, c, r, text, "no_writer", "down@1")
-		wantHeadline(t, r, text, "unusable: no writer (the primary "+h1+" does not answer", "every write fails with error 1792 on "+h2, "to promote: "+h2)
+		wantHeadline(t, r, text, "unusable: no writer (the primary "+h1+" does not answer", "every write fails with error 1290 on "+h2, "to promote: "+h2)
 		if p := r.Problems[1]; !strings.Contains(p.Problem, "its replicas "+h2+", "+h3+" cannot reach it either") || !strings.Contains(p.Fix, "resume from it by themselves") {
 			t.Errorf("node 1's problem does not explain its replicas:\n%+v", p)
 		}
@@ -418,19 +423,20 @@ func TestCheckCommand(t *testing.T) {
 		wantKinds(t, c, r, text, "no_host", "down@1", "down@2", "down@3")
 		wantHeadline(t, r, text, "unusable: a new connection would fail")
 	})
+
+	t.Run("galera", func(t *testing.T) { checkGalera(t, bin) })
 }
 
-// TestCheckGalera: check against a one-node Galera cluster (MariaDB with galera-4):
-// ready, it is healthy but for the single host; desynced (wsrep_desync=ON) and rejecting
-// queries (wsrep_reject_queries=ALL) it is not ready, with the server's reason, and no
-// new connection would be made (exit 2: the problems no_host, then the node's
+// checkGalera: check against a one-node Galera cluster of its own (MariaDB with
+// galera-4): ready, it is healthy but for the single host; desynced (wsrep_desync=ON) and
+// rejecting queries (wsrep_reject_queries=ALL) it is not ready, with the server's reason,
+// and no new connection would be made (exit 2: the problems no_host, then the node's
 // not_ready).
-func TestCheckGalera(t *testing.T) {
+func checkGalera(t *testing.T, bin string) {
 	const provider = "/usr/lib/galera/libgalera_smm.so"
 	if _, err := os.Stat(provider); err != nil {
 		t.Skipf("no %s (apt-get install galera-4)", provider)
 	}
-	bin := buildCheck(t)
 	c := harness.Start(t, 1, harness.WithNodeArgs(1, "--wsrep-on=ON", "--wsrep-provider="+provider,
 		"--wsrep-cluster-address=gcomm://", "--binlog-format=ROW", "--innodb-autoinc-lock-mode=2",
 		fmt.Sprintf("--wsrep-provider-options=gmcast.listen_addr=tcp://127.0.0.1:%d", freeTCPPort(t))))
