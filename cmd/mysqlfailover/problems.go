@@ -169,11 +169,22 @@ func (r *report) findProblems(cfg *dsn.Config) {
 	case len(writers) == 1 && writers[0] != listPrimary:
 		what := "the writer is " + writers[0] + ", not the list's primary " + listPrimary
 		fix := "put " + writers[0] + " first in the DSN"
-		if p.TargetSessionAttrs == string(dsn.TargetAny) {
-			what += ": with targetSessionAttrs=any new connections go to " + orNone(p.Connect) + " and writes there fail with " + refusalErrno(cfg, p.Connect)
+		sev, short := sevDegraded, ""
+		switch {
+		case p.TargetSessionAttrs != string(dsn.TargetAny):
+			what += ": new connections find it (targetSessionAttrs=" + p.TargetSessionAttrs + ")"
+		case p.Connect == writers[0] && !cfg.FailOverReadOnly:
+			what += ": new connections go to it (targetSessionAttrs=any, failOverReadOnly=false), but the pool returns to " + listPrimary + " at fall-back"
+			fix += ", or add targetSessionAttrs=read-write so the driver finds the writer wherever it is"
+		default:
+			// For a service that writes, every write fails: unusable.
+			sev = sevUnusable
+			e := r.refusalErrno(cfg, p.Connect)
+			what += ": with targetSessionAttrs=any new connections go to " + orNone(p.Connect) + " and every write there fails with " + e
+			short = what[:strings.Index(what, ": with")] + ": every write fails with error " + strings.Fields(e)[0] + " on " + orNone(p.Connect)
 			fix += ", or add targetSessionAttrs=read-write so the driver finds the writer wherever it is"
 		}
-		r.add(problem{Severity: sevDegraded, Kind: "writer_not_first", rank: rankWriterNotFirst, index: -1, Problem: what, Fix: fix})
+		r.add(problem{Severity: sev, Kind: "writer_not_first", rank: rankWriterNotFirst, index: -1, Problem: what, Fix: fix, short: short})
 	}
 	if p.Connect == "" && !(noWriter && writeTarget) {
 		r.add(problem{Severity: sevUnusable, Kind: "no_host", rank: rankNoHost, index: -1,
@@ -226,7 +237,7 @@ func (r *report) noWriterProblem(cfg *dsn.Config, listPrimary string, writeTarge
 	case writeTarget:
 		short += ": every write fails with *failover.NoHostAvailableError"
 	case p.TargetSessionAttrs == string(dsn.TargetAny):
-		short += ": every write fails with error " + strings.Fields(refusalErrno(cfg, p.Connect))[0] + " on " + orNone(p.Connect)
+		short += ": every write fails with error " + strings.Fields(r.refusalErrno(cfg, p.Connect))[0] + " on " + orNone(p.Connect)
 	default:
 		short += ": this DSN only reads"
 	}
@@ -240,7 +251,7 @@ func (r *report) noWriterProblem(cfg *dsn.Config, listPrimary string, writeTarge
 			" new connections, and connections whose host failed, get *failover.NoHostAvailableError (no host qualifies) after retriesAllDown passes or at the caller's deadline"
 	case p.TargetSessionAttrs == string(dsn.TargetAny):
 		pr.Problem = "no writer: " + cause + ". Every write fails: with targetSessionAttrs=any new connections go to " + orNone(p.Connect) +
-			", a read-only host, where writes get error " + refusalErrno(cfg, p.Connect) + "; reads work"
+			", a read-only host, where writes get error " + r.refusalErrno(cfg, p.Connect) + "; reads work"
 	default:
 		pr.Severity = sevDegraded
 		pr.Problem = "no writer: " + cause + ". This DSN only reads (targetSessionAttrs=" + p.TargetSessionAttrs + "): its callers are not affected, but the replicas get no new data"
@@ -271,12 +282,14 @@ func promoteSteps(host string) string {
 		"(CHANGE MASTER TO MASTER_HOST='<its address>', MASTER_USE_GTID=slave_pos; START REPLICA)"
 }
 
-// refusalErrno says which error a write gets on host through this DSN: 1792 where
-// failOverReadOnly makes the session read-only (a secondary), else 1290 (the server's
-// read_only).
-func refusalErrno(cfg *dsn.Config, host string) string {
-	if cfg.FailOverReadOnly && len(cfg.Hosts) > 0 && host != cfg.Hosts[0].Addr() {
-		return "1792 (failOverReadOnly=true makes a session on a secondary read-only; its read_only=ON would refuse them with 1290)"
+// refusalErrno says which error a write gets on host through this DSN: 1290 where the
+// server is read-only (read_only=ON: it refuses the write first), 1792 on a writable
+// secondary where failOverReadOnly makes the session read-only.
+func (r *report) refusalErrno(cfg *dsn.Config, host string) string {
+	for _, h := range r.Hosts {
+		if h.Host == host && h.role == failover.RolePrimary && cfg.FailOverReadOnly && len(cfg.Hosts) > 0 && host != cfg.Hosts[0].Addr() {
+			return "1792 (failOverReadOnly=true makes a session on a secondary read-only, writable as the server is)"
+		}
 	}
 	return "1290 (the server's read_only=ON)"
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
 	"strings"
 	"testing"
 
@@ -114,7 +115,7 @@ func TestDeadPrimary(t *testing.T) {
 		params, code, headline, effect string
 		exit                           int
 	}{
-		{"readTimeout=2s", "any", "unusable: no writer (the primary db1:3306 does not answer: connection refused: not running): every write fails with error 1792 on db2:3306; to promote: db3:3306", "error 1792", exitUnusable},
+		{"readTimeout=2s", "any", "unusable: no writer (the primary db1:3306 does not answer: connection refused: not running): every write fails with error 1290 on db2:3306; to promote: db3:3306", "error 1290", exitUnusable},
 		{"readTimeout=2s&failOverReadOnly=false", "any, failOverReadOnly=false", "every write fails with error 1290 on db2:3306", "error 1290", exitUnusable},
 		{"readTimeout=2s&targetSessionAttrs=read-write", "read-write", "every write fails with *failover.NoHostAvailableError; to promote: db3:3306", "*failover.NoHostAvailableError", exitUnusable},
 		{"readTimeout=2s&targetSessionAttrs=standby", "standby", "degraded: no writer", "only reads", exitDegraded},
@@ -139,6 +140,16 @@ func TestDeadPrimary(t *testing.T) {
 			for _, h := range r.Hosts[1:] {
 				if h.Replication.SourceHost != "db1:3306" || !h.Replication.SourcePresumed {
 					t.Errorf("%s's source %+v, want db1 (presumed)", h.Host, h.Replication)
+				}
+			}
+			if tt.code == "any" {
+				// README shows this headline: it stays the tool's.
+				readme, err := os.ReadFile("../../README.md")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !strings.Contains(string(readme), r.Headline+"\n") {
+					t.Errorf("README.md does not show the headline of a dead primary as check prints it:\n%s", r.Headline)
 				}
 			}
 			var out bytes.Buffer
@@ -240,6 +251,32 @@ func TestHelpExitsZero(t *testing.T) {
 		var out, errOut bytes.Buffer
 		if code := run(context.Background(), args, &out, &errOut); code != exitHealthy || !strings.Contains(out.String(), "usage: mysqlfailover check") {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q; want 0 and the usage on stdout", args, code, out.String(), errOut.String())
+		}
+	}
+}
+
+// TestWriterNotFirst: a writer the DSN does not list first is rated by what writes get:
+// with targetSessionAttrs=any on a read-only host 1290, on the writable secondary itself
+// 1792 (failOverReadOnly makes its sessions read-only): unusable; with
+// failOverReadOnly=false writes work there (degraded); read-write finds it (degraded).
+func TestWriterNotFirst(t *testing.T) {
+	promoted := func() []hostReport {
+		h := deadPrimary()
+		h[1].role, h[1].Role, h[1].ReadOnly = failover.RolePrimary, "primary", "OFF"
+		h[1].Replication = replication{Status: "none"}
+		return h
+	}
+	for _, tt := range []struct {
+		params, headline string
+		exit             int
+	}{
+		{"readTimeout=2s", "unusable: the writer is db2:3306, not the list's primary db1:3306: every write fails with error 1792 on db2:3306", exitUnusable},
+		{"readTimeout=2s&failOverReadOnly=false", "degraded: db1:3306: does not answer", exitDegraded},
+		{"readTimeout=2s&targetSessionAttrs=read-write", "degraded: db1:3306: does not answer", exitDegraded},
+	} {
+		r := judge(t, "app:pw@tcp(db1:3306,db2:3306,db3:3306)/app?"+tt.params, promoted())
+		if r.ExitCode != tt.exit || !strings.HasPrefix(r.Headline, tt.headline) {
+			t.Errorf("%s: exit %d, headline %q; want %d, %q", tt.params, r.ExitCode, r.Headline, tt.exit, tt.headline)
 		}
 	}
 }
