@@ -70,10 +70,12 @@
 //   - no writer is rated by what the DSN's callers see: with targetSessionAttrs
 //     read-write or primary every new connection and write gets
 //     *failover.NoHostAvailableError; with any, new connections go to a read-only
-//     host, where every write fails with 1792 (failOverReadOnly makes the session on a
-//     secondary read-only) or 1290 (the server's read_only): for a service that writes,
-//     both are unusable. With the standby targets, which only read, it is degraded.
-//     The fix names the replica to promote.
+//     host, where every write fails with 1290 (the server's read_only): for a service
+//     that writes, both are unusable. With the standby targets, which only read, it is
+//     degraded. The fix names the replica to promote;
+//   - a writer the list does not have first is unusable with any too when every write
+//     fails: new connections go to a read-only host (1290), or to the writer itself as a
+//     secondary, whose sessions failOverReadOnly makes read-only (1792).
 //
 // Each host is bounded by --timeout (default 3s: dial, handshake and each query), so a
 // frozen or blackholed host cannot hang the command; every host is checked at the same
@@ -88,7 +90,7 @@
 // Exit codes: 0 healthy (and for --help); 1 degraded (the driver works, but a host is
 // down or not ready, the roles are not as the list says, replication is not running, or
 // the configuration weakens failover); 2 unusable (the DSN is rejected, no host
-// qualifies for a new connection, or no host takes writes, except for a DSN that only
+// qualifies for a new connection, or every write fails, except for a DSN that only
 // reads); 3 for a usage error.
 package main
 
