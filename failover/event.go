@@ -105,9 +105,13 @@ type Event struct {
 	// round trip, plus reopening the probe connection when it had to be); for an
 	// EventSwitch or EventFallBack that ended a host walk, how long the walk took, from
 	// its start (the failure, or the new connection that found fall-back due) to the
-	// working connection on Host, pauses between passes included. It is 0 for moves
-	// made without a walk (the monitor's decision, SwitchTo, a new host list) and for
-	// every other kind.
+	// working connection on Host, pauses between passes included (a connection's
+	// fall-back attempt at a safe point is a walk of one host); for an
+	// EventFallBack the monitor decided (checkInterval > 0), how long home had passed its
+	// probes when the pool returned, from the first passing probe of that run
+	// (switchBackDelay, plus up to a checkInterval; connections move at their next safe
+	// point). It is 0 for the other moves made without a walk (the monitor's switch
+	// away from a failing host, SwitchTo, a new host list) and for every other kind.
 	Duration time.Duration
 }
 

@@ -86,6 +86,27 @@ type Stats struct {
 	// one is then skipped by causal reads for causalReadsTimeout, and the next replica
 	// tried), or because the position could not be read (count).
 	CausalPrimary int64
+	// WriteRefusals counts the errors that said a write could not be served (count
+	// since start): each statement a server refused as read-only that the driver saw
+	// (1290 ER_OPTION_PREVENTS_STATEMENT, 1836 ER_READ_ONLY_MODE, 1792
+	// ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION: with failOverReadOnly a session on a
+	// secondary is read-only), including one after which a connection with
+	// targetSessionAttrs read-write or primary found the new writer and ran the statement
+	// again there, and each connection or statement that found no host to use (a
+	// *NoHostAvailableError, or a FailoverError whose Reconnect is one, after a walk
+	// that tried at least one host: with read-write or primary, no writer). A service
+	// that writes alerts on its increase; a pool that only reads on standbys never
+	// counts one.
+	WriteRefusals int64
+	// WriterAvailable reports whether the pool can serve writes now, as far as the
+	// driver knows: the host it uses (Active) is up (or not tried yet: a new pool) and
+	// ready, and is a writer: its
+	// role as last read is RolePrimary (targetSessionAttrs other than any, or probes
+	// reading it), or, with the role never read (targetSessionAttrs any without
+	// probing), it is the list's primary or failOverReadOnly is false. A host demoted
+	// behind the driver's back with the role never read still reads true until
+	// WriteRefusals counts its refusals.
+	WriterAvailable bool
 }
 
 // HostStats is one host's part of Stats.
@@ -96,7 +117,9 @@ type HostStats struct {
 	DC string
 	// State is what the pool believes of it.
 	State HostState
-	// Role is what the last role check found (RoleUnknown without targetSessionAttrs).
+	// Role is what the last role check found (RoleUnknown without targetSessionAttrs
+	// and without probes that read it), RoleUnknown while the host is HostDown or
+	// HostBackoff: its last role is no longer known.
 	Role Role
 	// LastError is the last error that changed its state, nil after a success. It never
 	// contains a password.

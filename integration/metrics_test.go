@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"expvar"
 	"fmt"
 	"io"
@@ -15,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -43,14 +45,23 @@ import (
 // primary is up and active, probes are counted and no failover is; after kill -9 of the
 // primary the failover count, the primary's state, the probe histogram, the failed probes
 // and a walk's duration move, the pool is on node 2 and connections are counted there;
-// after the restart the fall-back is counted. Before the kill, two more pools split reads
-// (replicaReads, probes every 100 ms; see replicaPhase) and their own collectors export the
-// replica metrics.
+// after the restart the fall-back is counted, with its timing (the monitor's wait for
+// switchBackDelay) in the walk histogram. Every per-host series, both walk kinds and the
+// write metrics are there at 0 before the kill, so that increase() sees the first burst.
+// Writes that cannot be served are counted by one counter whatever the cause: after the
+// kill, a write on the pool (now on node 2, a read-only secondary) gets 1290, and a
+// second pool with targetSessionAttrs=read-write finds no writer
+// (*failover.NoHostAvailableError); both pools' write_refusals_total rise and their
+// writer_available reads 0, the read-write pool's dead primary reads role unknown (not
+// its last role, primary), and node 1's states never go back from down to suspect.
+// Before the kill, two more pools split reads (replicaReads, probes every 100 ms; see
+// replicaPhase) and their own collectors export the replica metrics.
 func TestMetrics(t *testing.T) {
 	c := harness.Start(t, 3)
 	ctx := ctxT(t, time.Minute)
 	// The harness's app user may read the replica status (SLAVE MONITOR), as the replica
 	// pools' probes need to read the lag.
+	must(t, c.Node(1).Exec(ctx, "CREATE TABLE "+harness.AppDB+".metrics_w (id INT)"))
 	must(t, c.WaitReplicasCaughtUp(ctx))
 	// Nodes 1 and 2 in DC east, node 3 in west: the labels reach every metric.
 	labelled := fmt.Sprintf("%s:%s@tcp(%s;dc=east,%s;dc=east,%s;dc=west)/%s?readTimeout=2s&checkInterval=200ms&switchBackDelay=500ms",
@@ -106,6 +117,20 @@ func TestMetrics(t *testing.T) {
 	before.want(t, "mysqlfailover_host_active", 1, "host", h1)
 	before.want(t, "mysqlfailover_host_primary", 1, "host", h1)
 	before.want(t, "mysqlfailover_failovers_total", 0)
+	// Every series an alert uses is there before anything happened, at 0.
+	for _, n := range c.Nodes() {
+		before.want(t, "mysqlfailover_probe_failures_total", 0, "host", n.ProxyAddr())
+		if before.find("mysqlfailover_probe_duration_seconds", "host", n.ProxyAddr()) == nil {
+			t.Errorf("no probe histogram of %s", n.ProxyAddr())
+		}
+	}
+	for _, kind := range []string{"switch", "fall_back"} {
+		if m := before.find("mysqlfailover_walk_duration_seconds", "kind", kind); m == nil || m.Histogram.GetSampleCount() != 0 {
+			t.Errorf("walk histogram %s before any walk: %v, want present and empty", kind, m)
+		}
+	}
+	before.want(t, "mysqlfailover_write_refusals_total", 0)
+	before.want(t, "mysqlfailover_writer_available", 1)
 	if n := before.value("mysqlfailover_host_connections", "host", h1); n < 2 {
 		t.Errorf("connections to node 1: %v, want the pool's and the probe's (at least 2)", n)
 	}
@@ -121,6 +146,27 @@ func TestMetrics(t *testing.T) {
 	}
 
 	replicaPhase(ctx, t, c, mux, srv.URL)
+
+	// A pool that wants the writer (its probes read the roles), on its own collector.
+	rwCfg, err := dsn.Parse(c.DSN("readTimeout=2s&checkInterval=200ms&targetSessionAttrs=read-write"))
+	must(t, err)
+	rwCol := mysqlfailoverprom.New()
+	rwConn, err := mysqlfailover.NewConnector(rwCfg, rwCol.Option())
+	must(t, err)
+	rwCol.SetConnector(rwConn)
+	rwDB := sql.OpenDB(rwConn)
+	t.Cleanup(func() { rwDB.Close() })
+	rwReg := prometheus.NewRegistry()
+	rwReg.MustRegister(rwCol)
+	mux.Handle("/rw", promhttp.HandlerFor(rwReg, promhttp.HandlerOpts{}))
+	must(t, rwDB.PingContext(ctx))
+	if !healthPoll(5*time.Second, func() bool { return rwConn.Stats().Hosts[0].Role == failover.RolePrimary }) {
+		t.Fatalf("read-write pool: node 1's role not read in 5 s: %+v", rwConn.Stats().Hosts[0])
+	}
+	rwBefore := scrapeURL(t, srv.URL+"/rw")
+	rwBefore.want(t, "mysqlfailover_host_role", 1, "host", h1, "role", "primary")
+	rwBefore.want(t, "mysqlfailover_writer_available", 1)
+	rwBefore.want(t, "mysqlfailover_write_refusals_total", 0)
 
 	must(t, c.Node(1).Kill())
 	for range 20 {
@@ -157,6 +203,39 @@ func TestMetrics(t *testing.T) {
 	if walks < 1 || sum <= 0 {
 		t.Errorf("walk histogram: %d walks, %v s, want at least one", walks, sum)
 	}
+	// Writes cannot be served: node 2 is read-only (1290, which the server gives before
+	// the read-only session's 1792); the read-write pool finds no writer. One counter
+	// says so for both.
+	_, werr := db.ExecContext(ctx, "INSERT INTO "+harness.AppDB+".metrics_w VALUES (1)")
+	var me *mysql.MySQLError
+	if !errors.As(werr, &me) || me.Number != 1290 {
+		t.Errorf("a write on node 2 (read-only): %v, want error 1290", werr)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	_, rwErr := rwDB.ExecContext(wctx, "INSERT INTO "+harness.AppDB+".metrics_w VALUES (2)")
+	cancel()
+	var nh *failover.NoHostAvailableError
+	if !errors.As(rwErr, &nh) {
+		t.Errorf("a write on the read-write pool with no writer: %v, want a *failover.NoHostAvailableError", rwErr)
+	}
+	after = scrapeProm(t, srv.URL)
+	if n := after.value("mysqlfailover_write_refusals_total"); n < 1 {
+		t.Errorf("write_refusals_total %v after a write refused with 1290, want at least 1", n)
+	}
+	after.want(t, "mysqlfailover_writer_available", 0)
+	var rwAfter *scrape
+	if !healthPoll(5*time.Second, func() bool {
+		rwAfter = scrapeURL(t, srv.URL+"/rw")
+		return rwAfter.value("mysqlfailover_host_role", "host", h1, "role", "unknown") == 1
+	}) {
+		t.Errorf("read-write pool: node 1's role after kill -9:\n%s", rwAfter.grep("mysqlfailover_host_role"))
+	}
+	rwAfter.want(t, "mysqlfailover_host_role", 0, "host", h1, "role", "primary")
+	rwAfter.want(t, "mysqlfailover_writer_available", 0)
+	if n := rwAfter.value("mysqlfailover_write_refusals_total"); n < 1 {
+		t.Errorf("read-write pool: write_refusals_total %v after a write found no writer, want at least 1", n)
+	}
+	t.Logf("FIGURE %s: write_refusals any=%v read-write=%v", t.Name(), after.value("mysqlfailover_write_refusals_total"), rwAfter.value("mysqlfailover_write_refusals_total"))
 	t.Logf("FIGURE %s: failovers=%v walks=%d walk_seconds_sum=%.4f probes_node2=%d", t.Name(),
 		after.value("mysqlfailover_failovers_total"), walks, sum, after.histCount("mysqlfailover_probe_duration_seconds", "host", h2))
 
@@ -208,6 +287,23 @@ func TestMetrics(t *testing.T) {
 	}
 	back.want(t, "mysqlfailover_host_state", 1, "host", h1, "state", "up")
 	back.want(t, "mysqlfailover_host_active", 1, "host", h1)
+	// The monitor brought the pool back: the walk histogram has the fall-back's timing,
+	// the wait for switchBackDelay (500 ms) of passing probes.
+	if n, sum := back.histCount("mysqlfailover_walk_duration_seconds", "kind", "fall_back"), back.histSum("mysqlfailover_walk_duration_seconds", "kind", "fall_back"); n < 1 || sum < 0.5 {
+		t.Errorf("walk histogram fall_back: %d samples, %v s; want at least one of switchBackDelay (0.5 s) or more", n, sum)
+	}
+	// Node 1's states: never back from down to suspect (down, suspect, down flaps).
+	var seq []string
+	for _, e := range ev.of(failover.EventHostState, h1, time.Time{}) {
+		seq = append(seq, e.State.String())
+	}
+	for i := 1; i < len(seq); i++ {
+		if seq[i-1] == "down" && seq[i] == "suspect" {
+			t.Errorf("node 1's states %v: down, then suspect", seq)
+			break
+		}
+	}
+	t.Logf("node 1's states: %v", seq)
 	if testing.Verbose() {
 		t.Logf("sample scrape after the fall-back:\n%s", back.text)
 	}

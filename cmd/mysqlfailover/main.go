@@ -26,27 +26,72 @@
 //     threads, Seconds_Behind_Source. It needs the REPLICATION CLIENT privilege (MySQL,
 //     MariaDB before 10.5.9; SUPER works too) or REPLICA MONITOR (MariaDB 10.5.9 and
 //     later); without it the source and lag read "unknown (no privilege)";
+//   - the server_id and the applied GTID position (gtid_current_pos on MariaDB,
+//     gtid_executed on MySQL), by which replicas are matched to their source (a replica
+//     names its source by the address it uses, which may not be the DSN's: a proxy, an
+//     internal name) and the replica to promote is chosen;
+//   - the cluster type and whether the server is ready for application use, read as the
+//     driver reads it (package failover, Readiness; the DSN's cluster option): for a
+//     Galera node its wsrep status (SHOW GLOBAL STATUS: wsrep_ready,
+//     wsrep_cluster_status, wsrep_local_state, wsrep_cluster_size) and wsrep_desync,
+//     wsrep_reject_queries; for a Group Replication member its MEMBER_STATE; for every
+//     server offline_mode. A node that is not ready (outside the Primary component,
+//     desynced, rejecting queries, not synced, a minority cluster) is named with its
+//     reason: the driver uses no such host (failover.HostNotReady);
 //   - the DC label of the DSN;
 //   - whether the session uses TLS (SHOW SESSION STATUS LIKE 'Ssl_cipher').
 //
 // It then shows the host plan a new pool of the driver would use now, by the rules of
-// package failover (Host order, Roles, Data centres): the order (the list's primary
-// first, with localDC the local hosts first and usedHostsPerRemoteDC remote ones per DC,
-// the rest ignored), which hosts qualify for targetSessionAttrs, the writer, and the host
-// the driver would connect to. Last, the problems found, each with its fix: a single host
-// (nothing to fail over to), readTimeout unset, hosts down, no writer or two, a writer that
-// is not the list's primary, replication stopped.
+// package failover (Host order, Roles, Data centres, Readiness): the order (the list's
+// primary first, with localDC the local hosts first and usedHostsPerRemoteDC remote ones
+// per DC, the rest ignored), which hosts qualify for targetSessionAttrs, the writer (for
+// Galera the first ready node), the host the driver would connect to and, when there is
+// no writer, the replica to promote: the reachable, read-only one furthest ahead by its
+// GTID position (then by what it has received, then by its lag).
+//
+// # Problems
+//
+// The output leads with one line: the status and the cause to act on. The problems
+// follow, the most severe first (unusable before degraded), and within a severity in
+// the order an operator acts on them: the DSN; no host for a new connection; no writer;
+// several writers; hosts down or not ready; replication broken, stopped, or unable to
+// reach its source; a writer that is not the list's primary; the configuration (a
+// single host, readTimeout unset). Each has its fix, worded for what was seen:
+//
+//   - a host that refuses the connection is not running (start it); one that does not
+//     answer within --timeout is frozen or hung (look at the machine before starting
+//     anything: a hung server is not fixed by starting it);
+//   - a replica whose IO thread cannot reach a source that is itself down is explained
+//     by the source's problem (it resumes by itself once the source answers): no
+//     "START REPLICA" is advised for it; one that cannot reach a source that answers is
+//     a network or credentials problem between them, and it retries by itself;
+//     replication stopped by hand wants START REPLICA; one stopped on an error wants
+//     the error repaired first, and is never proposed for promotion;
+//   - no writer is rated by what the DSN's callers see: with targetSessionAttrs
+//     read-write or primary every new connection and write gets
+//     *failover.NoHostAvailableError; with any, new connections go to a read-only
+//     host, where every write fails with 1290 (the server's read_only): for a service
+//     that writes, both are unusable. With the standby targets, which only read, it is
+//     degraded. The fix names the replica to promote;
+//   - a writer the list does not have first is unusable with any too when every write
+//     fails: new connections go to a read-only host (1290), or to the writer itself as a
+//     secondary, whose sessions failOverReadOnly makes read-only (1792).
 //
 // Each host is bounded by --timeout (default 3s: dial, handshake and each query), so a
 // frozen or blackholed host cannot hang the command; every host is checked at the same
 // time, so the whole check takes about one timeout at worst.
 //
-// --json prints one JSON object instead of text (the fields of the report type). The
-// password is never printed: the DSN is shown redacted, and server errors carry none.
+// --json prints one JSON object instead of text (the fields of the report type): the
+// headline, the hosts, the plan (with the replica to promote) and the problems in the
+// same order, each with a kind (no_writer, down, not_ready, replication_broken, ...)
+// for programs. The password is never printed: the DSN is shown redacted, and server
+// errors carry none.
 //
-// Exit codes: 0 healthy; 1 degraded (the driver works, but a host is down, the roles are
-// not as the list says, or the configuration weakens failover); 2 unusable (the DSN is
-// rejected, or no host qualifies for a new connection); 3 for a usage error.
+// Exit codes: 0 healthy (and for --help); 1 degraded (the driver works, but a host is
+// down or not ready, the roles are not as the list says, replication is not running, or
+// the configuration weakens failover); 2 unusable (the DSN is rejected, no host
+// qualifies for a new connection, or every write fails, except for a DSN that only
+// reads); 3 for a usage error.
 package main
 
 import (
@@ -63,7 +108,9 @@ const usage = `usage: mysqlfailover check [--json] [--timeout 3s] "<dsn>"
 Checks every host of a mysqlfailover DSN: reachability and handshake time, version,
 role (read_only, super_read_only), replication source and lag, DC label, TLS; shows the
 host plan the driver would use now, and the problems found with their fixes.
-Exit codes: 0 healthy, 1 degraded, 2 unusable, 3 usage error.
+The first line says the status and the cause to act on; the problems follow, most
+severe first, each with its fix.
+Exit codes: 0 healthy, 1 degraded, 2 unusable, 3 usage error (0 for --help).
 `
 
 func main() { os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr)) }
@@ -71,15 +118,27 @@ func main() { os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stder
 // run is the command with its arguments (without the program name); it returns the exit
 // code.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && isHelp(args[0]) {
+		fmt.Fprint(stdout, usage)
+		return exitHealthy
+	}
 	if len(args) == 0 || args[0] != "check" {
 		fmt.Fprint(stderr, usage)
 		return exitUsage
 	}
 	fs := flag.NewFlagSet("check", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, usage); fs.PrintDefaults() }
+	fs.Usage = func() { fmt.Fprint(fs.Output(), usage); fs.PrintDefaults() }
 	asJSON := fs.Bool("json", false, "print one JSON object instead of text")
 	timeout := fs.Duration("timeout", 3*time.Second, "bound for each host: dial, handshake and each query")
+	for _, a := range args[1:] {
+		if isHelp(a) && a != "help" {
+			// Asked for: the usage goes to stdout, and it is no error.
+			fs.SetOutput(stdout)
+			fs.Usage()
+			return exitHealthy
+		}
+	}
 	// Flags may come before or after the DSN: parse, take one argument, parse the rest.
 	var dsns []string
 	for rest := args[1:]; ; {
@@ -107,4 +166,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "mysqlfailover check:", err)
 	}
 	return r.ExitCode
+}
+
+// isHelp reports whether arg asks for the usage (help, -h, --help).
+func isHelp(arg string) bool {
+	switch arg {
+	case "help", "-h", "-help", "--help":
+		return true
+	}
+	return false
 }

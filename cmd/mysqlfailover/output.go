@@ -16,8 +16,21 @@ func (r *report) writeJSON(w io.Writer) error {
 
 func (r *report) writeText(w io.Writer) error {
 	var b strings.Builder
+	// What leads: the status and the cause to act on, then every problem in that
+	// order, then the details (hosts, plan).
+	fmt.Fprintf(&b, "%s\n", r.Headline)
+	if len(r.Problems) > 0 {
+		b.WriteString("\nproblems, most severe first\n")
+		for i, pr := range r.Problems {
+			host := ""
+			if pr.Host != "" {
+				host = pr.Host + ": "
+			}
+			fmt.Fprintf(&b, "  %d. [%s] %s%s\n      fix: %s\n", i+1, pr.Severity, host, pr.Problem, pr.Fix)
+		}
+	}
 	if r.DSN != "" {
-		fmt.Fprintf(&b, "dsn  %s\n", r.DSN)
+		fmt.Fprintf(&b, "\ndsn  %s\n", r.DSN)
 	}
 	for i, h := range r.Hosts {
 		dc := h.DC
@@ -27,21 +40,40 @@ func (r *report) writeText(w io.Writer) error {
 		fmt.Fprintf(&b, "\nhost %d  %s  (dc: %s)\n", i+1, h.Host, dc)
 		hs := time.Duration(h.HandshakeSeconds * float64(time.Second)).Round(10 * time.Microsecond)
 		if !h.Reachable {
-			fmt.Fprintf(&b, "  reachable    no, after %v: %s\n", hs, h.Error)
+			fmt.Fprintf(&b, "  reachable    no (%s), after %v: %s\n", h.Failure, hs, h.Error)
+			if h.NotReady != "" {
+				fmt.Fprintf(&b, "  cluster      NOT READY: %s\n", h.NotReady)
+			}
 			continue
 		}
 		fmt.Fprintf(&b, "  reachable    yes, handshake %v\n", hs)
 		fmt.Fprintf(&b, "  version      %s\n", h.Version)
 		fmt.Fprintf(&b, "  role         %s (read_only=%s, super_read_only=%s, transaction_read_only=%s)\n",
 			h.Role, h.ReadOnly, h.SuperReadOnly, h.TransactionReadOnly)
+		if h.ServerID != 0 || h.GTID != "" {
+			fmt.Fprintf(&b, "  server_id    %d, gtid %s\n", h.ServerID, orUnknown(h.GTID))
+		}
+		if h.Cluster != "" && h.Cluster != "replication" || h.NotReady != "" {
+			ready := "ready"
+			if h.NotReady != "" {
+				ready = "NOT READY: " + h.NotReady
+			}
+			fmt.Fprintf(&b, "  cluster      %s, %s\n", h.Cluster, ready)
+		}
+		if g := h.Galera; g != nil {
+			fmt.Fprintf(&b, "  wsrep        ready=%s, cluster_status=%s, local_state=%s (%s), cluster_size=%d, desync=%s, reject_queries=%s, last_committed=%d\n",
+				g.Ready, g.ClusterStatus, g.LocalState, g.LocalStateComment, g.ClusterSize, orAbsent(g.Desync), orAbsent(g.RejectQueries), g.LastCommitted)
+		}
 		rep := h.Replication
 		switch rep.Status {
 		case "replica":
-			lag := "unknown (a replication thread is stopped)"
-			if rep.LagSeconds != nil {
-				lag = fmt.Sprintf("%d s", *rep.LagSeconds)
+			fmt.Fprintf(&b, "  replication  %s from %s, IO %s, SQL %s, lag %s\n", rep.State, sourceName(rep), rep.IORunning, rep.SQLRunning, lagText(rep))
+			if rep.ReceivedGTID != "" && rep.ReceivedGTID != h.GTID {
+				fmt.Fprintf(&b, "               received gtid %s\n", rep.ReceivedGTID)
 			}
-			fmt.Fprintf(&b, "  replication  from %s, IO %s, SQL %s, lag %s\n", rep.Source, rep.IORunning, rep.SQLRunning, lag)
+			if rep.LastError != "" {
+				fmt.Fprintf(&b, "               last error: %s\n", rep.LastError)
+			}
 		case "none":
 			fmt.Fprintf(&b, "  replication  none (not a replica)\n")
 		case "unknown (no privilege)":
@@ -80,24 +112,9 @@ func (r *report) writeText(w io.Writer) error {
 		for _, h := range p.Ignored {
 			fmt.Fprintf(&b, "        %-22s ignored (beyond usedHostsPerRemoteDC)\n", h)
 		}
-		writer := p.Writer
-		if writer == "" {
-			writer = "none"
-		}
-		connect := p.Connect
-		if connect == "" {
-			connect = "none"
-		}
-		fmt.Fprintf(&b, "  writer: %s\n  a new connection goes to: %s (%s)\n", writer, connect, p.Why)
-	}
-	if len(r.Problems) > 0 {
-		b.WriteString("\nproblems\n")
-		for _, pr := range r.Problems {
-			host := ""
-			if pr.Host != "" {
-				host = pr.Host + ": "
-			}
-			fmt.Fprintf(&b, "  [%s] %s%s\n      fix: %s\n", pr.Severity, host, pr.Problem, pr.Fix)
+		fmt.Fprintf(&b, "  writer: %s\n  a new connection goes to: %s (%s)\n", orNone(p.Writer), orNone(p.Connect), p.Why)
+		if p.Promote != "" {
+			fmt.Fprintf(&b, "  to promote: %s (%s)\n", p.Promote, p.PromoteWhy)
 		}
 	}
 	fmt.Fprintf(&b, "\nstatus: %s (exit %d)\n", r.Status, r.ExitCode)

@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/mysqlfailover/mysqlfailover/dsn"
@@ -11,8 +13,9 @@ import (
 // makePlan is the plan of a new pool, by the rules of package failover: a new pool
 // starts at the primary (the first local host) and walks the list in order; with
 // localDC the local hosts (that DC's and the unlabelled) go first, then of each other DC
-// the first usedHostsPerRemoteDC, and the rest are ignored; targetSessionAttrs skips the
-// hosts whose role does not qualify (prefer-standby takes any host as a last resort).
+// the first usedHostsPerRemoteDC, and the rest are ignored; a host whose server says it
+// is not ready is skipped (Readiness); targetSessionAttrs skips the hosts whose role does
+// not qualify (prefer-standby takes any host as a last resort).
 func makePlan(cfg *dsn.Config, hosts []hostReport) *plan {
 	target := cfg.TargetSessionAttrs
 	if target == "" {
@@ -41,12 +44,15 @@ func makePlan(cfg *dsn.Config, hosts []hostReport) *plan {
 		if ph.Qualifies && p.Connect == "" {
 			p.Connect = hr.Host
 		}
-		if target == dsn.TargetPreferStandby && hr.Reachable && lastResort == "" {
+		if target == dsn.TargetPreferStandby && hr.Reachable && hr.NotReady == "" && lastResort == "" {
 			lastResort = hr.Host
+		}
+		if p.Writer == "" && hr.role == failover.RolePrimary && hr.Reachable && hr.NotReady == "" && hr.Cluster == "galera" {
+			p.Writer = hr.Host // every Galera node takes writes: the pool writes to the first ready one
 		}
 	}
 	for _, hr := range hosts {
-		if hr.role == failover.RolePrimary && p.Writer == "" {
+		if p.Writer == "" && hr.role == failover.RolePrimary && hr.NotReady == "" && hr.Cluster != "galera" {
 			p.Writer = hr.Host
 		}
 	}
@@ -55,19 +61,26 @@ func makePlan(cfg *dsn.Config, hosts []hostReport) *plan {
 		p.Connect = lastResort
 		p.Why = "no standby answers: prefer-standby takes " + lastResort + " as a last resort"
 	case p.Connect == "":
-		p.Why = "no host of the plan is reachable and qualifies for targetSessionAttrs=" + string(target)
+		p.Why = "no host of the plan is reachable, ready and qualifies for targetSessionAttrs=" + string(target)
 	case len(p.Order) > 0 && p.Connect == p.Order[0].Host:
 		p.Why = "the plan's primary, its first local host, is reachable and qualifies"
 	default:
-		p.Why = "the hosts before it in the plan are unreachable or do not qualify; the walk goes on in list order"
+		p.Why = "the hosts before it in the plan are unreachable, not ready or do not qualify; the walk goes on in list order"
+	}
+	if p.Writer == "" {
+		p.Promote, p.PromoteWhy = promotion(hosts)
 	}
 	return p
 }
 
-// qualifies says whether a host is reachable and its role qualifies for target, and why.
+// qualifies says whether a host is reachable, ready and its role qualifies for target,
+// and why.
 func qualifies(target dsn.TargetSessionAttrs, hr hostReport) (bool, string) {
 	if !hr.Reachable {
 		return false, "unreachable"
+	}
+	if hr.NotReady != "" {
+		return false, "not ready: " + hr.NotReady
 	}
 	if target == dsn.TargetAny {
 		return true, "reachable (targetSessionAttrs=any: no role check)"
@@ -89,75 +102,127 @@ func qualifies(target dsn.TargetSessionAttrs, hr hostReport) (bool, string) {
 	return false, "role " + hr.Role + " does not qualify for " + string(target)
 }
 
-// findProblems adds the findings about the configuration, the hosts and the plan.
-func (r *report) findProblems(cfg *dsn.Config) {
-	if len(cfg.Hosts) == 1 {
-		r.add(sevDegraded, "", "the DSN lists one host: there is nothing to fail over to",
-			"list the replicas after the primary: tcp(db1:3306,db2:3306,db3:3306)")
-	}
-	if cfg.MySQL == nil || cfg.MySQL.ReadTimeout <= 0 {
-		r.add(sevDegraded, "", "readTimeout is unset: a host that hangs without closing its connections (frozen, or cut off by the network) is noticed only when TCP gives up, minutes later",
-			"add readTimeout=2s&writeTimeout=2s to the DSN (longer than your slowest statement), or checkInterval=1s for probes")
-	}
-	for _, h := range r.Hosts {
-		switch {
-		case !h.Reachable:
-			r.add(sevDegraded, h.Host, "unreachable: "+h.Error,
-				"start the server, or fix the network, the user or TLS settings named in the error; the driver skips the host meanwhile")
-		case h.Error != "":
-			r.add(sevDegraded, h.Host, "reachable, but: "+h.Error, "check the server's log and the user's privileges")
-		}
-		rep := h.Replication
-		if rep.Status == "replica" && (!strings.EqualFold(rep.IORunning, "Yes") || !strings.EqualFold(rep.SQLRunning, "Yes")) {
-			what := fmt.Sprintf("replication from %s is not running (IO thread %s, SQL thread %s)", rep.Source, rep.IORunning, rep.SQLRunning)
-			if rep.LastError != "" {
-				what += ": " + rep.LastError
-			}
-			r.add(sevDegraded, h.Host, what, "fix the error and START REPLICA (START SLAVE): a failover to this host would serve stale data")
-		}
-	}
-	p := r.Plan
-	var writers []string
-	for _, h := range r.Hosts {
-		if h.role == failover.RolePrimary {
-			writers = append(writers, h.Host)
-		}
-	}
-	listPrimary := ""
-	if len(p.Order) > 0 {
-		listPrimary = p.Order[0].Host
-	}
-	switch {
-	case len(writers) == 0 && anyReachable(r.Hosts):
-		sev := sevDegraded
-		if p.TargetSessionAttrs == string(dsn.TargetReadWrite) || p.TargetSessionAttrs == string(dsn.TargetPrimary) {
-			sev = sevUnusable
-		}
-		r.add(sev, "", "no reachable host is writable (read_only=OFF): writes fail with error 1290",
-			"promote a replica (SET GLOBAL read_only=OFF on it) or restart the primary")
-	case len(writers) > 1:
-		r.add(sevDegraded, "", "more than one host is writable ("+strings.Join(writers, ", ")+"): writes may go to either, and diverge",
-			"SET GLOBAL read_only=ON (and super_read_only=ON on MySQL) on every replica")
-	case len(writers) == 1 && writers[0] != listPrimary:
-		what := "the writer is " + writers[0] + ", not the list's primary " + listPrimary
-		fix := "put " + writers[0] + " first in the DSN"
-		if p.TargetSessionAttrs == string(dsn.TargetAny) {
-			what += ": with targetSessionAttrs=any new connections go to " + p.Connect + " and writes there fail with 1290"
-			fix += ", or add targetSessionAttrs=read-write so the driver finds the writer wherever it is"
-		}
-		r.add(sevDegraded, "", what, fix)
-	}
-	if p.Connect == "" {
-		r.add(sevUnusable, "", "a new connection would fail: "+p.Why,
-			"bring a host up (or make one qualify for targetSessionAttrs="+p.TargetSessionAttrs+")")
-	}
+// candidate is a host that could be promoted, with what ranks it.
+type candidate struct {
+	h        hostReport
+	applied  int64 // progress of its applied GTID position (gtidProgress), -1 unknown
+	received int64 // of what its IO thread received, -1 unknown
+	lag      int64 // Seconds_Behind_Source, -1 unknown
+	index    int
 }
 
-func anyReachable(hosts []hostReport) bool {
-	for _, h := range hosts {
-		if h.Reachable {
-			return true
+// promotion chooses the replica to promote when no host is writable: of the reachable,
+// ready, read-only hosts whose replication is not broken, the one furthest ahead by its
+// applied GTID position, then by what it has received, then the smallest lag, then list
+// order. why gives the positions and lags of every candidate, the chosen one first.
+func promotion(hosts []hostReport) (host, why string) {
+	var cs []candidate
+	for i, h := range hosts {
+		if !h.Reachable || h.NotReady != "" || h.role == failover.RolePrimary || h.role == failover.RoleUnknown || h.Replication.State == "broken" {
+			continue
+		}
+		c := candidate{h: h, applied: gtidProgress(h.GTID), received: gtidProgress(h.Replication.ReceivedGTID), lag: -1, index: i}
+		if l := h.Replication.LagSeconds; l != nil {
+			c.lag = *l
+		}
+		cs = append(cs, c)
+	}
+	if len(cs) == 0 {
+		return "", ""
+	}
+	sort.SliceStable(cs, func(i, j int) bool {
+		a, b := cs[i], cs[j]
+		switch {
+		case a.applied != b.applied:
+			return a.applied > b.applied
+		case a.received != b.received:
+			return a.received > b.received
+		case a.lag != b.lag && a.lag >= 0 && b.lag >= 0:
+			return a.lag < b.lag
+		case (a.lag >= 0) != (b.lag >= 0):
+			return a.lag >= 0
+		}
+		return a.index < b.index
+	})
+	var parts []string
+	for k, c := range cs {
+		s := c.h.Host + " at gtid " + orUnknown(c.h.GTID)
+		if c.h.Replication.ReceivedGTID != "" && c.h.Replication.ReceivedGTID != c.h.GTID {
+			s += " (received " + c.h.Replication.ReceivedGTID + ")"
+		}
+		if l := c.h.Replication.LagSeconds; l != nil {
+			s += fmt.Sprintf(", lag %d s", *l)
+		} else {
+			s += ", lag unknown"
+		}
+		if k == 0 {
+			s = "furthest ahead: " + s
+		}
+		parts = append(parts, s)
+	}
+	if cs[0].applied < 0 {
+		parts = append(parts, "no GTID position could be read: compare gtid_current_pos (gtid_executed on MySQL) before promoting")
+	}
+	return cs[0].h.Host, strings.Join(parts, "; ")
+}
+
+// gtidProgress is a number that grows with a GTID position: for MariaDB's domain-server-
+// seqno list the sum of the seqnos, for MySQL's uuid:interval set the number of
+// transactions; -1 for none.
+func gtidProgress(pos string) int64 {
+	pos = strings.TrimSpace(pos)
+	if pos == "" {
+		return -1
+	}
+	var total int64
+	for _, part := range strings.Split(pos, ",") {
+		part = strings.TrimSpace(part)
+		if f := strings.Split(part, "-"); len(f) == 3 && !strings.Contains(part, ":") {
+			if n, err := strconv.ParseInt(f[2], 10, 64); err == nil {
+				total += n
+			}
+			continue
+		}
+		fields := strings.Split(part, ":")
+		for _, iv := range fields[1:] {
+			lo, hi, found := strings.Cut(iv, "-")
+			a, err1 := strconv.ParseInt(lo, 10, 64)
+			b := a
+			var err2 error
+			if found {
+				b, err2 = strconv.ParseInt(hi, 10, 64)
+			}
+			if err1 == nil && err2 == nil && b >= a {
+				total += b - a + 1
+			}
 		}
 	}
-	return false
+	return total
+}
+
+// lagText is a replica's lag for the report: seconds, or why it is unknown.
+func lagText(rep replication) string {
+	if rep.LagSeconds != nil {
+		return fmt.Sprintf("%d s", *rep.LagSeconds)
+	}
+	switch {
+	case rep.Status == "none":
+		return "n/a (not a replica)"
+	case rep.Status != "replica":
+		return rep.Status
+	case rep.State == "connecting":
+		return "unknown (the IO thread is connecting to its source)"
+	case rep.State == "broken":
+		return "unknown (replication stopped on an error)"
+	case rep.State == "stopped":
+		return "unknown (replication is stopped)"
+	}
+	return "unknown"
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
 }

@@ -2,14 +2,29 @@
 // that uses mysqlfailover, and breaks them on request: a fixture for `go test`.
 //
 //	func TestCheckoutSurvivesFailover(t *testing.T) {
+//		ctx := context.Background()
 //		c := failovertest.Start(t, 2) // node 1 the primary, nodes 2 and 3 replicas
-//		db, err := sql.Open("mysqlfailover", c.DSN("targetSessionAttrs=read-write"))
-//		...
+//		db, err := sql.Open("mysqlfailover", c.DSN("targetSessionAttrs=read-write&readTimeout=2s"))
+//		if err != nil {
+//			t.Fatal(err)
+//		}
+//		defer db.Close()
+//		go runCheckout(ctx, db) // your service, writing away
 //		if err := c.Promote(ctx, 2); err != nil { // node 2 the writer, node 1 read-only
 //			t.Fatal(err)
 //		}
-//		... // the service's writes go on, on node 2
+//		// the service's writes go on, on node 2: assert on them
 //	}
+//
+// (with the driver registered: import _ "github.com/mysqlfailover/mysqlfailover").
+//
+// What the fixture gives: the app user "app", password "apppw" (no SUPER, so read_only
+// stops its writes with error 1290), the databases "app" and "app2", GTID replication.
+// Cluster.DSN lists every node's proxy, node 1 first (app:apppw@tcp(...)/app?params);
+// Cluster.HostDSN is one node's alone, for checks with the plain "mysql" driver. Root
+// (no password) reaches each node straight, not through its proxy:
+// c.Harness().Node(i).Admin() is a *sql.DB as root, c.Harness().Node(i).Addr() the
+// address (root@tcp(ADDR)/).
 //
 // The nodes run as local mariadbd processes (the default; MariaDB must be installed:
 // `apt-get install mariadb-server`, `brew install mariadb`) or as Docker containers
@@ -19,9 +34,8 @@
 // engine a container cluster is always skipped.
 //
 // Each node sits behind a TCP proxy of its own (toxiproxy, in the test process); the
-// DSN lists the proxies, node 1 first. The app user (app/apppw, no SUPER) has the
-// databases app and app2, so read_only stops its writes (error 1290). Replication is
-// GTID-based. Nodes are numbered from 1. Everything is removed when the test ends.
+// DSN lists the proxies. Nodes are numbered from 1. Everything is removed when the test
+// ends.
 //
 // # Galera
 //

@@ -98,6 +98,9 @@ type Cluster struct {
 	closed atomic.Bool
 	// aborted counts the monitor's abort rounds (Stats): no position changes with it.
 	aborted atomic.Int64
+	// writeRefusals counts the callers' errors that say a write could not be served
+	// (NoteWriteRefused; Stats().WriteRefusals).
+	writeRefusals atomic.Int64
 
 	// inUse is held for reading by every operation that uses host ids of a list it
 	// loaded for longer than one call (walks, checks, fall-backs, monitor rounds), so

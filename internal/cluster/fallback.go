@@ -141,6 +141,7 @@ func (c *Cluster) TryFallBack(ctx context.Context, setup SetupFunc) (driver.Conn
 	}
 	var conn driver.Conn
 	var err error
+	began := c.env.Clock.Now() // Event.Duration of the fall-back
 	h := c.Primary()
 	if c.standbyIntent() {
 		conn, h, err = c.findHome(ctx, from, setup)
@@ -158,7 +159,7 @@ func (c *Cluster) TryFallBack(ctx context.Context, setup SetupFunc) (driver.Conn
 		p.active, p.lastResort = h, false
 		p.fallBacks++
 	})
-	c.emit(failover.Event{Kind: failover.EventFallBack, Host: c.Host(h), From: c.Host(from)})
+	c.emit(failover.Event{Kind: failover.EventFallBack, Host: c.Host(h), From: c.Host(from), Duration: c.env.Clock.Now().Sub(began)})
 	return conn, h, nil
 }
 

@@ -194,6 +194,7 @@ func (c *Cluster) Stats() failover.Stats {
 		Failovers: p.failovers, FallBacks: p.fallBacks, Aborted: c.aborted.Load(),
 		ReplicaRetries: c.rep.retries.Load(), ReplicaToPrimary: c.rep.toPrimary.Load(),
 		CausalWaits: c.rep.causalWaits.Load(), CausalPrimary: c.rep.causalPrimary.Load(),
+		WriteRefusals: c.writeRefusals.Load(), WriterAvailable: c.writerAvailable(p),
 	}
 	if c.cfg.ReplicaReads {
 		c.replicaSet() // the skip reasons of the position now
@@ -222,6 +223,11 @@ func (c *Cluster) Stats() failover.Stats {
 				hs.State = failover.HostBackoff
 			}
 		}
+		if hs.State == failover.HostDown || hs.State == failover.HostBackoff {
+			// Its last role is no longer known: a dead host has none (and a host that
+			// comes back may come back demoted).
+			hs.Role = failover.RoleUnknown
+		}
 		switch {
 		case nr != nil && (hs.State == failover.HostUp || hs.State == failover.HostUnknown):
 			hs.State, hs.LastError = failover.HostNotReady, nr
@@ -233,6 +239,35 @@ func (c *Cluster) Stats() failover.Stats {
 		s.Hosts = append(s.Hosts, hs)
 	}
 	return s
+}
+
+// NoteWriteRefused counts one error that says a write could not be served (see
+// failover.Stats.WriteRefusals): the connections call it where they see one.
+func (c *Cluster) NoteWriteRefused() { c.writeRefusals.Add(1) }
+
+// writerAvailable reports whether the pool at position p can serve writes as far as
+// the driver knows (failover.Stats.WriterAvailable): its active host is fit (of the
+// wanted role, ready), neither failing nor down nor in backoff (as WriterUnavailable
+// judges it), and is a writer: its role as last read is primary, or, with the role
+// never read (targetSessionAttrs any, no probe reading it), it is where
+// failOverReadOnly leaves sessions writable (the list's primary, or anywhere with
+// failOverReadOnly false).
+func (c *Cluster) writerAvailable(p *position) bool {
+	h := p.t.host(p.active)
+	if h == nil || p.place == PlaceAway {
+		return false
+	}
+	v := h.health()
+	if v.down || v.failing || v.probeFailing || v.notReady || v.retryAt > c.env.Clock.Now().UnixNano() {
+		return false
+	}
+	switch v.role {
+	case failover.RolePrimary:
+		return true
+	case failover.RoleUnknown:
+		return p.active == p.t.primary || !c.cfg.FailOverReadOnly || c.MultiWriter()
+	}
+	return false
 }
 
 // NoteRole records role, found on host by a check outside the walk (a write rejected as

@@ -395,6 +395,11 @@ func (c *Cluster) probe(ctx context.Context, id int) {
 			s = failover.HostDown
 		}
 		h.mu.Lock()
+		if h.state == failover.HostDown {
+			// A failed attempt said down already: a failing probe confirms it and does
+			// not take it back to suspect (down, suspect, down would flap).
+			s = failover.HostDown
+		}
 		if down && !h.down && c.cfg.ReplicaReads {
 			// Replica sessions may be on it: decide aborts them, so that reads in
 			// flight there fail at once and run again on another replica.
@@ -589,11 +594,15 @@ func (c *Cluster) decideAt(pos *position) {
 		if id == a || !t.isHome(id) || !c.healthy(t.hosts[id], now, c.cfg.SwitchBackDelay) {
 			continue
 		}
+		h := t.hosts[id]
+		h.mu.Lock()
+		since := h.okSince // the first passing probe of the run that brings the pool back
+		h.mu.Unlock()
 		if c.moveFrom(pos, func(p *position) {
 			p.active, p.lastResort = id, false
 			p.fallBacks++
 		}) {
-			c.emit(failover.Event{Kind: failover.EventFallBack, Host: t.hosts[id].addr, From: ha.addr})
+			c.emit(failover.Event{Kind: failover.EventFallBack, Host: h.addr, From: ha.addr, Duration: now.Sub(since)})
 		}
 		return
 	}

@@ -177,7 +177,7 @@ func Open(ctx context.Context, cl *cluster.Cluster, cfg Config) (*Conn, error) {
 		return c, nil // no writer now (the caller's context did not end the walk)
 	}
 	if err != nil {
-		return nil, err
+		return nil, c.refusedWrite(err)
 	}
 	c.attach(phys, host)
 	return c, nil
@@ -327,7 +327,7 @@ func (c *Conn) ready(ctx context.Context, count bool, k stmt.Kind) error {
 	c.drop()
 	phys, host, err := c.cl.Connect(ctx, c.setup)
 	if err != nil {
-		return err
+		return c.refusedWrite(err)
 	}
 	c.attach(phys, host)
 	if count && !c.cl.Home(host) {
@@ -396,6 +396,7 @@ func (c *Conn) fail(ctx context.Context, epoch uint64, err error, r stmt.Retry, 
 	case cluster.NotReady:
 		return c.refused(ctx, err, r, c.cfg.MultiStatements, k)
 	case cluster.Data:
+		c.refusedWrite(err)
 		if c.cfg.WriteIntent && cluster.ReadOnlyRejection(err) && !cluster.Ended(ctx) {
 			return c.rejected(ctx, err, r, c.cfg.MultiStatements, k)
 		}
@@ -524,7 +525,7 @@ func (c *Conn) move(ctx context.Context, err error, notSent bool, r stmt.Retry, 
 		c.cl.Release(failed)
 	}
 	if werr != nil {
-		fe.Reconnect = werr
+		fe.Reconnect = c.refusedWrite(werr)
 	} else {
 		c.attach(phys, host)
 		fe.Current = c.cl.Host(host)

@@ -7,6 +7,7 @@
 // as a JSON object:
 //
 //	{"active": "db2:3306", "primary": "db1:3306", "failovers": 1, "fall_backs": 0, "aborts": 1,
+//	 "writer_available": false, "write_refusals": 9261,
 //	 "replica_retries": 0, "replica_to_primary": 3, "causal_waits": 0, "causal_primary": 0,
 //	 "hosts": [{"host": "db1:3306", "dc": "", "state": "down", "role": "unknown",
 //	            "connections": 0, "probe_latency_seconds": 0.0012,
@@ -18,7 +19,11 @@
 // wrong-role, not-ready), roles unknown, primary, read_only_primary, standby; failovers, fall_backs
 // and aborts count since the connector was built; connections is -1 when unknown;
 // probe_latency_seconds is the last passed probe's latency (0: none); last_error never
-// contains a password; changed is omitted when the state never changed.
+// contains a password; changed is omitted when the state never changed; a host's role
+// is unknown while it is down. writer_available and write_refusals are
+// Stats.WriterAvailable (the pool can serve writes, as far as the driver knows) and
+// Stats.WriteRefusals (writes refused as read-only, 1290, 1836, 1792, or that found no
+// host: no writer; count since the connector was built).
 //
 // The replica fields are those of read/write splitting (replicaReads): replica_retries,
 // replica_to_primary, causal_waits and causal_primary count since the connector was
@@ -69,6 +74,9 @@ type stats struct {
 	Failovers int64  `json:"failovers"`
 	FallBacks int64  `json:"fall_backs"`
 	Aborts    int64  `json:"aborts"`
+	// The pool's writes (Stats.WriterAvailable, Stats.WriteRefusals).
+	WriterAvailable bool  `json:"writer_available"`
+	WriteRefusals   int64 `json:"write_refusals"`
 	// The replica counts (replicaReads).
 	ReplicaRetries   int64  `json:"replica_retries"`
 	ReplicaToPrimary int64  `json:"replica_to_primary"`
@@ -81,6 +89,7 @@ var roles = map[failover.Role]string{failover.RolePrimary: "primary", failover.R
 
 func render(s failover.Stats) stats {
 	out := stats{Active: s.Active, Primary: s.Primary, Failovers: s.Failovers, FallBacks: s.FallBacks, Aborts: s.Aborted,
+		WriterAvailable: s.WriterAvailable, WriteRefusals: s.WriteRefusals,
 		ReplicaRetries: s.ReplicaRetries, ReplicaToPrimary: s.ReplicaToPrimary, CausalWaits: s.CausalWaits, CausalPrimary: s.CausalPrimary,
 		Hosts: []host{}}
 	for _, h := range s.Hosts {

@@ -14,7 +14,7 @@ import (
 func TestRender(t *testing.T) {
 	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	b, err := json.Marshal(render(failover.Stats{
-		Active: "b:3306", Primary: "a:3306", Failovers: 2, FallBacks: 1, Aborted: 3,
+		Active: "b:3306", Primary: "a:3306", Failovers: 2, FallBacks: 1, Aborted: 3, WriteRefusals: 8,
 		ReplicaRetries: 4, ReplicaToPrimary: 5, CausalWaits: 6, CausalPrimary: 7,
 		Hosts: []failover.HostStats{
 			{Addr: "a:3306", DC: "east", State: failover.HostDown, LastError: errors.New("refused"), Changed: at, OpenConns: 0,
@@ -27,7 +27,7 @@ func TestRender(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"active":"b:3306","primary":"a:3306","failovers":2,"fall_backs":1,"aborts":3,` +
+	want := `{"active":"b:3306","primary":"a:3306","failovers":2,"fall_backs":1,"aborts":3,"writer_available":false,"write_refusals":8,` +
 		`"replica_retries":4,"replica_to_primary":5,"causal_waits":6,"causal_primary":7,"hosts":[` +
 		`{"host":"a:3306","dc":"east","state":"down","role":"unknown","connections":0,"probe_latency_seconds":0,` +
 		`"replica_lag_seconds":-1,"replica_reads":9,"replica_skip":"down: its probes failed for failoverDelay","last_error":"refused","changed":"2026-12-01T10:00:00Z"},` +

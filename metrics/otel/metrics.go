@@ -3,11 +3,17 @@
 // (*mysqlfailover.Connector).Stats at each collection, and histograms and a counter
 // record the connector's events (probe latency, walk duration, failed probes).
 //
-//	m, err := mysqlfailoverotel.New(otel.GetMeterProvider())
+//	m, err := mysqlfailoverotel.New(otel.GetMeterProvider()) // go.opentelemetry.io/otel
+//	if err != nil {
+//		return err
+//	}
+//	defer m.Close()
 //	c, err := mysqlfailover.NewConnector(cfg, m.Option(), mysqlfailover.WithEventHook(myHook))
+//	if err != nil {
+//		return err
+//	}
 //	m.SetConnector(c)
 //	db := sql.OpenDB(c)
-//	defer m.Close()
 //
 // The histograms need the events, so the connector must be built with m.Option(); a pool
 // opened with sql.Open("mysqlfailover", dsn) gives only the Stats instruments
@@ -25,7 +31,8 @@
 //	                                                                       not_ready), 0 else
 //	mysqlfailover.host.role              Int64ObservableGauge         1    1 for the role the last role check found
 //	                                                                       (mysqlfailover.host.role: unknown, primary,
-//	                                                                       read_only_primary, standby), 0 else
+//	                                                                       read_only_primary, standby; unknown while
+//	                                                                       the host is down), 0 else
 //	mysqlfailover.host.active            Int64ObservableGauge         1    1 for the host the pool uses now
 //	mysqlfailover.host.primary           Int64ObservableGauge         1    1 for the host the pool returns to
 //	mysqlfailover.host.connection.count  Int64ObservableUpDownCounter {connection}  physical connections open,
@@ -36,7 +43,23 @@
 //	mysqlfailover.probe.duration         Float64Histogram             s    each passed probe's latency
 //	mysqlfailover.probe.failures         Int64Counter                 {probe}      failed probes
 //	mysqlfailover.walk.duration          Float64Histogram             s    each host walk that moved the pool
-//	                                                                       (mysqlfailover.walk.kind: switch, fall_back)
+//	                                                                       (mysqlfailover.walk.kind: switch, fall_back;
+//	                                                                       under probing a fall_back is how long the
+//	                                                                       primary had passed its probes when the
+//	                                                                       pool returned)
+//	mysqlfailover.writer.available       Int64ObservableGauge         1    1 while the pool can serve writes as far
+//	                                                                       as the driver knows (Stats.WriterAvailable)
+//	mysqlfailover.write.refusals         Int64ObservableCounter       {refusal}    writes that could not be
+//	                                                                       served: refused as read-only (1290, 1836,
+//	                                                                       1792), or no host to use (no writer)
+//	                                                                       (Stats.WriteRefusals)
+//
+// Every counter reports from the first collection after SetConnector, at 0 until
+// something is counted: the pool's, and mysqlfailover.probe.failures for each listed
+// host (a host a new host list adds gets its point then), so that an increase over the
+// first burst of failures sees them. The histograms have no point before their first
+// measurement (the metric API has no way to make an empty one): alert on the counters.
+// A host's role reads unknown while it is down (its last role is no longer known).
 //
 // With replicaReads (read/write splitting), per host (the host attributes) and for the
 // pool:
@@ -190,6 +213,12 @@ func New(mp metric.MeterProvider) (*Metrics, error) {
 	toPrimary, err := meter.Int64ObservableCounter("mysqlfailover.replica.to_primary", metric.WithUnit("{read}"),
 		metric.WithDescription("Read-intent statements that ran on the primary because no replica qualified (readFromSourceWhenNoReplicas)."))
 	add(err)
+	writer, err := meter.Int64ObservableGauge("mysqlfailover.writer.available", metric.WithUnit("1"),
+		metric.WithDescription("1 while the pool can serve writes as far as the driver knows (its host is up and a writer), 0 while it cannot."))
+	add(err)
+	refusals, err := meter.Int64ObservableCounter("mysqlfailover.write.refusals", metric.WithUnit("{refusal}"),
+		metric.WithDescription("Writes that could not be served: statements refused as read-only (1290, 1836, 1792) and connections or statements that found no host (no writer)."))
+	add(err)
 	causal, err := meter.Int64ObservableCounter("mysqlfailover.causal_reads", metric.WithUnit("{read}"),
 		metric.WithDescription("Causal reads (causalReads): path waited, served by a replica after it reached the write's position; path primary, sent to the primary instead."))
 	add(err)
@@ -206,6 +235,8 @@ func New(mp metric.MeterProvider) (*Metrics, error) {
 		o.ObserveInt64(failovers, s.Failovers)
 		o.ObserveInt64(fallBacks, s.FallBacks)
 		o.ObserveInt64(aborts, s.Aborted)
+		o.ObserveInt64(writer, int01(s.WriterAvailable))
+		o.ObserveInt64(refusals, s.WriteRefusals)
 		replicas := replicaReads(s)
 		if replicas {
 			o.ObserveInt64(retries, s.ReplicaRetries)
@@ -238,7 +269,7 @@ func New(mp metric.MeterProvider) (*Metrics, error) {
 			}
 		}
 		return nil
-	}, state, role, active, primary, conns, failovers, fallBacks, aborts, replica, lag, reads, retries, toPrimary, causal)
+	}, state, role, active, primary, conns, failovers, fallBacks, aborts, writer, refusals, replica, lag, reads, retries, toPrimary, causal)
 	if err != nil {
 		return nil, err
 	}
@@ -266,14 +297,12 @@ func (m *Metrics) Observe(e failover.Event) {
 		m.probe.Record(ctx, e.Duration.Seconds(), metric.WithAttributeSet(m.attrs(e.Host, "")))
 	case failover.EventProbe:
 		m.failures.Add(ctx, 1, metric.WithAttributeSet(m.attrs(e.Host, "")))
-	case failover.EventSwitch, failover.EventFallBack:
-		if e.Duration > 0 { // 0: a move without a walk (monitor, SwitchTo, host list)
-			kind := "switch"
-			if e.Kind == failover.EventFallBack {
-				kind = "fall_back"
-			}
-			m.walk.Record(ctx, e.Duration.Seconds(), metric.WithAttributes(attribute.String("mysqlfailover.walk.kind", kind)))
+	case failover.EventSwitch:
+		if e.Duration > 0 { // 0: a move without a walk (the monitor's, SwitchTo, host list)
+			m.walk.Record(ctx, e.Duration.Seconds(), metric.WithAttributes(attribute.String("mysqlfailover.walk.kind", "switch")))
 		}
+	case failover.EventFallBack: // every fall-back has its duration (a walk's, or the monitor's wait)
+		m.walk.Record(ctx, e.Duration.Seconds(), metric.WithAttributes(attribute.String("mysqlfailover.walk.kind", "fall_back")))
 	case failover.EventHostList:
 		if cn := m.conn.Load(); cn != nil && e.Err == nil {
 			m.learn(cn)
@@ -285,13 +314,18 @@ func (m *Metrics) Observe(e failover.Event) {
 // It returns the meter's error, if any.
 func (m *Metrics) Close() error { return m.reg.Unregister() }
 
-// learn (re)makes the attribute sets of cn's hosts, with their DC labels.
+// learn (re)makes the attribute sets of cn's hosts, with their DC labels, and starts
+// each new host's probe.failures at 0.
 func (m *Metrics) learn(cn *mysqlfailover.Connector) {
 	for _, h := range cn.Stats().Hosts {
 		s := hostAttrs(h.Addr, h.DC)
 		m.mu.Lock()
+		old, known := m.hosts[h.Addr]
 		m.hosts[h.Addr] = s
 		m.mu.Unlock()
+		if !known || !old.Equals(&s) {
+			m.failures.Add(context.Background(), 0, metric.WithAttributeSet(s)) // a point at 0 from the start
+		}
 	}
 }
 

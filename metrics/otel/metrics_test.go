@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mysqlfailover/mysqlfailover"
 	"github.com/mysqlfailover/mysqlfailover/failover"
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
@@ -207,5 +208,82 @@ func TestStateLabels(t *testing.T) {
 	}
 	if len(states) != int(failover.HostNotReady)+1 {
 		t.Errorf("%d labels for %d states", len(states), failover.HostNotReady+1)
+	}
+}
+
+// TestCountersFromTheStart: once SetConnector has run, before any event, each listed
+// host's probe.failures reports 0, and the pool's writer gauge and refusal counter
+// report; a fall-back of any duration is a walk point.
+func TestCountersFromTheStart(t *testing.T) {
+	cfg, err := mysqlfailover.ParseDSN("app:pw@tcp(db1:3306;dc=east,db2:3306;dc=west)/app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reader := sdkmetric.NewManualReader()
+	m, err := New(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	cn, err := mysqlfailover.NewConnector(cfg, m.Option())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cn.Close()
+	m.SetConnector(cn)
+	m.Observe(failover.Event{Kind: failover.EventFallBack, Host: "db1:3306"})
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	units := map[string]string{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, mt := range sm.Metrics {
+			units[mt.Name] = mt.Unit
+			switch d := mt.Data.(type) {
+			case metricdata.Sum[int64]:
+				for _, p := range d.DataPoints {
+					k := mt.Name
+					if v, ok := p.Attributes.Value("server.address"); ok {
+						dc, _ := p.Attributes.Value("mysqlfailover.dc")
+						k += "|" + v.AsString() + "|" + dc.AsString()
+					}
+					got[k] = float64(p.Value)
+				}
+			case metricdata.Gauge[int64]:
+				for _, p := range d.DataPoints {
+					if p.Attributes.Len() == 0 {
+						got[mt.Name] = float64(p.Value)
+					}
+				}
+			case metricdata.Histogram[float64]:
+				for _, p := range d.DataPoints {
+					got[mt.Name] += float64(p.Count)
+				}
+			}
+		}
+	}
+	for k, v := range map[string]float64{
+		"mysqlfailover.probe.failures|db1|east": 0, "mysqlfailover.probe.failures|db2|west": 0,
+		"mysqlfailover.write.refusals": 0, "mysqlfailover.writer.available": 1, "mysqlfailover.walk.duration": 1,
+	} {
+		if g, ok := got[k]; !ok || g != v {
+			t.Errorf("%s = %v (reported %v), want %v; all: %v", k, g, ok, v, got)
+		}
+	}
+	if units["mysqlfailover.write.refusals"] != "{refusal}" || units["mysqlfailover.writer.available"] != "1" {
+		t.Errorf("units %v", units)
+	}
+}
+
+// TestWriteInstruments: the writer gauge and the refusal counter follow Stats.
+func TestWriteInstruments(t *testing.T) {
+	got, _ := collectStats(t, failover.Stats{Active: "b:3306", Primary: "a:3306", WriteRefusals: 9261, Hosts: []failover.HostStats{
+		{Addr: "a:3306", State: failover.HostDown, OpenConns: -1, ReplicaLag: -1},
+		{Addr: "b:3306", State: failover.HostUp, Role: failover.RoleStandby, OpenConns: -1, ReplicaLag: -1},
+	}})
+	if got["mysqlfailover.write.refusals"] != 9261 || got["mysqlfailover.writer.available"] != 0 || got["mysqlfailover.host.role|a|unknown"] != 1 {
+		t.Fatalf("write instruments: %v", got)
 	}
 }

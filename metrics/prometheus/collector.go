@@ -5,9 +5,16 @@
 //
 //	col := mysqlfailoverprom.New()
 //	c, err := mysqlfailover.NewConnector(cfg, col.Option(), mysqlfailover.WithEventHook(myHook))
+//	if err != nil {
+//		return err
+//	}
 //	col.SetConnector(c)
 //	prometheus.MustRegister(col)
+//	http.Handle("/metrics", promhttp.Handler()) // github.com/prometheus/client_golang/prometheus/promhttp
 //	db := sql.OpenDB(c)
+//
+// (then http.ListenAndServe serves /metrics with every registered collector, this one
+// included).
 //
 // The histograms need the events, so the connector must be built with col.Option();
 // a pool opened with sql.Open("mysqlfailover", dsn) gives only the Stats metrics
@@ -25,6 +32,7 @@
 //	                                               not_ready
 //	mysqlfailover_host_role{host,dc,role}          gauge     1 for the role the last role check found, 0 for
 //	                                               the others: unknown, primary, read_only_primary, standby
+//	                                               (unknown while the host is down or in backoff)
 //	mysqlfailover_host_active{host,dc}             gauge     1 for the host the pool uses now
 //	mysqlfailover_host_primary{host,dc}            gauge     1 for the host the pool returns to
 //	mysqlfailover_host_connections{host,dc}        gauge     open physical connections, probe connections
@@ -37,7 +45,34 @@
 //	mysqlfailover_probe_duration_seconds{host,dc}  histogram latency of each passed probe (checkInterval > 0)
 //	mysqlfailover_probe_failures_total{host,dc}    counter   failed probes
 //	mysqlfailover_walk_duration_seconds{kind}      histogram duration of each host walk that moved the pool,
-//	                                               kind "switch" (a failover) or "fall_back"
+//	                                               kind "switch" (a failover) or "fall_back"; under
+//	                                               probing (checkInterval > 0) a fall_back sample is how
+//	                                               long the primary had passed its probes when the pool
+//	                                               returned (switchBackDelay, up to a checkInterval more)
+//	mysqlfailover_writer_available                 gauge     1 while the pool can serve writes as far as the
+//	                                               driver knows (Stats.WriterAvailable: its host is up, and
+//	                                               a writer), 0 while it cannot
+//	mysqlfailover_write_refusals_total             counter   writes that could not be served: statements a server
+//	                                               refused as read-only (1290, 1836, 1792) and connections
+//	                                               or statements that found no host to use, such as no
+//	                                               writer for targetSessionAttrs=read-write
+//	                                               (Stats.WriteRefusals)
+//
+// Every series exists from the first scrape after SetConnector, at 0 until something is
+// counted: the per-host probe counter and histogram of each listed host (a host a new
+// host list adds gets its series then, one it drops loses them), and the walk histogram
+// of both kinds, so that increase() and rate() see the first failures of a burst. A
+// host's role reads unknown while it is down (its last role is no longer known).
+//
+// One alert rule catches a pool whose writes fail, whatever the cause (the primary dead
+// and nothing promoted, a demoted primary the DSN still lists first, a read-only
+// session on a secondary):
+//
+//	increase(mysqlfailover_write_refusals_total[1m]) > 0
+//
+// (mysqlfailover_writer_available == 0 says the same before the first write is
+// refused, as far as the driver can know: with targetSessionAttrs=any and no probes it
+// does not read roles, and counts the list's primary as the writer while it is up.)
 //
 // With replicaReads (read/write splitting), per host and for the pool:
 //
@@ -121,6 +156,10 @@ var (
 		"Returns of the pool to the primary.", nil, nil)
 	descAborts = prometheus.NewDesc("mysqlfailover_aborts_total",
 		"Abort rounds: hosts whose in-flight statements were aborted after probes declared them down.", nil, nil)
+	descWriter = prometheus.NewDesc("mysqlfailover_writer_available",
+		"1 while the pool can serve writes as far as the driver knows (its host is up and a writer), 0 while it cannot.", nil, nil)
+	descRefusals = prometheus.NewDesc("mysqlfailover_write_refusals_total",
+		"Writes that could not be served: statements refused as read-only (1290, 1836, 1792) and connections or statements that found no host (no writer).", nil, nil)
 
 	// The replica metrics (replicaReads only).
 	descReplica = prometheus.NewDesc("mysqlfailover_host_replica",
@@ -142,7 +181,7 @@ var (
 type Collector struct {
 	conn     atomic.Pointer[mysqlfailover.Connector]
 	mu       sync.Mutex
-	dcs      map[string]string // host -> DC label, for the event metrics
+	dcs      map[string]string // host -> DC label of the listed hosts, for the event metrics
 	probe    *prometheus.HistogramVec
 	failures *prometheus.CounterVec
 	walk     *prometheus.HistogramVec
@@ -151,7 +190,7 @@ type Collector struct {
 // New returns a Collector with no connector yet (only the event metrics until
 // SetConnector).
 func New() *Collector {
-	return &Collector{
+	c := &Collector{
 		dcs: map[string]string{},
 		probe: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "mysqlfailover_probe_duration_seconds",
@@ -168,6 +207,10 @@ func New() *Collector {
 			Buckets: WalkBuckets,
 		}, []string{"kind"}),
 	}
+	for _, kind := range []string{"switch", "fall_back"} {
+		c.walk.WithLabelValues(kind) // exported at 0 from the start
+	}
+	return c
 }
 
 // Option returns the option that gives the collector the connector's events
@@ -190,14 +233,12 @@ func (c *Collector) Observe(e failover.Event) {
 		c.probe.WithLabelValues(e.Host, c.dc(e.Host)).Observe(e.Duration.Seconds())
 	case failover.EventProbe:
 		c.failures.WithLabelValues(e.Host, c.dc(e.Host)).Inc()
-	case failover.EventSwitch, failover.EventFallBack:
-		if e.Duration > 0 { // 0: a move without a walk (monitor, SwitchTo, host list)
-			kind := "switch"
-			if e.Kind == failover.EventFallBack {
-				kind = "fall_back"
-			}
-			c.walk.WithLabelValues(kind).Observe(e.Duration.Seconds())
+	case failover.EventSwitch:
+		if e.Duration > 0 { // 0: a move without a walk (the monitor's, SwitchTo, host list)
+			c.walk.WithLabelValues("switch").Observe(e.Duration.Seconds())
 		}
+	case failover.EventFallBack: // every fall-back has its duration (a walk's, or the monitor's wait)
+		c.walk.WithLabelValues("fall_back").Observe(e.Duration.Seconds())
 	case failover.EventHostList:
 		if e.Err == nil {
 			c.learnDCs(c.conn.Load())
@@ -211,6 +252,8 @@ func (c *Collector) dc(host string) string {
 	return c.dcs[host]
 }
 
+// learnDCs learns the DC labels of cn's listed hosts, makes their per-host event series
+// (at 0 until counted), and drops those of hosts no longer listed.
 func (c *Collector) learnDCs(cn *mysqlfailover.Connector) {
 	if cn == nil {
 		return
@@ -218,14 +261,29 @@ func (c *Collector) learnDCs(cn *mysqlfailover.Connector) {
 	s := cn.Stats()
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	listed := map[string]bool{}
 	for _, h := range s.Hosts {
+		listed[h.Addr] = true
+		if old, ok := c.dcs[h.Addr]; ok && old != h.DC {
+			c.probe.DeleteLabelValues(h.Addr, old)
+			c.failures.DeleteLabelValues(h.Addr, old)
+		}
 		c.dcs[h.Addr] = h.DC
+		c.probe.WithLabelValues(h.Addr, h.DC)
+		c.failures.WithLabelValues(h.Addr, h.DC)
+	}
+	for addr, dc := range c.dcs {
+		if !listed[addr] {
+			delete(c.dcs, addr)
+			c.probe.DeleteLabelValues(addr, dc)
+			c.failures.DeleteLabelValues(addr, dc)
+		}
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descState, descRole, descActive, descPrimary, descConns, descFailovers, descFallBacks, descAborts,
+	for _, d := range []*prometheus.Desc{descState, descRole, descActive, descPrimary, descConns, descFailovers, descFallBacks, descAborts, descWriter, descRefusals,
 		descReplica, descReplicaLag, descReplicaReads, descReplicaRetries, descReplicaToPrimary, descCausal} {
 		ch <- d
 	}
@@ -252,6 +310,8 @@ func collectStats(ch chan<- prometheus.Metric, s failover.Stats) {
 	ch <- prometheus.MustNewConstMetric(descFailovers, prometheus.CounterValue, float64(s.Failovers))
 	ch <- prometheus.MustNewConstMetric(descFallBacks, prometheus.CounterValue, float64(s.FallBacks))
 	ch <- prometheus.MustNewConstMetric(descAborts, prometheus.CounterValue, float64(s.Aborted))
+	ch <- prometheus.MustNewConstMetric(descWriter, prometheus.GaugeValue, bool01(s.WriterAvailable))
+	ch <- prometheus.MustNewConstMetric(descRefusals, prometheus.CounterValue, float64(s.WriteRefusals))
 	replicas := replicaReads(s)
 	if replicas {
 		ch <- prometheus.MustNewConstMetric(descReplicaRetries, prometheus.CounterValue, float64(s.ReplicaRetries))

@@ -5,13 +5,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mysqlfailover/mysqlfailover"
 	"github.com/mysqlfailover/mysqlfailover/failover"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 )
 
-// TestObserve: events become the histogram and counter samples, in seconds; a move
-// without a walk (Duration 0) is not a walk sample. (The Stats metrics are tested
+// TestObserve: events become the histogram and counter samples, in seconds; a switch
+// without a walk (Duration 0) is not a walk sample; the walk histogram of both kinds is
+// there from the start. (The Stats metrics are tested
 // against a live cluster in the integration module.)
 func TestObserve(t *testing.T) {
 	c := New()
@@ -25,6 +28,23 @@ func TestObserve(t *testing.T) {
 mysqlfailover_probe_failures_total{dc="",host="a:3306"} 1
 # HELP mysqlfailover_walk_duration_seconds Duration of each host walk that moved the pool, from its start to the working connection on the new host (kind switch: a failover; fall_back).
 # TYPE mysqlfailover_walk_duration_seconds histogram
+mysqlfailover_walk_duration_seconds_bucket{kind="fall_back",le="0.001"} 0
+mysqlfailover_walk_duration_seconds_bucket{kind="fall_back",le="0.005"} 0
+mysqlfailover_walk_duration_seconds_bucket{kind="fall_back",le="0.01"} 0
+mysqlfailover_walk_duration_seconds_bucket{kind="fall_back",le="0.05"} 0
+mysqlfailover_walk_duration_seconds_bucket{kind="fall_back",le="0.1"} 0
+mysqlfailover_walk_duration_seconds_bucket{kind="fall_back",le="0.25"} 0
+mysqlfailover_walk_duration_seconds_bucket{kind="fall_back",le="0.5"} 0
+mysqlfailover_walk_duration_seconds_bucket{kind="fall_back",le="1"} 0
+mysqlfailover_walk_duration_seconds_bucket{kind="fall_back",le="2.5"} 0
+mysqlfailover_walk_duration_seconds_bucket{kind="fall_back",le="5"} 0
+mysqlfailover_walk_duration_seconds_bucket{kind="fall_back",le="10"} 0
+mysqlfailover_walk_duration_seconds_bucket{kind="fall_back",le="30"} 0
+mysqlfailover_walk_duration_seconds_bucket{kind="fall_back",le="60"} 0
+mysqlfailover_walk_duration_seconds_bucket{kind="fall_back",le="120"} 0
+mysqlfailover_walk_duration_seconds_bucket{kind="fall_back",le="+Inf"} 0
+mysqlfailover_walk_duration_seconds_sum{kind="fall_back"} 0
+mysqlfailover_walk_duration_seconds_count{kind="fall_back"} 0
 mysqlfailover_walk_duration_seconds_bucket{kind="switch",le="0.001"} 0
 mysqlfailover_walk_duration_seconds_bucket{kind="switch",le="0.005"} 0
 mysqlfailover_walk_duration_seconds_bucket{kind="switch",le="0.01"} 0
@@ -154,5 +174,73 @@ func TestStateLabels(t *testing.T) {
 	}
 	if len(states) != int(failover.HostNotReady)+1 {
 		t.Errorf("%d labels for %d states", len(states), failover.HostNotReady+1)
+	}
+}
+
+// TestSeriesFromTheStart: once SetConnector has run, before any event, every listed
+// host has its probe counter and histogram at 0 (with its DC label), the walk histogram
+// both kinds, and the pool its writer gauge and refusal counter: an increase() over the
+// first burst of failures sees them all. A fall-back is a walk sample whatever its
+// duration.
+func TestSeriesFromTheStart(t *testing.T) {
+	cfg, err := mysqlfailover.ParseDSN("app:pw@tcp(db1:3306;dc=east,db2:3306;dc=west)/app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	col := New()
+	cn, err := mysqlfailover.NewConnector(cfg, col.Option())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cn.Close()
+	col.SetConnector(cn)
+	want := `
+# HELP mysqlfailover_probe_failures_total Failed probes (checkInterval > 0).
+# TYPE mysqlfailover_probe_failures_total counter
+mysqlfailover_probe_failures_total{dc="east",host="db1:3306"} 0
+mysqlfailover_probe_failures_total{dc="west",host="db2:3306"} 0
+# HELP mysqlfailover_write_refusals_total Writes that could not be served: statements refused as read-only (1290, 1836, 1792) and connections or statements that found no host (no writer).
+# TYPE mysqlfailover_write_refusals_total counter
+mysqlfailover_write_refusals_total 0
+# HELP mysqlfailover_writer_available 1 while the pool can serve writes as far as the driver knows (its host is up and a writer), 0 while it cannot.
+# TYPE mysqlfailover_writer_available gauge
+mysqlfailover_writer_available 1
+`
+	if err := testutil.CollectAndCompare(col, strings.NewReader(want), "mysqlfailover_probe_failures_total", "mysqlfailover_write_refusals_total", "mysqlfailover_writer_available"); err != nil {
+		t.Fatal(err)
+	}
+	if n := testutil.CollectAndCount(col, "mysqlfailover_probe_duration_seconds"); n != 2 {
+		t.Fatalf("%d probe histograms before any probe, want one per host (2)", n)
+	}
+	if n := testutil.CollectAndCount(col, "mysqlfailover_walk_duration_seconds"); n != 2 {
+		t.Fatalf("%d walk histograms before any walk, want both kinds (2)", n)
+	}
+	col.Observe(failover.Event{Kind: failover.EventFallBack, Host: "db1:3306"})
+	var m dto.Metric
+	if err := col.walk.WithLabelValues("fall_back").(prometheus.Metric).Write(&m); err != nil || m.Histogram.GetSampleCount() != 1 {
+		t.Fatalf("fall-back of duration 0: %v samples (%v), want 1", m.Histogram.GetSampleCount(), err)
+	}
+	if problems, err := testutil.CollectAndLint(col); err != nil || len(problems) > 0 {
+		t.Fatalf("lint: %v %v", problems, err)
+	}
+}
+
+// TestWriteMetrics: the writer gauge and the refusal counter follow Stats, and a dead
+// host's role reads unknown (Stats says so).
+func TestWriteMetrics(t *testing.T) {
+	c := statsOnly{failover.Stats{Active: "b:3306", Primary: "a:3306", WriteRefusals: 9261, Hosts: []failover.HostStats{
+		{Addr: "a:3306", State: failover.HostDown, Role: failover.RoleUnknown, OpenConns: -1, ReplicaLag: -1},
+		{Addr: "b:3306", State: failover.HostUp, Role: failover.RoleStandby, OpenConns: -1, ReplicaLag: -1},
+	}}}
+	want := `
+# HELP mysqlfailover_write_refusals_total Writes that could not be served: statements refused as read-only (1290, 1836, 1792) and connections or statements that found no host (no writer).
+# TYPE mysqlfailover_write_refusals_total counter
+mysqlfailover_write_refusals_total 9261
+# HELP mysqlfailover_writer_available 1 while the pool can serve writes as far as the driver knows (its host is up and a writer), 0 while it cannot.
+# TYPE mysqlfailover_writer_available gauge
+mysqlfailover_writer_available 0
+`
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want), "mysqlfailover_write_refusals_total", "mysqlfailover_writer_available"); err != nil {
+		t.Fatal(err)
 	}
 }
