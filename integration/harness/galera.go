@@ -260,6 +260,9 @@ func (s GaleraStatus) Synced() bool {
 	return s.Ready && s.ClusterStatus == "Primary" && s.LocalState == LocalStateSynced
 }
 
+// String is the status on one line, for logs and test failures: "ready=true
+// status=Primary state=4(Synced) desync=false reject=NONE size=3 conf=5 uuid=... index=1
+// last_committed=12".
 func (s GaleraStatus) String() string {
 	return fmt.Sprintf("ready=%v status=%s state=%d(%s) desync=%v reject=%s size=%d conf=%d uuid=%s index=%d last_committed=%d",
 		s.Ready, s.ClusterStatus, s.LocalState, s.LocalStateComment, s.Desync, s.RejectQueries, s.ClusterSize,
