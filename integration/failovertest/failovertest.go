@@ -60,8 +60,8 @@
 //
 // Its faults, each a method: Isolate/Unisolate (out of the Primary component: every
 // statement on a table gets 1047 "WSREP has not yet prepared node for application use"),
-// Desync, RejectQueries, Kill then Restart (rejoins by IST), Stop then Restart, Freeze/
-// Thaw, LoseQuorum/RestoreQuorum, Bootstrap, Resync (a full SST from a chosen donor); Status
+// Desync, RejectQueries, Kill then Restart (rejoins by IST), Stop then Restart,
+// Freeze/Thaw, LoseQuorum/RestoreQuorum, Bootstrap, Resync (a full SST from a chosen donor); Status
 // reads what a node says of itself and WaitSynced waits until the cluster is whole.
 //
 // This package is a facade over package harness (the project's own integration

@@ -69,12 +69,12 @@ func tarOwner(data []byte, name string) (uid, gid int) {
 	}
 }
 
-// copyFile writes content to file (an absolute path) in the container, owned by uid:gid.
-// The container may be stopped.
-func (i *containerInstance) copyFileAs(ctx context.Context, file, content string, uid, gid int) error {
+// copyFileAs writes content to file (an absolute path) in the container, owned by
+// uid:gid with mode. The container may be stopped.
+func (i *containerInstance) copyFileAs(ctx context.Context, file, content string, uid, gid int, mode int64) error {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
-	if err := tw.WriteHeader(&tar.Header{Name: path.Base(file), Mode: 0o660, Size: int64(len(content)),
+	if err := tw.WriteHeader(&tar.Header{Name: path.Base(file), Mode: mode, Size: int64(len(content)),
 		Uid: uid, Gid: gid, ModTime: time.Now(), Typeflag: tar.TypeReg}); err != nil {
 		return err
 	}
@@ -95,7 +95,7 @@ func (i *containerInstance) copyFileAs(ctx context.Context, file, content string
 // copyFile writes a file of the data directory, owned as the template's mysql directory.
 func (i *containerInstance) copyFile(ctx context.Context, file, content string, template []byte) error {
 	uid, gid := tarOwner(template, "mysql")
-	return i.copyFileAs(ctx, file, content, uid, gid)
+	return i.copyFileAs(ctx, file, content, uid, gid, 0o660)
 }
 
 // readFile reads one file out of the container (it may be stopped), with its tar header.
@@ -142,7 +142,7 @@ func (i *containerInstance) recoverGalera(ctx context.Context) error {
 		g.uuid = uuid
 	}
 	g.seqno = seqno
-	if err := i.copyFileAs(ctx, file, g.String(), h.Uid, h.Gid); err != nil {
+	if err := i.copyFileAs(ctx, file, g.String(), h.Uid, h.Gid, 0o660); err != nil {
 		return err
 	}
 	i.b.logf("harness: %s: --wsrep-recover found %s:%d in %v", i.name, g.uuid, seqno, time.Since(begin).Round(time.Millisecond))
@@ -170,14 +170,14 @@ func (i *containerInstance) forgetState(ctx context.Context, donor string) error
 	if err != nil {
 		return err
 	}
-	if err := i.copyFileAs(ctx, file, zeroGrastate.String(), h.Uid, h.Gid); err != nil {
+	if err := i.copyFileAs(ctx, file, zeroGrastate.String(), h.Uid, h.Gid, 0o660); err != nil {
 		return err
 	}
 	cnf := "[mariadbd]\n"
 	if donor != "" {
 		cnf += "wsrep_sst_donor=" + donor + ",\n"
 	}
-	return i.copyFileAs(ctx, donorConfig, cnf, 0, 0)
+	return i.copyFileAs(ctx, donorConfig, cnf, 0, 0, 0o644) // the server, as mysql, reads it
 }
 
 // runOnce runs a container of the backend's image with args on volume vol (mounted as the

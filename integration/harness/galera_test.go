@@ -380,8 +380,12 @@ func TestGaleraHarness(t *testing.T) {
 		wg.Wait()
 		must(t, err)
 		figure("resync", begin)
-		if log := logSince(c.Node(3), mark); !strings.Contains(log, "rsync SST completed") {
+		log := logSince(c.Node(3), mark)
+		if !strings.Contains(log, "rsync SST completed") {
 			t.Errorf("node 3 did not get a full SST; its log since:\n%s", tail(log, 40))
+		}
+		if !strings.Contains(log, "requested state transfer from 'node2,'") {
+			t.Errorf("node 3 did not ask node 2 for its state (wsrep_sst_donor); its log since:\n%s", tail(log, 40))
 		}
 		if !states["2 Donor/Desynced"] {
 			t.Errorf("node 2's states during the resync: %v, want 2 Donor/Desynced among them", states)
