@@ -31,6 +31,9 @@
 # The working tree is only read: the copy is made with rsync (uncommitted changes
 # included), mutated there, and removed on exit, Ctrl-C or TERM (MUTANTS_KEEP aside).
 set -uo pipefail
+# The whole script is one brace group: bash reads it all before it runs any of it, so that
+# editing this file during a run cannot change the run.
+{
 cd "$(dirname "$0")/.."
 root=$(pwd)
 list=$root/scripts/mutants.txt
@@ -160,27 +163,34 @@ suite() {
   return $rc
 }
 
-# verdict LOG RC: one line saying what the run found.
+# verdict LOG RC: one line saying what the run found. Each package's output is printed as
+# one block that ends with its "ok" or "FAIL" line, so a failed (or, after go test's
+# timeout panic, a running) test is named package.Test, the package's last path element.
 verdict() {
   local log=$1 rc=$2
-  if grep -q '^panic: test timed out after' "$log" || [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
-    local running
-    running=$(awk '/^running tests:/{f=1;next} f&&/^\t/{sub(/^\t/,"");print $1;next} f{f=0}' "$log" | sort -u | tr '\n' ' ')
-    echo "HUNG (timeout $timeout_go) in ${running:-?}"
+  local killers hung
+  killers=$(awk '/^--- FAIL: /{f[++n]=$3; next}
+    /^(ok|FAIL)[ \t]+[a-z]/{p=$2; sub(/.*\//, "", p); for (i = 1; i <= n; i++) print p "." f[i]; n=0}' "$log" | sort -u)
+  hung=$(awk '/^[ \t]*running tests:/{r=1; next}
+    r && /^\t/{x=$0; gsub(/^\t+/, "", x); split(x, w, " "); f[++n]=w[1]; next}
+    {r=0}
+    /^(ok|FAIL)[ \t]+[a-z]/{p=$2; sub(/.*\//, "", p); for (i = 1; i <= n; i++) print p "." f[i]; n=0}' "$log" | sort -u)
+  local shown=
+  if [ -n "$killers" ]; then
+    local n
+    n=$(printf '%s\n' "$killers" | wc -l)
+    shown=$(printf '%s\n' "$killers" | head -4 | tr '\n' ' ')
+    if [ "$n" -gt 4 ]; then shown="$shown(+$((n - 4)) more)"; fi
+  fi
+  if [ -n "$hung" ] || grep -q '^panic: test timed out after' "$log" || [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+    echo "HUNG (timeout $timeout_go) in $(printf '%s\n' "$hung" | tr '\n' ' ')${shown:+; failed too: $shown}"
     return
   fi
   if grep -qE '\[(build|setup) failed\]' "$log"; then
     echo "BAD: does not compile: $(grep -m1 -E '\.go:[0-9]+:[0-9]+: ' "$log" | sed "s|$src/||")"
     return
   fi
-  local killers
-  killers=$(grep -E '^--- FAIL: ' "$log" | awk '{print $3}' | sort -u)
-  if [ -n "$killers" ]; then
-    local n
-    n=$(printf '%s\n' "$killers" | wc -l)
-    local shown
-    shown=$(printf '%s\n' "$killers" | head -4 | tr '\n' ' ')
-    if [ "$n" -gt 4 ]; then shown="$shown(+$((n - 4)) more)"; fi
+  if [ -n "$shown" ]; then
     echo "killed by $shown"
     return
   fi
@@ -225,3 +235,5 @@ done
 echo
 echo "mutants: ${#sel[@]} run, $(( ${#sel[@]} - survived )) killed, $survived not (SURVIVED, HUNG or BAD); unmutated suite ${base}s; total $(( $(date +%s) - t0 ))s"
 [ "$survived" = 0 ]
+exit
+}
