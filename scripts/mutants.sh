@@ -18,7 +18,10 @@
 # Environment: MUTANTS_TIMEOUT (go test -timeout per mutant, default 100s: a run ends in
 # under two minutes), MUTANTS_SKIP (a go test -skip pattern: which other tests kill a
 # mutant when the usual killer is left out), MUTANTS_RACE=1 (run with -race; slower),
-# MUTANTS_KEEP=1 (keep the temporary copy and the logs; their directory is printed).
+# MUTANTS_KEEP=1 (keep the temporary copy and the logs; their directory is printed),
+# MUTANTS_INTEGRATION=PATTERN (run the integration module's tests matching PATTERN, on real
+# servers, instead of the unit suite: does a real-server test catch the mutant too? e.g.
+# MUTANTS_INTEGRATION=TestCausalReadsWritePaths scripts/mutants.sh causal-commit-not-counted).
 #
 # Adding a mutant with each new invariant: when a change adds or moves a decision that
 # protects users (a classification, a retry, a transaction rule, a routing or readiness
@@ -142,9 +145,14 @@ trap 'echo; echo "mutants: interrupted"; exit 130' INT TERM HUP
 src=$tmp/src
 mkdir -p "$src" "$tmp/logs"
 # The root module only: the nested modules (integration, metrics/prometheus, metrics/otel,
-# cmd/mysqlfailover) are not in its ./... and are left out.
-rsync -a --exclude=.git --exclude=/integration --exclude=/cmd --exclude=/metrics/prometheus \
-  --exclude=/metrics/otel "$root/" "$src/" || exit 1
+# cmd/mysqlfailover) are not in its ./... and are left out, unless the integration tests
+# run (they replace the library and the metrics modules with these directories).
+if [ -n "${MUTANTS_INTEGRATION:-}" ]; then
+  rsync -a --exclude=.git "$root/" "$src/" || exit 1
+else
+  rsync -a --exclude=.git --exclude=/integration --exclude=/cmd --exclude=/metrics/prometheus \
+    --exclude=/metrics/otel "$root/" "$src/" || exit 1
+fi
 
 flags=(-count=1 -vet=off -timeout "$timeout_go")
 [ "${MUTANTS_RACE:-0}" = 1 ] && flags+=(-race)
@@ -155,7 +163,11 @@ outer=$(( ${timeout_go%s} + 20 ))
 # suite LOG: runs the unit suite in the copy, in the background so that the traps can stop
 # it; coreutils timeout runs it in a process group of its own and signals the whole group.
 suite() {
-  (cd "$src" && exec timeout -k 5 "$outer" "$GO" test "${flags[@]}" ./...) >"$1" 2>&1 &
+  if [ -n "${MUTANTS_INTEGRATION:-}" ]; then
+    (cd "$src/integration" && exec timeout -k 5 "$outer" "$GO" test "${flags[@]}" -run "$MUTANTS_INTEGRATION" .) >"$1" 2>&1 &
+  else
+    (cd "$src" && exec timeout -k 5 "$outer" "$GO" test "${flags[@]}" ./...) >"$1" 2>&1 &
+  fi
   child=$!
   wait "$child"
   local rc=$?
@@ -201,7 +213,9 @@ verdict() {
   echo "SURVIVED"
 }
 
-echo "mutants: ${#sel[@]} of ${#names[@]} mutants; go test ${flags[*]} ./... on a copy in $tmp"
+what="./..."
+[ -n "${MUTANTS_INTEGRATION:-}" ] && what="-run $MUTANTS_INTEGRATION . (integration/)"
+echo "mutants: ${#sel[@]} of ${#names[@]} mutants; go test ${flags[*]} $what on a copy in $tmp"
 t0=$(date +%s)
 if ! suite "$tmp/logs/baseline.log"; then
   echo "mutants: the unmutated suite fails; fix it first:"
