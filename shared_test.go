@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	sqldriver "database/sql/driver"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -20,11 +21,15 @@ import (
 
 // stepClock is a fake clock whose Sleep blocks until Advance moves the time past its end
 // (or its context ends), so that a test decides when the monitor probes and when a
-// linger runs out, without waiting for real time.
+// linger runs out, without waiting for real time. A sleep that no Advance ends within
+// fake.Bound of real time returns an error and is counted (Stuck): a sleep the test did
+// not expect (a walk's pause between passes, on a path whose context never ends, such as
+// Driver.Open's) fails the test instead of hanging it.
 type stepClock struct {
 	mu      sync.Mutex
 	now     time.Time
 	waiters map[*stepWaiter]struct{}
+	stuck   int
 }
 
 type stepWaiter struct {
@@ -32,8 +37,21 @@ type stepWaiter struct {
 	ch    chan struct{}
 }
 
-func newStepClock() *stepClock {
-	return &stepClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), waiters: map[*stepWaiter]struct{}{}}
+func newStepClock(t testing.TB) *stepClock {
+	c := &stepClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), waiters: map[*stepWaiter]struct{}{}}
+	t.Cleanup(func() {
+		if n := c.Stuck(); n > 0 {
+			t.Errorf("%d sleeps on the step clock waited %v for an Advance that never came", n, fake.Bound)
+		}
+	})
+	return c
+}
+
+// Stuck returns how many sleeps gave up waiting for an Advance.
+func (c *stepClock) Stuck() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.stuck
 }
 
 func (c *stepClock) Now() time.Time {
@@ -53,6 +71,8 @@ func (c *stepClock) Sleep(ctx context.Context, d time.Duration) error {
 	w := &stepWaiter{until: c.now.Add(d), ch: make(chan struct{})}
 	c.waiters[w] = struct{}{}
 	c.mu.Unlock()
+	guard := time.NewTimer(fake.Bound)
+	defer guard.Stop()
 	select {
 	case <-w.ch:
 		return nil
@@ -61,6 +81,12 @@ func (c *stepClock) Sleep(ctx context.Context, d time.Duration) error {
 		delete(c.waiters, w)
 		c.mu.Unlock()
 		return ctx.Err()
+	case <-guard.C:
+		c.mu.Lock()
+		delete(c.waiters, w)
+		c.stuck++
+		c.mu.Unlock()
+		return fmt.Errorf("stepClock: a sleep of %v waited %v for an Advance that never came", d, fake.Bound)
 	}
 }
 
@@ -129,10 +155,12 @@ func openPortScript(n *fake.Net, hosts int) {
 // nothing is left.
 func TestDriverOpenSharesOneConnector(t *testing.T) {
 	defer goleak.VerifyNone(t, ignoreSQLMock)
-	ctx := context.Background()
+	// The step clock's sleeps wait for Advance: a walk that sleeps where the test does not
+	// expect it would wait forever without the deadline (boundedCtx).
+	ctx := boundedCtx(t)
 	n := fake.NewNet(t, 2)
 	openPortScript(n, 2)
-	clk := newStepClock()
+	clk := newStepClock(t)
 	db := openOnlyDB(t, n, clk, "app:"+password+"@tcp(H1:3306,H2:3306)/shop?checkInterval=1s")
 	defer db.Close()
 
@@ -231,10 +259,12 @@ func ownerOf(t *testing.T, sc *sql.Conn) *mysqlfailover.Connector {
 // differ (in the password too) have Connectors of their own.
 func TestDriverOpenSharedConnectorLifecycle(t *testing.T) {
 	defer goleak.VerifyNone(t, ignoreSQLMock)
-	ctx := context.Background()
+	// The step clock's sleeps wait for Advance: a walk that sleeps where the test does not
+	// expect it would wait forever without the deadline (boundedCtx).
+	ctx := boundedCtx(t)
 	n := fake.NewNet(t, 2)
 	openPortScript(n, 2)
-	clk := newStepClock()
+	clk := newStepClock(t)
 	db := openOnlyDB(t, n, clk, "app:"+password+"@tcp(H1:3306,H2:3306)/shop?checkInterval=1s")
 	defer db.Close()
 	db2, err := sql.Open("mysqlfailover-open-only", "app:other-pw@tcp(H1:3306,H2:3306)/shop?checkInterval=1s")
@@ -287,8 +317,10 @@ func TestDriverOpenSharedConnectorLifecycle(t *testing.T) {
 	}
 	defer db3.Close()
 	var nh *failover.NoHostAvailableError
-	if err := db3.PingContext(ctx); !errors.As(err, &nh) {
-		t.Fatalf("Ping with every host down: %v, want a NoHostAvailableError", err)
+	if err := db3.PingContext(ctx); !errors.As(err, &nh) || nh.Err != nil || nh.Passes != 1 || clk.Stuck() != 0 {
+		// Stuck: the walk slept on the step clock between passes, one pass more than
+		// retriesAllDown=0 allows (Driver.Open's walk has no caller's context to end it).
+		t.Fatalf("Ping with every host down: %v (%d sleeps stuck), want a NoHostAvailableError after one pass, no sleep", err, clk.Stuck())
 	}
 	fake.WaitFor(t, "three lingers", func() bool { return mysqlfailover.SharedConnectors() == 3 && clk.Sleepers() >= 3 })
 	for mysqlfailover.SharedConnectors() > 0 {

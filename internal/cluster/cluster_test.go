@@ -385,7 +385,10 @@ func newProbeRig(t *testing.T) (r *rig, entered, release chan struct{}) {
 		o.Dial = func(ctx context.Context, h int) (driver.Conn, error) {
 			if h == primary && r.cl.Active() != primary {
 				close(entered)
-				<-release
+				select {
+				case <-release:
+				case <-ctx.Done(): // the test failed before it released the dial
+				}
 			}
 			return r.net.Dial(ctx, h)
 		}
@@ -405,17 +408,17 @@ func newProbeRig(t *testing.T) (r *rig, entered, release chan struct{}) {
 // where they are instead of piling onto it.
 func TestOneFallBackAttemptAtATime(t *testing.T) {
 	r, entered, release := newProbeRig(t)
-	done := make(chan driver.Conn)
+	done := make(chan driver.Conn, 1)
 	go func() {
-		c, _, _ := r.cl.TryFallBack(context.Background(), nil)
+		c, _, _ := r.cl.TryFallBack(testCtx(t), nil)
 		done <- c
 	}()
-	<-entered
-	if c2, _, err := r.cl.TryFallBack(context.Background(), nil); c2 != nil || err != nil {
+	fake.Await(t, "the first fall-back attempt's dial of H1", entered)
+	if c2, _, err := r.cl.TryFallBack(testCtx(t), nil); c2 != nil || err != nil {
 		t.Fatalf("second concurrent fall-back attempt made: %v %v", c2, err)
 	}
 	close(release)
-	c1 := <-done
+	c1 := fake.Recv(t, "the first fall-back attempt", done)
 	if c1 == nil {
 		t.Fatal("the first fall-back attempt did not land on the primary")
 	}
@@ -590,7 +593,7 @@ func TestHostTimeoutBoundsEachAttempt(t *testing.T) {
 			return r.net.Dial(ctx, h)
 		}
 	})
-	c, h, err := r.cl.Connect(context.Background(), nil)
+	c, h, err := r.cl.Connect(testCtx(t), nil) // bounded: a hostTimeout not applied would hang
 	if err != nil || h != 1 {
 		t.Fatalf("Connect: H%d %v", h+1, err)
 	}
@@ -766,19 +769,19 @@ func TestQueryTriggerPausesAfterAFailedProbe(t *testing.T) {
 // the primary's timeout.
 func TestOneProbeOfThePrimaryPerPool(t *testing.T) {
 	r, entered, release := newProbeRig(t)
-	done := make(chan driver.Conn)
+	done := make(chan driver.Conn, 1)
 	go func() {
-		c, _, _ := r.cl.Connect(context.Background(), nil) // due: probes H1
+		c, _, _ := r.cl.Connect(testCtx(t), nil) // due: probes H1
 		done <- c
 	}()
-	<-entered
-	c2, h, err := r.cl.Connect(context.Background(), nil) // must not touch H1
+	fake.Await(t, "the probing connection's dial of H1", entered)
+	c2, h, err := r.cl.Connect(testCtx(t), nil) // must not touch H1
 	if err != nil || h != 1 {
 		t.Fatalf("second connection: H%d %v, want H2 without waiting for the probe", h+1, err)
 	}
 	c2.Close()
 	close(release)
-	c1 := <-done
+	c1 := fake.Recv(t, "the probing connection", done)
 	if c1 == nil || r.cl.Active() != primary {
 		t.Fatal("the probing connection did not bring the pool back to H1")
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/mysqlfailover/mysqlfailover/failover"
 	"github.com/mysqlfailover/mysqlfailover/internal/cluster"
+	"github.com/mysqlfailover/mysqlfailover/internal/fake"
 )
 
 // TestMonitorAbortsHostAWalkLeft: a connection's walk moved the pool off a hung primary
@@ -67,7 +68,7 @@ func TestMonitorAbortsHostAWalkLeft(t *testing.T) {
 		}
 		hung <- result{h, err}
 	}()
-	<-entered
+	fake.Await(t, "the new connection's hung handshake on H1", entered)
 	// Another connection's walk finds H1 failing and moves the pool to H2 (a switch by a
 	// walk, not by the monitor).
 	c, h, err := r.cl.Connect(context.Background(), nil)

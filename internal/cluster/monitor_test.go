@@ -820,13 +820,13 @@ func TestMonitorActsOnActiveHostFirst(t *testing.T) {
 		}
 		if time.Now().After(guard) {
 			close(release)
-			<-done
+			fake.Await(t, "the round, once H3 was released", done)
 			t.Fatal("the pool did not leave H1 while H3's probe was still opening its connection")
 		}
 		runtime.Gosched()
 	}
 	close(release)
-	<-done
+	fake.Await(t, "the round, once H3 was released", done)
 	if r.cl.Active() != 1 {
 		t.Fatalf("active H%d, want H2", r.cl.Active()+1)
 	}

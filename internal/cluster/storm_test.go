@@ -67,6 +67,7 @@ func (s *stormRig) storm(t *testing.T) []stormResult {
 	t.Helper()
 	defer s.release()
 	results := make([]stormResult, stormConns)
+	ctx := testCtx(t)
 	var wg sync.WaitGroup
 	start := make(chan struct{})
 	for i := range results {
@@ -74,7 +75,7 @@ func (s *stormRig) storm(t *testing.T) []stormResult {
 		go func() {
 			defer wg.Done()
 			<-start
-			c, h, err := s.cl.Failover(context.Background(), 0, mysql.ErrInvalidConn, nil)
+			c, h, err := s.cl.Failover(ctx, 0, mysql.ErrInvalidConn, nil)
 			results[i] = stormResult{c, h, err}
 		}()
 	}
@@ -83,7 +84,7 @@ func (s *stormRig) storm(t *testing.T) []stormResult {
 	fake.WaitFor(t, "63 followers waiting for the leader's walk", func() bool { return cluster.FlightWaiters(s.cl) == stormConns-1 })
 	s.h1, s.wait = s.stat(0), s.clock.Now()
 	s.release()
-	wg.Wait()
+	fake.Wait(t, "every connection's Failover", &wg)
 	return results
 }
 

@@ -228,12 +228,16 @@ func TestRecoverOneCheckForManySessions(t *testing.T) {
 		o.Dial = func(ctx context.Context, h int) (driver.Conn, error) {
 			if h == primary {
 				first.Do(h1Dials.Done)
-				<-release // the check hangs until every session has reported
+				select { // the check hangs until every session has reported
+				case <-release:
+				case <-ctx.Done(): // the test failed before it released the check
+				}
 				return nil, fake.Refused("H1:3306")
 			}
 			return r.net.Dial(ctx, h)
 		}
 	})
+	ctx := testCtx(t)
 	var wg sync.WaitGroup
 	hosts := make([]int, n)
 	errs := make([]error, n)
@@ -241,17 +245,17 @@ func TestRecoverOneCheckForManySessions(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c, h, err := r.cl.Recover(context.Background(), primary, io.EOF, nil)
+			c, h, err := r.cl.Recover(ctx, primary, io.EOF, nil)
 			hosts[i], errs[i] = h, err
 			if c != nil {
 				c.Close()
 			}
 		}()
 	}
-	h1Dials.Wait()
+	fake.Wait(t, "the same-host check's dial of H1", &h1Dials)
 	fake.WaitFor(t, "every session waiting for the check", func() bool { return checkWaiters(r) == n-1 })
 	close(release)
-	wg.Wait()
+	fake.Wait(t, "every session's Recover", &wg)
 	for i := range n {
 		if errs[i] != nil || hosts[i] != 1 {
 			t.Fatalf("session %d: H%d %v, want H2", i, hosts[i]+1, errs[i])

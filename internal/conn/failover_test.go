@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"runtime"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -656,14 +655,12 @@ func TestQueuedCallerGetsNoBadConnAfterThePoolMoved(t *testing.T) {
 	e.script(1, nil, all(ok(setReadOnly), ok(q))) // the first H2 connection is the reporter's
 	db := e.db(seqA, 1)
 	held := sqlConn(t, db) // the only connection, on H1
-	done := make(chan error)
+	done := make(chan error, 1)
 	go func() {
-		_, err := db.ExecContext(context.Background(), q) // queued behind held
+		_, err := db.ExecContext(testCtx(t), q) // queued behind held
 		done <- err
 	}()
-	for db.Stats().WaitCount == 0 {
-		runtime.Gosched()
-	}
+	fake.WaitFor(t, "the caller queued at MaxOpenConns", func() bool { return db.Stats().WaitCount > 0 })
 	// Another connection of the pool saw H1 fail: the pool is on H2 now.
 	c, _, err := e.cl.Failover(context.Background(), 0, mysql.ErrInvalidConn, nil)
 	if err != nil {
@@ -671,7 +668,7 @@ func TestQueuedCallerGetsNoBadConnAfterThePoolMoved(t *testing.T) {
 	}
 	c.Close()
 	_ = held.Close() // handed to the queued caller
-	if err := <-done; err != nil {
+	if err := fake.Recv(t, "the queued caller's statement", done); err != nil {
 		t.Fatalf("queued caller: %v (errors.Is ErrBadConn %v)", err, errors.Is(err, driver.ErrBadConn))
 	}
 	if e.opens.Load() != 1 {

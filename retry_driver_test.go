@@ -1,0 +1,82 @@
+package mysqlfailover_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/DATA-DOG/go-sqlmock"
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/mysqlfailover/mysqlfailover"
+	"github.com/mysqlfailover/mysqlfailover/failover"
+)
+
+// TestSafeToRetryAfterUnknownCommit (a second path beside TestSafeToRetry's table): the
+// errors the driver itself returns when a commit's outcome is unknown, read by
+// SafeToRetry as a user would, are never safe to run again, also where they say more
+// than "outcome unknown": a multi-statement query with a COMMIT in it, whose transaction
+// is lost too (failover.ErrTxLost: running the transaction again could commit it
+// twice), and XA COMMIT after XA PREPARE whose request provably was not sent (no
+// MaybeExecuted: the prepared transaction survives on the failed host, and commits
+// there once XA COMMIT reaches it).
+func TestSafeToRetryAfterUnknownCommit(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		params string
+		steps  []string // run on H1 before the failure
+		commit string   // the statement that fails
+		err    error    // how it fails: sent (mysql.ErrInvalidConn) or not (broken before it)
+		lost   bool     // the error also matches failover.ErrTxLost
+	}{
+		{"a batch with COMMIT", "multiStatements=true", []string{"BEGIN"}, "UPDATE t SET v = 1; COMMIT", mysql.ErrInvalidConn, true},
+		{"XA COMMIT not sent", "", []string{"XA START 'x'", "UPDATE t SET v = 1", "XA END 'x'", "XA PREPARE 'x'"}, "XA COMMIT 'x'", nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			p := newPool(t, 2, tc.params)
+			p.net.Script(0, func(seq int, m sqlmock.Sqlmock) {
+				if seq > 0 {
+					return // the same-host check's new session
+				}
+				for _, q := range tc.steps {
+					m.ExpectExec(q).WillReturnResult(sqlmock.NewResult(0, 0))
+				}
+				if tc.err != nil {
+					m.ExpectExec(tc.commit).WillReturnError(tc.err)
+				}
+			})
+			sc, err := p.db.Conn(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer sc.Close()
+			for _, q := range tc.steps {
+				if _, err := sc.ExecContext(ctx, q); err != nil {
+					t.Fatalf("%s: %v", q, err)
+				}
+			}
+			if tc.err == nil {
+				// go-sql-driver found the connection closed before it wrote anything
+				// (its context watcher closed it): driver.ErrBadConn, nothing sent.
+				p.net.Conns(0)[0].Broken.Store(true)
+			}
+			_, err = sc.ExecContext(ctx, tc.commit)
+			if !errors.Is(err, failover.ErrCommitOutcomeUnknown) {
+				t.Fatalf("%s failed with %v, want failover.ErrCommitOutcomeUnknown", tc.commit, err)
+			}
+			if got := errors.Is(err, failover.ErrTxLost); got != tc.lost {
+				t.Fatalf("the error matches failover.ErrTxLost: %v, want %v (%v)", got, tc.lost, err)
+			}
+			var fe *failover.FailoverError
+			if !errors.As(err, &fe) || fe.MaybeExecuted != (tc.err != nil) {
+				t.Fatalf("%v: want a *failover.FailoverError with MaybeExecuted %v", err, tc.err != nil)
+			}
+			if r := mysqlfailover.SafeToRetry(err); r != mysqlfailover.RetryNothing {
+				t.Fatalf("SafeToRetry(%v) = %v, want nothing: the commit may have happened", err, r)
+			}
+		})
+	}
+}
