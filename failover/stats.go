@@ -75,6 +75,16 @@ type Stats struct {
 	// reads that need the same position go there without waiting, uncounted), or
 	// because the position could not be read (count).
 	CausalPrimary int64
+	// TxReruns counts the runs of a mysqlfailover.RunInTx function after its first, in
+	// a fresh transaction, each after an error for which nothing of the transaction
+	// committed (count; one EventTxRerun each).
+	TxReruns int64
+	// TxGaveUp counts the RunInTx calls that returned such an error all the same: their
+	// attempts were used up, or their context ended before the next one (count).
+	TxGaveUp int64
+	// TxCommitChecks counts the commit checks (RunOptions.Committed) RunInTx ran after a
+	// Commit that returned ErrCommitOutcomeUnknown (count).
+	TxCommitChecks int64
 }
 
 // HostStats is one host's part of Stats.

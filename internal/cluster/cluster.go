@@ -113,6 +113,7 @@ type Cluster struct {
 	probeAgain atomic.Bool
 
 	rep replicaState // replica reads (replicas.go)
+	tx  txCounters   // transactions run again (txcount.go)
 }
 
 // New returns a Cluster over cfg's hosts, on the primary. It keeps cfg and reads its

@@ -186,6 +186,7 @@ func (c *Cluster) Stats() failover.Stats {
 		Failovers: p.failovers, FallBacks: p.fallBacks, Aborted: c.aborted.Load(),
 		ReplicaRetries: c.rep.retries.Load(), ReplicaToPrimary: c.rep.toPrimary.Load(),
 		CausalWaits: c.rep.causalWaits.Load(), CausalPrimary: c.rep.causalPrimary.Load(),
+		TxReruns: c.tx.reruns.Load(), TxGaveUp: c.tx.gaveUp.Load(), TxCommitChecks: c.tx.checks.Load(),
 	}
 	if c.cfg.ReplicaReads {
 		c.replicaSet() // the skip reasons of the position now
