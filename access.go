@@ -54,14 +54,18 @@ func ConnOf(driverConn any) (Conn, bool) {
 
 // ConnectorOf returns the Connector behind db, however db was opened: sql.Open with
 // "mysqlfailover" (GORM with DriverName "mysqlfailover", sqlx.Open and sqlx.Connect do
-// that too), sql.OpenDB with a Connector, or a wrapper such as otelsql.Open. It takes a
-// connection from db's pool for a moment (opening one if none is idle, within ctx) and
+// that too), sql.OpenDB with a Connector, or a wrapper such as otelsql.Open. For the
+// first two it answers at once (db.Driver names the Connector). Behind a wrapper it takes
+// a connection from db's pool for a moment (opening one if none is idle, within ctx) and
 // finds the failover connection behind it as ConnOf does. The Connector offers Stats
 // and SwitchTo. It returns the pool's error when no connection can be had, and an error
-// when db does not use this driver. When every host is down it waits for the walk to
-// give up (bounded by ctx), so get the Connector once at start-up and keep it: Stats is
-// most wanted during an outage.
+// when db does not use this driver. Behind a wrapper, when every host is down, it waits
+// for the walk to give up (bounded by ctx), so get the Connector once at start-up and
+// keep it: Stats is most wanted during an outage.
 func ConnectorOf(ctx context.Context, db *sql.DB) (*Connector, error) {
+	if c := connectorOfDB(db); c != nil {
+		return c, nil
+	}
 	sc, err := db.Conn(ctx)
 	if err != nil {
 		return nil, err

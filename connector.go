@@ -278,7 +278,7 @@ func (c *Connector) hostError(err error) error {
 }
 
 // Driver implements driver.Connector.
-func (c *Connector) Driver() sqldriver.Driver { return drv{} }
+func (c *Connector) Driver() sqldriver.Driver { return drv{c: c} }
 
 // Close stops the connector: later Connect calls fail with failover.ErrClosed, and the
 // monitor (checkInterval > 0) stops; Close waits for its goroutines and closes the probe

@@ -286,6 +286,21 @@
 // driver cannot see, an open transaction counts as possible: a deadlock then
 // refuses the later statements too, until ROLLBACK.
 //
+// RunInTx runs a function in a transaction and runs it again, in a fresh
+// transaction, whenever nothing of the last one committed (SafeToRetry says
+// RetryTransaction or RetryStatement): after a failover on the pool's new
+// host, after a deadlock on the same one. Because the function runs again,
+// not a record of its statements, everything it computes is computed afresh
+// (NOW(), UUID(), auto-increment ids, the reads its decisions rest on); it
+// must have no effects outside the transaction. After a COMMIT whose outcome
+// is unknown it runs again only when RunOptions.Committed says the commit did
+// not happen:
+//
+//	err := mysqlfailover.RunInTx(ctx, db, nil, func(tx *sql.Tx) error {
+//		_, err := tx.ExecContext(ctx, "UPDATE stock SET n = n - 1 WHERE item = ?", item)
+//		return err
+//	})
+//
 // # Session state
 //
 // A switch carries the read-only state, the current database (the DSN's, or

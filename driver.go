@@ -15,8 +15,10 @@ func init() {
 }
 
 // drv is the database/sql driver. database/sql uses OpenConnector, so one sql.DB has
-// one Connector and thus one shared failover state.
-type drv struct{}
+// one Connector and thus one shared failover state. A Connector's Driver method returns
+// a drv that names it (c), so that sql.DB.Driver leads to the pool's Connector without
+// a connection (connectorOfDB); the registered drv has none.
+type drv struct{ c *Connector }
 
 // Open parses name and returns one connection: what wrappers that call only Driver.Open
 // get (sql.Open calls OpenConnector instead, once per sql.DB). The connections Open

@@ -49,6 +49,10 @@ const (
 	// replica (replicaReads): Err is nil when it started to qualify, else why it stopped
 	// (as HostStats.ReplicaSkip: lag, health, role, DC).
 	EventReplica
+	// EventTxRerun is mysqlfailover.RunInTx running its function again, in a new
+	// transaction: Err is the error of the attempt before (nothing of it committed),
+	// Duration the wait before the new attempt, Host the pool's host.
+	EventTxRerun
 )
 
 // String returns the kind's name, e.g. "connect".
@@ -78,6 +82,8 @@ func (k EventKind) String() string {
 		return "probe-passed"
 	case EventReplica:
 		return "replica"
+	case EventTxRerun:
+		return "tx-rerun"
 	}
 	return "unknown"
 }
@@ -97,7 +103,7 @@ type Event struct {
 	From string
 	// Err is the failure or cause: for a failed EventConnect, EventHostFailed,
 	// EventSwitch, EventFallBackFailed, EventHostState (nil for up), a rejected
-	// EventHostList, EventProbe and EventAbort; nil otherwise.
+	// EventHostList, EventProbe, EventAbort and EventTxRerun; nil otherwise.
 	Err error
 	// State is the host's new state, for EventHostState.
 	State HostState
@@ -110,8 +116,9 @@ type Event struct {
 	// EventFallBack the monitor decided (checkInterval > 0), how long home had passed its
 	// probes when the pool returned, from the first passing probe of that run
 	// (switchBackDelay, plus up to a checkInterval; connections move at their next safe
-	// point). It is 0 for the other moves made without a walk (the monitor's switch
-	// away from a failing host, SwitchTo, a new host list) and for every other kind.
+	// point); for EventTxRerun, the wait before the new attempt. It is 0 for the other
+	// moves made without a walk (the monitor's switch away from a failing host, SwitchTo,
+	// a new host list) and for every other kind.
 	Duration time.Duration
 }
 

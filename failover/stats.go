@@ -107,6 +107,16 @@ type Stats struct {
 	// behind the driver's back with the role never read still reads true until
 	// WriteRefusals counts its refusals.
 	WriterAvailable bool
+	// TxReruns counts the runs of a mysqlfailover.RunInTx function after its first, in
+	// a fresh transaction, each after an error for which nothing of the transaction
+	// committed (count; one EventTxRerun each).
+	TxReruns int64
+	// TxGaveUp counts the RunInTx calls that returned such an error all the same: their
+	// attempts were used up, or their context ended before the next one (count).
+	TxGaveUp int64
+	// TxCommitChecks counts the commit checks (RunOptions.Committed) RunInTx ran after a
+	// Commit that returned ErrCommitOutcomeUnknown (count).
+	TxCommitChecks int64
 }
 
 // HostStats is one host's part of Stats.

@@ -102,3 +102,42 @@ func waitRunning(ctx context.Context, t testing.TB, n *harness.Node, prefix stri
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// failedConnects returns how many connection attempts to addr failed.
+func (p *pool) failedConnects(addr string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for _, e := range p.ev {
+		if e.Kind == failover.EventConnect && e.Host == addr && e.Err != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// clearOnFailedConnect clears node n's toxics once the pool has failed to connect to it
+// (through its proxy) after the toxic the caller just added: the connection that hit
+// the toxic then finds the node again at the walk's next pass. It returns a function
+// that waits for that (and fails the test if it did not happen within 10 s).
+func clearOnFailedConnect(ctx context.Context, t testing.TB, p *pool, n *harness.Node) (wait func()) {
+	t.Helper()
+	before := p.failedConnects(n.ProxyAddr())
+	done := make(chan error, 1)
+	go func() {
+		deadline := time.Now().Add(10 * time.Second)
+		for p.failedConnects(n.ProxyAddr()) == before {
+			if time.Now().After(deadline) || ctx.Err() != nil {
+				_ = n.ClearToxics()
+				done <- errors.New("no failed connection attempt to the node within 10 s")
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		done <- n.ClearToxics()
+	}()
+	return func() {
+		t.Helper()
+		must(t, <-done)
+	}
+}

@@ -116,6 +116,7 @@ type Cluster struct {
 	probeAgain atomic.Bool
 
 	rep replicaState // replica reads (replicas.go)
+	tx  txCounters   // transactions run again (txcount.go)
 
 	// kind is the cluster type (a Kind): the DSN's, or the first one a server reported
 	// (ready.go). It is an atomic beside the position: set at most once after New, read

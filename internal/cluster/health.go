@@ -195,6 +195,7 @@ func (c *Cluster) Stats() failover.Stats {
 		ReplicaRetries: c.rep.retries.Load(), ReplicaToPrimary: c.rep.toPrimary.Load(),
 		CausalWaits: c.rep.causalWaits.Load(), CausalPrimary: c.rep.causalPrimary.Load(),
 		WriteRefusals: c.writeRefusals.Load(), WriterAvailable: c.writerAvailable(p),
+		TxReruns: c.tx.reruns.Load(), TxGaveUp: c.tx.gaveUp.Load(), TxCommitChecks: c.tx.checks.Load(),
 	}
 	if c.cfg.ReplicaReads {
 		c.replicaSet() // the skip reasons of the position now
