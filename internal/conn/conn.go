@@ -259,10 +259,8 @@ func (c *Conn) ready(ctx context.Context, count bool, k stmt.Kind) error {
 	c.counted = false
 	if c.checked {
 		c.checked = false // database/sql's checkout just checked it: no clock read needed
-	} else if before := c.st; c.stale(ctx) {
-		if !c.replayIdle(ctx, before, k) && c.tx != nil && c.tx.lost == nil {
-			c.tx.lost = lost("the server closed the connection while the transaction sat idle")
-		}
+	} else if c.stale(ctx, k) && c.tx != nil && c.tx.lost == nil {
+		c.tx.lost = lost("the server closed the connection while the transaction sat idle")
 	}
 	if c.tx != nil {
 		if c.tx.lost != nil {
@@ -335,8 +333,10 @@ func (c *Conn) ready(ctx context.Context, count bool, k stmt.Kind) error {
 
 // stale runs the liveness check on a connection idle for cluster.DefaultIdleCheck or more and drops a
 // physical connection that fails it, without blaming its host (the next call joins the
-// pool's host). It reports whether it dropped one.
-func (c *Conn) stale(ctx context.Context) bool {
+// pool's host). It reports whether it dropped one, and with it whatever the session
+// held: with transactionReplay an open transaction is replayed on a new session instead
+// (replayIdle; k is the kind of the call about to be sent), and then it reports false.
+func (c *Conn) stale(ctx context.Context, k stmt.Kind) bool {
 	now := c.cl.Now().UnixNano()
 	idle := now-c.lastUsed >= int64(cluster.DefaultIdleCheck)
 	c.lastUsed = now
@@ -347,8 +347,9 @@ func (c *Conn) stale(ctx context.Context) bool {
 	if !ok || r.ResetSession(ctx) == nil {
 		return false
 	}
+	before := c.st
 	c.discard("the server closed the connection while it sat idle", kPlain)
-	return true
+	return !c.replayIdle(ctx, before, k)
 }
 
 // uncount takes back the statement the last ready counted.
