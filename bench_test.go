@@ -51,7 +51,13 @@ func (memStmt) ExecContext(context.Context, []sqldriver.NamedValue) (sqldriver.R
 	return memResult{}, nil
 }
 func (c *memConn) Close() error                 { return nil }
-func (c *memConn) Begin() (sqldriver.Tx, error) { return nil, errors.New("unused") }
+func (c *memConn) Begin() (sqldriver.Tx, error) { return memTx{}, nil }
+
+// memTx is memConn's transaction.
+type memTx struct{}
+
+func (memTx) Commit() error   { return nil }
+func (memTx) Rollback() error { return nil }
 func (c *memConn) ExecContext(context.Context, string, []sqldriver.NamedValue) (sqldriver.Result, error) {
 	return memResult{}, nil
 }
@@ -239,6 +245,69 @@ func BenchmarkRouting(b *testing.B) {
 				for rows.Next(dest) == nil {
 				}
 				rows.Close()
+			}
+		})
+	}
+}
+
+// replayOverMem is proxyOverMem with transactionReplay=true.
+func replayOverMem(b *testing.B) sqldriver.Conn {
+	cfg := dsn.NewConfig()
+	cfg.Hosts = []dsn.Host{{Name: "h1", Port: 3306}, {Name: "h2", Port: 3306}}
+	cfg.TransactionReplay = true
+	cl, err := cluster.New(cfg, cluster.Env{
+		Dial: func(context.Context, int) (sqldriver.Conn, error) { return &memConn{}, nil },
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	c, err := conn.Open(context.Background(), cl, conn.ConfigFrom(cfg, nil))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return c
+}
+
+// BenchmarkTxStatements is one transaction of two statements (an UPDATE with an
+// argument, a query reading one row) and its commit, through the proxy without replay
+// (impl=proxy) and with transactionReplay=true (impl=replay), which records both
+// statements (a copy of the argument, the result, a digest of the row): the difference
+// is replay's cost for two recorded statements.
+func BenchmarkTxStatements(b *testing.B) {
+	ctx := context.Background()
+	dest := make([]sqldriver.Value, 1)
+	args := []sqldriver.NamedValue{{Ordinal: 1, Value: int64(1)}}
+	for _, impl := range []struct {
+		name string
+		conn func(*testing.B) sqldriver.Conn
+	}{
+		{"proxy", proxyOverMem},
+		{"replay", replayOverMem},
+	} {
+		b.Run("impl="+impl.name, func(b *testing.B) {
+			c := impl.conn(b)
+			bt := c.(sqldriver.ConnBeginTx)
+			ex := c.(sqldriver.ExecerContext)
+			q := c.(sqldriver.QueryerContext)
+			b.ReportAllocs()
+			for b.Loop() {
+				tx, err := bt.BeginTx(ctx, sqldriver.TxOptions{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := ex.ExecContext(ctx, "UPDATE t SET n=n+1 WHERE id=?", args); err != nil {
+					b.Fatal(err)
+				}
+				rows, err := q.QueryContext(ctx, "SELECT n FROM t WHERE id=1", nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				for rows.Next(dest) == nil {
+				}
+				rows.Close()
+				if err := tx.Commit(); err != nil {
+					b.Fatal(err)
+				}
 			}
 		})
 	}

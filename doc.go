@@ -301,6 +301,58 @@
 //		return err
 //	})
 //
+// # Transaction replay
+//
+// For code that cannot be restructured around RunInTx, transactionReplay=true
+// (off by default; package dsn has the limits) makes the driver itself run a
+// transaction again when its connection fails inside it, as MaxScale's
+// transaction_replay and MariaDB Connector/J's transactionReplay do. While a
+// transaction is open (a Tx, or one opened by statements) every statement
+// that succeeded or failed is recorded with a copy of its arguments and a
+// digest of what the application saw: the rows affected and the insert id
+// when it asked for them, the error it got, every value of every row it read
+// (the columns and how many rows, and whether it read to the end). When the
+// connection fails, the driver switches, then on the new session runs BEGIN
+// with the same options and each statement again (prepared again where it
+// was prepared), comparing each result with the record; then the interrupted
+// statement runs there and its own result goes to the caller. A difference
+// (NOW(), UUID(), @@server_id, an auto-increment id the application read, a
+// row the new primary lacks, an error that is not the same) rolls the
+// replay back, and the caller gets failover.ErrTxLost with an error that
+// names the statement; a replay whose new session fails too runs again on
+// the next one. Stats counts the replays (TxReplays), the differences
+// (TxReplayMismatches) and the transactions refused (TxReplayTooBig,
+// TxReplayUnsafe); failover.EventTxReplay reports each.
+//
+// A COMMIT is never replayed, in any spelling (COMMIT, commit work behind a
+// comment, a prepared COMMIT, Tx.Commit), nor a statement that commits
+// implicitly: its failure stays failover.ErrCommitOutcomeUnknown (Connector/J
+// matches the text "COMMIT" and can commit twice). An autocommit statement is
+// never recorded, so never replayed. These transactions fail with
+// failover.ErrTxLost, as without replay, the error saying why: one that used
+// what a new session lacks (a temporary table, a user variable, GET_LOCK,
+// LOCK TABLES, anywhere on the session), XA, CALL and EXECUTE and other
+// statements whose effect the driver cannot read, LOAD DATA LOCAL, a
+// multi-statement batch, an argument that cannot be copied, or more than
+// transactionReplayMaxSize recorded (1 MiB). A failure while the application
+// reads a result loses the transaction too: the rows it has read cannot be
+// given again.
+//
+// What no replay can catch: the comparison covers what the application saw,
+// not what the statements did unseen. After an asynchronous failover the new
+// primary may lack commits the old one made: a blind UPDATE c = c + 1 (or an
+// INSERT ... SELECT, a DELETE ... LIMIT) replays with the same rows-affected
+// count on different data, and only a read of the row would show it; read
+// what a transaction's decisions rest on (SELECT ... FOR UPDATE), or use
+// semi-synchronous replication or Galera. Writes to tables of
+// non-transactional engines (MyISAM, Aria, MEMORY) and sequences (NEXTVAL)
+// do not roll back with the old session, so a replay repeats them. A
+// statement's effect outside the database (a UDF, a trigger calling out) runs
+// again. A session variable set by hand before the transaction (SET SESSION
+// sql_mode) is not carried to the new session (see Session state), so the
+// replay may run under other rules. Where those matter, use RunInTx, whose
+// reruns compute everything afresh.
+//
 // # Session state
 //
 // A switch carries the read-only state, the current database (the DSN's, or

@@ -54,6 +54,14 @@ const (
 	// shorter than MaxScale's causal_reads_timeout (10s): the fall-back, the
 	// primary, answers at once.
 	defaultCausalReadsTimeout = time.Second
+	// The limits of transaction replay (transactionReplay), MaxScale
+	// readwritesplit's: transaction_replay_max_size 1 MiB (bytes recorded per
+	// transaction: statements, arguments, and a fixed share per statement),
+	// transaction_replay_attempts 5 (replays per transaction), and
+	// transaction_replay_timeout 30 s (from the failure to the replay's end).
+	defaultTransactionReplayMaxSize  = 1 << 20
+	defaultTransactionReplayAttempts = 5
+	defaultTransactionReplayTimeout  = 30 * time.Second
 )
 
 // The values of Config.ReplicaSelection and Config.CausalReads, unexported:
@@ -343,6 +351,18 @@ type Config struct {
 	// decides how the driver reads whether a host is ready for application
 	// use (see Cluster types in the package documentation).
 	Cluster string
+	// TransactionReplay is transactionReplay: default false (a transaction whose
+	// connection fails is lost: failover.ErrTxLost).
+	TransactionReplay bool
+	// TransactionReplayMaxSize is transactionReplayMaxSize: bytes > 0 with
+	// TransactionReplay, default 1 MiB (1048576).
+	TransactionReplayMaxSize int
+	// TransactionReplayAttempts is transactionReplayAttempts: count > 0 with
+	// TransactionReplay, default 5.
+	TransactionReplayAttempts int
+	// TransactionReplayTimeout is transactionReplayTimeout: duration >= 0,
+	// default 30s (0: only the caller's context bounds a replay).
+	TransactionReplayTimeout time.Duration
 
 	// MySQL holds every other setting, given to go-sql-driver for each host.
 	// Its Net and Addr are not used for hosts: the driver sets them per host
@@ -374,6 +394,9 @@ func NewConfig() *Config {
 		CausalReadsTimeout:           defaultCausalReadsTimeout,
 		Cluster:                      clusterAuto,
 		AllowSourceDownConnections:   true,
+		TransactionReplayMaxSize:     defaultTransactionReplayMaxSize,
+		TransactionReplayAttempts:    defaultTransactionReplayAttempts,
+		TransactionReplayTimeout:     defaultTransactionReplayTimeout,
 		MySQL:                        mysql.NewConfig(),
 	}
 }
@@ -440,7 +463,9 @@ const defaultUnixSocket = "/tmp/mysql.sock"
 // ReplicaSelection "", "round-robin" or "least-in-flight", CausalReads "",
 // "none", "local" or "global" and, other than "none", with ReplicaReads and
 // CausalReadsTimeout > 0 (which is never negative), Cluster "", "auto",
-// "replication", "galera" or "group", and
+// "replication", "galera" or "group", TransactionReplayMaxSize and
+// TransactionReplayAttempts >= 0 and, with TransactionReplay, > 0,
+// TransactionReplayTimeout >= 0, and
 // no failover option in MySQL.Params under any spelling, where
 // go-sql-driver would send it to the server as a system variable
 // (ErrInvalidOption); MySQL non-nil (ErrInvalidOption) with Net "", tcp,
@@ -663,6 +688,24 @@ func (c *Config) checkReplicas() error {
 	if on && !c.ReplicaReads {
 		return newError(ErrInvalidOption, fmt.Sprintf(
 			"dsn: causalReads needs replicaReads=true: without replica reads every statement runs on the active host, where the writes are; set replicaReads=true or leave causalReads=%s out", causal))
+	}
+	return c.checkReplay()
+}
+
+// checkReplay checks the limits of transaction replay: never negative, and with
+// TransactionReplay a size and a number of attempts > 0.
+func (c *Config) checkReplay() error {
+	if n := c.TransactionReplayMaxSize; n < 0 || n == 0 && c.TransactionReplay {
+		return newError(ErrInvalidOption, fmt.Sprintf(
+			"dsn: transactionReplayMaxSize=%d: want a size in bytes > 0, the most a transaction may record to be replayed (NewConfig's default is %s)", n, formatSize(defaultTransactionReplayMaxSize)))
+	}
+	if n := c.TransactionReplayAttempts; n < 0 || n == 0 && c.TransactionReplay {
+		return newError(ErrInvalidOption, fmt.Sprintf(
+			"dsn: transactionReplayAttempts=%d: want a count > 0, the replays a transaction may have (NewConfig's default is %d)", n, defaultTransactionReplayAttempts))
+	}
+	if d := c.TransactionReplayTimeout; d < 0 {
+		return newError(ErrInvalidOption, fmt.Sprintf(
+			"dsn: transactionReplayTimeout=%v: want a duration >= 0 (0: only the caller's context)", d))
 	}
 	return nil
 }

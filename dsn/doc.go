@@ -104,6 +104,10 @@
 //	cluster                       enum      -        auto         cluster type: how readiness is read   -
 //	allowSourceDownConnections    bool      -        true         replica reads while no writer answers Connector/J 8.0.23+ (default false)
 //	allowMasterDownConnections    alias                           of allowSourceDownConnections         Connector/J 5.1
+//	transactionReplay             bool      -        false        replay a transaction after a failover MaxScale transaction_replay, MariaDB Connector/J
+//	transactionReplayMaxSize      size      bytes    1MiB         most a transaction records to replay  MaxScale transaction_replay_max_size
+//	transactionReplayAttempts     int >= 0  count    5            replays per transaction               MaxScale transaction_replay_attempts
+//	transactionReplayTimeout      duration  -        30s          bound of the replays, 0: none         MaxScale transaction_replay_timeout
 //
 // DataStax is the Java driver's DCAwareRoundRobinPolicy, Pulsar the Java
 // client's AutoClusterFailover, MaxScale MariaDB MaxScale's readwritesplit
@@ -111,7 +115,8 @@
 //
 // Integers are decimal; booleans are what strconv.ParseBool accepts
 // (true/false/1/0 among others); durations are time.ParseDuration's ("5s",
-// "500ms"), >= 0. A key given twice must have the same value, and so must an
+// "500ms"), >= 0; sizes are decimal bytes, or with a KiB, MiB or GiB suffix
+// (1024, 1024^2, 1024^3: "512KiB", "1MiB"). A key given twice must have the same value, and so must an
 // option and its alias.
 //
 // retriesAllDown is the number of passes over the whole host list, 250 ms
@@ -320,6 +325,31 @@
 // ready, with a reason that names the option. Values are case-sensitive; a
 // typo, or a product name ("pxc", "group_replication"), is an error that says
 // what was meant.
+//
+// # Transaction replay
+//
+// transactionReplay=true (off by default) records each statement of an open
+// transaction, with a copy of its arguments and a digest of what the
+// application saw of its result (rows affected and the insert id when asked
+// for, every value of every row read), and when the connection fails inside
+// the transaction runs it again on the new session: BEGIN with the same
+// options, every statement, each result compared with the digest, then the
+// interrupted statement, whose result goes to the caller. A difference rolls
+// the replay back and the caller gets failover.ErrTxLost, naming the
+// statement. It never replays a COMMIT (nor a statement that commits
+// implicitly), nor a transaction that used what a new session lacks (package
+// mysqlfailover, Transactions, lists them). MaxScale's transaction_replay and
+// MariaDB Connector/J's transactionReplay are the references.
+//
+// transactionReplayMaxSize bounds what one transaction records: the text of
+// its statements, their arguments, and 64 bytes per statement, > 0 with
+// replay, 1 MiB by default (MaxScale's default; per connection, so a pool of
+// N connections may hold N times that); a larger transaction is not replayed.
+// transactionReplayAttempts is how many replays one transaction may have (a
+// replay that fails for its connection counts, and the next host gets the
+// next one), > 0 with replay, 5 by default. transactionReplayTimeout bounds
+// the time from the first failure to the end of the last replay, 30s by
+// default, 0 for no bound; the caller's context bounds it too.
 //
 // # Unknown and misspelled keys
 //

@@ -52,6 +52,9 @@ func FuzzParse(f *testing.F) {
 		"/?maxReplicaLag=1s", "/?replicaReads=true&maxReplicaLag=1s", "/?causalReads=local", "/?causalReadsTimeout=0",
 		"/?replicaSelection=least_in_flight", "/?causalReads=Fast", "/?readFromMasterWhenNoSlaves=1&readFromSourceWhenNoReplicas=0",
 		"/?replicaSelection=round-robin&causalReads=none&causalReadsTimeout=1s&maxReplicaLag=0", "/?causal_reads=local",
+		// Transaction replay and its limits.
+		"tcp(h1,h2)/?transactionReplay=true&transactionReplayMaxSize=512KiB&transactionReplayAttempts=3&transactionReplayTimeout=0s",
+		"/?transactionReplayMaxSize=1M", "/?transactionReplay=1&transactionReplayAttempts=0", "/?transaction_replay=1",
 	} {
 		f.Add(s)
 	}

@@ -30,8 +30,11 @@ const redacted = "xxxxx"
 // A nil MySQL is formatted as mysql.NewConfig(), and a TargetSessionAttrs,
 // ReplicaSelection or CausalReads of "" is left out, and so is a
 // CausalReadsTimeout of 0 (which Validate accepts only without causal
-// reads), so they come back as their defaults (mysql.NewConfig(), TargetAny,
-// "round-robin", "none", 1s), which mean the same.
+// reads), a TransactionReplayMaxSize or TransactionReplayAttempts of 0 (valid
+// only without transaction replay) and, without transaction replay, a
+// TransactionReplayTimeout of 0, so they come back as their defaults
+// (mysql.NewConfig(), TargetAny, "round-robin", "none", 1s, 1 MiB, 5, 30s),
+// which mean the same.
 func (c *Config) FormatDSN() string { return c.format(false) }
 
 // String returns FormatDSN with the password and HostsToken replaced by
@@ -180,6 +183,18 @@ func (c *Config) format(redact bool) string {
 	}
 	if k := c.Cluster; k != "" && k != clusterAuto {
 		add("cluster", k) // the values need no escaping
+	}
+	if c.TransactionReplay {
+		add("transactionReplay", "true")
+	}
+	if n := c.TransactionReplayMaxSize; n != defaultTransactionReplayMaxSize && n != 0 {
+		add("transactionReplayMaxSize", formatSize(n))
+	}
+	if n := c.TransactionReplayAttempts; n != defaultTransactionReplayAttempts && n != 0 {
+		add("transactionReplayAttempts", strconv.Itoa(n))
+	}
+	if d := c.TransactionReplayTimeout; d != defaultTransactionReplayTimeout && (d != 0 || c.TransactionReplay) {
+		add("transactionReplayTimeout", d.String())
 	}
 	return b.String()
 }

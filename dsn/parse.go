@@ -2,6 +2,7 @@ package dsn
 
 import (
 	"fmt"
+	"math"
 	"net/url"
 	"slices"
 	"strconv"
@@ -28,6 +29,7 @@ const (
 	optSelection                // a ReplicaSelection value
 	optCausal                   // a CausalReads value
 	optCluster                  // a ClusterType value
+	optSize                     // bytes: a decimal integer >= 0, or with a KiB, MiB or GiB suffix
 )
 
 // option is one DSN key of ours. Aliases share main and field.
@@ -64,6 +66,10 @@ var options = []option{
 	{"causalReadsTimeout", "causalReadsTimeout", "CausalReadsTimeout", optPositive},
 	{"cluster", "cluster", "Cluster", optCluster},
 	{"allowSourceDownConnections", "allowSourceDownConnections", "AllowSourceDownConnections", optBool},
+	{"transactionReplay", "transactionReplay", "TransactionReplay", optBool},
+	{"transactionReplayMaxSize", "transactionReplayMaxSize", "TransactionReplayMaxSize", optSize},
+	{"transactionReplayAttempts", "transactionReplayAttempts", "TransactionReplayAttempts", optCount},
+	{"transactionReplayTimeout", "transactionReplayTimeout", "TransactionReplayTimeout", optDuration},
 	// Connector/J 8.0.23 renamed ...Master to ...Source and ...Slaves to
 	// ...Replicas; both names are accepted. The main name is the one of
 	// the Config field.
@@ -147,6 +153,12 @@ var peerNames = map[string]string{
 	"maxReplicationLag":         "maxReplicaLag",
 	"maxSlaveReplicationLag":    "maxReplicaLag",
 	"slave_selection_criteria":  "replicaSelection",
+	// MaxScale's transaction_replay_* (transaction_replay itself is within two edits)
+	// and Connector/J's transactionReplaySize (a count of statements there).
+	"transaction_replay_max_size": "transactionReplayMaxSize",
+	"transaction_replay_attempts": "transactionReplayAttempts",
+	"transaction_replay_timeout":  "transactionReplayTimeout",
+	"transactionReplaySize":       "transactionReplayMaxSize",
 }
 
 // editDistance is the Levenshtein distance between a and b, in bytes.
@@ -615,6 +627,12 @@ func parseValue(o *option, raw string) (any, error) {
 			return nil, bad(`a duration > 0 such as "1s" or "250ms"`)
 		}
 		return d, nil
+	case optSize:
+		n, ok := parseSize(raw)
+		if !ok {
+			return nil, bad(`a size in bytes >= 0 such as "1048576", "512KiB" or "1MiB"`)
+		}
+		return n, nil
 	case optSelection:
 		if !slices.Contains(selections, raw) {
 			return nil, newError(ErrInvalidOption, badSelection(fmt.Sprintf("dsn: %s: invalid value %q", o.key, raw), raw, selectionList))
@@ -713,7 +731,52 @@ func (c *Config) set(o *option, v any) {
 		c.Cluster = v.(string)
 	case "allowSourceDownConnections":
 		c.AllowSourceDownConnections = v.(bool)
+	case "transactionReplay":
+		c.TransactionReplay = v.(bool)
+	case "transactionReplayMaxSize":
+		c.TransactionReplayMaxSize = v.(int)
+	case "transactionReplayAttempts":
+		c.TransactionReplayAttempts = v.(int)
+	case "transactionReplayTimeout":
+		c.TransactionReplayTimeout = v.(time.Duration)
 	}
+}
+
+// parseSize reads a size in bytes: decimal digits, optionally followed by KiB, MiB or
+// GiB (1024, 1024^2, 1024^3), as FormatDSN writes it; ok is false for anything else,
+// and for a size that does not fit an int.
+func parseSize(raw string) (n int, ok bool) {
+	mult := 1
+	for _, u := range []struct {
+		suffix string
+		mult   int
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}} {
+		if d, found := strings.CutSuffix(raw, u.suffix); found {
+			raw, mult = d, u.mult
+			break
+		}
+	}
+	if !isDigits(raw) {
+		return 0, false
+	}
+	v, err := strconv.Atoi(raw)
+	if err != nil || v > math.MaxInt/mult {
+		return 0, false
+	}
+	return v * mult, true
+}
+
+// formatSize writes n as parseSize reads it, with the largest suffix that divides it.
+func formatSize(n int) string {
+	for _, u := range []struct {
+		suffix string
+		mult   int
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n != 0 && n%u.mult == 0 {
+			return strconv.Itoa(n/u.mult) + u.suffix
+		}
+	}
+	return strconv.Itoa(n)
 }
 
 // parseAddr parses a host entry's address: "name", "name:port", "[ipv6]" or

@@ -53,6 +53,11 @@ const (
 	// transaction: Err is the error of the attempt before (nothing of it committed),
 	// Duration the wait before the new attempt, Host the pool's host.
 	EventTxRerun
+	// EventTxReplay is a transaction replay (transactionReplay=true) after the session on
+	// From failed inside a transaction: on Host, the new session; Err is nil when the
+	// transaction runs again there, else why it was not replayed or where the replay
+	// differed (the transaction is then lost).
+	EventTxReplay
 )
 
 // String returns the kind's name, e.g. "connect".
@@ -84,6 +89,8 @@ func (k EventKind) String() string {
 		return "replica"
 	case EventTxRerun:
 		return "tx-rerun"
+	case EventTxReplay:
+		return "tx-replay"
 	}
 	return "unknown"
 }
@@ -99,11 +106,12 @@ type Event struct {
 	// Host is the host:port the event is about (attempted, failed, or moved to).
 	Host string
 	// From is the host:port the pool left, for EventSwitch, EventFallBack and
-	// EventFallBackFailed.
+	// EventFallBackFailed; for EventTxReplay the host whose session failed.
 	From string
 	// Err is the failure or cause: for a failed EventConnect, EventHostFailed,
 	// EventSwitch, EventFallBackFailed, EventHostState (nil for up), a rejected
-	// EventHostList, EventProbe, EventAbort and EventTxRerun; nil otherwise.
+	// EventHostList, EventProbe, EventAbort, EventTxRerun and a failed EventTxReplay;
+	// nil otherwise.
 	Err error
 	// State is the host's new state, for EventHostState.
 	State HostState

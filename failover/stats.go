@@ -117,6 +117,20 @@ type Stats struct {
 	// TxCommitChecks counts the commit checks (RunOptions.Committed) RunInTx ran after a
 	// Commit that returned ErrCommitOutcomeUnknown (count).
 	TxCommitChecks int64
+	// TxReplays counts the transactions replayed (transactionReplay=true) on a new
+	// session after theirs failed: every statement ran again with the results the
+	// application had seen (count; one EventTxReplay each).
+	TxReplays int64
+	// TxReplayMismatches counts the replays given up because a statement's result
+	// differed from what the application had seen, or it failed (count).
+	TxReplayMismatches int64
+	// TxReplayTooBig counts the transactions not replayed because they recorded more
+	// than transactionReplayMaxSize (count).
+	TxReplayTooBig int64
+	// TxReplayUnsafe counts the transactions not replayed because they used what a new
+	// session lacks or a replay cannot repeat: temporary tables, user variables,
+	// GET_LOCK, LOCK TABLES, XA, CALL, LOAD DATA, a multi-statement batch (count).
+	TxReplayUnsafe int64
 }
 
 // HostStats is one host's part of Stats.

@@ -196,6 +196,8 @@ func (c *Cluster) Stats() failover.Stats {
 		CausalWaits: c.rep.causalWaits.Load(), CausalPrimary: c.rep.causalPrimary.Load(),
 		WriteRefusals: c.writeRefusals.Load(), WriterAvailable: c.writerAvailable(p),
 		TxReruns: c.tx.reruns.Load(), TxGaveUp: c.tx.gaveUp.Load(), TxCommitChecks: c.tx.checks.Load(),
+		TxReplays: c.tx.replays.Load(), TxReplayMismatches: c.tx.mismatches.Load(),
+		TxReplayTooBig: c.tx.tooBig.Load(), TxReplayUnsafe: c.tx.unsafeTx.Load(),
 	}
 	if c.cfg.ReplicaReads {
 		c.replicaSet() // the skip reasons of the position now

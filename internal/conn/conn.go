@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/go-sql-driver/mysql"
 
@@ -58,6 +59,14 @@ type Config struct {
 	// allowSourceDownConnections, default true): its read-intent statements run on the
 	// replicas, and the first statement that needs the primary looks for it (ready).
 	AllowSourceDown bool
+	// Replay is transactionReplay: the statements of an open transaction are recorded
+	// and run again on the new session when the connection fails inside it (replay.go),
+	// within ReplayMaxSize bytes recorded, ReplayAttempts replays and ReplayTimeout
+	// (0: none) from the first failure.
+	Replay         bool
+	ReplayMaxSize  int
+	ReplayAttempts int
+	ReplayTimeout  time.Duration
 	// Closed, when set, is called once when the connection is closed (its first Close),
 	// after the physical connection is: the connector counts its open connections
 	// with it.
@@ -86,6 +95,11 @@ func ConfigFrom(cfg *dsn.Config, owner any) Config {
 		ReadFromSourceWhenNoReplicas: cfg.ReadFromSourceWhenNoReplicas,
 		CausalReads:                  cfg.CausalReads,
 		AllowSourceDown:              cfg.ReplicaReads && cfg.AllowSourceDownConnections,
+
+		Replay:         cfg.TransactionReplay,
+		ReplayMaxSize:  cfg.TransactionReplayMaxSize,
+		ReplayAttempts: cfg.TransactionReplayAttempts,
+		ReplayTimeout:  cfg.TransactionReplayTimeout,
 	}
 }
 
@@ -149,7 +163,8 @@ type Conn struct {
 	temp      bool    // the session created a temporary table: read intents stay on it (route)
 	rbot      uint8   // the session's server's innodb_rollback_on_timeout, once read (see timeoutEnded)
 
-	sp *split // the replica sessions (replicaReads); nil without
+	sp  *split // the replica sessions (replicaReads); nil without
+	log *txLog // the open transaction's record (transactionReplay); nil without
 }
 
 // Open returns a connection on the pool's host, walking the host list if needed, with
@@ -162,7 +177,7 @@ type Conn struct {
 // primary walks then, with every pass retriesAllDown allows, failing as the walk does.
 func Open(ctx context.Context, cl *cluster.Cluster, cfg Config) (*Conn, error) {
 	c := &Conn{cl: cl, cfg: cfg, explicitRO: cfg.ReadOnly, db: cfg.DBName,
-		dsnAC: autocommitOf(cfg.Autocommit), dsnCT: completionOf(cfg.CompletionType), sp: newSplit(cfg)}
+		dsnAC: autocommitOf(cfg.Autocommit), dsnCT: completionOf(cfg.CompletionType), sp: newSplit(cfg), log: newLog(cfg)}
 	c.st.ac, c.st.ct = c.dsnAC, c.dsnCT
 	connect := cl.Connect
 	if cfg.AllowSourceDown && cl.AnyReplica() {
@@ -245,6 +260,10 @@ func (c *Conn) closePhys() bool {
 	_ = c.phys.Close()
 	c.phys, c.execer, c.queryer = nil, nil, nil
 	c.epoch++
+	if c.log != nil {
+		// What the session held goes with it; a replay needs to know (see replayHere).
+		c.log.gone, c.log.sess = c.log.sess, ""
+	}
 	return true
 }
 
@@ -264,7 +283,7 @@ func (c *Conn) ready(ctx context.Context, count bool, k stmt.Kind) error {
 	c.counted = false
 	if c.checked {
 		c.checked = false // database/sql's checkout just checked it: no clock read needed
-	} else if c.stale(ctx) && c.tx != nil && c.tx.lost == nil {
+	} else if c.stale(ctx, k) && c.tx != nil && c.tx.lost == nil {
 		c.tx.lost = lost("the server closed the connection while the transaction sat idle")
 	}
 	if c.tx != nil {
@@ -338,8 +357,10 @@ func (c *Conn) ready(ctx context.Context, count bool, k stmt.Kind) error {
 
 // stale runs the liveness check on a connection idle for cluster.DefaultIdleCheck or more and drops a
 // physical connection that fails it, without blaming its host (the next call joins the
-// pool's host). It reports whether it dropped one.
-func (c *Conn) stale(ctx context.Context) bool {
+// pool's host). It reports whether it dropped one, and with it whatever the session
+// held: with transactionReplay an open transaction is replayed on a new session instead
+// (replayIdle; k is the kind of the call about to be sent), and then it reports false.
+func (c *Conn) stale(ctx context.Context, k stmt.Kind) bool {
 	now := c.cl.Now().UnixNano()
 	idle := now-c.lastUsed >= int64(cluster.DefaultIdleCheck)
 	c.lastUsed = now
@@ -350,8 +371,9 @@ func (c *Conn) stale(ctx context.Context) bool {
 	if !ok || r.ResetSession(ctx) == nil {
 		return false
 	}
+	before := c.st
 	c.discard("the server closed the connection while it sat idle", kPlain)
-	return true
+	return !c.replayIdle(ctx, before, k)
 }
 
 // uncount takes back the statement the last ready counted.
@@ -406,6 +428,9 @@ func (c *Conn) fail(ctx context.Context, epoch uint64, err error, r stmt.Retry, 
 			c.wroteOnPrimary()
 		}
 		out := c.failedWith(ctx, err, k) // a transaction the server rolled back is over
+		if c.log != nil {
+			c.noteFailed(k, err)
+		}
 		c.dropIfInvalid(err, k)
 		return false, out
 	case cluster.Canceled:
@@ -506,6 +531,7 @@ func refusalOf(err error) *cluster.NotReadyError {
 // failover.ErrCommitOutcomeUnknown, whatever the statement.
 func (c *Conn) move(ctx context.Context, err error, notSent bool, r stmt.Retry, k stmt.Kind) (bool, error) {
 	failed := c.host
+	before := c.st // what a replay restores
 	var v verdict
 	var what string
 	if c.tx == nil {
@@ -531,12 +557,31 @@ func (c *Conn) move(ctx context.Context, err error, notSent bool, r stmt.Retry, 
 		fe.Current = c.cl.Host(host)
 	}
 	if c.tx != nil {
+		if ok, why := c.replayHere(ctx, k, r, werr, fe.Failed, before); ok {
+			return true, nil // the transaction runs again here: so does the call
+		} else if why != nil {
+			c.tx.lost = lost("the transaction failed earlier on " + fe.Failed + ": " + fe.Err.Error() + "; " + why.Error())
+			return false, heldWhy(fe, why, failover.ErrTxLost)
+		}
 		c.tx.lost = lost("the transaction failed earlier on " + fe.Failed + ": " + fe.Err.Error())
 		return false, heldBy(fe, "", failover.ErrTxLost)
+	}
+	var why error
+	if v&vLost != 0 && v&(vCommit|vPrepared) == 0 {
+		var ok bool
+		if ok, why = c.replayHere(ctx, k, r, werr, fe.Failed, before); ok {
+			return true, nil
+		}
+	} else if c.log != nil {
+		c.log.clear()
 	}
 	switch {
 	case v&vLost != 0:
 		c.lost = c.lostErr(what, failed, fe.Err.Error())
+		if why != nil {
+			c.lost = c.lostErr(what, failed, fe.Err.Error()+"; "+why.Error())
+			return false, heldWhy(fe, why, failover.ErrTxLost)
+		}
 		if v&(vCommit|vPrepared) != 0 { // a batch with a COMMIT in it
 			return false, heldBy(fe, "", failover.ErrCommitOutcomeUnknown, failover.ErrTxLost)
 		}
@@ -603,19 +648,32 @@ func (o *h) Ready(ctx context.Context, count bool, k stmt.Kind) (driver.Conn, ui
 }
 
 // Ran implements stmt.Owner.
-func (o *h) Ran(k stmt.Kind) {
+func (o *h) Ran(k stmt.Kind, query string, args []driver.NamedValue, res driver.Result) driver.Result {
 	c := (*Conn)(o)
 	if c.sp != nil {
 		if rs := c.sp.running; rs != nil {
 			c.sp.running = nil
 			c.cl.ReplicaDone(rs.host, true)
-			return
+			return res
 		}
 		if c.tx == nil || c.tx.rs == nil {
 			c.wroteOnPrimary()
 		}
 	}
+	if c.log != nil {
+		before, db := c.st, c.db
+		c.ran(k, "")
+		return c.noteStmt(before, db, k, query, args, res, true, res == nil)
+	}
 	c.ran(k, "")
+	return res
+}
+
+// Failing implements stmt.Owner.
+func (o *h) Failing(query string, args []driver.NamedValue, isQuery bool) {
+	if o.log != nil {
+		o.log.try(query, args, true, isQuery, o.epoch)
+	}
 }
 
 // Fail implements stmt.Owner.
@@ -626,7 +684,13 @@ func (o *h) Fail(ctx context.Context, epoch uint64, err error, r stmt.Retry, k s
 // RowsOpened implements stmt.Owner: every Rows, of a plain query or of a prepared
 // statement, counts, so that the count never goes negative and no switch or fall-back
 // closes a physical connection whose results are still being read.
-func (o *h) RowsOpened() { o.rows++ }
+func (o *h) RowsOpened() stmt.RowSink {
+	o.rows++
+	if o.log != nil {
+		return o.log.takeSink()
+	}
+	return nil
+}
 
 // RowsClosed implements stmt.Owner.
 func (o *h) RowsClosed() { o.rows-- }
@@ -679,6 +743,12 @@ func (c *Conn) ExecContext(ctx context.Context, query string, args []driver.Name
 		}
 		res, err := c.execer.ExecContext(ctx, query, args)
 		if err == nil {
+			if c.log != nil {
+				before, db := c.st, c.db
+				c.ran(k, query)
+				c.wroteOnPrimary()
+				return c.noteStmt(before, db, k, query, args, res, false, false), nil
+			}
 			c.ran(k, query)
 			c.wroteOnPrimary()
 			return res, nil
@@ -689,6 +759,9 @@ func (c *Conn) ExecContext(ctx context.Context, query string, args []driver.Name
 			// prepared statement counts itself. Nothing was sent.
 			c.uncount()
 			return nil, err
+		}
+		if c.log != nil {
+			c.log.try(query, args, false, false, c.epoch)
 		}
 		retry, out := c.fail(ctx, c.epoch, err, retryFor(attempt, stmt.RetryIfNotSent), k)
 		if !retry {
@@ -742,16 +815,26 @@ func (c *Conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 		rows, err := c.queryer.QueryContext(ctx, query, args)
 		if err == nil {
 			c.wroteOnPrimary()
+			var before txState
+			if c.log != nil {
+				before = c.st
+			}
 			if k == kBatch {
 				c.st.mayHaveRun(query) // the statements after the first run while the caller reads
 			} else {
 				c.ran(k, query)
+			}
+			if c.log != nil {
+				c.noteStmt(before, c.db, k, query, args, nil, false, true)
 			}
 			return stmt.NewRows((*h)(c), ctx, rows, c.epoch), nil
 		}
 		if err == driver.ErrSkip {
 			c.uncount()
 			return nil, err // database/sql prepares instead; see ExecContext
+		}
+		if c.log != nil {
+			c.log.try(query, args, false, true, c.epoch)
 		}
 		retry, out := c.fail(ctx, c.epoch, err, retryFor(attempt, stmt.RetryIfNotSent), k)
 		if !retry {

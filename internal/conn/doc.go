@@ -49,6 +49,11 @@
 // ROLLBACK runs and ends that; COMMIT (and Tx.Commit) runs ROLLBACK instead and returns
 // the error.
 //
+// With transactionReplay (replay.go) the statements of an open transaction are recorded
+// (noteStmt, noteFailed; rows through stmt.RowSink), and move runs them again on the new
+// session (replayHere) before the failed call repeats there; stale does so for a
+// session found dead while the transaction sat idle. Without the option Conn.log is nil.
+//
 // # Read-only
 //
 // The effective read-only state is the explicit flag (DSN readOnly, SetReadOnly) on the

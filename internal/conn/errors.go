@@ -15,6 +15,7 @@ import (
 type heldError struct {
 	kinds []error
 	note  string
+	why   error // what else became of the transaction (a replay that failed), said as the note
 	fe    *failover.FailoverError
 }
 
@@ -28,9 +29,13 @@ func (e *heldError) Error() string {
 			b.WriteString(k.Error())
 		}
 	}
-	if e.note != "" {
+	note := e.note
+	if e.why != nil {
+		note = e.why.Error()
+	}
+	if note != "" {
 		b.WriteString(" (")
-		b.WriteString(e.note)
+		b.WriteString(note)
 		b.WriteString(")")
 	}
 	b.WriteString(": ")
@@ -38,8 +43,19 @@ func (e *heldError) Error() string {
 	return b.String()
 }
 
-// Unwrap returns the sentinels and the FailoverError.
-func (e *heldError) Unwrap() []error { return append(append([]error(nil), e.kinds...), e.fe) }
+// Unwrap returns the sentinels, why (when set) and the FailoverError.
+func (e *heldError) Unwrap() []error {
+	out := append([]error(nil), e.kinds...)
+	if e.why != nil {
+		out = append(out, e.why)
+	}
+	return append(out, e.fe)
+}
+
+// heldWhy returns the heldError of kinds for fe, with why said and unwrapped.
+func heldWhy(fe *failover.FailoverError, why error, kinds ...error) error {
+	return &heldError{kinds: kinds, why: why, fe: fe}
+}
 
 // heldBy returns the heldError of kinds for fe.
 func heldBy(fe *failover.FailoverError, note string, kinds ...error) error {

@@ -60,6 +60,9 @@ func (c *Conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 			c.st.apply(kBegin)
 			c.st.end(false)
 			c.tx = &Tx{c: c, inner: tx, ctx: ctx, epoch: c.epoch}
+			if c.log != nil {
+				c.log.start(true, opts, c.db)
+			}
 			return c.tx, nil
 		}
 		retry, out := c.fail(ctx, c.epoch, err, retryFor(attempt, retryAlways), kBegin)
@@ -80,6 +83,9 @@ func (t *Tx) Commit() error {
 	c := t.c
 	c.tx = nil
 	c.st.end(false) // whatever statements did inside the Tx, it ends here
+	if c.log != nil && t.rs == nil {
+		c.log.clear() // a COMMIT is never replayed
+	}
 	if t.lost != nil {
 		t.rollbackEnded()
 		return t.lost
@@ -127,6 +133,9 @@ func (t *Tx) Rollback() error {
 	c := t.c
 	c.tx = nil
 	c.st.end(false)
+	if c.log != nil && t.rs == nil {
+		c.log.clear()
+	}
 	if t.lost != nil {
 		t.rollbackEnded()
 		return nil

@@ -129,6 +129,9 @@ func (c *Conn) failedWith(ctx context.Context, err error, k stmt.Kind) error {
 // statements, whose session now holds none. A transaction already lost (a failed
 // question after the error) stays lost.
 func (c *Conn) markEnded(e *endedError) {
+	if c.log != nil {
+		c.log.clear() // nothing of it is left to replay
+	}
 	if c.tx != nil {
 		if c.tx.lost == nil {
 			c.tx.lost = e.refusal()

@@ -48,6 +48,8 @@ type host struct {
 	ioErr   error
 	script  func(int, sqlmock.Sqlmock)
 
+	accept               int   // with refuseAfter set: dials still accepted (AcceptOnly)
+	refuseAfter          bool  // AcceptOnly: refuse once accept reaches 0
 	readOnly, txReadOnly bool  // answered to the role query; readOnly rejects writes
 	lag                  int64 // answered to SHOW REPLICA STATUS (SetLag)
 	roleChecks           int
@@ -115,6 +117,15 @@ func (n *Net) Set(i int, dialErr, ioErr error) {
 	n.mu.Unlock()
 }
 
+// AcceptOnly makes host i accept k more new connections and refuse the ones after
+// (ECONNREFUSED), as a host that dies after a session was opened to it; its open
+// connections keep following their scripts.
+func (n *Net) AcceptOnly(i, k int) {
+	n.mu.Lock()
+	n.hosts[i].accept, n.hosts[i].refuseAfter = k, true
+	n.mu.Unlock()
+}
+
 // Script sets what every new connection to host i expects. f receives the connection's
 // sequence number on that host (0 for the first) and its mock, unordered.
 func (n *Net) Script(i int, f func(seq int, m sqlmock.Sqlmock)) {
@@ -165,6 +176,13 @@ func (n *Net) Dial(ctx context.Context, i int) (driver.Conn, error) {
 	}
 	n.mu.Lock()
 	h := n.hosts[i]
+	if h.refuseAfter {
+		if h.accept == 0 {
+			n.mu.Unlock()
+			return nil, Refused(h.addr)
+		}
+		h.accept--
+	}
 	if h.dialErr != nil {
 		n.mu.Unlock()
 		return nil, h.dialErr

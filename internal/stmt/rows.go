@@ -19,9 +19,33 @@ type Rows struct {
 
 // NewRows wraps inner, read from the owner's physical connection of epoch, for a
 // statement that ran with ctx, and tells the owner (RowsOpened) that results are open.
-func NewRows(own Owner, ctx context.Context, inner driver.Rows, epoch uint64) *Rows {
-	own.RowsOpened()
-	return &Rows{own: own, ctx: ctx, inner: inner, epoch: epoch}
+// When the owner hands back a RowSink, the rows are a *SinkRows that shows it what the
+// caller reads; otherwise a *Rows, which costs nothing more.
+func NewRows(own Owner, ctx context.Context, inner driver.Rows, epoch uint64) driver.Rows {
+	sink := own.RowsOpened()
+	if sink == nil {
+		return &Rows{own: own, ctx: ctx, inner: inner, epoch: epoch}
+	}
+	sink.Columns(inner.Columns())
+	return &SinkRows{Rows: Rows{own: own, ctx: ctx, inner: inner, epoch: epoch}, sink: sink}
+}
+
+// SinkRows is a Rows whose RowSink sees every row the caller reads and the end.
+type SinkRows struct {
+	Rows
+	sink RowSink
+}
+
+// Next implements driver.Rows, and shows the sink the row or the end.
+func (r *SinkRows) Next(dest []driver.Value) error {
+	err := r.Rows.Next(dest)
+	switch err {
+	case nil:
+		r.sink.Row(dest)
+	case io.EOF:
+		r.sink.End()
+	}
+	return err
 }
 
 // Columns implements driver.Rows.
@@ -117,6 +141,8 @@ func (r *Rows) ColumnTypePrecisionScale(i int) (precision, scale int64, ok bool)
 
 var (
 	_ driver.Rows                           = (*Rows)(nil)
+	_ driver.RowsNextResultSet              = (*SinkRows)(nil)
+	_ driver.RowsColumnTypeScanType         = (*SinkRows)(nil)
 	_ driver.RowsNextResultSet              = (*Rows)(nil)
 	_ driver.RowsColumnTypeScanType         = (*Rows)(nil)
 	_ driver.RowsColumnTypeDatabaseTypeName = (*Rows)(nil)

@@ -49,20 +49,37 @@ type Owner interface {
 	// of a transaction the server already rolled back): the call succeeds and returns
 	// no rows.
 	Ready(ctx context.Context, count bool, k Kind) (driver.Conn, uint64, error)
-	// Ran is called after a statement of Kind k succeeded.
-	Ran(k Kind)
+	// Ran is called after a statement of Kind k succeeded: query, run with args (the
+	// caller's; the owner copies what it keeps); res is its result, nil for a query. It
+	// returns the result to give the caller: res, or one that notes what the caller
+	// reads of it (transaction replay).
+	Ran(k Kind, query string, args []driver.NamedValue, res driver.Result) driver.Result
 	// Fail handles err, returned by the physical connection of the given epoch to a
 	// call for a statement of Kind k. It returns retry=true when the call must be
 	// repeated once (after a successful switch, per r), else the error for the caller.
 	Fail(ctx context.Context, epoch uint64, err error, r Retry, k Kind) (retry bool, out error)
+	// Failing is called when the statement itself (not its PREPARE) failed, with the
+	// query and the caller's args, just before Fail: the owner may record it.
+	Failing(query string, args []driver.NamedValue, isQuery bool)
 	// RowsOpened is called once when a Rows is made for the owner (NewRows), and
 	// RowsClosed once when it is closed: no switch happens while results are being read.
-	RowsOpened()
+	// RowsOpened returns the RowSink that sees what the caller reads of these rows, or
+	// nil (the rows are not recorded).
+	RowsOpened() RowSink
 	RowsClosed()
 	// CheckNamedValue converts an argument as the owner's physical connection does. A Stmt
 	// uses it when its physical statement has no converter of its own, as database/sql
 	// would use the connection's: a Stmt that answered driver.ErrSkip would lose it.
 	CheckNamedValue(nv *driver.NamedValue) error
+}
+
+// RowSink sees what the caller of a Rows reads (transaction replay records it): the
+// column names, each row it read (the values are the caller's buffer: read them at
+// once), and the end of the rows (io.EOF).
+type RowSink interface {
+	Columns(cols []string)
+	Row(dest []driver.Value)
+	End()
 }
 
 // Stmt is the prepared-statement proxy.
@@ -185,9 +202,9 @@ func (s *Stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (drive
 			mode, k = RetryIfNotSent, s.kind
 			var res driver.Result
 			if res, err = execStmt(ctx, inner, args); err == nil {
-				s.own.Ran(s.kind)
-				return res, nil
+				return s.own.Ran(s.kind, s.query, args, res), nil
 			}
+			s.own.Failing(s.query, args, false)
 		}
 		retry, out := s.own.Fail(ctx, epoch, err, retryFor(attempt, mode), k)
 		if !retry {
@@ -212,9 +229,10 @@ func (s *Stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driv
 			mode, k = RetryIfNotSent, s.kind
 			var rows driver.Rows
 			if rows, err = queryStmt(ctx, inner, args); err == nil {
-				s.own.Ran(s.kind)
+				s.own.Ran(s.kind, s.query, args, nil)
 				return NewRows(s.own, ctx, rows, epoch), nil
 			}
+			s.own.Failing(s.query, args, true)
 		}
 		retry, out := s.own.Fail(ctx, epoch, err, retryFor(attempt, mode), k)
 		if !retry {

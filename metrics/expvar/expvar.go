@@ -9,6 +9,8 @@
 //	{"active": "db2:3306", "primary": "db1:3306", "failovers": 1, "fall_backs": 0, "aborts": 1,
 //	 "writer_available": false, "write_refusals": 9261,
 //	 "replica_retries": 0, "replica_to_primary": 3, "causal_waits": 0, "causal_primary": 0,
+//	 "tx_reruns": 2, "tx_gave_up": 0, "tx_commit_checks": 0, "tx_replays": 1,
+//	 "tx_replay_mismatches": 0, "tx_replay_too_big": 0, "tx_replay_unsafe": 0,
 //	 "hosts": [{"host": "db1:3306", "dc": "", "state": "down", "role": "unknown",
 //	            "connections": 0, "probe_latency_seconds": 0.0012,
 //	            "replica_lag_seconds": -1, "replica_reads": 0,
@@ -24,6 +26,11 @@
 // Stats.WriterAvailable (the pool can serve writes, as far as the driver knows) and
 // Stats.WriteRefusals (writes refused as read-only, 1290, 1836, 1792, or that found no
 // host: no writer; count since the connector was built).
+//
+// The tx_ fields count since the connector was built what failover.Stats' Tx fields
+// count: mysqlfailover.RunInTx's reruns, the calls that gave up, its commit checks, and
+// transactionReplay's replays, differences, and transactions refused as too big or for
+// what they used.
 //
 // The replica fields are those of read/write splitting (replicaReads): replica_retries,
 // replica_to_primary, causal_waits and causal_primary count since the connector was
@@ -78,11 +85,19 @@ type stats struct {
 	WriterAvailable bool  `json:"writer_available"`
 	WriteRefusals   int64 `json:"write_refusals"`
 	// The replica counts (replicaReads).
-	ReplicaRetries   int64  `json:"replica_retries"`
-	ReplicaToPrimary int64  `json:"replica_to_primary"`
-	CausalWaits      int64  `json:"causal_waits"`
-	CausalPrimary    int64  `json:"causal_primary"`
-	Hosts            []host `json:"hosts"`
+	ReplicaRetries   int64 `json:"replica_retries"`
+	ReplicaToPrimary int64 `json:"replica_to_primary"`
+	CausalWaits      int64 `json:"causal_waits"`
+	CausalPrimary    int64 `json:"causal_primary"`
+	// The transaction counts (RunInTx, transactionReplay).
+	TxReruns           int64  `json:"tx_reruns"`
+	TxGaveUp           int64  `json:"tx_gave_up"`
+	TxCommitChecks     int64  `json:"tx_commit_checks"`
+	TxReplays          int64  `json:"tx_replays"`
+	TxReplayMismatches int64  `json:"tx_replay_mismatches"`
+	TxReplayTooBig     int64  `json:"tx_replay_too_big"`
+	TxReplayUnsafe     int64  `json:"tx_replay_unsafe"`
+	Hosts              []host `json:"hosts"`
 }
 
 var roles = map[failover.Role]string{failover.RolePrimary: "primary", failover.RoleReadOnlyPrimary: "read_only_primary", failover.RoleStandby: "standby"}
@@ -91,6 +106,8 @@ func render(s failover.Stats) stats {
 	out := stats{Active: s.Active, Primary: s.Primary, Failovers: s.Failovers, FallBacks: s.FallBacks, Aborts: s.Aborted,
 		WriterAvailable: s.WriterAvailable, WriteRefusals: s.WriteRefusals,
 		ReplicaRetries: s.ReplicaRetries, ReplicaToPrimary: s.ReplicaToPrimary, CausalWaits: s.CausalWaits, CausalPrimary: s.CausalPrimary,
+		TxReruns: s.TxReruns, TxGaveUp: s.TxGaveUp, TxCommitChecks: s.TxCommitChecks, TxReplays: s.TxReplays,
+		TxReplayMismatches: s.TxReplayMismatches, TxReplayTooBig: s.TxReplayTooBig, TxReplayUnsafe: s.TxReplayUnsafe,
 		Hosts: []host{}}
 	for _, h := range s.Hosts {
 		r, ok := roles[h.Role]

@@ -1,0 +1,866 @@
+package conn
+
+// Transaction replay (transactionReplay=true, issue 19): the statements of the open
+// transaction are recorded, each with a copy of its arguments and a digest of what the
+// application saw of its result, so that when the session fails inside the transaction
+// the connection can run it again on the new session and compare, statement by
+// statement, before the interrupted statement runs there. The anchors are MaxScale
+// readwritesplit's transaction_replay (a checksum of every result, compared during the
+// replay) and MariaDB Connector/J's transactionReplay (statements only); see
+// replayHere for what is never replayed. Without the option Conn.log is nil and none of
+// this runs.
+
+import (
+	"context"
+	"database/sql/driver"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/mysqlfailover/mysqlfailover/internal/cluster"
+	"github.com/mysqlfailover/mysqlfailover/internal/stmt"
+)
+
+// entryOverhead is what one recorded statement counts against transactionReplayMaxSize
+// besides its text and arguments (bytes): its entry, digest and bookkeeping.
+const entryOverhead = 64
+
+// digest is a running 64-bit FNV-1a hash of what the application read of a result: a
+// collision between a recorded and a replayed result has a chance of 2^-64.
+type digest uint64
+
+const (
+	fnvOffset digest = 14695981039346656037
+	fnvPrime  digest = 1099511628211
+)
+
+func (d *digest) byte1(b byte) { *d = (*d ^ digest(b)) * fnvPrime }
+
+func (d *digest) bytes(b []byte) {
+	h := *d
+	for _, c := range b {
+		h = (h ^ digest(c)) * fnvPrime
+	}
+	*d = h
+}
+
+func (d *digest) str(s string) {
+	h := *d
+	for i := 0; i < len(s); i++ {
+		h = (h ^ digest(s[i])) * fnvPrime
+	}
+	*d = h
+}
+
+func (d *digest) u64(v uint64) {
+	h := *d
+	for i := 0; i < 8; i++ {
+		h = (h ^ digest(byte(v>>(8*i)))) * fnvPrime
+	}
+	*d = h
+}
+
+// txLog is the record of the open transaction (one per connection, reused).
+type txLog struct {
+	maxSize  int           // transactionReplayMaxSize, bytes
+	attempts int           // transactionReplayAttempts, count
+	timeout  time.Duration // transactionReplayTimeout, 0: none
+
+	on       bool // a transaction is being recorded
+	tx       bool // opened by BeginTx (opts); else by its first entry
+	opts     driver.TxOptions
+	db       string // the current database when it started
+	entries  []*entry
+	size     int
+	unsafe   string // why it cannot be replayed, "" when it can
+	tooBig   bool   // over maxSize: entries dropped
+	replays  int    // replays so far
+	failedAt time.Time
+	sink     *entry // the query whose rows RowsOpened hands a sink to next
+	trying   trying // the statement whose failure fail is about to judge
+
+	// sess says why no transaction of this physical session can be replayed: it set
+	// up state a new session lacks (temporary tables, user variables, named locks);
+	// gone is the sess of the last session closed (closePhys), the one a replay after
+	// its failure replaces.
+	sess, gone string
+}
+
+// trying is a statement that failed, kept for noteFailed: fail has only its kind.
+type trying struct {
+	query    string
+	args     []driver.NamedValue
+	prepared bool
+	isQuery  bool
+	epoch    uint64 // of the session it failed on
+}
+
+// try keeps the statement that just failed on the session of epoch (see noteFailed).
+func (l *txLog) try(query string, args []driver.NamedValue, prepared, isQuery bool, epoch uint64) {
+	if l.on {
+		l.trying = trying{query, args, prepared, isQuery, epoch}
+	}
+}
+
+// entry is one recorded statement and what the application saw of its result.
+type entry struct {
+	query    string
+	args     []driver.NamedValue
+	prepared bool // run as a prepared statement: re-prepared on replay
+	isQuery  bool
+
+	// An Exec's result, and which of it the application read (recResult).
+	affected, insertID int64
+	sawAffected        bool
+	sawInsertID        bool
+
+	// A query's rows: how many the application read, whether it read to the end, and
+	// a digest of the column names and every value it read.
+	rows   int
+	eof    bool
+	digest digest
+
+	// errno is the server's error the statement got (the application saw it), 0 for
+	// success: a replay must get the same one.
+	errno uint16
+}
+
+func newLog(cfg Config) *txLog {
+	if !cfg.Replay {
+		return nil
+	}
+	return &txLog{maxSize: cfg.ReplayMaxSize, attempts: cfg.ReplayAttempts, timeout: cfg.ReplayTimeout}
+}
+
+// start begins recording a transaction, in database db; opts for one opened by BeginTx
+// (tx).
+func (l *txLog) start(tx bool, opts driver.TxOptions, db string) {
+	l.clear()
+	l.on, l.tx, l.opts, l.db = true, tx, opts, db
+}
+
+// clear ends the record: the transaction ended, or will not be replayed.
+func (l *txLog) clear() {
+	for i := range l.entries {
+		l.entries[i] = nil
+	}
+	*l = txLog{maxSize: l.maxSize, attempts: l.attempts, timeout: l.timeout, entries: l.entries[:0], sess: l.sess, gone: l.gone}
+}
+
+// refuse marks the transaction as one that cannot be replayed, for why (the first
+// reason stays).
+func (l *txLog) refuse(why string) {
+	if l.unsafe == "" {
+		l.unsafe = why
+	}
+}
+
+// add records a statement that succeeded inside the transaction, with a copy of its
+// arguments, and returns the entry (nil when nothing is recorded: over the budget).
+func (l *txLog) add(query string, args []driver.NamedValue, prepared, isQuery bool) *entry {
+	if l.tooBig {
+		return nil
+	}
+	cp, n, why := copyArgs(args)
+	if why != "" {
+		l.refuse(why)
+	}
+	l.size += entryOverhead + len(query) + n
+	if l.size > l.maxSize {
+		l.tooBig = true
+		for i := range l.entries {
+			l.entries[i] = nil // the memory goes now, not at the end of the transaction
+		}
+		l.entries = l.entries[:0]
+		return nil
+	}
+	e := &entry{query: query, args: cp, prepared: prepared, isQuery: isQuery, digest: fnvOffset}
+	l.entries = append(l.entries, e)
+	return e
+}
+
+// copyArgs returns a deep copy of args (the caller may reuse its buffers), their size in
+// bytes, and why they cannot be kept ("" when they can): a value of a type that may
+// share memory with the caller other than []byte.
+func copyArgs(args []driver.NamedValue) ([]driver.NamedValue, int, string) {
+	if len(args) == 0 {
+		return nil, 0, ""
+	}
+	out := make([]driver.NamedValue, len(args))
+	n := 0
+	for i, a := range args {
+		out[i] = a
+		switch v := a.Value.(type) {
+		case nil, bool, int64, uint64, float64, time.Time:
+			n += 8
+		case string:
+			n += len(v)
+		case []byte:
+			out[i].Value = append([]byte(nil), v...)
+			n += len(v)
+		case json.RawMessage:
+			out[i].Value = append(json.RawMessage(nil), v...)
+			n += len(v)
+		default:
+			switch rv := reflect.ValueOf(v); rv.Kind() {
+			case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+				reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64,
+				reflect.Float32, reflect.Float64:
+				n += 8
+			case reflect.String:
+				n += rv.Len()
+			default:
+				return nil, 0, fmt.Sprintf("an argument of type %T, which cannot be copied", v)
+			}
+		}
+	}
+	return out, n, ""
+}
+
+// recResult is the result of a recorded Exec: it notes which of its values the
+// application read, and after a replay answers with the replayed statement's.
+type recResult struct{ e *entry }
+
+// LastInsertId implements driver.Result.
+func (r recResult) LastInsertId() (int64, error) { r.e.sawInsertID = true; return r.e.insertID, nil }
+
+// RowsAffected implements driver.Result.
+func (r recResult) RowsAffected() (int64, error) { r.e.sawAffected = true; return r.e.affected, nil }
+
+// Columns implements stmt.RowSink.
+func (e *entry) Columns(cols []string) { hashColumns(&e.digest, cols) }
+
+// hashColumns adds the column names of a result to d.
+func hashColumns(d *digest, cols []string) {
+	for _, c := range cols {
+		d.str(c)
+		d.byte1(0)
+	}
+	d.byte1(1)
+}
+
+// Row implements stmt.RowSink.
+func (e *entry) Row(dest []driver.Value) {
+	e.rows++
+	hashRow(&e.digest, dest)
+}
+
+// End implements stmt.RowSink.
+func (e *entry) End() { e.eof = true }
+
+// hashRow adds the values of one row to d, each with its type and length, so that 1,
+// "1" and []byte("1") differ, as the application sees them differ.
+func hashRow(d *digest, row []driver.Value) {
+	for _, v := range row {
+		switch v := v.(type) {
+		case nil:
+			d.byte1('n')
+		case []byte:
+			d.byte1('b')
+			d.u64(uint64(len(v)))
+			d.bytes(v)
+		case string:
+			d.byte1('s')
+			d.u64(uint64(len(v)))
+			d.str(v)
+		case int64:
+			d.byte1('i')
+			d.u64(uint64(v))
+		case uint64:
+			d.byte1('u')
+			d.u64(v)
+		case float64:
+			d.byte1('f')
+			d.u64(math.Float64bits(v))
+		case float32:
+			d.byte1('g')
+			d.u64(uint64(math.Float32bits(v)))
+		case bool:
+			d.byte1('t')
+			if v {
+				d.byte1(1)
+			} else {
+				d.byte1(0)
+			}
+		case time.Time:
+			d.byte1('d')
+			d.str(v.Format(time.RFC3339Nano))
+		default:
+			d.byte1('?')
+			d.str(fmt.Sprintf("%T %v", v, v))
+		}
+	}
+	d.byte1('\n')
+}
+
+// sessionState says why statement q leaves state on its session that a new session
+// would lack, so that no later transaction of the session can be replayed ("" when it
+// does not): a user variable (@name, outside quotes and comments), a named lock
+// (GET_LOCK), a temporary table (CREATE or DROP TEMPORARY TABLE). It reads the text
+// only; an executable comment is read as code.
+func sessionState(q string) string {
+	if lead := skipLead(q); len(lead) >= 6 {
+		l := lexer{s: lead}
+		w := l.word()
+		if is(w, "create") || is(w, "drop") {
+			w2 := l.word()
+			if is(w2, "or") && is(l.word(), "replace") {
+				w2 = l.word()
+			}
+			if is(w2, "temporary") {
+				return "a temporary table (" + strings.ToUpper(w) + " TEMPORARY TABLE): a new session has none"
+			}
+		}
+	}
+	if strings.IndexByte(q, '@') < 0 && !containsFold(q, "get_lock") {
+		return "" // the common case, in two scans
+	}
+	for i := 0; i < len(q); i++ {
+		switch c := q[i]; c {
+		case '\'', '"', '`':
+			if i = skipQuoted(q, i); i < 0 {
+				return ""
+			}
+			i--
+		case '#':
+			i = lineEnd(q, i)
+		case '-':
+			if dashComment(q, i) {
+				i = lineEnd(q, i)
+			}
+		case '/':
+			if i+1 < len(q) && q[i+1] == '*' && !executable(q[i+2:]) {
+				end := strings.Index(q[i+2:], "*/")
+				if end < 0 {
+					return ""
+				}
+				i += 2 + end + 1
+			}
+		case '@':
+			if i+1 < len(q) && q[i+1] == '@' {
+				i++ // a system variable
+				continue
+			}
+			if i+1 < len(q) && (isIdentByte(q[i+1]) || q[i+1] == '\'' || q[i+1] == '"' || q[i+1] == '`') {
+				return "a user variable (@" + identAt(q, i+1) + "): a new session has none"
+			}
+		case 'g', 'G':
+			if (i == 0 || !isIdentByte(q[i-1])) && i+8 <= len(q) && is(q[i:i+8], "get_lock") {
+				j := i + 8
+				for j < len(q) && (q[j] == ' ' || q[j] == '\t' || q[j] == '\n' || q[j] == '\r') {
+					j++
+				}
+				if j < len(q) && q[j] == '(' {
+					return "a named lock (GET_LOCK): it belongs to the session"
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// identAt returns the identifier at q[i:] (for a message), at most 32 bytes.
+func identAt(q string, i int) string {
+	j := i
+	for j < len(q) && j-i < 32 && isIdentByte(q[j]) {
+		j++
+	}
+	return q[i:j]
+}
+
+// containsFold reports whether s contains sub (lower case ASCII) in any case.
+func containsFold(s, sub string) bool {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if is(s[i:i+len(sub)], sub) {
+			return true
+		}
+	}
+	return false
+}
+
+// unreplayable says why a statement of kind k, query q, makes its transaction one that
+// cannot be replayed ("" when it does not).
+func unreplayable(k stmt.Kind, q string) string {
+	switch k & kClass {
+	case kUnknown:
+		return "a statement whose effect the driver cannot tell (CALL, EXECUTE, a compound statement, an executable comment)"
+	case kBatch:
+		return "a multi-statement batch"
+	case kLockTables, kLock:
+		return "table locks (LOCK TABLES, FLUSH TABLES ... WITH READ LOCK)"
+	case kXAStart, kXAPrepare, kXACommit, kXARollback:
+		return "XA"
+	case kPlain:
+		if l := (lexer{s: q}); is(l.word(), "load") {
+			return "LOAD DATA or LOAD XML (the data is not recorded)"
+		}
+	}
+	return ""
+}
+
+// noteStmt records, with replay on, a statement that succeeded on the primary session:
+// kind k, query q with args (prepared: through a prepared statement; isQuery: its rows
+// are recorded as they are read), res its result (nil for a query); before and db are
+// the session's transaction state and database before it ran. It returns the result for
+// the caller. Only statements inside a transaction are recorded: one the statement
+// opened (BEGIN, the first statement with autocommit off) starts the record, and a
+// statement after which no transaction is open clears it (an autocommit statement is
+// never recorded, so never replayed).
+func (c *Conn) noteStmt(before txState, db string, k stmt.Kind, q string, args []driver.NamedValue, res driver.Result, prepared, isQuery bool) driver.Result {
+	l := c.log
+	if l.sess == "" {
+		l.sess = sessionState(q)
+	}
+	if c.tx == nil {
+		if c.st.txn == txnUnknown && l.on {
+			// Whether the transaction goes on cannot be told (CALL, EXECUTE...): it
+			// counts as open, and cannot be replayed.
+			l.refuse(unreplayable(kUnknown, q))
+			return res
+		}
+		if c.st.txn != txnOpen {
+			l.clear()
+			return res
+		}
+		cls := k & kClass
+		if !l.on || before.txn != txnOpen || cls == kBegin || cls == kXAStart || cls == kCommit || cls == kRollback {
+			l.start(false, driver.TxOptions{}, db)
+			switch {
+			case cls == kCommit || cls == kRollback:
+				l.refuse("a transaction opened by AND CHAIN (its characteristics are not known)")
+			case before.pending:
+				l.refuse("characteristics set by SET TRANSACTION (a new session does not have them)")
+			}
+		}
+	} else if c.tx.rs != nil || !l.on {
+		return res // a read-only transaction on a replica is not replayed
+	} else if commits(k) || k&kClass == kRollback {
+		l.refuse("a statement that ends the transaction inside a Tx (COMMIT, ROLLBACK, or one that commits implicitly)")
+	}
+	l.trying = trying{}
+	if why := unreplayable(k, q); why != "" {
+		l.refuse(why)
+	}
+	if c.st.locks {
+		l.refuse(unreplayable(kLockTables, q))
+	}
+	if c.cfg.MultiStatements && strings.IndexByte(q, ';') >= 0 && multiple(q) {
+		l.refuse(unreplayable(kBatch, q))
+	}
+	e := l.add(q, args, prepared, isQuery)
+	if e == nil {
+		return res
+	}
+	if isQuery {
+		l.sink = e
+		return nil
+	}
+	e.affected, _ = res.RowsAffected()
+	e.insertID, _ = res.LastInsertId()
+	return recResult{e}
+}
+
+// multiple reports whether q holds more than one statement (multiStatements).
+func multiple(q string) bool {
+	n := 0
+	statements(q, func(string, stmt.Kind) bool { n++; return n < 2 })
+	return n > 1
+}
+
+// noteFailed records, with replay on, the statement whose data error err fail just
+// judged (kind k; see txLog.try): inside a transaction the application saw that error,
+// so a replay must get it too (a failed statement changes nothing, but it may take
+// locks, and the application acted on the error). A failure that is not the server's
+// own error, or of a batch, makes the transaction one that cannot be replayed.
+func (c *Conn) noteFailed(k stmt.Kind, err error) {
+	l := c.log
+	tr := l.trying
+	l.trying = trying{}
+	if !l.on || c.tx == nil && c.st.txn != txnOpen {
+		if l.on && c.tx == nil && c.st.txn == txnNone {
+			l.clear()
+		}
+		return
+	}
+	switch k & kClass {
+	case kPlain, kUse, kUnknown, kBatch:
+	default:
+		return // not a statement of the transaction (a PREPARE, a session call)
+	}
+	var me *mysql.MySQLError
+	switch {
+	case tr.query == "" || tr.epoch != c.epoch:
+		l.refuse("a statement that failed without being recorded")
+	case k&kClass == kBatch || c.cfg.MultiStatements && multiple(tr.query):
+		l.refuse(unreplayable(kBatch, tr.query))
+	case !errors.As(err, &me) || me == nil:
+		l.refuse("a statement that failed with an error of the driver's: " + err.Error())
+	default:
+		if e := l.add(tr.query, tr.args, tr.prepared, tr.isQuery); e != nil {
+			e.errno = me.Number
+		}
+	}
+}
+
+// takeSink hands the query just recorded its rows' sink (see stmt.Owner.RowsOpened).
+func (l *txLog) takeSink() stmt.RowSink {
+	e := l.sink
+	l.sink = nil
+	if e == nil {
+		return nil
+	}
+	return e
+}
+
+// replayError is why a replay failed: the statement (from 1) whose result differed, or
+// whose run failed, on host.
+type replayError struct {
+	n     int
+	query string
+	host  string
+	why   string
+}
+
+func (e *replayError) Error() string {
+	q := e.query
+	if len(q) > 80 {
+		q = q[:77] + "..."
+	}
+	return fmt.Sprintf("the replay on %s differed at statement %d (%s): %s", e.host, e.n, q, e.why)
+}
+
+// errReplayStopped is a replay cut short by the caller's context or
+// transactionReplayTimeout.
+var errReplayStopped = errors.New("the replay ran out of time (the caller's context or transactionReplayTimeout)")
+
+// replayHere runs the recorded transaction again on the connection's new session, after
+// its session failed with a communication error in a call of kind k that the caller
+// runs again (r). It reports whether it did (the caller then runs its call again, on the
+// new session, inside the replayed transaction), and otherwise why not (a note for the
+// error, "" without replay). before is the session's transaction state when the call
+// failed; werr the error of the walk that should have found the new session.
+//
+// Nothing is replayed for a call that may commit (COMMIT in any spelling, prepared or
+// not, a statement that commits implicitly: the caller gets
+// failover.ErrCommitOutcomeUnknown, as without replay), for a call the caller does not
+// run again (results being read, Commit, Rollback), nor for a transaction that could not
+// be recorded whole (see noteStmt, unreplayable, sessionState, transactionReplayMaxSize)
+// or that used up transactionReplayAttempts or transactionReplayTimeout. A replay whose
+// session fails too is run again on the next one, within those limits.
+func (c *Conn) replayHere(ctx context.Context, k stmt.Kind, r stmt.Retry, werr error, failed string, before txState) (bool, error) {
+	l := c.log
+	if l == nil || !l.on || c.tx != nil && c.tx.rs != nil || r != stmt.RetryAlways && r != stmt.RetryIfNotSent {
+		return false, nil
+	}
+	if commits(k) {
+		l.clear()
+		return false, nil
+	}
+	why := ""
+	switch {
+	case l.tooBig:
+		why = fmt.Sprintf("not replayed: the transaction recorded more than transactionReplayMaxSize (%d bytes)", l.maxSize)
+		c.cl.NoteReplay(cluster.ReplayTooBig, failed, c.cl.Host(c.host), errors.New(why))
+	case l.unsafe != "" || l.gone != "":
+		why = l.unsafe
+		if why == "" {
+			why = l.gone
+		}
+		why = "not replayed: the transaction used " + why
+		c.cl.NoteReplay(cluster.ReplayUnsafe, failed, c.cl.Host(c.host), errors.New(why))
+	case werr != nil:
+		why = "not replayed: no new session"
+	}
+	if why != "" {
+		l.clear()
+		return false, errors.New(why)
+	}
+	now := c.cl.Now()
+	if l.failedAt.IsZero() {
+		l.failedAt = now
+	}
+	rctx := ctx
+	if l.timeout > 0 {
+		left := l.timeout - now.Sub(l.failedAt)
+		if left <= 0 {
+			l.clear()
+			return false, errors.New("not replayed: transactionReplayTimeout has passed since the first failure")
+		}
+		var cancel context.CancelFunc
+		rctx, cancel = context.WithTimeout(ctx, left)
+		defer cancel()
+	}
+	for {
+		if n := l.replays; n >= l.attempts {
+			l.clear()
+			return false, fmt.Errorf("not replayed: %d replays already (transactionReplayAttempts)", n)
+		}
+		l.replays++
+		host := c.cl.Host(c.host)
+		err := c.replay(rctx, before)
+		if err == nil {
+			c.cl.NoteReplay(cluster.Replayed, failed, host, nil)
+			return true, nil
+		}
+		var re *replayError
+		switch {
+		case errors.As(err, &re):
+		case cluster.Ended(rctx):
+			err = errReplayStopped
+		case cluster.Classify(rctx, err) == cluster.Communication:
+			// The new session failed during the replay: the next one, if any.
+			from := c.host
+			held := c.closePhys()
+			c.clean()
+			phys, h, werr := c.cl.Recover(rctx, from, err, c.setup)
+			if held {
+				c.cl.Release(from)
+			}
+			if werr != nil {
+				l.clear()
+				return false, fmt.Errorf("not replayed: %s failed during the replay (%v) and no host answered: %w", host, cluster.NotBadConn(err, ""), werr)
+			}
+			c.attach(phys, h)
+			continue
+		default:
+			err = &replayError{host: host, why: "the replay failed: " + err.Error()}
+		}
+		c.abandon(ctx)
+		if errors.As(err, &re) {
+			c.cl.NoteReplay(cluster.ReplayMismatch, failed, host, err)
+		}
+		l.clear()
+		return false, err
+	}
+}
+
+// abandon rolls back what a failed replay left open on the session (or drops the
+// session when it cannot), so that the transaction's lost state is the session's too.
+func (c *Conn) abandon(ctx context.Context) {
+	if c.phys == nil {
+		return
+	}
+	if v, ok := c.phys.(driver.Validator); ok && !v.IsValid() {
+		c.drop()
+		return
+	}
+	var err error
+	if c.tx != nil && c.tx.epoch == c.epoch {
+		err = c.tx.inner.Rollback()
+	} else {
+		err = c.exec(context.WithoutCancel(ctx), c.phys, "ROLLBACK")
+	}
+	if err != nil {
+		c.drop()
+		return
+	}
+	c.st.end(false)
+}
+
+// commits reports whether a call of kind k may commit the open transaction: COMMIT (also
+// XA COMMIT, and Tx.Commit), a statement that commits implicitly, a BEGIN (which commits
+// what is open), SET autocommit = 1, UNLOCK TABLES.
+func commits(k stmt.Kind) bool {
+	switch k & kClass {
+	case kCommit, kXACommit, kBegin, kXAStart, kImplicit, kMaybe, kLockTables, kUnlock, kACOn, kACUnknown, kTxEnd, kBatch, kUnknown:
+		return true
+	}
+	return false
+}
+
+// replay runs the record on the connection's new session: the transaction's database,
+// BEGIN with its options (a Tx), then every statement, each compared with what the
+// application saw of it. It returns a *replayError for a difference (the session then
+// holds the part that ran), or the session's own error. Once it succeeded the session
+// holds the transaction again, in the state before (the failed call runs next).
+func (c *Conn) replay(ctx context.Context, before txState) error {
+	l := c.log
+	host := c.cl.Host(c.host)
+	if l.db != c.db {
+		if l.db == "" {
+			return &replayError{host: host, why: "the transaction began without a database and chose one with USE"}
+		}
+		if err := c.exec(ctx, c.phys, "USE `"+strings.ReplaceAll(l.db, "`", "``")+"`"); err != nil {
+			return err
+		}
+	}
+	if l.tx {
+		var tx driver.Tx
+		var err error
+		if b, ok := c.phys.(driver.ConnBeginTx); ok {
+			tx, err = b.BeginTx(ctx, l.opts)
+		} else {
+			tx, err = c.phys.Begin() //nolint:staticcheck // fallback for drivers without ConnBeginTx
+		}
+		if err != nil {
+			return err
+		}
+		c.tx.inner, c.tx.epoch = tx, c.epoch
+	}
+	for i, e := range l.entries {
+		if err := c.replayOne(ctx, e); err != nil {
+			var re *replayError
+			if errors.As(err, &re) {
+				re.n, re.query, re.host = i+1, e.query, host
+			}
+			return err
+		}
+	}
+	if !l.tx {
+		c.st = before
+	}
+	return nil
+}
+
+// replayOne runs one recorded statement and compares its result with the record.
+func (c *Conn) replayOne(ctx context.Context, e *entry) error {
+	var s driver.Stmt
+	if e.prepared {
+		var err error
+		if s, err = prepareOn(ctx, c.phys, e.query); err != nil {
+			return dataAsMismatch(ctx, err)
+		}
+		defer s.Close()
+	}
+	if e.errno != 0 {
+		return c.replayFailed(ctx, e, s)
+	}
+	if !e.isQuery {
+		var res driver.Result
+		var err error
+		if s != nil {
+			res, err = s.(driver.StmtExecContext).ExecContext(ctx, e.args)
+		} else if c.execer != nil {
+			res, err = c.execer.ExecContext(ctx, e.query, e.args)
+		} else {
+			return &replayError{why: "the connection cannot run statements directly"}
+		}
+		if err != nil {
+			return dataAsMismatch(ctx, err)
+		}
+		affected, _ := res.RowsAffected()
+		id, _ := res.LastInsertId()
+		switch {
+		case e.sawAffected && affected != e.affected:
+			return &replayError{why: fmt.Sprintf("%d rows affected, the application saw %d", affected, e.affected)}
+		case e.sawInsertID && id != e.insertID:
+			return &replayError{why: fmt.Sprintf("insert id %d, the application saw %d", id, e.insertID)}
+		}
+		e.affected, e.insertID = affected, id // what the result answers from now on
+		return nil
+	}
+	var rows driver.Rows
+	var err error
+	if s != nil {
+		rows, err = s.(driver.StmtQueryContext).QueryContext(ctx, e.args)
+	} else if c.queryer != nil {
+		rows, err = c.queryer.QueryContext(ctx, e.query, e.args)
+	} else {
+		return &replayError{why: "the connection cannot run queries directly"}
+	}
+	if err != nil {
+		return dataAsMismatch(ctx, err)
+	}
+	defer rows.Close()
+	h := fnvOffset
+	cols := rows.Columns()
+	hashColumns(&h, cols)
+	dest := make([]driver.Value, len(cols))
+	for n := 0; n < e.rows; n++ {
+		if err := rows.Next(dest); err != nil {
+			if err == io.EOF {
+				return &replayError{why: fmt.Sprintf("%d rows, the application read %d", n, e.rows)}
+			}
+			return dataAsMismatch(ctx, err)
+		}
+		hashRow(&h, dest)
+	}
+	if h != e.digest {
+		return &replayError{why: "the rows differ from those the application read"}
+	}
+	if e.eof {
+		switch err := rows.Next(dest); err {
+		case io.EOF:
+		case nil:
+			return &replayError{why: fmt.Sprintf("more than the %d rows the application read to the end", e.rows)}
+		default:
+			return dataAsMismatch(ctx, err)
+		}
+	}
+	return nil
+}
+
+// replayFailed runs a recorded statement that failed (e.errno) through s (nil: not
+// prepared): it must fail with the same error.
+func (c *Conn) replayFailed(ctx context.Context, e *entry, s driver.Stmt) error {
+	var err error
+	switch {
+	case s != nil && e.isQuery:
+		var rows driver.Rows
+		if rows, err = s.(driver.StmtQueryContext).QueryContext(ctx, e.args); err == nil {
+			_ = rows.Close()
+		}
+	case s != nil:
+		_, err = s.(driver.StmtExecContext).ExecContext(ctx, e.args)
+	case e.isQuery && c.queryer != nil:
+		var rows driver.Rows
+		if rows, err = c.queryer.QueryContext(ctx, e.query, e.args); err == nil {
+			_ = rows.Close()
+		}
+	case c.execer != nil:
+		_, err = c.execer.ExecContext(ctx, e.query, e.args)
+	}
+	var me *mysql.MySQLError
+	switch {
+	case err == nil:
+		return &replayError{why: fmt.Sprintf("it succeeded on replay, the application saw error %d", e.errno)}
+	case errors.As(err, &me) && me.Number == e.errno:
+		return nil
+	}
+	if m := dataAsMismatch(ctx, err); m != err {
+		return &replayError{why: fmt.Sprintf("it failed with %v on replay, the application saw error %d", err, e.errno)}
+	}
+	return err
+}
+
+// dataAsMismatch returns err when it is the session's failure (communication, or the
+// context), else a *replayError: a statement that succeeded before failed on replay.
+func dataAsMismatch(ctx context.Context, err error) error {
+	if cluster.Classify(ctx, err) != cluster.Data {
+		return err
+	}
+	return &replayError{why: "it failed on replay: " + err.Error()}
+}
+
+// replayIdle replays, with replay on, the transaction of a session that stale found
+// dead before a call of kind k was sent (wait_timeout, a KILL of the idle session, a
+// restart): on a new session on the pool's host, nothing of the call having run. before
+// is the state the dead session held. It reports whether the transaction runs again.
+func (c *Conn) replayIdle(ctx context.Context, before txState, k stmt.Kind) bool {
+	l := c.log
+	if l == nil || !l.on || c.phys != nil || c.tx != nil && (c.tx.rs != nil || c.tx.lost != nil) {
+		return false
+	}
+	if c.tx == nil && before.txn != txnOpen {
+		return false
+	}
+	failed := c.cl.Host(c.host)
+	phys, host, err := c.cl.Connect(ctx, c.setup)
+	if err != nil {
+		l.clear()
+		return false
+	}
+	c.attach(phys, host)
+	ok, _ := c.replayHere(ctx, k, stmt.RetryIfNotSent, nil, failed, before)
+	if ok && c.tx == nil {
+		c.lost = nil // discard took the transaction for lost
+	}
+	return ok
+}
