@@ -414,22 +414,26 @@ func (c *Cluster) Check(ctx context.Context) {
 // same connection (TCP would retransmit after one timeout and double it; here a repeat
 // would only queue behind the request the server has not answered, so the probe waits
 // for the first answer that long instead, and an answer however late is a sample of the
-// host's round trip). Opening the probe connection gets
-// HostTimeout, or the fixed probe bound when HostTimeout is 0 (a far host's handshake
-// takes several round trips and must not make it look dead), except while the host is
-// in a run of failed probes: then the host's probe timeout, or DefaultCheckFactor times
-// its typical connect time when that is longer, so that a hung host is declared down
-// after FailoverDelay and not after HostTimeout, and a far one still gets its handshake
-// done. A probe connection that breaks without a timeout (the server killed it, or
-// restarted) is opened again at once, in the same probe: a blip of the connection is not
-// a failure of the host. A passed round trip is a sample of the host's estimator; a
-// timed-out one doubles its timeout and has the monitor probe the host again at once.
+// host's round trip). Opening the probe connection gets HostTimeout, or the fixed probe
+// bound when HostTimeout is 0 (a far host's handshake takes several round trips and
+// must not make it look dead), except while the host is in a run of failed probes: then
+// the host's probe timeout, or DefaultCheckFactor times its typical connect time when
+// that is longer, so that a hung host is declared down after FailoverDelay and not
+// after HostTimeout, and a far one still gets its handshake done. A probe that repeats
+// one whose timeout fired late (DefaultMaxLocalPause) opens its connection within the
+// longer of that bound and its own wait (within HostTimeout): the late timeout closed
+// the connection, and a frozen host accepts a new one and never greets. A probe
+// connection that breaks without a timeout (the server killed it, or restarted) is
+// opened again at once, in the same probe: a blip of the connection is not a failure of
+// the host. A passed round trip is a sample of the host's estimator; a timed-out one
+// doubles its timeout and has the monitor probe the host again at once.
 func (c *Cluster) probe(ctx context.Context, id int) {
 	defer c.replicasChanged() // health, role and lag are what the replica set is made of
 	h := c.topo().host(id)
 	start := c.env.Clock.Now()
 	h.mu.Lock()
 	suspect := !h.failSince.IsZero()
+	repeat := h.rto.paused // it repeats a probe whose timeout fired late (this process paused)
 	rto, wait := c.hostProbeTimeout(h)
 	// Within a run of failed probes, a probe (its round trip, or the opening of its
 	// connection) waits no longer than the run needs to reach FailoverDelay, and at least
@@ -455,7 +459,12 @@ func (c *Cluster) probe(ctx context.Context, id int) {
 			if runLeft >= 0 && runLeft < bound {
 				bound, what = runLeft, "what its run of failed probes has left of failoverDelay"
 			}
-			if !suspect {
+			switch {
+			case !suspect && repeat:
+				// The connection was closed by the late timeout: a frozen host accepts
+				// the new one and never greets, and must not cost hostTimeout.
+				bound, what = min(max(c.cfg.HostTimeout, c.probeTimeout()), max(bound, wait)), "the probe's wait, repeating a probe whose timeout fired late"
+			case !suspect:
 				bound, what = max(c.cfg.HostTimeout, c.probeTimeout()), "hostTimeout"
 			}
 			dctx, cancel := withBudget(ctx, bound)

@@ -259,3 +259,48 @@ func TestProbeRunEndsAtFailoverDelay(t *testing.T) {
 		t.Errorf("after the run: H1 %v, active H%d; want down, H2", r.stat(0).State, r.cl.Active()+1)
 	}
 }
+
+// A probe that repeats one whose timeout fired late opens its new connection within
+// its own wait, not within hostTimeout: the late timeout closed the old connection, and
+// a frozen host accepts a new one (its kernel does) and never greets. Here the host
+// froze, the first timeout fired 200 ms late (inconclusive), and the repeat's dial hangs
+// until its bound, 226 ms (the probe's wait; hostTimeout's 500 ms without this), after
+// which the host is down and the pool moves. Real time: 226 + 226 ms.
+func TestProbeRepeatDialsWithinItsWait(t *testing.T) {
+	lat := &atomic.Int64{}
+	var frozen atomic.Bool
+	var r *rig
+	r, _ = monRig(t, 2, func(o *rigOpts) {
+		o.FailoverDelay = 100 * time.Millisecond
+		o.Dial = func(ctx context.Context, h int) (driver.Conn, error) {
+			if h == 0 && frozen.Load() {
+				dl, _ := ctx.Deadline()
+				left := time.Until(dl)
+				<-ctx.Done()
+				r.clock.Advance(left.Round(time.Millisecond))
+				return nil, ctx.Err()
+			}
+			c, err := r.net.Dial(ctx, h)
+			if err != nil || h != 0 {
+				return c, err
+			}
+			return &lateConn{slowConn: slowConn{Conn: c, r: r, lat: lat}, pause: 200 * time.Millisecond}, nil
+		}
+	})
+	lat.Store(int64(time.Millisecond))
+	r.tick(monInterval)
+	lat.Store(hung)
+	frozen.Store(true)
+	r.tick(monInterval)
+	if n := len(r.events(failover.EventProbe)); n != 0 || !cluster.ProbeAgain(r.cl) {
+		t.Fatalf("a timeout 200ms late: %d failed probes, want none and the probe repeated at once", n)
+	}
+	r.cl.Check(context.Background())
+	h := r.stat(0)
+	if h.LastError == nil || !strings.Contains(h.LastError.Error(), "probe connection not opened within 226ms (the probe's wait, repeating a probe whose timeout fired late)") {
+		t.Fatalf("the repeat's error: %v, want its dial bounded by the probe's wait, 226ms", h.LastError)
+	}
+	if h.State != failover.HostDown || r.cl.Active() != 1 {
+		t.Fatalf("after the repeat: H1 %v, active H%d; want down, H2", h.State, r.cl.Active()+1)
+	}
+}

@@ -34,7 +34,8 @@
 // to EventSwitch, p50, p90 and max, and how many within 300 ms. No figure is asserted:
 // this is a measurement.
 //
-// DETECT_LABEL names the run in the tables (e.g. the commit).
+// DETECT_LABEL names the run in the tables (e.g. the commit); DETECT_CASES=a,b runs only
+// those slow cases (by name, "none" for none); DETECT_FREEZES=0 skips the freezes.
 package main
 
 import (
@@ -76,8 +77,8 @@ func main() { os.Exit(run()) }
 
 func run() int {
 	mysql.SetLogger(log.New(io.Discard, "", 0)) // frozen servers make go-sql-driver log broken reads
-	seconds := envInt("DETECT_SECONDS", 20)
-	freezes := envInt("DETECT_FREEZES", 25)
+	seconds := envInt("DETECT_SECONDS", 20, 1)
+	freezes := envInt("DETECT_FREEZES", 25, 0)
 	label := os.Getenv("DETECT_LABEL")
 	began := time.Now()
 	loadBefore := loadAvg()
@@ -99,6 +100,9 @@ func run() int {
 	run := time.Duration(seconds) * time.Second
 	var slow []slowResult
 	for _, sc := range slowCases(c) {
+		if only := os.Getenv("DETECT_CASES"); only != "" && !slices.Contains(strings.Split(only, ","), sc.name) {
+			continue
+		}
 		logf("%s: %v", sc.name, run)
 		r, err := runSlow(c, sc, run)
 		if err != nil {
@@ -107,10 +111,12 @@ func run() int {
 		logf("%s: %d false failovers, %d of %d reads off node 1, %d failed", sc.name, r.switches, r.off, r.reads, r.failed)
 		slow = append(slow, r)
 	}
-	logf("frozen: %d freezes", freezes)
-	fr, err := runFrozen(c, freezes)
-	if err != nil {
-		return fail(fmt.Errorf("frozen: %w", err))
+	var fr frozenResult
+	if freezes > 0 {
+		logf("frozen: %d freezes", freezes)
+		if fr, err = runFrozen(c, freezes); err != nil {
+			return fail(fmt.Errorf("frozen: %w", err))
+		}
 	}
 
 	// The report.
@@ -124,14 +130,19 @@ func run() int {
 	fmt.Printf("| Go | %s, %d CPUs |\n", runtime.Version(), runtime.NumCPU())
 	fmt.Printf("| params | `%s` |\n\n", params)
 
-	fmt.Printf("### A slow primary, %d s a case%s\n\n", seconds, ifLabel(label))
-	fmt.Println("| case | false failovers | reads | reads off node 1 | reads failed | failed probes of node 1 | longest passed probe of node 1 | longest read | node 1's probe wait at the end |")
-	fmt.Println("|---|---|---|---|---|---|---|---|---|")
-	for _, r := range slow {
-		fmt.Printf("| %s | %d | %d | %d | %d | %d | %v | %v | %v |\n", r.name, r.switches, r.reads, r.off, r.failed,
-			r.probeFails, r.longestProbe.Round(time.Millisecond), r.longest.Round(time.Millisecond), r.wait.Round(time.Millisecond))
+	if len(slow) > 0 {
+		fmt.Printf("### A slow primary, %d s a case%s\n\n", seconds, ifLabel(label))
+		fmt.Println("| case | false failovers | reads | reads off node 1 | reads failed | failed probes of node 1 | longest passed probe of node 1 | longest read | node 1's probe wait at the end |")
+		fmt.Println("|---|---|---|---|---|---|---|---|---|")
+		for _, r := range slow {
+			fmt.Printf("| %s | %d | %d | %d | %d | %d | %v | %v | %v |\n", r.name, r.switches, r.reads, r.off, r.failed,
+				r.probeFails, r.longestProbe.Round(time.Millisecond), r.longest.Round(time.Millisecond), r.wait.Round(time.Millisecond))
+		}
+		fmt.Println()
 	}
-	fmt.Println()
+	if fr.n == 0 {
+		return 0
+	}
 	fmt.Printf("### A frozen primary (SIGSTOP): time to the pool leaving it%s\n\n", ifLabel(label))
 	fmt.Println("| freezes | left | p50 | p90 | max | within 300 ms | node 1's probe wait before (median) |")
 	fmt.Println("|---|---|---|---|---|---|---|")
@@ -367,7 +378,13 @@ func runSlow(c *harness.Cluster, sc slowCase, span time.Duration) (slowResult, e
 	}
 	addr := n1.ProxyAddr()
 	r.switches = len(ev.since(failover.EventSwitch, addr, start))
-	r.probeFails = len(ev.since(failover.EventProbe, addr, start))
+	fails := ev.since(failover.EventProbe, addr, start)
+	r.probeFails = len(fails)
+	for i, e := range fails {
+		if i < 5 {
+			logf("%s: failed probe of node 1 at %v: %v", sc.name, e.Time.Sub(start).Round(time.Millisecond), e.Err)
+		}
+	}
 	for _, e := range ev.since(failover.EventProbePassed, addr, start) {
 		r.longestProbe = max(r.longestProbe, e.Duration)
 	}
@@ -495,8 +512,10 @@ func ifLabel(l string) string {
 	return " (" + l + ")"
 }
 
-func envInt(k string, def int) int {
-	if v, err := strconv.Atoi(os.Getenv(k)); err == nil && v > 0 {
+// envInt returns the integer in the environment variable k when it is at least least,
+// else def.
+func envInt(k string, def, least int) int {
+	if v, err := strconv.Atoi(os.Getenv(k)); err == nil && v >= least {
 		return v
 	}
 	return def
