@@ -108,7 +108,7 @@ bench-peers: server
 # (steady 150 ms, jumps and a step to 200 ms, jitter 100 +- 100 ms, a CPU-starved server, long
 # queries; DETECT_SECONDS each, default 20) and a frozen one (DETECT_FREEZES SIGSTOPs, default
 # 25) at checkInterval=100ms&failoverDelay=100ms: false failovers, reads off the primary, the
-# time to leave a frozen one. About 5 minutes; the tables go to bench-detect.md (and stdout),
+# time to leave a frozen one. About 4 minutes; the tables go to bench-detect.md (and stdout),
 # for BENCHMARKS.md. Not part of `make test`.
 bench-detect: server
 	cd integration && $(GO) run ./cmd/benchdetect > ../bench-detect.md

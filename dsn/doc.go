@@ -211,9 +211,9 @@
 // (the first probe after the fault starts within checkInterval/2, and the pool
 // moves as soon as it fails). For a host whose probes take 1 ms
 // (SRTT 1ms, RTO 51ms, W 226ms) at checkInterval=100ms&failoverDelay=100ms:
-// 50 + 226 ms, about 0.28 s (measured: 0.25 s at the median, BENCHMARKS.md);
-// at checkInterval=200ms&failoverDelay=500ms, 0.65 s. A host that is always
-// slow takes longer, by its own latency: with 300 ms round trips (RTO about
+// 50 + 226 ms, about 0.28 s (measured: 0.26 s at the median, 0.28 s at most,
+// BENCHMARKS.md); at checkInterval=200ms&failoverDelay=500ms, 0.65 s. A host
+// that is always slow takes longer, by its own latency: with 300 ms round trips (RTO about
 // 350 ms, W 1.05 s), about 50 + 1050 ms. A slow but alive host is left only
 // when no answer comes within W: a slowdown of more than 200 ms beyond its
 // smoothed round trip, and beyond 3 x RTO, in less time than the estimate

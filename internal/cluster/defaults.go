@@ -151,10 +151,12 @@ const (
 	// frozen host is left that much later than its round trips alone would allow.
 	DefaultMaxStall = 200 * time.Millisecond
 	// DefaultStallMargin is what a probe's least wait adds to DefaultMaxStall for the
-	// noise of this process and of the server's (duration, 25 ms): the delivery of an
-	// answer 200 ms late by a timer of its own (a proxy's, a server thread's) plus the
-	// scheduling of the reader here. A pause of this process beyond it is caught by
-	// DefaultMaxLocalPause, which is as long.
+	// noise around a stall (duration, 25 ms): the server's thread waiting for a CPU
+	// once its stall is over, the wake-up of the reader here. Answers delayed 200 ms
+	// came 1 to 6 ms later than that on a shared 2-core machine at load averages of 1 to
+	// 12 (BENCHMARKS.md, failure detection). A pause of this process beyond the margin
+	// is caught by DefaultMaxLocalPause, which is as long; every millisecond of it is
+	// a millisecond more before a frozen host is left.
 	DefaultStallMargin = 25 * time.Millisecond
 	// DefaultActiveProbes is how many probes the active host (the one the pool uses)
 	// gets per checkInterval (count, 2): its probes start every checkInterval/2, the
@@ -171,10 +173,9 @@ const (
 	// DefaultMaxLocalPause is how late a probe's timeout may fire and still count
 	// against its host (duration, 25 ms, DefaultStallMargin): later, this process itself
 	// was not running (Cassandra's failure detector ignores its own pauses likewise,
-	// beyond 5 s there), and an answer that came meanwhile may be waiting unread, or not
-	// yet passed on by a proxy in this process; the probe is repeated at once and counts
-	// only if that happens twice in a row. A shorter pause is within the margin of the
-	// probe's wait.
+	// beyond 5 s there), and an answer that came meanwhile may be waiting unread; the
+	// probe is repeated at once and counts only if that happens twice in a row. A
+	// shorter pause is within the margin of the probe's wait.
 	DefaultMaxLocalPause = DefaultStallMargin
 	// DefaultMaxProbeTimeout caps a probe timeout when hostTimeout is 0 (duration, 5 s,
 	// the DSN's default hostTimeout); otherwise hostTimeout caps it.
