@@ -5,7 +5,7 @@ GO ?= go
 NESTED = metrics/prometheus metrics/otel cmd/mysqlfailover
 BENCHSTAT = $(GO) run golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
 
-.PHONY: test unit unit-build integration gosqldriver-suite containers containers-all container-run vet server demo bench fuzz fuzz-ci soak bench-peers mutants
+.PHONY: test unit unit-build integration gosqldriver-suite containers containers-all container-run vet server demo bench fuzz fuzz-ci soak bench-peers mutants bench-detect
 
 # Vet, unit tests (no server), short fuzz runs, the real-cluster integration tests (installs
 # MariaDB if missing), go-sql-driver's own suite through mysqlfailover, a 60 s chaos soak and,
@@ -112,6 +112,16 @@ bench-peers: server
 	@./scripts/ensure-peers.sh
 	cd integration && $(GO) run ./cmd/benchpeers > ../bench-peers.md
 	@cat bench-peers.md
+
+# The failure detector against a real server (integration/cmd/benchdetect): a slow primary
+# (steady 150 ms, jumps and a step to 200 ms, jitter 100 +- 100 ms, a CPU-starved server, long
+# queries; DETECT_SECONDS each, default 20) and a frozen one (DETECT_FREEZES SIGSTOPs, default
+# 25) at checkInterval=100ms&failoverDelay=100ms: false failovers, reads off the primary, the
+# time to leave a frozen one. About 4 minutes; the tables go to bench-detect.md (and stdout),
+# for BENCHMARKS.md. Not part of `make test`.
+bench-detect: server
+	cd integration && $(GO) run ./cmd/benchdetect > ../bench-detect.md
+	@cat bench-detect.md
 
 # The MariaDB container image of the container tests, built from Debian packages (no registry):
 # prints its reference; reused when present. `make image-test` checks it with real containers.

@@ -42,8 +42,10 @@ const (
 	// host. Validate rejects 0 < CheckInterval < minCheckInterval.
 	minCheckInterval = 10 * time.Millisecond
 	// defaultFailoverDelay is how long the active host must fail its probes
-	// without a pause before the pool moves away from it (duration); the
-	// option is Pulsar's AutoClusterFailover failoverDelay.
+	// without a pause before the pool moves away from it (duration), counted
+	// from the start of the first failed one, which alone takes its wait (at
+	// least the host's round trip plus 225ms); the option is Pulsar's
+	// AutoClusterFailover failoverDelay.
 	defaultFailoverDelay = time.Second
 	// defaultSwitchBackDelay is how long the primary must pass its probes
 	// without a pause before the pool moves back to it (duration); the
@@ -308,9 +310,11 @@ type Config struct {
 	LocalDC string
 	// UsedHostsPerRemoteDC is usedHostsPerRemoteDC: hosts per DC (count >= 0), default 0.
 	UsedHostsPerRemoteDC int
-	// CheckInterval is checkInterval: duration, 0 or at least 10ms, default 0 (off).
+	// CheckInterval is checkInterval: duration, 0 or at least 10ms, default 0 (off);
+	// the active host is probed every CheckInterval/2 (package doc, Options).
 	CheckInterval time.Duration
-	// FailoverDelay is failoverDelay: duration >= 0, default 1s.
+	// FailoverDelay is failoverDelay: duration >= 0, default 1s; one failed probe
+	// (it waits at least 225ms more than the host's round trip) covers a shorter one.
 	FailoverDelay time.Duration
 	// SwitchBackDelay is switchBackDelay: duration >= 0, default 30s.
 	SwitchBackDelay time.Duration

@@ -163,10 +163,14 @@
 // used, the first ones in DSN order; a value > 0 needs localDC and labelled
 // hosts. Package failover describes the order they give.
 //
-// checkInterval turns on active health: every host is probed this often, and
-// hostsURL polled; 0 turns it off, and any other value must be at least
-// 10ms. failoverDelay and switchBackDelay tune it (0: at the first failed or
-// passed probe) and are ignored without checkInterval. Package failover
+// checkInterval turns on active health: every host is probed this often, the
+// active host (the one the pool uses) twice as often, and hostsURL polled; 0
+// turns it off, and any other value must be at least 10ms. Each host's probes
+// keep a fixed rate of their own: a probe starts checkInterval (the active
+// host's, checkInterval/2) after the previous one of its host started, as soon
+// as that one ended when it took longer, and no host's probes wait for
+// another's. failoverDelay and switchBackDelay tune it (0: at the first failed
+// or passed probe) and are ignored without checkInterval. Package failover
 // describes the probes.
 //
 // Probe timeouts have no option: each host's follows its own probe round
@@ -182,40 +186,46 @@
 //	RTO = min(SRTT + max(50ms, 4 x RTTVAR), hostTimeout)   (5s when hostTimeout is 0)
 //
 // and max(checkInterval, 500ms), at most hostTimeout, before its first passed
-// probe. A probe waits 3 x RTO for its answer, on its own connection (RFC
-// 6298's first timeout and the doubled one after it: a repeated request would
-// only queue behind the unanswered one); an answer however late is a sample.
-// A probe that gets none fails, gives no sample (Karn's rule), doubles RTO
-// until a probe passes (to at most max(checkInterval, 500ms) or 2 x RTO,
-// whichever is more), and is repeated at once instead of a checkInterval
-// later, on a new connection opened within RTO or 4 times the host's typical
-// connect time C, whichever is more; but within such a run of failed probes a
-// probe (its round trip, or the opening of its connection) waits no longer
-// than the run has left of failoverDelay, and at least 50ms, so that the
-// doubling does not overshoot it. Once the probes declared a host down its
-// probes wait RTO. A refused, reset or closed connection fails a probe at
-// once. A timeout that fires more than 50ms late (this process was not
-// running: an overloaded machine) says nothing of the host, once in a row: the
-// probe is repeated at once, as Cassandra's failure detector ignores its own
-// pauses. HostStats.ProbeTimeout (Stats) shows each host's wait.
+// probe. A probe waits for its answer, on its own connection,
 //
-// So a primary that hangs (frozen, blackholed: its sockets stay open, nothing
-// answers) is left, after the fault, within
+//	W = max(3 x RTO, SRTT + 200ms + 25ms)                  (at most the same cap)
 //
-//	checkInterval + L + 3 x RTO                  when failoverDelay <= 3 x RTO
-//	checkInterval + L + failoverDelay + 50ms     otherwise
+// 3 x RTO being RFC 6298's first timeout and the doubled one after it (a
+// repeated request would only queue behind the unanswered one), and SRTT +
+// 225ms the stall an alive host may have: a host whose round trips have been
+// steady (RTTVAR small) must not be left when its latency steps or jumps by up
+// to 200 ms (an fsync stall, a noisy neighbour; Linux's TCP keeps its timeout
+// at least 200 ms for the same reason), with 25 ms for the scheduling of this
+// process and the server's. An answer however late is a sample. A probe that
+// gets none fails, gives no sample (Karn's rule), doubles RTO until a probe
+// passes (to at most max(checkInterval, 500ms) or 2 x RTO, whichever is more),
+// and is repeated at once, on a new connection opened within RTO or 4 times
+// the host's typical connect time C, whichever is more; but within such a run
+// of failed probes a probe (its round trip, or the opening of its connection)
+// waits no longer than the run has left of failoverDelay, and at least 50ms,
+// so that the doubling does not overshoot it. Once the probes declared a host
+// down its probes wait RTO. A refused, reset or closed connection fails a
+// probe at once. A timeout that fires more than 25ms late (this process was
+// not running: an overloaded machine) says nothing of the host, once in a row:
+// the probe is repeated at once, as Cassandra's failure detector ignores its
+// own pauses. HostStats.ProbeTimeout (Stats) shows each host's W.
 //
-// where L is the longest probe of the round in progress (the slowest host's
-// round trip) and RTO the host's own (measured here at
-// checkInterval=200ms&failoverDelay=500ms: 0.52 s from the freeze to the
-// switch, and 1.09 s at 200ms/1s). For a host whose probes take a few ms
-// (RTO 51ms) at checkInterval=100ms&failoverDelay=100ms: 100 + 153 ms plus L,
-// about 0.26 s. A host that is always slow takes longer, by its own latency:
-// with 300 ms round trips (RTO about 350 ms), about 100 + 300 + 1050 ms. A
-// slow but alive host is left only when no answer comes within 3 x RTO: a
-// slowdown to more than about 3 x (SRTT + max(50ms, 4 x RTTVAR)) in less time
-// than the estimate takes to follow it (each sample moves SRTT an eighth of
-// the way).
+// So an active host that hangs (frozen, blackholed: its sockets stay open,
+// nothing answers) is left, after the fault, within
+//
+//	checkInterval/2 + W                           when failoverDelay <= W
+//	checkInterval/2 + failoverDelay + 50ms        otherwise
+//
+// (the first probe after the fault starts within checkInterval/2, and the pool
+// moves as soon as it fails). For a host whose probes take 1 ms
+// (SRTT 1ms, RTO 51ms, W 226ms) at checkInterval=100ms&failoverDelay=100ms:
+// 50 + 226 ms, about 0.28 s (measured: 0.26 s at the median, 0.28 s at most,
+// BENCHMARKS.md); at checkInterval=200ms&failoverDelay=500ms, 0.65 s. A host
+// that is always slow takes longer, by its own latency: with 300 ms round trips (RTO about
+// 350 ms, W 1.05 s), about 50 + 1050 ms. A slow but alive host is left only
+// when no answer comes within W: a slowdown of more than 200 ms beyond its
+// smoothed round trip, and beyond 3 x RTO, in less time than the estimate
+// takes to follow it (each sample moves SRTT an eighth of the way).
 //
 // hostsURL is an http or https URL whose JSON document gives the host list
 // (package failover shows the document); it needs checkInterval > 0. Its value

@@ -155,9 +155,11 @@ type HostStats struct {
 	// ProbeLatency is the duration of its last successful probe, including reopening the
 	// probe connection when it had to be (0: none).
 	ProbeLatency time.Duration
-	// ProbeTimeout is the bound of its next probe's round trip, derived from its probe
-	// round trips as TCP derives its retransmission timeout (RFC 6298; the package
-	// documentation's Active health gives the formula); 0 with probing off.
+	// ProbeTimeout is how long its next probe waits for its answer: three times its
+	// probe timeout, derived from its probe round trips as TCP derives its
+	// retransmission timeout (RFC 6298), or its smoothed round trip plus 225 ms when that
+	// is longer (package dsn, section Options, gives the formulas; once the probes
+	// declared it down, one probe timeout); 0 with probing off.
 	ProbeTimeout time.Duration
 	// OpenConns is the number of physical connections open to it, probe connections
 	// included (filled by the driver; -1 when unknown).

@@ -111,9 +111,9 @@ type Cluster struct {
 
 	monitorRun sync.WaitGroup
 	probes     probeSet
-	// probeAgain is set by a probe that timed out on a host not declared down yet: the
-	// monitor then starts its next round at once instead of a CheckInterval later.
-	probeAgain atomic.Bool
+	// monitorProbes counts the probes the monitor goroutine started and has not yet
+	// seen end (monitor), for tests that step its clock.
+	monitorProbes atomic.Int32
 
 	rep replicaState // replica reads (replicas.go)
 	tx  txCounters   // transactions run again (txcount.go)

@@ -104,12 +104,21 @@ const (
 
 // Probe timeouts (monitor.go, rto.go). Each host's probe round trip is bounded by a
 // timeout derived from that host's own probe round trips as TCP derives its
-// retransmission timeout (RFC 6298): SRTT + max(DefaultProbeMargin,
+// retransmission timeout (RFC 6298): RTO = SRTT + max(DefaultProbeMargin,
 // DefaultProbeVarianceFactor x RTTVAR), at most hostTimeout (DefaultMaxProbeTimeout when
-// hostTimeout is 0), doubled after each timed-out probe; a probe waits
-// DefaultProbePatience times that for its answer. Before a host's first passed probe,
-// and as the cap of the doubling, the timeout is DefaultMinProbeTimeout (or
-// checkInterval when that is longer), the fixed bound every probe had before.
+// hostTimeout is 0), doubled after each timed-out probe; a probe waits for its answer
+// DefaultProbePatience times that, and at least SRTT + DefaultMaxStall +
+// DefaultStallMargin. Before a host's first passed probe, and as the cap of the doubling,
+// the timeout is DefaultMinProbeTimeout (or checkInterval when that is longer), the fixed
+// bound every probe had before.
+//
+// The arithmetic of a frozen active host: its first probe after the freeze starts within
+// one probe period, checkInterval/DefaultActiveProbes, and fails when its wait is over,
+// so the pool leaves it within checkInterval/DefaultActiveProbes + SRTT + DefaultMaxStall
+// + DefaultStallMargin (when failoverDelay is shorter than that wait): 50 + 1 + 200 + 25
+// ms, about 0.28 s, for a host whose probes take 1 ms at checkInterval=100ms. With one
+// probe per checkInterval it would be 0.33 s: a wait that rides out 200 ms stalls and a
+// 300 ms bound leave less than 100 ms for the probe period.
 const (
 	// DefaultMinProbeTimeout is a probe's bound before its host's first passed probe
 	// (duration, 500 ms, or checkInterval when that is longer, never more than
@@ -120,8 +129,8 @@ const (
 	// DefaultProbeMargin is the least a probe timeout adds to the smoothed round trip
 	// (duration, 50 ms), also the least timeout: RFC 6298's clock granularity G, here
 	// the scheduling noise of a busy client or server (a Go runtime's pause, a CPU
-	// shared with other processes), so that a host whose round trips are steady is not
-	// called down for a hiccup.
+	// shared with other processes). It is also the least wait of a probe late in a run
+	// of failed probes (what the run has left of failoverDelay may be less).
 	DefaultProbeMargin = 50 * time.Millisecond
 	// DefaultProbeVarianceFactor multiplies the round trip's mean deviation RTTVAR in a
 	// probe timeout (count, 4: RFC 6298's K).
@@ -129,19 +138,45 @@ const (
 	// DefaultProbePatience is how many probe timeouts a probe waits for its answer,
 	// on the same connection, before it fails (count, 3: TCP's first timeout and the
 	// doubled one after it, 1 + 2; the server would only queue a repeated request
-	// behind the one it has not answered). A host declared down gets one.
+	// behind the one it has not answered). A host declared down gets one. It is what
+	// a host whose round trips vary (jitter: RTTVAR large) is given; DefaultMaxStall
+	// is what a steady one is given.
 	DefaultProbePatience = 3
+	// DefaultMaxStall is how much later than its smoothed round trip an alive host may
+	// answer a probe without failing it (duration, 200 ms): issue 18's slow primaries,
+	// a latency that steps or jumps to 200 ms, jitter of up to 200 ms, an fsync stall or
+	// a noisy neighbour, must cause no failover, however steady the host's round trips
+	// were before (its RTTVAR small). Linux's TCP keeps its retransmission timeout at
+	// least 200 ms (TCP_RTO_MIN) for the same reason. It costs detection as much: a
+	// frozen host is left that much later than its round trips alone would allow.
+	DefaultMaxStall = 200 * time.Millisecond
+	// DefaultStallMargin is what a probe's least wait adds to DefaultMaxStall for the
+	// noise around a stall (duration, 25 ms): the server's thread waiting for a CPU
+	// once its stall is over, the wake-up of the reader here. Answers delayed 200 ms
+	// came 1 to 6 ms later than that on a shared 2-core machine at load averages of 1 to
+	// 12 (BENCHMARKS.md, failure detection). A pause of this process beyond the margin
+	// is caught by DefaultMaxLocalPause, which is as long; every millisecond of it is
+	// a millisecond more before a frozen host is left.
+	DefaultStallMargin = 25 * time.Millisecond
+	// DefaultActiveProbes is how many probes the active host (the one the pool uses)
+	// gets per checkInterval (count, 2): its probes start every checkInterval/2, the
+	// other hosts' every checkInterval, each on a fixed-rate schedule of its own. The
+	// probe period bounds how soon a probe starts after a freeze; with the wait above
+	// 200 ms, one probe per checkInterval could not leave a frozen host within 300 ms
+	// at checkInterval=100ms, and the other hosts' failures only pick the target.
+	DefaultActiveProbes = 2
 	// DefaultProbeVarianceDecay is how slowly RTTVAR falls (count, 16): a round trip
 	// closer to SRTT than RTTVAR moves RTTVAR 1/16 of the way to its deviation (RFC
 	// 6298's 1/4 when farther: rising at once), so that a host's stall is remembered for
-	// some 11 probes (half of it), about a second at checkInterval=100ms.
+	// some 11 probes (half of it), about half a second at checkInterval=100ms.
 	DefaultProbeVarianceDecay = 16
 	// DefaultMaxLocalPause is how late a probe's timeout may fire and still count
-	// against its host (duration, 50 ms, the margin): later, this process itself was
-	// not running (Cassandra's failure detector ignores its own pauses likewise, beyond
-	// 5 s there), the probe is repeated at once and counts only if that happens twice
-	// in a row.
-	DefaultMaxLocalPause = 50 * time.Millisecond
+	// against its host (duration, 25 ms, DefaultStallMargin): later, this process itself
+	// was not running (Cassandra's failure detector ignores its own pauses likewise,
+	// beyond 5 s there), and an answer that came meanwhile may be waiting unread; the
+	// probe is repeated at once and counts only if that happens twice in a row. A
+	// shorter pause is within the margin of the probe's wait.
+	DefaultMaxLocalPause = DefaultStallMargin
 	// DefaultMaxProbeTimeout caps a probe timeout when hostTimeout is 0 (duration, 5 s,
 	// the DSN's default hostTimeout); otherwise hostTimeout caps it.
 	DefaultMaxProbeTimeout = 5 * time.Second

@@ -49,7 +49,8 @@
 //     server that is not ready (Refusal, the NotReady class), and what the Cluster records
 //     of them (noteState, NoteRefusal); galera.go: Galera's replica reads and lag.
 //   - rto.go: each host's probe timeout from its own probe round trips, as TCP's
-//     retransmission timeout (RFC 6298).
+//     retransmission timeout (RFC 6298), and the least a probe waits (a stall an
+//     alive host may have).
 //   - topology.go: the host list and its versions (SetHosts).
 //   - policy.go, role.go, classify.go, hostlist.go: the built-in policies, server roles,
 //     error classification, and host lists from a provider.
@@ -125,11 +126,14 @@
 //
 // # Active health
 //
-// With checkInterval > 0, Start runs a monitor that probes every host, polls the
+// With checkInterval > 0, Start runs a monitor that probes every host, each on a
+// fixed-rate schedule of its own (the active host twice per checkInterval), polls the
 // HostListProvider and moves the pool itself: away from an active host that failed its
 // probes for failoverDelay, back home after switchBackDelay of passed probes (see
-// Check). The fall-back clock and counter are then not used. SwitchTo moves the pool
-// on an operator's request.
+// Check and monitor). A probe waits long enough for a host that answers late (a stall
+// of up to 200 ms) not to be taken for one that does not answer (rto.go,
+// defaults.go). The fall-back clock and counter are then not used. SwitchTo moves the
+// pool on an operator's request.
 //
 // # Classification
 //
@@ -145,9 +149,10 @@
 // or reporting an event. The Cluster has one mutex: every change of the position is made
 // under it and published as a new immutable position (one atomic pointer), and it also
 // guards the one fall-back claim, the walk in flight and the monitor's start and stop.
-// Beside it stay three atomics, each for a reason given at its field: the statement
-// counter (it moves with every statement away from home), the closed flag, and the abort
-// count. Each host has one mutex for its health and one atomic, the count of its
+// Beside it stay four atomics, each for a reason given at its field: the statement
+// counter (it moves with every statement away from home), the closed flag, the abort
+// count, and the count of the monitor's probes in flight (for tests that step its
+// clock). Each host has one mutex for its health and one atomic, the count of its
 // physical connections that are out. The read lock inUse keeps host ids from being
 // reused while an operation holds them (see SetHosts); the probe connections have their
 // own small lock. All time comes from the Clock, except a caller's deadline and a

@@ -26,9 +26,21 @@ func FlightWaiters(c *Cluster) int {
 	return c.flight.waiters
 }
 
-// ProbeAgain reports whether the monitor's next round starts at once (a probe timed out
-// on a host not declared down yet) and clears it, as the monitor's loop does, for tests.
-func ProbeAgain(c *Cluster) bool { return c.probeAgain.Swap(false) }
+// ProbeAgain reports whether a host's last probe asked for its next one at once (it
+// timed out on a host not declared down yet, or inconclusively) and clears it, as the
+// monitor does, for tests.
+func ProbeAgain(c *Cluster) bool {
+	again := false
+	t := c.topo()
+	for _, id := range t.list {
+		again = t.hosts[id].takeAgain() || again
+	}
+	return again
+}
+
+// MonitorProbes returns how many probes the monitor goroutine started and has not yet
+// seen end, for tests that step its clock.
+func MonitorProbes(c *Cluster) int { return int(c.monitorProbes.Load()) }
 
 // Position is the pool's position now, for DecideAt.
 type Position = *position

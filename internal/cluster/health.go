@@ -57,6 +57,7 @@ type hostState struct {
 	failSince time.Time    // first of the current run of failed probes (zero: last probe passed)
 	okSince   time.Time    // first of the current run of passed probes (zero: last probe failed)
 	abortDue  bool         // a walk moved the pool off it after a failure: abort it if probes declare it down
+	again     bool         // its last probe timed out before it was declared down, or inconclusively: the next at once
 	check     *check       // the same-host check in progress after a session ended (Recover)
 
 	// Replica reads (replicas.go): its lag as its last probe read it (-1: unknown,
@@ -92,6 +93,16 @@ func (h *hostState) health() health {
 	defer h.mu.Unlock()
 	return health{role: h.role, unfit: h.unfitLocked(), notReady: h.notReady != nil, down: h.down, failing: h.failing,
 		probeFailing: !h.failSince.IsZero(), retryAt: h.retryAt, typical: h.typical}
+}
+
+// takeAgain reports whether h's last probe asked for the next one at once (see again)
+// and clears it.
+func (h *hostState) takeAgain() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	a := h.again
+	h.again = false
+	return a
 }
 
 // isUnfit reports whether h must not be used now: its role does not qualify for the

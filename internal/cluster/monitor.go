@@ -84,12 +84,13 @@ func (p *probeSet) closeAll() {
 	}
 }
 
-// Start starts the monitor when CheckInterval > 0: one goroutine that runs Check, waits
-// CheckInterval after each round, and stops at Close, which waits for it and closes the
-// probe connections. It does nothing when CheckInterval is 0, the monitor already runs,
-// or the Cluster is closed. It is safe for concurrent use and cheap (one short hold of
-// the Cluster's lock; none with CheckInterval 0): the driver calls it on every new
-// connection, so that a connector nobody uses starts nothing.
+// Start starts the monitor when CheckInterval > 0: one goroutine (monitor) that probes
+// every host on a schedule of its own and polls the host list every CheckInterval, and
+// stops at Close, which waits for it and closes the probe connections. It does nothing
+// when CheckInterval is 0, the monitor already runs, or the Cluster is closed. It is safe
+// for concurrent use and cheap (one short hold of the Cluster's lock; none with
+// CheckInterval 0): the driver calls it on every new connection, so that a connector
+// nobody uses starts nothing.
 func (c *Cluster) Start() {
 	if c.cfg.CheckInterval <= 0 {
 		return
@@ -105,22 +106,186 @@ func (c *Cluster) Start() {
 	go func() {
 		defer c.monitorRun.Done()
 		defer c.probes.closeAll()
-		for {
-			c.Check(ctx)
-			if c.probeAgain.Swap(false) {
-				// A probe timed out on a host not declared down yet: probe again at
-				// once, with the doubled timeout, as TCP retransmits when its
-				// retransmission timer expires, instead of a checkInterval later.
-				if ctx.Err() != nil {
-					return
-				}
+		c.monitor(ctx)
+	}()
+}
+
+// pollID stands for the host-list poll among the ids of schedule.ended.
+const pollID = -1
+
+// schedule is what the monitor goroutine shares with the probes it runs: the ids whose
+// probe (or poll) ended and that it has not seen yet, and the way to wake it.
+type schedule struct {
+	mu    sync.Mutex
+	ended []int
+	wake  context.CancelFunc // ends the monitor's sleep; nil while it does not sleep
+}
+
+// done records that id's probe (or the poll) ended and wakes the monitor.
+func (s *schedule) done(id int) {
+	s.mu.Lock()
+	s.ended = append(s.ended, id)
+	if s.wake != nil {
+		s.wake()
+	}
+	s.mu.Unlock()
+}
+
+// take returns the ids that ended since the last take.
+func (s *schedule) take() []int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.ended
+	s.ended = nil
+	return e
+}
+
+// sleep waits d on clk, or until a probe ends (at once when one has already), or ctx ends.
+func (s *schedule) sleep(ctx context.Context, clk Clock, d time.Duration) {
+	s.mu.Lock()
+	if len(s.ended) > 0 {
+		s.mu.Unlock()
+		return
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	s.wake = cancel
+	s.mu.Unlock()
+	_ = clk.Sleep(sctx, d)
+	s.mu.Lock()
+	s.wake = nil
+	s.mu.Unlock()
+	cancel()
+}
+
+// probeEvery is the probe period of a host: CheckInterval, or for the active host
+// CheckInterval/DefaultActiveProbes (see DefaultActiveProbes: the period bounds how soon
+// a probe starts after the host froze).
+func (c *Cluster) probeEvery(active bool) time.Duration {
+	if active {
+		return c.cfg.CheckInterval / DefaultActiveProbes
+	}
+	return c.cfg.CheckInterval
+}
+
+// monitor is the monitor goroutine (Start). Each probed host has a fixed-rate schedule of
+// its own: a probe starts probeEvery after the previous one of the host started (not a
+// period after it ended, which would add the host's round trip to every gap), as soon as
+// that one ends when it took longer, and at once when it asks for that (a timeout before
+// the host was declared down: TCP's retransmission). One probe of a host runs at a time,
+// each in its own goroutine, and none waits for another host's: a host slow to answer or
+// to open its probe connection (up to hostTimeout) delays its own probes only, never the
+// active host's. The host list is polled every CheckInterval the same way. decide runs
+// as soon as a probe ends. Check is one round of the same probes, for callers with a
+// scheduler of their own. When ctx ends, monitor waits for the probes and the poll.
+func (c *Cluster) monitor(ctx context.Context) {
+	var s schedule
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	started := map[int]time.Time{} // when each host's last probe started
+	running := map[int]bool{}
+	var polled time.Time // when the last poll started
+	var polling bool
+	var hosts []failover.ProvidedHost // the last poll's answer, read once it ended
+	var perr error
+	for ctx.Err() == nil {
+		ended := s.take()
+		probed := false
+		for _, id := range ended {
+			if id == pollID {
+				polling = false
+				c.takeHosts(ctx, hosts, perr)
 				continue
 			}
-			if c.env.Clock.Sleep(ctx, c.cfg.CheckInterval) != nil {
-				return
+			delete(running, id)
+			c.monitorProbes.Add(-1)
+			probed = true
+			if h := c.topo().host(id); h != nil && h.takeAgain() {
+				delete(started, id) // at once
 			}
 		}
-	}()
+		c.inUse.RLock()
+		if probed && ctx.Err() == nil {
+			c.decide()
+		}
+		now := c.env.Clock.Now()
+		next := now.Add(c.cfg.CheckInterval) // wakes sooner when a probe ends
+		t := c.topo()
+		probes := c.probedHosts(t)
+		c.probes.keepOnly(probes)
+		active := c.Active()
+		for _, id := range t.list {
+			if !probes[id] || running[id] {
+				continue
+			}
+			if due := started[id].Add(c.probeEvery(id == active)); due.After(now) {
+				next = earlier(next, due)
+				continue
+			}
+			started[id], running[id] = now, true
+			c.monitorProbes.Add(1)
+			c.inUse.RLock() // the probe's own hold, released when it ends
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer s.done(id)
+				defer c.inUse.RUnlock()
+				c.probe(ctx, id)
+			}()
+		}
+		c.inUse.RUnlock()
+		if c.env.Provider != nil && !polling {
+			if due := polled.Add(c.cfg.CheckInterval); due.After(now) {
+				next = earlier(next, due)
+			} else {
+				polled, polling = now, true
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					defer s.done(pollID)
+					hosts, perr = c.pollHosts(ctx)
+				}()
+			}
+		}
+		s.sleep(ctx, c.env.Clock, next.Sub(now))
+	}
+}
+
+// earlier returns the earlier of a and b.
+func earlier(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// probedHosts returns, by host id, whether the hosts of t are probed: listed, and not
+// ignored by the policy.
+func (c *Cluster) probedHosts(t *topo) []bool {
+	infos := t.infos()
+	probed := make([]bool, len(t.hosts))
+	for _, id := range t.list {
+		probed[id] = t.distance(infos[id]) != failover.DistanceIgnored
+	}
+	return probed
+}
+
+// pollHosts asks the HostListProvider for the host list, within the fixed probe bound.
+func (c *Cluster) pollHosts(ctx context.Context) ([]failover.ProvidedHost, error) {
+	pctx, cancel := withBudget(ctx, c.probeTimeout())
+	defer cancel()
+	return c.env.Provider.Hosts(pctx)
+}
+
+// takeHosts applies a poll's answer: a failing or invalid one keeps the last good list
+// and is reported as EventHostList with Err. It must be called without c.inUse held (its
+// SetHosts may then give ids of hosts that left the list to new ones).
+func (c *Cluster) takeHosts(ctx context.Context, hosts []failover.ProvidedHost, err error) {
+	if err == nil {
+		err = c.SetHosts(hosts)
+	}
+	if err != nil && ctx.Err() == nil {
+		c.emit(failover.Event{Kind: failover.EventHostList, Err: fmt.Errorf("host list not taken, the last good list stays: %w", err)})
+	}
 }
 
 // probeTimeout is the fixed probe bound: max(CheckInterval, DefaultMinProbeTimeout), at
@@ -146,15 +311,17 @@ func (c *Cluster) probeCeiling() time.Duration {
 
 // hostProbeTimeout returns h's probe timeout from its estimator, rto (see rto.go), and
 // how long its next probe round trip waits for an answer: DefaultProbePatience times
-// rto, at most the ceiling, or rto alone once the probes have declared h down (its
-// probes then only watch for its return, and must not slow the monitor's rounds). It is
-// called with h.mu held.
+// rto, or its stall wait (rtoEstimator.stallWait: SRTT + DefaultMaxStall +
+// DefaultStallMargin) when that is longer, at most the ceiling; or rto alone once the
+// probes have declared h down (its probes then only watch for its return). It is called
+// with h.mu held.
 func (c *Cluster) hostProbeTimeout(h *hostState) (rto, wait time.Duration) {
 	rto = h.rto.timeout(c.probeTimeout(), c.probeCeiling())
 	if h.down {
 		return rto, rto
 	}
-	return rto, min(DefaultProbePatience*rto, max(c.probeCeiling(), rto))
+	wait = max(DefaultProbePatience*rto, h.rto.stallWait())
+	return rto, min(wait, max(c.probeCeiling(), rto))
 }
 
 // Check runs one monitor round: it polls the HostListProvider (a failing or invalid
@@ -176,9 +343,10 @@ func (c *Cluster) hostProbeTimeout(h *hostState) (rto, wait time.Duration) {
 //
 // As Pulsar's AutoClusterFailover, with the delays measured from the first failed (or
 // passed) probe of the current run, and cleared by every probe that breaks the run.
-// The monitor goroutine calls Check every CheckInterval; it is exported for tests and
-// for callers that run the checks from their own scheduler (then leave CheckInterval 0
-// and give Check a context that ends).
+// The monitor goroutine (Start) runs the same probes and decisions on a schedule of its
+// own, each host's probes at their own fixed rate (monitor); Check is exported for tests
+// and for callers that run the checks from their own scheduler (then leave CheckInterval
+// 0 and give Check a context that ends).
 func (c *Cluster) Check(ctx context.Context) {
 	if c.closed.Load() {
 		return
@@ -191,34 +359,21 @@ func (c *Cluster) Check(ctx context.Context) {
 	if c.env.Provider != nil {
 		go func() {
 			defer close(fetched)
-			pctx, cancel := withBudget(ctx, c.probeTimeout())
-			defer cancel()
-			hosts, perr = c.env.Provider.Hosts(pctx)
+			hosts, perr = c.pollHosts(ctx)
 		}()
 	} else {
 		close(fetched)
 	}
 	defer func() {
 		<-fetched
-		if c.env.Provider == nil {
-			return
-		}
-		err := perr
-		if err == nil {
-			err = c.SetHosts(hosts)
-		}
-		if err != nil && ctx.Err() == nil {
-			c.emit(failover.Event{Kind: failover.EventHostList, Err: fmt.Errorf("host list not taken, the last good list stays: %w", err)})
+		if c.env.Provider != nil {
+			c.takeHosts(ctx, hosts, perr)
 		}
 	}()
 	c.inUse.RLock()
-	defer c.inUse.RUnlock() // before the host list is applied (the deferred SetHosts)
+	defer c.inUse.RUnlock() // before the host list is applied (the deferred takeHosts)
 	t := c.topo()
-	infos := t.infos()
-	probed := make([]bool, len(t.hosts))
-	for _, id := range t.list {
-		probed[id] = t.distance(infos[id]) != failover.DistanceIgnored
-	}
+	probed := c.probedHosts(t)
 	c.probes.keepOnly(probed) // hosts that left the list, or are ignored: no probe connection
 	// The active host's probe is acted on as soon as it ends: another host slow to open
 	// its probe connection (up to hostTimeout) must not hold back leaving a dead one.
@@ -254,32 +409,37 @@ func (c *Cluster) Check(ctx context.Context) {
 }
 
 // probe makes one probe of host id and records the result. The round trip waits as long
-// as hostProbeTimeout says: DefaultProbePatience times the host's probe timeout, on the
+// as hostProbeTimeout says: DefaultProbePatience times the host's probe timeout, and at
+// least its smoothed round trip plus DefaultMaxStall and DefaultStallMargin, on the
 // same connection (TCP would retransmit after one timeout and double it; here a repeat
 // would only queue behind the request the server has not answered, so the probe waits
 // for the first answer that long instead, and an answer however late is a sample of the
-// host's round trip). Opening the probe connection gets
-// HostTimeout, or the fixed probe bound when HostTimeout is 0 (a far host's handshake
-// takes several round trips and must not make it look dead), except while the host is
-// in a run of failed probes: then the host's probe timeout, or DefaultCheckFactor times
-// its typical connect time when that is longer, so that a hung host is declared down
-// after FailoverDelay and not after HostTimeout, and a far one still gets its handshake
-// done. A probe connection that breaks without a timeout (the server killed it, or
-// restarted) is opened again at once, in the same probe: a blip of the connection is not
-// a failure of the host. A passed round trip is a sample of the host's estimator; a
-// timed-out one doubles its timeout and has the monitor probe again at once.
+// host's round trip). Opening the probe connection gets HostTimeout, or the fixed probe
+// bound when HostTimeout is 0 (a far host's handshake takes several round trips and
+// must not make it look dead), except while the host is in a run of failed probes: then
+// the host's probe timeout, or DefaultCheckFactor times its typical connect time when
+// that is longer, so that a hung host is declared down after FailoverDelay and not
+// after HostTimeout, and a far one still gets its handshake done. A probe that repeats
+// one whose timeout fired late (DefaultMaxLocalPause) opens its connection within the
+// longer of that bound and its own wait (within HostTimeout): the late timeout closed
+// the connection, and a frozen host accepts a new one and never greets. A probe
+// connection that breaks without a timeout (the server killed it, or restarted) is
+// opened again at once, in the same probe: a blip of the connection is not a failure of
+// the host. A passed round trip is a sample of the host's estimator; a timed-out one
+// doubles its timeout and has the monitor probe the host again at once.
 func (c *Cluster) probe(ctx context.Context, id int) {
 	defer c.replicasChanged() // health, role and lag are what the replica set is made of
 	h := c.topo().host(id)
 	start := c.env.Clock.Now()
 	h.mu.Lock()
 	suspect := !h.failSince.IsZero()
+	repeat := h.rto.paused // it repeats a probe whose timeout fired late (this process paused)
 	rto, wait := c.hostProbeTimeout(h)
 	// Within a run of failed probes, a probe (its round trip, or the opening of its
 	// connection) waits no longer than the run needs to reach FailoverDelay, and at least
-	// DefaultProbeMargin: the doubling alone would overshoot (150, 300, 600 ms waits for
-	// a 500 ms delay). The first probe of a run keeps its patience, and a host slow but
-	// alive answers the earlier ones.
+	// DefaultProbeMargin: the doubling alone would overshoot (225, 450, 900 ms waits for
+	// a 500 ms delay). The first probe of a run keeps its whole wait, stall included: it
+	// is the one that tells a host that answers late from one that does not answer.
 	runLeft := time.Duration(-1)
 	if suspect && !h.down {
 		runLeft = max(h.failSince.Add(c.cfg.FailoverDelay).Sub(start), DefaultProbeMargin)
@@ -299,7 +459,12 @@ func (c *Cluster) probe(ctx context.Context, id int) {
 			if runLeft >= 0 && runLeft < bound {
 				bound, what = runLeft, "what its run of failed probes has left of failoverDelay"
 			}
-			if !suspect {
+			switch {
+			case !suspect && repeat:
+				// The connection was closed by the late timeout: a frozen host accepts
+				// the new one and never greets, and must not cost hostTimeout.
+				bound, what = min(max(c.cfg.HostTimeout, c.probeTimeout()), max(bound, wait)), "the probe's wait, repeating a probe whose timeout fired late"
+			case !suspect:
 				bound, what = max(c.cfg.HostTimeout, c.probeTimeout()), "hostTimeout"
 			}
 			dctx, cancel := withBudget(ctx, bound)
@@ -372,8 +537,8 @@ func (c *Cluster) probe(ctx context.Context, id int) {
 			// host: it is repeated at once, as Cassandra's failure detector ignores the
 			// intervals of its own pauses.
 			h.rto.paused = true
+			h.again = true
 			h.mu.Unlock()
-			c.probeAgain.Store(true)
 			return
 		}
 		h.rto.paused = false
@@ -385,7 +550,7 @@ func (c *Cluster) probe(ctx context.Context, id int) {
 		if timedOut {
 			h.rto.timedOut() // Karn's rule: no sample; the next timeout doubles
 			if !down && !h.down {
-				c.probeAgain.Store(true)
+				h.again = true // TCP's retransmission: at once, not a period later
 			}
 		}
 		h.mu.Unlock()
@@ -451,8 +616,8 @@ func (c *Cluster) roundTrip(ctx context.Context, conn driver.Conn, wait, rto tim
 		err = selectOne(pctx, conn)
 	}
 	if err != nil && pctx.Err() != nil && ctx.Err() == nil {
-		return nil, true, fmt.Errorf("probe timed out after %v (the host's probe timeout is %v: its smoothed round trip plus %d deviations, at least %v, doubled after each timeout; a probe waits %d times that until the host is declared down): %w",
-			wait, rto, DefaultProbeVarianceFactor, DefaultProbeMargin, DefaultProbePatience, err)
+		return nil, true, fmt.Errorf("probe timed out after %v (the host's probe timeout is %v: its smoothed round trip plus %d deviations, at least %v, doubled after each timeout; a probe waits %d times that, and at least its smoothed round trip plus %v, until the host is declared down): %w",
+			wait, rto, DefaultProbeVarianceFactor, DefaultProbeMargin, DefaultProbePatience, DefaultMaxStall+DefaultStallMargin, err)
 	}
 	return st, false, err
 }

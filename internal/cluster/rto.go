@@ -5,7 +5,9 @@ package cluster
 // deviation, the timeout their sum with four deviations (at least a margin), within a
 // ceiling;
 // Karn's rule (a probe that timed out gives no sample), and the timeout doubled after
-// each timed-out probe until a probe passes.
+// each timed-out probe until a probe passes. And the least a probe waits for its answer
+// (stallWait): the smoothed round trip plus a stall an alive host may have, whatever its
+// past round trips, as TCP's minimum RTO keeps a quiet path from timing out on a spike.
 
 import "time"
 
@@ -65,6 +67,21 @@ func (e *rtoEstimator) base(initial, ceiling time.Duration) time.Duration {
 		return initial
 	}
 	return min(e.srtt+max(DefaultProbeMargin, DefaultProbeVarianceFactor*e.rttvar), ceiling)
+}
+
+// stallWait returns the least a probe of a measured host waits for its answer: SRTT +
+// DefaultMaxStall + DefaultStallMargin, or 0 before the first sample (the fixed bound
+// applies then). A host whose round trips have been steady has a small RTTVAR, so the
+// deviation-aware timeout alone (DefaultProbePatience x RTO, 153 ms for a 1 ms host)
+// would take its first stall, a step of its latency or a spike of jitter (an fsync
+// stall, a noisy neighbour: alive and answering, late) for a death; this floor is what
+// tells "answers late" from "does not answer", as Linux's TCP keeps a minimum RTO of 200
+// ms under RFC 6298's formula.
+func (e *rtoEstimator) stallWait() time.Duration {
+	if e.samples == 0 {
+		return 0
+	}
+	return e.srtt + DefaultMaxStall + DefaultStallMargin
 }
 
 // timeout returns the bound of the next probe round trip: the base (see base), doubled

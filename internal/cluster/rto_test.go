@@ -21,6 +21,9 @@ func TestRTOEstimator(t *testing.T) {
 		}
 	}
 	check("no sample", initial)
+	if w := e.stallWait(); w != 0 {
+		t.Fatalf("no sample: stall wait %v, want 0 (the fixed bound applies)", w)
+	}
 	e.timedOut()
 	check("no sample, timed out", 2*initial) // a host never measured gets one doubling, max(initial, 2*initial)
 	e.timedOut()
@@ -35,6 +38,9 @@ func TestRTOEstimator(t *testing.T) {
 	e = rtoEstimator{}
 	e.sample(time.Millisecond) // SRTT 1, RTTVAR 0.5: 1 + max(50, 2) = 51
 	check("first sample 1ms", 51*ms)
+	if w := e.stallWait(); w != 226*ms { // 1 + 200 + 25
+		t.Fatalf("first sample 1ms: stall wait %v, want 226ms", w)
+	}
 	e.timedOut() // Karn: no sample; 102
 	check("one timeout", 102*ms)
 	e.timedOut() // 204
@@ -74,6 +80,9 @@ func TestRTOEstimator(t *testing.T) {
 		e.sample(300 * ms)
 	}
 	check("300 samples of 300ms", 350*ms)
+	if w := e.stallWait(); w != 525*ms { // 300 + 225, less than 3 x 350: the patience rules
+		t.Fatalf("300 samples of 300ms: stall wait %v, want 525ms", w)
+	}
 	e.timedOut() // doubling up to max(initial, 2*350) = 700
 	check("steady 300ms, one timeout", 700*ms)
 	e.timedOut()
