@@ -296,10 +296,12 @@
 // is unknown it runs again only when RunOptions.Committed says the commit did
 // not happen:
 //
-//	err := mysqlfailover.RunInTx(ctx, db, nil, func(tx *sql.Tx) error {
-//		_, err := tx.ExecContext(ctx, "UPDATE stock SET n = n - 1 WHERE item = ?", item)
-//		return err
-//	})
+//	func takeOne(ctx context.Context, db *sql.DB, item int) error {
+//		return mysqlfailover.RunInTx(ctx, db, nil, func(tx *sql.Tx) error {
+//			_, err := tx.ExecContext(ctx, "UPDATE stock SET n = n - 1 WHERE item = ?", item)
+//			return err
+//		})
+//	}
 //
 // # Transaction replay
 //

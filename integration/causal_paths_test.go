@@ -13,7 +13,7 @@ import (
 
 // TestCausalReadsWritePaths (issue 24): causal reads count every write, whatever path it
 // took to the primary, on real servers. One 2-node cluster for every subtest: node 1 the
-// primary, node 2 its one replica with its SQL thread stopped, so that a read it serves
+// primary, node 2 its one replica held back (MASTER_DELAY: replicating, applying nothing), so that a read it serves
 // after a write can never see that write (a stale read, deterministic); every read-intent
 // read after a counted write waits there for causalReadsTimeout (50 ms), misses, and goes
 // to node 1. For causalReads=local (the write and the read on one *sql.Conn) and global
@@ -24,7 +24,7 @@ import (
 // counted at COMMIT. Asserted: every read sees its row, node 1 served it, and each counted
 // a miss (Stats.CausalPrimary). Then, under global, a position read while a transaction
 // is open (node 2 replicating and reaching it) does not cover the COMMIT: node 2 is
-// stopped before the COMMIT, and the read after it must not be served there. Last, with
+// held back (MASTER_DELAY) before the COMMIT, and the read after it must not be served there. Last, with
 // node 2 replicating and a 2 s timeout, a replica session that reached a write's position
 // serves the next reads without waiting again: one CausalWaits for three reads.
 func TestCausalReadsWritePaths(t *testing.T) {
@@ -33,7 +33,7 @@ func TestCausalReadsWritePaths(t *testing.T) {
 	ctx := ctxT(t, 2*time.Minute)
 	must(t, c.Node(1).Exec(ctx, "CREATE TABLE app.cpath (id INT PRIMARY KEY, v INT NOT NULL)"))
 	must(t, c.WaitReplicasCaughtUp(ctx))
-	must(t, c.Node(2).StopReplicaSQL(ctx))
+	holdReplica(t, ctx, c.Node(2))
 
 	type execer interface {
 		ExecContext(context.Context, string, ...any) (sql.Result, error)
@@ -119,12 +119,16 @@ func TestCausalReadsWritePaths(t *testing.T) {
 		}
 		if mode == "global" {
 			t.Run("global/position read before COMMIT", func(t *testing.T) {
-				must(t, c.Node(2).StartReplicaSQL(ctx))
-				// A new position, which no replica missed a moment ago (the reader would
-				// take it to the primary at once: see split.missed).
+				releaseReplica(t, ctx, c.Node(2))
+				// A new position; the reader serves from node 2 again once node 2 has it and
+				// the reader's memory of node 2's misses has passed (causalReadsTimeout).
 				id++
 				must(t, paths[0].write(ctx, p.db, id))
 				must(t, c.WaitReplicasCaughtUp(ctx))
+				if !waitFor(5*time.Second, func() bool { return hostOf(c, p, 2).ReplicaSkip == "" }) {
+					t.Fatalf("node 2 never qualified again after it caught up: %s", replicaSummary(c, p.cn.Stats()))
+				}
+				time.Sleep(60 * time.Millisecond) // past causalReadsTimeout: the reader tries node 2 again
 				tx, err := writer.BeginTx(ctx, nil)
 				must(t, err)
 				defer tx.Rollback()
@@ -139,7 +143,7 @@ func TestCausalReadsWritePaths(t *testing.T) {
 				if p.cn.Stats().CausalWaits == waits {
 					t.Fatalf("no causal wait for the read during the transaction: %s", replicaSummary(c, p.cn.Stats()))
 				}
-				must(t, c.Node(2).StopReplicaSQL(ctx))
+				holdReplica(t, ctx, c.Node(2))
 				must(t, tx.Commit())
 				if n := readRow(t, reader, id); n != 1 {
 					t.Fatalf("read after the COMMIT: node %d (0: stale), want node 1: the position read before the COMMIT does not cover it", n)
@@ -153,7 +157,7 @@ func TestCausalReadsWritePaths(t *testing.T) {
 	}
 
 	t.Run("local/reached once", func(t *testing.T) {
-		must(t, c.Node(2).StartReplicaSQL(ctx))
+		releaseReplica(t, ctx, c.Node(2))
 		must(t, c.WaitReplicasCaughtUp(ctx))
 		p := openFaultPool(t, c.DSN(replicaParams+"&readTimeout=5s&causalReadsTimeout=2s&causalReads=local"))
 		waitReplicasServe(t, ctx, c, p, 2)
@@ -176,4 +180,22 @@ func TestCausalReadsWritePaths(t *testing.T) {
 		}
 	})
 	t.Logf("FIGURE %s: seconds=%.1f", t.Name(), time.Since(start).Seconds())
+}
+
+// holdReplica keeps node n from applying what it receives (MASTER_DELAY of an hour) while
+// its replication runs: a replica whose SQL thread is stopped is no replica at all (it
+// serves no reads), a delayed one serves them and misses every new write.
+func holdReplica(t *testing.T, ctx context.Context, n *harness.Node) {
+	t.Helper()
+	for _, q := range []string{"STOP SLAVE", "CHANGE MASTER TO MASTER_DELAY = 3600", "START SLAVE"} {
+		must(t, n.Exec(ctx, q))
+	}
+}
+
+// releaseReplica ends holdReplica: node n applies what it received and catches up.
+func releaseReplica(t *testing.T, ctx context.Context, n *harness.Node) {
+	t.Helper()
+	for _, q := range []string{"STOP SLAVE", "CHANGE MASTER TO MASTER_DELAY = 0", "START SLAVE"} {
+		must(t, n.Exec(ctx, q))
+	}
 }

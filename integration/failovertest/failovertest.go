@@ -46,13 +46,18 @@
 // node 1 first: "app:apppw@tcp(127.0.0.1:p1,127.0.0.1:p2,127.0.0.1:p3)/app?" + params.
 //
 //	func TestCheckoutSurvivesALostNode(t *testing.T) {
+//		ctx := context.Background()
 //		c := failovertest.StartGalera(t, 3)
 //		db, err := sql.Open("mysqlfailover", c.DSN("readTimeout=2s"))
-//		...
+//		if err != nil {
+//			t.Fatal(err)
+//		}
+//		defer db.Close()
+//		go runCheckout(ctx, db) // your service, writing away
 //		if err := c.Isolate(ctx, 1); err != nil { // node 1 leaves the Primary component
 //			t.Fatal(err)
 //		}
-//		... // node 1 refuses work with error 1047; the service's writes go on elsewhere
+//		// node 1 refuses work with error 1047; the service's writes go on elsewhere
 //		if err := c.Unisolate(ctx, 1); err != nil { // back, Synced
 //			t.Fatal(err)
 //		}
