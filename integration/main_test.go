@@ -14,7 +14,7 @@ import (
 //
 // One goroutine of toxiproxy's own is let go: a link's NoopToxic blocked sending to the
 // next stage of a link that is being torn down (toxiproxy 2.5.0; harness.DirectClusterDSN
-// describes its kin), seen once in the 15-minute full run beside the Galera packages.
+// describes its kin), seen once in a full run with the Galera packages beside it.
 // It belongs to the proxy between the test and a server, not to the driver or the harness.
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/Shopify/toxiproxy/v2/toxics.(*NoopToxic).Pipe"))
