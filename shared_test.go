@@ -186,9 +186,11 @@ func TestDriverOpenSharesOneConnector(t *testing.T) {
 	// the connection's own state read came first.
 	probed := func(i int) int { return n.Probes(i) + n.RoleChecks(i) }
 	fake.WaitFor(t, "the first probe round", func() bool { return probed(0) >= 1 && probed(1) >= 1 && clk.Sleepers() == 1 })
-	p0 := n.Probes(0)
-	clk.Advance(time.Second)
-	fake.WaitFor(t, "a probe round after checkInterval", func() bool { return n.Probes(0) == p0+1 && clk.Sleepers() == 1 })
+	// The active host is probed twice per checkInterval (cluster.DefaultActiveProbes): its
+	// next probe half a checkInterval on.
+	p0 := probed(0)
+	clk.Advance(time.Second / 2)
+	fake.WaitFor(t, "the active host's next probe, half a checkInterval on", func() bool { return probed(0) == p0+1 && clk.Sleepers() == 1 })
 
 	// The last connection closes: the linger starts (a second sleeper).
 	_ = c1.Close()
@@ -216,6 +218,9 @@ func TestDriverOpenSharesOneConnector(t *testing.T) {
 	if _, err := cn1.Connect(ctx); !errors.Is(err, failover.ErrClosed) {
 		t.Fatalf("Connect after the linger: %v, want failover.ErrClosed", err)
 	}
+	// The linger drops the Connector from the registry, then closes it: Close again waits
+	// for the monitor's last probes (each host's runs on its own) to end.
+	_ = cn1.Close()
 	probes := n.Probes(0)
 	clk.Advance(time.Minute)
 	if n.Probes(0) != probes {
