@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -427,21 +425,15 @@ func TestCheckCommand(t *testing.T) {
 	t.Run("galera", func(t *testing.T) { checkGalera(t, bin) })
 }
 
-// checkGalera: check against a one-node Galera cluster of its own (MariaDB with
-// galera-4): ready, it is healthy but for the single host; desynced (wsrep_desync=ON) and
-// rejecting queries (wsrep_reject_queries=ALL) it is not ready, with the server's reason,
-// and no new connection would be made (exit 2: the problems no_host, then the node's
-// not_ready).
+// checkGalera: check against one node of a two-node Galera cluster of its own (a DSN of
+// that one host): ready, it is healthy but for the single host; desynced (wsrep_desync=ON)
+// and rejecting queries (wsrep_reject_queries=ALL) it is not ready, with the server's
+// reason, and no new connection would be made (exit 2: the problems no_host, then the
+// node's not_ready).
 func checkGalera(t *testing.T, bin string) {
-	const provider = "/usr/lib/galera/libgalera_smm.so"
-	if _, err := os.Stat(provider); err != nil {
-		t.Skipf("no %s (apt-get install galera-4)", provider)
-	}
-	c := harness.Start(t, 1, harness.WithNodeArgs(1, "--wsrep-on=ON", "--wsrep-provider="+provider,
-		"--wsrep-cluster-address=gcomm://", "--binlog-format=ROW", "--innodb-autoinc-lock-mode=2",
-		fmt.Sprintf("--wsrep-provider-options=gmcast.listen_addr=tcp://127.0.0.1:%d", freeTCPPort(t))))
+	c := harness.Start(t, 2, harness.WithGalera())
 	ctx := ctxT(t, time.Minute)
-	dsn := c.DSN("readTimeout=2s")
+	dsn := c.HostDSN(1, "readTimeout=2s")
 	code, text, r := checkBoth(t, bin, dsn)
 	if code != 1 || r.Hosts[0].Cluster != "galera" || r.Hosts[0].NotReady != "" || r.Plan.Writer != c.Node(1).ProxyAddr() {
 		t.Fatalf("ready Galera node: exit %d, %+v\n%s", code, r.Hosts[0], text)
@@ -463,14 +455,6 @@ func checkGalera(t *testing.T, bin string) {
 		}
 		t.Logf("%s:\n%s", tc.set, text)
 	}
-}
-
-// freeTCPPort returns a loopback port nothing listens on now.
-func freeTCPPort(t *testing.T) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	must(t, err)
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 func portOf(addr string) string { return addr[strings.LastIndexByte(addr, ':')+1:] }
