@@ -61,9 +61,26 @@ func (memTx) Rollback() error { return nil }
 func (c *memConn) ExecContext(context.Context, string, []sqldriver.NamedValue) (sqldriver.Result, error) {
 	return memResult{}, nil
 }
-func (c *memConn) QueryContext(context.Context, string, []sqldriver.NamedValue) (sqldriver.Rows, error) {
+func (c *memConn) QueryContext(_ context.Context, query string, _ []sqldriver.NamedValue) (sqldriver.Rows, error) {
+	if query == cluster.RoleQuery {
+		return &roleRows{}, nil // at connect: a writable server that is no cluster member
+	}
 	c.rows.left = 1
 	return &c.rows, nil
+}
+
+// roleRows is memConn's answer to cluster.RoleQuery: read_only OFF.
+type roleRows struct{ done bool }
+
+func (r *roleRows) Columns() []string { return []string{"Variable_name", "Value"} }
+func (r *roleRows) Close() error      { return nil }
+func (r *roleRows) Next(dest []sqldriver.Value) error {
+	if r.done {
+		return io.EOF
+	}
+	r.done = true
+	dest[0], dest[1] = "read_only", "OFF"
+	return nil
 }
 
 type memConnector struct{}
