@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mysqlfailover/mysqlfailover/failover"
+	"github.com/mysqlfailover/mysqlfailover/internal/cluster"
 )
 
 // The defaults of RunOptions.
@@ -176,14 +177,7 @@ func sleep(ctx context.Context, cn *Connector, d time.Duration) error {
 	if cn != nil {
 		return cn.cluster.Sleep(ctx, d)
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return cluster.SystemClock.Sleep(ctx, d)
 }
 
 // connectorOfDB returns the Connector of a pool opened with sql.Open("mysqlfailover")
