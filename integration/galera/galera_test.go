@@ -97,9 +97,8 @@ func waitFor(d time.Duration, cond func() bool) bool {
 }
 
 // load runs autocommit INSERTs of unique ids on p from n goroutines until stopped, and
-// records which node took each (by @@port read in the same statement's session: the
-// INSERT's own result has none, so each write is followed by nothing: the node is read
-// from a second statement on the same pinned connection) and every error.
+// records which node took each (the INSERT returns @@port) with the time it was sent, and
+// every error with the time it came back.
 type load struct {
 	once    sync.Once
 	stop    chan struct{}
@@ -109,7 +108,7 @@ type load struct {
 	ok      int
 	errs    []error
 	errAt   []time.Time
-	okAt    []time.Time
+	okAt    []time.Time // when each acknowledged write was sent
 	okNode  []int
 	written []int64
 	lostIDs []int64 // writes that failed
@@ -135,6 +134,7 @@ func startLoad(t *testing.T, ctx context.Context, c *harness.Cluster, p *pool, t
 				}
 				id := l.next.Add(1)
 				var port int
+				sent := time.Now()
 				err := conn.QueryRowContext(ctx, fmt.Sprintf("INSERT INTO %s (id) VALUES (%d) RETURNING @@port", table, id)).Scan(&port)
 				if err != nil {
 					l.fail(err)
@@ -146,7 +146,7 @@ func startLoad(t *testing.T, ctx context.Context, c *harness.Cluster, p *pool, t
 				}
 				l.mu.Lock()
 				l.ok++
-				l.okAt = append(l.okAt, time.Now())
+				l.okAt = append(l.okAt, sent)
 				l.okNode = append(l.okNode, c.NodeByPort(port))
 				l.written = append(l.written, id)
 				l.mu.Unlock()
@@ -166,7 +166,9 @@ func (l *load) fail(err error) {
 
 func (l *load) halt() { l.once.Do(func() { close(l.stop) }); l.wg.Wait() }
 
-// since returns the writes and errors after at.
+// since returns the writes sent after at and the errors returned after at. A write is
+// counted by when it was sent: one sent before a node began refusing may finish on it
+// after (wsrep_reject_queries checks a statement when it starts).
 func (l *load) since(at time.Time) (ok int, nodes map[int]int, errs []error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -313,7 +315,7 @@ func TestGalera(t *testing.T) {
 		defer l.halt()
 		waitFor(5*time.Second, func() bool { ok, _, _ := l.since(time.Time{}); return ok > 10 })
 		must(t, c.Node(1).RejectQueries(ctx, harness.RejectAll))
-		at := time.Now() // writes that ended before the SET took effect may be on node 1
+		at := time.Now() // writes sent before the SET took effect may be on node 1
 		if !waitFor(5*time.Second, func() bool { return p.active(c) != 1 }) {
 			t.Fatalf("pool still on node 1 under wsrep_reject_queries=ALL")
 		}
