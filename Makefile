@@ -21,8 +21,10 @@ vet:
 	cd integration && $(GO) vet ./...
 	for m in $(NESTED); do (cd $$m && $(GO) vet ./...) || exit 1; done
 
+# Each benchmark also runs once (-benchtime 1x): one that no longer runs fails here, not
+# only at the next `make bench`.
 unit:
-	$(GO) test -race -count=1 ./...
+	$(GO) test -race -count=1 -bench . -benchtime 1x ./...
 	for m in $(NESTED); do (cd $$m && $(GO) test -race -count=1 ./...) || exit 1; done
 
 # The mutation run (scripts/mutants.sh): each mutant of scripts/mutants.txt, a decision that
