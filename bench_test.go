@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	sqldriver "database/sql/driver"
 	"errors"
+	"fmt"
 	"io"
 	"testing"
 
@@ -214,11 +215,13 @@ func BenchmarkDBExec(b *testing.B) {
 	}
 }
 
-// splitOverMem is proxyOverMem over a primary and two replicas with replicaReads=true.
-func splitOverMem(b *testing.B) sqldriver.Conn {
+// overMem is proxyOverMem with the options of cfg (conn.ConfigFrom), its hosts named h1...hn.
+func overMem(b *testing.B, hosts int, set func(*dsn.Config)) sqldriver.Conn {
 	cfg := dsn.NewConfig()
-	cfg.Hosts = []dsn.Host{{Name: "h1", Port: 3306}, {Name: "h2", Port: 3306}, {Name: "h3", Port: 3306}}
-	cfg.ReplicaReads = true
+	for k := range hosts {
+		cfg.Hosts = append(cfg.Hosts, dsn.Host{Name: fmt.Sprintf("h%d", k+1), Port: 3306})
+	}
+	set(cfg)
 	cl, err := cluster.New(cfg, cluster.Env{
 		Dial: func(context.Context, int) (sqldriver.Conn, error) { return &memConn{}, nil },
 	})
@@ -230,6 +233,11 @@ func splitOverMem(b *testing.B) sqldriver.Conn {
 		b.Fatal(err)
 	}
 	return c
+}
+
+// splitOverMem is proxyOverMem over a primary and two replicas with replicaReads=true.
+func splitOverMem(b *testing.B) sqldriver.Conn {
+	return overMem(b, 3, func(cfg *dsn.Config) { cfg.ReplicaReads = true })
 }
 
 // BenchmarkRouting is the cost of read/write splitting per query (issue 14's goal: at
@@ -269,20 +277,7 @@ func BenchmarkRouting(b *testing.B) {
 
 // replayOverMem is proxyOverMem with transactionReplay=true.
 func replayOverMem(b *testing.B) sqldriver.Conn {
-	cfg := dsn.NewConfig()
-	cfg.Hosts = []dsn.Host{{Name: "h1", Port: 3306}, {Name: "h2", Port: 3306}}
-	cfg.TransactionReplay = true
-	cl, err := cluster.New(cfg, cluster.Env{
-		Dial: func(context.Context, int) (sqldriver.Conn, error) { return &memConn{}, nil },
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	c, err := conn.Open(context.Background(), cl, conn.ConfigFrom(cfg, nil))
-	if err != nil {
-		b.Fatal(err)
-	}
-	return c
+	return overMem(b, 2, func(cfg *dsn.Config) { cfg.TransactionReplay = true })
 }
 
 // BenchmarkTxStatements is one transaction of two statements (an UPDATE with an

@@ -157,7 +157,7 @@ func TestDriverOpenSharesOneConnector(t *testing.T) {
 	defer goleak.VerifyNone(t, ignoreSQLMock)
 	// The step clock's sleeps wait for Advance: a walk that sleeps where the test does not
 	// expect it would wait forever without the deadline (boundedCtx).
-	ctx := boundedCtx(t)
+	ctx := fake.Context(t)
 	n := fake.NewNet(t, 2)
 	openPortScript(n, 2)
 	clk := newStepClock(t)
@@ -266,7 +266,7 @@ func TestDriverOpenSharedConnectorLifecycle(t *testing.T) {
 	defer goleak.VerifyNone(t, ignoreSQLMock)
 	// The step clock's sleeps wait for Advance: a walk that sleeps where the test does not
 	// expect it would wait forever without the deadline (boundedCtx).
-	ctx := boundedCtx(t)
+	ctx := fake.Context(t)
 	n := fake.NewNet(t, 2)
 	openPortScript(n, 2)
 	clk := newStepClock(t)

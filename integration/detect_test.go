@@ -65,15 +65,6 @@ func durations(ds []time.Duration) string {
 	return fmt.Sprintf("median=%v min=%v max=%v n=%d", r(s[len(s)/2]), r(s[0]), r(s[len(s)-1]), len(s))
 }
 
-// loadAvg returns the first field of /proc/loadavg ("" where there is none).
-func loadAvg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return ""
-	}
-	return strings.Join(strings.Fields(string(b))[:3], " ")
-}
-
 // TestDetectHungPrimary: node 1 of 2, the primary, is frozen (SIGSTOP) or blackholed
 // (the proxy holds every byte, both ways) under 4 reading goroutines, repeatedly (healed
 // between faults, the pool back on node 1 after switchBackDelay, the probes steady for
@@ -152,7 +143,7 @@ func TestDetectHungPrimary(t *testing.T) {
 			}
 			fig := func(k string, v any) { t.Logf("FIGURE %s: %s=%v", t.Name(), k, v) }
 			fig("params", detectParams)
-			fig("loadavg", loadAvg())
+			fig("loadavg", harness.LoadAverage())
 			fig("fault_to_switch", durations(toSwitch))
 			fig("fault_to_abort", durations(toAbort))
 			fig("within_300ms", fmt.Sprintf("%d/%d", within, len(toSwitch)))
@@ -269,7 +260,7 @@ func TestDetectSlowPrimary(t *testing.T) {
 			fig := func(k string, v any) { t.Logf("FIGURE %s: %s=%v", t.Name(), k, v) }
 			fig("params", detectParams)
 			fig("seconds", seconds)
-			fig("loadavg", loadAvg())
+			fig("loadavg", harness.LoadAverage())
 			fig("false_failovers", switches)
 			fig("aborts", aborts)
 			fig("probe_failures_node1", ev.count(failover.EventProbe, n1.ProxyAddr()))

@@ -275,17 +275,11 @@ func (c *Cluster) setUpReplication(ctx context.Context) error {
 			return fmt.Errorf("harness: node 1 runs %s, node %d %s: one flavour per cluster", c.flavour, r.idx, r.flavour)
 		}
 	}
-	for _, q := range []string{
+	repl := []string{
 		"CREATE USER '" + replUser + "'@'%' IDENTIFIED BY '" + replPassword + "'",
 		"GRANT REPLICATION SLAVE ON *.* TO '" + replUser + "'@'%'",
-		"CREATE DATABASE " + AppDB,
-		"CREATE DATABASE " + AppDB2,
-		"CREATE USER '" + AppUser + "'@'%' IDENTIFIED BY '" + AppPassword + "'",
-		"GRANT ALL ON " + AppDB + ".* TO '" + AppUser + "'@'%'",
-		"GRANT ALL ON " + AppDB2 + ".* TO '" + AppUser + "'@'%'",
-		// The driver's probes read replica lag (replicaReads with maxReplicaLag).
-		c.flavour.monitorGrant("'" + AppUser + "'@'%'"),
-	} {
+	}
+	for _, q := range append(repl, c.flavour.appSetUp()...) {
 		if err := p.Exec(ctx, q); err != nil {
 			return fmt.Errorf("harness: primary set-up: %w", err)
 		}

@@ -152,6 +152,21 @@ func (f Flavour) stopReplica(forget bool) []string {
 	return []string{stop}
 }
 
+// appSetUp is what the application gets on a new cluster: AppDB and AppDB2, AppUser with
+// every privilege on both, and monitorGrant's (the driver's probes read replica lag for
+// replicaReads with maxReplicaLag).
+func (f Flavour) appSetUp() []string {
+	user := "'" + AppUser + "'@'%'"
+	return []string{
+		"CREATE DATABASE " + AppDB,
+		"CREATE DATABASE " + AppDB2,
+		"CREATE USER " + user + " IDENTIFIED BY '" + AppPassword + "'",
+		"GRANT ALL ON " + AppDB + ".* TO " + user,
+		"GRANT ALL ON " + AppDB2 + ".* TO " + user,
+		f.monitorGrant(user),
+	}
+}
+
 // monitorGrant is the GRANT that lets user read the replica status (SHOW REPLICA STATUS),
 // as mysqlfailover's probes do for maxReplicaLag: SLAVE MONITOR on MariaDB 10.5.9+,
 // REPLICATION CLIENT on MySQL. Neither bypasses read_only.

@@ -390,6 +390,20 @@ func (n *Node) needGalera(what string) error {
 	return nil
 }
 
+// setGmcastIsolate sets gmcast.isolate (Galera closes its group connections and refuses
+// new ones, or reconnects) and records it for Isolated.
+func (n *Node) setGmcastIsolate(ctx context.Context, on bool) error {
+	v := 0
+	if on {
+		v = 1
+	}
+	if err := n.Exec(ctx, fmt.Sprintf("SET GLOBAL wsrep_provider_options='gmcast.isolate=%d'", v)); err != nil {
+		return err
+	}
+	n.setIsolated(on)
+	return nil
+}
+
 func (n *Node) setIsolated(on bool) {
 	n.mu.Lock()
 	n.isolated = on
@@ -419,10 +433,9 @@ func (n *Node) Isolate(ctx context.Context) error {
 	if err := n.needGalera("isolate"); err != nil {
 		return err
 	}
-	if err := n.Exec(ctx, "SET GLOBAL wsrep_provider_options='gmcast.isolate=1'"); err != nil {
+	if err := n.setGmcastIsolate(ctx, true); err != nil {
 		return err
 	}
-	n.setIsolated(true)
 	if _, err := n.WaitStatus(ctx, "non-Primary", func(s GaleraStatus) bool { return s.ClusterStatus != "Primary" }); err != nil {
 		return err
 	}
@@ -457,10 +470,9 @@ func (n *Node) Unisolate(ctx context.Context) error {
 	if err := n.needGalera("unisolate"); err != nil {
 		return err
 	}
-	if err := n.Exec(ctx, "SET GLOBAL wsrep_provider_options='gmcast.isolate=0'"); err != nil {
+	if err := n.setGmcastIsolate(ctx, false); err != nil {
 		return err
 	}
-	n.setIsolated(false)
 	_, err := n.WaitStatus(ctx, "Synced", GaleraStatus.Synced)
 	return err
 }
@@ -591,13 +603,7 @@ func (c *Cluster) LoseQuorum(ctx context.Context, survivor int) error {
 			others = append(others, n)
 		}
 	}
-	if err := eachNode(others, func(n *Node) error {
-		if err := n.Exec(ctx, "SET GLOBAL wsrep_provider_options='gmcast.isolate=1'"); err != nil {
-			return err
-		}
-		n.setIsolated(true)
-		return nil
-	}); err != nil {
+	if err := eachNode(others, func(n *Node) error { return n.setGmcastIsolate(ctx, true) }); err != nil {
 		return err
 	}
 	return eachNode(append(others, s), func(n *Node) error {
@@ -621,13 +627,7 @@ func (c *Cluster) RestoreQuorum(ctx context.Context) error {
 			isolated = append(isolated, n)
 		}
 	}
-	if err := eachNode(isolated, func(n *Node) error {
-		if err := n.Exec(ctx, "SET GLOBAL wsrep_provider_options='gmcast.isolate=0'"); err != nil {
-			return err
-		}
-		n.setIsolated(false)
-		return nil
-	}); err != nil {
+	if err := eachNode(isolated, func(n *Node) error { return n.setGmcastIsolate(ctx, false) }); err != nil {
 		return err
 	}
 	return c.WaitSynced(ctx)
@@ -754,14 +754,7 @@ func (c *Cluster) setUpGalera(ctx context.Context) error {
 	}); err != nil {
 		return fmt.Errorf("harness: Galera set-up: %w", err)
 	}
-	for _, q := range []string{
-		"CREATE DATABASE " + AppDB,
-		"CREATE DATABASE " + AppDB2,
-		"CREATE USER '" + AppUser + "'@'%' IDENTIFIED BY '" + AppPassword + "'",
-		"GRANT ALL ON " + AppDB + ".* TO '" + AppUser + "'@'%'",
-		"GRANT ALL ON " + AppDB2 + ".* TO '" + AppUser + "'@'%'",
-		c.flavour.monitorGrant("'" + AppUser + "'@'%'"),
-	} {
+	for _, q := range c.flavour.appSetUp() {
 		if err := p.Exec(ctx, q); err != nil {
 			return fmt.Errorf("harness: Galera set-up: %w", err)
 		}

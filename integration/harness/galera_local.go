@@ -4,11 +4,8 @@ package harness
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"math/rand/v2"
 	"net"
@@ -116,24 +113,17 @@ func (b *LocalBackend) prepareGalera(ctx context.Context, g *GaleraSpec) (*local
 // from the plain template (about 0.5 s) and cached. Nodes started from copies of it join
 // each other with no state transfer.
 func (b *LocalBackend) makeGaleraTemplate(ctx context.Context, lg *localGalera) (string, error) {
-	h := sha256.New()
 	fi, _ := os.Stat(lg.provider)
 	var size, mtime int64
 	if fi != nil {
 		size, mtime = fi.Size(), fi.ModTime().Unix()
 	}
-	for _, s := range append([]string{galeraTemplateVersion, b.tplKey, lg.provider, strconv.FormatInt(size, 10),
-		strconv.FormatInt(mtime, 10), galeraTuning}, innodbArgs...) {
-		io.WriteString(h, s+"\x00")
-	}
-	key := "galera-" + hex.EncodeToString(h.Sum(nil))[:16]
+	key := "galera-" + templateKey(append([]string{galeraTemplateVersion, b.tplKey, lg.provider,
+		strconv.FormatInt(size, 10), strconv.FormatInt(mtime, 10), galeraTuning}, innodbArgs...))
 	cache := cacheDir()
-	if cache != "" {
-		dir := filepath.Join(cache, key)
-		if _, err := os.Stat(filepath.Join(dir, ".complete")); err == nil {
-			b.logf("harness: Galera template data directory reused from %s", dir)
-			return filepath.Join(dir, "data"), nil
-		}
+	if dir, ok := cachedTemplate(cache, key); ok {
+		b.logf("harness: Galera template data directory reused from %s", dir)
+		return filepath.Join(dir, "data"), nil
 	}
 	begin := time.Now()
 	dir := filepath.Join(b.root, "galera-template")

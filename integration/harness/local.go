@@ -228,19 +228,12 @@ func (b *LocalBackend) prepare(ctx context.Context) error {
 // stored in the cache (best effort, atomically by rename, so concurrent test processes
 // never see half a template).
 func (b *LocalBackend) makeTemplate(ctx context.Context, version string) (string, error) {
-	h := sha256.New()
-	for _, s := range append([]string{templateVersion, b.bin, version}, innodbArgs...) {
-		io.WriteString(h, s+"\x00")
-	}
-	key := hex.EncodeToString(h.Sum(nil))[:16]
+	key := templateKey(append([]string{templateVersion, b.bin, version}, innodbArgs...))
 	b.tplKey = key
 	cache := cacheDir()
-	if cache != "" {
-		dir := filepath.Join(cache, key)
-		if _, err := os.Stat(filepath.Join(dir, ".complete")); err == nil {
-			b.logf("harness: template data directory reused from %s", dir)
-			return filepath.Join(dir, "data"), nil
-		}
+	if dir, ok := cachedTemplate(cache, key); ok {
+		b.logf("harness: template data directory reused from %s", dir)
+		return filepath.Join(dir, "data"), nil
 	}
 
 	start := time.Now()
@@ -295,6 +288,28 @@ func removeStale(base string) {
 	}
 }
 
+// templateKey is the cache key of a template made from parts (16 hex digits of their
+// SHA-256).
+func templateKey(parts []string) string {
+	h := sha256.New()
+	for _, s := range parts {
+		io.WriteString(h, s+"\x00")
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// cachedTemplate returns the directory of the complete template stored in cache under
+// key, if there is one (cache "": no cache).
+func cachedTemplate(cache, key string) (string, bool) {
+	if cache == "" {
+		return "", false
+	}
+	dir := filepath.Join(cache, key)
+	_, err := os.Stat(filepath.Join(dir, ".complete"))
+	return dir, err == nil
+}
+
+// storeTemplate copies the template tpl into cache under key, atomically by rename.
 func storeTemplate(cache, key, tpl string) error {
 	if err := os.MkdirAll(cache, 0o755); err != nil {
 		return err

@@ -410,11 +410,11 @@ func TestOneFallBackAttemptAtATime(t *testing.T) {
 	r, entered, release := newProbeRig(t)
 	done := make(chan driver.Conn, 1)
 	go func() {
-		c, _, _ := r.cl.TryFallBack(testCtx(t), nil)
+		c, _, _ := r.cl.TryFallBack(fake.Context(t), nil)
 		done <- c
 	}()
 	fake.Await(t, "the first fall-back attempt's dial of H1", entered)
-	if c2, _, err := r.cl.TryFallBack(testCtx(t), nil); c2 != nil || err != nil {
+	if c2, _, err := r.cl.TryFallBack(fake.Context(t), nil); c2 != nil || err != nil {
 		t.Fatalf("second concurrent fall-back attempt made: %v %v", c2, err)
 	}
 	close(release)
@@ -593,7 +593,7 @@ func TestHostTimeoutBoundsEachAttempt(t *testing.T) {
 			return r.net.Dial(ctx, h)
 		}
 	})
-	c, h, err := r.cl.Connect(testCtx(t), nil) // bounded: a hostTimeout not applied would hang
+	c, h, err := r.cl.Connect(fake.Context(t), nil) // bounded: a hostTimeout not applied would hang
 	if err != nil || h != 1 {
 		t.Fatalf("Connect: H%d %v", h+1, err)
 	}
@@ -771,11 +771,11 @@ func TestOneProbeOfThePrimaryPerPool(t *testing.T) {
 	r, entered, release := newProbeRig(t)
 	done := make(chan driver.Conn, 1)
 	go func() {
-		c, _, _ := r.cl.Connect(testCtx(t), nil) // due: probes H1
+		c, _, _ := r.cl.Connect(fake.Context(t), nil) // due: probes H1
 		done <- c
 	}()
 	fake.Await(t, "the probing connection's dial of H1", entered)
-	c2, h, err := r.cl.Connect(testCtx(t), nil) // must not touch H1
+	c2, h, err := r.cl.Connect(fake.Context(t), nil) // must not touch H1
 	if err != nil || h != 1 {
 		t.Fatalf("second connection: H%d %v, want H2 without waiting for the probe", h+1, err)
 	}

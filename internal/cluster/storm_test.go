@@ -67,7 +67,7 @@ func (s *stormRig) storm(t *testing.T) []stormResult {
 	t.Helper()
 	defer s.release()
 	results := make([]stormResult, stormConns)
-	ctx := testCtx(t)
+	ctx := fake.Context(t)
 	var wg sync.WaitGroup
 	start := make(chan struct{})
 	for i := range results {

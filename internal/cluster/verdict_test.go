@@ -237,7 +237,7 @@ func TestRecoverOneCheckForManySessions(t *testing.T) {
 			return r.net.Dial(ctx, h)
 		}
 	})
-	ctx := testCtx(t)
+	ctx := fake.Context(t)
 	var wg sync.WaitGroup
 	hosts := make([]int, n)
 	errs := make([]error, n)

@@ -10,6 +10,7 @@ import (
 	"github.com/DATA-DOG/go-sqlmock"
 
 	"github.com/mysqlfailover/mysqlfailover/dsn"
+	"github.com/mysqlfailover/mysqlfailover/internal/fake"
 )
 
 // Causal reads count every write, whatever path it took to the primary (issue 24): a
@@ -109,7 +110,7 @@ func TestCausalReadsCountEveryWritePath(t *testing.T) {
 	for _, mode := range []string{"local", "global"} {
 		for _, p := range paths {
 			t.Run(mode+"/"+p.name, func(t *testing.T) {
-				ctx := testCtx(t)
+				ctx := fake.Context(t)
 				e, cfg := causalEnv(t, mode)
 				e.script(0, all(p.script, gtidRows(positionQuery(mode), causalPos)))
 				e.script(1, replicaSession(waitRows(causalPos, 0), queryRows("SELECT r", 2)))
@@ -141,7 +142,7 @@ func TestCausalGlobalCommitAfterPositionRead(t *testing.T) {
 			gtidRows("SELECT @@global.gtid_binlog_pos", "0-1-9"))) // and after it
 	e.script(1, replicaSession(waitRows("0-1-8", 0), queryRows("SELECT r", 2), waitRows("0-1-9", 0), queryRows("SELECT r", 2)))
 	w, r := e.open(cfg), e.open(cfg)
-	tx, err := w.BeginTx(testCtx(t), driver.TxOptions{})
+	tx, err := w.BeginTx(fake.Context(t), driver.TxOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +172,7 @@ func TestCausalReachedPositionGlobal(t *testing.T) {
 		ok("INSERT b"), gtidRows("SELECT @@global.gtid_binlog_pos", "0-1-6")))
 	e.script(1, replicaSession(waitRows("0-1-5", 0), waitRows("0-1-6", 0),
 		queryRows("SELECT r", 2), queryRows("SELECT r", 2), queryRows("SELECT r", 2), queryRows("SELECT r", 2)))
-	ctx := testCtx(t)
+	ctx := fake.Context(t)
 	sc := sqlConn(t, e.db(cfg, 1))
 	defer sc.Close()
 	if _, err := sc.ExecContext(ctx, "INSERT a"); err != nil {

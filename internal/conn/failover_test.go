@@ -657,7 +657,7 @@ func TestQueuedCallerGetsNoBadConnAfterThePoolMoved(t *testing.T) {
 	held := sqlConn(t, db) // the only connection, on H1
 	done := make(chan error, 1)
 	go func() {
-		_, err := db.ExecContext(testCtx(t), q) // queued behind held
+		_, err := db.ExecContext(fake.Context(t), q) // queued behind held
 		done <- err
 	}()
 	fake.WaitFor(t, "the caller queued at MaxOpenConns", func() bool { return db.Stats().WaitCount > 0 })

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/mysqlfailover/mysqlfailover/failover"
+	"github.com/mysqlfailover/mysqlfailover/internal/fake"
 )
 
 // TestNoFallBackInsideAutocommitOffThroughThePool (invariants 3 and 6; a second path
@@ -18,7 +19,7 @@ func TestNoFallBackInsideAutocommitOffThroughThePool(t *testing.T) {
 	e.script(0, nil, all(ok("SET autocommit = 0"), ok("AFTER")))
 	e.script(1, all(ok("SET autocommit = 0"), ok("UPDATE a"), queryRows("SELECT v", 2), ok("COMMIT")))
 	db := e.db(seqB, 1)
-	ctx := testCtx(t)
+	ctx := fake.Context(t)
 	if err := db.PingContext(ctx); err != nil { // the pool's one connection, on H1
 		t.Fatal(err)
 	}

@@ -733,15 +733,7 @@ func (c *Conn) replayOne(ctx context.Context, e *entry) error {
 		return c.replayFailed(ctx, e, s)
 	}
 	if !e.isQuery {
-		var res driver.Result
-		var err error
-		if s != nil {
-			res, err = s.(driver.StmtExecContext).ExecContext(ctx, e.args)
-		} else if c.execer != nil {
-			res, err = c.execer.ExecContext(ctx, e.query, e.args)
-		} else {
-			return &replayError{why: "the connection cannot run statements directly"}
-		}
+		res, err := c.replayExec(ctx, e, s)
 		if err != nil {
 			return dataAsMismatch(ctx, err)
 		}
@@ -756,15 +748,7 @@ func (c *Conn) replayOne(ctx context.Context, e *entry) error {
 		e.affected, e.insertID = affected, id // what the result answers from now on
 		return nil
 	}
-	var rows driver.Rows
-	var err error
-	if s != nil {
-		rows, err = s.(driver.StmtQueryContext).QueryContext(ctx, e.args)
-	} else if c.queryer != nil {
-		rows, err = c.queryer.QueryContext(ctx, e.query, e.args)
-	} else {
-		return &replayError{why: "the connection cannot run queries directly"}
-	}
+	rows, err := c.replayQuery(ctx, e, s)
 	if err != nil {
 		return dataAsMismatch(ctx, err)
 	}
@@ -801,21 +785,13 @@ func (c *Conn) replayOne(ctx context.Context, e *entry) error {
 // prepared): it must fail with the same error.
 func (c *Conn) replayFailed(ctx context.Context, e *entry, s driver.Stmt) error {
 	var err error
-	switch {
-	case s != nil && e.isQuery:
+	if e.isQuery {
 		var rows driver.Rows
-		if rows, err = s.(driver.StmtQueryContext).QueryContext(ctx, e.args); err == nil {
+		if rows, err = c.replayQuery(ctx, e, s); err == nil {
 			_ = rows.Close()
 		}
-	case s != nil:
-		_, err = s.(driver.StmtExecContext).ExecContext(ctx, e.args)
-	case e.isQuery && c.queryer != nil:
-		var rows driver.Rows
-		if rows, err = c.queryer.QueryContext(ctx, e.query, e.args); err == nil {
-			_ = rows.Close()
-		}
-	case c.execer != nil:
-		_, err = c.execer.ExecContext(ctx, e.query, e.args)
+	} else {
+		_, err = c.replayExec(ctx, e, s)
 	}
 	var me *mysql.MySQLError
 	switch {
@@ -828,6 +804,29 @@ func (c *Conn) replayFailed(ctx context.Context, e *entry, s driver.Stmt) error 
 		return &replayError{why: fmt.Sprintf("it failed with %v on replay, the application saw error %d", err, e.errno)}
 	}
 	return err
+}
+
+// replayExec runs the recorded statement e through s (nil: not prepared) or the
+// connection.
+func (c *Conn) replayExec(ctx context.Context, e *entry, s driver.Stmt) (driver.Result, error) {
+	switch {
+	case s != nil:
+		return s.(driver.StmtExecContext).ExecContext(ctx, e.args)
+	case c.execer != nil:
+		return c.execer.ExecContext(ctx, e.query, e.args)
+	}
+	return nil, &replayError{why: "the connection cannot run statements directly"}
+}
+
+// replayQuery runs the recorded query e through s (nil: not prepared) or the connection.
+func (c *Conn) replayQuery(ctx context.Context, e *entry, s driver.Stmt) (driver.Rows, error) {
+	switch {
+	case s != nil:
+		return s.(driver.StmtQueryContext).QueryContext(ctx, e.args)
+	case c.queryer != nil:
+		return c.queryer.QueryContext(ctx, e.query, e.args)
+	}
+	return nil, &replayError{why: "the connection cannot run queries directly"}
 }
 
 // dataAsMismatch returns err when it is the session's failure (communication, or the

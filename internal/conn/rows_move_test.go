@@ -9,6 +9,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/mysqlfailover/mysqlfailover/failover"
+	"github.com/mysqlfailover/mysqlfailover/internal/fake"
 )
 
 // TestPoolMoveWhileRowsOpen (invariant 5, issue 24): when the pool moves while a
@@ -40,7 +41,7 @@ func TestPoolMoveWhileRowsOpen(t *testing.T) {
 			// SwitchTo's own attempt, then the reader's: H2 is the primary now.
 			[]step{nil, ok("NEXT")},
 			func(t *testing.T, e *env, _ *Conn) {
-				if err := e.cl.SwitchTo(testCtx(t), h2); err != nil {
+				if err := e.cl.SwitchTo(fake.Context(t), h2); err != nil {
 					t.Fatalf("SwitchTo: %v", err)
 				}
 			}},

@@ -1,6 +1,7 @@
 package fake
 
 import (
+	"context"
 	"sync"
 	"testing"
 	"time"
@@ -11,6 +12,17 @@ import (
 // for a busy machine, short enough that a change of the code that never signals ends the
 // suite quickly instead of hanging it until go test's timeout.
 const Bound = 10 * time.Second
+
+// Context returns a context that ends Bound after the call, cancelled when the test ends:
+// the context of a call on fake hosts or the fake clock that could otherwise wait forever
+// (a dial that blocks until its context ends, a walk that sleeps one pass more, a pool
+// that never frees a connection), so that it returns with the context's error and the
+// test fails saying why instead of hanging until go test's timeout.
+func Context(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), Bound)
+	t.Cleanup(cancel)
+	return ctx
+}
 
 // Await waits for done to be closed (or to deliver a value) for at most Bound of real
 // time, and fails the test naming what when it is not.

@@ -81,7 +81,7 @@ func run() int {
 	freezes := envInt("DETECT_FREEZES", 25, 0)
 	label := os.Getenv("DETECT_LABEL")
 	began := time.Now()
-	loadBefore := loadAvg()
+	loadBefore := harness.LoadAverage()
 	logf("load average before: %s", loadBefore)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -125,7 +125,7 @@ func run() int {
 	fmt.Println("|---|---|")
 	fmt.Printf("| started | %s |\n", began.UTC().Format("2006-01-02 15:04 UTC"))
 	fmt.Printf("| took | %v |\n", time.Since(began).Round(time.Second))
-	fmt.Printf("| load average (1, 5, 15 min) | before %s; after %s |\n", loadBefore, loadAvg())
+	fmt.Printf("| load average (1, 5, 15 min) | before %s; after %s |\n", loadBefore, harness.LoadAverage())
 	fmt.Printf("| server | %s, 2 nodes through toxiproxy |\n", version)
 	fmt.Printf("| Go | %s, %d CPUs |\n", runtime.Version(), runtime.NumCPU())
 	fmt.Printf("| params | `%s` |\n\n", params)
@@ -528,17 +528,4 @@ func logf(format string, args ...any) {
 func fail(err error) int {
 	fmt.Fprintln(os.Stderr, "benchdetect:", err)
 	return 1
-}
-
-// loadAvg is the first three fields of /proc/loadavg.
-func loadAvg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "unknown"
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "unknown"
-	}
-	return strings.Join(f[:3], " ")
 }

@@ -99,7 +99,7 @@ func run() int {
 	flag.Set("test.benchtime", s.benchtime.String())
 
 	began := time.Now()
-	loadBefore := loadAvg()
+	loadBefore := harness.LoadAverage()
 	logf("load average before: %s", loadBefore)
 
 	dir, err := os.MkdirTemp("", "benchpeers-")
@@ -235,7 +235,7 @@ func run() int {
 				if results[f.name][w] == nil {
 					results[f.name][w] = map[string][]figures{}
 				}
-				logf("fault round %d/%d: %s, %d workers (load %s)", rep+1, s.repeat, f.name, w, loadAvg())
+				logf("fault round %d/%d: %s, %d workers (load %s)", rep+1, s.repeat, f.name, w, harness.LoadAverage())
 				figs, err := runFault(c, f, clients, w, s, fmt.Sprintf("%s-%dw-r%d", strings.ReplaceAll(f.name, " ", ""), w, rep+1))
 				if err != nil {
 					// One round lost is a figure less, not a run lost: say so in the report.
@@ -251,7 +251,7 @@ func run() int {
 		}
 	}
 
-	loadAfter := loadAvg()
+	loadAfter := harness.LoadAverage()
 	logf("load average after: %s", loadAfter)
 	report(reportInput{
 		s: s, began: began, took: time.Since(began), loadBefore: loadBefore, loadAfter: loadAfter,
@@ -275,19 +275,6 @@ func logf(format string, args ...any) {
 func fail(err error) int {
 	fmt.Fprintln(os.Stderr, "benchpeers:", err)
 	return 1
-}
-
-// loadAvg is the first three fields of /proc/loadavg.
-func loadAvg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "unknown"
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "unknown"
-	}
-	return strings.Join(f[:3], " ")
 }
 
 func firstLine(name string, args ...string) string {
