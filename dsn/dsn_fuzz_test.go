@@ -139,8 +139,10 @@ func checkParsed(t *testing.T, s string, c *Config) {
 	}
 	hostList := make([]string, len(c.Hosts))
 	for i, h := range c.Hosts {
-		if a := h.Addr(); strings.ContainsAny(a, ";=") {
-			t.Fatalf("Hosts[%d].Addr() = %q", i, a)
+		// A ";dc=" label is never left in the address of a host that takes one; a unix
+		// socket's path takes none and is taken as it is, ';' and '=' included.
+		if a := h.Addr(); strings.ContainsAny(a, ";=") && c.MySQL.Net != "unix" {
+			t.Fatalf("Parse(%q): Hosts[%d].Addr() = %q", s, i, a)
 		}
 		wantStr := h.Addr()
 		if h.DC != "" {
