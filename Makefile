@@ -16,8 +16,11 @@ BENCHSTAT = $(GO) run golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9
 test:
 	@MAKE="$(MAKE)" GO="$(GO)" ./scripts/test.sh server vet fuzz-ci integration unit gosqldriver-suite soak containers
 
+# Also checks that every mutant of scripts/mutants.txt still finds its text (a refactor that
+# moves it leaves `make mutants` blind to that decision).
 vet:
 	$(GO) vet ./...
+	./scripts/mutants.sh --check
 	cd integration && $(GO) vet ./...
 	for m in $(NESTED); do (cd $$m && $(GO) vet ./...) || exit 1; done
 
