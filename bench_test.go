@@ -37,10 +37,16 @@ func (r *memRows) Next(dest []sqldriver.Value) error {
 	return nil
 }
 
-func (c *memConn) Prepare(string) (sqldriver.Stmt, error) { return memStmt{}, nil }
+func (c *memConn) Prepare(string) (sqldriver.Stmt, error) { return memStmt{c}, nil }
 
-// memStmt is memConn's prepared statement.
-type memStmt struct{}
+// memStmt is memConn's prepared statement (one pointer: held in an interface without
+// allocating).
+type memStmt struct{ c *memConn }
+
+func (s memStmt) QueryContext(context.Context, []sqldriver.NamedValue) (sqldriver.Rows, error) {
+	s.c.rows.left = 1
+	return &s.c.rows, nil
+}
 
 func (memStmt) Close() error  { return nil }
 func (memStmt) NumInput() int { return -1 }
@@ -177,6 +183,42 @@ func BenchmarkStmtExec(b *testing.B) {
 				if _, err := e.ExecContext(ctx, args); err != nil {
 					b.Fatal(err)
 				}
+			}
+		})
+	}
+}
+
+// BenchmarkPrepareQuery is what database/sql does for a query with arguments when
+// go-sql-driver answers driver.ErrSkip (interpolateParams off): prepare, query, read one
+// row, close the rows and the statement. The proxy reuses its Stmt and Rows proxies, so it
+// allocates no more than the bare connection.
+func BenchmarkPrepareQuery(b *testing.B) {
+	ctx := context.Background()
+	dest := make([]sqldriver.Value, 1)
+	args := []sqldriver.NamedValue{{Ordinal: 1, Value: int64(1)}}
+	for _, impl := range []struct {
+		name string
+		conn func(*testing.B) sqldriver.Conn
+	}{
+		{"bare", func(*testing.B) sqldriver.Conn { return &memConn{} }},
+		{"proxy", proxyOverMem},
+	} {
+		b.Run("impl="+impl.name, func(b *testing.B) {
+			c := impl.conn(b)
+			b.ReportAllocs()
+			for b.Loop() {
+				s, err := c.Prepare("SELECT v FROM t WHERE id=?")
+				if err != nil {
+					b.Fatal(err)
+				}
+				rows, err := s.(sqldriver.StmtQueryContext).QueryContext(ctx, args)
+				if err != nil {
+					b.Fatal(err)
+				}
+				for rows.Next(dest) == nil {
+				}
+				rows.Close()
+				s.Close()
 			}
 		})
 	}

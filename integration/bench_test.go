@@ -90,6 +90,68 @@ func BenchmarkRealPointSelect(b *testing.B) {
 	}
 }
 
+// BenchmarkRealPrepared is a loop over one prepared statement (db.Prepare once, then
+// the point SELECT of BenchmarkRealPointSelect run through it): one round trip each.
+func BenchmarkRealPrepared(b *testing.B) {
+	c := harness.Start(b, 1)
+	ctx := context.Background()
+	benchPointTable(b, c)
+	for _, impl := range benchImpls {
+		b.Run("impl="+impl, func(b *testing.B) {
+			db := benchOpen(b, impl, c.DirectDSN(1, ""))
+			st, err := db.PrepareContext(ctx, "SELECT v FROM bench_pk WHERE id = ?")
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer st.Close()
+			var v string
+			id := 0
+			b.ReportAllocs()
+			cpu := benchCPUStart()
+			for b.Loop() {
+				id = id%benchRows + 1
+				if err := st.QueryRowContext(ctx, id).Scan(&v); err != nil {
+					b.Fatal(err)
+				}
+			}
+			cpu.report(b)
+		})
+	}
+}
+
+// BenchmarkRealScan reads 100 rows of two columns (id, v) of the point-select table.
+func BenchmarkRealScan(b *testing.B) {
+	c := harness.Start(b, 1)
+	ctx := context.Background()
+	benchPointTable(b, c)
+	for _, impl := range benchImpls {
+		b.Run("impl="+impl, func(b *testing.B) {
+			db := benchOpen(b, impl, c.DirectDSN(1, ""))
+			var id int
+			var v string
+			b.ReportAllocs()
+			cpu := benchCPUStart()
+			for b.Loop() {
+				rows, err := db.QueryContext(ctx, "SELECT id, v FROM bench_pk WHERE id <= 100")
+				if err != nil {
+					b.Fatal(err)
+				}
+				n := 0
+				for rows.Next() {
+					if err := rows.Scan(&id, &v); err != nil {
+						b.Fatal(err)
+					}
+					n++
+				}
+				if err := rows.Close(); err != nil || n != 100 {
+					b.Fatalf("%d rows, %v", n, err)
+				}
+			}
+			cpu.report(b)
+		})
+	}
+}
+
 // BenchmarkPairedDrivers runs the same statements as BenchmarkRealSelect1 and
 // BenchmarkRealPointSelect through both drivers alternately, one statement each per
 // iteration (the order swapped every iteration), each timed on its own: both see the same

@@ -153,6 +153,12 @@ type Conn struct {
 	checked    bool   // ResetSession just ran the liveness check: the next ready skips its own
 	closed     bool
 
+	// freeRows is the Rows proxy the next result set reuses when none is open (rows is
+	// 0), and freeStmt the last closed Stmt proxy, which the next prepare reuses: a
+	// statement through the proxy allocates nothing go-sql-driver does not.
+	freeRows stmt.Rows
+	freeStmt *stmt.Stmt
+
 	st        txState // the physical session's transaction state
 	dsnAC     uint8   // the autocommit of a new physical session (Config.Autocommit)
 	dsnCT     uint8   // its completion_type (Config.CompletionType)
@@ -684,16 +690,31 @@ func (o *h) Fail(ctx context.Context, epoch uint64, err error, r stmt.Retry, k s
 // RowsOpened implements stmt.Owner: every Rows, of a plain query or of a prepared
 // statement, counts, so that the count never goes negative and no switch or fall-back
 // closes a physical connection whose results are still being read.
-func (o *h) RowsOpened() stmt.RowSink {
+func (o *h) RowsOpened() (stmt.RowSink, *stmt.Rows) {
+	var reuse *stmt.Rows
+	if o.rows == 0 {
+		reuse = &o.freeRows // every earlier Rows is closed, the one in it too
+	}
 	o.rows++
 	if o.log != nil {
-		return o.log.takeSink()
+		return o.log.takeSink(), reuse
 	}
-	return nil
+	return nil, reuse
 }
 
 // RowsClosed implements stmt.Owner.
 func (o *h) RowsClosed() { o.rows-- }
+
+// StmtClosed implements stmt.Owner: the next prepare reuses s.
+func (o *h) StmtClosed(s *stmt.Stmt) { o.freeStmt = s }
+
+// newStmt wraps inner, prepared from query on the physical connection of epoch, in the
+// last closed Stmt proxy, or in a new one.
+func (c *Conn) newStmt(query string, inner driver.Stmt, epoch uint64, k stmt.Kind) *stmt.Stmt {
+	s := stmt.New(c.freeStmt, (*h)(c), query, inner, epoch, k)
+	c.freeStmt = nil
+	return s
+}
 
 // CheckNamedValue implements stmt.Owner.
 func (o *h) CheckNamedValue(nv *driver.NamedValue) error {
@@ -870,7 +891,7 @@ func (c *Conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, e
 				s, err := prepareOn(ctx, rs.phys, query)
 				if err == nil {
 					c.sp.prefer = rs.host
-					return stmt.New((*h)(c), query, s, rs.epoch, k), nil
+					return c.newStmt(query, s, rs.epoch, k), nil
 				}
 				retry, out := c.fail(ctx, rs.epoch, err, retryFor(attempt, stmt.RetryAlways), kPlain)
 				if !retry {
@@ -890,7 +911,7 @@ func (c *Conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, e
 			s, err = c.phys.Prepare(query)
 		}
 		if err == nil {
-			return stmt.New((*h)(c), query, s, c.epoch, k), nil
+			return c.newStmt(query, s, c.epoch, k), nil
 		}
 		retry, out := c.fail(ctx, c.epoch, err, retryFor(attempt, stmt.RetryAlways), kSession)
 		if !retry {

@@ -20,11 +20,16 @@ type Rows struct {
 // NewRows wraps inner, read from the owner's physical connection of epoch, for a
 // statement that ran with ctx, and tells the owner (RowsOpened) that results are open.
 // When the owner hands back a RowSink, the rows are a *SinkRows that shows it what the
-// caller reads; otherwise a *Rows, which costs nothing more.
+// caller reads; otherwise a *Rows: the one the owner hands back for reuse (no
+// allocation), or a new one.
 func NewRows(own Owner, ctx context.Context, inner driver.Rows, epoch uint64) driver.Rows {
-	sink := own.RowsOpened()
+	sink, reuse := own.RowsOpened()
 	if sink == nil {
-		return &Rows{own: own, ctx: ctx, inner: inner, epoch: epoch}
+		if reuse == nil {
+			reuse = new(Rows)
+		}
+		*reuse = Rows{own: own, ctx: ctx, inner: inner, epoch: epoch}
+		return reuse
 	}
 	sink.Columns(inner.Columns())
 	return &SinkRows{Rows: Rows{own: own, ctx: ctx, inner: inner, epoch: epoch}, sink: sink}

@@ -64,9 +64,14 @@ type Owner interface {
 	// RowsOpened is called once when a Rows is made for the owner (NewRows), and
 	// RowsClosed once when it is closed: no switch happens while results are being read.
 	// RowsOpened returns the RowSink that sees what the caller reads of these rows, or
-	// nil (the rows are not recorded).
-	RowsOpened() RowSink
+	// nil (the rows are not recorded), and a Rows to reuse for them, or nil: one whose
+	// earlier rows were closed and that nobody reads any more (database/sql never
+	// touches a driver.Rows after its Close).
+	RowsOpened() (sink RowSink, reuse *Rows)
 	RowsClosed()
+	// StmtClosed is called once when a Stmt of the owner is closed; the owner may hand
+	// it to New again (database/sql never touches a driver.Stmt after its Close).
+	StmtClosed(s *Stmt)
 	// CheckNamedValue converts an argument as the owner's physical connection does. A Stmt
 	// uses it when its physical statement has no converter of its own, as database/sql
 	// would use the connection's: a Stmt that answered driver.ErrSkip would lose it.
@@ -113,23 +118,32 @@ const maxSpare = 3
 const SideEpoch = 1 << 63
 
 // New wraps inner, prepared from query, a statement of Kind k, on the owner's physical
-// connection of epoch.
-func New(own Owner, query string, inner driver.Stmt, epoch uint64, k Kind) *Stmt {
-	return &Stmt{own: own, query: query, inner: inner, epoch: epoch, numInput: inner.NumInput(), kind: k}
+// connection of epoch: in reuse, a closed Stmt the owner got from StmtClosed (no
+// allocation), or in a new one when reuse is nil.
+func New(reuse *Stmt, own Owner, query string, inner driver.Stmt, epoch uint64, k Kind) *Stmt {
+	if reuse == nil {
+		reuse = new(Stmt)
+	}
+	*reuse = Stmt{own: own, query: query, inner: inner, epoch: epoch, numInput: inner.NumInput(), kind: k,
+		spare: reuse.spare[:0]}
+	return reuse
 }
 
-// Close closes the physical statement. A statement whose physical connection is already
-// gone has nothing left to close on the server, so its error is not reported.
+// Close closes the physical statement, and then hands the Stmt back to its owner
+// (StmtClosed). A statement whose physical connection is already gone has nothing left
+// to close on the server, so its error is not reported.
 func (s *Stmt) Close() error {
 	if s.inner == nil {
 		return nil
 	}
 	err := s.inner.Close()
 	s.inner = nil
-	for _, p := range s.spare {
+	for i, p := range s.spare {
 		_ = p.inner.Close() // on another session, or on one that is gone
+		s.spare[i] = prepared{}
 	}
-	s.spare = nil
+	s.spare = s.spare[:0]
+	s.own.StmtClosed(s)
 	if errors.Is(err, driver.ErrBadConn) {
 		return nil
 	}
