@@ -395,10 +395,12 @@
 // context from WithReadIntent, BeginTx with sql.TxOptions{ReadOnly: true}, and
 // a connection after SetReadOnly(true) (see WithReadIntent for what stays on
 // the primary all the same).
-// Each pooled connection opens a session per replica it uses, lazily (as
-// Connector/J's replication connection), read-only and in the connection's
-// database: a pool of N connections opens at most N*(1+R) server sessions for
-// R replicas, plus one probe connection per host. An autocommit read that fails
+// The replica sessions, read-only, are the pool's, shared by its connections:
+// an autocommit read takes an idle one of its replica (opening one when none
+// is idle) and gives it back when it is over, so that the sessions on a
+// replica follow the concurrent reads; a read-only transaction, open rows and
+// a prepared statement keep theirs until they end (replicaPoolSize in package
+// dsn bounds them). An autocommit read that fails
 // on a replica before its result started runs once more on another one; with
 // no replica left reads go to the primary (readFromSourceWhenNoReplicas,
 // default true). causalReads=local or global makes a read see the writes made

@@ -334,6 +334,10 @@ type Config struct {
 	// ReplicaSelection is replicaSelection: "round-robin" or
 	// "least-in-flight", default "round-robin" ("" too).
 	ReplicaSelection string
+	// ReplicaPoolSize is replicaPoolSize: count >= 0, default 0 (no bound
+	// but one session per pooled connection and replica); > 0 needs
+	// ReplicaReads.
+	ReplicaPoolSize int
 	// ReadFromSourceWhenNoReplicas is readFromSourceWhenNoReplicas or its
 	// alias readFromMasterWhenNoSlaves: default true (Connector/J's: false;
 	// a hand-built zero Config has false).
@@ -464,7 +468,8 @@ const defaultUnixSocket = "/tmp/mysql.sock"
 // LocalDC set, HostsURL "" or a valid provider URL with CheckInterval > 0
 // (see Config.HostsURL), HostsToken "" or a b64token with HostsURL set,
 // MaxReplicaLag >= 0 and, when > 0, with ReplicaReads and CheckInterval > 0,
-// ReplicaSelection "", "round-robin" or "least-in-flight", CausalReads "",
+// ReplicaSelection "", "round-robin" or "least-in-flight", ReplicaPoolSize
+// >= 0 and, when > 0, with ReplicaReads, CausalReads "",
 // "none", "local" or "global" and, other than "none", with ReplicaReads and
 // CausalReadsTimeout > 0 (which is never negative), Cluster "", "auto",
 // "replication", "galera" or "group", TransactionReplayMaxSize and
@@ -664,6 +669,11 @@ func (c *Config) checkProbing() error {
 // and CheckInterval (MaxReplicaLag's sign is checked before). Messages use
 // the DSN keys, as checkTopology's.
 func (c *Config) checkReplicas() error {
+	if n := c.ReplicaPoolSize; n < 0 {
+		return newError(ErrInvalidOption, fmt.Sprintf("dsn: replicaPoolSize=%d: want a count >= 0, the most sessions open to each replica (0: no bound but the pool's own)", n))
+	} else if n > 0 && !c.ReplicaReads {
+		return newError(ErrInvalidOption, fmt.Sprintf("dsn: replicaPoolSize=%d needs replicaReads=true: without it no session is opened to a replica", n))
+	}
 	if s := c.ReplicaSelection; s != "" && !slices.Contains(selections, s) {
 		return newError(ErrInvalidOption, badSelection(fmt.Sprintf("dsn: replicaSelection=%q", s), s, selectionList+` (or "": round-robin)`))
 	}

@@ -97,6 +97,7 @@
 //	replicaReads                  bool      -        false        read intent goes to replicas          Connector/J jdbc:mysql:replication:
 //	maxReplicaLag                 duration  -        0 (no bound) lag above it: replica not used        MaxScale max_replication_lag
 //	replicaSelection              enum      -        round-robin  which qualifying replica reads        MaxScale slave_selection_criteria
+//	replicaPoolSize               int >= 0  count    0 (no bound) most sessions open to each replica    ProxySQL max_connections
 //	readFromSourceWhenNoReplicas  bool      -        true         no replica: read on the active host   Connector/J 8.0.23+ (default false)
 //	readFromMasterWhenNoSlaves    alias                           of readFromSourceWhenNoReplicas       Connector/J 5.1
 //	causalReads                   enum      -        none         replica reads wait for writes         MaxScale causal_reads
@@ -257,9 +258,9 @@
 // as before. Read intent is explicit, the driver never parses SQL to guess
 // it: a context from mysqlfailover.WithReadIntent, a read-only transaction
 // (sql.TxOptions{ReadOnly: true}), or a connection after SetReadOnly(true);
-// package mysqlfailover tells which statements are routed. Each connection
-// opens its replica sessions when it first needs them, read-only (SET
-// SESSION TRANSACTION READ ONLY). Without replicaReads nothing changes and no
+// package mysqlfailover tells which statements are routed. Replica sessions
+// open when a read first needs them, read-only (SET SESSION TRANSACTION READ
+// ONLY), and the pool's connections share them (replicaPoolSize). Without replicaReads nothing changes and no
 // extra server connection opens; the other options of this section are then
 // kept (FormatDSN writes them) but unused, except that maxReplicaLag > 0 and
 // causalReads local or global are errors.
@@ -284,6 +285,21 @@
 // precedence: its replica is chosen by rendezvous hashing of the key.
 // Values are case-sensitive; "least_in_flight" or MaxScale's
 // LEAST_CURRENT_OPERATIONS is an error that says what was meant.
+//
+// replicaPoolSize bounds the sessions open to each replica (count). The
+// connections of a pool share their replica sessions: an autocommit read
+// takes an idle session of the chosen replica and gives it back when it is
+// over (its rows closed), so that the sessions on a replica follow the
+// concurrent reads, not the pool's size; a read-only transaction, open rows
+// and a prepared statement keep theirs until they end. 0, the default, sets
+// no bound but the pool's own: at most one session per pooled connection
+// and replica, which is what a pool held before sessions were shared. With
+// a bound, a read that finds as many sessions open to its replica waits for
+// one to be given back, up to its context's deadline (database/sql's wait
+// at SetMaxOpenConns). A session idle for 30s is closed at the next read.
+// HostStats.ReplicaIdle (package failover) counts the idle ones,
+// HostStats.OpenConns every session. ProxySQL's max_connections of a
+// backend server; > 0 needs replicaReads=true.
 //
 // readFromSourceWhenNoReplicas says what a read does when no replica
 // qualifies (none is listed, or all are down, lagging or of the wrong

@@ -50,7 +50,7 @@ func FuzzParse(f *testing.F) {
 		"u:pw@tcp(h1,h2,h3)/db?replicaReads=true&checkInterval=1s&maxReplicaLag=2s&replicaSelection=least-in-flight&readFromSourceWhenNoReplicas=0&causalReads=global&causalReadsTimeout=300ms",
 		"tcp(h1,h2)/?replicaReads=1&causalReads=local&readFromMasterWhenNoSlaves=false&readFromSourceWhenNoReplicas=F",
 		"/?maxReplicaLag=1s", "/?replicaReads=true&maxReplicaLag=1s", "/?causalReads=local", "/?causalReadsTimeout=0",
-		"/?replicaSelection=least_in_flight", "/?causalReads=Fast", "/?readFromMasterWhenNoSlaves=1&readFromSourceWhenNoReplicas=0",
+		"/?replicaSelection=least_in_flight", "/?causalReads=Fast", "/?replicaReads=1&replicaPoolSize=3", "/?replicaPoolSize=2", "/?readFromMasterWhenNoSlaves=1&readFromSourceWhenNoReplicas=0",
 		"/?replicaSelection=round-robin&causalReads=none&causalReadsTimeout=1s&maxReplicaLag=0", "/?causal_reads=local",
 		// Transaction replay and its limits.
 		"tcp(h1,h2)/?transactionReplay=true&transactionReplayMaxSize=512KiB&transactionReplayAttempts=3&transactionReplayTimeout=0s",

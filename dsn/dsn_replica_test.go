@@ -181,3 +181,35 @@ func TestReplicaMessages(t *testing.T) {
 		}
 	}
 }
+
+// TestReplicaPoolSize: replicaPoolSize parses as a count, is written after
+// replicaSelection and round-trips; 0 (the default) is left out; a bound without
+// replicaReads, or a negative one in a hand-built Config, is an error naming the key.
+func TestReplicaPoolSize(t *testing.T) {
+	c, err := Parse("tcp(h1,h2)/?replicaReads=true&replicaPoolSize=8&replicaSelection=least-in-flight")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want(t, "ReplicaPoolSize", c.ReplicaPoolSize, 8)
+	want(t, "FormatDSN", c.FormatDSN(), "tcp(h1:3306,h2:3306)/?replicaReads=true&replicaSelection=least-in-flight&replicaPoolSize=8")
+	checkRoundTrip(t, c)
+	if c, err = Parse("tcp(h1,h2)/?replicaReads=true&replicaPoolSize=0"); err != nil {
+		t.Fatal(err)
+	}
+	want(t, "FormatDSN of 0", c.FormatDSN(), "tcp(h1:3306,h2:3306)/?replicaReads=true")
+	for dsnStr, msg := range map[string]string{
+		"tcp(h1,h2)/?replicaPoolSize=4":                    "replicaPoolSize=4 needs replicaReads=true",
+		"tcp(h1,h2)/?replicaReads=true&replicaPoolSize=-1": "replicaPoolSize",
+		"tcp(h1,h2)/?replicaReads=true&replicaPoolSize=x":  "replicaPoolSize",
+	} {
+		if _, err := Parse(dsnStr); err == nil || !strings.Contains(err.Error(), msg) {
+			t.Errorf("Parse(%q): %v, want an error with %q", dsnStr, err, msg)
+		}
+	}
+	h := NewConfig()
+	h.Hosts = []Host{{Name: "db1", Port: 3306}}
+	h.ReplicaReads, h.ReplicaPoolSize = true, -2
+	if err := h.Validate(); err == nil || !strings.Contains(err.Error(), "replicaPoolSize=-2") {
+		t.Errorf("Validate with ReplicaPoolSize -2: %v", err)
+	}
+}

@@ -169,6 +169,9 @@ func (c *Config) format(redact bool) string {
 	if s := c.ReplicaSelection; s != "" && s != selectRoundRobin {
 		add("replicaSelection", s) // the values need no escaping
 	}
+	if n := c.ReplicaPoolSize; n != 0 {
+		add("replicaPoolSize", strconv.Itoa(n))
+	}
 	if !c.ReadFromSourceWhenNoReplicas {
 		add("readFromSourceWhenNoReplicas", "false")
 	}

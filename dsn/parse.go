@@ -61,6 +61,7 @@ var options = []option{
 	{"replicaReads", "replicaReads", "ReplicaReads", optBool},
 	{"maxReplicaLag", "maxReplicaLag", "MaxReplicaLag", optDuration},
 	{"replicaSelection", "replicaSelection", "ReplicaSelection", optSelection},
+	{"replicaPoolSize", "replicaPoolSize", "ReplicaPoolSize", optCount},
 	{"readFromSourceWhenNoReplicas", "readFromSourceWhenNoReplicas", "ReadFromSourceWhenNoReplicas", optBool},
 	{"causalReads", "causalReads", "CausalReads", optCausal},
 	{"causalReadsTimeout", "causalReadsTimeout", "CausalReadsTimeout", optPositive},
@@ -721,6 +722,8 @@ func (c *Config) set(o *option, v any) {
 		c.MaxReplicaLag = v.(time.Duration)
 	case "replicaSelection":
 		c.ReplicaSelection = v.(string)
+	case "replicaPoolSize":
+		c.ReplicaPoolSize = v.(int)
 	case "readFromSourceWhenNoReplicas":
 		c.ReadFromSourceWhenNoReplicas = v.(bool)
 	case "causalReads":

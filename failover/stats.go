@@ -171,6 +171,14 @@ type HostStats struct {
 	ReplicaLag time.Duration
 	// ReplicaReads counts the read-intent statements it served as a replica (count).
 	ReplicaReads int64
+	// ReplicaIdle is the number of its replica sessions that sit idle in the pool's
+	// shared ones, waiting for the next read (count; OpenConns counts them too, and each
+	// open session holds one go-sql-driver goroutine). See replicaPoolSize (package dsn).
+	ReplicaIdle int
+	// ReplicaWaits counts the reads that found as many sessions open to it as
+	// replicaPoolSize allows and waited for one to come back (count; database/sql's
+	// DBStats.WaitCount for the replica sessions): raise replicaPoolSize when it grows.
+	ReplicaWaits int64
 	// ReplicaSkip says why, with replicaReads, it serves no replica reads now ("the
 	// pool's writer", "down", "lag 12s over maxReplicaLag 10s", "lag unknown: ...",
 	// "remote DC", "writable: not a replica"); "" when it qualifies or without

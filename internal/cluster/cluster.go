@@ -115,8 +115,9 @@ type Cluster struct {
 	// seen end (monitor), for tests that step its clock.
 	monitorProbes atomic.Int32
 
-	rep replicaState // replica reads (replicas.go)
-	tx  txCounters   // transactions run again (txcount.go)
+	rep   replicaState // replica reads (replicas.go)
+	rpool replicaPool  // the replica sessions the pool's connections share (replicapool.go)
+	tx    txCounters   // transactions run again (txcount.go)
 
 	// kind is the cluster type (a Kind): the DSN's, or the first one a server reported
 	// (ready.go). It is an atomic beside the position: set at most once after New, read
@@ -242,6 +243,7 @@ func (c *Cluster) Close() {
 	}
 	c.monitorRun.Wait()
 	c.probes.closeAll() // also those of Check calls made without Start
+	c.closeReplicaPool()
 	if p, ok := c.env.Provider.(interface{ CloseIdleConnections() }); ok {
 		p.CloseIdleConnections() // HTTPHostList: no keep-alive goroutine outlives Close
 	}

@@ -221,6 +221,12 @@ const (
 // mysql.ErrInvalidConn, and its transaction would be lost without need.
 const DefaultIdleCheck = time.Second
 
+// DefaultReplicaMaxIdle is how long a shared replica session may sit idle (duration, 30
+// s) before the pool closes it, at its next take or give-back of any replica session
+// (replicapool.go): after a burst of reads, the sessions it opened go again within a
+// minute, while a steady load keeps the ones it uses.
+const DefaultReplicaMaxIdle = 30 * time.Second
+
 // DefaultCausalReadsTimeout is the replica's wait for a causal read's position when the
 // configuration gives none (duration; dsn's causalReadsTimeout default is the same).
 const DefaultCausalReadsTimeout = time.Second

@@ -231,6 +231,9 @@ func (c *Cluster) Stats() failover.Stats {
 		hs.ReplicaReads = h.reads.Load()
 		retryAt, unfit, nr := h.retryAt, h.unfit, h.notReady
 		h.mu.Unlock()
+		if c.cfg.ReplicaReads {
+			hs.ReplicaIdle, hs.ReplicaWaits = c.replicaStats(id)
+		}
 		if retryAt > now {
 			hs.RetryAt = time.Unix(0, retryAt)
 			if hs.State == failover.HostDown {

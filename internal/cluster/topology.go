@@ -126,6 +126,7 @@ func (c *Cluster) SetHosts(hosts []failover.ProvidedHost) error {
 	for _, e := range evs {
 		c.emit(e)
 	}
+	c.sweepReplicas() // the idle shared sessions of hosts that left the list
 	return err
 }
 

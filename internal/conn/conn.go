@@ -635,13 +635,15 @@ func (o *h) Ready(ctx context.Context, count bool, k stmt.Kind) (driver.Conn, ui
 	c := (*Conn)(o)
 	if c.sp != nil {
 		rs, err := c.route(ctx, k, count)
-		if err != nil {
-			return nil, 0, err
-		}
 		if rs != nil {
 			c.sp.running = rs
+			c.giveBack() // the others it tried
 			c.cl.ReplicaStart(rs.host)
 			return rs.phys, rs.epoch, nil
+		}
+		c.giveBack()
+		if err != nil {
+			return nil, 0, err
 		}
 	}
 	if err := c.ready(ctx, count, k); err != nil {
@@ -660,6 +662,7 @@ func (o *h) Ran(k stmt.Kind, query string, args []driver.NamedValue, res driver.
 		if rs := c.sp.running; rs != nil {
 			c.sp.running = nil
 			c.cl.ReplicaDone(rs.host, true)
+			c.giveBack() // unless the statement's preparation holds it (it does, as it ran there)
 			return res
 		}
 		if c.tx == nil || c.tx.rs == nil {
@@ -684,26 +687,42 @@ func (o *h) Failing(query string, args []driver.NamedValue, isQuery bool) {
 
 // Fail implements stmt.Owner.
 func (o *h) Fail(ctx context.Context, epoch uint64, err error, r stmt.Retry, k stmt.Kind) (bool, error) {
-	return (*Conn)(o).fail(ctx, epoch, err, r, k)
+	c := (*Conn)(o)
+	retry, out := c.fail(ctx, epoch, err, r, k)
+	if c.sp != nil {
+		c.giveBack()
+	}
+	return retry, out
 }
 
 // RowsOpened implements stmt.Owner: every Rows, of a plain query or of a prepared
 // statement, counts, so that the count never goes negative and no switch or fall-back
 // closes a physical connection whose results are still being read.
-func (o *h) RowsOpened() (stmt.RowSink, *stmt.Rows) {
+func (o *h) RowsOpened(epoch uint64) (stmt.RowSink, *stmt.Rows) {
 	var reuse *stmt.Rows
 	if o.rows == 0 {
 		reuse = &o.freeRows // every earlier Rows is closed, the one in it too
 	}
 	o.rows++
+	(*Conn)(o).hold(epoch, 1, false) // rows read from a replica session keep it
 	if o.log != nil {
 		return o.log.takeSink(), reuse
 	}
 	return nil, reuse
 }
 
-// RowsClosed implements stmt.Owner.
-func (o *h) RowsClosed() { o.rows-- }
+// RowsClosed implements stmt.Owner. Rows whose Close failed give their replica session
+// back in Fail, which first drops a broken one.
+func (o *h) RowsClosed(epoch uint64, failed bool) {
+	o.rows--
+	(*Conn)(o).hold(epoch, -1, !failed)
+}
+
+// Prepared implements stmt.Owner: a preparation on a replica session keeps it.
+func (o *h) Prepared(epoch uint64) { (*Conn)(o).hold(epoch, 1, false) }
+
+// Unprepared implements stmt.Owner.
+func (o *h) Unprepared(epoch uint64) { (*Conn)(o).hold(epoch, -1, true) }
 
 // StmtClosed implements stmt.Owner: the next prepare reuses s.
 func (o *h) StmtClosed(s *stmt.Stmt) { o.freeStmt = s }
@@ -723,6 +742,15 @@ func (o *h) CheckNamedValue(nv *driver.NamedValue) error {
 
 // ExecContext implements driver.ExecerContext.
 func (c *Conn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	if c.sp != nil {
+		res, err := c.execContext(ctx, query, args)
+		c.giveBack() // the replica sessions the statement used
+		return res, err
+	}
+	return c.execContext(ctx, query, args)
+}
+
+func (c *Conn) execContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
 	k := classify(query, c.cfg.MultiStatements)
 	if k == kBatch {
 		c.batch = query
@@ -793,6 +821,15 @@ func (c *Conn) ExecContext(ctx context.Context, query string, args []driver.Name
 
 // QueryContext implements driver.QueryerContext.
 func (c *Conn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	if c.sp != nil {
+		rows, err := c.queryContext(ctx, query, args)
+		c.giveBack() // the replica sessions the query used, unless its rows hold one
+		return rows, err
+	}
+	return c.queryContext(ctx, query, args)
+}
+
+func (c *Conn) queryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
 	k := classify(query, c.cfg.MultiStatements)
 	if k == kBatch {
 		c.batch = query
@@ -874,6 +911,15 @@ func (c *Conn) Prepare(query string) (driver.Stmt, error) {
 // transaction opened by statements is lost only COMMIT and ROLLBACK can be prepared (their
 // run ends the lost state, see whileLost).
 func (c *Conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
+	if c.sp != nil {
+		s, err := c.prepareContext(ctx, query)
+		c.giveBack() // the replica sessions tried, unless the statement holds one
+		return s, err
+	}
+	return c.prepareContext(ctx, query)
+}
+
+func (c *Conn) prepareContext(ctx context.Context, query string) (driver.Stmt, error) {
 	k := classify(query, false) // a prepared statement is one statement
 	rk := kPlain
 	if endsLost(k) {

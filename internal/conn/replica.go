@@ -3,10 +3,14 @@ package conn
 // Replica reads (replicaReads): a Conn's replica sessions beside its primary one, the
 // routing of read-intent statements to them, what a replica failure means, and causal
 // reads. The design is Connector/J's replication connection: one logical connection, a
-// source session and, opened lazily, a session per replica it has used (its
-// load-balanced connection's liveConnections), so that database/sql's one pool serves
-// both intents. A pool of N connections opens at most N*(1+R) server sessions for R
-// replicas, plus one probe connection per host with checkInterval > 0.
+// source session and replica sessions, so that database/sql's one pool serves both
+// intents; but the replica sessions are the pool's, shared (cluster.TakeReplica): a
+// statement takes an idle one of the replica it goes to, and its connection gives it
+// back when the statement is over (giveBack), unless something needs that very session
+// still (holds: its rows, a prepared statement, a read-only transaction). The sessions
+// open on a replica follow the concurrent reads: at most one per pooled connection
+// (replicaPoolSize bounds them further), plus one probe connection per host with
+// checkInterval > 0.
 
 import (
 	"context"
@@ -27,23 +31,29 @@ import (
 // statement or Rows belongs to.
 const replicaEpoch = stmt.SideEpoch
 
-// rsession is one replica session of a Conn.
+// rsession is one replica session: the pool's (idle, in cluster's shared stacks) or one
+// Conn's (its split.sess) while that Conn uses it.
 type rsession struct {
 	phys     driver.Conn
 	host     int
-	epoch    uint64
+	epoch    uint64 // unique in the pool, with replicaEpoch set
 	execer   driver.ExecerContext
 	queryer  driver.QueryerContext
 	db       string // the database it is in
 	reached  string // the causal position it is known to have applied
 	lastUsed int64  // cluster clock (UnixNano) of its last use: an idle one is checked first
+	// holds counts what keeps the session with its Conn once a call is over: its open
+	// rows, the preparations of statements on it, a read-only transaction on it.
+	holds int
 }
+
+// Replica implements cluster.PooledReplica.
+func (rs *rsession) Replica() (driver.Conn, int, int64) { return rs.phys, rs.host, rs.lastUsed }
 
 // split is a Conn's replica side; nil without replicaReads, which is the one check the
 // statement path makes then.
 type split struct {
-	sess    []*rsession // open replica sessions, at most one per host
-	next    uint64      // the last replica epoch given out (without the bit)
+	sess    []*rsession // the replica sessions it holds now, at most one per host
 	tried   uint64      // hosts (bit per id) that failed the statement in progress
 	prefer  int         // the replica the statement in progress went to (its PREPARE, or the ErrSkip before it; -1: none): its next step goes there too
 	running *rsession   // the replica session of the prepared statement in progress (Ready to Ran or Fail)
@@ -182,46 +192,106 @@ func bit(host int) uint64 {
 	return 1 << host
 }
 
-// rsessionOn returns this connection's replica session on host, opening it when there is
-// none, in the connection's current database. A session idle for cluster.DefaultIdleCheck
-// or more first gets go-sql-driver's liveness check, as the primary session does (stale):
-// database/sql checks a pooled connection only when it hands it out, never between the
-// calls of a pinned *sql.Conn, and a replica restarted or a wait_timeout meanwhile
-// leaves a dead session there. A dead one is replaced on the same host, so that a
-// routing key keeps to its replica.
+// rsessionOn returns a replica session on host for this connection, in its current
+// database: the one it holds there, else an idle one of the pool's, else a new one. A
+// session idle for cluster.DefaultIdleCheck or more first gets go-sql-driver's liveness
+// check, as the primary session does (stale): a replica restarted or a wait_timeout
+// meanwhile leaves dead sessions, and database/sql checks a pooled connection only when
+// it hands it out, never between the calls of a pinned *sql.Conn. A dead one is replaced
+// on the same host, so that a routing key keeps to its replica.
 func (c *Conn) rsessionOn(ctx context.Context, host int) (*rsession, error) {
 	sp := c.sp
 	now := c.cl.Now().UnixNano()
 	for _, rs := range sp.sess {
-		if rs.host != host {
-			continue
-		}
-		if now-rs.lastUsed >= int64(cluster.DefaultIdleCheck) {
-			if r, ok := rs.phys.(driver.SessionResetter); ok && r.ResetSession(ctx) != nil {
-				c.dropReplica(rs) // dead while it sat idle: a new one on the same host
-				break
+		if rs.host == host {
+			if c.replicaDead(ctx, rs, now) {
+				break // dead while it sat idle: another one on the same host
 			}
+			return c.inDB(ctx, rs)
 		}
-		rs.lastUsed = now
-		if rs.db != c.db && c.db != "" {
-			if err := c.exec(ctx, rs.phys, "USE "+quoteIdent(c.db)); err != nil {
-				c.dropReplica(rs)
-				return nil, err
-			}
-			rs.db = c.db
+	}
+	for {
+		p, err := c.cl.TakeReplica(ctx, host, now)
+		if err != nil {
+			return nil, err
 		}
-		return rs, nil
+		if p == nil {
+			break // none idle: a new one
+		}
+		rs := p.(*rsession)
+		sp.sess = append(sp.sess, rs)
+		if !c.replicaDead(ctx, rs, now) {
+			return c.inDB(ctx, rs)
+		}
 	}
 	phys, err := c.cl.OpenReplica(ctx, host, c.rsetup)
 	if err != nil {
+		c.cl.ReplicaClosed(host, false)
 		return nil, err
 	}
-	sp.next++
-	rs := &rsession{phys: phys, host: host, epoch: replicaEpoch | sp.next, db: c.db, lastUsed: now}
+	rs := &rsession{phys: phys, host: host, epoch: replicaEpoch | c.cl.ReplicaEpoch(), db: c.db, lastUsed: now}
 	rs.execer, _ = phys.(driver.ExecerContext)
 	rs.queryer, _ = phys.(driver.QueryerContext)
 	sp.sess = append(sp.sess, rs)
 	return rs, nil
+}
+
+// replicaDead reports whether replica session rs, which this connection holds, was
+// found dead (and dropped) by the liveness check it gets after sitting idle; else it is
+// used at now.
+func (c *Conn) replicaDead(ctx context.Context, rs *rsession, now int64) bool {
+	if now-rs.lastUsed >= int64(cluster.DefaultIdleCheck) {
+		if r, ok := rs.phys.(driver.SessionResetter); ok && r.ResetSession(ctx) != nil {
+			c.dropReplica(rs)
+			return true
+		}
+	}
+	rs.lastUsed = now
+	return false
+}
+
+// inDB moves replica session rs to the connection's current database.
+func (c *Conn) inDB(ctx context.Context, rs *rsession) (*rsession, error) {
+	if rs.db != c.db && c.db != "" {
+		if err := c.exec(ctx, rs.phys, "USE "+quoteIdent(c.db)); err != nil {
+			c.dropReplica(rs)
+			return nil, err
+		}
+		rs.db = c.db
+	}
+	return rs, nil
+}
+
+// giveBack gives back to the pool, once a call is over, every replica session this
+// connection holds for nothing (no holds, no prepared statement running on it).
+func (c *Conn) giveBack() {
+	sp := c.sp
+	for i := 0; i < len(sp.sess); {
+		rs := sp.sess[i]
+		if rs.holds > 0 || rs == sp.running {
+			i++
+			continue
+		}
+		sp.sess = slices.Delete(sp.sess, i, i+1)
+		c.cl.PutReplica(rs) // idle since its last use began (rsessionOn): no clock read per read
+	}
+}
+
+// hold counts (n > 0) and uncounts (n < 0) what keeps the replica session of epoch with
+// this connection: rows, a statement's preparation, a transaction; then, with back,
+// gives back what nothing holds (only once the physical rows, statement or transaction
+// is closed: the next connection may use the session at once). Other epochs (the
+// primary's, a replica session dropped since) count nothing.
+func (c *Conn) hold(epoch uint64, n int, back bool) {
+	if c.sp == nil || epoch&replicaEpoch == 0 {
+		return
+	}
+	if rs := c.sp.byEpoch(epoch); rs != nil {
+		rs.holds += n
+	}
+	if back {
+		c.giveBack()
+	}
 }
 
 // rsetup is the cluster.SetupFunc of a replica session: read-only (the server then
@@ -257,18 +327,21 @@ func (c *Conn) dropReplica(rs *rsession) {
 	if i := slices.Index(sp.sess, rs); i >= 0 {
 		sp.sess = slices.Delete(sp.sess, i, i+1)
 		_ = rs.phys.Close()
-		c.cl.Release(rs.host)
+		c.cl.ReplicaClosed(rs.host, true)
 	}
 	if sp.running == rs {
 		sp.running = nil
 	}
 }
 
-// closeReplicas closes every replica session (Close).
+// closeReplicas gives back the replica sessions this connection holds for nothing and
+// closes the others (Close).
 func (c *Conn) closeReplicas() {
 	if c.sp == nil {
 		return
 	}
+	c.sp.running = nil
+	c.giveBack()
 	for len(c.sp.sess) > 0 {
 		c.dropReplica(c.sp.sess[0])
 	}
@@ -295,6 +368,7 @@ func (c *Conn) resetReplicas(ctx context.Context) {
 		}
 		i++
 	}
+	c.giveBack()
 }
 
 // byEpoch returns the replica session of epoch, nil when it is gone.
@@ -416,6 +490,7 @@ func (c *Conn) beginReplica(ctx context.Context, opts driver.TxOptions) (driver.
 		}
 		if err == nil {
 			c.tx = &Tx{c: c, inner: tx, ctx: ctx, epoch: rs.epoch, rs: rs}
+			rs.holds++ // until Commit or Rollback
 			return c.tx, nil
 		}
 		retry, out := c.failReplica(ctx, rs.epoch, err, retryFor(attempt, retryAlways), kBegin)

@@ -71,6 +71,14 @@ func TestReplicaReadsRouteByIntent(t *testing.T) {
 		t.Errorf("H1's ReplicaSkip = %q, want the pool's writer", st.Hosts[0].ReplicaSkip)
 	}
 	_ = c.Close()
+	// The replica sessions are the pool's: idle, for the next connection's reads, until
+	// the pool closes.
+	for _, h := range []int{1, 2} {
+		if n := e.cl.Stats().Hosts[h].ReplicaIdle; n != 1 || e.phys(h, 0).Closes() != 0 {
+			t.Errorf("H%d: %d idle replica sessions, its session closed %d times, after the connection's Close: want 1, 0", h+1, n, e.phys(h, 0).Closes())
+		}
+	}
+	e.cl.Close()
 	e.closedExcept(nil)
 	e.allMet()
 }

@@ -35,6 +35,15 @@ func (c *Conn) Begin() (driver.Tx, error) {
 // unchanged. BEGIN has no effect on data, so a communication failure is retried once on
 // the new host.
 func (c *Conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
+	if c.sp != nil {
+		tx, err := c.beginTx(ctx, opts)
+		c.giveBack() // the replica sessions tried, but the transaction's
+		return tx, err
+	}
+	return c.beginTx(ctx, opts)
+}
+
+func (c *Conn) beginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
 	if c.tx != nil {
 		return nil, errors.New("mysqlfailover: a transaction is already open on this connection")
 	}
@@ -81,6 +90,9 @@ func (c *Conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 // COMMIT was never sent, which means the transaction is lost (failover.ErrTxLost).
 func (t *Tx) Commit() error {
 	c := t.c
+	if t.rs != nil {
+		defer c.hold(t.rs.epoch, -1, true) // the transaction's replica session goes back
+	}
 	c.tx = nil
 	c.st.end(false) // whatever statements did inside the Tx, it ends here
 	if c.log != nil && t.rs == nil {
@@ -131,6 +143,9 @@ func (t *Tx) Commit() error {
 // server rolled back while the session lived: nil, after ROLLBACK (see rollbackEnded).
 func (t *Tx) Rollback() error {
 	c := t.c
+	if t.rs != nil {
+		defer c.hold(t.rs.epoch, -1, true)
+	}
 	c.tx = nil
 	c.st.end(false)
 	if c.log != nil && t.rs == nil {

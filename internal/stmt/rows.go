@@ -23,7 +23,7 @@ type Rows struct {
 // caller reads; otherwise a *Rows: the one the owner hands back for reuse (no
 // allocation), or a new one.
 func NewRows(own Owner, ctx context.Context, inner driver.Rows, epoch uint64) driver.Rows {
-	sink, reuse := own.RowsOpened()
+	sink, reuse := own.RowsOpened(epoch)
 	if sink == nil {
 		if reuse == nil {
 			reuse = new(Rows)
@@ -56,14 +56,16 @@ func (r *SinkRows) Next(dest []driver.Value) error {
 // Columns implements driver.Rows.
 func (r *Rows) Columns() []string { return r.inner.Columns() }
 
-// Close closes the physical rows once; a communication error is handled by the owner.
+// Close closes the physical rows once, and then tells the owner (RowsClosed); a
+// communication error is handled by the owner.
 func (r *Rows) Close() error {
 	if r.closed {
 		return nil
 	}
 	r.closed = true
-	r.own.RowsClosed()
-	if err := r.inner.Close(); err != nil {
+	err := r.inner.Close()
+	r.own.RowsClosed(r.epoch, err != nil)
+	if err != nil {
 		_, out := r.own.Fail(r.ctx, r.epoch, err, NoRetry, 0)
 		return out
 	}

@@ -61,14 +61,21 @@ type Owner interface {
 	// Failing is called when the statement itself (not its PREPARE) failed, with the
 	// query and the caller's args, just before Fail: the owner may record it.
 	Failing(query string, args []driver.NamedValue, isQuery bool)
-	// RowsOpened is called once when a Rows is made for the owner (NewRows), and
-	// RowsClosed once when it is closed: no switch happens while results are being read.
+	// RowsOpened is called once when a Rows is made for the owner (NewRows) from its
+	// physical connection of epoch, and RowsClosed once when it is closed (after its
+	// physical rows; failed: their Close failed, and Fail follows): no switch happens
+	// while results are being read, and a side session keeps to the owner.
 	// RowsOpened returns the RowSink that sees what the caller reads of these rows, or
 	// nil (the rows are not recorded), and a Rows to reuse for them, or nil: one whose
 	// earlier rows were closed and that nobody reads any more (database/sql never
 	// touches a driver.Rows after its Close).
-	RowsOpened() (sink RowSink, reuse *Rows)
-	RowsClosed()
+	RowsOpened(epoch uint64) (sink RowSink, reuse *Rows)
+	RowsClosed(epoch uint64, failed bool)
+	// Prepared is called when a Stmt keeps a physical statement prepared on the
+	// owner's physical connection of epoch, Unprepared when it closes it: the owner
+	// keeps a side session (a replica's) while a statement is prepared on it.
+	Prepared(epoch uint64)
+	Unprepared(epoch uint64)
 	// StmtClosed is called once when a Stmt of the owner is closed; the owner may hand
 	// it to New again (database/sql never touches a driver.Stmt after its Close).
 	StmtClosed(s *Stmt)
@@ -126,6 +133,7 @@ func New(reuse *Stmt, own Owner, query string, inner driver.Stmt, epoch uint64, 
 	}
 	*reuse = Stmt{own: own, query: query, inner: inner, epoch: epoch, numInput: inner.NumInput(), kind: k,
 		spare: reuse.spare[:0]}
+	own.Prepared(epoch)
 	return reuse
 }
 
@@ -138,8 +146,10 @@ func (s *Stmt) Close() error {
 	}
 	err := s.inner.Close()
 	s.inner = nil
+	s.own.Unprepared(s.epoch)
 	for i, p := range s.spare {
 		_ = p.inner.Close() // on another session, or on one that is gone
+		s.own.Unprepared(p.epoch)
 		s.spare[i] = prepared{}
 	}
 	s.spare = s.spare[:0]
@@ -184,13 +194,16 @@ func (s *Stmt) physical(ctx context.Context, phys driver.Conn, epoch uint64) (dr
 	if err != nil {
 		return nil, err
 	}
+	s.own.Prepared(epoch)
 	if s.inner != nil && (s.epoch|epoch)&SideEpoch == 0 {
 		_ = s.inner.Close() // it belongs to a physical connection that is gone
+		s.own.Unprepared(s.epoch)
 	} else if s.inner != nil {
 		// One of the two is a side session of the owner (a replica's): the other may
 		// well be used again, so it is kept for a while (see spare).
 		if len(s.spare) == maxSpare {
 			_ = s.spare[0].inner.Close()
+			s.own.Unprepared(s.spare[0].epoch)
 			s.spare = append(s.spare[:0], s.spare[1:]...)
 		}
 		s.spare = append(s.spare, prepared{s.inner, s.epoch})

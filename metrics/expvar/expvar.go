@@ -71,6 +71,8 @@ type host struct {
 	ReplicaLag   float64 `json:"replica_lag_seconds"`
 	ReplicaReads int64   `json:"replica_reads"`
 	ReplicaSkip  string  `json:"replica_skip,omitempty"`
+	ReplicaIdle  int     `json:"replica_idle,omitempty"`
+	ReplicaWaits int64   `json:"replica_waits,omitempty"`
 	LastError    string  `json:"last_error,omitempty"`
 	Changed      string  `json:"changed,omitempty"`
 }
@@ -115,7 +117,7 @@ func render(s failover.Stats) stats {
 			r = "unknown"
 		}
 		e := host{Host: h.Addr, DC: h.DC, State: h.State.String(), Role: r, Connections: h.OpenConns, ProbeLatency: h.ProbeLatency.Seconds(),
-			ReplicaLag: -1, ReplicaReads: h.ReplicaReads, ReplicaSkip: h.ReplicaSkip}
+			ReplicaLag: -1, ReplicaReads: h.ReplicaReads, ReplicaSkip: h.ReplicaSkip, ReplicaIdle: h.ReplicaIdle, ReplicaWaits: h.ReplicaWaits}
 		if h.ReplicaLag >= 0 {
 			e.ReplicaLag = h.ReplicaLag.Seconds()
 		}

@@ -83,6 +83,10 @@
 //	                                                 it (whole seconds; absent while unknown)
 //	mysqlfailover_host_replica_reads_total{host,dc}  counter   read-intent statements the host served as a
 //	                                                 replica
+//	mysqlfailover_host_replica_idle_sessions{host,dc} gauge    its replica sessions idle in the pool's
+//	                                                 shared ones (HostStats.ReplicaIdle)
+//	mysqlfailover_host_replica_waits_total{host,dc}  counter   reads that waited for one of its sessions
+//	                                                 at replicaPoolSize (HostStats.ReplicaWaits)
 //	mysqlfailover_replica_retries_total              counter   read-intent statements that failed on a replica
 //	                                                 before their result started and ran again
 //	mysqlfailover_replica_to_primary_total           counter   read-intent statements that ran on the primary
@@ -168,6 +172,10 @@ var (
 		"Replication lag of the host as its last probe read it (Seconds_Behind_Master or _Source, whole seconds); absent while unknown.", []string{"host", "dc"}, nil)
 	descReplicaReads = prometheus.NewDesc("mysqlfailover_host_replica_reads_total",
 		"Read-intent statements the host served as a replica.", []string{"host", "dc"}, nil)
+	descReplicaIdle = prometheus.NewDesc("mysqlfailover_host_replica_idle_sessions",
+		"Replica sessions of the host idle in the pool's shared ones (replicaPoolSize); mysqlfailover_host_connections counts every open one.", []string{"host", "dc"}, nil)
+	descReplicaWaits = prometheus.NewDesc("mysqlfailover_host_replica_waits_total",
+		"Reads that waited for a session of the host at replicaPoolSize.", []string{"host", "dc"}, nil)
 	descReplicaRetries = prometheus.NewDesc("mysqlfailover_replica_retries_total",
 		"Read-intent statements that failed on a replica before their result started and ran again on another host.", nil, nil)
 	descReplicaToPrimary = prometheus.NewDesc("mysqlfailover_replica_to_primary_total",
@@ -284,7 +292,7 @@ func (c *Collector) learnDCs(cn *mysqlfailover.Connector) {
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descState, descRole, descActive, descPrimary, descConns, descFailovers, descFallBacks, descAborts, descWriter, descRefusals,
-		descReplica, descReplicaLag, descReplicaReads, descReplicaRetries, descReplicaToPrimary, descCausal} {
+		descReplica, descReplicaLag, descReplicaReads, descReplicaIdle, descReplicaWaits, descReplicaRetries, descReplicaToPrimary, descCausal} {
 		ch <- d
 	}
 	c.probe.Describe(ch)
@@ -336,6 +344,8 @@ func collectStats(ch chan<- prometheus.Metric, s failover.Stats) {
 		}
 		ch <- prometheus.MustNewConstMetric(descReplica, prometheus.GaugeValue, bool01(h.ReplicaSkip == ""), h.Addr, h.DC)
 		ch <- prometheus.MustNewConstMetric(descReplicaReads, prometheus.CounterValue, float64(h.ReplicaReads), h.Addr, h.DC)
+		ch <- prometheus.MustNewConstMetric(descReplicaIdle, prometheus.GaugeValue, float64(h.ReplicaIdle), h.Addr, h.DC)
+		ch <- prometheus.MustNewConstMetric(descReplicaWaits, prometheus.CounterValue, float64(h.ReplicaWaits), h.Addr, h.DC)
 		if h.ReplicaLag >= 0 {
 			ch <- prometheus.MustNewConstMetric(descReplicaLag, prometheus.GaugeValue, h.ReplicaLag.Seconds(), h.Addr, h.DC)
 		}

@@ -1,0 +1,200 @@
+package conn
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"testing"
+
+	"github.com/DATA-DOG/go-sqlmock"
+
+	"github.com/mysqlfailover/mysqlfailover/dsn"
+	"github.com/mysqlfailover/mysqlfailover/internal/cluster"
+	"github.com/mysqlfailover/mysqlfailover/internal/fake"
+)
+
+// poolEnv is a 3-host cluster with replicaReads, and the replica a routing key "k" reads
+// from (H2 or H3).
+func poolEnv(t *testing.T, opts ...func(*dsn.Config)) (e *env, r int, keyed context.Context) {
+	e = newEnv(t, 3, append([]func(*dsn.Config){replicaReads}, opts...)...)
+	t.Cleanup(e.cl.Close)
+	return e, e.cl.PickReplica("k", true, 0), WithReadIntent(context.Background(), "k")
+}
+
+// idle is the number of idle shared sessions of host.
+func (e *env) idle(host int) int { return e.cl.Stats().Hosts[host].ReplicaIdle }
+
+// The connections of a pool share their replica sessions: a read that is over gives its
+// session back, and the next read of another connection takes it (one session for two
+// connections); the session keeps the database it was moved to, and the next
+// connection's moves it again only when its own differs.
+func TestReplicaSessionsShared(t *testing.T) {
+	e, r, keyed := poolEnv(t)
+	e.script(r, replicaSession(queryRows("SELECT a", 1), queryRows("SELECT b", 2), queryRows("SELECT a", 3)))
+	a, b := e.open(splitCfg), e.open(splitCfg)
+	if got := readOne(t, a, keyed, "SELECT a"); got != 1 {
+		t.Fatalf("a read %d", got)
+	}
+	if n := e.idle(r); n != 1 {
+		t.Errorf("after a's read: %d idle sessions on H%d, want 1 (given back)", n, r+1)
+	}
+	if got := readOne(t, b, keyed, "SELECT b"); got != 2 {
+		t.Fatalf("b read %d", got)
+	}
+	if got := readOne(t, a, keyed, "SELECT a"); got != 3 {
+		t.Fatalf("a read %d", got)
+	}
+	if n := e.dialed(r); n != 1 {
+		t.Errorf("%d sessions opened to H%d for three reads of two connections one after the other, want 1", n, r+1)
+	}
+	e.allMet()
+}
+
+// What needs its very session keeps it with its connection: open rows, a prepared
+// statement, a read-only transaction. Another connection's read meanwhile opens a
+// session of its own; each goes back once it ends, and the next reads take them.
+func TestReplicaSessionHeldWhileNeeded(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		hold func(t *testing.T, c *Conn) (release func())
+		a    step // what the first session sees
+	}{
+		{"rows", func(t *testing.T, c *Conn) func() {
+			rows, err := c.QueryContext(WithReadIntent(ctx, "k"), "SELECT a", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return func() { _ = rows.Close() }
+		}, queryRows("SELECT a", 1)},
+		{"prepared statement", func(t *testing.T, c *Conn) func() {
+			s, err := c.PrepareContext(WithReadIntent(ctx, "k"), "SELECT a")
+			if err != nil {
+				t.Fatal(err)
+			}
+			return func() { _ = s.Close() }
+		}, func(m sqlmock.Sqlmock) { m.ExpectPrepare("SELECT a").WillBeClosed() }},
+		{"read-only transaction", func(t *testing.T, c *Conn) func() {
+			tx, err := c.BeginTx(WithReadIntent(ctx, "k"), driver.TxOptions{ReadOnly: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return func() {
+				if err := tx.Commit(); err != nil {
+					t.Errorf("Commit: %v", err)
+				}
+			}
+		}, all(begin(), commit(nil))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, r, keyed := poolEnv(t)
+			e.script(r, replicaSession(tc.a, queryRows("SELECT c", 3)), replicaSession(queryRows("SELECT b", 2)))
+			a, b := e.open(splitCfg), e.open(splitCfg)
+			release := tc.hold(t, a)
+			if n := e.idle(r); n != 0 {
+				t.Errorf("%d idle sessions while a holds its one, want 0", n)
+			}
+			if got := readOne(t, b, keyed, "SELECT b"); got != 2 {
+				t.Fatalf("b read %d", got)
+			}
+			if n := e.dialed(r); n != 2 {
+				t.Fatalf("%d sessions to H%d, want 2: a's is held", n, r+1)
+			}
+			release()
+			if n := e.idle(r); n != 2 {
+				t.Errorf("%d idle sessions once a's %s ended, want 2", n, tc.name)
+			}
+			// LIFO: a's, the last given back, serves the next read; then b's.
+			if got := readOne(t, a, keyed, "SELECT c"); got != 3 {
+				t.Errorf("a read %d, want 3 from the first session", got)
+			}
+			e.allMet()
+		})
+	}
+}
+
+// With replicaPoolSize, a read that finds as many sessions open to its replica as the
+// bound waits until one is given back, and then takes that one; a read whose context
+// ends while it waits fails with the context's error, and opens nothing.
+func TestReplicaPoolSizeWaits(t *testing.T) {
+	e, r, keyed := poolEnv(t, func(c *dsn.Config) { c.ReplicaPoolSize = 1 })
+	e.script(r, replicaSession(queryRows("SELECT a", 1), queryRows("SELECT b", 2)))
+	a, b := e.open(splitCfg), e.open(splitCfg)
+	rows, err := a.QueryContext(keyed, "SELECT a", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	canceled, cancel := context.WithCancel(WithReadIntent(fake.Context(t), "k"))
+	cancel()
+	if _, err := b.QueryContext(canceled, "SELECT b", nil); !errors.Is(err, context.Canceled) {
+		t.Errorf("a read at the bound with its context ended: %v, want context.Canceled", err)
+	}
+
+	got := make(chan int64, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(keyed, fake.Bound)
+		defer cancel()
+		got <- readOne(t, b, ctx, "SELECT b")
+	}()
+	fake.WaitFor(t, "b's read to wait for a session", func() bool { return e.cl.Stats().Hosts[r].ReplicaWaits == 2 })
+	if err := rows.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if v := fake.Recv(t, "b's read, waiting for a's session", got); v != 2 {
+		t.Errorf("b read %d, want 2", v)
+	}
+	if n := e.dialed(r); n != 1 {
+		t.Errorf("%d sessions opened to H%d with replicaPoolSize=1, want 1", n, r+1)
+	}
+	e.allMet()
+}
+
+// A shared session idle for DefaultReplicaMaxIdle is closed at the pool's next take or
+// give-back, so that the sessions a burst opened do not stay; one that was idle a little
+// less serves the next read.
+func TestReplicaSessionIdleExpires(t *testing.T) {
+	e, r, keyed := poolEnv(t)
+	other := 3 - r
+	e.script(r, replicaSession(queryRows("SELECT a", 1)), replicaSession(queryRows("SELECT c", 3)))
+	e.script(other, replicaSession(queryRows("SELECT b", 2), queryRows("SELECT d", 4)))
+	c := e.open(splitCfg)
+	if got := readOne(t, c, keyed, "SELECT a"); got != 1 {
+		t.Fatalf("read %d", got)
+	}
+	e.clock.Advance(cluster.DefaultReplicaMaxIdle / 2)
+	// A read on the other replica takes and gives back a session of the pool's; r's is
+	// not idle long enough to go.
+	otherKey := WithReadIntent(context.Background(), keyOf(e, other))
+	if got := readOne(t, c, otherKey, "SELECT b"); got != 2 {
+		t.Fatalf("read %d", got)
+	}
+	if e.phys(r, 0).Closes() != 0 {
+		t.Fatalf("H%d's session closed after %v idle", r+1, cluster.DefaultReplicaMaxIdle/2)
+	}
+	e.clock.Advance(cluster.DefaultReplicaMaxIdle / 2)
+	if got := readOne(t, c, otherKey, "SELECT d"); got != 4 {
+		t.Fatalf("read %d", got)
+	}
+	if n := e.phys(r, 0).Closes(); n != 1 {
+		t.Errorf("H%d's session, idle for DefaultReplicaMaxIdle, closed %d times at the next read, want 1", r+1, n)
+	}
+	if got := readOne(t, c, keyed, "SELECT c"); got != 3 {
+		t.Fatalf("read %d", got)
+	}
+	if n := e.dialed(r); n != 2 {
+		t.Errorf("%d sessions to H%d, want 2: a new one after the expiry", n, r+1)
+	}
+	e.allMet()
+}
+
+// keyOf returns a routing key whose replica is host.
+func keyOf(e *env, host int) string {
+	for _, k := range []string{"k", "a", "b", "c", "d", "e", "f", "g", "h", "i"} {
+		if e.cl.PickReplica(k, true, 0) == host {
+			return k
+		}
+	}
+	e.t.Fatalf("no key reads from H%d", host+1)
+	return ""
+}
