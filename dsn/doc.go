@@ -296,7 +296,9 @@
 // and replica, which is what a pool held before sessions were shared. With
 // a bound, a read that finds as many sessions open to its replica waits for
 // one to be given back, up to its context's deadline (database/sql's wait
-// at SetMaxOpenConns). A session idle for 30s is closed at the next read.
+// at SetMaxOpenConns). A session idle for 30s is closed at the next read;
+// one idle for a second, or idle while another session of its replica broke,
+// gets go-sql-driver's liveness check before its next use.
 // HostStats.ReplicaIdle (package failover) counts the idle ones,
 // HostStats.OpenConns every session. ProxySQL's max_connections of a
 // backend server; > 0 needs replicaReads=true.

@@ -32,6 +32,7 @@ type replicaPool struct {
 	idle    [][]PooledReplica // per host, the most recently used last
 	open    []int             // per host: sessions open, idle or in use, and being opened
 	waits   []int64           // per host: takes that waited at replicaPoolSize (HostStats.ReplicaWaits)
+	suspect []int64           // per host: cluster clock (UnixNano) of the last session of it that broke (ReplicaSessionEnded)
 	freed   chan struct{}     // closed and replaced when a session is given back or closed: wakes those waiting on a full host
 	sweepAt int64             // cluster clock (UnixNano) of the next look for expired idle sessions
 	closed  bool
@@ -43,29 +44,33 @@ func (c *Cluster) ReplicaEpoch() uint64 { return c.rpool.epochs.Add(1) }
 
 // TakeReplica returns an idle session of host, the most recently used one, or nil when
 // the caller is to open a new one (OpenReplica; then ReplicaClosed if that fails): the
-// session counts as open from now on. With replicaPoolSize > 0 and as many sessions
-// open to host, it waits until one is given back or closed, or ctx ends (its error).
-// now is the cluster clock's (UnixNano): idle sessions past DefaultReplicaMaxIdle are
-// closed first, on every host, once a second at most.
-func (c *Cluster) TakeReplica(ctx context.Context, host int, now int64) (PooledReplica, error) {
+// session counts as open from now on. check says the session sat idle while another
+// session of host broke (ReplicaSessionEnded): it may be broken too, and gets the
+// liveness check before its use. With replicaPoolSize > 0 and as many sessions open to
+// host, it waits until one is given back or closed, or ctx ends (its error). now is the
+// cluster clock's (UnixNano): idle sessions past DefaultReplicaMaxIdle are closed first,
+// on every host, once a second at most.
+func (c *Cluster) TakeReplica(ctx context.Context, host int, now int64) (r PooledReplica, check bool, err error) {
 	p := &c.rpool
 	for {
 		p.mu.Lock()
 		stale := c.expiredLocked(now)
 		p.grow(host)
 		if s := p.idle[host]; len(s) > 0 {
-			r := s[len(s)-1]
+			r = s[len(s)-1]
 			s[len(s)-1] = nil
 			p.idle[host] = s[:len(s)-1]
+			_, _, used := r.Replica()
+			check = used <= p.suspect[host]
 			p.mu.Unlock()
 			c.closeReplicas(stale)
-			return r, nil
+			return r, check, nil
 		}
 		if max := c.cfg.ReplicaPoolSize; max == 0 || p.open[host] < max {
 			p.open[host]++
 			p.mu.Unlock()
 			c.closeReplicas(stale)
-			return nil, nil
+			return nil, false, nil
 		}
 		freed := p.freedLocked()
 		p.waits[host]++
@@ -74,7 +79,7 @@ func (c *Cluster) TakeReplica(ctx context.Context, host int, now int64) (PooledR
 		select {
 		case <-freed:
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, false, ctx.Err()
 		}
 	}
 }
@@ -124,6 +129,17 @@ func (c *Cluster) replicaStats(host int) (idle int, waits int64) {
 	return len(p.idle[host]), p.waits[host]
 }
 
+// suspectReplicas marks the idle sessions of host, at now, for the liveness check
+// before their next use: one of its sessions just broke (a restart, a kill, the
+// network), and those idle beside it may have broken with it.
+func (c *Cluster) suspectReplicas(host int, now int64) {
+	p := &c.rpool
+	p.mu.Lock()
+	p.grow(host)
+	p.suspect[host] = now
+	p.mu.Unlock()
+}
+
 // sweepReplicas closes the idle sessions past DefaultReplicaMaxIdle and those of hosts
 // that left the host list, now.
 func (c *Cluster) sweepReplicas() {
@@ -158,6 +174,7 @@ func (p *replicaPool) grow(host int) {
 	if host >= len(p.idle) {
 		p.idle = append(p.idle, make([][]PooledReplica, host+1-len(p.idle))...)
 		p.waits = append(p.waits, make([]int64, host+1-len(p.waits))...)
+		p.suspect = append(p.suspect, make([]int64, host+1-len(p.suspect))...)
 	}
 }
 

@@ -468,8 +468,10 @@ func (c *Cluster) QualifiesAsReplica(host int) bool {
 
 // ReplicaSessionEnded reports a communication error (cause) on a replica session to host:
 // the session is gone, the host is not blamed (a dead session is not a dead host; its
-// probes, or the next attempt to open a session, decide), as EventSessionEnded.
+// probes, or the next attempt to open a session, decide), as EventSessionEnded. The
+// pool's idle sessions of host get the liveness check before their next use.
 func (c *Cluster) ReplicaSessionEnded(host int, cause error) {
+	c.suspectReplicas(host, c.env.Clock.Now().UnixNano())
 	c.emit(failover.Event{Kind: failover.EventSessionEnded, Host: c.Host(host), Err: NotBadConn(cause, "")})
 }
 

@@ -211,7 +211,7 @@ func (c *Conn) rsessionOn(ctx context.Context, host int) (*rsession, error) {
 		}
 	}
 	for {
-		p, err := c.cl.TakeReplica(ctx, host, now)
+		p, check, err := c.cl.TakeReplica(ctx, host, now)
 		if err != nil {
 			return nil, err
 		}
@@ -220,6 +220,9 @@ func (c *Conn) rsessionOn(ctx context.Context, host int) (*rsession, error) {
 		}
 		rs := p.(*rsession)
 		sp.sess = append(sp.sess, rs)
+		if check {
+			rs.lastUsed = 0 // idle while another session of its host broke: check it
+		}
 		if !c.replicaDead(ctx, rs, now) {
 			return c.inDB(ctx, rs)
 		}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/DATA-DOG/go-sqlmock"
+	"github.com/go-sql-driver/mysql"
 
 	"github.com/mysqlfailover/mysqlfailover/dsn"
 	"github.com/mysqlfailover/mysqlfailover/internal/cluster"
@@ -197,4 +198,45 @@ func keyOf(e *env, host int) string {
 	}
 	e.t.Fatalf("no key reads from H%d", host+1)
 	return ""
+}
+
+// When a session of a replica breaks, the pool's sessions of it that sat idle meanwhile
+// get the liveness check before their next use (they may have broken with it: a restart,
+// a kill): a dead one is replaced before the read is sent to it, with no retry.
+func TestReplicaSessionBrokeIdleOnesChecked(t *testing.T) {
+	e, r, keyed := poolEnv(t)
+	other := 3 - r
+	e.script(r,
+		replicaSession(queryRows("SELECT a", 1), func(m sqlmock.Sqlmock) { m.ExpectQuery("SELECT c").WillReturnError(mysql.ErrInvalidConn) }),
+		replicaSession(queryRows("SELECT b", 2)),
+		replicaSession(queryRows("SELECT d", 4)))
+	e.script(other, replicaSession(queryRows("SELECT c", 3)))
+	a, b := e.open(splitCfg), e.open(splitCfg)
+	rows, err := a.QueryContext(keyed, "SELECT a", nil) // a holds session 0
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := readOne(t, b, keyed, "SELECT b"); got != 2 { // on a new session 1
+		t.Fatalf("b read %d", got)
+	}
+	if err := rows.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e.phys(r, 1).Broken.Store(true) // idle session 1 dies unseen (within the idle check's second)
+	// b takes session 0, the last given back, which breaks: its read runs again on the
+	// other replica.
+	if got := readOne(t, b, keyed, "SELECT c"); got != 3 {
+		t.Fatalf("b's read after its session broke ran on H%d, want the other replica H%d", got, other+1)
+	}
+	retries := e.cl.Stats().ReplicaRetries
+	if got := readOne(t, a, keyed, "SELECT d"); got != 4 {
+		t.Fatalf("a read %d, want 4 from a new session", got)
+	}
+	if n := e.phys(r, 1).Resets(); n != 1 {
+		t.Errorf("the idle session was checked %d times before its use, want 1", n)
+	}
+	if n := e.cl.Stats().ReplicaRetries - retries; n != 0 {
+		t.Errorf("a's read was retried %d times: the dead idle session was used, not checked first", n)
+	}
+	e.allMet()
 }
