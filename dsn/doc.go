@@ -296,7 +296,12 @@
 // and replica, which is what a pool held before sessions were shared. With
 // a bound, a read that finds as many sessions open to its replica waits for
 // one to be given back, up to its context's deadline (database/sql's wait
-// at SetMaxOpenConns). A session idle for 30s is closed at the next read;
+// at SetMaxOpenConns). A prepared statement (*sql.Stmt) with read intent
+// keeps a session on each pooled connection that ran it for as long as it
+// stays open: under a bound, long-lived ones can hold every session of a
+// replica, and reads then wait until their contexts end. Close such
+// statements after use, or set the bound above the pool's size. A session
+// idle for 30s is closed at the next read;
 // one idle for a second, or idle while another session of its replica broke,
 // gets go-sql-driver's liveness check before its next use.
 // HostStats.ReplicaIdle (package failover) counts the idle ones,

@@ -33,7 +33,7 @@ type replicaPool struct {
 	open    []int             // per host: sessions open, idle or in use, and being opened
 	waits   []int64           // per host: takes that waited at replicaPoolSize (HostStats.ReplicaWaits)
 	suspect []int64           // per host: cluster clock (UnixNano) of the last session of it that broke (ReplicaSessionEnded)
-	freed   chan struct{}     // closed and replaced when a session is given back or closed: wakes those waiting on a full host
+	freed   []chan struct{}   // per host: closed and replaced when one of its sessions is given back or closed: wakes those waiting on it, full
 	sweepAt int64             // cluster clock (UnixNano) of the next look for expired idle sessions
 	closed  bool
 	epochs  atomic.Uint64 // the last session number given out (ReplicaEpoch)
@@ -52,7 +52,7 @@ func (c *Cluster) ReplicaEpoch() uint64 { return c.rpool.epochs.Add(1) }
 // on every host, once a second at most.
 func (c *Cluster) TakeReplica(ctx context.Context, host int, now int64) (r PooledReplica, check bool, err error) {
 	p := &c.rpool
-	for {
+	for waited := false; ; waited = true {
 		p.mu.Lock()
 		stale := c.expiredLocked(now)
 		p.grow(host)
@@ -72,8 +72,10 @@ func (c *Cluster) TakeReplica(ctx context.Context, host int, now int64) (r Poole
 			c.closeReplicas(stale)
 			return nil, false, nil
 		}
-		freed := p.freedLocked()
-		p.waits[host]++
+		freed := p.freedLocked(host)
+		if !waited {
+			p.waits[host]++ // once per take, however often a give-back wakes it
+		}
 		p.mu.Unlock()
 		c.closeReplicas(stale)
 		select {
@@ -96,7 +98,7 @@ func (c *Cluster) PutReplica(r PooledReplica) {
 	} else {
 		p.grow(host)
 		p.idle[host] = append(p.idle[host], r)
-		p.wakeLocked()
+		p.wakeLocked(host)
 	}
 	p.mu.Unlock()
 	c.closeReplicas(stale)
@@ -110,7 +112,7 @@ func (c *Cluster) ReplicaClosed(host int, wasOpen bool) {
 	p.mu.Lock()
 	p.grow(host)
 	p.open[host]--
-	p.wakeLocked()
+	p.wakeLocked(host)
 	p.mu.Unlock()
 	if wasOpen {
 		c.Release(host)
@@ -175,6 +177,7 @@ func (p *replicaPool) grow(host int) {
 		p.idle = append(p.idle, make([][]PooledReplica, host+1-len(p.idle))...)
 		p.waits = append(p.waits, make([]int64, host+1-len(p.waits))...)
 		p.suspect = append(p.suspect, make([]int64, host+1-len(p.suspect))...)
+		p.freed = append(p.freed, make([]chan struct{}, host+1-len(p.freed))...)
 	}
 }
 
@@ -209,19 +212,20 @@ func (c *Cluster) expiredLocked(now int64) []PooledReplica {
 	return out
 }
 
-// freedLocked returns the channel closed at the next give-back or close.
-func (p *replicaPool) freedLocked() chan struct{} {
-	if p.freed == nil {
-		p.freed = make(chan struct{})
+// freedLocked returns the channel closed at the next give-back or close of a session of
+// host.
+func (p *replicaPool) freedLocked(host int) chan struct{} {
+	if p.freed[host] == nil {
+		p.freed[host] = make(chan struct{})
 	}
-	return p.freed
+	return p.freed[host]
 }
 
-// wakeLocked wakes those waiting for a session of a full host.
-func (p *replicaPool) wakeLocked() {
-	if p.freed != nil {
-		close(p.freed)
-		p.freed = nil
+// wakeLocked wakes those waiting for a session of host, full.
+func (p *replicaPool) wakeLocked(host int) {
+	if ch := p.freed[host]; ch != nil {
+		close(ch)
+		p.freed[host] = nil
 	}
 }
 

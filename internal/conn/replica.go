@@ -220,6 +220,12 @@ func (c *Conn) rsessionOn(ctx context.Context, host int) (*rsession, error) {
 		}
 		rs := p.(*rsession)
 		sp.sess = append(sp.sess, rs)
+		if c.db == "" && rs.db != "" {
+			// Another connection moved it to a database, and no statement leaves one:
+			// a connection in none (a DSN without one, no USE) needs a session in none.
+			c.dropReplica(rs)
+			continue
+		}
 		if check {
 			rs.lastUsed = 0 // idle while another session of its host broke: check it
 		}
@@ -273,6 +279,12 @@ func (c *Conn) giveBack() {
 		rs := sp.sess[i]
 		if rs.holds > 0 || rs == sp.running {
 			i++
+			continue
+		}
+		if v, ok := rs.phys.(driver.Validator); ok && !v.IsValid() {
+			// go-sql-driver closed it (a context that ended after the statement's
+			// result was read): never into the pool's shared ones.
+			c.dropReplica(rs)
 			continue
 		}
 		sp.sess = slices.Delete(sp.sess, i, i+1)

@@ -120,6 +120,7 @@ func TestReplicaSessionHeldWhileNeeded(t *testing.T) {
 func TestReplicaPoolSizeWaits(t *testing.T) {
 	e, r, keyed := poolEnv(t, func(c *dsn.Config) { c.ReplicaPoolSize = 1 })
 	e.script(r, replicaSession(queryRows("SELECT a", 1), queryRows("SELECT b", 2)))
+	e.script(3-r, replicaSession(queryRows("SELECT o", 10), queryRows("SELECT o", 11), queryRows("SELECT o", 12)))
 	a, b := e.open(splitCfg), e.open(splitCfg)
 	rows, err := a.QueryContext(keyed, "SELECT a", nil)
 	if err != nil {
@@ -139,6 +140,17 @@ func TestReplicaPoolSizeWaits(t *testing.T) {
 		got <- readOne(t, b, ctx, "SELECT b")
 	}()
 	fake.WaitFor(t, "b's read to wait for a session", func() bool { return e.cl.Stats().Hosts[r].ReplicaWaits == 2 })
+	// Reads on the other replica meanwhile neither serve nor count b's wait.
+	other, o := 3-r, e.open(splitCfg)
+	otherKey := WithReadIntent(context.Background(), keyOf(e, other))
+	for i := range 3 {
+		if got := readOne(t, o, otherKey, "SELECT o"); got != int64(10+i) {
+			t.Fatalf("read on the other replica: %d", got)
+		}
+	}
+	if n := e.cl.Stats().Hosts[r].ReplicaWaits; n != 2 {
+		t.Errorf("ReplicaWaits = %d after give-backs elsewhere woke the waiting read, want 2 (one per read that waited)", n)
+	}
 	if err := rows.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -237,6 +249,58 @@ func TestReplicaSessionBrokeIdleOnesChecked(t *testing.T) {
 	}
 	if n := e.cl.Stats().ReplicaRetries - retries; n != 0 {
 		t.Errorf("a's read was retried %d times: the dead idle session was used, not checked first", n)
+	}
+	e.allMet()
+}
+
+// A session go-sql-driver closed after its statement's result was read (the context
+// ended before the rows were closed) is dropped, never given back for another connection
+// to fail on.
+func TestReplicaSessionClosedNotGivenBack(t *testing.T) {
+	e, r, keyed := poolEnv(t)
+	e.script(r, replicaSession(queryRows("SELECT a", 1)), replicaSession(queryRows("SELECT b", 2)))
+	a, b := e.open(splitCfg), e.open(splitCfg)
+	rows, err := a.QueryContext(keyed, "SELECT a", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dest := make([]driver.Value, 1)
+	_ = rows.Next(dest)
+	e.phys(r, 0).Broken.Store(true) // closed under the rows by go-sql-driver's watcher
+	if err := rows.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n, closes := e.idle(r), e.phys(r, 0).Closes(); n != 0 || closes != 1 {
+		t.Errorf("after rows on a closed session: %d idle, the session closed %d times; want 0, 1", n, closes)
+	}
+	retries := e.cl.Stats().ReplicaRetries
+	if got := readOne(t, b, keyed, "SELECT b"); got != 2 {
+		t.Fatalf("b read %d", got)
+	}
+	if n := e.cl.Stats().ReplicaRetries - retries; n != 0 {
+		t.Errorf("b's read retried %d times", n)
+	}
+	e.allMet()
+}
+
+// A connection in no database (a DSN without one, no USE) never reads on a shared session
+// that another connection moved to a database (no statement leaves one): such a session is
+// dropped and a new one opened.
+func TestReplicaSessionInNoDatabase(t *testing.T) {
+	e, r, keyed := poolEnv(t)
+	e.script(0, ok("USE app2"))
+	e.script(r, replicaSession(ok("USE `app2`"), queryRows("SELECT a", 1)), replicaSession(queryRows("SELECT b", 2)))
+	a := e.open(splitCfg)
+	mustExec(t, a, "USE app2")
+	if got := readOne(t, a, keyed, "SELECT a"); got != 1 {
+		t.Fatalf("a read %d", got)
+	}
+	b := e.open(splitCfg)
+	if got := readOne(t, b, keyed, "SELECT b"); got != 2 {
+		t.Fatalf("b read %d", got)
+	}
+	if n := e.phys(r, 0).Closes(); n != 1 {
+		t.Errorf("the session in app2 closed %d times when b, in no database, needed one: want 1", n)
 	}
 	e.allMet()
 }
