@@ -745,6 +745,12 @@ func (c *Cluster) setUpGalera(ctx context.Context) error {
 	if c.flavour != MariaDB {
 		return fmt.Errorf("harness: node 1 runs %s: Galera clusters are MariaDB only", c.flavour)
 	}
+	// Every node Synced in one Primary component first: a node that has just joined may
+	// still refuse work with 1047 (seen on a fresh machine, the CPU busy with builds:
+	// node 1 refused the CREATE DATABASE below).
+	if err := c.WaitSynced(ctx); err != nil {
+		return fmt.Errorf("harness: Galera set-up: %w", err)
+	}
 	// A node takes the domain of its wsrep GTIDs from the cluster's state over
 	// wsrep_gtid_domain_id (seen: nodes started with wsrep_gtid_domain_id=1 wrote GTIDs
 	// 0-1-n); setting the variable again while they run takes effect at once, and the
