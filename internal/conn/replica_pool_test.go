@@ -19,7 +19,7 @@ import (
 func poolEnv(t *testing.T, opts ...func(*dsn.Config)) (e *env, r int, keyed context.Context) {
 	e = newEnv(t, 3, append([]func(*dsn.Config){replicaReads}, opts...)...)
 	t.Cleanup(e.cl.Close)
-	return e, e.cl.PickReplica("k", true, 0), WithReadIntent(context.Background(), "k")
+	return e, e.cl.PickReplica("k", true, 0), WithReadIntent(fake.Context(t), "k")
 }
 
 // idle is the number of idle shared sessions of host.
@@ -55,7 +55,7 @@ func TestReplicaSessionsShared(t *testing.T) {
 // statement, a read-only transaction. Another connection's read meanwhile opens a
 // session of its own; each goes back once it ends, and the next reads take them.
 func TestReplicaSessionHeldWhileNeeded(t *testing.T) {
-	ctx := context.Background()
+	ctx := fake.Context(t)
 	for _, tc := range []struct {
 		name string
 		hold func(t *testing.T, c *Conn) (release func())
@@ -133,16 +133,24 @@ func TestReplicaPoolSizeWaits(t *testing.T) {
 		t.Errorf("a read at the bound with its context ended: %v, want context.Canceled", err)
 	}
 
+	// b's read waits in a goroutine of its own, which the test's end cancels and waits for
+	// (before the connections close), however the test ends.
+	bctx, cancel := context.WithTimeout(keyed, fake.Bound)
+	done := make(chan struct{})
 	got := make(chan int64, 1)
 	go func() {
-		ctx, cancel := context.WithTimeout(keyed, fake.Bound)
-		defer cancel()
-		got <- readOne(t, b, ctx, "SELECT b")
+		defer close(done)
+		v, err := readValue(b, bctx, "SELECT b")
+		if err != nil {
+			t.Errorf("b's read: %v", err)
+		}
+		got <- v
 	}()
+	t.Cleanup(func() { cancel(); <-done })
 	fake.WaitFor(t, "b's read to wait for a session", func() bool { return e.cl.Stats().Hosts[r].ReplicaWaits == 2 })
 	// Reads on the other replica meanwhile neither serve nor count b's wait.
 	other, o := 3-r, e.open(splitCfg)
-	otherKey := WithReadIntent(context.Background(), keyOf(e, other))
+	otherKey := WithReadIntent(fake.Context(t), keyOf(e, other))
 	for i := range 3 {
 		if got := readOne(t, o, otherKey, "SELECT o"); got != int64(10+i) {
 			t.Fatalf("read on the other replica: %d", got)
@@ -178,7 +186,7 @@ func TestReplicaSessionIdleExpires(t *testing.T) {
 	e.clock.Advance(cluster.DefaultReplicaMaxIdle / 2)
 	// A read on the other replica takes and gives back a session of the pool's; r's is
 	// not idle long enough to go.
-	otherKey := WithReadIntent(context.Background(), keyOf(e, other))
+	otherKey := WithReadIntent(fake.Context(t), keyOf(e, other))
 	if got := readOne(t, c, otherKey, "SELECT b"); got != 2 {
 		t.Fatalf("read %d", got)
 	}
@@ -303,4 +311,20 @@ func TestReplicaSessionInNoDatabase(t *testing.T) {
 		t.Errorf("the session in app2 closed %d times when b, in no database, needed one: want 1", n)
 	}
 	e.allMet()
+}
+
+// readValue runs q on c with ctx and returns its first row's one value, for a goroutine
+// other than the test's (it never calls t.Fatal).
+func readValue(c *Conn, ctx context.Context, q string) (int64, error) {
+	rows, err := c.QueryContext(ctx, q, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer rows.Close()
+	v := make([]driver.Value, 1)
+	if err := rows.Next(v); err != nil {
+		return 0, err
+	}
+	n, _ := v[0].(int64)
+	return n, nil
 }
