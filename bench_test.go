@@ -110,17 +110,21 @@ func proxyOverMem(b *testing.B) sqldriver.Conn {
 	return c
 }
 
+// connImpls are the connections the in-memory benchmarks compare: the bare one and the
+// proxy over it.
+var connImpls = []struct {
+	name string
+	conn func(*testing.B) sqldriver.Conn
+}{
+	{"bare", func(*testing.B) sqldriver.Conn { return &memConn{} }},
+	{"proxy", proxyOverMem},
+}
+
 // BenchmarkConnExec compares one Exec on the bare in-memory connection with the same call
 // through the proxy: the difference is the proxy's cost per statement.
 func BenchmarkConnExec(b *testing.B) {
 	ctx := context.Background()
-	for _, impl := range []struct {
-		name string
-		conn func(*testing.B) sqldriver.Conn
-	}{
-		{"bare", func(*testing.B) sqldriver.Conn { return &memConn{} }},
-		{"proxy", proxyOverMem},
-	} {
+	for _, impl := range connImpls {
 		b.Run("impl="+impl.name, func(b *testing.B) {
 			c := impl.conn(b).(sqldriver.ExecerContext)
 			b.ReportAllocs()
@@ -137,13 +141,7 @@ func BenchmarkConnExec(b *testing.B) {
 func BenchmarkConnQuery(b *testing.B) {
 	ctx := context.Background()
 	dest := make([]sqldriver.Value, 1)
-	for _, impl := range []struct {
-		name string
-		conn func(*testing.B) sqldriver.Conn
-	}{
-		{"bare", func(*testing.B) sqldriver.Conn { return &memConn{} }},
-		{"proxy", proxyOverMem},
-	} {
+	for _, impl := range connImpls {
 		b.Run("impl="+impl.name, func(b *testing.B) {
 			c := impl.conn(b).(sqldriver.QueryerContext)
 			b.ReportAllocs()
@@ -164,13 +162,7 @@ func BenchmarkConnQuery(b *testing.B) {
 // cost per run.
 func BenchmarkStmtExec(b *testing.B) {
 	ctx := context.Background()
-	for _, impl := range []struct {
-		name string
-		conn func(*testing.B) sqldriver.Conn
-	}{
-		{"bare", func(*testing.B) sqldriver.Conn { return &memConn{} }},
-		{"proxy", proxyOverMem},
-	} {
+	for _, impl := range connImpls {
 		b.Run("impl="+impl.name, func(b *testing.B) {
 			s, err := impl.conn(b).Prepare("UPDATE t SET n=n+1 WHERE id=?")
 			if err != nil {
@@ -196,13 +188,7 @@ func BenchmarkPrepareQuery(b *testing.B) {
 	ctx := context.Background()
 	dest := make([]sqldriver.Value, 1)
 	args := []sqldriver.NamedValue{{Ordinal: 1, Value: int64(1)}}
-	for _, impl := range []struct {
-		name string
-		conn func(*testing.B) sqldriver.Conn
-	}{
-		{"bare", func(*testing.B) sqldriver.Conn { return &memConn{} }},
-		{"proxy", proxyOverMem},
-	} {
+	for _, impl := range connImpls {
 		b.Run("impl="+impl.name, func(b *testing.B) {
 			c := impl.conn(b)
 			b.ReportAllocs()

@@ -25,18 +25,38 @@ type PooledReplica interface {
 	Replica() (conn driver.Conn, host int, lastUsed int64)
 }
 
-// replicaPool is the pool's shared replica sessions, under its own lock; slices indexed
-// by host id.
+// replicaPool is the pool's shared replica sessions, under its own lock.
 type replicaPool struct {
 	mu      sync.Mutex
-	idle    [][]PooledReplica // per host, the most recently used last
-	open    []int             // per host: sessions open, idle or in use, and being opened
-	waits   []int64           // per host: takes that waited at replicaPoolSize (HostStats.ReplicaWaits)
-	suspect []int64           // per host: cluster clock (UnixNano) of the last session of it that broke (ReplicaSessionEnded)
-	freed   []chan struct{}   // per host: closed and replaced when one of its sessions is given back or closed: wakes those waiting on it, full
-	sweepAt int64             // cluster clock (UnixNano) of the next look for expired idle sessions
+	hosts   []replicaHost // by host id
+	sweepAt int64         // cluster clock (UnixNano) of the next look for expired idle sessions
 	closed  bool
 	epochs  atomic.Uint64 // the last session number given out (ReplicaEpoch)
+}
+
+// replicaHost is one host's part of the pool.
+type replicaHost struct {
+	idle    []PooledReplica // the most recently used last
+	open    int             // sessions open, idle or in use, and being opened
+	waits   int64           // takes that waited at replicaPoolSize (HostStats.ReplicaWaits)
+	suspect int64           // cluster clock (UnixNano) of the last session of it that broke (ReplicaSessionEnded)
+	freed   chan struct{}   // closed and replaced when one of its sessions is given back or closed: wakes those waiting on it, full
+}
+
+// host returns host's part (rpool.mu held), growing the list to hold it.
+func (p *replicaPool) host(host int) *replicaHost {
+	if host >= len(p.hosts) {
+		p.hosts = append(p.hosts, make([]replicaHost, host+1-len(p.hosts))...)
+	}
+	return &p.hosts[host]
+}
+
+// wakeLocked wakes those waiting for a session of h, full.
+func (h *replicaHost) wakeLocked() {
+	if h.freed != nil {
+		close(h.freed)
+		h.freed = nil
+	}
 }
 
 // ReplicaEpoch returns a number no other replica session of the pool has (from 1 up).
@@ -55,26 +75,29 @@ func (c *Cluster) TakeReplica(ctx context.Context, host int, now int64) (r Poole
 	for waited := false; ; waited = true {
 		p.mu.Lock()
 		stale := c.expiredLocked(now)
-		p.grow(host)
-		if s := p.idle[host]; len(s) > 0 {
-			r = s[len(s)-1]
-			s[len(s)-1] = nil
-			p.idle[host] = s[:len(s)-1]
+		h := p.host(host)
+		if n := len(h.idle); n > 0 {
+			r = h.idle[n-1]
+			h.idle[n-1] = nil
+			h.idle = h.idle[:n-1]
 			_, _, used := r.Replica()
-			check = used <= p.suspect[host]
+			check = used <= h.suspect
 			p.mu.Unlock()
 			c.closeReplicas(stale)
 			return r, check, nil
 		}
-		if max := c.cfg.ReplicaPoolSize; max == 0 || p.open[host] < max {
-			p.open[host]++
+		if max := c.cfg.ReplicaPoolSize; max == 0 || h.open < max {
+			h.open++
 			p.mu.Unlock()
 			c.closeReplicas(stale)
 			return nil, false, nil
 		}
-		freed := p.freedLocked(host)
+		if h.freed == nil {
+			h.freed = make(chan struct{})
+		}
+		freed := h.freed
 		if !waited {
-			p.waits[host]++ // once per take, however often a give-back wakes it
+			h.waits++ // once per take, however often a give-back wakes it
 		}
 		p.mu.Unlock()
 		c.closeReplicas(stale)
@@ -96,9 +119,9 @@ func (c *Cluster) PutReplica(r PooledReplica) {
 	if p.closed || !c.Member(host) {
 		stale = append(stale, r)
 	} else {
-		p.grow(host)
-		p.idle[host] = append(p.idle[host], r)
-		p.wakeLocked(host)
+		h := p.host(host)
+		h.idle = append(h.idle, r)
+		h.wakeLocked()
 	}
 	p.mu.Unlock()
 	c.closeReplicas(stale)
@@ -110,9 +133,9 @@ func (c *Cluster) PutReplica(r PooledReplica) {
 func (c *Cluster) ReplicaClosed(host int, wasOpen bool) {
 	p := &c.rpool
 	p.mu.Lock()
-	p.grow(host)
-	p.open[host]--
-	p.wakeLocked(host)
+	h := p.host(host)
+	h.open--
+	h.wakeLocked()
 	p.mu.Unlock()
 	if wasOpen {
 		c.Release(host)
@@ -125,10 +148,8 @@ func (c *Cluster) replicaStats(host int) (idle int, waits int64) {
 	p := &c.rpool
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if host >= len(p.idle) {
-		return 0, 0
-	}
-	return len(p.idle[host]), p.waits[host]
+	h := p.host(host)
+	return len(h.idle), h.waits
 }
 
 // suspectReplicas marks the idle sessions of host, at now, for the liveness check
@@ -137,8 +158,7 @@ func (c *Cluster) replicaStats(host int) (idle int, waits int64) {
 func (c *Cluster) suspectReplicas(host int, now int64) {
 	p := &c.rpool
 	p.mu.Lock()
-	p.grow(host)
-	p.suspect[host] = now
+	p.host(host).suspect = now
 	p.mu.Unlock()
 }
 
@@ -160,25 +180,12 @@ func (c *Cluster) closeReplicaPool() {
 	p.mu.Lock()
 	p.closed = true
 	var all []PooledReplica
-	for h, s := range p.idle {
-		all = append(all, s...)
-		p.idle[h] = nil
+	for i := range p.hosts {
+		all = append(all, p.hosts[i].idle...)
+		p.hosts[i].idle = nil
 	}
 	p.mu.Unlock()
 	c.closeReplicas(all)
-}
-
-// grow makes the per-host slices (rpool.mu held) hold host.
-func (p *replicaPool) grow(host int) {
-	if host >= len(p.open) {
-		p.open = append(p.open, make([]int, host+1-len(p.open))...)
-	}
-	if host >= len(p.idle) {
-		p.idle = append(p.idle, make([][]PooledReplica, host+1-len(p.idle))...)
-		p.waits = append(p.waits, make([]int64, host+1-len(p.waits))...)
-		p.suspect = append(p.suspect, make([]int64, host+1-len(p.suspect))...)
-		p.freed = append(p.freed, make([]chan struct{}, host+1-len(p.freed))...)
-	}
 }
 
 // expiredLocked takes out of the idle stacks (rpool.mu held), when a second has passed
@@ -191,9 +198,10 @@ func (c *Cluster) expiredLocked(now int64) []PooledReplica {
 	}
 	p.sweepAt = now + int64(time.Second)
 	var out []PooledReplica
-	for h, s := range p.idle {
+	for id := range p.hosts {
+		s := p.hosts[id].idle
 		n := len(s)
-		if c.Member(h) {
+		if c.Member(id) {
 			n = 0 // the oldest are at the bottom
 			for n < len(s) {
 				if _, _, used := s[n].Replica(); now-used < int64(DefaultReplicaMaxIdle) {
@@ -206,27 +214,10 @@ func (c *Cluster) expiredLocked(now int64) []PooledReplica {
 			out = append(out, s[:n]...)
 			k := copy(s, s[n:])
 			clear(s[k:])
-			p.idle[h] = s[:k]
+			p.hosts[id].idle = s[:k]
 		}
 	}
 	return out
-}
-
-// freedLocked returns the channel closed at the next give-back or close of a session of
-// host.
-func (p *replicaPool) freedLocked(host int) chan struct{} {
-	if p.freed[host] == nil {
-		p.freed[host] = make(chan struct{})
-	}
-	return p.freed[host]
-}
-
-// wakeLocked wakes those waiting for a session of host, full.
-func (p *replicaPool) wakeLocked(host int) {
-	if ch := p.freed[host]; ch != nil {
-		close(ch)
-		p.freed[host] = nil
-	}
 }
 
 // closeReplicas closes sessions taken out of the idle stacks (never under the lock).

@@ -204,7 +204,7 @@ func (c *Conn) rsessionOn(ctx context.Context, host int) (*rsession, error) {
 	now := c.cl.Now().UnixNano()
 	for _, rs := range sp.sess {
 		if rs.host == host {
-			if c.replicaDead(ctx, rs, now) {
+			if c.replicaDead(ctx, rs, now, false) {
 				break // dead while it sat idle: another one on the same host
 			}
 			return c.inDB(ctx, rs)
@@ -226,10 +226,7 @@ func (c *Conn) rsessionOn(ctx context.Context, host int) (*rsession, error) {
 			c.dropReplica(rs)
 			continue
 		}
-		if check {
-			rs.lastUsed = 0 // idle while another session of its host broke: check it
-		}
-		if !c.replicaDead(ctx, rs, now) {
+		if !c.replicaDead(ctx, rs, now, check) {
 			return c.inDB(ctx, rs)
 		}
 	}
@@ -246,10 +243,10 @@ func (c *Conn) rsessionOn(ctx context.Context, host int) (*rsession, error) {
 }
 
 // replicaDead reports whether replica session rs, which this connection holds, was
-// found dead (and dropped) by the liveness check it gets after sitting idle; else it is
-// used at now.
-func (c *Conn) replicaDead(ctx context.Context, rs *rsession, now int64) bool {
-	if now-rs.lastUsed >= int64(cluster.DefaultIdleCheck) {
+// found dead (and dropped) by the liveness check it gets after sitting idle, or when
+// check (it sat idle while another session of its host broke); else it is used at now.
+func (c *Conn) replicaDead(ctx context.Context, rs *rsession, now int64, check bool) bool {
+	if check || now-rs.lastUsed >= int64(cluster.DefaultIdleCheck) {
 		if r, ok := rs.phys.(driver.SessionResetter); ok && r.ResetSession(ctx) != nil {
 			c.dropReplica(rs)
 			return true

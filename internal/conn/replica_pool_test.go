@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql/driver"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/DATA-DOG/go-sqlmock"
@@ -313,8 +314,8 @@ func TestReplicaSessionInNoDatabase(t *testing.T) {
 	e.allMet()
 }
 
-// readValue runs q on c with ctx and returns its first row's one value, for a goroutine
-// other than the test's (it never calls t.Fatal).
+// readValue runs q on c with ctx and returns its first row's one value; it never calls
+// t.Fatal, so a goroutine other than the test's may use it (readOne fails the test).
 func readValue(c *Conn, ctx context.Context, q string) (int64, error) {
 	rows, err := c.QueryContext(ctx, q, nil)
 	if err != nil {
@@ -323,7 +324,7 @@ func readValue(c *Conn, ctx context.Context, q string) (int64, error) {
 	defer rows.Close()
 	v := make([]driver.Value, 1)
 	if err := rows.Next(v); err != nil {
-		return 0, err
+		return 0, fmt.Errorf("Next: %w", err)
 	}
 	n, _ := v[0].(int64)
 	return n, nil

@@ -27,16 +27,11 @@ var read = WithReadIntent(context.Background(), "")
 // readOne runs q with ctx and reads its one id.
 func readOne(t *testing.T, c *Conn, ctx context.Context, q string) int64 {
 	t.Helper()
-	rows, err := c.QueryContext(ctx, q, nil)
+	v, err := readValue(c, ctx, q)
 	if err != nil {
 		t.Fatalf("%s: %v", q, err)
 	}
-	defer rows.Close()
-	v := make([]driver.Value, 1)
-	if err := rows.Next(v); err != nil {
-		t.Fatalf("%s: Next: %v", q, err)
-	}
-	return v[0].(int64)
+	return v
 }
 
 // replicaSession scripts a replica session: SET SESSION TRANSACTION READ ONLY, then steps.
