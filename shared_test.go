@@ -188,9 +188,12 @@ func TestDriverOpenSharesOneConnector(t *testing.T) {
 	fake.WaitFor(t, "the first probe round", func() bool { return probed(0) >= 1 && probed(1) >= 1 && clk.Sleepers() == 1 })
 	// The active host is probed twice per checkInterval (cluster.DefaultActiveProbes): its
 	// next probe half a checkInterval on.
+	// (At least one more: the monitor may sleep while its first round's probe of the
+	// active host is still running, which then counts after p0 is read: seen under CI's
+	// load, the count went to p0+2 and an exact p0+1 never came.)
 	p0 := probed(0)
 	clk.Advance(time.Second / 2)
-	fake.WaitFor(t, "the active host's next probe, half a checkInterval on", func() bool { return probed(0) == p0+1 && clk.Sleepers() == 1 })
+	fake.WaitFor(t, "the active host's next probe, half a checkInterval on", func() bool { return probed(0) > p0 && clk.Sleepers() == 1 })
 
 	// The last connection closes: the linger starts (a second sleeper).
 	_ = c1.Close()
