@@ -99,7 +99,7 @@ func WithPolicy(layer func(child failover.Policy) failover.Policy) Option {
 // go-sql-driver configuration is rejected (for example an unknown TLS config name), when
 // hostsURL is rejected, when a host list provider is given without checkInterval > 0, and
 // when a WithPolicy layer returns nil.
-func NewConnector(cfg *Config, opts ...Option) (*Connector, error) {
+func NewConnector(cfg *dsn.Config, opts ...Option) (*Connector, error) {
 	if cfg == nil {
 		return nil, fmt.Errorf("mysqlfailover: nil *dsn.Config")
 	}

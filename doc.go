@@ -16,15 +16,14 @@
 //
 // A configuration built in code goes through NewConnector and sql.OpenDB:
 //
-//	cfg, err := mysqlfailover.ParseDSN("app:secret@tcp(db1:3306,db2:3306)/shop") // or dsn.NewConfig
+//	cfg, err := dsn.Parse("app:secret@tcp(db1:3306,db2:3306)/shop") // or dsn.NewConfig
 //	cfg.RetriesAllDown = 5
 //	c, err := mysqlfailover.NewConnector(cfg, mysqlfailover.WithLogger(slog.Default()))
 //	db := sql.OpenDB(c) // db.Close closes c too
 //
-// One sql.DB has one Connector. This package is the one import a program
-// needs; package dsn is the home of Config and its options, package failover
-// of the errors, events, statistics and policy types, and package driver is
-// the deprecated former import path.
+// One sql.DB has one Connector. Package dsn has Config and the option table,
+// package failover the errors, events, statistics and policy types; package
+// driver is the deprecated former import path.
 //
 // # The DSN
 //
@@ -220,7 +219,7 @@
 // Connector with a fresh state. ConnectorOf finds it; its Close ends it at once.
 // Wrappers that pass OpenConnector on (ngrok/sqlmw, luna-duclos/instrumentedsql)
 // get one Connector per sql.DB, but if their connector is not an io.Closer,
-// sql.DB.Close does not reach ours either: close it yourself (README).
+// sql.DB.Close does not reach ours either: close it yourself (ConnectorOf(ctx, db).Close).
 //
 // # Fall-back
 //

@@ -52,7 +52,7 @@ var snippetFree = map[string]struct{ typ, imports string }{
 	"ctx":           {"context.Context", "context"},
 	"db":            {"*sql.DB", "database/sql"},
 	"sqlConn":       {"*sql.Conn", "database/sql"},
-	"cfg":           {"*mysqlfailover.Config", "github.com/mysqlfailover/mysqlfailover"},
+	"cfg":           {"*dsn.Config", "github.com/mysqlfailover/mysqlfailover/dsn"},
 	"c":             {"*mysqlfailover.Connector", "github.com/mysqlfailover/mysqlfailover"},
 	"err":           {"error", ""},
 	"dsn":           {"string", ""},

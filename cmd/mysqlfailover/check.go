@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
-	"github.com/mysqlfailover/mysqlfailover"
 	"github.com/mysqlfailover/mysqlfailover/dsn"
 	"github.com/mysqlfailover/mysqlfailover/failover"
 )
@@ -195,7 +194,7 @@ type planHost struct {
 // check runs the whole check of dsnStr.
 func check(ctx context.Context, dsnStr string, timeout time.Duration) *report {
 	r := &report{Timeout: timeout.Seconds(), Hosts: []hostReport{}, Problems: []problem{}}
-	cfg, err := mysqlfailover.ParseDSN(dsnStr)
+	cfg, err := dsn.Parse(dsnStr)
 	if err != nil {
 		r.add(problem{Severity: sevUnusable, Kind: "dsn", Problem: "the driver rejects the DSN: " + err.Error(), Fix: dsnFix(err)})
 		r.finish()

@@ -10,7 +10,7 @@
 //
 // # check
 //
-// check reads the DSN as the driver does (mysqlfailover.ParseDSN: a typo'd key, a localDC
+// check reads the DSN as the driver does (dsn.Parse: a typo'd key, a localDC
 // that matches no host's label and every other DSN error are reported with the driver's
 // own message, which names the right key or the known DCs), then connects to every host
 // of the list at once, each with go-sql-driver and the DSN's own settings (user, TLS,

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mysqlfailover/mysqlfailover"
+	"github.com/mysqlfailover/mysqlfailover/dsn"
 	"github.com/mysqlfailover/mysqlfailover/failover"
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
@@ -215,7 +216,7 @@ func TestStateLabels(t *testing.T) {
 // host's probe.failures reports 0, and the pool's writer gauge and refusal counter
 // report; a fall-back of any duration is a walk point.
 func TestCountersFromTheStart(t *testing.T) {
-	cfg, err := mysqlfailover.ParseDSN("app:pw@tcp(db1:3306;dc=east,db2:3306;dc=west)/app")
+	cfg, err := dsn.Parse("app:pw@tcp(db1:3306;dc=east,db2:3306;dc=west)/app")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/mysqlfailover/mysqlfailover"
+	"github.com/mysqlfailover/mysqlfailover/dsn"
 	"github.com/mysqlfailover/mysqlfailover/failover"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -183,7 +184,7 @@ func TestStateLabels(t *testing.T) {
 // first burst of failures sees them all. A fall-back is a walk sample whatever its
 // duration.
 func TestSeriesFromTheStart(t *testing.T) {
-	cfg, err := mysqlfailover.ParseDSN("app:pw@tcp(db1:3306;dc=east,db2:3306;dc=west)/app")
+	cfg, err := dsn.Parse("app:pw@tcp(db1:3306;dc=east,db2:3306;dc=west)/app")
 	if err != nil {
 		t.Fatal(err)
 	}

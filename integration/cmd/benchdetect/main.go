@@ -57,6 +57,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/mysqlfailover/mysqlfailover"
+	"github.com/mysqlfailover/mysqlfailover/dsn"
 	"github.com/mysqlfailover/mysqlfailover/failover"
 	"github.com/mysqlfailover/mysqlfailover/integration/harness"
 )
@@ -268,7 +269,7 @@ func (e *events) since(kind failover.EventKind, host string, t time.Time) []fail
 
 // open opens a mysqlfailover pool on c with params and an event log.
 func open(c *harness.Cluster) (*sql.DB, *mysqlfailover.Connector, *events, error) {
-	cfg, err := mysqlfailover.ParseDSN(c.DSN(params))
+	cfg, err := dsn.Parse(c.DSN(params))
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -70,6 +70,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/mysqlfailover/mysqlfailover"
+	"github.com/mysqlfailover/mysqlfailover/dsn"
 	"github.com/mysqlfailover/mysqlfailover/failover"
 	"github.com/mysqlfailover/mysqlfailover/integration/harness"
 )
@@ -432,7 +433,7 @@ func soak(ctx context.Context, seed uint64, probing bool, d time.Duration, sab b
 		params += probeParam
 	}
 	dsnText := soakUser + ":" + soakPassword + "@tcp(" + strings.Join(addrs, ",") + ")/" + harness.AppDB + "?" + params
-	cfg, err := mysqlfailover.ParseDSN(dsnText)
+	cfg, err := dsn.Parse(dsnText)
 	if err != nil {
 		return nil, err
 	}
