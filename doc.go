@@ -28,19 +28,13 @@
 // # The DSN
 //
 // A DSN is go-sql-driver's, with a comma-separated host list: the first host
-// is the primary, the others are secondaries in order of preference. Each host
-// keeps its own port (3306 when absent), IPv6 literals go in brackets, and a
-// host may carry a data-centre label ("db1:3306;dc=east"). The failover options take their names from Connector/J
-// (retriesAllDown, secondsBeforeRetryMaster, queriesBeforeRetryMaster,
-// failOverReadOnly), libpq (targetSessionAttrs), DataStax (localDC) and Pulsar
-// (checkInterval); every other parameter goes to go-sql-driver, for every
-// host. Set readTimeout (and writeTimeout): a host that stops answering without
-// closing its connections is only noticed when a read times out. Package dsn
-// has the syntax and the option table, in its section Options
-// (https://pkg.go.dev/github.com/mysqlfailover/mysqlfailover/dsn#hdr-Options);
-// its errors name the offending key or host (go-sql-driver's own keys keep
-// go-sql-driver's messages), and a key that differs from one of ours in case or
-// by a typo or two is an error rather than a system variable sent to the server.
+// is the primary, the others are secondaries in order of preference
+// ("db1:3306,db2:3306;dc=east"). Every parameter that is not one of the
+// failover options goes to go-sql-driver, for every host. Set readTimeout (and
+// writeTimeout): a host that stops answering without closing its connections
+// is only noticed when a read times out. Package dsn has the syntax and the
+// option table, the one description of every option
+// (https://pkg.go.dev/github.com/mysqlfailover/mysqlfailover/dsn#hdr-Options).
 //
 // # Networks and dialers
 //
@@ -61,14 +55,12 @@
 // naming it. The driver wraps every socket the dialer returns, to count it
 // (Stats) and to close it when active health leaves its host.
 //
-// unix(/path) names one socket, and one socket is one server: there is no
-// failover (a list of sockets is an error), as with any DSN of a single host.
-// With one host and no hostsURL, a connection is one attempt (retriesAllDown
-// does not apply, as in Connector/J, whose failover needs several hosts) and a
-// host that does not answer returns its own error, exactly as go-sql-driver
-// would (the dialer's error, a *net.OpError, mysql.ErrNoTLS), not a
-// *failover.NoHostAvailableError; errors of a session that breaks are the same
-// as with several hosts.
+// A DSN of one host (one tcp host, or a unix socket) and no hostsURL has no
+// failover: a connection is one attempt (retriesAllDown does not apply, as in
+// Connector/J, whose failover needs several hosts) and a host that does not
+// answer returns its own error, exactly as go-sql-driver would (the dialer's
+// error, a *net.OpError, mysql.ErrNoTLS), not a *failover.NoHostAvailableError;
+// errors of a session that breaks are the same as with several hosts.
 //
 // # What the caller sees
 //
@@ -197,17 +189,8 @@
 // Active health (checkInterval > 0) probes every host from a monitor
 // goroutine, leaves a failing host after failoverDelay, aborting the
 // statements in flight there, and returns after switchBackDelay of passed
-// probes; package failover describes it. Each host's probe timeout follows its
-// own probe round trips as TCP's retransmission timeout does (RFC 6298):
-// RTO = SRTT + max(50ms, 4 x RTTVAR), SRTT the smoothed round trip and RTTVAR
-// its mean deviation, at most hostTimeout, and a probe waits 3 x RTO for its
-// answer. A primary that hangs is thus left within checkInterval + L + 3 x RTO
-// (L: the longest probe of the round in progress) when failoverDelay is no
-// longer than 3 x RTO: at checkInterval=100ms&failoverDelay=100ms, about 0.26 s
-// for a host whose probes answer within a few ms (RTO 51ms), and later for a
-// host that is always slow, by its own latency (package dsn, section Options,
-// has the formula and the bound for a longer failoverDelay). A slow but alive
-// host is not left unless an answer takes more than 3 x RTO.
+// probes: package failover, section Active health, describes it, and package
+// dsn's Options give the probe timeouts and the bound they set on detection.
 //
 // Wrappers that call only the driver's Open method, not OpenConnector (a
 // driver.Driver wrapper without driver.DriverContext), get connections that
@@ -393,21 +376,13 @@
 // read-only, within maxReplicaLag, of the local DC first. The intents are a
 // context from WithReadIntent, BeginTx with sql.TxOptions{ReadOnly: true}, and
 // a connection after SetReadOnly(true) (see WithReadIntent for what stays on
-// the primary all the same).
-// The replica sessions, read-only, are the pool's, shared by its connections:
-// an autocommit read takes an idle one of its replica (opening one when none
-// is idle) and gives it back when it is over, so that the sessions on a
-// replica follow the concurrent reads; a read-only transaction, open rows and
-// a prepared statement keep theirs until they end (replicaPoolSize in package
-// dsn bounds them). An autocommit read that fails
-// on a replica before its result started runs once more on another one; with
-// no replica left reads go to the primary (readFromSourceWhenNoReplicas,
-// default true). causalReads=local or global makes a read see the writes made
-// before it (this connection's, or the pool's): the replica waits for the
-// write's GTID position for at most causalReadsTimeout, then the primary
-// serves the read. Package dsn's Read/write splitting section has the options;
-// Stats and failover.EventReplica say which replica served, or why a host
-// serves none.
+// the primary all the same). An autocommit read that fails on a replica before
+// its result started runs once more on another one; inside a read-only
+// transaction the failure is failover.ErrTxLost, as on the primary. Package
+// dsn's Read/write splitting section has the options: how replicas are chosen
+// and bounded, the replica sessions the pool's connections share, what a read
+// does with no replica left, and causal reads. Stats and failover.EventReplica
+// say which replica served, or why a host serves none.
 //
 // # Reaching the Connector and the connection
 //

@@ -206,18 +206,11 @@
 // how soon the pool leaves it. Each host's probes keep a fixed rate of their
 // own, one at a time (a probe starts a period after the previous one started,
 // or as soon as that one ended when it took longer), and no host's probes wait
-// for another's. A probe waits for its answer three times its host's probe
-// timeout, which follows that host's own probe round trips as TCP's
-// retransmission timeout does (RFC 6298: the smoothed round trip plus four
-// times its mean deviation, at least 50 ms more), and at least the smoothed
-// round trip plus 225 ms: a host that answers late, its latency stepping or
-// jumping by up to 200 ms (an fsync stall, a noisy neighbour), is not taken for
-// one that does not answer (package dsn, section Options, gives the formulas and
-// the bound they set on detection); opening a probe connection gets hostTimeout
-// (max(checkInterval, 500ms) when hostTimeout is 0), and while the host is
-// failing its probes its probe timeout, or 4 times its typical connect time
-// when that is longer. A probe that timed out on a host not declared down yet
-// is repeated at once. A probe connection the server closed (a KILL, a
+// for another's. How long a probe waits follows its host's own probe round
+// trips, as TCP's retransmission timeout does, so that a host that answers
+// late is not taken for one that does not answer: package dsn, section
+// Options (checkInterval), has the formulas and the bound they set on
+// detection. A probe connection the server closed (a KILL, a
 // restart) is opened again within the probe: that is not a failed probe. Probe
 // connections never come from the pool.
 //
@@ -229,9 +222,7 @@
 // (EventAbort): statements in flight there fail at once with a FailoverError
 // (inside a transaction, ErrTxLost) instead of waiting for readTimeout, and
 // statements that start later never wait on it. A frozen (SIGSTOPped) primary
-// is thus left within about checkInterval/2 plus its probe's wait, 0.28 s at
-// checkInterval=100ms&failoverDelay=100ms for a host whose probes take 1 ms
-// (package dsn has the bound, also for a failoverDelay longer than that). A
+// is thus left within about checkInterval/2 plus its probe's wait. A
 // connection's walk may leave the host first (a caller's deadline cuts an
 // attempt on a hung host to a share of at least 250 ms); its sockets are then
 // closed when the probes declare it down, all the same, so that no statement
