@@ -107,17 +107,9 @@ func NewConnector(cfg *dsn.Config, opts ...Option) (*Connector, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	var o options
-	for i, opt := range opts {
-		if opt == nil {
-			return nil, fmt.Errorf("mysqlfailover: option %d of NewConnector is nil", i+1)
-		}
-		opt(&o)
-	}
-	for i, l := range o.layers {
-		if l == nil {
-			return nil, fmt.Errorf("mysqlfailover: WithPolicy layer %d is nil", i+1)
-		}
+	o, err := takeOptions(opts)
+	if err != nil {
+		return nil, err
 	}
 	// One host and no host list: nothing to fail over to. As in Connector/J, whose
 	// failover (and retriesAllDown) applies to URLs with several hosts, the walk makes
@@ -130,54 +122,22 @@ func NewConnector(cfg *dsn.Config, opts ...Option) (*Connector, error) {
 	var cl *cluster.Cluster
 	dial := o.dial
 	if dial == nil {
-		if err := checkDialable(cfg); err != nil {
+		if dial, err = hostDialer(cfg, tr, &cl); err != nil {
 			return nil, err
 		}
-		hc := &hostConnectors{cfg: cfg, tracker: tr, byAddr: map[string]sqldriver.Connector{}}
-		for i := range cfg.Hosts {
-			if _, err := hc.get(cfg.Hosts[i].Addr()); err != nil {
-				return nil, err
-			}
-		}
-		hc.listed = func(addr string) bool { return cl.Listed(addr) }
-		dial = func(ctx context.Context, i int) (sqldriver.Conn, error) {
-			c, err := hc.get(cl.Host(i))
-			if err != nil {
-				return nil, err
-			}
-			return c.Connect(ctx)
-		}
 	}
-	provider := o.provider
-	if provider == nil && cfg.HostsURL != "" {
-		p, err := cluster.NewHTTPHostList(cfg.HostsURL, cfg.HostsToken, cfg.HostsAllowHTTP, nil)
-		if err != nil {
-			return nil, err
-		}
-		provider = p
-	}
-	if provider != nil && cfg.CheckInterval <= 0 {
-		return nil, fmt.Errorf("mysqlfailover: a host list provider needs checkInterval > 0 (it is polled every checkInterval)")
-	}
-	var layer func(failover.Policy) failover.Policy
-	if len(o.layers) > 0 {
-		layer = func(p failover.Policy) failover.Policy {
-			for _, l := range o.layers {
-				if p = l(p); p == nil {
-					return nil
-				}
-			}
-			return p
-		}
+	provider, err := hostProvider(cfg, o.provider)
+	if err != nil {
+		return nil, err
 	}
 	// The engine reads the failover options from cfg itself (cfg is this connector's own
 	// clone, never changed after Validate); Env carries what no DSN can say.
-	cl, err := cluster.New(cfg, cluster.Env{
+	cl, err = cluster.New(cfg, cluster.Env{
 		Dial:     dial,
 		Clock:    o.clock,
 		OnEvent:  o.onEvent,
 		Logger:   o.logger,
-		Layer:    layer,
+		Layer:    stackLayers(o.layers),
 		Provider: provider,
 		Abort: func(i int) {
 			tr.closeAll(cl.Host(i))
@@ -192,6 +152,80 @@ func NewConnector(cfg *dsn.Config, opts ...Option) (*Connector, error) {
 		c.tracker = nil // a test dialer: the tracker sees no socket (the Abort closure keeps its own)
 	}
 	return c, nil
+}
+
+// takeOptions applies opts in order; a nil option or a nil WithPolicy layer is an error
+// naming its position.
+func takeOptions(opts []Option) (*options, error) {
+	var o options
+	for i, opt := range opts {
+		if opt == nil {
+			return nil, fmt.Errorf("mysqlfailover: option %d of NewConnector is nil", i+1)
+		}
+		opt(&o)
+	}
+	for i, l := range o.layers {
+		if l == nil {
+			return nil, fmt.Errorf("mysqlfailover: WithPolicy layer %d is nil", i+1)
+		}
+	}
+	return &o, nil
+}
+
+// hostDialer returns the engine's dial function: host i's go-sql-driver connector
+// (made when first needed, also for hosts a host list adds) through tr. It fails when the
+// network cannot be dialled or a host's go-sql-driver configuration is rejected. *cl is
+// the engine, set once it is made (the dial and the drop of unlisted hosts ask it).
+func hostDialer(cfg *dsn.Config, tr *tracker, cl **cluster.Cluster) (func(context.Context, int) (sqldriver.Conn, error), error) {
+	if err := checkDialable(cfg); err != nil {
+		return nil, err
+	}
+	hc := &hostConnectors{cfg: cfg, tracker: tr, byAddr: map[string]sqldriver.Connector{}}
+	for i := range cfg.Hosts {
+		if _, err := hc.get(cfg.Hosts[i].Addr()); err != nil {
+			return nil, err
+		}
+	}
+	hc.listed = func(addr string) bool { return (*cl).Listed(addr) }
+	return func(ctx context.Context, i int) (sqldriver.Conn, error) {
+		c, err := hc.get((*cl).Host(i))
+		if err != nil {
+			return nil, err
+		}
+		return c.Connect(ctx)
+	}, nil
+}
+
+// hostProvider returns the host list provider: p (WithHostListProvider), else hostsURL's,
+// else nil. A provider needs checkInterval > 0, as it is polled every checkInterval.
+func hostProvider(cfg *dsn.Config, p failover.HostListProvider) (failover.HostListProvider, error) {
+	if p == nil && cfg.HostsURL != "" {
+		hp, err := cluster.NewHTTPHostList(cfg.HostsURL, cfg.HostsToken, cfg.HostsAllowHTTP, nil)
+		if err != nil {
+			return nil, err
+		}
+		p = hp
+	}
+	if p != nil && cfg.CheckInterval <= 0 {
+		return nil, fmt.Errorf("mysqlfailover: a host list provider needs checkInterval > 0 (it is polled every checkInterval)")
+	}
+	return p, nil
+}
+
+// stackLayers returns the WithPolicy layers as one, the first innermost, or nil for none.
+// The stack returns nil when a layer does (NewConnector then fails).
+func stackLayers(layers []func(failover.Policy) failover.Policy) func(failover.Policy) failover.Policy {
+	if len(layers) == 0 {
+		return nil
+	}
+	return func(p failover.Policy) failover.Policy {
+		for _, l := range layers {
+			if p = l(p); p == nil {
+				return nil
+			}
+		}
+		return p
+	}
 }
 
 // hostConnectors makes and keeps one go-sql-driver connector per host address, also for
