@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+	"github.com/mysqlfailover/mysqlfailover/internal/attrs"
 	"github.com/mysqlfailover/mysqlfailover/internal/hostaddr"
 )
 
@@ -140,59 +141,20 @@ func (h Host) String() string {
 	return h.Addr() + ";dc=" + h.DC
 }
 
-// TargetSessionAttrs is the kind of session a connection must get, named as
-// libpq's and pgx's target_session_attrs: a host whose session does not
-// qualify is passed over for the next one. The zero value "" means TargetAny
-// in a hand-built Config. Package failover documents the role model; the
-// variables named are MySQL's global read_only, super_read_only and
-// transaction_read_only (tx_read_only on older servers), the last being the
-// default of every new session.
-type TargetSessionAttrs string
-
-// The values of TargetSessionAttrs (DSN targetSessionAttrs).
-const (
-	// TargetAny accepts any host that completes the handshake: no check.
-	// It is the default.
-	TargetAny TargetSessionAttrs = "any"
-	// TargetReadWrite accepts a host where read_only, super_read_only and
-	// the global transaction_read_only are all OFF: a new session can write.
-	TargetReadWrite TargetSessionAttrs = "read-write"
-	// TargetReadOnly accepts a host where read_only or super_read_only is
-	// ON, or the global transaction_read_only is ON: a new session cannot
-	// write.
-	TargetReadOnly TargetSessionAttrs = "read-only"
-	// TargetPrimary accepts a host where read_only and super_read_only are
-	// OFF: a server that takes writes, whatever the global
-	// transaction_read_only.
-	TargetPrimary TargetSessionAttrs = "primary"
-	// TargetStandby accepts a host where read_only or super_read_only is
-	// ON: a replica.
-	TargetStandby TargetSessionAttrs = "standby"
-	// TargetPreferStandby tries the standbys first (as TargetStandby) and
-	// takes any host as a last resort, when no standby qualifies.
-	TargetPreferStandby TargetSessionAttrs = "prefer-standby"
-)
-
-// targets lists the valid TargetSessionAttrs, in the order messages list
-// them.
-var targets = []TargetSessionAttrs{TargetAny, TargetReadWrite, TargetReadOnly, TargetPrimary, TargetStandby, TargetPreferStandby}
+// targets lists the valid Config.TargetSessionAttrs values (package
+// internal/attrs names them), in the order messages list them.
+var targets = attrs.All
 
 // targetList is targets for messages.
 const targetList = "any, read-write, read-only, primary, standby, prefer-standby"
 
-// knownTarget reports whether t is one of the constants.
-func knownTarget(t TargetSessionAttrs) bool { return slices.Contains(targets, t) }
+// knownTarget reports whether t is one of targets.
+func knownTarget(t string) bool { return slices.Contains(targets, t) }
 
-// targetNearMiss returns the constant s differs from only in case, in '_'
-// or blanks for '-', or in leaving the '-' out ("read_write", "Primary",
+// targetNearMiss returns the one of targets s differs from only in case, in
+// '_' or blanks for '-', or in leaving the '-' out ("read_write", "Primary",
 // "preferstandby"), or "".
-func targetNearMiss(s string) TargetSessionAttrs {
-	var values []string
-	for _, t := range targets {
-		values = append(values, string(t))
-	}
-	return TargetSessionAttrs(valueNearMiss(s, values))
-}
+func targetNearMiss(s string) string { return valueNearMiss(s, targets) }
 
 // valueNearMiss returns the one of values that s differs from only in case,
 // in '_' or blanks for '-', or in leaving the '-' out, or "".
@@ -265,7 +227,7 @@ func badCausal(what, s, valid string) string {
 	return fmt.Sprintf("%s: want %s", what, valid)
 }
 
-// badTarget explains why s is not a TargetSessionAttrs value, after what
+// badTarget explains why s is not a Config.TargetSessionAttrs value, after what
 // ("dsn: targetSessionAttrs: invalid value "x"" or the like); valid lists
 // the accepted values.
 func badTarget(what, s, valid string) string {
@@ -304,8 +266,10 @@ type Config struct {
 	ReadOnly bool
 	// HostTimeout is hostTimeout: duration >= 0, default 5s, 0 no per-host bound.
 	HostTimeout time.Duration
-	// TargetSessionAttrs is targetSessionAttrs: default TargetAny ("" too).
-	TargetSessionAttrs TargetSessionAttrs
+	// TargetSessionAttrs is targetSessionAttrs: "any", "read-write",
+	// "read-only", "primary", "standby" or "prefer-standby", default "any"
+	// ("" too).
+	TargetSessionAttrs string
 	// LocalDC is localDC: a host's dc label, default "" (labels informational).
 	LocalDC string
 	// UsedHostsPerRemoteDC is usedHostsPerRemoteDC: hosts per DC (count >= 0), default 0.
@@ -392,7 +356,7 @@ func NewConfig() *Config {
 		QueriesBeforeRetryMaster:     defaultQueriesBeforeRetryMaster,
 		FailOverReadOnly:             true,
 		HostTimeout:                  defaultHostTimeout,
-		TargetSessionAttrs:           TargetAny,
+		TargetSessionAttrs:           attrs.Any,
 		CheckInterval:                defaultCheckInterval,
 		FailoverDelay:                defaultFailoverDelay,
 		SwitchBackDelay:              defaultSwitchBackDelay,
@@ -463,7 +427,7 @@ const defaultUnixSocket = "/tmp/mysql.sock"
 // valid, distinct names and ports 1..65535, and DC labels "" or valid
 // (ErrInvalidHost); counts, seconds, HostTimeout, CheckInterval,
 // FailoverDelay and SwitchBackDelay >= 0, CheckInterval 0 or at least
-// 10ms, TargetSessionAttrs "" or one of the constants, LocalDC
+// 10ms, TargetSessionAttrs "" or one of its values, LocalDC
 // "" or one of the hosts' labels, UsedHostsPerRemoteDC > 0 only with
 // LocalDC set, HostsURL "" or a valid provider URL with CheckInterval > 0
 // (see Config.HostsURL), HostsToken "" or a b64token with HostsURL set,
@@ -566,7 +530,7 @@ func (c *Config) Validate() error {
 		}
 	}
 	if t := c.TargetSessionAttrs; t != "" && !knownTarget(t) {
-		return newError(ErrInvalidOption, badTarget(fmt.Sprintf("dsn: TargetSessionAttrs is %q", string(t)), string(t), targetList+`, or "" (any)`))
+		return newError(ErrInvalidOption, badTarget(fmt.Sprintf("dsn: TargetSessionAttrs is %q", t), t, targetList+`, or "" (any)`))
 	}
 	if err := c.checkTopology(); err != nil {
 		return err

@@ -153,7 +153,7 @@
 // short request deadline whole while a far one is not mistaken for a hung one.
 //
 // targetSessionAttrs is one of any, read-write, read-only, primary, standby
-// and prefer-standby (the TargetSessionAttrs constants); package failover
+// and prefer-standby; package failover
 // tells which hosts each value accepts. Values are case-sensitive:
 // "read_write" or "Primary" is an error that says what was meant.
 //

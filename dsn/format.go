@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/go-sql-driver/mysql"
+	"github.com/mysqlfailover/mysqlfailover/internal/attrs"
 )
 
 // redacted replaces the password and HostsToken in String and GoString. It
@@ -33,7 +34,7 @@ const redacted = "xxxxx"
 // reads), a TransactionReplayMaxSize or TransactionReplayAttempts of 0 (valid
 // only without transaction replay) and, without transaction replay, a
 // TransactionReplayTimeout of 0, so they come back as their defaults
-// (mysql.NewConfig(), TargetAny, "round-robin", "none", 1s, 1 MiB, 5, 30s),
+// (mysql.NewConfig(), "any", "round-robin", "none", 1s, 1 MiB, 5, 30s),
 // which mean the same.
 func (c *Config) FormatDSN() string { return c.format(false) }
 
@@ -127,8 +128,8 @@ func (c *Config) format(redact bool) string {
 	if c.HostTimeout != defaultHostTimeout {
 		add("hostTimeout", c.HostTimeout.String()) // parses back exactly
 	}
-	if t := c.TargetSessionAttrs; t != "" && t != TargetAny {
-		add("targetSessionAttrs", string(t))
+	if t := c.TargetSessionAttrs; t != "" && t != attrs.Any {
+		add("targetSessionAttrs", t)
 	}
 	if c.LocalDC != "" {
 		add("localDC", c.LocalDC) // a label needs no escaping

@@ -21,7 +21,7 @@ const (
 	optSeconds                  // decimal integer >= 0, in seconds
 	optBool                     // strconv.ParseBool
 	optDuration                 // time.ParseDuration >= 0
-	optTarget                   // a TargetSessionAttrs constant
+	optTarget                   // a TargetSessionAttrs value
 	optLabel                    // a data-centre label (hostaddr.Label)
 	optURL                      // a URL, query-escaped (url.QueryUnescape); checked by Validate
 	optSecret                   // a bearer token, %XX-escaped (url.PathUnescape); never printed
@@ -650,11 +650,10 @@ func parseValue(o *option, raw string) (any, error) {
 		}
 		return raw, nil
 	case optTarget:
-		t := TargetSessionAttrs(raw)
-		if !knownTarget(t) {
+		if !knownTarget(raw) {
 			return nil, newError(ErrInvalidOption, badTarget(fmt.Sprintf("dsn: %s: invalid value %q", o.key, raw), raw, targetList))
 		}
-		return t, nil
+		return raw, nil
 	case optURL:
 		// Validate checks the URL itself, for hand-built Configs too.
 		u, err := url.QueryUnescape(raw)
@@ -699,7 +698,7 @@ func (c *Config) set(o *option, v any) {
 	case "hostTimeout":
 		c.HostTimeout = v.(time.Duration)
 	case "targetSessionAttrs":
-		c.TargetSessionAttrs = v.(TargetSessionAttrs)
+		c.TargetSessionAttrs = v.(string)
 	case "localDC":
 		c.LocalDC = v.(string)
 	case "usedHostsPerRemoteDC":
