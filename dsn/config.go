@@ -64,95 +64,76 @@ func (h Host) String() string {
 // modify the Config; it is safe for concurrent reads.
 //
 // Each option field holds the DSN key of the same name (see Options in the
-// package documentation, where the table and the rules are); its comment gives
-// the unit and the default only.
+// package documentation, where the table and the rules are); its comment names
+// the key only. A zero Config has the zero values, not the defaults (false for
+// ReadFromSourceWhenNoReplicas and AllowSourceDownConnections, whose defaults
+// are true).
 type Config struct {
 	// Hosts is ordered: Hosts[0] is the primary, the rest are secondaries in
 	// order of preference (Connector/J's failover order). At least one.
 	Hosts []Host
 
-	// RetriesAllDown is retriesAllDown: passes (count >= 0), default 120.
+	// RetriesAllDown is option retriesAllDown; see Options.
 	RetriesAllDown int
-	// SecondsBeforeRetryMaster is secondsBeforeRetryMaster or its alias
-	// secondsBeforeRetrySource: seconds >= 0, default 30, 0 off.
+	// SecondsBeforeRetryMaster is option secondsBeforeRetryMaster (alias
+	// secondsBeforeRetrySource); see Options.
 	SecondsBeforeRetryMaster int
-	// QueriesBeforeRetryMaster is queriesBeforeRetryMaster or its alias
-	// queriesBeforeRetrySource: statements (count >= 0), default 50, 0 off.
+	// QueriesBeforeRetryMaster is option queriesBeforeRetryMaster (alias
+	// queriesBeforeRetrySource); see Options.
 	QueriesBeforeRetryMaster int
-	// FailOverReadOnly is failOverReadOnly: default true.
+	// FailOverReadOnly is option failOverReadOnly; see Options.
 	FailOverReadOnly bool
-	// ReadOnly is readOnly: default false.
+	// ReadOnly is option readOnly; see Options.
 	ReadOnly bool
-	// HostTimeout is hostTimeout: duration >= 0, default 5s, 0 no per-host bound.
+	// HostTimeout is option hostTimeout; see Options.
 	HostTimeout time.Duration
-	// TargetSessionAttrs is targetSessionAttrs: "any", "read-write",
-	// "read-only", "primary", "standby" or "prefer-standby", default "any"
-	// ("" too).
+	// TargetSessionAttrs is option targetSessionAttrs; see Options.
 	TargetSessionAttrs string
-	// LocalDC is localDC: a host's dc label, default "" (labels informational).
+	// LocalDC is option localDC; see Options.
 	LocalDC string
-	// UsedHostsPerRemoteDC is usedHostsPerRemoteDC: hosts per DC (count >= 0), default 0.
+	// UsedHostsPerRemoteDC is option usedHostsPerRemoteDC; see Options.
 	UsedHostsPerRemoteDC int
-	// CheckInterval is checkInterval: duration, 0 or at least 10ms, default 0 (off);
-	// the active host is probed every CheckInterval/2 (package doc, Options).
+	// CheckInterval is option checkInterval; see Options.
 	CheckInterval time.Duration
-	// FailoverDelay is failoverDelay: duration >= 0, default 1s; one failed probe
-	// (it waits at least 225ms more than the host's round trip) covers a shorter one.
+	// FailoverDelay is option failoverDelay; see Options.
 	FailoverDelay time.Duration
-	// SwitchBackDelay is switchBackDelay: duration >= 0, default 30s.
+	// SwitchBackDelay is option switchBackDelay; see Options.
 	SwitchBackDelay time.Duration
-	// HostsURL is hostsURL: an http(s) URL, default "" (no host list provider).
+	// HostsURL is option hostsURL; see Options.
 	HostsURL string
-	// HostsToken is hostsToken: a bearer token, default "" (no header). It is
-	// a secret: print the *Config, whose String hides it, not the Config value.
+	// HostsToken is option hostsToken; see Options.
+	// It is a secret: print the *Config, whose String hides it, not the
+	// Config value.
 	HostsToken string
-	// HostsAllowHTTP is hostsAllowHTTP: default false.
+	// HostsAllowHTTP is option hostsAllowHTTP; see Options.
 	HostsAllowHTTP bool
-	// ReplicaReads is replicaReads: default false (every statement on the
-	// active host).
+	// ReplicaReads is option replicaReads; see Options.
 	ReplicaReads bool
-	// MaxReplicaLag is maxReplicaLag: duration >= 0, default 0 (no bound);
-	// > 0 needs ReplicaReads and CheckInterval > 0.
+	// MaxReplicaLag is option maxReplicaLag; see Options.
 	MaxReplicaLag time.Duration
-	// ReplicaSelection is replicaSelection: "round-robin" or
-	// "least-in-flight", default "round-robin" ("" too).
+	// ReplicaSelection is option replicaSelection; see Options.
 	ReplicaSelection string
-	// ReplicaPoolSize is replicaPoolSize: count >= 0, default 0 (no bound
-	// but one session per pooled connection and replica); > 0 needs
-	// ReplicaReads.
+	// ReplicaPoolSize is option replicaPoolSize; see Options.
 	ReplicaPoolSize int
-	// ReadFromSourceWhenNoReplicas is readFromSourceWhenNoReplicas or its
-	// alias readFromMasterWhenNoSlaves: default true (Connector/J's: false;
-	// a hand-built zero Config has false).
+	// ReadFromSourceWhenNoReplicas is option readFromSourceWhenNoReplicas (alias
+	// readFromMasterWhenNoSlaves); see Options.
 	ReadFromSourceWhenNoReplicas bool
-	// CausalReads is causalReads: "none", "local" or "global", default "none"
-	// ("" too); other than "none" needs ReplicaReads.
+	// CausalReads is option causalReads; see Options.
 	CausalReads string
-	// CausalReadsTimeout is causalReadsTimeout: duration > 0, default 1s (0,
-	// as in a zero Config, is valid only without causal reads).
+	// CausalReadsTimeout is option causalReadsTimeout; see Options.
 	CausalReadsTimeout time.Duration
-	// AllowSourceDownConnections is allowSourceDownConnections or its alias
-	// allowMasterDownConnections: default true (Connector/J's: false; a
-	// hand-built zero Config has false). With ReplicaReads, a connection may
-	// open, and a pooled one stay valid, without a session on the pool's
-	// writer while none answers and a replica qualifies.
+	// AllowSourceDownConnections is option allowSourceDownConnections (alias
+	// allowMasterDownConnections); see Options.
 	AllowSourceDownConnections bool
-	// Cluster is cluster: "auto", "replication", "galera" or "group",
-	// default "auto" ("" too): what kind of cluster the hosts form, which
-	// decides how the driver reads whether a host is ready for application
-	// use (see Cluster types in the package documentation).
+	// Cluster is option cluster; see Options.
 	Cluster string
-	// TransactionReplay is transactionReplay: default false (a transaction whose
-	// connection fails is lost: failover.ErrTxLost).
+	// TransactionReplay is option transactionReplay; see Options.
 	TransactionReplay bool
-	// TransactionReplayMaxSize is transactionReplayMaxSize: bytes > 0 with
-	// TransactionReplay, default 1 MiB (1048576).
+	// TransactionReplayMaxSize is option transactionReplayMaxSize; see Options.
 	TransactionReplayMaxSize int
-	// TransactionReplayAttempts is transactionReplayAttempts: count > 0 with
-	// TransactionReplay, default 5.
+	// TransactionReplayAttempts is option transactionReplayAttempts; see Options.
 	TransactionReplayAttempts int
-	// TransactionReplayTimeout is transactionReplayTimeout: duration >= 0,
-	// default 30s (0: only the caller's context bounds a replay).
+	// TransactionReplayTimeout is option transactionReplayTimeout; see Options.
 	TransactionReplayTimeout time.Duration
 
 	// MySQL holds every other setting, given to go-sql-driver for each host.
@@ -227,26 +208,18 @@ const defaultUnixSocket = "/tmp/mysql.sock"
 
 // Validate checks a Config, typically a hand-built one (Parse already
 // returns valid Configs, as it ends with Validate): Hosts non-empty with
-// valid, distinct names and ports 1..65535, and DC labels "" or valid
-// (ErrInvalidHost); counts, seconds, HostTimeout, CheckInterval,
-// FailoverDelay and SwitchBackDelay >= 0, CheckInterval 0 or at least
-// 10ms, TargetSessionAttrs "" or one of its values, LocalDC
-// "" or one of the hosts' labels, UsedHostsPerRemoteDC > 0 only with
-// LocalDC set, HostsURL "" or a valid provider URL with CheckInterval > 0
-// (see Config.HostsURL), HostsToken "" or a b64token with HostsURL set,
-// MaxReplicaLag >= 0 and, when > 0, with ReplicaReads and CheckInterval > 0,
-// ReplicaSelection "", "round-robin" or "least-in-flight", ReplicaPoolSize
-// >= 0 and, when > 0, with ReplicaReads, CausalReads "",
-// "none", "local" or "global" and, other than "none", with ReplicaReads and
-// CausalReadsTimeout > 0 (which is never negative), Cluster "", "auto",
-// "replication", "galera" or "group", TransactionReplayMaxSize and
-// TransactionReplayAttempts >= 0 and, with TransactionReplay, > 0,
-// TransactionReplayTimeout >= 0, and
-// no failover option in MySQL.Params under any spelling, where
-// go-sql-driver would send it to the server as a system variable
-// (ErrInvalidOption); MySQL non-nil (ErrInvalidOption) with Net "", tcp,
-// tcp4 or tcp6 (ErrNotTCP). It does not modify c and never includes the
-// password or HostsToken in an error.
+// valid, distinct addresses (ports 1..65535, or 0 for the whole address of a
+// unix or registered network) and DC labels "" or valid (ErrInvalidHost);
+// every option in the range the Options table gives it (the zero value of an
+// enum meaning its default) and consistent with the others as the Options
+// section says: localDC one of the hosts' labels, hostsURL with
+// checkInterval, and so on (ErrInvalidOption); no failover option in
+// MySQL.Params under any spelling, where go-sql-driver would send it to the
+// server as a system variable (ErrInvalidOption); MySQL non-nil
+// (ErrInvalidOption) with a network that can carry the host list
+// (ErrNotTCP). Of several problems it reports one, an option's own range
+// before a conflict between options. It does not modify c and never includes
+// the password or HostsToken in an error.
 func (c *Config) Validate() error {
 	if c == nil {
 		return newError(ErrInvalidOption, "dsn: nil *Config")

@@ -1,6 +1,9 @@
 package dsn
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"reflect"
 	"slices"
 	"strings"
@@ -58,5 +61,40 @@ func TestOptionsTable(t *testing.T) {
 	}
 	for f := range fields {
 		t.Errorf("Config.%s has no option", f)
+	}
+}
+
+// TestOptionFieldDocs: the doc comment of each option's Config field names
+// its key (and aliases) and points to the Options table, which holds the
+// description.
+func TestOptionFieldDocs(t *testing.T) {
+	f, err := parser.ParseFile(token.NewFileSet(), "config.go", nil, parser.ParseComments)
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := map[string]string{}
+	ast.Inspect(f, func(n ast.Node) bool {
+		if ts, ok := n.(*ast.TypeSpec); ok && ts.Name.Name == "Config" {
+			for _, fl := range ts.Type.(*ast.StructType).Fields.List {
+				for _, name := range fl.Names {
+					docs[name.Name] = strings.Join(strings.Fields(fl.Doc.Text()), " ")
+				}
+			}
+		}
+		return true
+	})
+	for _, o := range options {
+		want := o.field + " is option " + o.key
+		if len(o.aliases) > 0 {
+			var as []string
+			for _, a := range o.aliases {
+				as = append(as, a.key)
+			}
+			want += " (alias " + strings.Join(as, ", ") + ")"
+		}
+		want += "; see Options."
+		if !strings.HasPrefix(docs[o.field], want) {
+			t.Errorf("Config.%s: doc comment %q, want it to start %q", o.field, docs[o.field], want)
+		}
 	}
 }
