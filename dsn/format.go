@@ -101,18 +101,14 @@ func (c *Config) format(redact bool) string {
 	if strings.IndexByte(rest[strings.LastIndexByte(rest, '/')+1:], '?') >= 0 {
 		sep = '&'
 	}
-	add := func(key, value string) {
-		b.WriteByte(sep)
-		sep = '&'
-		b.WriteString(key)
-		b.WriteByte('=')
-		b.WriteString(value)
-	}
-	// Table order; main keys only.
+	// Our options that differ from their defaults, in table order, under
+	// their main keys.
 	for i := range options {
 		o := &options[i]
 		if v := o.get(c); !o.isDefault(c, v) {
-			add(o.key, o.kind.format(v, redact))
+			b.WriteByte(sep)
+			sep = '&'
+			b.WriteString(o.key + "=" + o.kind.format(v, redact))
 		}
 	}
 	return b.String()

@@ -18,9 +18,10 @@ var driverParams = []string{
 	"writeTimeout", "maxAllowedPacket", "connectionAttributes",
 }
 
-// nearMiss returns the parameter key was probably meant to be, or "": one of ours
-// differing in case or by at most two edits (for keys of 8 characters or more), or one
-// of go-sql-driver's differing only in case. Any other unknown key goes to go-sql-driver,
+// nearMiss returns the parameter key was probably meant to be, or "": one of ours that
+// another client spells key (option.peers: MaxScale's and ProxySQL's names, further
+// than two edits from ours), one of ours differing in case or by at most two edits (for
+// keys of 8 characters or more), or one of go-sql-driver's differing only in case. Any other unknown key goes to go-sql-driver,
 // which sends it to the server as a system variable ("SET retriesalldown=..."), where a
 // typo fails late and obscurely. Server system variables are lower case with
 // underscores, so none of them is caught here.
