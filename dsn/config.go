@@ -13,90 +13,6 @@ import (
 	"github.com/mysqlfailover/mysqlfailover/internal/hostaddr"
 )
 
-// Defaults of the failover options, used by NewConfig and by Parse for options
-// the DSN does not give. They are Connector/J 5.1's defaults except
-// defaultHostTimeout, which has no Connector/J counterpart, and the probe
-// defaults (defaultCheckInterval, defaultFailoverDelay,
-// defaultSwitchBackDelay), which are this package's own: only the options'
-// names and meanings come from the Pulsar Java client's AutoClusterFailover.
-const (
-	// defaultRetriesAllDown is the number of passes over the host list when
-	// every host is down (count), as Connector/J's retriesAllDown.
-	defaultRetriesAllDown = 120
-	// defaultSecondsBeforeRetryMaster is the time on a secondary before trying
-	// the primary again (seconds), as Connector/J's secondsBeforeRetryMaster.
-	defaultSecondsBeforeRetryMaster = 30
-	// defaultQueriesBeforeRetryMaster is the number of statements on a
-	// secondary before trying the primary again (count), as Connector/J's
-	// queriesBeforeRetryMaster.
-	defaultQueriesBeforeRetryMaster = 50
-	// defaultHostTimeout bounds one host attempt (dial, handshake, session
-	// set-up). Five seconds lets a list of several dead hosts be walked well
-	// within a typical request deadline.
-	defaultHostTimeout = 5 * time.Second
-	// defaultCheckInterval is the probe interval (duration): 0, probing and
-	// host list polling are off unless the DSN sets checkInterval.
-	defaultCheckInterval time.Duration = 0
-	// minCheckInterval is the shortest CheckInterval other than 0
-	// (duration): a shorter one would turn the probes into load on every
-	// host. Validate rejects 0 < CheckInterval < minCheckInterval.
-	minCheckInterval = 10 * time.Millisecond
-	// defaultFailoverDelay is how long the active host must fail its probes
-	// without a pause before the pool moves away from it (duration), counted
-	// from the start of the first failed one, which alone takes its wait (at
-	// least the host's round trip plus 225ms); the option is Pulsar's
-	// AutoClusterFailover failoverDelay.
-	defaultFailoverDelay = time.Second
-	// defaultSwitchBackDelay is how long the primary must pass its probes
-	// without a pause before the pool moves back to it (duration); the
-	// option is Pulsar's AutoClusterFailover switchBackDelay.
-	defaultSwitchBackDelay = 30 * time.Second
-	// defaultCausalReadsTimeout bounds a replica's wait for a write's
-	// position before a causal read goes to the primary (duration). It is
-	// shorter than MaxScale's causal_reads_timeout (10s): the fall-back, the
-	// primary, answers at once.
-	defaultCausalReadsTimeout = time.Second
-	// The limits of transaction replay (transactionReplay), MaxScale
-	// readwritesplit's: transaction_replay_max_size 1 MiB (bytes recorded per
-	// transaction: statements, arguments, and a fixed share per statement),
-	// transaction_replay_attempts 5 (replays per transaction), and
-	// transaction_replay_timeout 30 s (from the failure to the replay's end).
-	defaultTransactionReplayMaxSize  = 1 << 20
-	defaultTransactionReplayAttempts = 5
-	defaultTransactionReplayTimeout  = 30 * time.Second
-)
-
-// The values of Config.ReplicaSelection and Config.CausalReads, unexported:
-// the fields are plain strings, "" meaning the first of each.
-const (
-	selectRoundRobin    = "round-robin"
-	selectLeastInFlight = "least-in-flight"
-	causalNone          = "none"
-	causalLocal         = "local"
-	causalGlobal        = "global"
-
-	// The values of Config.Cluster ("" means ClusterAuto).
-	clusterAuto        = "auto"
-	clusterReplication = "replication"
-	clusterGalera      = "galera"
-	clusterGroup       = "group"
-)
-
-// selections and causalModes list the valid values, in the order messages
-// list them; selectionList and causalList are them for messages.
-var (
-	selections  = []string{selectRoundRobin, selectLeastInFlight}
-	causalModes = []string{causalNone, causalLocal, causalGlobal}
-	// clusterTypes lists the values of Config.Cluster.
-	clusterTypes = []string{clusterAuto, clusterReplication, clusterGalera, clusterGroup}
-)
-
-const (
-	selectionList = "round-robin or least-in-flight"
-	causalList    = "none, local or global"
-	clusterList   = "auto, replication, galera or group"
-)
-
 // defaultPort is MySQL's registered port, the one go-sql-driver adds too.
 const defaultPort = 3306
 
@@ -140,141 +56,6 @@ func (h Host) String() string {
 	return h.Addr() + ";dc=" + h.DC
 }
 
-// TargetSessionAttrs is the kind of session a connection must get, named as
-// libpq's and pgx's target_session_attrs: a host whose session does not
-// qualify is passed over for the next one. The zero value "" means TargetAny
-// in a hand-built Config. Package failover documents the role model; the
-// variables named are MySQL's global read_only, super_read_only and
-// transaction_read_only (tx_read_only on older servers), the last being the
-// default of every new session.
-type TargetSessionAttrs string
-
-// The values of TargetSessionAttrs (DSN targetSessionAttrs).
-const (
-	// TargetAny accepts any host that completes the handshake: no check.
-	// It is the default.
-	TargetAny TargetSessionAttrs = "any"
-	// TargetReadWrite accepts a host where read_only, super_read_only and
-	// the global transaction_read_only are all OFF: a new session can write.
-	TargetReadWrite TargetSessionAttrs = "read-write"
-	// TargetReadOnly accepts a host where read_only or super_read_only is
-	// ON, or the global transaction_read_only is ON: a new session cannot
-	// write.
-	TargetReadOnly TargetSessionAttrs = "read-only"
-	// TargetPrimary accepts a host where read_only and super_read_only are
-	// OFF: a server that takes writes, whatever the global
-	// transaction_read_only.
-	TargetPrimary TargetSessionAttrs = "primary"
-	// TargetStandby accepts a host where read_only or super_read_only is
-	// ON: a replica.
-	TargetStandby TargetSessionAttrs = "standby"
-	// TargetPreferStandby tries the standbys first (as TargetStandby) and
-	// takes any host as a last resort, when no standby qualifies.
-	TargetPreferStandby TargetSessionAttrs = "prefer-standby"
-)
-
-// targets lists the valid TargetSessionAttrs, in the order messages list
-// them.
-var targets = []TargetSessionAttrs{TargetAny, TargetReadWrite, TargetReadOnly, TargetPrimary, TargetStandby, TargetPreferStandby}
-
-// targetList is targets for messages.
-const targetList = "any, read-write, read-only, primary, standby, prefer-standby"
-
-// knownTarget reports whether t is one of the constants.
-func knownTarget(t TargetSessionAttrs) bool { return slices.Contains(targets, t) }
-
-// targetNearMiss returns the constant s differs from only in case, in '_'
-// or blanks for '-', or in leaving the '-' out ("read_write", "Primary",
-// "preferstandby"), or "".
-func targetNearMiss(s string) TargetSessionAttrs {
-	var values []string
-	for _, t := range targets {
-		values = append(values, string(t))
-	}
-	return TargetSessionAttrs(valueNearMiss(s, values))
-}
-
-// valueNearMiss returns the one of values that s differs from only in case,
-// in '_' or blanks for '-', or in leaving the '-' out, or "".
-func valueNearMiss(s string, values []string) string {
-	norm := func(s string) string {
-		return strings.Map(func(r rune) rune {
-			if r == '-' || r == '_' || r == ' ' {
-				return -1
-			}
-			return r
-		}, strings.ToLower(s))
-	}
-	n := norm(s)
-	for _, v := range values {
-		if norm(v) == n {
-			return v
-		}
-	}
-	return ""
-}
-
-// badSelection explains why s is not a ReplicaSelection value, after what
-// (as badTarget); valid lists the accepted values.
-func badSelection(what, s, valid string) string {
-	v := valueNearMiss(s, selections)
-	if strings.EqualFold(s, "LEAST_CURRENT_OPERATIONS") {
-		v = selectLeastInFlight // MaxScale's name for it
-	}
-	if v != "" {
-		return fmt.Sprintf("%s: did you mean %q? (values are case-sensitive: %s)", what, v, valid)
-	}
-	return fmt.Sprintf("%s: want %s", what, valid)
-}
-
-// badCluster explains why s is not a Cluster value, after what (as
-// badTarget); valid lists the accepted values. The products' names are
-// understood: "pxc" (Percona XtraDB Cluster) and "wsrep" mean galera, "gr",
-// "innodbcluster" and "group_replication" group.
-func badCluster(what, s, valid string) string {
-	v := valueNearMiss(s, clusterTypes)
-	for _, t := range clusterTypes {
-		if v == "" && len(s) >= 4 && editDistance(strings.ToLower(s), t) <= 2 {
-			v = t
-		}
-	}
-	switch strings.ToLower(strings.NewReplacer("_", "", "-", "", " ", "").Replace(s)) {
-	case "pxc", "wsrep", "perconaxtradbcluster", "mariadbgalera", "galeracluster":
-		v = clusterGalera
-	case "gr", "groupreplication", "innodbcluster", "mysqlgroupreplication":
-		v = clusterGroup
-	case "async", "asynchronous", "primaryreplica", "masterslave", "sourcereplica":
-		v = clusterReplication
-	}
-	if v != "" {
-		return fmt.Sprintf("%s: did you mean %q? (values are case-sensitive: %s)", what, v, valid)
-	}
-	return fmt.Sprintf("%s: want %s", what, valid)
-}
-
-// badCausal explains why s is not a CausalReads value, after what (as
-// badTarget); valid lists the accepted values.
-func badCausal(what, s, valid string) string {
-	if v := valueNearMiss(s, causalModes); v != "" {
-		return fmt.Sprintf("%s: did you mean %q? (values are case-sensitive: %s)", what, v, valid)
-	}
-	switch strings.ToLower(s) {
-	case "fast", "fast_global", "universal", "fast_universal":
-		return fmt.Sprintf("%s: want %s (MaxScale's fast, fast_global, universal and fast_universal modes are not offered)", what, valid)
-	}
-	return fmt.Sprintf("%s: want %s", what, valid)
-}
-
-// badTarget explains why s is not a TargetSessionAttrs value, after what
-// ("dsn: targetSessionAttrs: invalid value "x"" or the like); valid lists
-// the accepted values.
-func badTarget(what, s, valid string) string {
-	if t := targetNearMiss(s); t != "" {
-		return fmt.Sprintf("%s: did you mean %q? (values are case-sensitive: %s)", what, t, valid)
-	}
-	return fmt.Sprintf("%s: want one of %s", what, valid)
-}
-
 // Config is a parsed failover DSN: the host list, the failover options and,
 // in MySQL, everything else for go-sql-driver.
 //
@@ -283,93 +64,76 @@ func badTarget(what, s, valid string) string {
 // modify the Config; it is safe for concurrent reads.
 //
 // Each option field holds the DSN key of the same name (see Options in the
-// package documentation, where the table and the rules are); its comment gives
-// the unit and the default only.
+// package documentation, where the table and the rules are); its comment names
+// the key only. A zero Config has the zero values, not the defaults (false for
+// ReadFromSourceWhenNoReplicas and AllowSourceDownConnections, whose defaults
+// are true).
 type Config struct {
 	// Hosts is ordered: Hosts[0] is the primary, the rest are secondaries in
 	// order of preference (Connector/J's failover order). At least one.
 	Hosts []Host
 
-	// RetriesAllDown is retriesAllDown: passes (count >= 0), default 120.
+	// RetriesAllDown is option retriesAllDown; see Options.
 	RetriesAllDown int
-	// SecondsBeforeRetryMaster is secondsBeforeRetryMaster or its alias
-	// secondsBeforeRetrySource: seconds >= 0, default 30, 0 off.
+	// SecondsBeforeRetryMaster is option secondsBeforeRetryMaster (alias
+	// secondsBeforeRetrySource); see Options.
 	SecondsBeforeRetryMaster int
-	// QueriesBeforeRetryMaster is queriesBeforeRetryMaster or its alias
-	// queriesBeforeRetrySource: statements (count >= 0), default 50, 0 off.
+	// QueriesBeforeRetryMaster is option queriesBeforeRetryMaster (alias
+	// queriesBeforeRetrySource); see Options.
 	QueriesBeforeRetryMaster int
-	// FailOverReadOnly is failOverReadOnly: default true.
+	// FailOverReadOnly is option failOverReadOnly; see Options.
 	FailOverReadOnly bool
-	// ReadOnly is readOnly: default false.
+	// ReadOnly is option readOnly; see Options.
 	ReadOnly bool
-	// HostTimeout is hostTimeout: duration >= 0, default 5s, 0 no per-host bound.
+	// HostTimeout is option hostTimeout; see Options.
 	HostTimeout time.Duration
-	// TargetSessionAttrs is targetSessionAttrs: default TargetAny ("" too).
-	TargetSessionAttrs TargetSessionAttrs
-	// LocalDC is localDC: a host's dc label, default "" (labels informational).
+	// TargetSessionAttrs is option targetSessionAttrs; see Options.
+	TargetSessionAttrs string
+	// LocalDC is option localDC; see Options.
 	LocalDC string
-	// UsedHostsPerRemoteDC is usedHostsPerRemoteDC: hosts per DC (count >= 0), default 0.
+	// UsedHostsPerRemoteDC is option usedHostsPerRemoteDC; see Options.
 	UsedHostsPerRemoteDC int
-	// CheckInterval is checkInterval: duration, 0 or at least 10ms, default 0 (off);
-	// the active host is probed every CheckInterval/2 (package doc, Options).
+	// CheckInterval is option checkInterval; see Options.
 	CheckInterval time.Duration
-	// FailoverDelay is failoverDelay: duration >= 0, default 1s; one failed probe
-	// (it waits at least 225ms more than the host's round trip) covers a shorter one.
+	// FailoverDelay is option failoverDelay; see Options.
 	FailoverDelay time.Duration
-	// SwitchBackDelay is switchBackDelay: duration >= 0, default 30s.
+	// SwitchBackDelay is option switchBackDelay; see Options.
 	SwitchBackDelay time.Duration
-	// HostsURL is hostsURL: an http(s) URL, default "" (no host list provider).
+	// HostsURL is option hostsURL; see Options.
 	HostsURL string
-	// HostsToken is hostsToken: a bearer token, default "" (no header). It is
-	// a secret: print the *Config, whose String hides it, not the Config value.
+	// HostsToken is option hostsToken; see Options.
+	// It is a secret: print the *Config, whose String hides it, not the
+	// Config value.
 	HostsToken string
-	// HostsAllowHTTP is hostsAllowHTTP: default false.
+	// HostsAllowHTTP is option hostsAllowHTTP; see Options.
 	HostsAllowHTTP bool
-	// ReplicaReads is replicaReads: default false (every statement on the
-	// active host).
+	// ReplicaReads is option replicaReads; see Options.
 	ReplicaReads bool
-	// MaxReplicaLag is maxReplicaLag: duration >= 0, default 0 (no bound);
-	// > 0 needs ReplicaReads and CheckInterval > 0.
+	// MaxReplicaLag is option maxReplicaLag; see Options.
 	MaxReplicaLag time.Duration
-	// ReplicaSelection is replicaSelection: "round-robin" or
-	// "least-in-flight", default "round-robin" ("" too).
+	// ReplicaSelection is option replicaSelection; see Options.
 	ReplicaSelection string
-	// ReplicaPoolSize is replicaPoolSize: count >= 0, default 0 (no bound
-	// but one session per pooled connection and replica); > 0 needs
-	// ReplicaReads.
+	// ReplicaPoolSize is option replicaPoolSize; see Options.
 	ReplicaPoolSize int
-	// ReadFromSourceWhenNoReplicas is readFromSourceWhenNoReplicas or its
-	// alias readFromMasterWhenNoSlaves: default true (Connector/J's: false;
-	// a hand-built zero Config has false).
+	// ReadFromSourceWhenNoReplicas is option readFromSourceWhenNoReplicas (alias
+	// readFromMasterWhenNoSlaves); see Options.
 	ReadFromSourceWhenNoReplicas bool
-	// CausalReads is causalReads: "none", "local" or "global", default "none"
-	// ("" too); other than "none" needs ReplicaReads.
+	// CausalReads is option causalReads; see Options.
 	CausalReads string
-	// CausalReadsTimeout is causalReadsTimeout: duration > 0, default 1s (0,
-	// as in a zero Config, is valid only without causal reads).
+	// CausalReadsTimeout is option causalReadsTimeout; see Options.
 	CausalReadsTimeout time.Duration
-	// AllowSourceDownConnections is allowSourceDownConnections or its alias
-	// allowMasterDownConnections: default true (Connector/J's: false; a
-	// hand-built zero Config has false). With ReplicaReads, a connection may
-	// open, and a pooled one stay valid, without a session on the pool's
-	// writer while none answers and a replica qualifies.
+	// AllowSourceDownConnections is option allowSourceDownConnections (alias
+	// allowMasterDownConnections); see Options.
 	AllowSourceDownConnections bool
-	// Cluster is cluster: "auto", "replication", "galera" or "group",
-	// default "auto" ("" too): what kind of cluster the hosts form, which
-	// decides how the driver reads whether a host is ready for application
-	// use (see Cluster types in the package documentation).
+	// Cluster is option cluster; see Options.
 	Cluster string
-	// TransactionReplay is transactionReplay: default false (a transaction whose
-	// connection fails is lost: failover.ErrTxLost).
+	// TransactionReplay is option transactionReplay; see Options.
 	TransactionReplay bool
-	// TransactionReplayMaxSize is transactionReplayMaxSize: bytes > 0 with
-	// TransactionReplay, default 1 MiB (1048576).
+	// TransactionReplayMaxSize is option transactionReplayMaxSize; see Options.
 	TransactionReplayMaxSize int
-	// TransactionReplayAttempts is transactionReplayAttempts: count > 0 with
-	// TransactionReplay, default 5.
+	// TransactionReplayAttempts is option transactionReplayAttempts; see Options.
 	TransactionReplayAttempts int
-	// TransactionReplayTimeout is transactionReplayTimeout: duration >= 0,
-	// default 30s (0: only the caller's context bounds a replay).
+	// TransactionReplayTimeout is option transactionReplayTimeout; see Options.
 	TransactionReplayTimeout time.Duration
 
 	// MySQL holds every other setting, given to go-sql-driver for each host.
@@ -386,27 +150,11 @@ type Config struct {
 // NewConfig returns a Config with the documented defaults, no hosts, and
 // MySQL from mysql.NewConfig(). Set Hosts before use.
 func NewConfig() *Config {
-	return &Config{
-		RetriesAllDown:               defaultRetriesAllDown,
-		SecondsBeforeRetryMaster:     defaultSecondsBeforeRetryMaster,
-		QueriesBeforeRetryMaster:     defaultQueriesBeforeRetryMaster,
-		FailOverReadOnly:             true,
-		HostTimeout:                  defaultHostTimeout,
-		TargetSessionAttrs:           TargetAny,
-		CheckInterval:                defaultCheckInterval,
-		FailoverDelay:                defaultFailoverDelay,
-		SwitchBackDelay:              defaultSwitchBackDelay,
-		ReplicaSelection:             selectRoundRobin,
-		ReadFromSourceWhenNoReplicas: true,
-		CausalReads:                  causalNone,
-		CausalReadsTimeout:           defaultCausalReadsTimeout,
-		Cluster:                      clusterAuto,
-		AllowSourceDownConnections:   true,
-		TransactionReplayMaxSize:     defaultTransactionReplayMaxSize,
-		TransactionReplayAttempts:    defaultTransactionReplayAttempts,
-		TransactionReplayTimeout:     defaultTransactionReplayTimeout,
-		MySQL:                        mysql.NewConfig(),
+	c := &Config{MySQL: mysql.NewConfig()}
+	for i := range options {
+		options[i].set(c, options[i].def)
 	}
+	return c
 }
 
 // Clone returns a deep copy: a new Hosts slice and MySQL from
@@ -460,36 +208,65 @@ const defaultUnixSocket = "/tmp/mysql.sock"
 
 // Validate checks a Config, typically a hand-built one (Parse already
 // returns valid Configs, as it ends with Validate): Hosts non-empty with
-// valid, distinct names and ports 1..65535, and DC labels "" or valid
-// (ErrInvalidHost); counts, seconds, HostTimeout, CheckInterval,
-// FailoverDelay and SwitchBackDelay >= 0, CheckInterval 0 or at least
-// 10ms, TargetSessionAttrs "" or one of the constants, LocalDC
-// "" or one of the hosts' labels, UsedHostsPerRemoteDC > 0 only with
-// LocalDC set, HostsURL "" or a valid provider URL with CheckInterval > 0
-// (see Config.HostsURL), HostsToken "" or a b64token with HostsURL set,
-// MaxReplicaLag >= 0 and, when > 0, with ReplicaReads and CheckInterval > 0,
-// ReplicaSelection "", "round-robin" or "least-in-flight", ReplicaPoolSize
-// >= 0 and, when > 0, with ReplicaReads, CausalReads "",
-// "none", "local" or "global" and, other than "none", with ReplicaReads and
-// CausalReadsTimeout > 0 (which is never negative), Cluster "", "auto",
-// "replication", "galera" or "group", TransactionReplayMaxSize and
-// TransactionReplayAttempts >= 0 and, with TransactionReplay, > 0,
-// TransactionReplayTimeout >= 0, and
-// no failover option in MySQL.Params under any spelling, where
-// go-sql-driver would send it to the server as a system variable
-// (ErrInvalidOption); MySQL non-nil (ErrInvalidOption) with Net "", tcp,
-// tcp4 or tcp6 (ErrNotTCP). It does not modify c and never includes the
-// password or HostsToken in an error.
+// valid, distinct addresses (ports 1..65535, or 0 for the whole address of a
+// unix or registered network) and DC labels "" or valid (ErrInvalidHost);
+// every option in the range the Options table gives it (the zero value of an
+// enum meaning its default) and consistent with the others as the Options
+// section says: localDC one of the hosts' labels, hostsURL with
+// checkInterval, and so on (ErrInvalidOption); no failover option in
+// MySQL.Params under any spelling, where go-sql-driver would send it to the
+// server as a system variable (ErrInvalidOption); MySQL non-nil
+// (ErrInvalidOption) with a network that can carry the host list
+// (ErrNotTCP). Of several problems it reports one, an option's own range
+// before a conflict between options. It does not modify c and never includes
+// the password or HostsToken in an error.
 func (c *Config) Validate() error {
 	if c == nil {
 		return newError(ErrInvalidOption, "dsn: nil *Config")
 	}
-	if len(c.Hosts) == 0 {
-		return newError(ErrInvalidHost, "dsn: no hosts: Config.Hosts needs at least the primary")
-	}
 	network := ""
 	if c.MySQL != nil {
 		network = c.MySQL.Net
+	}
+	if err := c.checkHosts(network); err != nil {
+		return err
+	}
+	for i := range options {
+		if o := &options[i]; o.check != nil {
+			if err := o.check(o, o.get(c)); err != nil {
+				return err
+			}
+		}
+	}
+	for _, rule := range rules {
+		if err := rule(c); err != nil {
+			return err
+		}
+	}
+	if c.MySQL == nil {
+		return newError(ErrInvalidOption, "dsn: Config.MySQL is nil: start from NewConfig or Parse")
+	}
+	if c.HostsURL != "" && kindOf(network) == netUnix {
+		return newError(ErrInvalidOption, "dsn: hostsURL with network \"unix\": a host list names TCP hosts, and a unix socket is one local server")
+	}
+	for k := range c.MySQL.Params {
+		if key, o := foldOption(k); o != nil {
+			return newError(ErrInvalidOption, fmt.Sprintf(
+				"dsn: MySQL.Params[%q] is the failover option %q: set Config.%s instead (go-sql-driver would send it to the server as a system variable)",
+				k, key, o.field))
+		}
+	}
+	return nil
+}
+
+// checkHosts checks Hosts and the network (MySQL.Net, or "" without MySQL):
+// one socket path for unix, and otherwise valid, distinct addresses with
+// valid dc labels.
+func (c *Config) checkHosts(network string) error {
+	if len(c.Hosts) == 0 {
+		return newError(ErrInvalidHost, "dsn: no hosts: Config.Hosts needs at least the primary")
+	}
+	if c.MySQL != nil {
 		if err := checkNet(network); err != nil {
 			return err
 		}
@@ -501,101 +278,50 @@ func (c *Config) Validate() error {
 	seen := make(map[string]int, len(c.Hosts))
 	for i, h := range c.Hosts {
 		where := fmt.Sprintf("dsn: Hosts[%d] (%q, port %d)", i, h.Name, h.Port)
-		k := "\x00" + h.Name // an address passed verbatim: duplicates are exact
-		switch {
-		case kind == netUnix:
-			if h.Port != 0 {
-				return newError(ErrInvalidHost, where+": a unix socket has no port: want Port 0 and the path in Name")
+		k, reason := hostKey(kind, h)
+		if reason == "" && h.DC != "" {
+			if r := hostaddr.Label(h.DC); r != "" {
+				reason = r + ": want " + hostaddr.LabelRule
 			}
-			if reason := hostaddr.UnixPath(h.Name); reason != "" {
-				return newError(ErrInvalidHost, where+": "+reason)
-			}
-		case kind == netCustom && h.Port == 0:
-			if reason := hostaddr.Opaque(h.Name); reason != "" {
-				return newError(ErrInvalidHost, where+": "+reason)
-			}
-		default:
-			if reason := hostaddr.Name(h.Name); reason != "" {
-				return newError(ErrInvalidHost, where+": "+reason)
-			}
-			if h.Port < 1 || h.Port > 65535 {
-				if kind == netCustom {
-					return newError(ErrInvalidHost, where+": port out of range 1..65535 (or 0: Name is the whole address)")
-				}
-				return newError(ErrInvalidHost, where+": port out of range 1..65535")
-			}
-			k = hostaddr.Key(h.Name, h.Port)
 		}
-		if h.DC != "" {
-			if reason := hostaddr.Label(h.DC); reason != "" {
-				return newError(ErrInvalidHost, where+": "+reason+": want "+hostaddr.LabelRule)
-			}
+		if reason != "" {
+			return newError(ErrInvalidHost, where+": "+reason)
 		}
 		if j, dup := seen[k]; dup {
 			return newError(ErrInvalidHost, fmt.Sprintf("%s: duplicate of Hosts[%d]", where, j))
 		}
 		seen[k] = i
 	}
-	for _, f := range []struct {
-		name string
-		v    int
-		unit string
-	}{
-		{"RetriesAllDown", c.RetriesAllDown, "a count"},
-		{"SecondsBeforeRetryMaster", c.SecondsBeforeRetryMaster, "seconds"},
-		{"QueriesBeforeRetryMaster", c.QueriesBeforeRetryMaster, "a count"},
-		{"UsedHostsPerRemoteDC", c.UsedHostsPerRemoteDC, "a count"},
-	} {
-		if f.v < 0 {
-			return newError(ErrInvalidOption, fmt.Sprintf("dsn: %s is %d: want %s >= 0", f.name, f.v, f.unit))
-		}
-	}
-	for _, f := range []struct {
-		name string
-		v    time.Duration
-		zero string
-	}{
-		{"HostTimeout", c.HostTimeout, " (0: no per-host bound)"},
-		{"CheckInterval", c.CheckInterval, " (0: probing off)"},
-		{"FailoverDelay", c.FailoverDelay, ""},
-		{"SwitchBackDelay", c.SwitchBackDelay, ""},
-		{"MaxReplicaLag", c.MaxReplicaLag, " (0: no bound)"},
-	} {
-		if f.v < 0 {
-			return newError(ErrInvalidOption, fmt.Sprintf("dsn: %s is %v: want a duration >= 0%s", f.name, f.v, f.zero))
-		}
-	}
-	if t := c.TargetSessionAttrs; t != "" && !knownTarget(t) {
-		return newError(ErrInvalidOption, badTarget(fmt.Sprintf("dsn: TargetSessionAttrs is %q", string(t)), string(t), targetList+`, or "" (any)`))
-	}
-	if err := c.checkTopology(); err != nil {
-		return err
-	}
-	if err := c.checkProbing(); err != nil {
-		return err
-	}
-	if err := c.checkReplicas(); err != nil {
-		return err
-	}
-	if c.MySQL == nil {
-		return newError(ErrInvalidOption, "dsn: Config.MySQL is nil: start from NewConfig or Parse")
-	}
-	if c.HostsURL != "" && kind == netUnix {
-		return newError(ErrInvalidOption, "dsn: hostsURL with network \"unix\": a host list names TCP hosts, and a unix socket is one local server")
-	}
-	for k := range c.MySQL.Params {
-		if o := foldOption(k); o != nil {
-			return newError(ErrInvalidOption, fmt.Sprintf(
-				"dsn: MySQL.Params[%q] is the failover option %q: set Config.%s instead (go-sql-driver would send it to the server as a system variable)",
-				k, o.key, o.field))
-		}
-	}
 	return nil
 }
 
+// hostKey checks the address of h, a host of a network of kind, and returns
+// the key that duplicates share, or why the address is not valid.
+func hostKey(kind netKind, h Host) (key, reason string) {
+	switch {
+	case kind == netUnix:
+		if h.Port != 0 {
+			return "", "a unix socket has no port: want Port 0 and the path in Name"
+		}
+		return "\x00" + h.Name, hostaddr.UnixPath(h.Name)
+	case kind == netCustom && h.Port == 0:
+		// An address passed verbatim: duplicates are exact.
+		return "\x00" + h.Name, hostaddr.Opaque(h.Name)
+	}
+	if reason := hostaddr.Name(h.Name); reason != "" {
+		return "", reason
+	}
+	if h.Port < 1 || h.Port > 65535 {
+		if kind == netCustom {
+			return "", "port out of range 1..65535 (or 0: Name is the whole address)"
+		}
+		return "", "port out of range 1..65535"
+	}
+	return hostaddr.Key(h.Name, h.Port), ""
+}
+
 // checkTopology checks LocalDC and UsedHostsPerRemoteDC against the hosts'
-// labels, which Validate has checked before. Messages use the DSN keys, as
-// most Configs come from Parse.
+// labels, which Validate has checked before, as LocalDC's own.
 func (c *Config) checkTopology() error {
 	var dcs []string // distinct labels, sorted
 	for _, h := range c.Hosts {
@@ -606,9 +332,6 @@ func (c *Config) checkTopology() error {
 	slices.Sort(dcs)
 	dcs = slices.Compact(dcs)
 	if c.LocalDC != "" {
-		if hostaddr.Label(c.LocalDC) != "" {
-			return newError(ErrInvalidOption, fmt.Sprintf("dsn: LocalDC is %q: want a dc label, %s", c.LocalDC, hostaddr.LabelRule))
-		}
 		if len(dcs) == 0 {
 			return newError(ErrInvalidOption, fmt.Sprintf("dsn: localDC %q: no host has a dc label (write them as tcp(db1:3306;dc=east,...))", c.LocalDC))
 		}
@@ -637,9 +360,8 @@ func (c *Config) checkTopology() error {
 }
 
 // checkProbing checks CheckInterval against minCheckInterval and the host
-// list provider options against each other. Messages use the DSN keys, as
-// checkTopology's, and never include HostsToken, nor HostsURL when it may
-// hold credentials (showURL).
+// list provider options against each other. Messages never include
+// HostsToken, nor HostsURL when it may hold credentials (showURL).
 func (c *Config) checkProbing() error {
 	if d := c.CheckInterval; d > 0 && d < minCheckInterval {
 		return newError(ErrInvalidOption, fmt.Sprintf(
@@ -665,29 +387,16 @@ func (c *Config) checkProbing() error {
 	return nil
 }
 
-// checkReplicas checks the read/write splitting options against each other
-// and CheckInterval (MaxReplicaLag's sign is checked before). Messages use
-// the DSN keys, as checkTopology's.
+// checkReplicas checks the read/write splitting options against ReplicaReads
+// and CheckInterval.
 func (c *Config) checkReplicas() error {
-	if n := c.ReplicaPoolSize; n < 0 {
-		return newError(ErrInvalidOption, fmt.Sprintf("dsn: replicaPoolSize=%d: want a count >= 0, the most sessions open to each replica (0: no bound but the pool's own)", n))
-	} else if n > 0 && !c.ReplicaReads {
+	if n := c.ReplicaPoolSize; n > 0 && !c.ReplicaReads {
 		return newError(ErrInvalidOption, fmt.Sprintf("dsn: replicaPoolSize=%d needs replicaReads=true: without it no session is opened to a replica", n))
 	}
-	if s := c.ReplicaSelection; s != "" && !slices.Contains(selections, s) {
-		return newError(ErrInvalidOption, badSelection(fmt.Sprintf("dsn: replicaSelection=%q", s), s, selectionList+` (or "": round-robin)`))
-	}
-	if k := c.Cluster; k != "" && !slices.Contains(clusterTypes, k) {
-		return newError(ErrInvalidOption, badCluster(fmt.Sprintf("dsn: cluster=%q", k), k, clusterList+` (or "": auto)`))
-	}
 	causal := c.CausalReads
-	if causal != "" && !slices.Contains(causalModes, causal) {
-		return newError(ErrInvalidOption, badCausal(fmt.Sprintf("dsn: causalReads=%q", causal), causal, causalList+` (or "": none)`))
-	}
 	on := causal == causalLocal || causal == causalGlobal
-	if d := c.CausalReadsTimeout; d < 0 || d == 0 && on {
-		return newError(ErrInvalidOption, fmt.Sprintf(
-			"dsn: causalReadsTimeout=%v: want a duration > 0, the bound of a replica's wait for the write's position (NewConfig's default is %v)", d, defaultCausalReadsTimeout))
+	if err := causalTimeout(c.CausalReadsTimeout, on); err != nil {
+		return err
 	}
 	if d := c.MaxReplicaLag; d > 0 {
 		if !c.ReplicaReads {
@@ -703,25 +412,16 @@ func (c *Config) checkReplicas() error {
 		return newError(ErrInvalidOption, fmt.Sprintf(
 			"dsn: causalReads needs replicaReads=true: without replica reads every statement runs on the active host, where the writes are; set replicaReads=true or leave causalReads=%s out", causal))
 	}
-	return c.checkReplay()
+	return nil
 }
 
-// checkReplay checks the limits of transaction replay: never negative, and with
-// TransactionReplay a size and a number of attempts > 0.
+// checkReplay checks the limits of transaction replay against
+// TransactionReplay: with it, a size and a number of attempts > 0.
 func (c *Config) checkReplay() error {
-	if n := c.TransactionReplayMaxSize; n < 0 || n == 0 && c.TransactionReplay {
-		return newError(ErrInvalidOption, fmt.Sprintf(
-			"dsn: transactionReplayMaxSize=%d: want a size in bytes > 0, the most a transaction may record to be replayed (NewConfig's default is %s)", n, formatSize(defaultTransactionReplayMaxSize)))
+	if err := replayMaxSize(c.TransactionReplayMaxSize, c.TransactionReplay); err != nil {
+		return err
 	}
-	if n := c.TransactionReplayAttempts; n < 0 || n == 0 && c.TransactionReplay {
-		return newError(ErrInvalidOption, fmt.Sprintf(
-			"dsn: transactionReplayAttempts=%d: want a count > 0, the replays a transaction may have (NewConfig's default is %d)", n, defaultTransactionReplayAttempts))
-	}
-	if d := c.TransactionReplayTimeout; d < 0 {
-		return newError(ErrInvalidOption, fmt.Sprintf(
-			"dsn: transactionReplayTimeout=%v: want a duration >= 0 (0: only the caller's context)", d))
-	}
-	return nil
+	return replayAttempts(c.TransactionReplayAttempts, c.TransactionReplay)
 }
 
 // showURL quotes a HostsURL for a message, unless it may hold credentials:

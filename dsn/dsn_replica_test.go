@@ -152,7 +152,7 @@ func TestReplicaNearMisses(t *testing.T) {
 		"replicaselection": "replicaSelection", "causal_reads": "causalReads", "causal_reads_timeout": "causalReadsTimeout",
 		"readFromSourceWhenNoReplica": "readFromSourceWhenNoReplicas", "readfrommasterwhennoslaves": "readFromMasterWhenNoSlaves",
 		"causalReadTimeout": "causalReadsTimeout",
-		// MaxScale's and ProxySQL's names (peerNames).
+		// MaxScale's and ProxySQL's names (option.peers).
 		"max_replication_lag": "maxReplicaLag", "max_slave_replication_lag": "maxReplicaLag",
 		"maxReplicationLag": "maxReplicaLag", "slave_selection_criteria": "replicaSelection",
 	} {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+	"github.com/mysqlfailover/mysqlfailover/internal/attrs"
 	"go.uber.org/goleak"
 )
 
@@ -263,18 +264,18 @@ var parseTests = []parseTest{
 	{name: "localDC, usedHostsPerRemoteDC and targetSessionAttrs", dsn: "u:" + testPW + "@tcp(h1;dc=dc1,h2;dc=dc2,h3;dc=dc3,h4)/db?localDC=dc1&usedHostsPerRemoteDC=1&targetSessionAttrs=read-write&parseTime=true",
 		hosts: []Host{{Name: "h1", Port: 3306, DC: "dc1"}, {Name: "h2", Port: 3306, DC: "dc2"}, {Name: "h3", Port: 3306, DC: "dc3"}, {Name: "h4", Port: 3306}},
 		opts: func(c *Config) {
-			c.LocalDC, c.UsedHostsPerRemoteDC, c.TargetSessionAttrs = "dc1", 1, TargetReadWrite
+			c.LocalDC, c.UsedHostsPerRemoteDC, c.TargetSessionAttrs = "dc1", 1, attrs.ReadWrite
 		},
 		my: func(t *testing.T, m *mysql.Config) {
 			want(t, "ParseTime", m.ParseTime, true)
 			want(t, "len(Params)", len(m.Params), 0)
 		}},
 	{name: "targetSessionAttrs=any", dsn: "/?targetSessionAttrs=any", hosts: local},
-	{name: "targetSessionAttrs=read-only", dsn: "/?targetSessionAttrs=read-only", hosts: local, opts: func(c *Config) { c.TargetSessionAttrs = TargetReadOnly }},
-	{name: "targetSessionAttrs=primary", dsn: "/?targetSessionAttrs=primary", hosts: local, opts: func(c *Config) { c.TargetSessionAttrs = TargetPrimary }},
-	{name: "targetSessionAttrs=standby", dsn: "/?targetSessionAttrs=standby", hosts: local, opts: func(c *Config) { c.TargetSessionAttrs = TargetStandby }},
+	{name: "targetSessionAttrs=read-only", dsn: "/?targetSessionAttrs=read-only", hosts: local, opts: func(c *Config) { c.TargetSessionAttrs = attrs.ReadOnly }},
+	{name: "targetSessionAttrs=primary", dsn: "/?targetSessionAttrs=primary", hosts: local, opts: func(c *Config) { c.TargetSessionAttrs = attrs.Primary }},
+	{name: "targetSessionAttrs=standby", dsn: "/?targetSessionAttrs=standby", hosts: local, opts: func(c *Config) { c.TargetSessionAttrs = attrs.Standby }},
 	{name: "targetSessionAttrs=prefer-standby", dsn: "tcp(h1,h2)/?targetSessionAttrs=prefer-standby&targetSessionAttrs=prefer-standby",
-		hosts: []Host{{Name: "h1", Port: 3306}, {Name: "h2", Port: 3306}}, opts: func(c *Config) { c.TargetSessionAttrs = TargetPreferStandby }},
+		hosts: []Host{{Name: "h1", Port: 3306}, {Name: "h2", Port: 3306}}, opts: func(c *Config) { c.TargetSessionAttrs = attrs.PreferStandby }},
 	{name: "usedHostsPerRemoteDC=0 needs nothing", dsn: "/?usedHostsPerRemoteDC=0", hosts: local},
 	{name: "localDC with unlabelled hosts too", dsn: "tcp(h1,h2;dc=east,h3;dc=west)/?localDC=east&usedHostsPerRemoteDC=2",
 		hosts: []Host{{Name: "h1", Port: 3306}, {Name: "h2", Port: 3306, DC: "east"}, {Name: "h3", Port: 3306, DC: "west"}},
@@ -920,7 +921,7 @@ func TestValidate(t *testing.T) {
 		{"labels, localDC, remote hosts, target", func(c *Config) {
 			c.Hosts = append(c.Hosts, Host{Name: "db3", Port: 3306, DC: "west"})
 			c.Hosts[0].DC, c.Hosts[1].DC = "east", "east"
-			c.LocalDC, c.UsedHostsPerRemoteDC, c.TargetSessionAttrs = "east", 1, TargetStandby
+			c.LocalDC, c.UsedHostsPerRemoteDC, c.TargetSessionAttrs = "east", 1, attrs.Standby
 		}, nil, nil},
 		{"labels without localDC", func(c *Config) { c.Hosts[1].DC = "west" }, nil, nil},
 		{"bad dc label", func(c *Config) { c.Hosts[1].DC = "we st" }, ErrInvalidHost,
@@ -1084,7 +1085,7 @@ func TestNewConfig(t *testing.T) {
 	want(t, "FailOverReadOnly", c.FailOverReadOnly, true)
 	want(t, "ReadOnly", c.ReadOnly, false)
 	want(t, "HostTimeout", c.HostTimeout, 5*time.Second)
-	want(t, "TargetSessionAttrs", c.TargetSessionAttrs, TargetAny)
+	want(t, "TargetSessionAttrs", c.TargetSessionAttrs, attrs.Any)
 	want(t, "LocalDC", c.LocalDC, "")
 	want(t, "UsedHostsPerRemoteDC", c.UsedHostsPerRemoteDC, 0)
 	want(t, "CheckInterval", c.CheckInterval, 0)

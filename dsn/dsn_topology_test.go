@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mysqlfailover/mysqlfailover/internal/attrs"
 	"github.com/mysqlfailover/mysqlfailover/internal/hostaddr"
 )
 
@@ -18,15 +19,15 @@ import (
 // parses, formats (except the default) and round-trips.
 func TestTargetSessionAttrs(t *testing.T) {
 	tests := []struct {
-		t TargetSessionAttrs
+		t string
 		s string
 	}{
-		{TargetAny, "any"},
-		{TargetReadWrite, "read-write"},
-		{TargetReadOnly, "read-only"},
-		{TargetPrimary, "primary"},
-		{TargetStandby, "standby"},
-		{TargetPreferStandby, "prefer-standby"},
+		{attrs.Any, "any"},
+		{attrs.ReadWrite, "read-write"},
+		{attrs.ReadOnly, "read-only"},
+		{attrs.Primary, "primary"},
+		{attrs.Standby, "standby"},
+		{attrs.PreferStandby, "prefer-standby"},
 		{"", ""},
 	}
 	for _, tt := range tests {
@@ -41,7 +42,7 @@ func TestTargetSessionAttrs(t *testing.T) {
 		}
 		want(t, "TargetSessionAttrs", c.TargetSessionAttrs, tt.t)
 		wantDSN := "tcp(h1:3306,h2:3306)/?targetSessionAttrs=" + tt.s
-		if tt.t == TargetAny {
+		if tt.t == attrs.Any {
 			wantDSN = "tcp(h1:3306,h2:3306)/"
 		}
 		want(t, "FormatDSN", c.FormatDSN(), wantDSN)
@@ -61,10 +62,10 @@ func TestTargetSessionAttrs(t *testing.T) {
 // TestTargetNearMiss: case, '_' or a blank for '-', and a missing '-' are
 // near misses; other words are not.
 func TestTargetNearMiss(t *testing.T) {
-	for in, w := range map[string]TargetSessionAttrs{
-		"read_write": TargetReadWrite, "READ-WRITE": TargetReadWrite, "readwrite": TargetReadWrite, "ReadOnly": TargetReadOnly,
-		"read only": TargetReadOnly, "Any": TargetAny, "PRIMARY": TargetPrimary, "Standby": TargetStandby,
-		"prefer_standby": TargetPreferStandby, "preferStandby": TargetPreferStandby,
+	for in, w := range map[string]string{
+		"read_write": attrs.ReadWrite, "READ-WRITE": attrs.ReadWrite, "readwrite": attrs.ReadWrite, "ReadOnly": attrs.ReadOnly,
+		"read only": attrs.ReadOnly, "Any": attrs.Any, "PRIMARY": attrs.Primary, "Standby": attrs.Standby,
+		"prefer_standby": attrs.PreferStandby, "preferStandby": attrs.PreferStandby,
 		"master": "", "replica": "", "": "", "prefer-primary": "", "read-write-x": "",
 	} {
 		want(t, fmt.Sprintf("targetNearMiss(%q)", in), targetNearMiss(in), w)
@@ -121,12 +122,12 @@ func TestFormatDSNTopology(t *testing.T) {
 			c := withHosts(Host{Name: "db1", Port: 3306, DC: "east"}, Host{Name: "db2", Port: 3306, DC: "west"}, Host{Name: "db3", Port: 3306, DC: "west"})
 			c.MySQL.User, c.MySQL.Passwd, c.MySQL.DBName = "app", "pw", "shop"
 			c.RetriesAllDown, c.HostTimeout = 2, 0
-			c.TargetSessionAttrs, c.LocalDC, c.UsedHostsPerRemoteDC = TargetPreferStandby, "east", 1
+			c.TargetSessionAttrs, c.LocalDC, c.UsedHostsPerRemoteDC = attrs.PreferStandby, "east", 1
 			return c
 		}(), "app:pw@tcp(db1:3306;dc=east,db2:3306;dc=west,db3:3306;dc=west)/shop?retriesAllDown=2&hostTimeout=0s&targetSessionAttrs=prefer-standby&localDC=east&usedHostsPerRemoteDC=1"},
 		{"tcp6 with labels", func() *Config {
 			c := withHosts(Host{Name: "::1", Port: 3306, DC: "a"}, Host{Name: "2001:db8::2", Port: 3310, DC: "b"})
-			c.MySQL.Net, c.LocalDC, c.TargetSessionAttrs = "tcp6", "b", TargetReadOnly
+			c.MySQL.Net, c.LocalDC, c.TargetSessionAttrs = "tcp6", "b", attrs.ReadOnly
 			return c
 		}(), "tcp6([::1]:3306;dc=a,[2001:db8::2]:3310;dc=b)/?targetSessionAttrs=read-only&localDC=b"},
 	}
@@ -143,7 +144,7 @@ func TestFormatDSNTopology(t *testing.T) {
 }
 
 // TestEmptyTargetIsAny: a hand-built Config with TargetSessionAttrs ""
-// validates, FormatDSN leaves it out, and it comes back as TargetAny, its
+// validates, FormatDSN leaves it out, and it comes back as attrs.Any, its
 // equivalent.
 func TestEmptyTargetIsAny(t *testing.T) {
 	c := NewConfig()
@@ -157,7 +158,7 @@ func TestEmptyTargetIsAny(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want(t, "TargetSessionAttrs after the round trip", c2.TargetSessionAttrs, TargetAny)
+	want(t, "TargetSessionAttrs after the round trip", c2.TargetSessionAttrs, attrs.Any)
 	c2.TargetSessionAttrs = ""
 	if d := diffConfig(c, c2); d != "" {
 		t.Errorf("round trip: %s", d)

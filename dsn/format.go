@@ -33,7 +33,7 @@ const redacted = "xxxxx"
 // reads), a TransactionReplayMaxSize or TransactionReplayAttempts of 0 (valid
 // only without transaction replay) and, without transaction replay, a
 // TransactionReplayTimeout of 0, so they come back as their defaults
-// (mysql.NewConfig(), TargetAny, "round-robin", "none", 1s, 1 MiB, 5, 30s),
+// (mysql.NewConfig(), "any", "round-robin", "none", 1s, 1 MiB, 5, 30s),
 // which mean the same.
 func (c *Config) FormatDSN() string { return c.format(false) }
 
@@ -101,103 +101,15 @@ func (c *Config) format(redact bool) string {
 	if strings.IndexByte(rest[strings.LastIndexByte(rest, '/')+1:], '?') >= 0 {
 		sep = '&'
 	}
-	add := func(key, value string) {
-		b.WriteByte(sep)
-		sep = '&'
-		b.WriteString(key)
-		b.WriteByte('=')
-		b.WriteString(value)
-	}
-	// Same order as options; main names only.
-	if c.RetriesAllDown != defaultRetriesAllDown {
-		add("retriesAllDown", strconv.Itoa(c.RetriesAllDown))
-	}
-	if c.SecondsBeforeRetryMaster != defaultSecondsBeforeRetryMaster {
-		add("secondsBeforeRetryMaster", strconv.Itoa(c.SecondsBeforeRetryMaster))
-	}
-	if c.QueriesBeforeRetryMaster != defaultQueriesBeforeRetryMaster {
-		add("queriesBeforeRetryMaster", strconv.Itoa(c.QueriesBeforeRetryMaster))
-	}
-	if !c.FailOverReadOnly {
-		add("failOverReadOnly", "false")
-	}
-	if c.ReadOnly {
-		add("readOnly", "true")
-	}
-	if c.HostTimeout != defaultHostTimeout {
-		add("hostTimeout", c.HostTimeout.String()) // parses back exactly
-	}
-	if t := c.TargetSessionAttrs; t != "" && t != TargetAny {
-		add("targetSessionAttrs", string(t))
-	}
-	if c.LocalDC != "" {
-		add("localDC", c.LocalDC) // a label needs no escaping
-	}
-	if c.UsedHostsPerRemoteDC != 0 {
-		add("usedHostsPerRemoteDC", strconv.Itoa(c.UsedHostsPerRemoteDC))
-	}
-	if c.CheckInterval != defaultCheckInterval {
-		add("checkInterval", c.CheckInterval.String())
-	}
-	if c.FailoverDelay != defaultFailoverDelay {
-		add("failoverDelay", c.FailoverDelay.String())
-	}
-	if c.SwitchBackDelay != defaultSwitchBackDelay {
-		add("switchBackDelay", c.SwitchBackDelay.String())
-	}
-	if u := c.HostsURL; u != "" {
-		if redact {
-			u = redactURL(u)
+	// Our options that differ from their defaults, in table order, under
+	// their main keys.
+	for i := range options {
+		o := &options[i]
+		if v := o.get(c); !o.isDefault(c, v) {
+			b.WriteByte(sep)
+			sep = '&'
+			b.WriteString(o.key + "=" + o.kind.format(v, redact))
 		}
-		add("hostsURL", url.QueryEscape(u))
-	}
-	if t := c.HostsToken; t != "" {
-		if redact {
-			t = redacted
-		}
-		add("hostsToken", url.QueryEscape(t))
-	}
-	if c.HostsAllowHTTP {
-		add("hostsAllowHTTP", "true")
-	}
-	if c.ReplicaReads {
-		add("replicaReads", "true")
-	}
-	if c.MaxReplicaLag != 0 {
-		add("maxReplicaLag", c.MaxReplicaLag.String())
-	}
-	if s := c.ReplicaSelection; s != "" && s != selectRoundRobin {
-		add("replicaSelection", s) // the values need no escaping
-	}
-	if n := c.ReplicaPoolSize; n != 0 {
-		add("replicaPoolSize", strconv.Itoa(n))
-	}
-	if !c.ReadFromSourceWhenNoReplicas {
-		add("readFromSourceWhenNoReplicas", "false")
-	}
-	if s := c.CausalReads; s != "" && s != causalNone {
-		add("causalReads", s)
-	}
-	if d := c.CausalReadsTimeout; d != defaultCausalReadsTimeout && d != 0 {
-		add("causalReadsTimeout", d.String())
-	}
-	if !c.AllowSourceDownConnections {
-		add("allowSourceDownConnections", "false")
-	}
-	if k := c.Cluster; k != "" && k != clusterAuto {
-		add("cluster", k) // the values need no escaping
-	}
-	if c.TransactionReplay {
-		add("transactionReplay", "true")
-	}
-	if n := c.TransactionReplayMaxSize; n != defaultTransactionReplayMaxSize && n != 0 {
-		add("transactionReplayMaxSize", formatSize(n))
-	}
-	if n := c.TransactionReplayAttempts; n != defaultTransactionReplayAttempts && n != 0 {
-		add("transactionReplayAttempts", strconv.Itoa(n))
-	}
-	if d := c.TransactionReplayTimeout; d != defaultTransactionReplayTimeout && (d != 0 || c.TransactionReplay) {
-		add("transactionReplayTimeout", d.String())
 	}
 	return b.String()
 }

@@ -2,116 +2,12 @@ package dsn
 
 import (
 	"fmt"
-	"math"
-	"net/url"
 	"slices"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/mysqlfailover/mysqlfailover/internal/hostaddr"
 )
-
-// optKind is how a failover option's value is written in the DSN.
-type optKind int
-
-const (
-	optCount     optKind = iota // decimal integer >= 0
-	optSeconds                  // decimal integer >= 0, in seconds
-	optBool                     // strconv.ParseBool
-	optDuration                 // time.ParseDuration >= 0
-	optTarget                   // a TargetSessionAttrs constant
-	optLabel                    // a data-centre label (hostaddr.Label)
-	optURL                      // a URL, query-escaped (url.QueryUnescape); checked by Validate
-	optSecret                   // a bearer token, %XX-escaped (url.PathUnescape); never printed
-	optPositive                 // time.ParseDuration > 0
-	optSelection                // a ReplicaSelection value
-	optCausal                   // a CausalReads value
-	optCluster                  // a ClusterType value
-	optSize                     // bytes: a decimal integer >= 0, or with a KiB, MiB or GiB suffix
-)
-
-// option is one DSN key of ours. Aliases share main and field.
-type option struct {
-	key   string // exact DSN key (keys are case-sensitive, as go-sql-driver's)
-	main  string // the name FormatDSN writes; differs from key for aliases
-	field string // Config field, for messages
-	kind  optKind
-}
-
-// options lists every key Parse takes out of the query string; go-sql-driver
-// never sees them. Order is FormatDSN's output order.
-var options = []option{
-	{"retriesAllDown", "retriesAllDown", "RetriesAllDown", optCount},
-	{"secondsBeforeRetryMaster", "secondsBeforeRetryMaster", "SecondsBeforeRetryMaster", optSeconds},
-	{"queriesBeforeRetryMaster", "queriesBeforeRetryMaster", "QueriesBeforeRetryMaster", optCount},
-	{"failOverReadOnly", "failOverReadOnly", "FailOverReadOnly", optBool},
-	{"readOnly", "readOnly", "ReadOnly", optBool},
-	{"hostTimeout", "hostTimeout", "HostTimeout", optDuration},
-	{"targetSessionAttrs", "targetSessionAttrs", "TargetSessionAttrs", optTarget},
-	{"localDC", "localDC", "LocalDC", optLabel},
-	{"usedHostsPerRemoteDC", "usedHostsPerRemoteDC", "UsedHostsPerRemoteDC", optCount},
-	{"checkInterval", "checkInterval", "CheckInterval", optDuration},
-	{"failoverDelay", "failoverDelay", "FailoverDelay", optDuration},
-	{"switchBackDelay", "switchBackDelay", "SwitchBackDelay", optDuration},
-	{"hostsURL", "hostsURL", "HostsURL", optURL},
-	{"hostsToken", "hostsToken", "HostsToken", optSecret},
-	{"hostsAllowHTTP", "hostsAllowHTTP", "HostsAllowHTTP", optBool},
-	{"replicaReads", "replicaReads", "ReplicaReads", optBool},
-	{"maxReplicaLag", "maxReplicaLag", "MaxReplicaLag", optDuration},
-	{"replicaSelection", "replicaSelection", "ReplicaSelection", optSelection},
-	{"replicaPoolSize", "replicaPoolSize", "ReplicaPoolSize", optCount},
-	{"readFromSourceWhenNoReplicas", "readFromSourceWhenNoReplicas", "ReadFromSourceWhenNoReplicas", optBool},
-	{"causalReads", "causalReads", "CausalReads", optCausal},
-	{"causalReadsTimeout", "causalReadsTimeout", "CausalReadsTimeout", optPositive},
-	{"cluster", "cluster", "Cluster", optCluster},
-	{"allowSourceDownConnections", "allowSourceDownConnections", "AllowSourceDownConnections", optBool},
-	{"transactionReplay", "transactionReplay", "TransactionReplay", optBool},
-	{"transactionReplayMaxSize", "transactionReplayMaxSize", "TransactionReplayMaxSize", optSize},
-	{"transactionReplayAttempts", "transactionReplayAttempts", "TransactionReplayAttempts", optCount},
-	{"transactionReplayTimeout", "transactionReplayTimeout", "TransactionReplayTimeout", optDuration},
-	// Connector/J 8.0.23 renamed ...Master to ...Source and ...Slaves to
-	// ...Replicas; both names are accepted. The main name is the one of
-	// the Config field.
-	{"secondsBeforeRetrySource", "secondsBeforeRetryMaster", "SecondsBeforeRetryMaster", optSeconds},
-	{"queriesBeforeRetrySource", "queriesBeforeRetryMaster", "QueriesBeforeRetryMaster", optCount},
-	{"readFromMasterWhenNoSlaves", "readFromSourceWhenNoReplicas", "ReadFromSourceWhenNoReplicas", optBool},
-	{"allowMasterDownConnections", "allowSourceDownConnections", "AllowSourceDownConnections", optBool},
-}
-
-// show quotes raw, a value of o as written in the DSN, for a message; a
-// secret is never shown (unless empty), nor a URL that may hold
-// credentials.
-func (o *option) show(raw string) string {
-	switch {
-	case raw == "":
-	case o.kind == optSecret:
-		return "(not shown)"
-	case o.kind == optURL:
-		return showURL(raw)
-	}
-	return strconv.Quote(raw)
-}
-
-func exactOption(key string) *option {
-	for i := range options {
-		if options[i].key == key {
-			return &options[i]
-		}
-	}
-	return nil
-}
-
-// foldOption finds our option that key equals under Unicode case folding.
-func foldOption(key string) *option {
-	for i := range options {
-		if strings.EqualFold(options[i].key, key) {
-			return &options[i]
-		}
-	}
-	return nil
-}
 
 // driverParams are go-sql-driver v1.10's own DSN parameters (parseDSNParams).
 var driverParams = []string{
@@ -122,18 +18,20 @@ var driverParams = []string{
 	"writeTimeout", "maxAllowedPacket", "connectionAttributes",
 }
 
-// nearMiss returns the parameter key was probably meant to be, or "": one of ours
-// differing in case or by at most two edits (for keys of 8 characters or more), or one
-// of go-sql-driver's differing only in case. Any other unknown key goes to go-sql-driver,
+// nearMiss returns the parameter key was probably meant to be, or "": one of ours that
+// another client spells key (option.peers: MaxScale's and ProxySQL's names, further
+// than two edits from ours), one of ours differing in case or by at most two edits (for
+// keys of 8 characters or more), or one of go-sql-driver's differing only in case. Any other unknown key goes to go-sql-driver,
 // which sends it to the server as a system variable ("SET retriesalldown=..."), where a
 // typo fails late and obscurely. Server system variables are lower case with
 // underscores, so none of them is caught here.
 func nearMiss(key string) string {
-	if k, ok := peerNames[key]; ok {
-		return k
+	for _, o := range options {
+		if slices.Contains(o.peers, key) {
+			return o.key
+		}
 	}
-	for i := range options {
-		k := options[i].key
+	for _, k := range allKeys() {
 		if strings.EqualFold(k, key) || len(key) >= 8 && editDistance(strings.ToLower(k), strings.ToLower(key)) <= 2 {
 			return k
 		}
@@ -144,22 +42,6 @@ func nearMiss(key string) string {
 		}
 	}
 	return ""
-}
-
-// peerNames are the spellings of MaxScale and ProxySQL for options of ours, further than
-// two edits from ours (MaxScale's causal_reads is caught by the distance).
-var peerNames = map[string]string{
-	"max_replication_lag":       "maxReplicaLag",
-	"max_slave_replication_lag": "maxReplicaLag",
-	"maxReplicationLag":         "maxReplicaLag",
-	"maxSlaveReplicationLag":    "maxReplicaLag",
-	"slave_selection_criteria":  "replicaSelection",
-	// MaxScale's transaction_replay_* (transaction_replay itself is within two edits)
-	// and Connector/J's transactionReplaySize (a count of statements there).
-	"transaction_replay_max_size": "transactionReplayMaxSize",
-	"transaction_replay_attempts": "transactionReplayAttempts",
-	"transaction_replay_timeout":  "transactionReplayTimeout",
-	"transactionReplaySize":       "transactionReplayMaxSize",
 }
 
 // editDistance is the Levenshtein distance between a and b, in bytes.
@@ -366,8 +248,16 @@ func parseOpaqueHosts(network, list string) ([]Host, error) {
 	return hosts, nil
 }
 
-// rawValueKeys are the options whose values may hold '/' unescaped.
-var rawValueKeys = []string{"hostsURL", "hostsToken"}
+// rawValueKeys are the options whose values may hold '/' unescaped:
+// hostsURL and hostsToken.
+var rawValueKeys = func() (keys []string) {
+	for _, o := range options {
+		if o.kind.raw {
+			keys = append(keys, o.key)
+		}
+	}
+	return keys
+}()
 
 // rawValues returns dsn with the bytes split looks for ('/', '@', '(',
 // ')', '?') replaced by 'x' in the value of every "hostsURL=" or
@@ -529,16 +419,6 @@ func parseHostAttrs(attrs string) (dc, reason string) {
 	return dc, ""
 }
 
-// isDigits rejects the signs and blanks strconv.Atoi would accept or trip on.
-func isDigits(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return s != ""
-}
-
 // takeOptions applies our keys from the raw query string to c and returns the
 // rest, byte for byte (escapes included: go-sql-driver unescapes values
 // itself).
@@ -555,7 +435,7 @@ func (c *Config) takeOptions(query string) (string, error) {
 	var kept []string
 	for _, item := range items {
 		key, raw, hasValue := strings.Cut(item, "=")
-		o := exactOption(key)
+		o := lookup(key)
 		if o == nil {
 			if k := nearMiss(key); k != "" {
 				return "", newError(ErrInvalidOption, fmt.Sprintf("dsn: unknown parameter %q: did you mean %q?", key, k))
@@ -569,217 +449,25 @@ func (c *Config) takeOptions(query string) (string, error) {
 		if !hasValue {
 			return "", newError(ErrSyntax, fmt.Sprintf("dsn: %s: missing \"=value\"", key))
 		}
-		v, err := parseValue(o, raw)
+		v, err := o.kind.parse(o.kind, key, raw)
 		if err != nil {
 			return "", err
 		}
-		if prev, ok := seen[o.main]; ok {
+		if prev, ok := seen[o.key]; ok {
 			if prev.v == v {
 				continue
 			}
 			if prev.key == key {
-				return "", newError(ErrInvalidOption, fmt.Sprintf("dsn: %s given twice with different values (%s and %s)", key, o.show(prev.raw), o.show(raw)))
+				return "", newError(ErrInvalidOption, fmt.Sprintf("dsn: %s given twice with different values (%s and %s)", key, o.kind.show(prev.raw), o.kind.show(raw)))
 			}
 			return "", newError(ErrInvalidOption, fmt.Sprintf(
 				"dsn: %s=%s and %s=%s disagree: they are the same option (Connector/J 8.0.23 renamed ...Master to ...Source, ...Slaves to ...Replicas)",
-				prev.key, o.show(prev.raw), key, o.show(raw)))
+				prev.key, o.kind.show(prev.raw), key, o.kind.show(raw)))
 		}
-		seen[o.main] = given{key: key, raw: raw, v: v}
-		c.set(o, v)
+		seen[o.key] = given{key: key, raw: raw, v: v}
+		o.set(c, v)
 	}
 	return strings.Join(kept, "&"), nil
-}
-
-// parseValue checks one of our values; the message names key and value
-// (o.show: not a secret's).
-func parseValue(o *option, raw string) (any, error) {
-	bad := func(want string) error {
-		return newError(ErrInvalidOption, fmt.Sprintf("dsn: %s: invalid value %s: want %s", o.key, o.show(raw), want))
-	}
-	switch o.kind {
-	case optCount, optSeconds:
-		want := "an integer >= 0"
-		if o.kind == optSeconds {
-			want = "an integer number of seconds >= 0"
-		}
-		if !isDigits(raw) {
-			return nil, bad(want)
-		}
-		n, err := strconv.Atoi(raw)
-		if err != nil {
-			return nil, bad(want + " that fits an int")
-		}
-		return n, nil
-	case optBool:
-		b, err := strconv.ParseBool(raw)
-		if err != nil {
-			return nil, bad("true or false (or 1, 0)")
-		}
-		return b, nil
-	case optDuration:
-		d, err := time.ParseDuration(raw)
-		if err != nil || d < 0 {
-			return nil, bad(`a duration >= 0 such as "5s" or "500ms"`)
-		}
-		return d, nil
-	case optPositive:
-		d, err := time.ParseDuration(raw)
-		if err != nil || d <= 0 {
-			return nil, bad(`a duration > 0 such as "1s" or "250ms"`)
-		}
-		return d, nil
-	case optSize:
-		n, ok := parseSize(raw)
-		if !ok {
-			return nil, bad(`a size in bytes >= 0 such as "1048576", "512KiB" or "1MiB"`)
-		}
-		return n, nil
-	case optSelection:
-		if !slices.Contains(selections, raw) {
-			return nil, newError(ErrInvalidOption, badSelection(fmt.Sprintf("dsn: %s: invalid value %q", o.key, raw), raw, selectionList))
-		}
-		return raw, nil
-	case optCausal:
-		if !slices.Contains(causalModes, raw) {
-			return nil, newError(ErrInvalidOption, badCausal(fmt.Sprintf("dsn: %s: invalid value %q", o.key, raw), raw, causalList))
-		}
-		return raw, nil
-	case optCluster:
-		if !slices.Contains(clusterTypes, raw) {
-			return nil, newError(ErrInvalidOption, badCluster(fmt.Sprintf("dsn: %s: invalid value %q", o.key, raw), raw, clusterList))
-		}
-		return raw, nil
-	case optTarget:
-		t := TargetSessionAttrs(raw)
-		if !knownTarget(t) {
-			return nil, newError(ErrInvalidOption, badTarget(fmt.Sprintf("dsn: %s: invalid value %q", o.key, raw), raw, targetList))
-		}
-		return t, nil
-	case optURL:
-		// Validate checks the URL itself, for hand-built Configs too.
-		u, err := url.QueryUnescape(raw)
-		if raw == "" {
-			return nil, bad(`an http(s) URL such as "https://cfg.example/hosts.json"`)
-		}
-		if err != nil {
-			return nil, bad("a URL, query-escaped as by url.QueryEscape (bad %-escape)")
-		}
-		return u, nil
-	case optSecret:
-		// '+' stays '+': a bearer token has no blanks. Validate checks the
-		// token itself.
-		t, err := url.PathUnescape(raw)
-		if raw == "" {
-			return nil, bad(hostaddr.TokenRule)
-		}
-		if err != nil {
-			return nil, bad("a bearer token, written as is or %XX-escaped (bad %-escape)")
-		}
-		return t, nil
-	default: // optLabel
-		if hostaddr.Label(raw) != "" {
-			return nil, bad("a dc label, " + hostaddr.LabelRule)
-		}
-		return raw, nil
-	}
-}
-
-func (c *Config) set(o *option, v any) {
-	switch o.main {
-	case "retriesAllDown":
-		c.RetriesAllDown = v.(int)
-	case "secondsBeforeRetryMaster":
-		c.SecondsBeforeRetryMaster = v.(int)
-	case "queriesBeforeRetryMaster":
-		c.QueriesBeforeRetryMaster = v.(int)
-	case "failOverReadOnly":
-		c.FailOverReadOnly = v.(bool)
-	case "readOnly":
-		c.ReadOnly = v.(bool)
-	case "hostTimeout":
-		c.HostTimeout = v.(time.Duration)
-	case "targetSessionAttrs":
-		c.TargetSessionAttrs = v.(TargetSessionAttrs)
-	case "localDC":
-		c.LocalDC = v.(string)
-	case "usedHostsPerRemoteDC":
-		c.UsedHostsPerRemoteDC = v.(int)
-	case "checkInterval":
-		c.CheckInterval = v.(time.Duration)
-	case "failoverDelay":
-		c.FailoverDelay = v.(time.Duration)
-	case "switchBackDelay":
-		c.SwitchBackDelay = v.(time.Duration)
-	case "hostsURL":
-		c.HostsURL = v.(string)
-	case "hostsToken":
-		c.HostsToken = v.(string)
-	case "hostsAllowHTTP":
-		c.HostsAllowHTTP = v.(bool)
-	case "replicaReads":
-		c.ReplicaReads = v.(bool)
-	case "maxReplicaLag":
-		c.MaxReplicaLag = v.(time.Duration)
-	case "replicaSelection":
-		c.ReplicaSelection = v.(string)
-	case "replicaPoolSize":
-		c.ReplicaPoolSize = v.(int)
-	case "readFromSourceWhenNoReplicas":
-		c.ReadFromSourceWhenNoReplicas = v.(bool)
-	case "causalReads":
-		c.CausalReads = v.(string)
-	case "causalReadsTimeout":
-		c.CausalReadsTimeout = v.(time.Duration)
-	case "cluster":
-		c.Cluster = v.(string)
-	case "allowSourceDownConnections":
-		c.AllowSourceDownConnections = v.(bool)
-	case "transactionReplay":
-		c.TransactionReplay = v.(bool)
-	case "transactionReplayMaxSize":
-		c.TransactionReplayMaxSize = v.(int)
-	case "transactionReplayAttempts":
-		c.TransactionReplayAttempts = v.(int)
-	case "transactionReplayTimeout":
-		c.TransactionReplayTimeout = v.(time.Duration)
-	}
-}
-
-// parseSize reads a size in bytes: decimal digits, optionally followed by KiB, MiB or
-// GiB (1024, 1024^2, 1024^3), as FormatDSN writes it; ok is false for anything else,
-// and for a size that does not fit an int.
-func parseSize(raw string) (n int, ok bool) {
-	mult := 1
-	for _, u := range []struct {
-		suffix string
-		mult   int
-	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}} {
-		if d, found := strings.CutSuffix(raw, u.suffix); found {
-			raw, mult = d, u.mult
-			break
-		}
-	}
-	if !isDigits(raw) {
-		return 0, false
-	}
-	v, err := strconv.Atoi(raw)
-	if err != nil || v > math.MaxInt/mult {
-		return 0, false
-	}
-	return v * mult, true
-}
-
-// formatSize writes n as parseSize reads it, with the largest suffix that divides it.
-func formatSize(n int) string {
-	for _, u := range []struct {
-		suffix string
-		mult   int
-	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
-		if n != 0 && n%u.mult == 0 {
-			return strconv.Itoa(n/u.mult) + u.suffix
-		}
-	}
-	return strconv.Itoa(n)
 }
 
 // parseAddr parses a host entry's address: "name", "name:port", "[ipv6]" or

@@ -17,7 +17,6 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	_ "github.com/mysqlfailover/mysqlfailover" // registers "mysqlfailover"
-	"github.com/mysqlfailover/mysqlfailover/dsn"
 	"github.com/mysqlfailover/mysqlfailover/failover"
 	"github.com/mysqlfailover/mysqlfailover/integration/harness"
 )
@@ -436,7 +435,7 @@ func TestPromotion(t *testing.T) {
 		} else if re := roleErrOf(rej.Err); re == nil {
 			t.Errorf("EventHostFailed for node 1: Err %T %v, want a role rejection", rej.Err, rej.Err)
 		} else {
-			if re.Role != failover.RoleStandby.String() || re.Wanted != string(dsn.TargetReadWrite) {
+			if re.Role != failover.RoleStandby.String() || re.Wanted != "read-write" {
 				t.Errorf("EventHostFailed for node 1: role %v, wanted %q; want standby, read-write", re.Role, re.Wanted)
 			}
 			if n := rolesReadOnlyNumber(rej.Err); n != 1290 && n != 1836 {
@@ -700,7 +699,7 @@ func TestDemotedPrimaryUnderWrites(t *testing.T) {
 		t.Errorf("no EventHostFailed for node 1 after the demotion")
 	} else if re := roleErrOf(rej.Err); re == nil {
 		t.Errorf("EventHostFailed for node 1: Err %T %v, want a role rejection", rej.Err, rej.Err)
-	} else if re.Role != failover.RoleStandby.String() || re.Wanted != string(dsn.TargetReadWrite) {
+	} else if re.Role != failover.RoleStandby.String() || re.Wanted != "read-write" {
 		t.Errorf("EventHostFailed for node 1: role %v, wanted %q; want standby, read-write", re.Role, re.Wanted)
 	}
 	if f := c.NodeByAddr(sw.From); f != 1 {
@@ -958,7 +957,7 @@ func TestTargetSessionAttrs(t *testing.T) {
 			t.Errorf("%d connection attempts, want 3 (one pass)", len(attempts))
 		}
 		for _, e := range attempts {
-			if re := roleErrOf(e.Err); re == nil || re.Role != failover.RoleStandby.String() || re.Wanted != string(dsn.TargetReadWrite) {
+			if re := roleErrOf(e.Err); re == nil || re.Role != failover.RoleStandby.String() || re.Wanted != "read-write" {
 				t.Errorf("attempt %v: want an Err that is a role rejection (standby, wanted read-write)", e)
 			}
 		}

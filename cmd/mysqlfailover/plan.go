@@ -8,6 +8,7 @@ import (
 
 	"github.com/mysqlfailover/mysqlfailover/dsn"
 	"github.com/mysqlfailover/mysqlfailover/failover"
+	"github.com/mysqlfailover/mysqlfailover/internal/attrs"
 )
 
 // makePlan is the plan of a new pool, by the rules of package failover: a new pool
@@ -19,9 +20,9 @@ import (
 func makePlan(cfg *dsn.Config, hosts []hostReport) *plan {
 	target := cfg.TargetSessionAttrs
 	if target == "" {
-		target = dsn.TargetAny
+		target = attrs.Any
 	}
-	p := &plan{TargetSessionAttrs: string(target), LocalDC: cfg.LocalDC, UsedHostsPerRemoteDC: cfg.UsedHostsPerRemoteDC}
+	p := &plan{TargetSessionAttrs: target, LocalDC: cfg.LocalDC, UsedHostsPerRemoteDC: cfg.UsedHostsPerRemoteDC}
 	var local, remote []int
 	perDC := map[string]int{}
 	for i, h := range cfg.Hosts {
@@ -44,7 +45,7 @@ func makePlan(cfg *dsn.Config, hosts []hostReport) *plan {
 		if ph.Qualifies && p.Connect == "" {
 			p.Connect = hr.Host
 		}
-		if target == dsn.TargetPreferStandby && hr.Reachable && hr.NotReady == "" && lastResort == "" {
+		if target == attrs.PreferStandby && hr.Reachable && hr.NotReady == "" && lastResort == "" {
 			lastResort = hr.Host
 		}
 		if p.Writer == "" && hr.role == failover.RolePrimary && hr.Reachable && hr.NotReady == "" && hr.Cluster == "galera" {
@@ -75,25 +76,25 @@ func makePlan(cfg *dsn.Config, hosts []hostReport) *plan {
 
 // qualifies says whether a host is reachable, ready and its role qualifies for target,
 // and why.
-func qualifies(target dsn.TargetSessionAttrs, hr hostReport) (bool, string) {
+func qualifies(target string, hr hostReport) (bool, string) {
 	if !hr.Reachable {
 		return false, "unreachable"
 	}
 	if hr.NotReady != "" {
 		return false, "not ready: " + hr.NotReady
 	}
-	if target == dsn.TargetAny {
+	if target == attrs.Any {
 		return true, "reachable (targetSessionAttrs=any: no role check)"
 	}
 	ok := false
 	switch target {
-	case dsn.TargetPrimary:
+	case attrs.Primary:
 		ok = hr.role == failover.RolePrimary || hr.role == failover.RoleReadOnlyPrimary
-	case dsn.TargetReadWrite:
+	case attrs.ReadWrite:
 		ok = hr.role == failover.RolePrimary
-	case dsn.TargetStandby, dsn.TargetPreferStandby:
+	case attrs.Standby, attrs.PreferStandby:
 		ok = hr.role == failover.RoleStandby
-	case dsn.TargetReadOnly:
+	case attrs.ReadOnly:
 		ok = hr.role == failover.RoleStandby || hr.role == failover.RoleReadOnlyPrimary
 	}
 	if ok {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/mysqlfailover/mysqlfailover/dsn"
 	"github.com/mysqlfailover/mysqlfailover/failover"
+	"github.com/mysqlfailover/mysqlfailover/internal/attrs"
 )
 
 // The order of problems of one severity: the cause an operator acts on first (the DSN,
@@ -155,7 +156,7 @@ func (r *report) findProblems(cfg *dsn.Config) {
 	if len(p.Order) > 0 {
 		listPrimary = p.Order[0].Host
 	}
-	writeTarget := p.TargetSessionAttrs == string(dsn.TargetReadWrite) || p.TargetSessionAttrs == string(dsn.TargetPrimary)
+	writeTarget := p.TargetSessionAttrs == attrs.ReadWrite || p.TargetSessionAttrs == attrs.Primary
 	// No writer matters where a connection can be made (else no_host says it all), or
 	// where the DSN wants a writer (then the two are one problem: no writer).
 	noWriter := p.Writer == "" && anyReachable(r.Hosts) && (p.Connect != "" || writeTarget)
@@ -171,7 +172,7 @@ func (r *report) findProblems(cfg *dsn.Config) {
 		fix := "put " + writers[0] + " first in the DSN"
 		sev, short := sevDegraded, ""
 		switch {
-		case p.TargetSessionAttrs != string(dsn.TargetAny):
+		case p.TargetSessionAttrs != attrs.Any:
 			what += ": new connections find it (targetSessionAttrs=" + p.TargetSessionAttrs + ")"
 		case p.Connect == writers[0] && !cfg.FailOverReadOnly:
 			what += ": new connections go to it (targetSessionAttrs=any, failOverReadOnly=false), but the pool returns to " + listPrimary + " at fall-back"
@@ -236,7 +237,7 @@ func (r *report) noWriterProblem(cfg *dsn.Config, listPrimary string, writeTarge
 	switch {
 	case writeTarget:
 		short += ": every write fails with *failover.NoHostAvailableError"
-	case p.TargetSessionAttrs == string(dsn.TargetAny):
+	case p.TargetSessionAttrs == attrs.Any:
 		short += ": every write fails with error " + strings.Fields(r.refusalErrno(cfg, p.Connect))[0] + " on " + orNone(p.Connect)
 	default:
 		short += ": this DSN only reads"
@@ -249,7 +250,7 @@ func (r *report) noWriterProblem(cfg *dsn.Config, listPrimary string, writeTarge
 	case writeTarget:
 		pr.Problem = "no writer: " + cause + ". Every write fails: with targetSessionAttrs=" + p.TargetSessionAttrs +
 			" new connections, and connections whose host failed, get *failover.NoHostAvailableError (no host qualifies) after retriesAllDown passes or at the caller's deadline"
-	case p.TargetSessionAttrs == string(dsn.TargetAny):
+	case p.TargetSessionAttrs == attrs.Any:
 		pr.Problem = "no writer: " + cause + ". Every write fails: with targetSessionAttrs=any new connections go to " + orNone(p.Connect) +
 			", a read-only host, where writes get error " + r.refusalErrno(cfg, p.Connect) + "; reads work"
 	default:
@@ -270,7 +271,7 @@ func (r *report) noWriterProblem(cfg *dsn.Config, listPrimary string, writeTarge
 	}
 	if writeTarget {
 		pr.Fix += "; with targetSessionAttrs=" + p.TargetSessionAttrs + " the driver finds the new writer at its next pass over the hosts, without a restart"
-	} else if p.TargetSessionAttrs == string(dsn.TargetAny) {
+	} else if p.TargetSessionAttrs == attrs.Any {
 		pr.Fix += "; with targetSessionAttrs=any the pool writes to the list's first host: put the new writer first in the DSN, or use targetSessionAttrs=read-write, which finds the writer wherever it is"
 	}
 	return pr

@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
-	"github.com/mysqlfailover/mysqlfailover/dsn"
 	"github.com/mysqlfailover/mysqlfailover/failover"
+	"github.com/mysqlfailover/mysqlfailover/internal/attrs"
 )
 
 // attempt makes one bounded host attempt: dial, the role check of targetSessionAttrs
@@ -139,7 +139,7 @@ func (c *Cluster) attemptHost(ctx context.Context, h int, setup SetupFunc, lastR
 // when checkRole is set and the role does not qualify, or the read's own error; with
 // prefer-standby and lastResortOK a non-standby is kept aside (lastResort) instead.
 func (c *Cluster) checkState(ctx context.Context, h int, conn driver.Conn, checkRole, lastResortOK bool) (lastResort bool, err error) {
-	role := checkRole && c.Target() != dsn.TargetAny
+	role := checkRole && c.Target() != attrs.Any
 	if !role && (!checkRole && !c.readinessKind() || checkRole && !c.needsState(c.topo())) {
 		return false, nil
 	}
@@ -156,7 +156,7 @@ func (c *Cluster) checkState(ctx context.Context, h int, conn driver.Conn, check
 		return false, st.NotReady
 	case !role, Accepts(c.Target(), st.Role):
 		return false, nil
-	case lastResortOK && c.Target() == dsn.TargetPreferStandby:
+	case lastResortOK && c.Target() == attrs.PreferStandby:
 		return true, nil
 	}
 	return false, &RoleError{Role: st.Role, Wanted: c.Target()}

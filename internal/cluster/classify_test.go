@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
-	"github.com/mysqlfailover/mysqlfailover/dsn"
 	"github.com/mysqlfailover/mysqlfailover/failover"
+	"github.com/mysqlfailover/mysqlfailover/internal/attrs"
 	"github.com/mysqlfailover/mysqlfailover/internal/cluster"
 )
 
@@ -139,9 +139,9 @@ func TestNotBadConnCutsTheChain(t *testing.T) {
 
 // WriteIntent is true for read-write and primary only.
 func TestWriteIntent(t *testing.T) {
-	for target, want := range map[dsn.TargetSessionAttrs]bool{
-		dsn.TargetAny: false, dsn.TargetReadWrite: true, dsn.TargetReadOnly: false, dsn.TargetPrimary: true,
-		dsn.TargetStandby: false, dsn.TargetPreferStandby: false, "": false,
+	for target, want := range map[string]bool{
+		attrs.Any: false, attrs.ReadWrite: true, attrs.ReadOnly: false, attrs.Primary: true,
+		attrs.Standby: false, attrs.PreferStandby: false, "": false,
 	} {
 		if got := cluster.WriteIntent(target); got != want {
 			t.Errorf("WriteIntent(%q) = %v, want %v", target, got, want)

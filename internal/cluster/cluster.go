@@ -16,6 +16,7 @@ import (
 
 	"github.com/mysqlfailover/mysqlfailover/dsn"
 	"github.com/mysqlfailover/mysqlfailover/failover"
+	"github.com/mysqlfailover/mysqlfailover/internal/attrs"
 )
 
 // DialFunc opens a physical connection to host (an id: Config.Hosts[i] is id i; hosts a
@@ -172,7 +173,7 @@ func (c *Cluster) passes() int { return max(c.cfg.RetriesAllDown, 1) }
 // search, not the primary.
 func (c *Cluster) standbyIntent() bool {
 	switch c.Target() {
-	case dsn.TargetStandby, dsn.TargetReadOnly, dsn.TargetPreferStandby:
+	case attrs.Standby, attrs.ReadOnly, attrs.PreferStandby:
 		return true
 	}
 	return false
@@ -209,13 +210,13 @@ func (c *Cluster) Listed(addr string) bool {
 // Fall-back returns to it.
 func (c *Cluster) Primary() int { return c.topo().primary }
 
-// Target returns the targetSessionAttrs that host attempts check (dsn.TargetAny when
+// Target returns the targetSessionAttrs that host attempts check (attrs.Any when
 // none).
-func (c *Cluster) Target() dsn.TargetSessionAttrs {
+func (c *Cluster) Target() string {
 	if t := c.cfg.TargetSessionAttrs; t != "" {
 		return t
 	}
-	return dsn.TargetAny
+	return attrs.Any
 }
 
 // Now returns the Cluster clock's time.

@@ -10,8 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/mysqlfailover/mysqlfailover/dsn"
 	"github.com/mysqlfailover/mysqlfailover/failover"
+	"github.com/mysqlfailover/mysqlfailover/internal/attrs"
 )
 
 // hostState is everything the Cluster knows of one host. A host keeps its state, and its
@@ -303,7 +303,7 @@ func (c *Cluster) setRole(host int, role failover.Role) bool {
 		return ok
 	}
 	// prefer-standby takes any host as a last resort: a connection there stays.
-	unfit := !ok && c.Target() != dsn.TargetPreferStandby
+	unfit := !ok && c.Target() != attrs.PreferStandby
 	h.mu.Lock()
 	h.role = role
 	changed := h.unfit != unfit

@@ -15,8 +15,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mysqlfailover/mysqlfailover/dsn"
 	"github.com/mysqlfailover/mysqlfailover/failover"
+	"github.com/mysqlfailover/mysqlfailover/internal/attrs"
 )
 
 // probeQuery is the probe's round trip when it has no state to read (see probeReads);
@@ -629,7 +629,7 @@ func (c *Cluster) roundTrip(ctx context.Context, conn driver.Conn, wait, rto tim
 // what the cluster is.
 func (c *Cluster) probeReads() bool {
 	k := c.Kind()
-	return c.Target() != dsn.TargetAny || c.cfg.ReplicaReads || k != KindReplication
+	return c.Target() != attrs.Any || c.cfg.ReplicaReads || k != KindReplication
 }
 
 // selectOne runs probeQuery on conn and reads its row.

@@ -20,8 +20,8 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"go.uber.org/goleak"
 
-	"github.com/mysqlfailover/mysqlfailover/dsn"
 	"github.com/mysqlfailover/mysqlfailover/failover"
+	"github.com/mysqlfailover/mysqlfailover/internal/attrs"
 	"github.com/mysqlfailover/mysqlfailover/internal/cluster"
 	"github.com/mysqlfailover/mysqlfailover/internal/fake"
 )
@@ -295,7 +295,7 @@ func TestMonitorNoTarget(t *testing.T) {
 // turned read-only is left at the next round, without FailoverDelay, and without an
 // abort (its connections move at their next safe point).
 func TestMonitorRoleProbe(t *testing.T) {
-	r, ab := monRig(t, 3, func(o *rigOpts) { o.TargetSessionAttrs = dsn.TargetReadWrite })
+	r, ab := monRig(t, 3, func(o *rigOpts) { o.TargetSessionAttrs = attrs.ReadWrite })
 	r.cl.Check(context.Background())
 	for h := 0; h < 3; h++ {
 		if r.net.RoleChecks(h) != 1 || r.net.Probes(h) != 0 {
@@ -331,7 +331,7 @@ func TestMonitorRoleProbe(t *testing.T) {
 // read-write target); a primary whose read_only flaps never takes the pool back.
 func TestMonitorRoleRegainedWaitsSwitchBackDelay(t *testing.T) {
 	t.Run("regained", func(t *testing.T) {
-		r, _ := monRig(t, 3, func(o *rigOpts) { o.TargetSessionAttrs = dsn.TargetReadWrite })
+		r, _ := monRig(t, 3, func(o *rigOpts) { o.TargetSessionAttrs = attrs.ReadWrite })
 		r.cl.Check(context.Background())
 		r.net.SetReadOnly(0, true)
 		r.tick(monInterval)
@@ -359,7 +359,7 @@ func TestMonitorRoleRegainedWaitsSwitchBackDelay(t *testing.T) {
 		}
 	})
 	t.Run("flapping", func(t *testing.T) {
-		r, _ := monRig(t, 3, func(o *rigOpts) { o.TargetSessionAttrs = dsn.TargetReadWrite })
+		r, _ := monRig(t, 3, func(o *rigOpts) { o.TargetSessionAttrs = attrs.ReadWrite })
 		r.cl.Check(context.Background())
 		for i := 0; i < 30; i++ { // read_only ON and OFF on alternate rounds, for 6 s
 			r.net.SetReadOnly(0, i%2 == 0)

@@ -5,8 +5,8 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/mysqlfailover/mysqlfailover/dsn"
 	"github.com/mysqlfailover/mysqlfailover/failover"
+	"github.com/mysqlfailover/mysqlfailover/internal/attrs"
 )
 
 // TestDownStaysDownUnderProbes: a host a connection's failed attempt declared down stays
@@ -64,7 +64,7 @@ func TestMonitorFallBackDuration(t *testing.T) {
 // reads RoleUnknown (not its last role) while it is down, and WriterAvailable follows the
 // pool: true on the writer, false once the writer is down and no writer is found.
 func TestStatsDeadHostRoleAndWriter(t *testing.T) {
-	r, _ := monRig(t, 3, func(o *rigOpts) { o.TargetSessionAttrs = dsn.TargetReadWrite })
+	r, _ := monRig(t, 3, func(o *rigOpts) { o.TargetSessionAttrs = attrs.ReadWrite })
 	r.net.SetReadOnly(1, true)
 	r.net.SetReadOnly(2, true)
 	r.cl.Check(context.Background())

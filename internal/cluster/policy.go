@@ -7,8 +7,8 @@ package cluster
 import (
 	"slices"
 
-	"github.com/mysqlfailover/mysqlfailover/dsn"
 	"github.com/mysqlfailover/mysqlfailover/failover"
+	"github.com/mysqlfailover/mysqlfailover/internal/attrs"
 )
 
 // Rotation is the base policy, Connector/J FailoverConnectionProxy's order: every host
@@ -125,11 +125,11 @@ func (p *DCAware) Plan(w *failover.Walk, dst []int) []int {
 // primary qualifies again.
 type RoleAware struct {
 	child  failover.Policy
-	target dsn.TargetSessionAttrs
+	target string
 }
 
 // NewRoleAware returns the role layer over child for target.
-func NewRoleAware(child failover.Policy, target dsn.TargetSessionAttrs) *RoleAware {
+func NewRoleAware(child failover.Policy, target string) *RoleAware {
 	return &RoleAware{child: child, target: target}
 }
 
@@ -153,7 +153,7 @@ func (p *RoleAware) Plan(w *failover.Walk, dst []int) []int {
 		}
 		return 2
 	}
-	if p.target != dsn.TargetPreferStandby {
+	if p.target != attrs.PreferStandby {
 		rank = func(h int) int {
 			if r := w.Hosts[h].Role; r != failover.RoleUnknown && !Accepts(p.target, r) {
 				return 1

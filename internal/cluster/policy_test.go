@@ -15,6 +15,7 @@ import (
 
 	"github.com/mysqlfailover/mysqlfailover/dsn"
 	"github.com/mysqlfailover/mysqlfailover/failover"
+	"github.com/mysqlfailover/mysqlfailover/internal/attrs"
 	"github.com/mysqlfailover/mysqlfailover/internal/cluster"
 )
 
@@ -197,16 +198,16 @@ func TestLocalDCPrimary(t *testing.T) {
 func TestAccepts(t *testing.T) {
 	roles := []failover.Role{failover.RoleUnknown, failover.RolePrimary, failover.RoleReadOnlyPrimary, failover.RoleStandby}
 	for _, tc := range []struct {
-		target dsn.TargetSessionAttrs
+		target string
 		want   []bool // per role above
 	}{
 		{"", []bool{true, true, true, true}},
-		{dsn.TargetAny, []bool{true, true, true, true}},
-		{dsn.TargetReadWrite, []bool{false, true, false, false}},
-		{dsn.TargetReadOnly, []bool{false, false, true, true}},
-		{dsn.TargetPrimary, []bool{false, true, true, false}},
-		{dsn.TargetStandby, []bool{false, false, false, true}},
-		{dsn.TargetPreferStandby, []bool{false, false, false, true}},
+		{attrs.Any, []bool{true, true, true, true}},
+		{attrs.ReadWrite, []bool{false, true, false, false}},
+		{attrs.ReadOnly, []bool{false, false, true, true}},
+		{attrs.Primary, []bool{false, true, true, false}},
+		{attrs.Standby, []bool{false, false, false, true}},
+		{attrs.PreferStandby, []bool{false, false, false, true}},
 	} {
 		for i, r := range roles {
 			if got := cluster.Accepts(tc.target, r); got != tc.want[i] {
@@ -276,7 +277,7 @@ func TestReadRole(t *testing.T) {
 }
 
 // roleRig is a three-host rig with targetSessionAttrs.
-func roleRig(t *testing.T, target dsn.TargetSessionAttrs, set func(*rigOpts)) *rig {
+func roleRig(t *testing.T, target string, set func(*rigOpts)) *rig {
 	return newRig(t, 3, func(o *rigOpts) {
 		o.TargetSessionAttrs = target
 		if set != nil {
@@ -315,18 +316,18 @@ func TestClusterTypeReadOnce(t *testing.T) {
 
 func TestTargetSessionAttrsWalk(t *testing.T) {
 	for _, tc := range []struct {
-		target   dsn.TargetSessionAttrs
+		target   string
 		readOnly []bool // per host
 		want     int
 		history  string
 	}{
-		{dsn.TargetReadWrite, []bool{false, true, true}, 0, "/H1"},
-		{dsn.TargetReadWrite, []bool{true, false, true}, 1, `\H1 /H2`},
-		{dsn.TargetPrimary, []bool{true, true, false}, 2, `\H1 \H2 /H3`},
-		{dsn.TargetStandby, []bool{false, true, true}, 1, `\H1 /H2`},
-		{dsn.TargetReadOnly, []bool{false, false, true}, 2, `\H1 \H2 /H3`},
-		{dsn.TargetPreferStandby, []bool{false, true, true}, 1, `/H1 /H2`},
-		{dsn.TargetAny, []bool{true, true, true}, 0, "/H1"},
+		{attrs.ReadWrite, []bool{false, true, true}, 0, "/H1"},
+		{attrs.ReadWrite, []bool{true, false, true}, 1, `\H1 /H2`},
+		{attrs.Primary, []bool{true, true, false}, 2, `\H1 \H2 /H3`},
+		{attrs.Standby, []bool{false, true, true}, 1, `\H1 /H2`},
+		{attrs.ReadOnly, []bool{false, false, true}, 2, `\H1 \H2 /H3`},
+		{attrs.PreferStandby, []bool{false, true, true}, 1, `/H1 /H2`},
+		{attrs.Any, []bool{true, true, true}, 0, "/H1"},
 	} {
 		t.Run(fmt.Sprint(tc.target, tc.readOnly), func(t *testing.T) {
 			r := roleRig(t, tc.target, nil)
@@ -350,7 +351,7 @@ func TestTargetSessionAttrsWalk(t *testing.T) {
 					t.Errorf("H%d connection closed %d times, want 1", c.Host+1, c.Closes())
 				}
 			}
-			if tc.target == dsn.TargetAny {
+			if tc.target == attrs.Any {
 				// cluster=auto: the first session reads what the cluster is, once per pool.
 				l2 := r.connect()
 				defer l2.c.Close()
@@ -365,7 +366,7 @@ func TestTargetSessionAttrsWalk(t *testing.T) {
 // TestPreferStandbyLastResort: with no standby answering, prefer-standby takes the first
 // non-standby that answered in the first pass, without a second connection to it.
 func TestPreferStandbyLastResort(t *testing.T) {
-	r := roleRig(t, dsn.TargetPreferStandby, nil)
+	r := roleRig(t, attrs.PreferStandby, nil)
 	r.net.SetReadOnly(2, true)
 	r.down(1, 2)
 	l := r.connect()
@@ -385,7 +386,7 @@ func TestPreferStandbyLastResort(t *testing.T) {
 }
 
 func TestAllHostsWrongRoleSaysWhy(t *testing.T) {
-	r := roleRig(t, dsn.TargetReadWrite, func(o *rigOpts) { o.RetriesAllDown = 2 })
+	r := roleRig(t, attrs.ReadWrite, func(o *rigOpts) { o.RetriesAllDown = 2 })
 	for i := range 3 {
 		r.net.SetReadOnly(i, true)
 	}
@@ -408,7 +409,7 @@ func TestAllHostsWrongRoleSaysWhy(t *testing.T) {
 // in its first pass even when fall-back is not due, and tries hosts known to be of the
 // wrong role last.
 func TestPrimaryNotSkippedWithWriteIntent(t *testing.T) {
-	r := roleRig(t, dsn.TargetReadWrite, nil)
+	r := roleRig(t, attrs.ReadWrite, nil)
 	r.net.SetReadOnly(0, true)
 	r.net.SetReadOnly(2, true)
 	l := r.connect() // \H1 (standby) /H2
@@ -419,7 +420,7 @@ func TestPrimaryNotSkippedWithWriteIntent(t *testing.T) {
 	if r.cl.NoteRole(1, failover.RoleStandby) {
 		t.Fatal("NoteRole(standby) says it qualifies for read-write")
 	}
-	c, h, err := r.cl.Failover(context.Background(), 1, &cluster.RoleError{Role: failover.RoleStandby, Wanted: dsn.TargetReadWrite}, nil)
+	c, h, err := r.cl.Failover(context.Background(), 1, &cluster.RoleError{Role: failover.RoleStandby, Wanted: attrs.ReadWrite}, nil)
 	if err != nil || h != 0 {
 		t.Fatalf("walk after demotion of H2: H%d, %v; want H1", h+1, err)
 	}
@@ -432,7 +433,7 @@ func TestPrimaryNotSkippedWithWriteIntent(t *testing.T) {
 	r.net.SetReadOnly(0, true)
 	r.net.SetReadOnly(1, false)
 	r.cl.NoteRole(0, failover.RoleStandby)
-	c, h, err = r.cl.Failover(context.Background(), 0, &cluster.RoleError{Role: failover.RoleStandby, Wanted: dsn.TargetReadWrite}, nil)
+	c, h, err = r.cl.Failover(context.Background(), 0, &cluster.RoleError{Role: failover.RoleStandby, Wanted: attrs.ReadWrite}, nil)
 	if err != nil || h != 1 {
 		t.Fatalf("second walk: H%d, %v; want H2", h+1, err)
 	}
@@ -442,7 +443,7 @@ func TestPrimaryNotSkippedWithWriteIntent(t *testing.T) {
 // TestFallBackProbeChecksRole: a fall-back to a primary that is now a standby fails,
 // quietly, and restarts the clocks.
 func TestFallBackProbeChecksRole(t *testing.T) {
-	r := roleRig(t, dsn.TargetReadWrite, nil)
+	r := roleRig(t, attrs.ReadWrite, nil)
 	r.net.SetReadOnly(0, true)
 	l := r.connect()
 	defer l.c.Close()
@@ -526,7 +527,7 @@ func TestUserLayerReordersPlan(t *testing.T) {
 func TestPreferStandbyLastResortInALaterPass(t *testing.T) {
 	var r *rig
 	dials := 0
-	r = roleRig(t, dsn.TargetPreferStandby, func(o *rigOpts) {
+	r = roleRig(t, attrs.PreferStandby, func(o *rigOpts) {
 		o.RetriesAllDown = 3
 		o.Dial = func(ctx context.Context, h int) (driver.Conn, error) {
 			if dials++; dials == 3 {
@@ -580,7 +581,7 @@ func TestJoiningConnectionFollowsFailedOverPool(t *testing.T) {
 // TestUnfitActiveHost: the active host found demoted is unfit until a check says
 // otherwise; prefer-standby never makes a host unfit.
 func TestUnfitActiveHost(t *testing.T) {
-	r := roleRig(t, dsn.TargetReadWrite, nil)
+	r := roleRig(t, attrs.ReadWrite, nil)
 	l := r.connect()
 	defer func() { _ = l.c.Close() }()
 	if r.cl.Unfit(0) {
@@ -594,7 +595,7 @@ func TestUnfitActiveHost(t *testing.T) {
 	if r.cl.Unfit(0) {
 		t.Fatal("promoted again, still unfit")
 	}
-	p := roleRig(t, dsn.TargetPreferStandby, nil)
+	p := roleRig(t, attrs.PreferStandby, nil)
 	p.cl.NoteRole(0, failover.RolePrimary)
 	if p.cl.Unfit(0) {
 		t.Error("prefer-standby: a primary is a last resort, not unfit")
@@ -629,7 +630,7 @@ func (p onlyFirst) Distance(h failover.HostInfo) failover.Distance {
 // take the primary looks for a standby again when fall-back is due, even though it is on
 // the primary; a failed search restarts the clocks.
 func TestPreferStandbyLeavesLastResortByTheFallBackRules(t *testing.T) {
-	r := roleRig(t, dsn.TargetPreferStandby, nil)
+	r := roleRig(t, attrs.PreferStandby, nil)
 	r.net.SetReadOnly(1, true)
 	r.net.SetReadOnly(2, true)
 	r.down(1, 2)
@@ -661,7 +662,7 @@ func TestPreferStandbyLeavesLastResortByTheFallBackRules(t *testing.T) {
 // is home: after moving from H2 to H3 the pool never tries to return, and in particular
 // never probes the primary, which is a writer.
 func TestStandbyTargetHasNoFallBackToTheWriter(t *testing.T) {
-	r := roleRig(t, dsn.TargetStandby, nil)
+	r := roleRig(t, attrs.Standby, nil)
 	r.net.SetReadOnly(1, true)
 	r.net.SetReadOnly(2, true)
 	l := r.connect() // \H1 /H2
@@ -685,7 +686,7 @@ func TestStandbyTargetHasNoFallBackToTheWriter(t *testing.T) {
 // returns to a local one by the fall-back rules.
 func TestStandbyTargetReturnsToLocalDC(t *testing.T) {
 	r := newRig(t, 4, func(o *rigOpts) {
-		o.TargetSessionAttrs = dsn.TargetStandby
+		o.TargetSessionAttrs = attrs.Standby
 		o.labels("dc1", "dc1", "dc2", "dc2")
 		o.LocalDC, o.UsedHostsPerRemoteDC = "dc1", 1
 	})
@@ -720,7 +721,7 @@ func TestStandbyTargetReturnsToLocalDC(t *testing.T) {
 // the writer for home, since the last-resort flag was only set when leaving home.)
 func TestPreferStandbyLastResortAfterARemoteStandby(t *testing.T) {
 	r := newRig(t, 3, func(o *rigOpts) {
-		o.TargetSessionAttrs = dsn.TargetPreferStandby
+		o.TargetSessionAttrs = attrs.PreferStandby
 		o.labels("dc1", "dc1", "dc2")
 		o.LocalDC, o.UsedHostsPerRemoteDC = "dc1", 1
 	})
@@ -757,7 +758,7 @@ func TestPreferStandbyLastResortAfterARemoteStandby(t *testing.T) {
 // host's cost only while another host can serve it. (A new user's trial: writes came back
 // up to 4.7 s after the restarted writer answered, every failure saying "not tried".)
 func TestBackoffDoesNotHideTheOnlyWriter(t *testing.T) {
-	r := roleRig(t, dsn.TargetReadWrite, nil)
+	r := roleRig(t, attrs.ReadWrite, nil)
 	r.net.SetReadOnly(1, true)
 	r.net.SetReadOnly(2, true)
 	r.connect().c.Close()

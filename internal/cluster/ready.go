@@ -21,8 +21,8 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	"github.com/mysqlfailover/mysqlfailover/dsn"
 	"github.com/mysqlfailover/mysqlfailover/failover"
+	"github.com/mysqlfailover/mysqlfailover/internal/attrs"
 )
 
 // Kind is the kind of cluster the hosts form (dsn's cluster option), which decides how
@@ -447,7 +447,7 @@ func (c *Cluster) needsState(t *topo) bool {
 			return true
 		}
 	}
-	return c.Target() != dsn.TargetAny
+	return c.Target() != attrs.Any
 }
 
 // noteState records st, what a read of host id's state found (an attempt's or a probe's):

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mysqlfailover/mysqlfailover/dsn"
 	"github.com/mysqlfailover/mysqlfailover/failover"
+	"github.com/mysqlfailover/mysqlfailover/internal/attrs"
 	"github.com/mysqlfailover/mysqlfailover/internal/fake"
 )
 
@@ -279,7 +279,7 @@ func TestStoppedReplicationIsNoReplica(t *testing.T) {
 // serves replica reads is up in Stats (its role is wrong only for the writes), and one
 // that serves none says why.
 func TestReplicaStatsUnderReadWrite(t *testing.T) {
-	r, _ := monRig(t, 3, func(o *rigOpts) { o.ReplicaReads, o.TargetSessionAttrs = true, dsn.TargetReadWrite })
+	r, _ := monRig(t, 3, func(o *rigOpts) { o.ReplicaReads, o.TargetSessionAttrs = true, attrs.ReadWrite })
 	r.net.SetReadOnly(1, true)
 	r.net.SetReadOnly(2, true)
 	r.cl.Check(context.Background())

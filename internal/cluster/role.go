@@ -12,8 +12,8 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	"github.com/mysqlfailover/mysqlfailover/dsn"
 	"github.com/mysqlfailover/mysqlfailover/failover"
+	"github.com/mysqlfailover/mysqlfailover/internal/attrs"
 )
 
 // Accepts reports whether a host of role r qualifies for target, as libpq's
@@ -21,15 +21,15 @@ import (
 // RoleStandby and RoleReadOnlyPrimary; primary RolePrimary and RoleReadOnlyPrimary;
 // standby and prefer-standby only RoleStandby (prefer-standby takes any host as a last
 // resort, which the walk decides, not Accepts). "" counts as any.
-func Accepts(target dsn.TargetSessionAttrs, r failover.Role) bool {
+func Accepts(target string, r failover.Role) bool {
 	switch target {
-	case dsn.TargetReadWrite:
+	case attrs.ReadWrite:
 		return r == failover.RolePrimary
-	case dsn.TargetReadOnly:
+	case attrs.ReadOnly:
 		return r == failover.RoleStandby || r == failover.RoleReadOnlyPrimary
-	case dsn.TargetPrimary:
+	case attrs.Primary:
 		return r == failover.RolePrimary || r == failover.RoleReadOnlyPrimary
-	case dsn.TargetStandby, dsn.TargetPreferStandby:
+	case attrs.Standby, attrs.PreferStandby:
 		return r == failover.RoleStandby
 	}
 	return true
@@ -74,7 +74,7 @@ type RoleError struct {
 	// Role is the role the check found.
 	Role failover.Role
 	// Wanted is the configured targetSessionAttrs.
-	Wanted dsn.TargetSessionAttrs
+	Wanted string
 	// Cause is the rejection that made the proxy check the role again (a
 	// *mysql.MySQLError 1290 or 1836), or nil for a check right after connecting.
 	Cause error
@@ -112,6 +112,6 @@ func ReadOnlyRejection(err error) bool {
 // primary. Those walks look for the writer wherever it is (the primary is never left out
 // of a first pass), failOverReadOnly does not apply, and a write rejected as read-only
 // makes the connection check the host's role.
-func WriteIntent(t dsn.TargetSessionAttrs) bool {
-	return t == dsn.TargetReadWrite || t == dsn.TargetPrimary
+func WriteIntent(t string) bool {
+	return t == attrs.ReadWrite || t == attrs.Primary
 }

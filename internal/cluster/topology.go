@@ -11,8 +11,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/mysqlfailover/mysqlfailover/dsn"
 	"github.com/mysqlfailover/mysqlfailover/failover"
+	"github.com/mysqlfailover/mysqlfailover/internal/attrs"
 )
 
 // topo is one version of the host list. It is never modified once published: a new list
@@ -61,7 +61,7 @@ func (c *Cluster) newTopo(hosts []*hostState, list []int, primary int) (*topo, e
 		}
 		p = NewDCAware(p, listed, c.cfg.LocalDC, c.cfg.UsedHostsPerRemoteDC)
 	}
-	if c.Target() != dsn.TargetAny {
+	if c.Target() != attrs.Any {
 		p = NewRoleAware(p, c.Target())
 	}
 	t.base = p

@@ -12,6 +12,7 @@ import (
 
 	"github.com/mysqlfailover/mysqlfailover/dsn"
 	"github.com/mysqlfailover/mysqlfailover/failover"
+	"github.com/mysqlfailover/mysqlfailover/internal/attrs"
 	"github.com/mysqlfailover/mysqlfailover/internal/cluster"
 	"github.com/mysqlfailover/mysqlfailover/internal/fake"
 )
@@ -198,7 +199,7 @@ func TestOfflineModeAtConnectAndOnStatement(t *testing.T) {
 // takes only the ONLINE primary.
 func TestGroupReplicationRefusal(t *testing.T) {
 	const ins = "INSERT INTO t VALUES(1)"
-	e := newEnv(t, 3, target(dsn.TargetReadWrite))
+	e := newEnv(t, 3, target(attrs.ReadWrite))
 	e.net.GroupMember(0, "ONLINE", 3, 0, true)
 	e.net.GroupMember(1, "ONLINE", 3, 0, false)
 	e.net.GroupMember(2, "ONLINE", 3, 0, false)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/mysqlfailover/mysqlfailover/dsn"
 	"github.com/mysqlfailover/mysqlfailover/failover"
+	"github.com/mysqlfailover/mysqlfailover/internal/attrs"
 	"github.com/mysqlfailover/mysqlfailover/internal/cluster"
 )
 
@@ -654,7 +655,7 @@ func TestReplicaSessionOfRemovedHost(t *testing.T) {
 // allowSourceDownConnections=false, Open fails as before.
 func TestReadsWithoutWriter(t *testing.T) {
 	rw := func(c *dsn.Config) {
-		c.ReplicaReads, c.TargetSessionAttrs, c.RetriesAllDown = true, dsn.TargetReadWrite, 1
+		c.ReplicaReads, c.TargetSessionAttrs, c.RetriesAllDown = true, attrs.ReadWrite, 1
 	}
 	cfg := splitCfg
 	cfg.WriteIntent, cfg.FailOverReadOnly, cfg.AllowSourceDown = true, false, true

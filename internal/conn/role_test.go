@@ -12,6 +12,7 @@ import (
 
 	"github.com/mysqlfailover/mysqlfailover/dsn"
 	"github.com/mysqlfailover/mysqlfailover/failover"
+	"github.com/mysqlfailover/mysqlfailover/internal/attrs"
 	"github.com/mysqlfailover/mysqlfailover/internal/cluster"
 	"github.com/mysqlfailover/mysqlfailover/internal/fake"
 )
@@ -22,7 +23,7 @@ import (
 var writer = Config{WriteIntent: true}
 
 // target sets the cluster's targetSessionAttrs.
-func target(t dsn.TargetSessionAttrs) func(*dsn.Config) {
+func target(t string) func(*dsn.Config) {
 	return func(c *dsn.Config) { c.TargetSessionAttrs = t }
 }
 
@@ -41,7 +42,7 @@ func eventsOf(e *env, kind failover.EventKind) []failover.Event {
 
 // wantRoleError checks that err wraps a *cluster.RoleError for role and wanted whose
 // cause is a *mysql.MySQLError with the given number.
-func wantRoleError(t *testing.T, err error, role failover.Role, wanted dsn.TargetSessionAttrs, number uint16) {
+func wantRoleError(t *testing.T, err error, role failover.Role, wanted string, number uint16) {
 	t.Helper()
 	var re *cluster.RoleError
 	if !errors.As(err, &re) {
@@ -85,14 +86,14 @@ func TestDemotedPrimaryMovesAndRerunsWrite(t *testing.T) {
 	const ddl = "CREATE TABLE t2 (id INT)"
 	for _, tc := range []struct {
 		name   string
-		target dsn.TargetSessionAttrs
+		target string
 		q      string
 		h1     step // H1's script (the fake itself rejects INSERTs with 1290)
 		number uint16
 	}{
-		{"1290 read-write", dsn.TargetReadWrite, ins, nil, 1290},
-		{"1290 primary", dsn.TargetPrimary, ins, nil, 1290},
-		{"1836 read-write", dsn.TargetReadWrite, ddl, fails(ddl, er1836), 1836},
+		{"1290 read-write", attrs.ReadWrite, ins, nil, 1290},
+		{"1290 primary", attrs.Primary, ins, nil, 1290},
+		{"1836 read-write", attrs.ReadWrite, ddl, fails(ddl, er1836), 1836},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, 3, target(tc.target))
@@ -137,7 +138,7 @@ func TestDemotedPrimaryMovesAndRerunsWrite(t *testing.T) {
 // event), silently, and the statement runs on H2.
 func TestFallBackToDemotedPrimaryFailsOnRole(t *testing.T) {
 	const ins, next = "INSERT INTO t VALUES(1)", "INSERT INTO t VALUES(2)"
-	e := newEnv(t, 2, target(dsn.TargetReadWrite))
+	e := newEnv(t, 2, target(attrs.ReadWrite))
 	e.script(1, all(ok(ins), ok(next)))
 	c := e.open(writer)
 	e.net.SetReadOnly(0, true)
@@ -171,7 +172,7 @@ func TestFallBackToDemotedPrimaryFailsOnRole(t *testing.T) {
 // runs on H2.
 func TestDemotedPrimaryInsideTransactionLosesIt(t *testing.T) {
 	const ins, ins2, next = "INSERT INTO t VALUES(1)", "INSERT INTO t VALUES(2)", "INSERT INTO t VALUES(3)"
-	e := newEnv(t, 2, target(dsn.TargetReadWrite))
+	e := newEnv(t, 2, target(attrs.ReadWrite))
 	e.script(0, begin())
 	e.script(1, all(ok(next), trap(ins2)))
 	c := e.open(writer)
@@ -186,8 +187,8 @@ func TestDemotedPrimaryInsideTransactionLosesIt(t *testing.T) {
 		t.Errorf("error %v does not match ErrTxLost", err)
 	}
 	fe := wantFailover(t, err, h1, h2, false)
-	wantRoleError(t, fe.Err, failover.RoleStandby, dsn.TargetReadWrite, 1290)
-	wantRoleError(t, err, failover.RoleStandby, dsn.TargetReadWrite, 1290)
+	wantRoleError(t, fe.Err, failover.RoleStandby, attrs.ReadWrite, 1290)
+	wantRoleError(t, err, failover.RoleStandby, attrs.ReadWrite, 1290)
 	wantHost(t, c, h2)
 	wantRoleChecks(t, e, 0, 2)
 
@@ -215,7 +216,7 @@ func TestDemotedPrimaryInsideTransactionLosesIt(t *testing.T) {
 // check; nothing moves.
 func TestOptionRejectionOnWritableHostPassesThrough(t *testing.T) {
 	const outfile, next = "SELECT 1 INTO OUTFILE '/x'", "INSERT INTO t VALUES(1)"
-	e := newEnv(t, 2, target(dsn.TargetReadWrite))
+	e := newEnv(t, 2, target(attrs.ReadWrite))
 	e.script(0, all(fails(outfile, fake.ReadOnlyError), ok(next)))
 	c := e.open(writer)
 
@@ -249,7 +250,7 @@ func TestReadOnlyRejectionWithoutWriteIntentPassesThrough(t *testing.T) {
 		opts []func(*dsn.Config)
 	}{
 		{"no target", nil},
-		{"any", []func(*dsn.Config){target(dsn.TargetAny)}},
+		{"any", []func(*dsn.Config){target(attrs.Any)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, 2, tc.opts...)
@@ -281,7 +282,7 @@ func TestReadOnlyTransactionErrorPassesThrough(t *testing.T) {
 	const ins, next = "INSERT INTO t VALUES(1)", "DO 1"
 	er1792 := &mysql.MySQLError{Number: 1792, SQLState: [5]byte{'2', '5', '0', '0', '6'},
 		Message: "Cannot execute statement in a READ ONLY transaction."}
-	e := newEnv(t, 2, target(dsn.TargetReadWrite))
+	e := newEnv(t, 2, target(attrs.ReadWrite))
 	e.script(0, all(fails(ins, er1792), ok(next)))
 	c := e.open(writer)
 
@@ -300,7 +301,7 @@ func TestReadOnlyTransactionErrorPassesThrough(t *testing.T) {
 // MaybeExecuted true, and H2 never sees the batch.
 func TestDemotedWriteNotRerunWithMultiStatements(t *testing.T) {
 	const batch, next = "INSERT INTO t VALUES(1); INSERT INTO t VALUES(2)", "INSERT INTO t VALUES(3)"
-	e := newEnv(t, 2, target(dsn.TargetReadWrite))
+	e := newEnv(t, 2, target(attrs.ReadWrite))
 	e.script(1, all(ok(next), trap(batch)))
 	c := e.open(Config{WriteIntent: true, MultiStatements: true})
 	e.net.SetReadOnly(0, true)
@@ -313,7 +314,7 @@ func TestDemotedWriteNotRerunWithMultiStatements(t *testing.T) {
 	if errors.Is(err, failover.ErrTxLost) {
 		t.Errorf("error matches ErrTxLost outside a transaction: %v", err)
 	}
-	wantRoleError(t, err, failover.RoleStandby, dsn.TargetReadWrite, 1290)
+	wantRoleError(t, err, failover.RoleStandby, attrs.ReadWrite, 1290)
 	wantHost(t, c, h2)
 	mustExec(t, c, next)
 	e.untouched(1, 0, batch)
@@ -335,7 +336,7 @@ func TestCommitRejectedByDemotedHostLosesTransaction(t *testing.T) {
 		{"write intent, multiStatements", Config{WriteIntent: true, MultiStatements: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newEnv(t, 2, target(dsn.TargetReadWrite))
+			e := newEnv(t, 2, target(attrs.ReadWrite))
 			e.script(0, all(begin(), ok(ins), commit(fake.ReadOnlyError)))
 			e.script(1, ok(next))
 			c := e.open(tc.cfg)
@@ -351,7 +352,7 @@ func TestCommitRejectedByDemotedHostLosesTransaction(t *testing.T) {
 				t.Errorf("Commit: %v, want ErrTxLost and not ErrCommitOutcomeUnknown", err)
 			}
 			wantFailover(t, err, h1, h2, false)
-			wantRoleError(t, err, failover.RoleStandby, dsn.TargetReadWrite, 1290)
+			wantRoleError(t, err, failover.RoleStandby, attrs.ReadWrite, 1290)
 			wantRoleChecks(t, e, 0, 2)
 			wantHost(t, c, h2)
 			mustExec(t, c, next) // autocommit on H2; nothing of the transaction replayed
@@ -365,7 +366,7 @@ func TestCommitRejectedByDemotedHostLosesTransaction(t *testing.T) {
 // without a role query of their own on H1.
 func TestPooledConnectionsFollowDemotion(t *testing.T) {
 	const ins1, ins2 = "INSERT INTO t VALUES(1)", "INSERT INTO t VALUES(2)"
-	e := newEnv(t, 2, target(dsn.TargetReadWrite))
+	e := newEnv(t, 2, target(attrs.ReadWrite))
 	e.script(1, ok(ins1), ok(ins2))
 	c1 := e.open(writer)
 	c2 := e.open(writer)
@@ -409,7 +410,7 @@ func TestRoleCheckBrokenAfterRejection(t *testing.T) {
 	}
 
 	t.Run("invalid connection: moves to H2", func(t *testing.T) {
-		e := newEnv(t, 3, target(dsn.TargetReadWrite))
+		e := newEnv(t, 3, target(attrs.ReadWrite))
 		e.script(0, rejectThen(func() { e.net.Set(0, nil, mysql.ErrInvalidConn) }))
 		e.script(1, okArgs)
 		c := e.open(writer)
@@ -435,7 +436,7 @@ func TestRoleCheckBrokenAfterRejection(t *testing.T) {
 	// ran before the rejection: a move after the broken re-read must not run it again.
 	t.Run("invalid connection, multiStatements: moves to H2, batch not re-run", func(t *testing.T) {
 		const batch = "INSERT INTO t VALUES(?); INSERT INTO t VALUES(2)"
-		e := newEnv(t, 3, target(dsn.TargetReadWrite))
+		e := newEnv(t, 3, target(attrs.ReadWrite))
 		e.script(0, func(m sqlmock.Sqlmock) {
 			m.ExpectExec(batch).WithArgs(argHook(func() { e.net.Set(0, nil, mysql.ErrInvalidConn) })).
 				WillReturnError(fake.ReadOnlyError)
@@ -451,7 +452,7 @@ func TestRoleCheckBrokenAfterRejection(t *testing.T) {
 	})
 
 	t.Run("session ended, host still writable: same host again", func(t *testing.T) {
-		e := newEnv(t, 3, target(dsn.TargetReadWrite))
+		e := newEnv(t, 3, target(attrs.ReadWrite))
 		e.script(0, rejectThen(func() { e.phys(0, 0).Broken.Store(true) }), okArgs)
 		c := e.open(writer)
 		if _, err := c.ExecContext(context.Background(), ins, args); err != nil {
@@ -468,7 +469,7 @@ func TestRoleCheckBrokenAfterRejection(t *testing.T) {
 	})
 
 	t.Run("session ended, host demoted: reconnect refused on role, moves to H2", func(t *testing.T) {
-		e := newEnv(t, 3, target(dsn.TargetReadWrite))
+		e := newEnv(t, 3, target(attrs.ReadWrite))
 		e.script(0, rejectThen(func() {
 			e.phys(0, 0).Broken.Store(true)
 			e.net.SetReadOnly(0, true)
@@ -495,7 +496,7 @@ func TestRoleCheckBrokenAfterRejection(t *testing.T) {
 func TestDemotedPrimaryPreparedWriteReprepares(t *testing.T) {
 	const ins = "INSERT INTO t VALUES(?)"
 	arg := []driver.NamedValue{{Ordinal: 1, Value: int64(7)}}
-	e := newEnv(t, 2, target(dsn.TargetReadWrite))
+	e := newEnv(t, 2, target(attrs.ReadWrite))
 	e.script(0, func(m sqlmock.Sqlmock) {
 		m.ExpectPrepare(ins).ExpectExec().WithArgs(int64(7)).WillReturnError(fake.ReadOnlyError)
 	})
@@ -518,7 +519,7 @@ func TestDemotedPrimaryPreparedWriteReprepares(t *testing.T) {
 	if len(failed) != 1 {
 		t.Fatalf("%d host-failed events, want 1\nevents:\n%s", len(failed), e.ev)
 	}
-	wantRoleError(t, failed[0].Err, failover.RoleStandby, dsn.TargetReadWrite, 1290)
+	wantRoleError(t, failed[0].Err, failover.RoleStandby, attrs.ReadWrite, 1290)
 	e.allMet()
 }
 
@@ -528,7 +529,7 @@ func TestDemotedPrimaryPreparedWriteReprepares(t *testing.T) {
 // walk first, so its transaction runs on the writer and is not lost.
 func TestNoTransactionStartsOnAHostKnownDemoted(t *testing.T) {
 	const ins = "INSERT INTO t VALUES(1)"
-	e := newEnv(t, 2, target(dsn.TargetReadWrite))
+	e := newEnv(t, 2, target(attrs.ReadWrite))
 	e.script(1, all(begin(), ok(ins), commit(nil)))
 	c := e.open(writer)
 	// Another connection has just read H1's role after a rejection; its walk has not
