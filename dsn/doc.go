@@ -1,9 +1,9 @@
 // Package dsn parses and formats the data source names of the mysqlfailover
 // driver: go-sql-driver/mysql DSNs with a list of hosts and the failover
 // options of MySQL Connector/J. Its option table (see Options) is the one
-// reference for every key. Package mysqlfailover offers Config, Parse (as
-// ParseDSN) and NewConfig too, so that a program which parses a DSN and
-// adjusts it in code needs that one import.
+// reference for every key. A program that builds its configuration in code
+// parses the DSN here (Parse, or NewConfig for the defaults), adjusts the
+// Config and gives it to mysqlfailover.NewConnector.
 //
 // # Syntax
 //
@@ -29,10 +29,8 @@
 //
 // # Networks
 //
-// Every network go-sql-driver accepts works, and is dialled the way
-// go-sql-driver dials it: with the function registered for it with
-// mysql.RegisterDialContext when there is one ("tcp" included: an SSH tunnel or
-// a SOCKS dialer registered for tcp is used), else with net.Dialer.
+// Every network go-sql-driver accepts works, dialled as go-sql-driver dials it
+// (package mysqlfailover, Networks and dialers, tells how):
 //
 //   - tcp, tcp4, tcp6: a host list of host[:port] entries, with failover.
 //   - A registered network ("tunnel", Cloud SQL's "cloudsql-mysql"): a host
@@ -124,8 +122,7 @@
 // apart, before a walk that finds no host gives up; 0 means one pass
 // (Connector/J would try a single host). With every host refusing, 120 passes
 // take about 30 s: give calls a context, or lower it. With a single host and
-// no hostsURL there is no failover, as in Connector/J: one attempt whatever
-// retriesAllDown says, and its error is the host's own, as go-sql-driver's.
+// no hostsURL it does not apply (package mysqlfailover, Networks and dialers).
 //
 // secondsBeforeRetryMaster and queriesBeforeRetryMaster: once the pool is on a
 // secondary it tries to fall back to the primary after that many seconds or
@@ -361,18 +358,12 @@
 //
 // # Transaction replay
 //
-// transactionReplay=true (off by default) records each statement of an open
-// transaction, with a copy of its arguments and a digest of what the
-// application saw of its result (rows affected and the insert id when asked
-// for, every value of every row read), and when the connection fails inside
-// the transaction runs it again on the new session: BEGIN with the same
-// options, every statement, each result compared with the digest, then the
-// interrupted statement, whose result goes to the caller. A difference rolls
-// the replay back and the caller gets failover.ErrTxLost, naming the
-// statement. It never replays a COMMIT (nor a statement that commits
-// implicitly), nor a transaction that used what a new session lacks (package
-// mysqlfailover, Transactions, lists them). MaxScale's transaction_replay and
-// MariaDB Connector/J's transactionReplay are the references.
+// transactionReplay=true (off by default) makes the driver run a transaction
+// again on the new session when its connection fails inside it, comparing
+// each result with what the application saw (package mysqlfailover,
+// Transaction replay, has what is recorded, compared and never replayed).
+// MaxScale's transaction_replay and MariaDB Connector/J's transactionReplay are
+// the references.
 //
 // transactionReplayMaxSize bounds what one transaction records: the text of
 // its statements, their arguments, and 64 bytes per statement, > 0 with

@@ -168,7 +168,7 @@
 // NoHostAvailableError. Each pass tries the local hosts first, then the remote
 // ones, each group in the usual rotation order. The primary, where the pool
 // starts and falls back to, is the first local host. A localDC that matches no
-// label is an error from ParseDSN, sql.Open and NewConnector, which lists the
+// label is an error from dsn.Parse, sql.Open and NewConnector, which lists the
 // known DCs: nothing waits for the first query to find out. Without localDC,
 // labels are informational.
 //
