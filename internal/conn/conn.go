@@ -757,28 +757,13 @@ func (c *Conn) execContext(ctx context.Context, query string, args []driver.Name
 	}
 	for attempt := 0; ; attempt++ {
 		if c.sp != nil {
-			rs, err := c.route(ctx, k, attempt == 0)
-			if err != nil {
-				return nil, err
-			}
-			if rs != nil {
-				if rs.execer == nil {
-					return nil, driver.ErrSkip
-				}
-				c.cl.ReplicaStart(rs.host)
-				res, err := rs.execer.ExecContext(ctx, query, args)
-				c.cl.ReplicaDone(rs.host, err == nil)
-				if err == driver.ErrSkip {
-					c.sp.prefer = rs.host // database/sql prepares it next: on the same replica
-				}
-				if err == nil || err == driver.ErrSkip {
-					return res, err
-				}
-				retry, out := c.fail(ctx, rs.epoch, err, retryFor(attempt, retryAlways), k)
-				if !retry {
-					return nil, out
-				}
+			res, on, err := onReplica(c, ctx, k, k, attempt, func(rs *rsession) (driver.Result, bool, error) {
+				return c.execReplica(ctx, rs, query, args)
+			})
+			if on == replicaAgain {
 				continue
+			} else if on == replicaDone {
+				return res, err
 			}
 		}
 		if err := c.ready(ctx, attempt == 0, k); err != nil {
@@ -836,29 +821,13 @@ func (c *Conn) queryContext(ctx context.Context, query string, args []driver.Nam
 	}
 	for attempt := 0; ; attempt++ {
 		if c.sp != nil {
-			rs, err := c.route(ctx, k, attempt == 0)
-			if err != nil {
-				return nil, err
-			}
-			if rs != nil {
-				if rs.queryer == nil {
-					return nil, driver.ErrSkip
-				}
-				c.cl.ReplicaStart(rs.host)
-				rows, err := rs.queryer.QueryContext(ctx, query, args)
-				c.cl.ReplicaDone(rs.host, err == nil)
-				if err == nil {
-					return stmt.NewRows((*h)(c), ctx, rows, rs.epoch), nil
-				}
-				if err == driver.ErrSkip {
-					c.sp.prefer = rs.host // database/sql prepares it next: on the same replica
-					return nil, err
-				}
-				retry, out := c.fail(ctx, rs.epoch, err, retryFor(attempt, retryAlways), k)
-				if !retry {
-					return nil, out
-				}
+			rows, on, err := onReplica(c, ctx, k, k, attempt, func(rs *rsession) (driver.Rows, bool, error) {
+				return c.queryReplica(ctx, rs, query, args)
+			})
+			if on == replicaAgain {
 				continue
+			} else if on == replicaDone {
+				return rows, err
 			}
 		}
 		if err := c.ready(ctx, attempt == 0, k); err != nil {
@@ -927,23 +896,13 @@ func (c *Conn) prepareContext(ctx context.Context, query string) (driver.Stmt, e
 	}
 	for attempt := 0; ; attempt++ {
 		if c.sp != nil {
-			// A read-intent statement is prepared on the replica it will run on
-			// (Ready sends its run there too: split.prefer).
-			rs, err := c.route(ctx, k, attempt == 0)
-			if err != nil {
-				return nil, err
-			}
-			if rs != nil {
-				s, err := prepareOn(ctx, rs.phys, query)
-				if err == nil {
-					c.sp.prefer = rs.host
-					return c.newStmt(query, s, rs.epoch, k), nil
-				}
-				retry, out := c.fail(ctx, rs.epoch, err, retryFor(attempt, stmt.RetryAlways), kPlain)
-				if !retry {
-					return nil, out
-				}
+			s, on, err := onReplica(c, ctx, k, kPlain, attempt, func(rs *rsession) (driver.Stmt, bool, error) {
+				return c.prepareReplica(ctx, rs, query, k)
+			})
+			if on == replicaAgain {
 				continue
+			} else if on == replicaDone {
+				return s, err
 			}
 		}
 		if err := c.ready(ctx, false, rk); err != nil {
