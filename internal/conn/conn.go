@@ -296,9 +296,7 @@ func (c *Conn) ready(ctx context.Context, count bool, k stmt.Kind) error {
 		if c.tx.lost != nil {
 			return c.tx.lost
 		}
-		if count && !c.cl.Home(c.host) {
-			c.counted = c.cl.NoteStatement()
-		}
+		c.countAway(count)
 		return nil
 	}
 	if c.lost != nil && k != kSession {
@@ -320,25 +318,44 @@ func (c *Conn) ready(ctx context.Context, count bool, k stmt.Kind) error {
 		if c.st.held() {
 			// Inside a transaction opened by statements: as inside a Tx, the session
 			// stays on its host until it reaches a real safe point.
-			if count && !c.cl.Home(c.host) {
-				c.counted = c.cl.NoteStatement()
-			}
+			c.countAway(count)
 			return nil
 		}
 	}
 	if place == cluster.PlaceActive {
-		if c.rows == 0 {
-			if phys, host, _ := c.cl.TryFallBack(ctx, c.setup); phys != nil {
-				c.drop()
-				c.attach(phys, host)
-				return nil
-			}
-		}
-		if count {
-			c.counted = c.cl.NoteStatement()
-		}
+		c.fallBack(ctx, count)
 		return nil
 	}
+	return c.join(ctx, count)
+}
+
+// countAway counts a statement (count) towards queriesBeforeRetryMaster when the
+// session is not on the primary.
+func (c *Conn) countAway(count bool) {
+	if count && !c.cl.Home(c.host) {
+		c.counted = c.cl.NoteStatement()
+	}
+}
+
+// fallBack is ready's step on the pool's host when it is a secondary: it falls back to
+// the primary when that is due (cluster.Cluster.TryFallBack) and no results are being
+// read here; where the session stays, the statement (count) counts.
+func (c *Conn) fallBack(ctx context.Context, count bool) {
+	if c.rows == 0 {
+		if phys, host, _ := c.cl.TryFallBack(ctx, c.setup); phys != nil {
+			c.drop()
+			c.attach(phys, host)
+			return
+		}
+	}
+	if count {
+		c.counted = c.cl.NoteStatement()
+	}
+}
+
+// join is ready's step away from the pool's host, outside a transaction: it moves the
+// connection to the pool's host (or walks), unless results are still being read here.
+func (c *Conn) join(ctx context.Context, count bool) error {
 	if c.closed {
 		return driver.ErrBadConn
 	}
@@ -355,9 +372,7 @@ func (c *Conn) ready(ctx context.Context, count bool, k stmt.Kind) error {
 		return c.refusedWrite(err)
 	}
 	c.attach(phys, host)
-	if count && !c.cl.Home(host) {
-		c.counted = c.cl.NoteStatement()
-	}
+	c.countAway(count)
 	return nil
 }
 
