@@ -149,28 +149,44 @@ type Conn struct {
 	tx         *Tx    // the open transaction, if any
 	rows       int    // open result sets: no switch while results are being read
 	counted    bool   // the last ready counted a statement towards queriesBeforeRetryMaster
-	lastUsed   int64  // cluster clock (UnixNano) of the last call that talked to the server
-	checked    bool   // ResetSession just ran the liveness check: the next ready skips its own
 	closed     bool
 
-	// freeRows is the Rows proxy the next result set reuses when none is open (rows is
-	// 0), and freeStmt the last closed Stmt proxy, which the next prepare reuses: a
-	// statement through the proxy allocates nothing go-sql-driver does not.
-	freeRows stmt.Rows
-	freeStmt *stmt.Stmt
+	live liveness // when the session was last used, for its liveness check (stale)
+	free spares   // the proxies the next statement reuses
 
-	st        txState // the physical session's transaction state
-	dsnAC     uint8   // the autocommit of a new physical session (Config.Autocommit)
-	dsnCT     uint8   // its completion_type (Config.CompletionType)
-	lost      error   // set while a transaction opened by statements is lost (see whileLost)
-	batch     string  // the query of the kBatch statement in flight, for fail
-	noInTrans bool    // the session's server has no @@in_transaction (MySQL)
-	mute      bool    // the session's server did not answer resolve: not asked again
-	temp      bool    // the session created a temporary table: read intents stay on it (route)
-	rbot      uint8   // the session's server's innodb_rollback_on_timeout, once read (see timeoutEnded)
+	st    txState      // the physical session's transaction state
+	dsnAC uint8        // the autocommit of a new physical session (Config.Autocommit)
+	dsnCT uint8        // its completion_type (Config.CompletionType)
+	lost  error        // set while a transaction opened by statements is lost (see whileLost)
+	batch string       // the query of the kBatch statement in flight, for fail
+	sess  sessionFacts // what the physical session's server told, or the session did
 
 	sp  *split // the replica sessions (replicaReads); nil without
 	log *txLog // the open transaction's record (transactionReplay); nil without
+}
+
+// liveness is what the liveness check of an idle physical session (Conn.stale) knows.
+type liveness struct {
+	lastUsed int64 // cluster clock (UnixNano) of the last call that talked to the server
+	checked  bool  // ResetSession just ran the liveness check: the next ready skips its own
+}
+
+// spares holds the proxies the next statement reuses: rows, the Rows proxy the next
+// result set reuses when none is open (Conn.rows is 0), and stmt the last closed Stmt
+// proxy, which the next prepare reuses: a statement through the proxy allocates nothing
+// go-sql-driver does not.
+type spares struct {
+	rows stmt.Rows
+	stmt *stmt.Stmt
+}
+
+// sessionFacts is what the connection learnt of its physical session, beyond its
+// transaction state; a new session starts with none (Conn.clean).
+type sessionFacts struct {
+	noInTrans bool  // the session's server has no @@in_transaction (MySQL)
+	mute      bool  // the session's server did not answer resolve: not asked again
+	temp      bool  // the session created a temporary table: read intents stay on it (route)
+	rbot      uint8 // the session's server's innodb_rollback_on_timeout, once read (see timeoutEnded); rbotUnknown is 0
 }
 
 // Open returns a connection on the pool's host, walking the host list if needed, with
@@ -208,7 +224,7 @@ func Open(ctx context.Context, cl *cluster.Cluster, cfg Config) (*Conn, error) {
 func (c *Conn) attach(phys driver.Conn, host int) {
 	c.phys, c.host = phys, host
 	c.appliedRO = c.readOnlyOn(host) // setup applied it
-	c.lastUsed = c.cl.Now().UnixNano()
+	c.live.lastUsed = c.cl.Now().UnixNano()
 	c.epoch++
 	c.execer, _ = phys.(driver.ExecerContext)
 	c.queryer, _ = phys.(driver.QueryerContext)
@@ -237,7 +253,7 @@ func (c *Conn) clean() {
 	if c.st.ct == ctUnknown {
 		c.st.ct = c.dsnCT
 	}
-	c.noInTrans, c.mute, c.temp, c.rbot = false, false, false, rbotUnknown
+	c.sess = sessionFacts{rbot: rbotUnknown}
 }
 
 // discard drops the physical connection between calls (found dead, or its state could
@@ -287,8 +303,8 @@ type h Conn
 // errAnswered means the call succeeds without being sent). count marks statements.
 func (c *Conn) ready(ctx context.Context, count bool, k stmt.Kind) error {
 	c.counted = false
-	if c.checked {
-		c.checked = false // database/sql's checkout just checked it: no clock read needed
+	if c.live.checked {
+		c.live.checked = false // database/sql's checkout just checked it: no clock read needed
 	} else if c.stale(ctx, k) && c.tx != nil && c.tx.lost == nil {
 		c.tx.lost = lost("the server closed the connection while the transaction sat idle")
 	}
@@ -383,8 +399,8 @@ func (c *Conn) join(ctx context.Context, count bool) error {
 // (replayIdle; k is the kind of the call about to be sent), and then it reports false.
 func (c *Conn) stale(ctx context.Context, k stmt.Kind) bool {
 	now := c.cl.Now().UnixNano()
-	idle := now-c.lastUsed >= int64(cluster.DefaultIdleCheck)
-	c.lastUsed = now
+	idle := now-c.live.lastUsed >= int64(cluster.DefaultIdleCheck)
+	c.live.lastUsed = now
 	if !idle || c.phys == nil || c.rows > 0 {
 		return false
 	}
@@ -716,7 +732,7 @@ func (o *h) Fail(ctx context.Context, epoch uint64, err error, r stmt.Retry, k s
 func (o *h) RowsOpened(epoch uint64) (stmt.RowSink, *stmt.Rows) {
 	var reuse *stmt.Rows
 	if o.rows == 0 {
-		reuse = &o.freeRows // every earlier Rows is closed, the one in it too
+		reuse = &o.free.rows // every earlier Rows is closed, the one in it too
 	}
 	o.rows++
 	(*Conn)(o).hold(epoch, 1, false) // rows read from a replica session keep it
@@ -740,13 +756,13 @@ func (o *h) Prepared(epoch uint64) { (*Conn)(o).hold(epoch, 1, false) }
 func (o *h) Unprepared(epoch uint64) { (*Conn)(o).hold(epoch, -1, true) }
 
 // StmtClosed implements stmt.Owner: the next prepare reuses s.
-func (o *h) StmtClosed(s *stmt.Stmt) { o.freeStmt = s }
+func (o *h) StmtClosed(s *stmt.Stmt) { o.free.stmt = s }
 
 // newStmt wraps inner, prepared from query on the physical connection of epoch, in the
 // last closed Stmt proxy, or in a new one.
 func (c *Conn) newStmt(query string, inner driver.Stmt, epoch uint64, k stmt.Kind) *stmt.Stmt {
-	s := stmt.New(c.freeStmt, (*h)(c), query, inner, epoch, k)
-	c.freeStmt = nil
+	s := stmt.New(c.free.stmt, (*h)(c), query, inner, epoch, k)
+	c.free.stmt = nil
 	return s
 }
 
@@ -995,7 +1011,7 @@ func (c *Conn) ResetSession(ctx context.Context) error {
 	if r, ok := c.phys.(driver.SessionResetter); ok && r.ResetSession(ctx) != nil {
 		c.discard("the server closed the connection while it sat idle in the pool", kPlain)
 	}
-	c.checked = true
+	c.live.checked = true
 	if c.phys == nil {
 		return nil // setup applies the restored read-only flag on the new session
 	}

@@ -109,7 +109,7 @@ func (c *Conn) route(ctx context.Context, k stmt.Kind, first bool) (*rsession, e
 		}
 		return c.tx.rs, nil
 	}
-	if k != kPlain || c.lost != nil || c.st.ac != acOn || c.st.held() || c.temp {
+	if k != kPlain || c.lost != nil || c.st.ac != acOn || c.st.held() || c.sess.temp {
 		return nil, nil
 	}
 	key, ok := readIntent(ctx)
