@@ -149,28 +149,44 @@ type Conn struct {
 	tx         *Tx    // the open transaction, if any
 	rows       int    // open result sets: no switch while results are being read
 	counted    bool   // the last ready counted a statement towards queriesBeforeRetryMaster
-	lastUsed   int64  // cluster clock (UnixNano) of the last call that talked to the server
-	checked    bool   // ResetSession just ran the liveness check: the next ready skips its own
 	closed     bool
 
-	// freeRows is the Rows proxy the next result set reuses when none is open (rows is
-	// 0), and freeStmt the last closed Stmt proxy, which the next prepare reuses: a
-	// statement through the proxy allocates nothing go-sql-driver does not.
-	freeRows stmt.Rows
-	freeStmt *stmt.Stmt
+	live liveness // when the session was last used, for its liveness check (stale)
+	free spares   // the proxies the next statement reuses
 
-	st        txState // the physical session's transaction state
-	dsnAC     uint8   // the autocommit of a new physical session (Config.Autocommit)
-	dsnCT     uint8   // its completion_type (Config.CompletionType)
-	lost      error   // set while a transaction opened by statements is lost (see whileLost)
-	batch     string  // the query of the kBatch statement in flight, for fail
-	noInTrans bool    // the session's server has no @@in_transaction (MySQL)
-	mute      bool    // the session's server did not answer resolve: not asked again
-	temp      bool    // the session created a temporary table: read intents stay on it (route)
-	rbot      uint8   // the session's server's innodb_rollback_on_timeout, once read (see timeoutEnded)
+	st    txState      // the physical session's transaction state
+	dsnAC uint8        // the autocommit of a new physical session (Config.Autocommit)
+	dsnCT uint8        // its completion_type (Config.CompletionType)
+	lost  error        // set while a transaction opened by statements is lost (see whileLost)
+	batch string       // the query of the kBatch statement in flight, for fail
+	sess  sessionFacts // what the physical session's server told, or the session did
 
 	sp  *split // the replica sessions (replicaReads); nil without
 	log *txLog // the open transaction's record (transactionReplay); nil without
+}
+
+// liveness is what the liveness check of an idle physical session (Conn.stale) knows.
+type liveness struct {
+	lastUsed int64 // cluster clock (UnixNano) of the last call that talked to the server
+	checked  bool  // ResetSession just ran the liveness check: the next ready skips its own
+}
+
+// spares holds the proxies the next statement reuses: rows, the Rows proxy the next
+// result set reuses when none is open (Conn.rows is 0), and stmt the last closed Stmt
+// proxy, which the next prepare reuses: a statement through the proxy allocates nothing
+// go-sql-driver does not.
+type spares struct {
+	rows stmt.Rows
+	stmt *stmt.Stmt
+}
+
+// sessionFacts is what the connection learnt of its physical session, beyond its
+// transaction state; a new session starts with none (Conn.clean).
+type sessionFacts struct {
+	noInTrans bool  // the session's server has no @@in_transaction (MySQL)
+	mute      bool  // the session's server did not answer resolve: not asked again
+	temp      bool  // the session created a temporary table: read intents stay on it (route)
+	rbot      uint8 // the session's server's innodb_rollback_on_timeout, once read (see timeoutEnded); rbotUnknown is 0
 }
 
 // Open returns a connection on the pool's host, walking the host list if needed, with
@@ -208,7 +224,7 @@ func Open(ctx context.Context, cl *cluster.Cluster, cfg Config) (*Conn, error) {
 func (c *Conn) attach(phys driver.Conn, host int) {
 	c.phys, c.host = phys, host
 	c.appliedRO = c.readOnlyOn(host) // setup applied it
-	c.lastUsed = c.cl.Now().UnixNano()
+	c.live.lastUsed = c.cl.Now().UnixNano()
 	c.epoch++
 	c.execer, _ = phys.(driver.ExecerContext)
 	c.queryer, _ = phys.(driver.QueryerContext)
@@ -237,7 +253,7 @@ func (c *Conn) clean() {
 	if c.st.ct == ctUnknown {
 		c.st.ct = c.dsnCT
 	}
-	c.noInTrans, c.mute, c.temp, c.rbot = false, false, false, rbotUnknown
+	c.sess = sessionFacts{rbot: rbotUnknown}
 }
 
 // discard drops the physical connection between calls (found dead, or its state could
@@ -287,8 +303,8 @@ type h Conn
 // errAnswered means the call succeeds without being sent). count marks statements.
 func (c *Conn) ready(ctx context.Context, count bool, k stmt.Kind) error {
 	c.counted = false
-	if c.checked {
-		c.checked = false // database/sql's checkout just checked it: no clock read needed
+	if c.live.checked {
+		c.live.checked = false // database/sql's checkout just checked it: no clock read needed
 	} else if c.stale(ctx, k) && c.tx != nil && c.tx.lost == nil {
 		c.tx.lost = lost("the server closed the connection while the transaction sat idle")
 	}
@@ -296,9 +312,7 @@ func (c *Conn) ready(ctx context.Context, count bool, k stmt.Kind) error {
 		if c.tx.lost != nil {
 			return c.tx.lost
 		}
-		if count && !c.cl.Home(c.host) {
-			c.counted = c.cl.NoteStatement()
-		}
+		c.countAway(count)
 		return nil
 	}
 	if c.lost != nil && k != kSession {
@@ -320,25 +334,44 @@ func (c *Conn) ready(ctx context.Context, count bool, k stmt.Kind) error {
 		if c.st.held() {
 			// Inside a transaction opened by statements: as inside a Tx, the session
 			// stays on its host until it reaches a real safe point.
-			if count && !c.cl.Home(c.host) {
-				c.counted = c.cl.NoteStatement()
-			}
+			c.countAway(count)
 			return nil
 		}
 	}
 	if place == cluster.PlaceActive {
-		if c.rows == 0 {
-			if phys, host, _ := c.cl.TryFallBack(ctx, c.setup); phys != nil {
-				c.drop()
-				c.attach(phys, host)
-				return nil
-			}
-		}
-		if count {
-			c.counted = c.cl.NoteStatement()
-		}
+		c.fallBack(ctx, count)
 		return nil
 	}
+	return c.join(ctx, count)
+}
+
+// countAway counts a statement (count) towards queriesBeforeRetryMaster when the
+// session is not on the primary.
+func (c *Conn) countAway(count bool) {
+	if count && !c.cl.Home(c.host) {
+		c.counted = c.cl.NoteStatement()
+	}
+}
+
+// fallBack is ready's step on the pool's host when it is a secondary: it falls back to
+// the primary when that is due (cluster.Cluster.TryFallBack) and no results are being
+// read here; where the session stays, the statement (count) counts.
+func (c *Conn) fallBack(ctx context.Context, count bool) {
+	if c.rows == 0 {
+		if phys, host, _ := c.cl.TryFallBack(ctx, c.setup); phys != nil {
+			c.drop()
+			c.attach(phys, host)
+			return
+		}
+	}
+	if count {
+		c.counted = c.cl.NoteStatement()
+	}
+}
+
+// join is ready's step away from the pool's host, outside a transaction: it moves the
+// connection to the pool's host (or walks), unless results are still being read here.
+func (c *Conn) join(ctx context.Context, count bool) error {
 	if c.closed {
 		return driver.ErrBadConn
 	}
@@ -355,9 +388,7 @@ func (c *Conn) ready(ctx context.Context, count bool, k stmt.Kind) error {
 		return c.refusedWrite(err)
 	}
 	c.attach(phys, host)
-	if count && !c.cl.Home(host) {
-		c.counted = c.cl.NoteStatement()
-	}
+	c.countAway(count)
 	return nil
 }
 
@@ -368,8 +399,8 @@ func (c *Conn) ready(ctx context.Context, count bool, k stmt.Kind) error {
 // (replayIdle; k is the kind of the call about to be sent), and then it reports false.
 func (c *Conn) stale(ctx context.Context, k stmt.Kind) bool {
 	now := c.cl.Now().UnixNano()
-	idle := now-c.lastUsed >= int64(cluster.DefaultIdleCheck)
-	c.lastUsed = now
+	idle := now-c.live.lastUsed >= int64(cluster.DefaultIdleCheck)
+	c.live.lastUsed = now
 	if !idle || c.phys == nil || c.rows > 0 {
 		return false
 	}
@@ -701,7 +732,7 @@ func (o *h) Fail(ctx context.Context, epoch uint64, err error, r stmt.Retry, k s
 func (o *h) RowsOpened(epoch uint64) (stmt.RowSink, *stmt.Rows) {
 	var reuse *stmt.Rows
 	if o.rows == 0 {
-		reuse = &o.freeRows // every earlier Rows is closed, the one in it too
+		reuse = &o.free.rows // every earlier Rows is closed, the one in it too
 	}
 	o.rows++
 	(*Conn)(o).hold(epoch, 1, false) // rows read from a replica session keep it
@@ -725,13 +756,13 @@ func (o *h) Prepared(epoch uint64) { (*Conn)(o).hold(epoch, 1, false) }
 func (o *h) Unprepared(epoch uint64) { (*Conn)(o).hold(epoch, -1, true) }
 
 // StmtClosed implements stmt.Owner: the next prepare reuses s.
-func (o *h) StmtClosed(s *stmt.Stmt) { o.freeStmt = s }
+func (o *h) StmtClosed(s *stmt.Stmt) { o.free.stmt = s }
 
 // newStmt wraps inner, prepared from query on the physical connection of epoch, in the
 // last closed Stmt proxy, or in a new one.
 func (c *Conn) newStmt(query string, inner driver.Stmt, epoch uint64, k stmt.Kind) *stmt.Stmt {
-	s := stmt.New(c.freeStmt, (*h)(c), query, inner, epoch, k)
-	c.freeStmt = nil
+	s := stmt.New(c.free.stmt, (*h)(c), query, inner, epoch, k)
+	c.free.stmt = nil
 	return s
 }
 
@@ -757,28 +788,13 @@ func (c *Conn) execContext(ctx context.Context, query string, args []driver.Name
 	}
 	for attempt := 0; ; attempt++ {
 		if c.sp != nil {
-			rs, err := c.route(ctx, k, attempt == 0)
-			if err != nil {
-				return nil, err
-			}
-			if rs != nil {
-				if rs.execer == nil {
-					return nil, driver.ErrSkip
-				}
-				c.cl.ReplicaStart(rs.host)
-				res, err := rs.execer.ExecContext(ctx, query, args)
-				c.cl.ReplicaDone(rs.host, err == nil)
-				if err == driver.ErrSkip {
-					c.sp.prefer = rs.host // database/sql prepares it next: on the same replica
-				}
-				if err == nil || err == driver.ErrSkip {
-					return res, err
-				}
-				retry, out := c.fail(ctx, rs.epoch, err, retryFor(attempt, retryAlways), k)
-				if !retry {
-					return nil, out
-				}
+			res, on, err := onReplica(c, ctx, k, k, attempt, func(rs *rsession) (driver.Result, bool, error) {
+				return c.execReplica(ctx, rs, query, args)
+			})
+			if on == replicaAgain {
 				continue
+			} else if on == replicaDone {
+				return res, err
 			}
 		}
 		if err := c.ready(ctx, attempt == 0, k); err != nil {
@@ -836,29 +852,13 @@ func (c *Conn) queryContext(ctx context.Context, query string, args []driver.Nam
 	}
 	for attempt := 0; ; attempt++ {
 		if c.sp != nil {
-			rs, err := c.route(ctx, k, attempt == 0)
-			if err != nil {
-				return nil, err
-			}
-			if rs != nil {
-				if rs.queryer == nil {
-					return nil, driver.ErrSkip
-				}
-				c.cl.ReplicaStart(rs.host)
-				rows, err := rs.queryer.QueryContext(ctx, query, args)
-				c.cl.ReplicaDone(rs.host, err == nil)
-				if err == nil {
-					return stmt.NewRows((*h)(c), ctx, rows, rs.epoch), nil
-				}
-				if err == driver.ErrSkip {
-					c.sp.prefer = rs.host // database/sql prepares it next: on the same replica
-					return nil, err
-				}
-				retry, out := c.fail(ctx, rs.epoch, err, retryFor(attempt, retryAlways), k)
-				if !retry {
-					return nil, out
-				}
+			rows, on, err := onReplica(c, ctx, k, k, attempt, func(rs *rsession) (driver.Rows, bool, error) {
+				return c.queryReplica(ctx, rs, query, args)
+			})
+			if on == replicaAgain {
 				continue
+			} else if on == replicaDone {
+				return rows, err
 			}
 		}
 		if err := c.ready(ctx, attempt == 0, k); err != nil {
@@ -927,23 +927,13 @@ func (c *Conn) prepareContext(ctx context.Context, query string) (driver.Stmt, e
 	}
 	for attempt := 0; ; attempt++ {
 		if c.sp != nil {
-			// A read-intent statement is prepared on the replica it will run on
-			// (Ready sends its run there too: split.prefer).
-			rs, err := c.route(ctx, k, attempt == 0)
-			if err != nil {
-				return nil, err
-			}
-			if rs != nil {
-				s, err := prepareOn(ctx, rs.phys, query)
-				if err == nil {
-					c.sp.prefer = rs.host
-					return c.newStmt(query, s, rs.epoch, k), nil
-				}
-				retry, out := c.fail(ctx, rs.epoch, err, retryFor(attempt, stmt.RetryAlways), kPlain)
-				if !retry {
-					return nil, out
-				}
+			s, on, err := onReplica(c, ctx, k, kPlain, attempt, func(rs *rsession) (driver.Stmt, bool, error) {
+				return c.prepareReplica(ctx, rs, query, k)
+			})
+			if on == replicaAgain {
 				continue
+			} else if on == replicaDone {
+				return s, err
 			}
 		}
 		if err := c.ready(ctx, false, rk); err != nil {
@@ -1021,7 +1011,7 @@ func (c *Conn) ResetSession(ctx context.Context) error {
 	if r, ok := c.phys.(driver.SessionResetter); ok && r.ResetSession(ctx) != nil {
 		c.discard("the server closed the connection while it sat idle in the pool", kPlain)
 	}
-	c.checked = true
+	c.live.checked = true
 	if c.phys == nil {
 		return nil // setup applies the restored read-only flag on the new session
 	}

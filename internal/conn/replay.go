@@ -306,64 +306,100 @@ func hashRow(d *digest, row []driver.Value) {
 // (GET_LOCK), a temporary table (CREATE or DROP TEMPORARY TABLE). It reads the text
 // only; an executable comment is read as code.
 func sessionState(q string) string {
-	if lead := skipLead(q); len(lead) >= 6 {
-		l := lexer{s: lead}
-		w := l.word()
-		if is(w, "create") || is(w, "drop") {
-			w2 := l.word()
-			if is(w2, "or") && is(l.word(), "replace") {
-				w2 = l.word()
-			}
-			if is(w2, "temporary") {
-				return "a temporary table (" + strings.ToUpper(w) + " TEMPORARY TABLE): a new session has none"
-			}
-		}
+	if why := tempTable(q); why != "" {
+		return why
 	}
 	if strings.IndexByte(q, '@') < 0 && !containsFold(q, "get_lock") {
 		return "" // the common case, in two scans
 	}
 	for i := 0; i < len(q); i++ {
-		switch c := q[i]; c {
-		case '\'', '"', '`':
-			if i = skipQuoted(q, i); i < 0 {
+		switch q[i] {
+		case '\'', '"', '`', '#', '-', '/':
+			if i = skipText(q, i); i < 0 {
 				return ""
-			}
-			i--
-		case '#':
-			i = lineEnd(q, i)
-		case '-':
-			if dashComment(q, i) {
-				i = lineEnd(q, i)
-			}
-		case '/':
-			if i+1 < len(q) && q[i+1] == '*' && !executable(q[i+2:]) {
-				end := strings.Index(q[i+2:], "*/")
-				if end < 0 {
-					return ""
-				}
-				i += 2 + end + 1
 			}
 		case '@':
 			if i+1 < len(q) && q[i+1] == '@' {
 				i++ // a system variable
 				continue
 			}
-			if i+1 < len(q) && (isIdentByte(q[i+1]) || q[i+1] == '\'' || q[i+1] == '"' || q[i+1] == '`') {
+			if userVar(q, i) {
 				return "a user variable (@" + identAt(q, i+1) + "): a new session has none"
 			}
 		case 'g', 'G':
-			if (i == 0 || !isIdentByte(q[i-1])) && i+8 <= len(q) && is(q[i:i+8], "get_lock") {
-				j := i + 8
-				for j < len(q) && (q[j] == ' ' || q[j] == '\t' || q[j] == '\n' || q[j] == '\r') {
-					j++
-				}
-				if j < len(q) && q[j] == '(' {
-					return "a named lock (GET_LOCK): it belongs to the session"
-				}
+			if namedLock(q, i) {
+				return "a named lock (GET_LOCK): it belongs to the session"
 			}
 		}
 	}
 	return ""
+}
+
+// tempTable is sessionState for CREATE [OR REPLACE] TEMPORARY TABLE and DROP TEMPORARY
+// TABLE.
+func tempTable(q string) string {
+	lead := skipLead(q)
+	if len(lead) < 6 {
+		return ""
+	}
+	l := lexer{s: lead}
+	w := l.word()
+	if !is(w, "create") && !is(w, "drop") {
+		return ""
+	}
+	w2 := l.word()
+	if is(w2, "or") && is(l.word(), "replace") {
+		w2 = l.word()
+	}
+	if is(w2, "temporary") {
+		return "a temporary table (" + strings.ToUpper(w) + " TEMPORARY TABLE): a new session has none"
+	}
+	return ""
+}
+
+// skipText returns the index of the last byte of the string, quoted identifier or
+// comment that starts at q[i] (an executable comment's text is code: only "/*!" is
+// skipped), i where none starts there, or -1 when it does not end.
+func skipText(q string, i int) int {
+	switch q[i] {
+	case '\'', '"', '`':
+		if i = skipQuoted(q, i); i < 0 {
+			return -1
+		}
+		return i - 1
+	case '#':
+		return lineEnd(q, i)
+	case '-':
+		if dashComment(q, i) {
+			return lineEnd(q, i)
+		}
+	case '/':
+		if i+1 < len(q) && q[i+1] == '*' && !executable(q[i+2:]) {
+			end := strings.Index(q[i+2:], "*/")
+			if end < 0 {
+				return -1
+			}
+			return i + 2 + end + 1
+		}
+	}
+	return i
+}
+
+// userVar reports whether the '@' at q[i] starts a user variable (@name, @'name').
+func userVar(q string, i int) bool {
+	return i+1 < len(q) && (isIdentByte(q[i+1]) || q[i+1] == '\'' || q[i+1] == '"' || q[i+1] == '`')
+}
+
+// namedLock reports whether a call of GET_LOCK starts at q[i].
+func namedLock(q string, i int) bool {
+	if i > 0 && isIdentByte(q[i-1]) || i+8 > len(q) || !is(q[i:i+8], "get_lock") {
+		return false
+	}
+	j := i + 8
+	for j < len(q) && (q[j] == ' ' || q[j] == '\t' || q[j] == '\n' || q[j] == '\r') {
+		j++
+	}
+	return j < len(q) && q[j] == '('
 }
 
 // identAt returns the identifier at q[i:] (for a message), at most 32 bytes.
@@ -563,6 +599,25 @@ func (c *Conn) replayHere(ctx context.Context, k stmt.Kind, r stmt.Retry, werr e
 		l.clear()
 		return false, nil
 	}
+	if err := c.unreplayable(werr, failed); err != nil {
+		l.clear()
+		return false, err
+	}
+	rctx, cancel, err := l.deadline(ctx, c.cl.Now())
+	if err != nil {
+		l.clear()
+		return false, err
+	}
+	defer cancel()
+	return c.replayRounds(ctx, rctx, before, failed)
+}
+
+// unreplayable says why the recorded transaction cannot be replayed (nil when it can):
+// it is too big, it used what a new session lacks, or the walk (werr) found no new
+// session. The first two are reported (cluster.Cluster.NoteReplay) as failures on the
+// session's host of a call that failed on the host failed.
+func (c *Conn) unreplayable(werr error, failed string) error {
+	l := c.log
 	why := ""
 	switch {
 	case l.tooBig:
@@ -578,25 +633,36 @@ func (c *Conn) replayHere(ctx context.Context, k stmt.Kind, r stmt.Retry, werr e
 	case werr != nil:
 		why = "not replayed: no new session"
 	}
-	if why != "" {
-		l.clear()
-		return false, errors.New(why)
+	if why == "" {
+		return nil
 	}
-	now := c.cl.Now()
+	return errors.New(why)
+}
+
+// deadline returns the context a replay runs in: ctx, bounded by what
+// transactionReplayTimeout leaves of the time since the first failure (now, at the
+// first), or an error when nothing is left. The caller calls cancel when done.
+func (l *txLog) deadline(ctx context.Context, now time.Time) (context.Context, context.CancelFunc, error) {
 	if l.failedAt.IsZero() {
 		l.failedAt = now
 	}
-	rctx := ctx
-	if l.timeout > 0 {
-		left := l.timeout - now.Sub(l.failedAt)
-		if left <= 0 {
-			l.clear()
-			return false, errors.New("not replayed: transactionReplayTimeout has passed since the first failure")
-		}
-		var cancel context.CancelFunc
-		rctx, cancel = context.WithTimeout(ctx, left)
-		defer cancel()
+	if l.timeout <= 0 {
+		return ctx, func() {}, nil
 	}
+	left := l.timeout - now.Sub(l.failedAt)
+	if left <= 0 {
+		return nil, nil, errors.New("not replayed: transactionReplayTimeout has passed since the first failure")
+	}
+	rctx, cancel := context.WithTimeout(ctx, left)
+	return rctx, cancel, nil
+}
+
+// replayRounds replays the recorded transaction (replay) within rctx, on the next
+// session each time the session fails during the replay, up to transactionReplayAttempts
+// replays in all. before is the state the failed call left (see replayHere). A replay
+// that differed or failed otherwise is abandoned (within ctx: see abandon).
+func (c *Conn) replayRounds(ctx, rctx context.Context, before txState, failed string) (bool, error) {
+	l := c.log
 	for {
 		if n := l.replays; n >= l.attempts {
 			l.clear()
@@ -616,18 +682,10 @@ func (c *Conn) replayHere(ctx context.Context, k stmt.Kind, r stmt.Retry, werr e
 			err = errReplayStopped
 		case cluster.Classify(rctx, err) == cluster.Communication:
 			// The new session failed during the replay: the next one, if any.
-			from := c.host
-			held := c.closePhys()
-			c.clean()
-			phys, h, werr := c.cl.Recover(rctx, from, err, c.setup)
-			if held {
-				c.cl.Release(from)
-			}
-			if werr != nil {
+			if err := c.nextSession(rctx, err, host); err != nil {
 				l.clear()
-				return false, fmt.Errorf("not replayed: %s failed during the replay (%v) and no host answered: %w", host, cluster.NotBadConn(err, ""), werr)
+				return false, err
 			}
-			c.attach(phys, h)
 			continue
 		default:
 			err = &replayError{host: host, why: "the replay failed: " + err.Error()}
@@ -639,6 +697,23 @@ func (c *Conn) replayHere(ctx context.Context, k stmt.Kind, r stmt.Retry, werr e
 		l.clear()
 		return false, err
 	}
+}
+
+// nextSession replaces the session that failed with err during a replay on host by the
+// next one (cluster.Cluster.Recover), or says why there is none.
+func (c *Conn) nextSession(ctx context.Context, err error, host string) error {
+	from := c.host
+	held := c.closePhys()
+	c.clean()
+	phys, h, werr := c.cl.Recover(ctx, from, err, c.setup)
+	if held {
+		c.cl.Release(from)
+	}
+	if werr != nil {
+		return fmt.Errorf("not replayed: %s failed during the replay (%v) and no host answered: %w", host, cluster.NotBadConn(err, ""), werr)
+	}
+	c.attach(phys, h)
+	return nil
 }
 
 // abandon rolls back what a failed replay left open on the session (or drops the

@@ -109,7 +109,7 @@ func (c *Conn) route(ctx context.Context, k stmt.Kind, first bool) (*rsession, e
 		}
 		return c.tx.rs, nil
 	}
-	if k != kPlain || c.lost != nil || c.st.ac != acOn || c.st.held() || c.temp {
+	if k != kPlain || c.lost != nil || c.st.ac != acOn || c.st.held() || c.sess.temp {
 		return nil, nil
 	}
 	key, ok := readIntent(ctx)
@@ -118,6 +118,84 @@ func (c *Conn) route(ctx context.Context, k stmt.Kind, first bool) (*rsession, e
 	}
 	sp.intent = true
 	return c.replica(ctx, key)
+}
+
+// Where an attempt of a statement went (onReplica).
+const (
+	onPrimary    = iota // route kept it on the primary: the caller sends it there
+	replicaDone         // it ran on a replica session, or failed there for good: the caller returns
+	replicaAgain        // it failed on a replica session and may run again: the next attempt
+)
+
+// onReplica is the one route-or-primary decision of ExecContext, QueryContext and
+// PrepareContext (with replica sessions): route decides where attempt of a statement of
+// kind k goes. On a replica session run sends it and reports whether its answer is final
+// (a result, or driver.ErrSkip: database/sql prepares next); another error goes to fail,
+// judged as a call of kind failKind that may always run again (a replica session is
+// read-only: nothing was written).
+func onReplica[T any](c *Conn, ctx context.Context, k, failKind stmt.Kind, attempt int,
+	run func(rs *rsession) (res T, final bool, err error)) (T, int, error) {
+	var none T
+	rs, err := c.route(ctx, k, attempt == 0)
+	if err != nil {
+		return none, replicaDone, err
+	}
+	if rs == nil {
+		return none, onPrimary, nil
+	}
+	res, final, err := run(rs)
+	if final {
+		return res, replicaDone, err
+	}
+	retry, out := c.fail(ctx, rs.epoch, err, retryFor(attempt, retryAlways), failKind)
+	if !retry {
+		return none, replicaDone, out
+	}
+	return none, replicaAgain, nil
+}
+
+// execReplica is ExecContext's run on the replica session rs (see onReplica).
+func (c *Conn) execReplica(ctx context.Context, rs *rsession, query string, args []driver.NamedValue) (driver.Result, bool, error) {
+	if rs.execer == nil {
+		return nil, true, driver.ErrSkip
+	}
+	c.cl.ReplicaStart(rs.host)
+	res, err := rs.execer.ExecContext(ctx, query, args)
+	c.cl.ReplicaDone(rs.host, err == nil)
+	if err == driver.ErrSkip {
+		c.sp.prefer = rs.host // database/sql prepares it next: on the same replica
+	}
+	return res, err == nil || err == driver.ErrSkip, err
+}
+
+// queryReplica is QueryContext's run on the replica session rs (see onReplica).
+func (c *Conn) queryReplica(ctx context.Context, rs *rsession, query string, args []driver.NamedValue) (driver.Rows, bool, error) {
+	if rs.queryer == nil {
+		return nil, true, driver.ErrSkip
+	}
+	c.cl.ReplicaStart(rs.host)
+	rows, err := rs.queryer.QueryContext(ctx, query, args)
+	c.cl.ReplicaDone(rs.host, err == nil)
+	switch {
+	case err == nil:
+		return stmt.NewRows((*h)(c), ctx, rows, rs.epoch), true, nil
+	case err == driver.ErrSkip:
+		c.sp.prefer = rs.host // database/sql prepares it next: on the same replica
+		return nil, true, err
+	}
+	return nil, false, err
+}
+
+// prepareReplica is PrepareContext's run on the replica session rs (see onReplica): a
+// read-intent statement is prepared on the replica it will run on (Ready sends its run
+// there too: split.prefer).
+func (c *Conn) prepareReplica(ctx context.Context, rs *rsession, query string, k stmt.Kind) (driver.Stmt, bool, error) {
+	s, err := prepareOn(ctx, rs.phys, query)
+	if err != nil {
+		return nil, false, err
+	}
+	c.sp.prefer = rs.host
+	return c.newStmt(query, s, rs.epoch, k), true, nil
 }
 
 // replica returns a replica session for a read-intent statement with routing key key

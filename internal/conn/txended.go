@@ -25,7 +25,7 @@ const (
 	errRollbackDuringCommit = 3101 // ER_TRANSACTION_ROLLBACK_DURING_COMMIT: Group Replication's certification failure
 )
 
-// The session's innodb_rollback_on_timeout (Conn.rbot), read on a server without
+// The session's innodb_rollback_on_timeout (Conn.sess.rbot), read on a server without
 // @@in_transaction after its first lock wait timeout inside a transaction. The variable
 // is global and read-only (it needs a restart), so a session reads it at most once.
 const (
@@ -162,7 +162,7 @@ func (c *Conn) timeoutEnded(ctx context.Context, k stmt.Kind) (ended bool, fact 
 	if c.rows > 0 {
 		return true, "not asked whether only the statement was rolled back: results were being read", nil
 	}
-	if !c.noInTrans {
+	if !c.sess.noInTrans {
 		v, qerr := c.queryOne(ctx, askInTrx)
 		var me *mysql.MySQLError
 		switch {
@@ -171,28 +171,28 @@ func (c *Conn) timeoutEnded(ctx context.Context, k stmt.Kind) (ended bool, fact 
 		case qerr == nil && v == "1":
 			return false, "", nil
 		case errors.As(qerr, &me) && me.Number == errUnknownSystemVariable:
-			c.noInTrans = true
+			c.sess.noInTrans = true
 		case qerr != nil:
 			return c.unanswered(ctx, qerr, k)
 		default:
 			return true, "@@in_transaction is " + v, nil
 		}
 	}
-	if c.rbot == rbotUnknown {
+	if c.sess.rbot == rbotUnknown {
 		v, qerr := c.queryOne(ctx, askRbOnTimout)
 		if qerr != nil {
 			return c.unanswered(ctx, qerr, k)
 		}
 		switch autocommitKind(v) { // the same words: 0, 1, ON, OFF
 		case kACOn:
-			c.rbot = rbotOn
+			c.sess.rbot = rbotOn
 		case kACOff:
-			c.rbot = rbotOff
+			c.sess.rbot = rbotOff
 		default:
 			return true, "innodb_rollback_on_timeout is " + v, nil
 		}
 	}
-	if c.rbot == rbotOn {
+	if c.sess.rbot == rbotOn {
 		return true, "innodb_rollback_on_timeout is ON", nil
 	}
 	return false, "", nil

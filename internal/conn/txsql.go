@@ -336,6 +336,8 @@ func classifyOne(s string) stmt.Kind {
 	return k
 }
 
+// statement returns the kind of the statement l reads, from its first keyword
+// (keywords), or kPlain for a statement the table does not name.
 func (l *lexer) statement() stmt.Kind {
 	w := l.word()
 	if w == "" {
@@ -347,132 +349,202 @@ func (l *lexer) statement() stmt.Kind {
 		}
 		return kUnknown
 	}
+	kw, ok := lookup(keywords, w)
 	switch {
-	case is(w, "select"), is(w, "insert"), is(w, "update"), is(w, "delete"), is(w, "replace"),
-		is(w, "savepoint"):
+	case !ok:
+		if l.peek() == ':' && !strings.HasPrefix(l.s[l.i:], ":=") {
+			return kUnknown // a label: a compound statement
+		}
 		return kPlain
-	case is(w, "use"):
-		return kUse
-	case is(w, "begin"):
-		w = l.word()
-		if is(w, "work") {
-			w = l.word()
+	case kw.read != readNone:
+		return l.rest(kw.read)
+	case kw.next != nil:
+		if k, ok := lookup(kw.next, l.word()); ok {
+			return k
 		}
-		if w == "" && l.end() {
-			return kBegin
-		}
-		return kUnknown // BEGIN NOT ATOMIC: a MariaDB compound statement
-	case is(w, "start"):
-		switch w = l.word(); {
-		case is(w, "transaction"):
-			return kBegin
-		case is(w, "slave"), is(w, "replica"), is(w, "group_replication"), is(w, "all"):
-			return kMaybe
-		}
-		return kUnknown
-	case is(w, "commit"):
+	}
+	return kw.k
+}
+
+// A keyword is what a statement's first word tells of its kind: k, or with next the
+// kind its second word picks (k for any other), or with read the method that reads the
+// rest of the statement (rest).
+type keyword struct {
+	k    stmt.Kind
+	next map[string]stmt.Kind
+	read reader
+}
+
+// The readers of a keyword's rest: named, not func values, because an indirect call
+// would move every statement's lexer to the heap.
+type reader uint8
+
+const (
+	readNone reader = iota
+	readBegin
+	readCommit
+	readRollback
+	readSet
+	readFlush
+	readCreate
+	readMaintenance
+)
+
+// rest reads the rest of the statement with r.
+func (l *lexer) rest(r reader) stmt.Kind {
+	switch r {
+	case readBegin:
+		return l.begin()
+	case readCommit:
 		return l.clauses(kCommit)
-	case is(w, "rollback"):
-		save := l.i
-		w = l.word()
-		if is(w, "work") {
-			w = l.word()
-		}
-		if is(w, "to") {
-			return kPlain // ROLLBACK TO SAVEPOINT: the transaction stays open
-		}
-		l.i = save
-		return l.clauses(kRollback)
-	case is(w, "xa"):
-		switch w = l.word(); {
-		case is(w, "start"), is(w, "begin"):
-			return kXAStart
-		case is(w, "end"), is(w, "recover"):
-			return kPlain
-		case is(w, "prepare"):
-			return kXAPrepare
-		case is(w, "commit"):
-			return kXACommit
-		case is(w, "rollback"):
-			return kXARollback
-		}
-		return kUnknown
-	case is(w, "release"):
-		if is(l.word(), "savepoint") {
-			return kPlain
-		}
-		return kUnknown
-	case is(w, "set"):
-		k := l.set()
-		if k == kPlain {
-			k |= fSession // SET NAMES, SET @x, SET time_zone...: the session's own state
-		}
-		return k
-	case is(w, "lock"):
-		if w = l.word(); is(w, "table") || is(w, "tables") {
-			return kLockTables
-		}
-		return kLock
-	case is(w, "unlock"):
-		return kUnlock
-	case is(w, "flush"):
-		for t := l.token(); t != ""; t = l.token() {
-			if is(t, "lock") || is(t, "export") {
-				return kLock // FLUSH TABLES ... WITH READ LOCK | FOR EXPORT
-			}
-		}
-		return kImplicit
-	case is(w, "create"):
-		w = l.word()
-		if is(w, "or") && is(l.word(), "replace") {
-			w = l.word()
-		}
-		if is(w, "temporary") {
-			return kPlain | fSession | fTemp // CREATE TEMPORARY TABLE does not commit
-		}
-		return kImplicit
-	case is(w, "drop"):
-		switch w = l.word(); {
-		case is(w, "temporary"):
-			return kPlain | fSession
-		case is(w, "prepare"):
-			return kPlain
-		}
-		return kImplicit
-	case is(w, "alter"):
-		switch w = l.word(); {
-		case is(w, "table"), is(w, "online"), is(w, "ignore"), is(w, "sequence"),
-			is(w, "instance"), is(w, "resource"):
-			return kMaybe // MariaDB: not of a temporary table or sequence
-		}
-		return kImplicit
-	case is(w, "rename"), is(w, "grant"), is(w, "revoke"), is(w, "install"), is(w, "uninstall"):
-		return kImplicit
-	case is(w, "truncate"), is(w, "change"), is(w, "stop"), is(w, "reset"), is(w, "backup"),
-		is(w, "cache"), is(w, "import"):
-		return kMaybe
-	case is(w, "load"):
-		if is(l.word(), "index") {
-			return kMaybe
-		}
-		return kPlain // LOAD DATA | XML: a commit only on NDB
-	case is(w, "analyze"), is(w, "optimize"), is(w, "repair"), is(w, "check"):
-		w = l.word()
-		if is(w, "no_write_to_binlog") || is(w, "local") {
-			w = l.word()
-		}
-		if is(w, "table") || is(w, "tables") {
-			return kImplicit
-		}
-		return kPlain // MariaDB's ANALYZE SELECT, CHECK VIEW ...: not known to commit
-	case is(w, "call"), is(w, "execute"), is(w, "if"), is(w, "while"), is(w, "loop"),
-		is(w, "repeat"), is(w, "case"), is(w, "declare"), is(w, "for"):
-		return kUnknown
+	case readRollback:
+		return l.rollback()
+	case readSet:
+		return l.setStatement()
+	case readFlush:
+		return l.flush()
+	case readCreate:
+		return l.create()
+	case readMaintenance:
+		return l.maintenance()
 	}
-	if l.peek() == ':' && !strings.HasPrefix(l.s[l.i:], ":=") {
-		return kUnknown // a label: a compound statement
+	return kUnknown // readNone: not reached
+}
+
+// keywords is the statement table, by first keyword in lower case (lookup).
+var keywords = map[string]keyword{
+	"select": {k: kPlain}, "insert": {k: kPlain}, "update": {k: kPlain}, "delete": {k: kPlain},
+	"replace": {k: kPlain}, "savepoint": {k: kPlain},
+	"use":   {k: kUse},
+	"begin": {read: readBegin},
+	"start": {k: kUnknown, next: map[string]stmt.Kind{
+		"transaction": kBegin,
+		"slave":       kMaybe, "replica": kMaybe, "group_replication": kMaybe, "all": kMaybe,
+	}},
+	"commit":   {read: readCommit},
+	"rollback": {read: readRollback},
+	"xa": {k: kUnknown, next: map[string]stmt.Kind{
+		"start": kXAStart, "begin": kXAStart,
+		"end": kPlain, "recover": kPlain,
+		"prepare":  kXAPrepare,
+		"commit":   kXACommit,
+		"rollback": kXARollback,
+	}},
+	"release": {k: kUnknown, next: map[string]stmt.Kind{"savepoint": kPlain}},
+	"set":     {read: readSet},
+	"lock":    {k: kLock, next: map[string]stmt.Kind{"table": kLockTables, "tables": kLockTables}},
+	"unlock":  {k: kUnlock},
+	"flush":   {read: readFlush},
+	"create":  {read: readCreate},
+	"drop": {k: kImplicit, next: map[string]stmt.Kind{
+		"temporary": kPlain | fSession,
+		"prepare":   kPlain,
+	}},
+	"alter": {k: kImplicit, next: map[string]stmt.Kind{ // MariaDB: not of a temporary table or sequence
+		"table": kMaybe, "online": kMaybe, "ignore": kMaybe, "sequence": kMaybe,
+		"instance": kMaybe, "resource": kMaybe,
+	}},
+	"rename": {k: kImplicit}, "grant": {k: kImplicit}, "revoke": {k: kImplicit},
+	"install": {k: kImplicit}, "uninstall": {k: kImplicit},
+	"truncate": {k: kMaybe}, "change": {k: kMaybe}, "stop": {k: kMaybe}, "reset": {k: kMaybe},
+	"backup": {k: kMaybe}, "cache": {k: kMaybe}, "import": {k: kMaybe},
+	"load":    {k: kPlain, next: map[string]stmt.Kind{"index": kMaybe}}, // LOAD DATA | XML: a commit only on NDB
+	"analyze": {read: readMaintenance}, "optimize": {read: readMaintenance},
+	"repair": {read: readMaintenance}, "check": {read: readMaintenance},
+	"call": {k: kUnknown}, "execute": {k: kUnknown}, "if": {k: kUnknown}, "while": {k: kUnknown},
+	"loop": {k: kUnknown}, "repeat": {k: kUnknown}, "case": {k: kUnknown}, "declare": {k: kUnknown},
+	"for": {k: kUnknown},
+}
+
+// maxKeyword is the length of the longest word in keywords and their next tables.
+const maxKeyword = len("group_replication")
+
+// lookup returns m's entry for the word w in any ASCII case (as is compares), without
+// allocating: m's keys are lower case and at most maxKeyword bytes long.
+func lookup[V any](m map[string]V, w string) (V, bool) {
+	var b [maxKeyword]byte
+	if len(w) > len(b) {
+		var none V
+		return none, false
 	}
-	return kPlain
+	for i := 0; i < len(w); i++ {
+		c := w[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		b[i] = c
+	}
+	v, ok := m[string(b[:len(w)])]
+	return v, ok
+}
+
+// begin reads the rest of BEGIN [WORK].
+func (l *lexer) begin() stmt.Kind {
+	w := l.word()
+	if is(w, "work") {
+		w = l.word()
+	}
+	if w == "" && l.end() {
+		return kBegin
+	}
+	return kUnknown // BEGIN NOT ATOMIC: a MariaDB compound statement
+}
+
+// rollback reads the rest of ROLLBACK: ROLLBACK [WORK] TO SAVEPOINT, or its clauses.
+func (l *lexer) rollback() stmt.Kind {
+	save := l.i
+	w := l.word()
+	if is(w, "work") {
+		w = l.word()
+	}
+	if is(w, "to") {
+		return kPlain // ROLLBACK TO SAVEPOINT: the transaction stays open
+	}
+	l.i = save
+	return l.clauses(kRollback)
+}
+
+// setStatement reads the rest of SET.
+func (l *lexer) setStatement() stmt.Kind {
+	k := l.set()
+	if k == kPlain {
+		k |= fSession // SET NAMES, SET @x, SET time_zone...: the session's own state
+	}
+	return k
+}
+
+// flush reads the rest of FLUSH.
+func (l *lexer) flush() stmt.Kind {
+	for t := l.token(); t != ""; t = l.token() {
+		if is(t, "lock") || is(t, "export") {
+			return kLock // FLUSH TABLES ... WITH READ LOCK | FOR EXPORT
+		}
+	}
+	return kImplicit
+}
+
+// create reads the rest of CREATE [OR REPLACE].
+func (l *lexer) create() stmt.Kind {
+	w := l.word()
+	if is(w, "or") && is(l.word(), "replace") {
+		w = l.word()
+	}
+	if is(w, "temporary") {
+		return kPlain | fSession | fTemp // CREATE TEMPORARY TABLE does not commit
+	}
+	return kImplicit
+}
+
+// maintenance reads the rest of ANALYZE, OPTIMIZE, REPAIR and CHECK.
+func (l *lexer) maintenance() stmt.Kind {
+	w := l.word()
+	if is(w, "no_write_to_binlog") || is(w, "local") {
+		w = l.word()
+	}
+	if is(w, "table") || is(w, "tables") {
+		return kImplicit
+	}
+	return kPlain // MariaDB's ANALYZE SELECT, CHECK VIEW ...: not known to commit
 }
 
 // clauses reads the rest of COMMIT or ROLLBACK: [WORK] [AND [NO] CHAIN] [[NO] RELEASE].

@@ -352,3 +352,20 @@ func BenchmarkClassify(b *testing.B) {
 		})
 	}
 }
+
+// Every word of the keyword table can be found: lookup lowers at most maxKeyword bytes.
+func TestKeywords(t *testing.T) {
+	check := func(w string, found bool) {
+		if w != strings.ToLower(w) || len(w) > maxKeyword || !found {
+			t.Errorf("keyword %q: not lower case or longer than maxKeyword (%d)", w, maxKeyword)
+		}
+	}
+	for w, kw := range keywords {
+		_, ok := lookup(keywords, strings.ToUpper(w))
+		check(w, ok)
+		for n := range kw.next {
+			_, ok := lookup(kw.next, strings.ToUpper(n))
+			check(n, ok)
+		}
+	}
+}

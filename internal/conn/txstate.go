@@ -255,31 +255,42 @@ func (s *txState) verdict(k stmt.Kind) verdict {
 	}
 	c := k & kClass
 	open := s.txn != txnNone
-	var commits, rollsBack bool
-	switch c {
-	case kCommit, kXACommit, kBegin, kXAStart, kImplicit, kMaybe, kLockTables:
-		commits = true // explicitly, or implicitly (BEGIN commits an open transaction)
-	case kUnlock:
-		commits = s.locks
-	case kACOn:
-		commits = s.ac != acOn
-	case kRollback, kXARollback:
-		rollsBack = true
-	}
-	if open && commits {
+	if open && s.commits(c) {
 		return vCommit
 	}
+	if s.keeps(c, open) {
+		return vLost
+	}
+	return vEnded
+}
+
+// commits reports whether a statement of class c commits the open transaction,
+// explicitly or implicitly (BEGIN commits an open transaction).
+func (s *txState) commits(c stmt.Kind) bool {
+	switch c {
+	case kCommit, kXACommit, kBegin, kXAStart, kImplicit, kMaybe, kLockTables:
+		return true
+	case kUnlock:
+		return s.locks
+	case kACOn:
+		return s.ac != acOn
+	}
+	return false
+}
+
+// keeps reports whether something s holds outlives a statement of class c that did not
+// commit (open: a transaction is or may be open): a transaction it does not roll back,
+// locks it neither releases nor replaces, pending characteristics no transaction used or
+// ended, an autocommit or completion_type it does not set.
+func (s *txState) keeps(c stmt.Kind, open bool) bool {
+	rollsBack := c == kRollback || c == kXARollback
 	begins := c == kBegin || c == kXAStart
 	ends := c == kCommit || c == kRollback || c == kXACommit || c == kXARollback
-	kept := open && !rollsBack ||
+	return open && !rollsBack ||
 		s.locks && c != kUnlock && c != kLockTables && !begins ||
 		s.pending && !ends && !begins ||
 		s.ac == acUnknown && c != kACOn && c != kACOff ||
 		s.ct == ctUnknown && (c < kCTNoChain || c > kCTUnknown)
-	if kept {
-		return vLost
-	}
-	return vEnded
 }
 
 // verdictBatch is verdict for a multi-statement query, which may have failed at any of

@@ -36,7 +36,7 @@ func (c *Conn) ran(k stmt.Kind, q string) {
 
 func (c *Conn) ran1(k stmt.Kind, s string) (release bool) {
 	if k&fTemp != 0 {
-		c.temp = true // its reads stay on this session (route)
+		c.sess.temp = true // its reads stay on this session (route)
 	}
 	if k == kUse {
 		if db, ok := parseUse(skipLead(s)); ok {
@@ -112,7 +112,7 @@ func (c *Conn) settle(ctx context.Context, place cluster.Place) error {
 	if c.rows > 0 || !c.st.resolvable() || place == cluster.PlaceActive && !c.cl.FallBackDue() {
 		return nil
 	}
-	if c.mute || c.noInTrans && c.st.ac != acUnknown && c.st.ct != ctUnknown {
+	if c.sess.mute || c.sess.noInTrans && c.st.ac != acUnknown && c.st.ct != ctUnknown {
 		return nil // this session's server cannot tell
 	}
 	return c.resolve(ctx)
@@ -139,13 +139,13 @@ const errUnknownSystemVariable = 1193
 // session is not asked again.
 func (c *Conn) resolve(ctx context.Context) error {
 	q := askAll
-	if c.noInTrans {
+	if c.sess.noInTrans {
 		q = askNoInTrx
 	}
 	vals, err := c.queryRow(ctx, q, 3)
 	var me *mysql.MySQLError
 	if q == askAll && errors.As(err, &me) && me.Number == errUnknownSystemVariable {
-		c.noInTrans = true
+		c.sess.noInTrans = true
 		if c.st.ac != acUnknown && c.st.ct != ctUnknown {
 			return nil
 		}
@@ -154,7 +154,7 @@ func (c *Conn) resolve(ctx context.Context) error {
 	if err != nil {
 		switch cluster.Classify(ctx, err) {
 		case cluster.Data:
-			c.mute = true
+			c.sess.mute = true
 			return nil
 		case cluster.Canceled:
 			_, out := c.fail(ctx, c.epoch, err, stmt.NoRetry, kPlain)
