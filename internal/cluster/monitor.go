@@ -431,154 +431,242 @@ func (c *Cluster) probe(ctx context.Context, id int) {
 	defer c.replicasChanged() // health, role and lag are what the replica set is made of
 	h := c.topo().host(id)
 	start := c.env.Clock.Now()
+	b := c.probeBudget(h, start)
+	r := c.probeConn(ctx, id, h, b)
+	if ctx.Err() != nil {
+		return // Close: not the host's doing
+	}
+	if nr := Refusal(r.err); nr != nil && !r.timedOut {
+		// The server refused the probe's session or query (offline_mode's 3032 to a user
+		// without CONNECTION_ADMIN, Galera's 1047): it is up, and not ready.
+		c.NoteRefusal(id, nr)
+		r.err = nil
+	}
+	now := c.env.Clock.Now()
+	if r.err != nil {
+		c.probeFailed(h, start, now, r)
+		return
+	}
+	if r.st != nil {
+		c.noteState(id, *r.st)
+	}
+	c.probePassed(h, start, now, r.rtt)
+}
+
+// probeBounds is what one probe of a host may wait, read at its start (probeBudget).
+type probeBounds struct {
+	suspect bool          // a run of failed probes is under way
+	repeat  bool          // it repeats a probe whose timeout fired late (this process paused)
+	rto     time.Duration // the host's probe timeout
+	wait    time.Duration // how long the round trip waits (hostProbeTimeout, runLeft)
+	runLeft time.Duration // what the run of failed probes has left of FailoverDelay (-1: no run)
+	typical time.Duration // the host's typical connect time
+}
+
+// probeBudget reads h's bounds for a probe that starts at start.
+func (c *Cluster) probeBudget(h *hostState, start time.Time) probeBounds {
 	h.mu.Lock()
-	suspect := !h.failSince.IsZero()
-	repeat := h.rto.paused // it repeats a probe whose timeout fired late (this process paused)
-	rto, wait := c.hostProbeTimeout(h)
+	defer h.mu.Unlock()
+	b := probeBounds{suspect: !h.failSince.IsZero(), repeat: h.rto.paused, runLeft: -1, typical: h.typical}
+	b.rto, b.wait = c.hostProbeTimeout(h)
 	// Within a run of failed probes, a probe (its round trip, or the opening of its
 	// connection) waits no longer than the run needs to reach FailoverDelay, and at least
 	// DefaultProbeMargin: the doubling alone would overshoot (225, 450, 900 ms waits for
 	// a 500 ms delay). The first probe of a run keeps its whole wait, stall included: it
 	// is the one that tells a host that answers late from one that does not answer.
-	runLeft := time.Duration(-1)
-	if suspect && !h.down {
-		runLeft = max(h.failSince.Add(c.cfg.FailoverDelay).Sub(start), DefaultProbeMargin)
-		wait = min(wait, runLeft)
+	if b.suspect && !h.down {
+		b.runLeft = max(h.failSince.Add(c.cfg.FailoverDelay).Sub(start), DefaultProbeMargin)
+		b.wait = min(b.wait, b.runLeft)
 	}
-	typical := h.typical
-	h.mu.Unlock()
+	return b
+}
+
+// probeResult is what one probe found. Its fields carry over from one try of the probe
+// to the next (probeConn).
+type probeResult struct {
+	err      error
+	st       *State        // what the probe read of the server's state (nil: SELECT 1)
+	rtt      time.Duration // the round trip
+	late     time.Duration // how far past its bound a timed-out step returned
+	timedOut bool
+}
+
+// probeConn runs the probe's round trip on host id's probe connection, opened first when
+// there is none, and once more on a new connection when a kept one broke without a
+// timeout (see probe).
+func (c *Cluster) probeConn(ctx context.Context, id int, h *hostState, b probeBounds) (r probeResult) {
 	conn := c.probes.take(id)
-	var err error
-	var st *State               // what the probe read of the server's state (nil: SELECT 1)
-	var rtt, late time.Duration // late: how far past its bound a timed-out step returned
-	var timedOut bool
 	for again := conn != nil; ; again = false {
 		if conn == nil {
-			bound := min(max(rto, DefaultCheckFactor*typical), c.probeCeiling())
-			what := "the host's probe timeout, the host failing its probes"
-			if runLeft >= 0 && runLeft < bound {
-				bound, what = runLeft, "what its run of failed probes has left of failoverDelay"
-			}
-			switch {
-			case !suspect && repeat:
-				// The connection was closed by the late timeout: a frozen host accepts
-				// the new one and never greets, and must not cost hostTimeout.
-				bound, what = min(max(c.cfg.HostTimeout, c.probeTimeout()), max(bound, wait)), "the probe's wait, repeating a probe whose timeout fired late"
-			case !suspect:
-				bound, what = max(c.cfg.HostTimeout, c.probeTimeout()), "hostTimeout"
-			}
-			dctx, cancel := withBudget(ctx, bound)
-			dialStart := c.env.Clock.Now()
-			conn, err = c.env.Dial(dctx, id)
-			if err == nil {
-				h.noteConnectTime(c.env.Clock.Now().Sub(dialStart))
-			}
-			if err != nil {
-				if dctx.Err() != nil && ctx.Err() == nil {
-					timedOut, late = true, c.env.Clock.Now().Sub(dialStart)-bound
-					err = fmt.Errorf("probe connection not opened within %v (%s): %w", bound, what, err)
-				} else {
-					err = describeDialError(err)
-				}
-			}
-			cancel()
-			if fullHost(err) {
+			conn = c.probeDial(ctx, id, h, b, &r)
+			if fullHost(r.err) {
 				// The server answered that it takes no more connections: it is up and
 				// its sessions work (a full host is not a down host). The probe
 				// connection is opened again next round.
-				err = nil
-				break
+				r.err = nil
+				return r
 			}
-			if err != nil {
-				break
+			if r.err != nil {
+				return r
 			}
 		}
-		rtStart := c.env.Clock.Now()
-		st, timedOut, err = c.roundTrip(ctx, conn, wait, rto)
-		rtt = c.env.Clock.Now().Sub(rtStart)
-		if timedOut {
-			late = rtt - wait
+		if c.probeRoundTrip(ctx, id, h, conn, b, &r) {
+			return r
 		}
-		if err == nil {
-			if c.cfg.ReplicaReads && st != nil && st.Kind == KindGalera {
-				c.noteGaleraLag(h, id == c.Active(), st.Galera) // the cluster's own counter: no replica status
-			} else if c.cfg.ReplicaReads && id == c.Active() {
-				c.noteLag(h, LagUnknown, "the pool's writer: not read") // no lag left from its replica days
-			} else if c.cfg.ReplicaReads && !c.probeLag(ctx, conn, h, wait) {
-				_ = conn.Close() // broke while its lag was read: reopened next round
-				break
-			}
-			c.probes.put(id, conn)
-			break
-		}
-		_ = conn.Close()
 		conn = nil
-		if !again || timedOut || Classify(ctx, err) != Communication {
-			break
+		if !again || r.timedOut || Classify(ctx, r.err) != Communication {
+			return r
 		}
 	}
-	if ctx.Err() != nil {
-		return // Close: not the host's doing
+}
+
+// probeDialBound is how long a probe's opening of its connection waits, and why (see
+// probe).
+func (c *Cluster) probeDialBound(b probeBounds) (bound time.Duration, what string) {
+	bound = min(max(b.rto, DefaultCheckFactor*b.typical), c.probeCeiling())
+	what = "the host's probe timeout, the host failing its probes"
+	if b.runLeft >= 0 && b.runLeft < bound {
+		bound, what = b.runLeft, "what its run of failed probes has left of failoverDelay"
 	}
-	if nr := Refusal(err); nr != nil && !timedOut {
-		// The server refused the probe's session or query (offline_mode's 3032 to a user
-		// without CONNECTION_ADMIN, Galera's 1047): it is up, and not ready.
-		c.NoteRefusal(id, nr)
-		err = nil
+	switch {
+	case !b.suspect && b.repeat:
+		// The connection was closed by the late timeout: a frozen host accepts
+		// the new one and never greets, and must not cost hostTimeout.
+		bound, what = min(max(c.cfg.HostTimeout, c.probeTimeout()), max(bound, b.wait)), "the probe's wait, repeating a probe whose timeout fired late"
+	case !b.suspect:
+		bound, what = max(c.cfg.HostTimeout, c.probeTimeout()), "hostTimeout"
 	}
-	now := c.env.Clock.Now()
+	return bound, what
+}
+
+// probeDial opens host id's probe connection within probeDialBound, and records its
+// error, and whether and how late it timed out, in r.
+func (c *Cluster) probeDial(ctx context.Context, id int, h *hostState, b probeBounds, r *probeResult) driver.Conn {
+	bound, what := c.probeDialBound(b)
+	dctx, cancel := withBudget(ctx, bound)
+	defer cancel()
+	dialStart := c.env.Clock.Now()
+	conn, err := c.env.Dial(dctx, id)
+	if err == nil {
+		h.noteConnectTime(c.env.Clock.Now().Sub(dialStart))
+	}
 	if err != nil {
-		err = NotBadConn(err, "probe failed")
-		h.mu.Lock()
-		if timedOut && late > DefaultMaxLocalPause && !h.rto.paused && !h.down {
-			// The timeout fired more than DefaultMaxLocalPause late: this process did
-			// not run meanwhile (an overloaded machine, a stop of the world), and the
-			// answer may be waiting unread. Once in a row, the probe says nothing of the
-			// host: it is repeated at once, as Cassandra's failure detector ignores the
-			// intervals of its own pauses.
-			h.rto.paused = true
-			h.again = true
-			h.mu.Unlock()
-			return
+		if dctx.Err() != nil && ctx.Err() == nil {
+			r.timedOut, r.late = true, c.env.Clock.Now().Sub(dialStart)-bound
+			err = fmt.Errorf("probe connection not opened within %v (%s): %w", bound, what, err)
+		} else {
+			err = describeDialError(err)
 		}
-		h.rto.paused = false
-		if h.failSince.IsZero() {
-			h.failSince = start
-		}
-		h.okSince = time.Time{}
-		down := now.Sub(h.failSince) >= c.cfg.FailoverDelay
-		if timedOut {
-			h.rto.timedOut() // Karn's rule: no sample; the next timeout doubles
-			if !down && !h.down {
-				h.again = true // TCP's retransmission: at once, not a period later
-			}
-		}
-		h.mu.Unlock()
-		c.emit(failover.Event{Kind: failover.EventProbe, Host: h.addr, Err: err})
-		s := failover.HostSuspect
-		if down {
-			s = failover.HostDown
-		}
-		h.mu.Lock()
-		if h.state == failover.HostDown {
-			// A failed attempt said down already: a failing probe confirms it and does
-			// not take it back to suspect (down, suspect, down would flap).
-			s = failover.HostDown
-		}
-		if down && !h.down && c.cfg.ReplicaReads {
-			// Replica sessions may be on it: decide aborts them, so that reads in
-			// flight there fail at once and run again on another replica.
-			h.abortDue = true
-		}
-		h.down = h.down || down
-		changed := h.setState(s, err, c.env.Clock.Now())
-		h.mu.Unlock()
-		c.reportState(h, changed, s, err)
+	}
+	r.err = err
+	return conn
+}
+
+// probeRoundTrip runs the probe's round trip on conn and records it in r; when it
+// passed, it reads the host's lag (probeMeasure) and keeps conn for the next probe. It
+// reports whether the probe is over; when not, conn is closed and the probe may open a
+// new one.
+func (c *Cluster) probeRoundTrip(ctx context.Context, id int, h *hostState, conn driver.Conn, b probeBounds, r *probeResult) (over bool) {
+	rtStart := c.env.Clock.Now()
+	r.st, r.timedOut, r.err = c.roundTrip(ctx, conn, b.wait, b.rto)
+	r.rtt = c.env.Clock.Now().Sub(rtStart)
+	if r.timedOut {
+		r.late = r.rtt - b.wait
+	}
+	if r.err != nil {
+		_ = conn.Close()
+		return false
+	}
+	if !c.probeMeasure(ctx, id, h, conn, r.st, b.wait) {
+		_ = conn.Close() // broke while its lag was read: reopened next round
+		return true
+	}
+	c.probes.put(id, conn)
+	return true
+}
+
+// probeMeasure records host id's replica lag, with replica reads, after a passed round
+// trip that read st: Galera's own counter, none for the pool's writer, or the replica
+// status read on conn within wait (probeLag). It reports false when conn broke meanwhile.
+func (c *Cluster) probeMeasure(ctx context.Context, id int, h *hostState, conn driver.Conn, st *State, wait time.Duration) bool {
+	switch {
+	case !c.cfg.ReplicaReads:
+	case st != nil && st.Kind == KindGalera:
+		c.noteGaleraLag(h, id == c.Active(), st.Galera) // the cluster's own counter: no replica status
+	case id == c.Active():
+		c.noteLag(h, LagUnknown, "the pool's writer: not read") // no lag left from its replica days
+	default:
+		return c.probeLag(ctx, conn, h, wait)
+	}
+	return true
+}
+
+// probeFailed records a failed probe of h that started at start and ended at now: unless
+// it was a pause of this process (localPause), a step of the run of failed probes, and
+// the host's transition to suspect or down.
+func (c *Cluster) probeFailed(h *hostState, start, now time.Time, r probeResult) {
+	err := NotBadConn(r.err, "probe failed")
+	down, paused := c.failRun(h, start, now, r)
+	if paused {
 		return
 	}
-	if st != nil {
-		c.noteState(id, *st)
+	c.emit(failover.Event{Kind: failover.EventProbe, Host: h.addr, Err: err})
+	s := failover.HostSuspect
+	if down {
+		s = failover.HostDown
 	}
+	h.mu.Lock()
+	if h.state == failover.HostDown {
+		// A failed attempt said down already: a failing probe confirms it and does
+		// not take it back to suspect (down, suspect, down would flap).
+		s = failover.HostDown
+	}
+	if down && !h.down && c.cfg.ReplicaReads {
+		// Replica sessions may be on it: decide aborts them, so that reads in
+		// flight there fail at once and run again on another replica.
+		h.abortDue = true
+	}
+	h.down = h.down || down
+	changed := h.setState(s, err, c.env.Clock.Now())
+	h.mu.Unlock()
+	c.reportState(h, changed, s, err)
+}
+
+// failRun records a failed probe r of h in its run of failed probes and its estimator,
+// and reports whether the run has lasted FailoverDelay (down), or the probe says nothing
+// of the host because this process paused (paused: it is repeated at once).
+func (c *Cluster) failRun(h *hostState, start, now time.Time, r probeResult) (down, paused bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if r.timedOut && r.late > DefaultMaxLocalPause && !h.rto.paused && !h.down {
+		// The timeout fired more than DefaultMaxLocalPause late: this process did
+		// not run meanwhile (an overloaded machine, a stop of the world), and the
+		// answer may be waiting unread. Once in a row, the probe says nothing of the
+		// host: it is repeated at once, as Cassandra's failure detector ignores the
+		// intervals of its own pauses.
+		h.rto.paused = true
+		h.again = true
+		return false, true
+	}
+	h.rto.paused = false
+	if h.failSince.IsZero() {
+		h.failSince = start
+	}
+	h.okSince = time.Time{}
+	down = now.Sub(h.failSince) >= c.cfg.FailoverDelay
+	if r.timedOut {
+		h.rto.timedOut() // Karn's rule: no sample; the next timeout doubles
+		if !down && !h.down {
+			h.again = true // TCP's retransmission: at once, not a period later
+		}
+	}
+	return down, false
+}
+
+// probePassed records a passed probe of h that started at start and ended at now, with
+// round trip rtt: a step of its run of passed probes, a sample of its estimator, and the
+// host up, out of backoff.
+func (c *Cluster) probePassed(h *hostState, start, now time.Time, rtt time.Duration) {
 	h.mu.Lock()
 	switch {
 	case h.unfitLocked():
