@@ -787,62 +787,84 @@ func (c *Cluster) decideAt(pos *position) {
 	a := pos.active
 	ha := t.host(a)
 	if c.env.Abort != nil {
-		// Hosts the probes declared down after a walk had moved the pool off them: their
-		// connections are closed as if the monitor had moved the pool (once).
-		for _, id := range t.list {
-			if id == a {
-				continue
-			}
-			h := t.hosts[id]
-			h.mu.Lock()
-			due, cause := h.down && h.abortDue, h.lastErr
-			if h.down {
-				h.abortDue = false
-			}
-			h.mu.Unlock()
-			if due {
-				c.abortHost(id, h, cause)
-			}
-		}
+		c.abortLeft(t, a)
 	}
 	if v := ha.health(); v.down || v.unfit || !t.member[a] {
-		target := -1
-		for _, id := range c.order(t, plan{start: c.next(t, a), failed: a}, 0, nil, nil) {
-			if id != a && c.healthy(t.hosts[id], now, 0) {
-				target = id
-				break
-			}
-		}
-		if target < 0 {
-			return // nowhere better to go: stay, keep probing
-		}
-		ha.mu.Lock()
-		cause, role := ha.lastErr, ha.role
-		if nr := ha.notReady; nr != nil && !ha.down {
-			cause = nr
-		}
-		ha.mu.Unlock()
-		if cause == nil {
-			cause = &RoleError{Role: role, Wanted: c.Target()}
-		}
-		if !c.moveFrom(pos, func(p *position) {
-			p.active, p.lastResort = target, false
-			if !p.t.isHome(target) {
-				c.restartClocks(p, false)
-			}
-			p.failovers++
-		}) {
-			return
-		}
-		c.emit(failover.Event{Kind: failover.EventSwitch, Host: t.hosts[target].addr, From: ha.addr, Err: cause})
-		if ha.health().down && c.env.Abort != nil {
-			c.abortHost(a, ha, cause)
-		}
+		c.leaveActive(pos, now)
 		return
 	}
 	if c.Home(a) {
 		return
 	}
+	c.returnHome(pos, now)
+}
+
+// abortLeft closes the connections to the hosts of t but a, the active one, that the
+// probes declared down after a walk had moved the pool off them, as if the monitor had
+// moved the pool (once).
+func (c *Cluster) abortLeft(t *topo, a int) {
+	for _, id := range t.list {
+		if id == a {
+			continue
+		}
+		h := t.hosts[id]
+		h.mu.Lock()
+		due, cause := h.down && h.abortDue, h.lastErr
+		if h.down {
+			h.abortDue = false
+		}
+		h.mu.Unlock()
+		if due {
+			c.abortHost(id, h, cause)
+		}
+	}
+}
+
+// leaveActive moves the pool at pos off its active host, which the probes declared down
+// or which does not qualify, to the first host of the plan whose last probe passed, and
+// closes the old host's connections when it is down; with no such host the pool stays.
+func (c *Cluster) leaveActive(pos *position, now time.Time) {
+	t, a := pos.t, pos.active
+	ha := t.host(a)
+	target := -1
+	for _, id := range c.order(t, plan{start: c.next(t, a), failed: a}, 0, nil, nil) {
+		if id != a && c.healthy(t.hosts[id], now, 0) {
+			target = id
+			break
+		}
+	}
+	if target < 0 {
+		return // nowhere better to go: stay, keep probing
+	}
+	ha.mu.Lock()
+	cause, role := ha.lastErr, ha.role
+	if nr := ha.notReady; nr != nil && !ha.down {
+		cause = nr
+	}
+	ha.mu.Unlock()
+	if cause == nil {
+		cause = &RoleError{Role: role, Wanted: c.Target()}
+	}
+	if !c.moveFrom(pos, func(p *position) {
+		p.active, p.lastResort = target, false
+		if !p.t.isHome(target) {
+			c.restartClocks(p, false)
+		}
+		p.failovers++
+	}) {
+		return
+	}
+	c.emit(failover.Event{Kind: failover.EventSwitch, Host: t.hosts[target].addr, From: ha.addr, Err: cause})
+	if ha.health().down && c.env.Abort != nil {
+		c.abortHost(a, ha, cause)
+	}
+}
+
+// returnHome moves the pool at pos, away from home, back to the first home host of the
+// plan whose probes have passed for SwitchBackDelay.
+func (c *Cluster) returnHome(pos *position, now time.Time) {
+	t, a := pos.t, pos.active
+	ha := t.host(a)
 	for _, id := range c.order(t, plan{start: t.primary, failed: -1}, 0, nil, nil) {
 		if id == a || !t.isHome(id) || !c.healthy(t.hosts[id], now, c.cfg.SwitchBackDelay) {
 			continue
