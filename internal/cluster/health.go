@@ -2,8 +2,9 @@ package cluster
 
 // Each host's health: what the Cluster knows of one host (its backoff after failed
 // attempts, what the probes found, its role, how long its handshakes take), how attempts
-// and role checks change it, and the Stats built from it. The probes' side of it is in
-// monitor.go, the same-host check's in verdict.go.
+// and role checks change it, and the Stats built from it. What the probes decide is the
+// monitor's own record of the host (monitorHost, monitorhost.go), the same-host check's
+// in verdict.go.
 
 import (
 	"sync"
@@ -38,27 +39,24 @@ type hostState struct {
 	// mu guards the rest. What one attempt, probe or role check learns changes several
 	// fields at once (a failed attempt: fails, retryAt, failing, state, lastErr), and the
 	// walk reads them together (health).
-	mu        sync.Mutex
-	typical   time.Duration  // smoothed duration of its successful attempts (DefaultConnectTimeSmoothing)
-	role      failover.Role  // what the last check found
-	unfit     bool           // the last check found a role the target does not accept
-	notReady  *NotReadyError // the server said it is not ready (ready.go); nil: ready, or not read
-	galera    GaleraState    // its place in its Galera cluster, as last read (ready.go)
-	galeraAt  time.Time      // when galera was read (zero: never)
-	retryAt   int64          // backoff: clock time (UnixNano) before which joining walks skip it
-	failing   bool           // its last attempt failed
-	fails     int            // consecutive failed attempts: the backoff exponent
-	down      bool           // probes declared it down (probing on): walks skip it
-	state     failover.HostState
-	lastErr   error
-	changed   time.Time // last change of state
-	probeLat  time.Duration
-	rto       rtoEstimator // its probe round trips, the bound of its next probe (rto.go)
-	failSince time.Time    // first of the current run of failed probes (zero: last probe passed)
-	okSince   time.Time    // first of the current run of passed probes (zero: last probe failed)
-	abortDue  bool         // a walk moved the pool off it after a failure: abort it if probes declare it down
-	again     bool         // its last probe timed out before it was declared down, or inconclusively: the next at once
-	check     *check       // the same-host check in progress after a session ended (Recover)
+	mu       sync.Mutex
+	typical  time.Duration  // smoothed duration of its successful attempts (DefaultConnectTimeSmoothing)
+	role     failover.Role  // what the last check found
+	unfit    bool           // the last check found a role the target does not accept
+	notReady *NotReadyError // the server said it is not ready (ready.go); nil: ready, or not read
+	galera   GaleraState    // its place in its Galera cluster, as last read (ready.go)
+	galeraAt time.Time      // when galera was read (zero: never)
+	retryAt  int64          // backoff: clock time (UnixNano) before which joining walks skip it
+	failing  bool           // its last attempt failed
+	fails    int            // consecutive failed attempts: the backoff exponent
+	state    failover.HostState
+	lastErr  error
+	changed  time.Time // last change of state
+	check    *check    // the same-host check in progress after a session ended (Recover)
+
+	// mon is what the monitor knows of it (monitorhost.go), under a lock of its own,
+	// taken after mu when both are held.
+	mon monitorHost
 
 	// Replica reads (replicas.go): its lag as its last probe read it (-1: unknown,
 	// lagWhy says why), whether its server wants SHOW SLAVE STATUS, and why it serves no
@@ -91,18 +89,9 @@ type health struct {
 func (h *hostState) health() health {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return health{role: h.role, unfit: h.unfitLocked(), notReady: h.notReady != nil, down: h.down, failing: h.failing,
-		probeFailing: !h.failSince.IsZero(), retryAt: h.retryAt, typical: h.typical}
-}
-
-// takeAgain reports whether h's last probe asked for the next one at once (see again)
-// and clears it.
-func (h *hostState) takeAgain() bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	a := h.again
-	h.again = false
-	return a
+	down, suspect := h.mon.status()
+	return health{role: h.role, unfit: h.unfitLocked(), notReady: h.notReady != nil, down: down, failing: h.failing,
+		probeFailing: suspect, retryAt: h.retryAt, typical: h.typical}
 }
 
 // isUnfit reports whether h must not be used now: its role does not qualify for the
@@ -179,7 +168,7 @@ func (c *Cluster) attemptSucceeded(h *hostState) {
 	now := c.env.Clock.Now()
 	h.mu.Lock()
 	h.fails, h.retryAt, h.failing = 0, 0, false
-	changed := !h.down && h.setState(failover.HostUp, nil, now)
+	changed := !h.mon.isDown() && h.setState(failover.HostUp, nil, now)
 	h.mu.Unlock()
 	c.reportState(h, changed, failover.HostUp, nil)
 }
@@ -217,9 +206,9 @@ func (c *Cluster) Stats() failover.Stats {
 		h := t.hosts[id]
 		h.mu.Lock()
 		hs := failover.HostStats{Addr: h.addr, DC: h.dc, State: h.state, LastError: h.lastErr, Changed: h.changed,
-			ProbeLatency: h.probeLat, Role: h.role, OpenConns: -1}
+			ProbeLatency: h.mon.latency(), Role: h.role, OpenConns: -1}
 		if c.cfg.CheckInterval > 0 {
-			_, hs.ProbeTimeout = c.hostProbeTimeout(h)
+			_, hs.ProbeTimeout = c.probeTimeouts(&h.mon)
 		}
 		hs.ReplicaLag = h.lag
 		if c.cfg.ReplicaReads {

@@ -199,7 +199,7 @@ func (c *Cluster) monitor(ctx context.Context) {
 			delete(running, id)
 			c.monitorProbes.Add(-1)
 			probed = true
-			if h := c.topo().host(id); h != nil && h.takeAgain() {
+			if h := c.topo().host(id); h != nil && h.mon.takeAgain() {
 				delete(started, id) // at once
 			}
 		}
@@ -309,19 +309,26 @@ func (c *Cluster) probeCeiling() time.Duration {
 	return max(DefaultMaxProbeTimeout, c.probeTimeout())
 }
 
-// hostProbeTimeout returns h's probe timeout from its estimator, rto (see rto.go), and
-// how long its next probe round trip waits for an answer: DefaultProbePatience times
+// hostProbeTimeout returns a host's probe timeout from its estimator, rto (see rto.go),
+// and how long its next probe round trip waits for an answer: DefaultProbePatience times
 // rto, or its stall wait (rtoEstimator.stallWait: SRTT + DefaultMaxStall +
 // DefaultStallMargin) when that is longer, at most the ceiling; or rto alone once the
-// probes have declared h down (its probes then only watch for its return). It is called
-// with h.mu held.
-func (c *Cluster) hostProbeTimeout(h *hostState) (rto, wait time.Duration) {
-	rto = h.rto.timeout(c.probeTimeout(), c.probeCeiling())
-	if h.down {
+// probes have declared the host down (its probes then only watch for its return). m is
+// the host's monitor record; it is called with m.mu held.
+func (c *Cluster) hostProbeTimeout(m *monitorHost) (rto, wait time.Duration) {
+	rto = m.rto.timeout(c.probeTimeout(), c.probeCeiling())
+	if m.down {
 		return rto, rto
 	}
-	wait = max(DefaultProbePatience*rto, h.rto.stallWait())
+	wait = max(DefaultProbePatience*rto, m.rto.stallWait())
 	return rto, min(wait, max(c.probeCeiling(), rto))
+}
+
+// probeTimeouts is hostProbeTimeout, taking m's lock.
+func (c *Cluster) probeTimeouts(m *monitorHost) (rto, wait time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return c.hostProbeTimeout(m)
 }
 
 // Check runs one monitor round: it polls the HostListProvider (a failing or invalid
@@ -465,17 +472,19 @@ type probeBounds struct {
 
 // probeBudget reads h's bounds for a probe that starts at start.
 func (c *Cluster) probeBudget(h *hostState, start time.Time) probeBounds {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	b := probeBounds{suspect: !h.failSince.IsZero(), repeat: h.rto.paused, runLeft: -1, typical: h.typical}
-	b.rto, b.wait = c.hostProbeTimeout(h)
+	typical := h.health().typical
+	m := &h.mon
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	b := probeBounds{suspect: !m.failSince.IsZero(), repeat: m.rto.paused, runLeft: -1, typical: typical}
+	b.rto, b.wait = c.hostProbeTimeout(m)
 	// Within a run of failed probes, a probe (its round trip, or the opening of its
 	// connection) waits no longer than the run needs to reach FailoverDelay, and at least
 	// DefaultProbeMargin: the doubling alone would overshoot (225, 450, 900 ms waits for
 	// a 500 ms delay). The first probe of a run keeps its whole wait, stall included: it
 	// is the one that tells a host that answers late from one that does not answer.
-	if b.suspect && !h.down {
-		b.runLeft = max(h.failSince.Add(c.cfg.FailoverDelay).Sub(start), DefaultProbeMargin)
+	if b.suspect && !m.down {
+		b.runLeft = max(m.failSince.Add(c.cfg.FailoverDelay).Sub(start), DefaultProbeMargin)
 		b.wait = min(b.wait, b.runLeft)
 	}
 	return b
@@ -602,11 +611,11 @@ func (c *Cluster) probeMeasure(ctx context.Context, id int, h *hostState, conn d
 }
 
 // probeFailed records a failed probe of h that started at start and ended at now: unless
-// it was a pause of this process (localPause), a step of the run of failed probes, and
-// the host's transition to suspect or down.
+// it was a pause of this process (see monitorHost.failed), a step of the run of failed
+// probes, and the host's transition to suspect or down.
 func (c *Cluster) probeFailed(h *hostState, start, now time.Time, r probeResult) {
 	err := NotBadConn(r.err, "probe failed")
-	down, paused := c.failRun(h, start, now, r)
+	down, paused := h.mon.failed(start, now, c.cfg.FailoverDelay, r.timedOut, r.late)
 	if paused {
 		return
 	}
@@ -621,67 +630,21 @@ func (c *Cluster) probeFailed(h *hostState, start, now time.Time, r probeResult)
 		// not take it back to suspect (down, suspect, down would flap).
 		s = failover.HostDown
 	}
-	if down && !h.down && c.cfg.ReplicaReads {
-		// Replica sessions may be on it: decide aborts them, so that reads in
-		// flight there fail at once and run again on another replica.
-		h.abortDue = true
-	}
-	h.down = h.down || down
+	// Replica sessions may be on a host declared down now: decide aborts them, so that
+	// reads in flight there fail at once and run again on another replica.
+	h.mon.declare(down, c.cfg.ReplicaReads)
 	changed := h.setState(s, err, c.env.Clock.Now())
 	h.mu.Unlock()
 	c.reportState(h, changed, s, err)
 }
 
-// failRun records a failed probe r of h in its run of failed probes and its estimator,
-// and reports whether the run has lasted FailoverDelay (down), or the probe says nothing
-// of the host because this process paused (paused: it is repeated at once).
-func (c *Cluster) failRun(h *hostState, start, now time.Time, r probeResult) (down, paused bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if r.timedOut && r.late > DefaultMaxLocalPause && !h.rto.paused && !h.down {
-		// The timeout fired more than DefaultMaxLocalPause late: this process did
-		// not run meanwhile (an overloaded machine, a stop of the world), and the
-		// answer may be waiting unread. Once in a row, the probe says nothing of the
-		// host: it is repeated at once, as Cassandra's failure detector ignores the
-		// intervals of its own pauses.
-		h.rto.paused = true
-		h.again = true
-		return false, true
-	}
-	h.rto.paused = false
-	if h.failSince.IsZero() {
-		h.failSince = start
-	}
-	h.okSince = time.Time{}
-	down = now.Sub(h.failSince) >= c.cfg.FailoverDelay
-	if r.timedOut {
-		h.rto.timedOut() // Karn's rule: no sample; the next timeout doubles
-		if !down && !h.down {
-			h.again = true // TCP's retransmission: at once, not a period later
-		}
-	}
-	return down, false
-}
-
 // probePassed records a passed probe of h that started at start and ended at now, with
-// round trip rtt: a step of its run of passed probes, a sample of its estimator, and the
-// host up, out of backoff.
+// round trip rtt: in the monitor's record (monitorHost.passed), and the host up, out of
+// backoff.
 func (c *Cluster) probePassed(h *hostState, start, now time.Time, rtt time.Duration) {
 	h.mu.Lock()
-	switch {
-	case h.unfitLocked():
-		// Up, but of the wrong role: a run of qualifying probes starts only when the
-		// role qualifies again, so a read_only that flaps never draws the pool back.
-		h.okSince = time.Time{}
-	case h.okSince.IsZero():
-		h.okSince = now
-	}
-	h.failSince = time.Time{}
-	h.abortDue = false
-	h.probeLat = now.Sub(start)
-	h.rto.sample(rtt)
-	h.rto.paused = false
-	h.fails, h.retryAt, h.failing, h.down = 0, 0, false, false
+	h.mon.passed(h.unfitLocked(), start, now, rtt)
+	h.fails, h.retryAt, h.failing = 0, 0, false
 	changed := h.setState(failover.HostUp, nil, c.env.Clock.Now())
 	h.mu.Unlock()
 	c.reportState(h, changed, failover.HostUp, nil)
@@ -746,7 +709,7 @@ func selectOne(ctx context.Context, conn driver.Conn) error {
 func (c *Cluster) healthy(h *hostState, now time.Time, d time.Duration) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return !h.down && !h.unfitLocked() && !h.okSince.IsZero() && now.Sub(h.okSince) >= d
+	return !h.unfitLocked() && h.mon.passedFor(now, d)
 }
 
 // leftAfterFailure records that a connection's walk moved the pool off host id after a
@@ -756,18 +719,14 @@ func (c *Cluster) healthy(h *hostState, now time.Time, d time.Duration) bool {
 // in flight, handshakes that hang) would wait for readTimeout and hostTimeout.
 func (c *Cluster) leftAfterFailure(id int) {
 	if h := c.topo().host(id); h != nil {
-		h.mu.Lock()
-		h.abortDue = true
-		h.mu.Unlock()
+		h.mon.setAbortDue()
 	}
 }
 
 // abortHost closes every connection to h, host id, which probes declared down
 // (Env.Abort), and reports it with cause.
 func (c *Cluster) abortHost(id int, h *hostState, cause error) {
-	h.mu.Lock()
-	h.abortDue = false
-	h.mu.Unlock()
+	h.mon.clearAbortDue()
 	c.aborted.Add(1)
 	c.emit(failover.Event{Kind: failover.EventAbort, Host: h.addr, Err: cause})
 	c.env.Abort(id)
@@ -809,10 +768,7 @@ func (c *Cluster) abortLeft(t *topo, a int) {
 		}
 		h := t.hosts[id]
 		h.mu.Lock()
-		due, cause := h.down && h.abortDue, h.lastErr
-		if h.down {
-			h.abortDue = false
-		}
+		due, cause := h.mon.takeAbortDue(), h.lastErr
 		h.mu.Unlock()
 		if due {
 			c.abortHost(id, h, cause)
@@ -838,7 +794,7 @@ func (c *Cluster) leaveActive(pos *position, now time.Time) {
 	}
 	ha.mu.Lock()
 	cause, role := ha.lastErr, ha.role
-	if nr := ha.notReady; nr != nil && !ha.down {
+	if nr := ha.notReady; nr != nil && !ha.mon.isDown() {
 		cause = nr
 	}
 	ha.mu.Unlock()
@@ -870,9 +826,7 @@ func (c *Cluster) returnHome(pos *position, now time.Time) {
 			continue
 		}
 		h := t.hosts[id]
-		h.mu.Lock()
-		since := h.okSince // the first passing probe of the run that brings the pool back
-		h.mu.Unlock()
+		since := h.mon.passedSince() // the first passing probe of the run that brings the pool back
 		if c.moveFrom(pos, func(p *position) {
 			p.active, p.lastResort = id, false
 			p.fallBacks++

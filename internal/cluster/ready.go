@@ -17,7 +17,6 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/go-sql-driver/mysql"
 
@@ -488,7 +487,7 @@ func (c *Cluster) setReady(host int, nr *NotReadyError) {
 	was := h.notReady
 	h.notReady = nr
 	if nr != nil {
-		h.okSince = time.Time{} // a run of passed probes starts when it is ready again
+		h.mon.endPassRun() // a run of passed probes starts when it is ready again
 	}
 	h.mu.Unlock()
 	if (was == nil) == (nr == nil) {

@@ -135,14 +135,15 @@ func (c *Cluster) buildReplicas() *replicaSet {
 // replicaSkip says why host id (state h, locked by the caller; dist its distance) serves
 // no replica reads at position p, "" when it qualifies.
 func (c *Cluster) replicaSkip(p *position, id int, h *hostState, dist failover.Distance) string {
+	down, suspect := h.mon.status()
 	switch {
 	case id == p.active:
 		return "the pool's writer"
 	case dist == failover.DistanceIgnored:
 		return "ignored by the DC policy (usedHostsPerRemoteDC)"
-	case h.down:
+	case down:
 		return "down: its probes failed for failoverDelay"
-	case !h.failSince.IsZero():
+	case suspect:
 		return "suspect: its last probe failed"
 	case h.notReady != nil:
 		return h.notReady.Error()
