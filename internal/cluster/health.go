@@ -31,10 +31,6 @@ type hostState struct {
 	// closed, from any goroutine, whatever the host's health, and only SetHosts reads it
 	// (to tell whether the id may go to a new host).
 	refs atomic.Int32
-	// inflight counts the read-intent statements running on it as a replica
-	// (least-in-flight), reads those it served (HostStats.ReplicaReads).
-	inflight atomic.Int32
-	reads    atomic.Int64
 
 	// mu guards the rest. What one attempt, probe or role check learns changes several
 	// fields at once (a failed attempt: fails, retryAt, failing, state, lastErr), and the
@@ -57,19 +53,15 @@ type hostState struct {
 	// mon is what the monitor knows of it (monitorhost.go), under a lock of its own,
 	// taken after mu when both are held.
 	mon monitorHost
-
-	// Replica reads (replicas.go): its lag as its last probe read it (-1: unknown,
-	// lagWhy says why), whether its server wants SHOW SLAVE STATUS, and why it serves no
-	// replica reads (rskip, "" when it qualifies; rjudged once judged).
-	lag     time.Duration
-	lagWhy  string
-	lagOld  bool
-	rskip   string
-	rjudged bool
+	// rep is what replica reads know of it (replicarecord.go), under a lock of its own,
+	// taken last.
+	rep replicaRecord
 }
 
 func newHostState(addr, dc string) *hostState {
-	return &hostState{addr: addr, dc: dc, lag: LagUnknown}
+	h := &hostState{addr: addr, dc: dc}
+	h.rep.lag = LagUnknown
+	return h
 }
 
 // health is what walks, checks and the monitor read of a host: a copy, taken under the
@@ -210,14 +202,14 @@ func (c *Cluster) Stats() failover.Stats {
 		if c.cfg.CheckInterval > 0 {
 			_, hs.ProbeTimeout = c.probeTimeouts(&h.mon)
 		}
-		hs.ReplicaLag = h.lag
+		hs.ReplicaLag, _ = h.rep.lagNow()
 		if c.cfg.ReplicaReads {
-			hs.ReplicaSkip = h.rskip
+			hs.ReplicaSkip = h.rep.skipNow()
 			if hs.ReplicaSkip == "" && h.retryAt > now {
 				hs.ReplicaSkip = "in backoff after a failed attempt: no new session until it ends"
 			}
 		}
-		hs.ReplicaReads = h.reads.Load()
+		hs.ReplicaReads = h.rep.reads.Load()
 		retryAt, unfit, nr := h.retryAt, h.unfit, h.notReady
 		h.mu.Unlock()
 		if c.cfg.ReplicaReads {
