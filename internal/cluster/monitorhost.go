@@ -4,7 +4,7 @@ package cluster
 // verdict down, the runs of failed and passed probes, the estimator of the probe timeout,
 // the last probe's latency, the request to probe again at once) and the request to close
 // the host's connections once it is down (abortDue, which a walk that left the host after
-// a failure also sets). It is written only by the monitor's steps (monitor.go) and by the
+// a failure also sets). It is written only by the monitor's steps (probe.go) and by the
 // few methods here that other mechanisms call; every other mechanism reads it through
 // these methods, or through health.
 //
