@@ -40,8 +40,6 @@ type hostState struct {
 	role     failover.Role  // what the last check found
 	unfit    bool           // the last check found a role the target does not accept
 	notReady *NotReadyError // the server said it is not ready (ready.go); nil: ready, or not read
-	galera   GaleraState    // its place in its Galera cluster, as last read (ready.go)
-	galeraAt time.Time      // when galera was read (zero: never)
 	retryAt  int64          // backoff: clock time (UnixNano) before which joining walks skip it
 	failing  bool           // its last attempt failed
 	fails    int            // consecutive failed attempts: the backoff exponent
@@ -53,6 +51,9 @@ type hostState struct {
 	// mon is what the monitor knows of it (monitorhost.go), under a lock of its own,
 	// taken after mu when both are held.
 	mon monitorHost
+	// gal is its place in its Galera cluster as last read (galera.go), under a lock of
+	// its own, taken after mu when both are held.
+	gal galeraView
 	// rep is what replica reads know of it (replicarecord.go), under a lock of its own,
 	// taken last.
 	rep replicaRecord

@@ -516,16 +516,15 @@ func (c *Cluster) noteGalera(id int, g GaleraState) *NotReadyError {
 		return nil
 	}
 	now := c.env.Clock.Now()
-	h.mu.Lock()
-	h.galera, h.galeraAt = g, now
-	h.mu.Unlock()
+	h.gal.set(g, now)
 	for _, o := range t.list {
 		if o == id {
 			continue
 		}
 		oh := t.hosts[o]
 		oh.mu.Lock()
-		og, at, nr := oh.galera, oh.galeraAt, oh.notReady
+		nr := oh.notReady
+		og, at := oh.gal.get()
 		oh.mu.Unlock()
 		if at.IsZero() || now.Sub(at) > DefaultClusterViewAge || nr != nil || og.UUID == "" || g.UUID == "" {
 			continue
