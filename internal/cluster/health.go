@@ -27,14 +27,15 @@ type hostState struct {
 	addr, dc string // never change
 
 	// refs counts the physical connections handed out and not yet released (Release).
-	// It is the one atomic of a host: it moves with every physical connection opened or
+	// It is an atomic: it moves with every physical connection opened or
 	// closed, from any goroutine, whatever the host's health, and only SetHosts reads it
 	// (to tell whether the id may go to a new host).
 	refs atomic.Int32
 
-	// mu guards the rest. What one attempt, probe or role check learns changes several
-	// fields at once (a failed attempt: fails, retryAt, failing, state, lastErr), and the
-	// walk reads them together (health).
+	// mu guards the fields from here to check (mon, gal and rep have locks of their
+	// own, taken after mu when both are held). What one attempt, probe or role check
+	// learns changes several fields at once (a failed attempt: fails, retryAt, failing,
+	// state, lastErr), and the walk reads them together (health).
 	mu       sync.Mutex
 	typical  time.Duration  // smoothed duration of its successful attempts (DefaultConnectTimeSmoothing)
 	role     failover.Role  // what the last check found
