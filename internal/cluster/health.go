@@ -197,48 +197,54 @@ func (c *Cluster) Stats() failover.Stats {
 		c.replicaSet() // the skip reasons of the position now
 	}
 	for _, id := range t.list {
-		h := t.hosts[id]
-		h.mu.Lock()
-		hs := failover.HostStats{Addr: h.addr, DC: h.dc, State: h.state, LastError: h.lastErr, Changed: h.changed,
-			ProbeLatency: h.mon.latency(), Role: h.role, OpenConns: -1}
-		if c.cfg.CheckInterval > 0 {
-			_, hs.ProbeTimeout = c.probeTimeouts(&h.mon)
-		}
-		hs.ReplicaLag, _ = h.rep.lagNow()
-		if c.cfg.ReplicaReads {
-			hs.ReplicaSkip = h.rep.skipNow()
-			if hs.ReplicaSkip == "" && h.retryAt > now {
-				hs.ReplicaSkip = "in backoff after a failed attempt: no new session until it ends"
-			}
-		}
-		hs.ReplicaReads = h.rep.reads.Load()
-		retryAt, unfit, nr := h.retryAt, h.unfit, h.notReady
-		h.mu.Unlock()
-		if c.cfg.ReplicaReads {
-			hs.ReplicaIdle, hs.ReplicaWaits = c.replicaStats(id)
-		}
-		if retryAt > now {
-			hs.RetryAt = time.Unix(0, retryAt)
-			if hs.State == failover.HostDown {
-				hs.State = failover.HostBackoff
-			}
-		}
-		if hs.State == failover.HostDown || hs.State == failover.HostBackoff {
-			// Its last role is no longer known: a dead host has none (and a host that
-			// comes back may come back demoted).
-			hs.Role = failover.RoleUnknown
-		}
-		switch {
-		case nr != nil && (hs.State == failover.HostUp || hs.State == failover.HostUnknown):
-			hs.State, hs.LastError = failover.HostNotReady, nr
-		case unfit && hs.State == failover.HostUp && !(c.cfg.ReplicaReads && hs.ReplicaSkip == ""):
-			// Of the wrong role for the pool's writes; a replica that serves reads is
-			// up for what it does (its role is right for that).
-			hs.State = failover.HostWrongRole
-		}
-		s.Hosts = append(s.Hosts, hs)
+		s.Hosts = append(s.Hosts, c.hostStats(id, t.hosts[id], now))
 	}
 	return s
+}
+
+// hostStats is the HostStats of host id (state h) at clock time now (UnixNano): its
+// health as recorded, with what the monitor and replica reads know of it, and the state
+// users see (backoff, not ready, of the wrong role) derived from them.
+func (c *Cluster) hostStats(id int, h *hostState, now int64) failover.HostStats {
+	h.mu.Lock()
+	hs := failover.HostStats{Addr: h.addr, DC: h.dc, State: h.state, LastError: h.lastErr, Changed: h.changed,
+		ProbeLatency: h.mon.latency(), Role: h.role, OpenConns: -1}
+	if c.cfg.CheckInterval > 0 {
+		_, hs.ProbeTimeout = c.probeTimeouts(&h.mon)
+	}
+	hs.ReplicaLag, _ = h.rep.lagNow()
+	if c.cfg.ReplicaReads {
+		hs.ReplicaSkip = h.rep.skipNow()
+		if hs.ReplicaSkip == "" && h.retryAt > now {
+			hs.ReplicaSkip = "in backoff after a failed attempt: no new session until it ends"
+		}
+	}
+	hs.ReplicaReads = h.rep.reads.Load()
+	retryAt, unfit, nr := h.retryAt, h.unfit, h.notReady
+	h.mu.Unlock()
+	if c.cfg.ReplicaReads {
+		hs.ReplicaIdle, hs.ReplicaWaits = c.replicaStats(id)
+	}
+	if retryAt > now {
+		hs.RetryAt = time.Unix(0, retryAt)
+		if hs.State == failover.HostDown {
+			hs.State = failover.HostBackoff
+		}
+	}
+	if hs.State == failover.HostDown || hs.State == failover.HostBackoff {
+		// Its last role is no longer known: a dead host has none (and a host that
+		// comes back may come back demoted).
+		hs.Role = failover.RoleUnknown
+	}
+	switch {
+	case nr != nil && (hs.State == failover.HostUp || hs.State == failover.HostUnknown):
+		hs.State, hs.LastError = failover.HostNotReady, nr
+	case unfit && hs.State == failover.HostUp && !(c.cfg.ReplicaReads && hs.ReplicaSkip == ""):
+		// Of the wrong role for the pool's writes; a replica that serves reads is
+		// up for what it does (its role is right for that).
+		hs.State = failover.HostWrongRole
+	}
+	return hs
 }
 
 // NoteWriteRefused counts one error that says a write could not be served (see
