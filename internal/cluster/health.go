@@ -161,11 +161,15 @@ func (c *Cluster) backOff(h *hostState, err error, once bool) {
 func (c *Cluster) attemptSucceeded(h *hostState) {
 	now := c.env.Clock.Now()
 	h.mu.Lock()
-	h.fails, h.retryAt, h.failing = 0, 0, false
+	h.clearBackoffLocked()
 	changed := !h.mon.isDown() && h.setState(failover.HostUp, nil, now)
 	h.mu.Unlock()
 	c.reportState(h, changed, failover.HostUp, nil)
 }
+
+// clearBackoffLocked ends h's backoff: a connection attempt or a probe passed. It is
+// called with h.mu held.
+func (h *hostState) clearBackoffLocked() { h.fails, h.retryAt, h.failing = 0, 0, false }
 
 // noteConnectTime adds d, the duration of a successful attempt, to h's typical connect
 // time.

@@ -359,7 +359,7 @@ func (c *Cluster) probeFailed(h *hostState, start, now time.Time, r probeResult)
 func (c *Cluster) probePassed(h *hostState, start, now time.Time, rtt time.Duration) {
 	h.mu.Lock()
 	h.mon.passed(h.unfitLocked(), start, now, rtt)
-	h.fails, h.retryAt, h.failing = 0, 0, false
+	h.clearBackoffLocked()
 	changed := h.setState(failover.HostUp, nil, c.env.Clock.Now())
 	h.mu.Unlock()
 	c.reportState(h, changed, failover.HostUp, nil)
