@@ -51,8 +51,31 @@ func (c *Cluster) attemptHost(ctx context.Context, h int, setup SetupFunc, lastR
 	if hs == nil {
 		return nil, false, fmt.Errorf("mysqlfailover: no host with id %d", h)
 	}
-	hv := hs.health()
-	actx, budget, bound := ctx, c.cfg.HostTimeout, "hostTimeout"
+	actx := ctx
+	budget, bound := c.attemptBudget(ctx, hs.health(), limit)
+	if budget > 0 {
+		var cancel context.CancelFunc
+		actx, cancel = withBudget(ctx, budget) // a wall-clock bound, as every context's
+		defer cancel()
+	}
+	timedOut := func(err error) error {
+		if Ended(actx) && !Ended(ctx) {
+			return &HostTimeoutError{After: budget, Cause: err, bound: bound}
+		}
+		return err
+	}
+	start := c.env.Clock.Now()
+	conn, lastResort, err = c.attemptSession(actx, h, setup, lastResortOK, checkRole, timedOut)
+	err = c.attemptDone(ctx, h, hs, start, err)
+	c.emit(failover.Event{Kind: failover.EventConnect, Host: hs.addr, Err: err})
+	return conn, lastResort, err
+}
+
+// attemptBudget is the bound of an attempt on a host of health hv within ctx, further
+// bounded by limit (0: none), and its name for the error (see attempt); 0: the caller's
+// context alone.
+func (c *Cluster) attemptBudget(ctx context.Context, hv health, limit time.Duration) (budget time.Duration, bound string) {
+	budget, bound = c.cfg.HostTimeout, "hostTimeout"
 	if dl, ok := ctx.Deadline(); ok {
 		left := timeLeft(dl) // the caller's deadline is on the wall clock
 		share := max(left/DefaultTimeLeftShare, DefaultMinHostShare, DefaultTypicalFactor*hv.typical)
@@ -71,18 +94,13 @@ func (c *Cluster) attemptHost(ctx context.Context, h int, setup SetupFunc, lastR
 			budget, bound = pt, "the probe timeout: the probes declared the host down"
 		}
 	}
-	if budget > 0 {
-		var cancel context.CancelFunc
-		actx, cancel = withBudget(ctx, budget) // a wall-clock bound, as every context's
-		defer cancel()
-	}
-	timedOut := func(err error) error {
-		if Ended(actx) && !Ended(ctx) {
-			return &HostTimeoutError{After: budget, Cause: err, bound: bound}
-		}
-		return err
-	}
-	start := c.env.Clock.Now()
+	return budget, bound
+}
+
+// attemptSession is the attempt's work within actx, its bound: dial host h, check its
+// state (checkState), set the session up. timedOut words an error as the bound's when
+// actx ended first. conn is nil when err is not.
+func (c *Cluster) attemptSession(actx context.Context, h int, setup SetupFunc, lastResortOK, checkRole bool, timedOut func(error) error) (conn driver.Conn, lastResort bool, err error) {
 	conn, err = c.env.Dial(actx, h)
 	if err != nil {
 		if e := timedOut(err); e != err {
@@ -105,6 +123,13 @@ func (c *Cluster) attemptHost(ctx context.Context, h int, setup SetupFunc, lastR
 			err = NotBadConn(timedOut(err), "session set-up failed")
 		}
 	}
+	return conn, lastResort, err
+}
+
+// attemptDone records the outcome err of an attempt on hs, host h, that began at start
+// in the host's health (its backoff, typical connect time, readiness and connections
+// out), and returns err, a refusal as its *NotReadyError.
+func (c *Cluster) attemptDone(ctx context.Context, h int, hs *hostState, start time.Time, err error) error {
 	var re *RoleError
 	var nr *NotReadyError
 	if err != nil && !errors.As(err, &nr) {
@@ -128,8 +153,7 @@ func (c *Cluster) attemptHost(ctx context.Context, h int, setup SetupFunc, lastR
 	case !Ended(ctx):
 		c.attemptFailed(hs, err)
 	}
-	c.emit(failover.Event{Kind: failover.EventConnect, Host: hs.addr, Err: err})
-	return conn, lastResort, err
+	return err
 }
 
 // checkState reads the state of conn's server, a new session to host h, when the attempt

@@ -102,7 +102,7 @@ const (
 	DefaultFullWait = 5 * time.Second
 )
 
-// Probe timeouts (monitor.go, rto.go). Each host's probe round trip is bounded by a
+// Probe timeouts (probe.go, rto.go). Each host's probe round trip is bounded by a
 // timeout derived from that host's own probe round trips as TCP derives its
 // retransmission timeout (RFC 6298): RTO = SRTT + max(DefaultProbeMargin,
 // DefaultProbeVarianceFactor x RTTVAR), at most hostTimeout (DefaultMaxProbeTimeout when

@@ -16,44 +16,72 @@
 // the user's policy layers, a host list provider, and the abort hook. The engine's own
 // tuning values, which no user sets, are the Default... constants of defaults.go.
 //
-// # The mechanisms, by file
+// # The mechanisms, by file, and the state each owns
 //
-//   - position.go: the pool's position (the host list in force, the active host, the
-//     last-resort flag, the fall-back clock, the counts of moves), changed under the
-//     Cluster's one lock and published whole, so that Place, Home and Active, which run
-//     before every statement, cost one atomic load.
-//   - walk.go: the host walk of Connector/J's FailoverConnectionProxy over one flat
-//     ordered list: a plan, the order the policy makes of it per pass, retriesAllDown
-//     passes, and the error that names every host when none answers.
-//   - flight.go: one walk per pool after a failure (Failover): the other connections
-//     that fail meanwhile wait for it and follow it.
-//   - fallback.go: the return home without probes: the clock and counter, and one
-//     attempt at a time (TryFallBack).
-//   - attempt.go: one bounded host attempt (dial, role check, session set-up) and what
-//     its outcome does to the host's health.
+// Each mechanism is a group of files that owns its state under its own lock and reaches
+// the others through a few methods. What every mechanism needs of a host stays in its
+// hostState (health.go); the per-host records of the monitor, of replica reads and of
+// Galera's view are parts of it with locks of their own. The lock order is given at the
+// top of each owning file: the Cluster's mu and inUse first, then a hostState's mu, then
+// the record locks (monitorHost's, replicaRecord's, galeraView's, the Galera frontier's),
+// which are taken one at a time and never held while another lock is taken.
+//
+//   - position.go, topology.go: the pool's position (the host list in force and its
+//     versions, SetHosts; the active host, the last-resort flag, the fall-back clock, the
+//     counts of moves). Owns Cluster.pos, changed only under Cluster.mu and published
+//     whole, so that Place, Home and Active, which run before every statement, cost one
+//     atomic load; inUse keeps host ids from being reused while they are held.
+//   - walk.go, attempt.go: the host walk of Connector/J's FailoverConnectionProxy over
+//     one flat ordered list (a plan, its order per pass, retriesAllDown passes, the error
+//     that names every host) and one bounded host attempt (dial, state check, set-up).
+//     A walk owns only its own walkRun; its outcome reaches the position through landed
+//     (under Cluster.mu) and the host's health through attemptSucceeded, attemptFailed
+//     and noteConnectTime (under hostState.mu).
+//   - flight.go: one walk per pool after a failure (Failover). Owns Cluster.flight,
+//     under Cluster.mu: the other connections that fail meanwhile wait for it.
+//   - fallback.go: the return home without probes: the clock and counter (Cluster.ran,
+//     atomic; the clock is in the position) and the one attempt at a time
+//     (Cluster.fallingBack, under Cluster.mu; TryFallBack).
 //   - verdict.go: whether a failed session means a failed host (Recover), and the
-//     patience owed to a full host.
-//   - health.go: what the Cluster knows of each host (backoff, probe runs, role,
-//     connect time) and Stats.
-//   - monitor.go: the probes, the host-list polls and the moves they decide, with
-//     checkInterval > 0 (Start, Check), and SwitchTo.
-//   - replicas.go, lag.go, gtid.go: replica reads (replicaReads): the set of hosts that
-//     qualify as replicas (not the writer, healthy, read-only, within maxReplicaLag, local
-//     DC first), published whole and rebuilt when the position or a probe result changes;
-//     the choice of one (rendezvous hashing of a routing key, round-robin,
-//     least-in-flight); replica sessions (OpenReplica); the lag the probes read; the GTID
-//     positions and waits of causal reads.
-//   - ready.go: whether a host is ready for application use, in its server's words: the
-//     cluster type (Kind: dsn's cluster option, or learnt), ReadState (the role query's
-//     round trip, then Galera's status or the group's member table), the refusals of a
-//     server that is not ready (Refusal, the NotReady class), and what the Cluster records
-//     of them (noteState, NoteRefusal); galera.go: Galera's replica reads and lag.
-//   - rto.go: each host's probe timeout from its own probe round trips, as TCP's
-//     retransmission timeout (RFC 6298), and the least a probe waits (a stall an
-//     alive host may have).
-//   - topology.go: the host list and its versions (SetHosts).
-//   - policy.go, role.go, classify.go, hostlist.go: the built-in policies, server roles,
-//     error classification, and host lists from a provider.
+//     patience owed to a full host. Owns the same-host check in progress (hostState.check,
+//     under hostState.mu, read together with the host's backoff and the monitor's verdict).
+//   - health.go: what every mechanism knows of a host (hostState: its role and fitness,
+//     readiness, backoff after failed attempts, state and last error, typical connect
+//     time, connections out), under hostState.mu; health, the copy walks and checks read;
+//     and Stats.
+//   - monitor.go, probe.go, decide.go, monitorhost.go, rto.go: the monitor, with
+//     checkInterval > 0 (Start, Check). monitor.go schedules probes and host-list polls;
+//     probe.go is one probe (its bounds, the probe dial, the round trip, the lag read,
+//     pause detection, the host's transition) and owns the probe connections (probeSet,
+//     its own lock); decide.go moves the pool on the results (and SwitchTo), through
+//     moveFrom under Cluster.mu. monitorhost.go is the monitor's per-host record
+//     (monitorHost: the verdict down, the runs of failed and passed probes, the RTO
+//     estimator of rto.go, the last probe's latency, the requests to probe again and to
+//     abort), under its own lock; other mechanisms read it through its methods, and a
+//     walk that left a host after a failure asks for its abort (leftAfterFailure). A
+//     probe's result reaches the host's health under hostState.mu (probeFailed,
+//     probePassed).
+//   - replicas.go, replicarecord.go, replicapool.go, lag.go, gtid.go: replica reads
+//     (replicaReads): the set of hosts that qualify as replicas (not the writer, healthy,
+//     read-only, within maxReplicaLag, local DC first), published whole and rebuilt when
+//     the position or a probe result changes (replicaState: atomics and one build at a
+//     time); the choice of one (rendezvous hashing of a routing key, round-robin,
+//     least-in-flight); replica sessions (OpenReplica) and the pool of them the
+//     connections share (replicaPool, its own lock); the lag the probes read (ReadLag);
+//     the GTID positions and waits of causal reads. replicarecord.go is the per-host
+//     record (replicaRecord: lag, the status query's form, the set's verdict, read
+//     counters), under its own lock.
+//   - ready.go, galera.go: whether a host is ready for application use, in its server's
+//     words: the cluster type (Kind: dsn's cluster option, or learnt; Cluster.kind,
+//     atomic), ReadState, the refusals of a server that is not ready (Refusal, the
+//     NotReady class), and what the Cluster records of them (noteState, NoteRefusal, into
+//     hostState.notReady and role under hostState.mu). galera.go: Galera's replica reads
+//     and lag (the frontier, its own lock) and each host's view of its cluster
+//     (galeraView, its own lock).
+//   - hostlist.go: host lists from a provider (HTTPHostList, immutable: it owns no
+//     state) and their validation; the monitor polls it and SetHosts applies the answer.
+//   - policy.go, role.go, classify.go, txcount.go: the built-in policies, server roles,
+//     error classification, the counters of transactions run again (atomics).
 //   - clock.go, errors.go, event.go, defaults.go: time, the engine's error types, log
 //     records, tuning values.
 //
@@ -152,9 +180,11 @@
 // Beside it stay four atomics, each for a reason given at its field: the statement
 // counter (it moves with every statement away from home), the closed flag, the abort
 // count, and the count of the monitor's probes in flight (for tests that step its
-// clock). Each host has one mutex for its health and one atomic, the count of its
-// physical connections that are out. The read lock inUse keeps host ids from being
-// reused while an operation holds them (see SetHosts); the probe connections have their
-// own small lock. All time comes from the Clock, except a caller's deadline and a
-// context's bound, which only the wall clock can measure (clock.go).
+// clock). Each host has one mutex for its health (hostState.mu) and an atomic count of
+// its physical connections that are out; its monitor, replica and Galera records have a
+// mutex each, taken after the host's when both are held (see the mechanisms above). The
+// read lock inUse keeps host ids from being reused while an operation holds them (see
+// SetHosts); the probe connections have their own small lock. All time comes from the
+// Clock, except a caller's deadline and a context's bound, which only the wall clock can
+// measure (clock.go).
 package cluster

@@ -33,7 +33,7 @@ func ProbeAgain(c *Cluster) bool {
 	again := false
 	t := c.topo()
 	for _, id := range t.list {
-		again = t.hosts[id].takeAgain() || again
+		again = t.hosts[id].mon.takeAgain() || again
 	}
 	return again
 }

@@ -4,7 +4,7 @@ package cluster
 // queriesBeforeRetryMaster (FallBackDue, NoteStatement, ForgetStatement, restartClocks),
 // the claim that lets one attempt to return home run at a time, and the attempt itself
 // (TryFallBack, findHome). With probes (checkInterval > 0) the monitor returns the pool
-// instead (monitor.go).
+// instead (decide.go).
 
 import (
 	"context"

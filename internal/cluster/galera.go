@@ -7,6 +7,12 @@ package cluster
 // (wsrep_local_recv_queue) says nothing of it: it stayed 0 while a node served stale
 // reads. The probes of every node feed one frontier, when the cluster first reached each
 // sequence number; a node's lag is how long ago the cluster passed its own number.
+// Each host's last read place in its cluster (galeraView) is what noteGalera (ready.go)
+// compares to tell a minority bootstrapped apart.
+//
+// Lock order: the frontier's lock and a galeraView's are leaves: each may be taken while
+// a hostState's mu is held (a galeraView is read so, beside its host's readiness), and
+// neither is held while another lock is taken.
 
 import (
 	"sync"
@@ -71,4 +77,26 @@ func (c *Cluster) noteGaleraLag(h *hostState, writer bool, g GaleraState) {
 		return
 	}
 	c.noteLag(h, c.rep.frontier.lag(now, g.Seqno), "")
+}
+
+// galeraView is a host's place in its Galera cluster as its last state read found it:
+// part of its hostState (h.gal), under its own lock.
+type galeraView struct {
+	mu sync.Mutex
+	g  GaleraState
+	at time.Time // when g was read (zero: never)
+}
+
+// set records g, read at now.
+func (v *galeraView) set(g GaleraState, now time.Time) {
+	v.mu.Lock()
+	v.g, v.at = g, now
+	v.mu.Unlock()
+}
+
+// get returns the place last read and when (zero: never).
+func (v *galeraView) get() (GaleraState, time.Time) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.g, v.at
 }

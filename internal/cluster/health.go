@@ -2,8 +2,9 @@ package cluster
 
 // Each host's health: what the Cluster knows of one host (its backoff after failed
 // attempts, what the probes found, its role, how long its handshakes take), how attempts
-// and role checks change it, and the Stats built from it. The probes' side of it is in
-// monitor.go, the same-host check's in verdict.go.
+// and role checks change it, and the Stats built from it. What the probes decide is the
+// monitor's own record of the host (monitorHost, monitorhost.go), the same-host check's
+// in verdict.go.
 
 import (
 	"sync"
@@ -26,52 +27,43 @@ type hostState struct {
 	addr, dc string // never change
 
 	// refs counts the physical connections handed out and not yet released (Release).
-	// It is the one atomic of a host: it moves with every physical connection opened or
+	// It is an atomic: it moves with every physical connection opened or
 	// closed, from any goroutine, whatever the host's health, and only SetHosts reads it
 	// (to tell whether the id may go to a new host).
 	refs atomic.Int32
-	// inflight counts the read-intent statements running on it as a replica
-	// (least-in-flight), reads those it served (HostStats.ReplicaReads).
-	inflight atomic.Int32
-	reads    atomic.Int64
 
-	// mu guards the rest. What one attempt, probe or role check learns changes several
-	// fields at once (a failed attempt: fails, retryAt, failing, state, lastErr), and the
-	// walk reads them together (health).
-	mu        sync.Mutex
-	typical   time.Duration  // smoothed duration of its successful attempts (DefaultConnectTimeSmoothing)
-	role      failover.Role  // what the last check found
-	unfit     bool           // the last check found a role the target does not accept
-	notReady  *NotReadyError // the server said it is not ready (ready.go); nil: ready, or not read
-	galera    GaleraState    // its place in its Galera cluster, as last read (ready.go)
-	galeraAt  time.Time      // when galera was read (zero: never)
-	retryAt   int64          // backoff: clock time (UnixNano) before which joining walks skip it
-	failing   bool           // its last attempt failed
-	fails     int            // consecutive failed attempts: the backoff exponent
-	down      bool           // probes declared it down (probing on): walks skip it
-	state     failover.HostState
-	lastErr   error
-	changed   time.Time // last change of state
-	probeLat  time.Duration
-	rto       rtoEstimator // its probe round trips, the bound of its next probe (rto.go)
-	failSince time.Time    // first of the current run of failed probes (zero: last probe passed)
-	okSince   time.Time    // first of the current run of passed probes (zero: last probe failed)
-	abortDue  bool         // a walk moved the pool off it after a failure: abort it if probes declare it down
-	again     bool         // its last probe timed out before it was declared down, or inconclusively: the next at once
-	check     *check       // the same-host check in progress after a session ended (Recover)
+	// mu guards the fields from here to check (mon, gal and rep have locks of their
+	// own, taken after mu when both are held). What one attempt, probe or role check
+	// learns changes several fields at once (a failed attempt: fails, retryAt, failing,
+	// state, lastErr), and the walk reads them together (health).
+	mu       sync.Mutex
+	typical  time.Duration  // smoothed duration of its successful attempts (DefaultConnectTimeSmoothing)
+	role     failover.Role  // what the last check found
+	unfit    bool           // the last check found a role the target does not accept
+	notReady *NotReadyError // the server said it is not ready (ready.go); nil: ready, or not read
+	retryAt  int64          // backoff: clock time (UnixNano) before which joining walks skip it
+	failing  bool           // its last attempt failed
+	fails    int            // consecutive failed attempts: the backoff exponent
+	state    failover.HostState
+	lastErr  error
+	changed  time.Time // last change of state
+	check    *check    // the same-host check in progress after a session ended (Recover)
 
-	// Replica reads (replicas.go): its lag as its last probe read it (-1: unknown,
-	// lagWhy says why), whether its server wants SHOW SLAVE STATUS, and why it serves no
-	// replica reads (rskip, "" when it qualifies; rjudged once judged).
-	lag     time.Duration
-	lagWhy  string
-	lagOld  bool
-	rskip   string
-	rjudged bool
+	// mon is what the monitor knows of it (monitorhost.go), under a lock of its own,
+	// taken after mu when both are held.
+	mon monitorHost
+	// gal is its place in its Galera cluster as last read (galera.go), under a lock of
+	// its own, taken after mu when both are held.
+	gal galeraView
+	// rep is what replica reads know of it (replicarecord.go), under a lock of its own,
+	// taken last.
+	rep replicaRecord
 }
 
 func newHostState(addr, dc string) *hostState {
-	return &hostState{addr: addr, dc: dc, lag: LagUnknown}
+	h := &hostState{addr: addr, dc: dc}
+	h.rep.lag = LagUnknown
+	return h
 }
 
 // health is what walks, checks and the monitor read of a host: a copy, taken under the
@@ -91,18 +83,9 @@ type health struct {
 func (h *hostState) health() health {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return health{role: h.role, unfit: h.unfitLocked(), notReady: h.notReady != nil, down: h.down, failing: h.failing,
-		probeFailing: !h.failSince.IsZero(), retryAt: h.retryAt, typical: h.typical}
-}
-
-// takeAgain reports whether h's last probe asked for the next one at once (see again)
-// and clears it.
-func (h *hostState) takeAgain() bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	a := h.again
-	h.again = false
-	return a
+	down, suspect := h.mon.status()
+	return health{role: h.role, unfit: h.unfitLocked(), notReady: h.notReady != nil, down: down, failing: h.failing,
+		probeFailing: suspect, retryAt: h.retryAt, typical: h.typical}
 }
 
 // isUnfit reports whether h must not be used now: its role does not qualify for the
@@ -178,11 +161,15 @@ func (c *Cluster) backOff(h *hostState, err error, once bool) {
 func (c *Cluster) attemptSucceeded(h *hostState) {
 	now := c.env.Clock.Now()
 	h.mu.Lock()
-	h.fails, h.retryAt, h.failing = 0, 0, false
-	changed := !h.down && h.setState(failover.HostUp, nil, now)
+	h.clearBackoffLocked()
+	changed := !h.mon.isDown() && h.setState(failover.HostUp, nil, now)
 	h.mu.Unlock()
 	c.reportState(h, changed, failover.HostUp, nil)
 }
+
+// clearBackoffLocked ends h's backoff: a connection attempt or a probe passed. It is
+// called with h.mu held.
+func (h *hostState) clearBackoffLocked() { h.fails, h.retryAt, h.failing = 0, 0, false }
 
 // noteConnectTime adds d, the duration of a successful attempt, to h's typical connect
 // time.
@@ -214,48 +201,54 @@ func (c *Cluster) Stats() failover.Stats {
 		c.replicaSet() // the skip reasons of the position now
 	}
 	for _, id := range t.list {
-		h := t.hosts[id]
-		h.mu.Lock()
-		hs := failover.HostStats{Addr: h.addr, DC: h.dc, State: h.state, LastError: h.lastErr, Changed: h.changed,
-			ProbeLatency: h.probeLat, Role: h.role, OpenConns: -1}
-		if c.cfg.CheckInterval > 0 {
-			_, hs.ProbeTimeout = c.hostProbeTimeout(h)
-		}
-		hs.ReplicaLag = h.lag
-		if c.cfg.ReplicaReads {
-			hs.ReplicaSkip = h.rskip
-			if hs.ReplicaSkip == "" && h.retryAt > now {
-				hs.ReplicaSkip = "in backoff after a failed attempt: no new session until it ends"
-			}
-		}
-		hs.ReplicaReads = h.reads.Load()
-		retryAt, unfit, nr := h.retryAt, h.unfit, h.notReady
-		h.mu.Unlock()
-		if c.cfg.ReplicaReads {
-			hs.ReplicaIdle, hs.ReplicaWaits = c.replicaStats(id)
-		}
-		if retryAt > now {
-			hs.RetryAt = time.Unix(0, retryAt)
-			if hs.State == failover.HostDown {
-				hs.State = failover.HostBackoff
-			}
-		}
-		if hs.State == failover.HostDown || hs.State == failover.HostBackoff {
-			// Its last role is no longer known: a dead host has none (and a host that
-			// comes back may come back demoted).
-			hs.Role = failover.RoleUnknown
-		}
-		switch {
-		case nr != nil && (hs.State == failover.HostUp || hs.State == failover.HostUnknown):
-			hs.State, hs.LastError = failover.HostNotReady, nr
-		case unfit && hs.State == failover.HostUp && !(c.cfg.ReplicaReads && hs.ReplicaSkip == ""):
-			// Of the wrong role for the pool's writes; a replica that serves reads is
-			// up for what it does (its role is right for that).
-			hs.State = failover.HostWrongRole
-		}
-		s.Hosts = append(s.Hosts, hs)
+		s.Hosts = append(s.Hosts, c.hostStats(id, t.hosts[id], now))
 	}
 	return s
+}
+
+// hostStats is the HostStats of host id (state h) at clock time now (UnixNano): its
+// health as recorded, with what the monitor and replica reads know of it, and the state
+// users see (backoff, not ready, of the wrong role) derived from them.
+func (c *Cluster) hostStats(id int, h *hostState, now int64) failover.HostStats {
+	h.mu.Lock()
+	hs := failover.HostStats{Addr: h.addr, DC: h.dc, State: h.state, LastError: h.lastErr, Changed: h.changed,
+		ProbeLatency: h.mon.latency(), Role: h.role, OpenConns: -1}
+	if c.cfg.CheckInterval > 0 {
+		_, hs.ProbeTimeout = c.probeTimeouts(&h.mon)
+	}
+	hs.ReplicaLag, _ = h.rep.lagNow()
+	if c.cfg.ReplicaReads {
+		hs.ReplicaSkip = h.rep.skipNow()
+		if hs.ReplicaSkip == "" && h.retryAt > now {
+			hs.ReplicaSkip = "in backoff after a failed attempt: no new session until it ends"
+		}
+	}
+	hs.ReplicaReads = h.rep.reads.Load()
+	retryAt, unfit, nr := h.retryAt, h.unfit, h.notReady
+	h.mu.Unlock()
+	if c.cfg.ReplicaReads {
+		hs.ReplicaIdle, hs.ReplicaWaits = c.replicaStats(id)
+	}
+	if retryAt > now {
+		hs.RetryAt = time.Unix(0, retryAt)
+		if hs.State == failover.HostDown {
+			hs.State = failover.HostBackoff
+		}
+	}
+	if hs.State == failover.HostDown || hs.State == failover.HostBackoff {
+		// Its last role is no longer known: a dead host has none (and a host that
+		// comes back may come back demoted).
+		hs.Role = failover.RoleUnknown
+	}
+	switch {
+	case nr != nil && (hs.State == failover.HostUp || hs.State == failover.HostUnknown):
+		hs.State, hs.LastError = failover.HostNotReady, nr
+	case unfit && hs.State == failover.HostUp && !(c.cfg.ReplicaReads && hs.ReplicaSkip == ""):
+		// Of the wrong role for the pool's writes; a replica that serves reads is
+		// up for what it does (its role is right for that).
+		hs.State = failover.HostWrongRole
+	}
+	return hs
 }
 
 // NoteWriteRefused counts one error that says a write could not be served (see

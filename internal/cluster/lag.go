@@ -130,65 +130,13 @@ func readLag(ctx context.Context, q driver.QueryerContext, query string) (time.D
 		return LagUnknown, "", err
 	}
 	cols := rows.Columns()
-	lagCol, ioCol, sqlCol, ioErrCol, sqlErrCol := -1, -1, -1, -1, -1
-	for i, c := range cols {
-		switch strings.ToLower(c) {
-		case "seconds_behind_master", "seconds_behind_source":
-			lagCol = i
-		case "slave_io_running", "replica_io_running":
-			ioCol = i
-		case "slave_sql_running", "replica_sql_running":
-			sqlCol = i
-		case "last_io_errno":
-			ioErrCol = i
-		case "last_sql_errno":
-			sqlErrCol = i
-		}
-	}
-	var (
-		vals    = make([]driver.Value, len(cols))
-		n       int
-		max     time.Duration
-		stopped string // the first row with NULL lag, described
-		bad     error  // the first value that is not a number
-	)
+	r := lagRows{cols: cols, sc: findStatusCols(cols)}
+	vals := make([]driver.Value, len(cols))
 	for {
 		if err = rows.Next(vals); err != nil {
 			break
 		}
-		n++
-		if lagCol < 0 || stopped != "" || bad != nil {
-			continue // read to the end all the same
-		}
-		if vals[lagCol] == nil {
-			// The SQL thread applies what the replica has: while it runs and the IO
-			// thread is only reconnecting (its source is gone, a dead primary), the data is
-			// as fresh as the source's last write. Stopped (an operator, an error) the data
-			// ends where it stopped.
-			stopped = ReplicationStopped
-			if sqlCol >= 0 && strings.EqualFold(text(vals[sqlCol]), "Yes") && ioCol >= 0 && strings.EqualFold(text(vals[ioCol]), "Connecting") {
-				stopped = ReplicationReconnecting
-			}
-			stopped += " (Seconds_Behind_Master is NULL"
-			for _, c := range []int{ioCol, sqlCol, ioErrCol, sqlErrCol} {
-				if c < 0 || vals[c] == nil {
-					continue
-				}
-				if v := text(vals[c]); v != "0" || c == ioCol || c == sqlCol {
-					stopped += ", " + cols[c] + "=" + v
-				}
-			}
-			stopped += ")"
-			continue
-		}
-		secs, perr := seconds(vals[lagCol])
-		if perr != nil {
-			bad = perr
-			continue
-		}
-		if d := secondsDuration(secs); d > max {
-			max = d
-		}
+		r.add(vals)
 	}
 	cerr := rows.Close()
 	switch {
@@ -196,16 +144,104 @@ func readLag(ctx context.Context, q driver.QueryerContext, query string) (time.D
 		return LagUnknown, "", err
 	case cerr != nil:
 		return LagUnknown, "", cerr
-	case n == 0:
-		return LagUnknown, "replica lag unknown: not a replica (" + query + " returned no rows)", nil
-	case lagCol < 0:
-		return LagUnknown, "", errors.New("no Seconds_Behind_Master or Seconds_Behind_Source column")
-	case bad != nil:
-		return LagUnknown, "", bad
-	case stopped != "":
-		return LagUnknown, "replica lag unknown: " + stopped, nil
 	}
-	return max, "", nil
+	return r.result(query)
+}
+
+// statusCols are the indexes of the replica status columns readLag reads (-1: absent).
+type statusCols struct {
+	lag, io, sql, ioErr, sqlErr int
+}
+
+// findStatusCols finds the replica status columns among cols, by name,
+// case-insensitively.
+func findStatusCols(cols []string) statusCols {
+	sc := statusCols{-1, -1, -1, -1, -1}
+	for i, c := range cols {
+		switch strings.ToLower(c) {
+		case "seconds_behind_master", "seconds_behind_source":
+			sc.lag = i
+		case "slave_io_running", "replica_io_running":
+			sc.io = i
+		case "slave_sql_running", "replica_sql_running":
+			sc.sql = i
+		case "last_io_errno":
+			sc.ioErr = i
+		case "last_sql_errno":
+			sc.sqlErr = i
+		}
+	}
+	return sc
+}
+
+// lagRows is what readLag has read of the status rows so far.
+type lagRows struct {
+	cols    []string
+	sc      statusCols
+	n       int
+	max     time.Duration
+	stopped string // the first row with NULL lag, described
+	bad     error  // the first value that is not a number
+}
+
+// add reads one status row. After the first row that makes the lag unknown (stopped,
+// or a value that is not a number) the rows are only counted, still read to the end.
+func (r *lagRows) add(vals []driver.Value) {
+	r.n++
+	if r.sc.lag < 0 || r.stopped != "" || r.bad != nil {
+		return // read to the end all the same
+	}
+	if vals[r.sc.lag] == nil {
+		r.stopped = r.stoppedReason(vals)
+		return
+	}
+	secs, perr := seconds(vals[r.sc.lag])
+	if perr != nil {
+		r.bad = perr
+		return
+	}
+	if d := secondsDuration(secs); d > r.max {
+		r.max = d
+	}
+}
+
+// stoppedReason describes a row whose lag is NULL: its replication threads' states and
+// error numbers (never their texts).
+func (r *lagRows) stoppedReason(vals []driver.Value) string {
+	sc := r.sc
+	// The SQL thread applies what the replica has: while it runs and the IO
+	// thread is only reconnecting (its source is gone, a dead primary), the data is
+	// as fresh as the source's last write. Stopped (an operator, an error) the data
+	// ends where it stopped.
+	stopped := ReplicationStopped
+	if sc.sql >= 0 && strings.EqualFold(text(vals[sc.sql]), "Yes") && sc.io >= 0 && strings.EqualFold(text(vals[sc.io]), "Connecting") {
+		stopped = ReplicationReconnecting
+	}
+	stopped += " (Seconds_Behind_Master is NULL"
+	for _, c := range []int{sc.io, sc.sql, sc.ioErr, sc.sqlErr} {
+		if c < 0 || vals[c] == nil {
+			continue
+		}
+		if v := text(vals[c]); v != "0" || c == sc.io || c == sc.sql {
+			stopped += ", " + r.cols[c] + "=" + v
+		}
+	}
+	return stopped + ")"
+}
+
+// result is readLag's answer from the rows of query, all read.
+func (r *lagRows) result(query string) (time.Duration, string, error) {
+	switch {
+	case r.n == 0:
+		return LagUnknown, "replica lag unknown: not a replica (" + query + " returned no rows)", nil
+	case r.sc.lag < 0:
+		return LagUnknown, "", errors.New("no Seconds_Behind_Master or Seconds_Behind_Source column")
+	case r.bad != nil:
+		return LagUnknown, "", r.bad
+	case r.stopped != "":
+		return LagUnknown, "replica lag unknown: " + r.stopped, nil
+	}
+	return r.max, "", nil
 }
 
 // seconds reads a lag value: []byte or string from the text protocol, an integer type

@@ -17,7 +17,6 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/go-sql-driver/mysql"
 
@@ -488,7 +487,7 @@ func (c *Cluster) setReady(host int, nr *NotReadyError) {
 	was := h.notReady
 	h.notReady = nr
 	if nr != nil {
-		h.okSince = time.Time{} // a run of passed probes starts when it is ready again
+		h.mon.endPassRun() // a run of passed probes starts when it is ready again
 	}
 	h.mu.Unlock()
 	if (was == nil) == (nr == nil) {
@@ -517,16 +516,15 @@ func (c *Cluster) noteGalera(id int, g GaleraState) *NotReadyError {
 		return nil
 	}
 	now := c.env.Clock.Now()
-	h.mu.Lock()
-	h.galera, h.galeraAt = g, now
-	h.mu.Unlock()
+	h.gal.set(g, now)
 	for _, o := range t.list {
 		if o == id {
 			continue
 		}
 		oh := t.hosts[o]
 		oh.mu.Lock()
-		og, at, nr := oh.galera, oh.galeraAt, oh.notReady
+		nr := oh.notReady
+		og, at := oh.gal.get()
 		oh.mu.Unlock()
 		if at.IsZero() || now.Sub(at) > DefaultClusterViewAge || nr != nil || og.UUID == "" || g.UUID == "" {
 			continue

@@ -107,15 +107,14 @@ func (c *Cluster) buildReplicas() *replicaSet {
 		dist := t.distance(infos[id])
 		h.mu.Lock()
 		why := c.replicaSkip(p, id, h, dist)
-		if h.rjudged && why != h.rskip {
+		h.mu.Unlock()
+		if h.rep.judge(why) {
 			var err error
 			if why != "" {
 				err = errors.New(why)
 			}
 			events = append(events, failover.Event{Kind: failover.EventReplica, Host: h.addr, Err: err})
 		}
-		h.rskip, h.rjudged = why, true
-		h.mu.Unlock()
 		switch {
 		case why != "":
 		case dist == failover.DistanceLocal:
@@ -133,16 +132,19 @@ func (c *Cluster) buildReplicas() *replicaSet {
 }
 
 // replicaSkip says why host id (state h, locked by the caller; dist its distance) serves
-// no replica reads at position p, "" when it qualifies.
+// no replica reads at position p, "" when it qualifies. It reads the monitor's verdict
+// before the lag: a probe records the lag before its verdict.
 func (c *Cluster) replicaSkip(p *position, id int, h *hostState, dist failover.Distance) string {
+	down, suspect := h.mon.status()
+	lag, lagWhy := h.rep.lagNow()
 	switch {
 	case id == p.active:
 		return "the pool's writer"
 	case dist == failover.DistanceIgnored:
 		return "ignored by the DC policy (usedHostsPerRemoteDC)"
-	case h.down:
+	case down:
 		return "down: its probes failed for failoverDelay"
-	case !h.failSince.IsZero():
+	case suspect:
 		return "suspect: its last probe failed"
 	case h.notReady != nil:
 		return h.notReady.Error()
@@ -153,21 +155,21 @@ func (c *Cluster) replicaSkip(p *position, id int, h *hostState, dist failover.D
 		// Probing reads every host's role: until the first round has, a host may be a
 		// writer (without probing nothing ever reads it: every host but the writer serves).
 		return "role not read yet: the first probe round has not ended"
-	case strings.HasPrefix(h.lagWhy, ReplicationStopped):
+	case strings.HasPrefix(lagWhy, ReplicationStopped):
 		// Its data stops where the thread stopped: every causal read would wait there in
 		// vain, and every other read would be as stale as the stop is old.
-		return h.lagWhy + ": not a replica now"
+		return lagWhy + ": not a replica now"
 	}
 	if max := c.cfg.MaxReplicaLag; max > 0 {
 		switch {
-		case h.lag < 0:
-			why := h.lagWhy
+		case lag < 0:
+			why := lagWhy
 			if why == "" {
 				why = "not read yet"
 			}
 			return "lag unknown: " + why
-		case h.lag > max:
-			return fmt.Sprintf("lag %v over maxReplicaLag %v", h.lag, max)
+		case lag > max:
+			return fmt.Sprintf("lag %v over maxReplicaLag %v", lag, max)
 		}
 	}
 	return ""
@@ -218,7 +220,7 @@ func (c *Cluster) spread(s *replicaSet, ids []int, tried uint64) int {
 			if id < 64 && tried&(1<<id) != 0 {
 				continue
 			}
-			if f := t.hosts[id].inflight.Load(); best < 0 || f < least {
+			if f := t.hosts[id].rep.inflight.Load(); best < 0 || f < least {
 				best, least = id, f
 			}
 		}
@@ -237,16 +239,16 @@ func (c *Cluster) spread(s *replicaSet, ids []int, tried uint64) int {
 // least-in-flight and HostStats.ReplicaReads). ReplicaDone counts it served when ok.
 func (c *Cluster) ReplicaStart(host int) {
 	if h := c.topo().host(host); h != nil {
-		h.inflight.Add(1)
+		h.rep.inflight.Add(1)
 	}
 }
 
 // ReplicaDone: see ReplicaStart.
 func (c *Cluster) ReplicaDone(host int, ok bool) {
 	if h := c.topo().host(host); h != nil {
-		h.inflight.Add(-1)
+		h.rep.inflight.Add(-1)
 		if ok {
-			h.reads.Add(1)
+			h.rep.reads.Add(1)
 		}
 	}
 }
@@ -277,9 +279,7 @@ func (c *Cluster) NoReplicaError() error {
 	e := &failover.NoHostAvailableError{Passes: 1}
 	for _, id := range t.list {
 		h := t.hosts[id]
-		h.mu.Lock()
-		why := h.rskip
-		h.mu.Unlock()
+		why := h.rep.skipNow()
 		switch {
 		case why == "":
 			why = "not usable as a replica for this statement: its session failed it, or it could not be reached"
@@ -314,9 +314,7 @@ var errReplicaBackoff = errors.New("mysqlfailover: replica in backoff after a fa
 
 // noteLag records what host h's probe found of its lag, or (lag < 0) why it is unknown.
 func (c *Cluster) noteLag(h *hostState, lag time.Duration, why string) {
-	h.mu.Lock()
-	h.lag, h.lagWhy = lag, why
-	h.mu.Unlock()
+	h.rep.setLag(lag, why)
 	c.replicasChanged()
 }
 
@@ -348,17 +346,12 @@ func mix64(x uint64) uint64 {
 func (c *Cluster) probeLag(ctx context.Context, conn driver.Conn, h *hostState, wait time.Duration) bool {
 	lctx, cancel := withBudget(ctx, wait)
 	defer cancel()
-	h.mu.Lock()
-	old := h.lagOld
-	h.mu.Unlock()
-	lag, why, useOld, err := ReadLag(lctx, conn, old)
+	lag, why, useOld, err := ReadLag(lctx, conn, h.rep.oldForm())
 	if err != nil {
 		c.noteLag(h, LagUnknown, "its probe could not read it: "+NotBadConn(err, "").Error())
 		return Classify(ctx, err) != Communication
 	}
-	h.mu.Lock()
-	h.lagOld = useOld
-	h.mu.Unlock()
+	h.rep.setOldForm(useOld)
 	c.noteLag(h, lag, strings.TrimPrefix(why, "replica lag unknown: ")) // ReadLag: lag < 0 exactly when why is set
 	return true
 }

@@ -17,7 +17,7 @@ type rtoEstimator struct {
 	srtt, rttvar time.Duration // RFC 6298's SRTT and RTTVAR, valid when samples > 0
 	samples      int           // round trips measured since the estimate began
 	backoff      int           // consecutive timed-out probes since the last sample
-	paused       bool          // the last probe timed out late and was not counted (monitor.go)
+	paused       bool          // the last probe timed out late and was not counted (probe.go)
 }
 
 // sample adds r, the duration of a probe round trip that passed (RFC 6298 2.2, 2.3):

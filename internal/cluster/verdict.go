@@ -71,7 +71,7 @@ func (c *Cluster) Recover(ctx context.Context, host int, cause error, setup Setu
 	for {
 		hs.mu.Lock()
 		k := hs.check
-		if k == nil && (hs.retryAt > c.env.Clock.Now().UnixNano() || hs.down || !hs.failSince.IsZero() || host != c.Active()) {
+		if k == nil && (hs.retryAt > c.env.Clock.Now().UnixNano() || hs.mon.failing() || host != c.Active()) {
 			// A check ended, or a walk moved the pool, between knownDown and here (a
 			// busy machine widens the gap): its verdict stands, no second attempt.
 			hs.mu.Unlock()

@@ -38,6 +38,17 @@ type plan struct {
 // backoff, are left out too, unless that would leave nothing to try: then every planned
 // host is tried (all hosts down is when retriesAllDown matters).
 func (c *Cluster) order(t *topo, p plan, i int, tried []bool, buf []int) []int {
+	out := c.planned(t, p, i, buf)
+	if i == 0 && p.join && p.start != t.primary && !c.Unfit(p.start) {
+		joinFirst(t, p, out)
+	}
+	return c.dropSkipped(t, p, tried, out)
+}
+
+// planned is the policy's plan for pass i of p in buf, without ignored hosts, hosts not
+// in the list, out-of-range ids and repeats, and in the first pass with the failed host
+// last (see order).
+func (c *Cluster) planned(t *topo, p plan, i int, buf []int) []int {
 	infos := t.infos()
 	w := failover.Walk{Hosts: infos, List: t.list, Primary: t.primary, Start: p.start, Failed: p.failed, Pass: i}
 	if i == 0 {
@@ -61,21 +72,30 @@ func (c *Cluster) order(t *topo, p plan, i int, tried []bool, buf []int) []int {
 	if last >= 0 {
 		out = append(out, last)
 	}
-	if i == 0 && p.join && p.start != t.primary && !c.Unfit(p.start) {
-		// Once the pool has failed over, a connection that joins it goes to the pool's
-		// host first (after the primary when fall-back is due), whatever the layers
-		// prefer: a local host that is down must not cost every new connection an
-		// attempt while the pool works elsewhere, and the return to the primary
-		// follows the fall-back rules, not the first new connection.
-		front := 0
-		if p.primaryFirst && len(out) > 0 && out[0] == t.primary {
-			front = 1
-		}
-		if k := slices.Index(out, p.start); k > front {
-			copy(out[front+1:k+1], out[front:k])
-			out[front] = p.start
-		}
+	return out
+}
+
+// joinFirst moves p.start, the pool's host, to the front of out, the first pass of a
+// joining connection (after the primary when fall-back is due). Once the pool has failed
+// over, a connection that joins it goes to the pool's host first, whatever the layers
+// prefer: a local host that is down must not cost every new connection an attempt while
+// the pool works elsewhere, and the return to the primary follows the fall-back rules,
+// not the first new connection.
+func joinFirst(t *topo, p plan, out []int) {
+	front := 0
+	if p.primaryFirst && len(out) > 0 && out[0] == t.primary {
+		front = 1
 	}
+	if k := slices.Index(out, p.start); k > front {
+		copy(out[front+1:k+1], out[front:k])
+		out[front] = p.start
+	}
+}
+
+// dropSkipped removes from out the hosts p's walk skips now (those the probes declared
+// down; for a joining connection, those in backoff or not ready while a healthy host is
+// planned), unless that would leave nothing to try.
+func (c *Cluster) dropSkipped(t *topo, p plan, tried []bool, out []int) []int {
 	now := c.env.Clock.Now().UnixNano()
 	// Backoff is for connections that join the pool (new ones, and followers of a pool
 	// that moved): they are many, and must not each pay a dead host's timeout while a
@@ -173,22 +193,16 @@ func (c *Cluster) walk(ctx context.Context, p plan, cause error, setup SetupFunc
 		return nil, -1, failover.ErrClosed
 	}
 	t := c.topo()
-	began := c.env.Clock.Now() // Event.Duration of the move this walk may make
 	n := len(t.hosts)
-	errs := make([]error, n)
-	tried := make([]bool, n)
-	triedPrimary := false
-	var spare driver.Conn
-	spareHost := -1
+	w := &walkRun{t: t, p: p, cause: cause, began: c.env.Clock.Now(), errs: make([]error, n), tried: make([]bool, n), spareHost: -1}
 	defer func() {
-		if spare != nil {
-			_ = spare.Close()
-			c.Release(spareHost)
+		if w.spare != nil {
+			_ = w.spare.Close()
+			c.Release(w.spareHost)
 		}
 	}()
 	var buf [8]int
 	order := buf[:0]
-	passes := 0
 	passesAll := c.passes()
 	if p.onePass {
 		passesAll = 1
@@ -196,62 +210,87 @@ func (c *Cluster) walk(ctx context.Context, p plan, cause error, setup SetupFunc
 	for i := 0; i < passesAll; i++ {
 		if i > 0 {
 			if err := c.env.Clock.Sleep(ctx, DefaultPassPause); err != nil {
-				return nil, -1, c.noHost(t, passes, errs, tried, EndErr(ctx), p)
+				return nil, -1, c.noHost(t, w.passes, w.errs, w.tried, EndErr(ctx), p)
 			}
 		}
-		passes++
-		order = c.order(t, p, i, tried, order)
-		for _, h := range order {
-			if Ended(ctx) {
-				return nil, -1, c.noHost(t, passes, errs, tried, EndErr(ctx), p)
-			}
-			tried[h] = true
-			triedPrimary = triedPrimary || h == t.primary
-			var conn driver.Conn
-			var lastResort bool
-			var err error
-			if p.join && h == p.start {
-				// The pool's own host: a connection that joins the pool waits for a full
-				// host rather than leave it (1040 is not a down host), and a lasting
-				// refusal is its error, the pool staying where it is.
-				conn, lastResort, err = c.attemptPatient(ctx, h, setup, spare == nil, 0)
-				var fe *fullError
-				if errors.As(err, &fe) {
-					return nil, -1, err
-				}
-			} else {
-				conn, lastResort, err = c.attempt(ctx, h, setup, spare == nil)
-			}
-			if err == nil && lastResort {
-				spare, spareHost = conn, h
-				errs[h] = &RoleError{Role: t.hosts[h].health().role, Wanted: c.Target()}
-				continue
-			}
-			if err == nil {
-				c.landed(h, triedPrimary, p, c.why(cause, errs), false, began)
-				return conn, h, nil
-			}
-			errs[h] = err
-			if Ended(ctx) {
-				return nil, -1, c.noHost(t, passes, errs, tried, EndErr(ctx), p)
-			}
-			if stopsWalk(ctx, err) && !(i == 0 && h == t.primary && p.primaryFirst) {
-				// Access denied, unknown database...: every host would say the same,
-				// and hiding it behind retries would cost minutes. A fall-back probe of
-				// the primary is the exception: the pool's own host is still there to
-				// go to. The host is in backoff now, so the next walk tries the others
-				// first.
-				return nil, -1, fmt.Errorf("mysqlfailover: host %s: %w", t.hosts[h].addr, err)
-			}
-		}
-		if spare != nil {
-			conn, h := spare, spareHost
-			spare = nil
-			c.landed(h, triedPrimary, p, c.why(cause, errs), true, began)
-			return conn, h, nil
+		w.passes++
+		order = c.order(t, p, i, w.tried, order)
+		if conn, h, over, err := c.walkPass(ctx, w, i, order, setup); over {
+			return conn, h, err
 		}
 	}
-	return nil, -1, c.noHost(t, passes, errs, tried, nil, p)
+	return nil, -1, c.noHost(t, w.passes, w.errs, w.tried, nil, p)
+}
+
+// walkRun is what one walk keeps from host to host and pass to pass.
+type walkRun struct {
+	t            *topo
+	p            plan
+	cause        error     // the failure that started the walk
+	began        time.Time // Event.Duration of the move this walk may make
+	errs         []error   // by host id, its last error in this walk
+	tried        []bool    // by host id, whether this walk tried it
+	triedPrimary bool
+	spare        driver.Conn // prefer-standby's last resort, on spareHost
+	spareHost    int
+	passes       int
+}
+
+// walkPass tries the hosts of order, pass i of w, and reports whether the walk is over
+// (with a connection and its host, or the error that ends it).
+func (c *Cluster) walkPass(ctx context.Context, w *walkRun, i int, order []int, setup SetupFunc) (conn driver.Conn, host int, over bool, err error) {
+	t, p := w.t, w.p
+	for _, h := range order {
+		if Ended(ctx) {
+			return nil, -1, true, c.noHost(t, w.passes, w.errs, w.tried, EndErr(ctx), p)
+		}
+		w.tried[h] = true
+		w.triedPrimary = w.triedPrimary || h == t.primary
+		conn, lastResort, err := c.walkAttempt(ctx, w, h, setup)
+		var fe *fullError
+		if p.join && h == p.start && errors.As(err, &fe) {
+			return nil, -1, true, err
+		}
+		if err == nil && lastResort {
+			w.spare, w.spareHost = conn, h
+			w.errs[h] = &RoleError{Role: t.hosts[h].health().role, Wanted: c.Target()}
+			continue
+		}
+		if err == nil {
+			c.landed(h, w.triedPrimary, p, c.why(w.cause, w.errs), false, w.began)
+			return conn, h, true, nil
+		}
+		w.errs[h] = err
+		if Ended(ctx) {
+			return nil, -1, true, c.noHost(t, w.passes, w.errs, w.tried, EndErr(ctx), p)
+		}
+		if stopsWalk(ctx, err) && !(i == 0 && h == t.primary && p.primaryFirst) {
+			// Access denied, unknown database...: every host would say the same,
+			// and hiding it behind retries would cost minutes. A fall-back probe of
+			// the primary is the exception: the pool's own host is still there to
+			// go to. The host is in backoff now, so the next walk tries the others
+			// first.
+			return nil, -1, true, fmt.Errorf("mysqlfailover: host %s: %w", t.hosts[h].addr, err)
+		}
+	}
+	if w.spare != nil {
+		conn, h := w.spare, w.spareHost
+		w.spare = nil
+		c.landed(h, w.triedPrimary, p, c.why(w.cause, w.errs), true, w.began)
+		return conn, h, true, nil
+	}
+	return nil, -1, false, nil
+}
+
+// walkAttempt is w's attempt on host h. The pool's own host, for a connection that
+// joins the pool, is waited for when full rather than left (1040 is not a down host),
+// and a lasting refusal is its error (walkPass ends the walk), the pool staying where it
+// is.
+func (c *Cluster) walkAttempt(ctx context.Context, w *walkRun, h int, setup SetupFunc) (driver.Conn, bool, error) {
+	if w.p.join && h == w.p.start {
+		return c.attemptPatient(ctx, h, setup, w.spare == nil, 0)
+	}
+	return c.attempt(ctx, h, setup, w.spare == nil)
 }
 
 func (c *Cluster) noHost(t *topo, passes int, errs []error, tried []bool, ctxErr error, p plan) error {

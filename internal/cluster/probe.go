@@ -1,0 +1,420 @@
+package cluster
+
+// One probe of one host (probe), step by step: its bounds (probeBudget: the host's probe
+// timeout from its estimator, rto.go, and what its run of failed probes has left of
+// failoverDelay), the opening of its long-lived probe connection (probeDial), the round
+// trip (probeRoundTrip: ReadState or SELECT 1), the lag read (probeMeasure), and what the
+// result does to the host: a pause of this process, a step of a run of failed probes and
+// the transition to suspect or down, or a passed probe (probeFailed, probePassed; the
+// monitor's record of the host is monitorHost, monitorhost.go). The probe connections are
+// the probeSet's, under its own small lock.
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/mysqlfailover/mysqlfailover/failover"
+	"github.com/mysqlfailover/mysqlfailover/internal/attrs"
+)
+
+// probeQuery is the probe's round trip when it has no state to read (see probeReads);
+// otherwise the probe runs ReadState, which reads the role and the readiness on the way.
+const probeQuery = "SELECT 1"
+
+// probeSet holds the long-lived probe connection of each host.
+type probeSet struct {
+	mu    sync.Mutex
+	conns map[int]driver.Conn
+}
+
+// has reports whether a probe connection of host id is kept.
+func (p *probeSet) has(id int) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.conns[id] != nil
+}
+
+func (p *probeSet) take(id int) driver.Conn {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c := p.conns[id]
+	delete(p.conns, id)
+	return c
+}
+
+func (p *probeSet) put(id int, c driver.Conn) {
+	p.mu.Lock()
+	if p.conns == nil {
+		p.conns = map[int]driver.Conn{}
+	}
+	old := p.conns[id]
+	p.conns[id] = c
+	p.mu.Unlock()
+	if old != nil {
+		_ = old.Close()
+	}
+}
+
+// keepOnly closes the probe connections of the hosts whose keep entry is false (or
+// beyond it).
+func (p *probeSet) keepOnly(keep []bool) {
+	p.mu.Lock()
+	var drop []driver.Conn
+	for id, c := range p.conns {
+		if id >= len(keep) || !keep[id] {
+			drop = append(drop, c)
+			delete(p.conns, id)
+		}
+	}
+	p.mu.Unlock()
+	for _, c := range drop {
+		_ = c.Close()
+	}
+}
+
+func (p *probeSet) closeAll() {
+	p.mu.Lock()
+	cs := p.conns
+	p.conns = nil
+	p.mu.Unlock()
+	for _, c := range cs {
+		_ = c.Close()
+	}
+}
+
+// probeTimeout is the fixed probe bound: max(CheckInterval, DefaultMinProbeTimeout), at
+// most HostTimeout when that is set. It bounds a host-list poll, an attempt on a host the
+// probes declared down, a probe before its host's first passed probe, and the doubling
+// of a host's probe timeout (rtoEstimator.timeout).
+func (c *Cluster) probeTimeout() time.Duration {
+	d := max(c.cfg.CheckInterval, DefaultMinProbeTimeout)
+	if c.cfg.HostTimeout > 0 {
+		d = min(d, c.cfg.HostTimeout)
+	}
+	return d
+}
+
+// probeCeiling caps every probe timeout: HostTimeout, or DefaultMaxProbeTimeout when
+// that is 0 (never below the fixed bound).
+func (c *Cluster) probeCeiling() time.Duration {
+	if c.cfg.HostTimeout > 0 {
+		return c.cfg.HostTimeout
+	}
+	return max(DefaultMaxProbeTimeout, c.probeTimeout())
+}
+
+// hostProbeTimeout returns a host's probe timeout from its estimator, rto (see rto.go),
+// and how long its next probe round trip waits for an answer: DefaultProbePatience times
+// rto, or its stall wait (rtoEstimator.stallWait: SRTT + DefaultMaxStall +
+// DefaultStallMargin) when that is longer, at most the ceiling; or rto alone once the
+// probes have declared the host down (its probes then only watch for its return). m is
+// the host's monitor record; it is called with m.mu held.
+func (c *Cluster) hostProbeTimeout(m *monitorHost) (rto, wait time.Duration) {
+	rto = m.rto.timeout(c.probeTimeout(), c.probeCeiling())
+	if m.down {
+		return rto, rto
+	}
+	wait = max(DefaultProbePatience*rto, m.rto.stallWait())
+	return rto, min(wait, max(c.probeCeiling(), rto))
+}
+
+// probeTimeouts is hostProbeTimeout, taking m's lock.
+func (c *Cluster) probeTimeouts(m *monitorHost) (rto, wait time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return c.hostProbeTimeout(m)
+}
+
+// probe makes one probe of host id and records the result. The round trip waits as long
+// as hostProbeTimeout says: DefaultProbePatience times the host's probe timeout, and at
+// least its smoothed round trip plus DefaultMaxStall and DefaultStallMargin, on the
+// same connection (TCP would retransmit after one timeout and double it; here a repeat
+// would only queue behind the request the server has not answered, so the probe waits
+// for the first answer that long instead, and an answer however late is a sample of the
+// host's round trip). Opening the probe connection gets HostTimeout, or the fixed probe
+// bound when HostTimeout is 0 (a far host's handshake takes several round trips and
+// must not make it look dead), except while the host is in a run of failed probes: then
+// the host's probe timeout, or DefaultCheckFactor times its typical connect time when
+// that is longer, so that a hung host is declared down after FailoverDelay and not
+// after HostTimeout, and a far one still gets its handshake done. A probe that repeats
+// one whose timeout fired late (DefaultMaxLocalPause) opens its connection within the
+// longer of that bound and its own wait (within HostTimeout): the late timeout closed
+// the connection, and a frozen host accepts a new one and never greets. A probe
+// connection that breaks without a timeout (the server killed it, or restarted) is
+// opened again at once, in the same probe: a blip of the connection is not a failure of
+// the host. A passed round trip is a sample of the host's estimator; a timed-out one
+// doubles its timeout and has the monitor probe the host again at once.
+func (c *Cluster) probe(ctx context.Context, id int) {
+	defer c.replicasChanged() // health, role and lag are what the replica set is made of
+	h := c.topo().host(id)
+	start := c.env.Clock.Now()
+	b := c.probeBudget(h, start)
+	r := c.probeConn(ctx, id, h, b)
+	if ctx.Err() != nil {
+		return // Close: not the host's doing
+	}
+	if nr := Refusal(r.err); nr != nil && !r.timedOut {
+		// The server refused the probe's session or query (offline_mode's 3032 to a user
+		// without CONNECTION_ADMIN, Galera's 1047): it is up, and not ready.
+		c.NoteRefusal(id, nr)
+		r.err = nil
+	}
+	now := c.env.Clock.Now()
+	if r.err != nil {
+		c.probeFailed(h, start, now, r)
+		return
+	}
+	if r.st != nil {
+		c.noteState(id, *r.st)
+	}
+	c.probePassed(h, start, now, r.rtt)
+}
+
+// probeBounds is what one probe of a host may wait, read at its start (probeBudget).
+type probeBounds struct {
+	suspect bool          // a run of failed probes is under way
+	repeat  bool          // it repeats a probe whose timeout fired late (this process paused)
+	rto     time.Duration // the host's probe timeout
+	wait    time.Duration // how long the round trip waits (hostProbeTimeout, runLeft)
+	runLeft time.Duration // what the run of failed probes has left of FailoverDelay (-1: no run)
+	typical time.Duration // the host's typical connect time
+}
+
+// probeBudget reads h's bounds for a probe that starts at start.
+func (c *Cluster) probeBudget(h *hostState, start time.Time) probeBounds {
+	typical := h.health().typical
+	m := &h.mon
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	b := probeBounds{suspect: !m.failSince.IsZero(), repeat: m.rto.paused, runLeft: -1, typical: typical}
+	b.rto, b.wait = c.hostProbeTimeout(m)
+	// Within a run of failed probes, a probe (its round trip, or the opening of its
+	// connection) waits no longer than the run needs to reach FailoverDelay, and at least
+	// DefaultProbeMargin: the doubling alone would overshoot (225, 450, 900 ms waits for
+	// a 500 ms delay). The first probe of a run keeps its whole wait, stall included: it
+	// is the one that tells a host that answers late from one that does not answer.
+	if b.suspect && !m.down {
+		b.runLeft = max(m.failSince.Add(c.cfg.FailoverDelay).Sub(start), DefaultProbeMargin)
+		b.wait = min(b.wait, b.runLeft)
+	}
+	return b
+}
+
+// probeResult is what one probe found. Its fields carry over from one try of the probe
+// to the next (probeConn).
+type probeResult struct {
+	err      error
+	st       *State        // what the probe read of the server's state (nil: SELECT 1)
+	rtt      time.Duration // the round trip
+	late     time.Duration // how far past its bound a timed-out step returned
+	timedOut bool
+}
+
+// probeConn runs the probe's round trip on host id's probe connection, opened first when
+// there is none, and once more on a new connection when a kept one broke without a
+// timeout (see probe).
+func (c *Cluster) probeConn(ctx context.Context, id int, h *hostState, b probeBounds) (r probeResult) {
+	conn := c.probes.take(id)
+	for again := conn != nil; ; again = false {
+		if conn == nil {
+			conn = c.probeDial(ctx, id, h, b, &r)
+			if fullHost(r.err) {
+				// The server answered that it takes no more connections: it is up and
+				// its sessions work (a full host is not a down host). The probe
+				// connection is opened again next round.
+				r.err = nil
+				return r
+			}
+			if r.err != nil {
+				return r
+			}
+		}
+		if c.probeRoundTrip(ctx, id, h, conn, b, &r) {
+			return r
+		}
+		conn = nil
+		if !again || r.timedOut || Classify(ctx, r.err) != Communication {
+			return r
+		}
+	}
+}
+
+// probeDialBound is how long a probe's opening of its connection waits, and why (see
+// probe).
+func (c *Cluster) probeDialBound(b probeBounds) (bound time.Duration, what string) {
+	bound = min(max(b.rto, DefaultCheckFactor*b.typical), c.probeCeiling())
+	what = "the host's probe timeout, the host failing its probes"
+	if b.runLeft >= 0 && b.runLeft < bound {
+		bound, what = b.runLeft, "what its run of failed probes has left of failoverDelay"
+	}
+	switch {
+	case !b.suspect && b.repeat:
+		// The connection was closed by the late timeout: a frozen host accepts
+		// the new one and never greets, and must not cost hostTimeout.
+		bound, what = min(max(c.cfg.HostTimeout, c.probeTimeout()), max(bound, b.wait)), "the probe's wait, repeating a probe whose timeout fired late"
+	case !b.suspect:
+		bound, what = max(c.cfg.HostTimeout, c.probeTimeout()), "hostTimeout"
+	}
+	return bound, what
+}
+
+// probeDial opens host id's probe connection within probeDialBound, and records its
+// error, and whether and how late it timed out, in r.
+func (c *Cluster) probeDial(ctx context.Context, id int, h *hostState, b probeBounds, r *probeResult) driver.Conn {
+	bound, what := c.probeDialBound(b)
+	dctx, cancel := withBudget(ctx, bound)
+	defer cancel()
+	dialStart := c.env.Clock.Now()
+	conn, err := c.env.Dial(dctx, id)
+	if err == nil {
+		h.noteConnectTime(c.env.Clock.Now().Sub(dialStart))
+	}
+	if err != nil {
+		if dctx.Err() != nil && ctx.Err() == nil {
+			r.timedOut, r.late = true, c.env.Clock.Now().Sub(dialStart)-bound
+			err = fmt.Errorf("probe connection not opened within %v (%s): %w", bound, what, err)
+		} else {
+			err = describeDialError(err)
+		}
+	}
+	r.err = err
+	return conn
+}
+
+// probeRoundTrip runs the probe's round trip on conn and records it in r; when it
+// passed, it reads the host's lag (probeMeasure) and keeps conn for the next probe. It
+// reports whether the probe is over; when not, conn is closed and the probe may open a
+// new one.
+func (c *Cluster) probeRoundTrip(ctx context.Context, id int, h *hostState, conn driver.Conn, b probeBounds, r *probeResult) (over bool) {
+	rtStart := c.env.Clock.Now()
+	r.st, r.timedOut, r.err = c.roundTrip(ctx, conn, b.wait, b.rto)
+	r.rtt = c.env.Clock.Now().Sub(rtStart)
+	if r.timedOut {
+		r.late = r.rtt - b.wait
+	}
+	if r.err != nil {
+		_ = conn.Close()
+		return false
+	}
+	if !c.probeMeasure(ctx, id, h, conn, r.st, b.wait) {
+		_ = conn.Close() // broke while its lag was read: reopened next round
+		return true
+	}
+	c.probes.put(id, conn)
+	return true
+}
+
+// probeMeasure records host id's replica lag, with replica reads, after a passed round
+// trip that read st: Galera's own counter, none for the pool's writer, or the replica
+// status read on conn within wait (probeLag). It reports false when conn broke meanwhile.
+func (c *Cluster) probeMeasure(ctx context.Context, id int, h *hostState, conn driver.Conn, st *State, wait time.Duration) bool {
+	switch {
+	case !c.cfg.ReplicaReads:
+	case st != nil && st.Kind == KindGalera:
+		c.noteGaleraLag(h, id == c.Active(), st.Galera) // the cluster's own counter: no replica status
+	case id == c.Active():
+		c.noteLag(h, LagUnknown, "the pool's writer: not read") // no lag left from its replica days
+	default:
+		return c.probeLag(ctx, conn, h, wait)
+	}
+	return true
+}
+
+// probeFailed records a failed probe of h that started at start and ended at now: unless
+// it was a pause of this process (see monitorHost.failed), a step of the run of failed
+// probes, and the host's transition to suspect or down.
+func (c *Cluster) probeFailed(h *hostState, start, now time.Time, r probeResult) {
+	err := NotBadConn(r.err, "probe failed")
+	down, paused := h.mon.failed(start, now, c.cfg.FailoverDelay, r.timedOut, r.late)
+	if paused {
+		return
+	}
+	c.emit(failover.Event{Kind: failover.EventProbe, Host: h.addr, Err: err})
+	s := failover.HostSuspect
+	if down {
+		s = failover.HostDown
+	}
+	h.mu.Lock()
+	if h.state == failover.HostDown {
+		// A failed attempt said down already: a failing probe confirms it and does
+		// not take it back to suspect (down, suspect, down would flap).
+		s = failover.HostDown
+	}
+	// Replica sessions may be on a host declared down now: decide aborts them, so that
+	// reads in flight there fail at once and run again on another replica.
+	h.mon.declare(down, c.cfg.ReplicaReads)
+	changed := h.setState(s, err, c.env.Clock.Now())
+	h.mu.Unlock()
+	c.reportState(h, changed, s, err)
+}
+
+// probePassed records a passed probe of h that started at start and ended at now, with
+// round trip rtt: in the monitor's record (monitorHost.passed), and the host up, out of
+// backoff.
+func (c *Cluster) probePassed(h *hostState, start, now time.Time, rtt time.Duration) {
+	h.mu.Lock()
+	h.mon.passed(h.unfitLocked(), start, now, rtt)
+	h.clearBackoffLocked()
+	changed := h.setState(failover.HostUp, nil, c.env.Clock.Now())
+	h.mu.Unlock()
+	c.reportState(h, changed, failover.HostUp, nil)
+	c.emit(failover.Event{Kind: failover.EventProbePassed, Host: h.addr, Duration: now.Sub(start)})
+}
+
+// roundTrip runs the probe's query on conn within wait (see hostProbeTimeout; rto is the
+// host's probe timeout, for the error): ReadState when the probe needs the server's
+// state (probeReads), else probeQuery. st is what ReadState found (nil without it, or
+// when it failed).
+func (c *Cluster) roundTrip(ctx context.Context, conn driver.Conn, wait, rto time.Duration) (st *State, timedOut bool, err error) {
+	pctx, cancel := withBudget(ctx, wait)
+	defer cancel()
+	if c.probeReads() {
+		var s State
+		if s, err = ReadState(pctx, conn, kindOf(c.cfg.Cluster)); err == nil {
+			st = &s
+		}
+	} else {
+		err = selectOne(pctx, conn)
+	}
+	if err != nil && pctx.Err() != nil && ctx.Err() == nil {
+		return nil, true, fmt.Errorf("probe timed out after %v (the host's probe timeout is %v: its smoothed round trip plus %d deviations, at least %v, doubled after each timeout; a probe waits %d times that, and at least its smoothed round trip plus %v, until the host is declared down): %w",
+			wait, rto, DefaultProbeVarianceFactor, DefaultProbeMargin, DefaultProbePatience, DefaultMaxStall+DefaultStallMargin, err)
+	}
+	return st, false, err
+}
+
+// probeReads reports whether a probe reads the server's state (ReadState) rather than
+// run probeQuery: for the role check of targetSessionAttrs; for replica reads (a
+// writable host of a replication cluster is no replica); when the cluster type has a
+// readiness (Galera, Group Replication); and, with cluster=auto, until a server has said
+// what the cluster is.
+func (c *Cluster) probeReads() bool {
+	k := c.Kind()
+	return c.Target() != attrs.Any || c.cfg.ReplicaReads || k != KindReplication
+}
+
+// selectOne runs probeQuery on conn and reads its row.
+func selectOne(ctx context.Context, conn driver.Conn) error {
+	q, ok := conn.(driver.QueryerContext)
+	if !ok {
+		return errors.New("mysqlfailover: the connection cannot run the probe query (no driver.QueryerContext)")
+	}
+	rows, err := q.QueryContext(ctx, probeQuery, nil)
+	if err != nil {
+		return err
+	}
+	vals := make([]driver.Value, len(rows.Columns()))
+	for err == nil {
+		err = rows.Next(vals)
+	}
+	cerr := rows.Close()
+	if err != io.EOF {
+		return err
+	}
+	return cerr
+}
