@@ -13,6 +13,7 @@ import (
 	"github.com/mysqlfailover/mysqlfailover/failover"
 	"github.com/mysqlfailover/mysqlfailover/internal/cluster"
 	"github.com/mysqlfailover/mysqlfailover/internal/conn"
+	"github.com/mysqlfailover/mysqlfailover/policy"
 )
 
 // Connector is the driver.Connector of one pool: it owns the failover state (the host
@@ -35,7 +36,7 @@ type options struct {
 	onEvent  func(failover.Event)
 	clock    cluster.Clock
 	dial     cluster.DialFunc
-	layers   []func(failover.Policy) failover.Policy
+	layers   []func(policy.Policy) policy.Policy
 	logger   *slog.Logger
 	provider failover.HostListProvider
 }
@@ -81,10 +82,10 @@ func WithEventHook(fn func(failover.Event)) Option {
 // TokenAwarePolicy wraps a child policy: layer receives the policy built from the DSN
 // (Connector/J's rotation, then the DC-aware layer with localDC, then the role-aware
 // layer with targetSessionAttrs) and returns the policy to use, which typically rates
-// hosts with the child's Distance and reorders the child's Plan (see failover.Policy and
+// hosts with the child's Distance and reorders the child's Plan (see policy.Policy and
 // the example LowestConnectTimeFirst). Several WithPolicy options stack in the order
 // given, the last one outermost. A layer that returns nil makes NewConnector fail.
-func WithPolicy(layer func(child failover.Policy) failover.Policy) Option {
+func WithPolicy(layer func(child policy.Policy) policy.Policy) Option {
 	return func(o *options) { o.layers = append(o.layers, layer) }
 }
 
@@ -214,11 +215,11 @@ func hostProvider(cfg *dsn.Config, p failover.HostListProvider) (failover.HostLi
 
 // stackLayers returns the WithPolicy layers as one, the first innermost, or nil for none.
 // The stack returns nil when a layer does (NewConnector then fails).
-func stackLayers(layers []func(failover.Policy) failover.Policy) func(failover.Policy) failover.Policy {
+func stackLayers(layers []func(policy.Policy) policy.Policy) func(policy.Policy) policy.Policy {
 	if len(layers) == 0 {
 		return nil
 	}
-	return func(p failover.Policy) failover.Policy {
+	return func(p policy.Policy) policy.Policy {
 		for _, l := range layers {
 			if p = l(p); p == nil {
 				return nil

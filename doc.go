@@ -22,8 +22,9 @@
 //	db := sql.OpenDB(c) // db.Close closes c too
 //
 // One sql.DB has one Connector. Package dsn has Config and the option table,
-// package failover the errors, events, statistics and policy types; package
-// driver is the deprecated former import path.
+// package failover the errors, events and statistics, package policy the types
+// of a host policy layer (WithPolicy); package driver is the deprecated former
+// import path.
 //
 // # The DSN
 //

@@ -9,26 +9,26 @@ import (
 
 	"github.com/mysqlfailover/mysqlfailover"
 	"github.com/mysqlfailover/mysqlfailover/dsn"
-	"github.com/mysqlfailover/mysqlfailover/failover"
+	"github.com/mysqlfailover/mysqlfailover/policy"
 )
 
 // lowestConnectTimeFirst is a policy layer that tries the hosts that usually connect
 // fastest first. It keeps its child's Distance (so localDC still decides which hosts are
 // local, remote or ignored) and reorders the child's Plan, stably, by distance and then
-// by failover.HostInfo.ConnectTime; a host that never connected (ConnectTime 0) goes
+// by policy.Host.ConnectTime; a host that never connected (ConnectTime 0) goes
 // after the measured ones of its distance.
-type lowestConnectTimeFirst struct{ child failover.Policy }
+type lowestConnectTimeFirst struct{ child policy.Policy }
 
-func (p lowestConnectTimeFirst) Distance(h failover.HostInfo) failover.Distance {
+func (p lowestConnectTimeFirst) Distance(h policy.Host) policy.Distance {
 	return p.child.Distance(h)
 }
 
-func (p lowestConnectTimeFirst) Plan(w *failover.Walk, dst []int) []int {
+func (p lowestConnectTimeFirst) Plan(w *policy.Walk, dst []int) []int {
 	start := len(dst)
 	dst = p.child.Plan(w, dst)
-	key := func(h int) (failover.Distance, time.Duration) {
+	key := func(h int) (policy.Distance, time.Duration) {
 		if h < 0 || h >= len(w.Hosts) {
-			return failover.DistanceIgnored, 0 // the Cluster drops it anyway
+			return policy.Ignored, 0 // the Cluster drops it anyway
 		}
 		t := w.Hosts[h].ConnectTime
 		if t == 0 {
@@ -54,10 +54,10 @@ func Example_lowestConnectTimeFirst() {
 		fmt.Println(err)
 		return
 	}
-	var policy failover.Policy
-	c, err := mysqlfailover.NewConnector(cfg, mysqlfailover.WithPolicy(func(child failover.Policy) failover.Policy {
-		policy = lowestConnectTimeFirst{child}
-		return policy
+	var layer policy.Policy
+	c, err := mysqlfailover.NewConnector(cfg, mysqlfailover.WithPolicy(func(child policy.Policy) policy.Policy {
+		layer = lowestConnectTimeFirst{child}
+		return layer
 	}))
 	if err != nil {
 		fmt.Println(err)
@@ -66,8 +66,8 @@ func Example_lowestConnectTimeFirst() {
 	db := sql.OpenDB(c) // no connection is opened until one is needed
 	defer db.Close()
 
-	w := &failover.Walk{
-		Hosts: []failover.HostInfo{
+	w := &policy.Walk{
+		Hosts: []policy.Host{
 			{Index: 0, Addr: "db1:3306", DC: "east", ConnectTime: 30 * time.Millisecond},
 			{Index: 1, Addr: "db2:3306", DC: "east"}, // never connected yet
 			{Index: 2, Addr: "db3:3306", DC: "east", ConnectTime: 4 * time.Millisecond},
@@ -78,13 +78,13 @@ func Example_lowestConnectTimeFirst() {
 		Start:   0,
 		Failed:  -1,
 	}
-	for _, h := range policy.Plan(w, nil) {
+	for _, h := range layer.Plan(w, nil) {
 		info := w.Hosts[h]
 		t := "unknown"
 		if info.ConnectTime > 0 {
 			t = info.ConnectTime.String()
 		}
-		fmt.Println(info.Addr, policy.Distance(info), t)
+		fmt.Println(info.Addr, layer.Distance(info), t)
 	}
 	// Output:
 	// db3:3306 local 4ms

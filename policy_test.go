@@ -17,6 +17,7 @@ import (
 	"github.com/mysqlfailover/mysqlfailover/failover"
 	"github.com/mysqlfailover/mysqlfailover/internal/cluster"
 	"github.com/mysqlfailover/mysqlfailover/internal/fake"
+	"github.com/mysqlfailover/mysqlfailover/policy"
 )
 
 const setReadOnlySQL = "SET SESSION TRANSACTION READ ONLY"
@@ -135,11 +136,11 @@ func TestTargetSessionAttrsThroughDSN(t *testing.T) {
 }
 
 // reversed is a user layer that reverses its child's plan and keeps its distances.
-type reversed struct{ child failover.Policy }
+type reversed struct{ child policy.Policy }
 
-func (r reversed) Distance(h failover.HostInfo) failover.Distance { return r.child.Distance(h) }
+func (r reversed) Distance(h policy.Host) policy.Distance { return r.child.Distance(h) }
 
-func (r reversed) Plan(w *failover.Walk, dst []int) []int {
+func (r reversed) Plan(w *policy.Walk, dst []int) []int {
 	start := len(dst)
 	dst = r.child.Plan(w, dst)
 	slices.Reverse(dst[start:])
@@ -148,13 +149,13 @@ func (r reversed) Plan(w *failover.Walk, dst []int) []int {
 
 // first is a user layer that moves one host to the front of its child's plan.
 type first struct {
-	child failover.Policy
+	child policy.Policy
 	host  int
 }
 
-func (f first) Distance(h failover.HostInfo) failover.Distance { return f.child.Distance(h) }
+func (f first) Distance(h policy.Host) policy.Distance { return f.child.Distance(h) }
 
-func (f first) Plan(w *failover.Walk, dst []int) []int {
+func (f first) Plan(w *policy.Walk, dst []int) []int {
 	start := len(dst)
 	dst = f.child.Plan(w, dst)
 	plan := dst[start:]
@@ -169,7 +170,7 @@ func (f first) Plan(w *failover.Walk, dst []int) []int {
 // on the last host, with no attempt on the others.
 func TestWithPolicyReversesPlan(t *testing.T) {
 	p := newPolicyPool(t, 3, "", portScript(true),
-		mysqlfailover.WithPolicy(func(child failover.Policy) failover.Policy { return reversed{child} }))
+		mysqlfailover.WithPolicy(func(child policy.Policy) policy.Policy { return reversed{child} }))
 	ctx := context.Background()
 	if port, err := p.port(ctx, p.db); err != nil || port != 3303 {
 		t.Fatalf("port %d, %v; want 3303 (H3)\nevents:\n%s", port, err, p.eventText())
@@ -191,10 +192,10 @@ func TestWithPolicyStacksLastOutermost(t *testing.T) {
 		{"H3 then H2", []int{2, 1}, 3302},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var children []failover.Policy
+			var children []policy.Policy
 			var opts []mysqlfailover.Option
 			for _, h := range tc.order {
-				opts = append(opts, mysqlfailover.WithPolicy(func(child failover.Policy) failover.Policy {
+				opts = append(opts, mysqlfailover.WithPolicy(func(child policy.Policy) policy.Policy {
 					children = append(children, child)
 					return first{child: child, host: h}
 				}))
@@ -226,9 +227,9 @@ func TestWithPolicyChildIsBuiltInStack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var child failover.Policy
+	var child policy.Policy
 	c, err := mysqlfailover.NewConnector(cfg, mysqlfailover.WithDial(fake.NewNet(t, 2).Dial),
-		mysqlfailover.WithPolicy(func(p failover.Policy) failover.Policy { child = p; return p }))
+		mysqlfailover.WithPolicy(func(p policy.Policy) policy.Policy { child = p; return p }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,7 +238,7 @@ func TestWithPolicyChildIsBuiltInStack(t *testing.T) {
 		t.Fatalf("the user layer's child is %T, want *cluster.RoleAware", child)
 	}
 	// H2 is in the remote DC with usedHostsPerRemoteDC 0: the stack ignores it.
-	if d := child.Distance(failover.HostInfo{Index: 1, Addr: "H2:3306", DC: "west"}); d != failover.DistanceIgnored {
+	if d := child.Distance(policy.Host{Index: 1, Addr: "H2:3306", DC: "west"}); d != policy.Ignored {
 		t.Errorf("Distance(H2 in west) = %v, want ignored", d)
 	}
 }
@@ -245,8 +246,8 @@ func TestWithPolicyChildIsBuiltInStack(t *testing.T) {
 // A layer that returns nil makes NewConnector fail, before any connection is opened,
 // also when it comes after a valid layer.
 func TestWithPolicyNilLayerFailsNewConnector(t *testing.T) {
-	nilLayer := mysqlfailover.WithPolicy(func(failover.Policy) failover.Policy { return nil })
-	keep := mysqlfailover.WithPolicy(func(p failover.Policy) failover.Policy { return p })
+	nilLayer := mysqlfailover.WithPolicy(func(policy.Policy) policy.Policy { return nil })
+	keep := mysqlfailover.WithPolicy(func(p policy.Policy) policy.Policy { return p })
 	for _, tc := range []struct {
 		name string
 		opts []mysqlfailover.Option

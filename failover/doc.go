@@ -1,9 +1,9 @@
 // Package failover holds what users see of mysqlfailover's failover model: the
 // errors a call may return (FailoverError, NoHostAvailableError and its
 // HostError entries, ErrTxLost, ErrCommitOutcomeUnknown, ErrClosed), the
-// events and Stats that report what a pool does, the Role of a server, the
-// host policy types (Policy, Walk, HostInfo, Distance) and the host list
-// provider (HostListProvider, ProvidedHost). The driver is package
+// events and Stats that report what a pool does, the Role of a server and the
+// host list provider (HostListProvider, ProvidedHost); the host policy types
+// are package policy's. The driver is package
 // mysqlfailover, which documents what a caller sees; the engine that uses these
 // types is internal. Nothing here has to be called for failover to work: the
 // DSN options (package dsn) choose the model, and this package describes it.
@@ -174,17 +174,9 @@
 //
 // # Host policies
 //
-// The plan of each pass is built by composable policies, as the DataStax Java
-// driver's TokenAwarePolicy wraps a child policy: Connector/J's rotation at
-// the base, a DC-aware layer on it with localDC, a role-aware layer on that
-// with targetSessionAttrs, and the layers given with mysqlfailover.WithPolicy
-// on top, the last one outermost. Each layer rates hosts (Distance) and
-// reorders its child's Plan. Whatever a layer plans or rates, hosts the
-// built-in layers ignore are never attempted (a layer may reorder and narrow,
-// not widen), repeats are dropped, the host that just failed goes last in the
-// first pass, and a connection that joins a failed-over pool tries the pool's
-// host first. Package mysqlfailover's example LowestConnectTimeFirst is a layer
-// that tries the hosts that usually connect fastest first.
+// The plan of each pass is built by composable policies (localDC and
+// targetSessionAttrs are built-in layers, mysqlfailover.WithPolicy adds yours):
+// package policy has the types and the rules.
 //
 // # Active health
 //

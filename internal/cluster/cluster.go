@@ -17,6 +17,7 @@ import (
 	"github.com/mysqlfailover/mysqlfailover/dsn"
 	"github.com/mysqlfailover/mysqlfailover/failover"
 	"github.com/mysqlfailover/mysqlfailover/internal/attrs"
+	"github.com/mysqlfailover/mysqlfailover/policy"
 )
 
 // DialFunc opens a physical connection to host (an id: Config.Hosts[i] is id i; hosts a
@@ -46,8 +47,8 @@ type Env struct {
 	Logger *slog.Logger
 	// Layer, if set, wraps the built-in policy (Rotation, then DCAware with localDC,
 	// then RoleAware with targetSessionAttrs) with the caller's own layers; see
-	// failover.Policy. It must not return nil.
-	Layer func(child failover.Policy) failover.Policy
+	// policy.Policy. It must not return nil.
+	Layer func(child policy.Policy) policy.Policy
 	// Provider, if set, is polled every checkInterval for the host list (not at all
 	// with checkInterval 0, unless the caller runs Check).
 	Provider failover.HostListProvider

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/mysqlfailover/mysqlfailover/failover"
+	"github.com/mysqlfailover/mysqlfailover/policy"
 )
 
 // healthy reports whether h's probes have passed without a pause for at least d, its
@@ -201,7 +202,7 @@ func (c *Cluster) SwitchTo(ctx context.Context, host string) error {
 		}
 		return fmt.Errorf("mysqlfailover: SwitchTo %q: not in the host list (%s)", host, strings.Join(known, ", "))
 	}
-	if t.distance(t.infos()[id]) == failover.DistanceIgnored {
+	if t.distance(t.infos()[id]) == policy.Ignored {
 		// Never connected to: localDC without usedHostsPerRemoteDC for its DC, or a
 		// policy layer that ignores it.
 		return fmt.Errorf("mysqlfailover: SwitchTo %s: the host policy ignores it (a remote DC beyond usedHostsPerRemoteDC, or a WithPolicy layer), and an ignored host is never connected to", t.hosts[id].addr)

@@ -3,8 +3,8 @@
 // knows nothing of database/sql pooling. Package conn (internal/conn) drives it, one
 // call per event in a connection's life; the driver's Connector (the module root) makes
 // one Cluster per connector and closes it with the pool. What users see of the engine
-// (errors, events, Stats, roles, the Policy interface, host-list types) is in the public
-// package failover, which this package imports; this package is internal.
+// (errors, events, Stats, roles, host-list types) is in the public package failover,
+// the Policy interface in package policy; this package imports both and is internal.
 //
 // # Configuration
 //

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mysqlfailover/mysqlfailover/failover"
+	"github.com/mysqlfailover/mysqlfailover/policy"
 )
 
 // Start starts the monitor when CheckInterval > 0: one goroutine (monitor) that probes
@@ -194,7 +195,7 @@ func (c *Cluster) probedHosts(t *topo) []bool {
 	infos := t.infos()
 	probed := make([]bool, len(t.hosts))
 	for _, id := range t.list {
-		probed[id] = t.distance(infos[id]) != failover.DistanceIgnored
+		probed[id] = t.distance(infos[id]) != policy.Ignored
 	}
 	return probed
 }

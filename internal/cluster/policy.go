@@ -9,6 +9,7 @@ import (
 
 	"github.com/mysqlfailover/mysqlfailover/failover"
 	"github.com/mysqlfailover/mysqlfailover/internal/attrs"
+	"github.com/mysqlfailover/mysqlfailover/policy"
 )
 
 // Rotation is the base policy, Connector/J FailoverConnectionProxy's order: every host
@@ -17,11 +18,11 @@ import (
 // A nil w.List means every host of w.Hosts, in id order.
 type Rotation struct{}
 
-// Distance returns DistanceLocal.
-func (Rotation) Distance(failover.HostInfo) failover.Distance { return failover.DistanceLocal }
+// Distance returns policy.Local.
+func (Rotation) Distance(policy.Host) policy.Distance { return policy.Local }
 
 // Plan implements Policy.
-func (Rotation) Plan(w *failover.Walk, dst []int) []int {
+func (Rotation) Plan(w *policy.Walk, dst []int) []int {
 	list := w.List
 	if list == nil {
 		list = make([]int, len(w.Hosts))
@@ -56,16 +57,16 @@ func (Rotation) Plan(w *failover.Walk, dst []int) []int {
 // are remote and the rest ignored (never connected to). Plan keeps the child's order
 // within each distance: local hosts, then remote ones.
 type DCAware struct {
-	child  failover.Policy
+	child  policy.Policy
 	local  string
 	remote []bool // per host index: a remote host within the cap
 }
 
 // NewDCAware returns the DC layer over child for hosts, in list order (the remote caps
-// take the first hosts of each DC in that order; HostInfo.Index is each host's id).
+// take the first hosts of each DC in that order; policy.Host.Index is each host's id).
 // usedHostsPerRemoteDC is a count (0: remote DCs are never used). It does not validate
 // localDC: dsn.Config.Validate does.
-func NewDCAware(child failover.Policy, hosts []failover.HostInfo, localDC string, usedHostsPerRemoteDC int) *DCAware {
+func NewDCAware(child policy.Policy, hosts []policy.Host, localDC string, usedHostsPerRemoteDC int) *DCAware {
 	n := 0
 	for _, h := range hosts {
 		n = max(n, h.Index+1)
@@ -85,19 +86,19 @@ func NewDCAware(child failover.Policy, hosts []failover.HostInfo, localDC string
 }
 
 // Distance implements Policy.
-func (p *DCAware) Distance(h failover.HostInfo) failover.Distance {
-	d := failover.DistanceLocal
+func (p *DCAware) Distance(h policy.Host) policy.Distance {
+	d := policy.Local
 	if h.DC != "" && h.DC != p.local {
-		d = failover.DistanceIgnored
+		d = policy.Ignored
 		if h.Index >= 0 && h.Index < len(p.remote) && p.remote[h.Index] {
-			d = failover.DistanceRemote
+			d = policy.Remote
 		}
 	}
 	return max(d, p.child.Distance(h))
 }
 
 // Plan implements Policy.
-func (p *DCAware) Plan(w *failover.Walk, dst []int) []int {
+func (p *DCAware) Plan(w *policy.Walk, dst []int) []int {
 	start := len(dst)
 	dst = p.child.Plan(w, dst)
 	plan := dst[start:]
@@ -106,10 +107,10 @@ func (p *DCAware) Plan(w *failover.Walk, dst []int) []int {
 	k := 0
 	for _, h := range plan {
 		switch p.Distance(w.Hosts[h]) {
-		case failover.DistanceLocal:
+		case policy.Local:
 			plan[k] = h
 			k++
-		case failover.DistanceRemote:
+		case policy.Remote:
 			far = append(far, h)
 		}
 	}
@@ -124,20 +125,20 @@ func (p *DCAware) Plan(w *failover.Walk, dst []int) []int {
 // the child's order is kept: that attempt is the probe that finds out whether the
 // primary qualifies again.
 type RoleAware struct {
-	child  failover.Policy
+	child  policy.Policy
 	target string
 }
 
 // NewRoleAware returns the role layer over child for target.
-func NewRoleAware(child failover.Policy, target string) *RoleAware {
+func NewRoleAware(child policy.Policy, target string) *RoleAware {
 	return &RoleAware{child: child, target: target}
 }
 
 // Distance implements Policy.
-func (p *RoleAware) Distance(h failover.HostInfo) failover.Distance { return p.child.Distance(h) }
+func (p *RoleAware) Distance(h policy.Host) policy.Distance { return p.child.Distance(h) }
 
 // Plan implements Policy.
-func (p *RoleAware) Plan(w *failover.Walk, dst []int) []int {
+func (p *RoleAware) Plan(w *policy.Walk, dst []int) []int {
 	start := len(dst)
 	dst = p.child.Plan(w, dst)
 	if w.PrimaryFirst {
@@ -166,7 +167,7 @@ func (p *RoleAware) Plan(w *failover.Walk, dst []int) []int {
 }
 
 var (
-	_ failover.Policy = Rotation{}
-	_ failover.Policy = (*DCAware)(nil)
-	_ failover.Policy = (*RoleAware)(nil)
+	_ policy.Policy = Rotation{}
+	_ policy.Policy = (*DCAware)(nil)
+	_ policy.Policy = (*RoleAware)(nil)
 )

@@ -17,6 +17,7 @@ import (
 	"github.com/mysqlfailover/mysqlfailover/failover"
 	"github.com/mysqlfailover/mysqlfailover/internal/attrs"
 	"github.com/mysqlfailover/mysqlfailover/internal/cluster"
+	"github.com/mysqlfailover/mysqlfailover/policy"
 )
 
 // dcRig is the five hosts of case 23: H1, H2 in dc1; H3, H4 in dc2; H5 in dc3.
@@ -31,20 +32,20 @@ func dcRig(t *testing.T, localDC string, perRemote int, set func(*rigOpts)) *rig
 }
 
 func TestRotationPlan(t *testing.T) {
-	hosts := make([]failover.HostInfo, 4)
+	hosts := make([]policy.Host, 4)
 	for i := range hosts {
 		hosts[i].Index = i
 	}
 	for _, tc := range []struct {
 		name string
-		w    failover.Walk
+		w    policy.Walk
 		want []int
 	}{
-		{"from the primary", failover.Walk{Start: 0}, []int{0, 1, 2, 3}},
-		{"from the third host, wrapping", failover.Walk{Start: 2}, []int{2, 3, 0, 1}},
-		{"primary first", failover.Walk{Start: 2, PrimaryFirst: true}, []int{0, 2, 3, 1}},
-		{"primary skipped", failover.Walk{Start: 2, SkipPrimary: true}, []int{2, 3, 1}},
-		{"another primary", failover.Walk{Start: 0, Primary: 2, SkipPrimary: true}, []int{0, 1, 3}},
+		{"from the primary", policy.Walk{Start: 0}, []int{0, 1, 2, 3}},
+		{"from the third host, wrapping", policy.Walk{Start: 2}, []int{2, 3, 0, 1}},
+		{"primary first", policy.Walk{Start: 2, PrimaryFirst: true}, []int{0, 2, 3, 1}},
+		{"primary skipped", policy.Walk{Start: 2, SkipPrimary: true}, []int{2, 3, 1}},
+		{"another primary", policy.Walk{Start: 0, Primary: 2, SkipPrimary: true}, []int{0, 1, 3}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := tc.w
@@ -57,20 +58,20 @@ func TestRotationPlan(t *testing.T) {
 }
 
 func TestDCAwareDistances(t *testing.T) {
-	hosts := []failover.HostInfo{
+	hosts := []policy.Host{
 		{Index: 0, DC: "dc1"}, {Index: 1, DC: "dc1"}, {Index: 2, DC: "dc2"}, {Index: 3, DC: "dc2"},
 		{Index: 4, DC: "dc3"}, {Index: 5}, {Index: 6, DC: "DC1"},
 	}
 	for _, tc := range []struct {
 		perRemote int
-		want      []failover.Distance
+		want      []policy.Distance
 	}{
-		{0, []failover.Distance{failover.DistanceLocal, failover.DistanceLocal, failover.DistanceIgnored, failover.DistanceIgnored,
-			failover.DistanceIgnored, failover.DistanceLocal, failover.DistanceIgnored}},
-		{1, []failover.Distance{failover.DistanceLocal, failover.DistanceLocal, failover.DistanceRemote, failover.DistanceIgnored,
-			failover.DistanceRemote, failover.DistanceLocal, failover.DistanceRemote}},
-		{2, []failover.Distance{failover.DistanceLocal, failover.DistanceLocal, failover.DistanceRemote, failover.DistanceRemote,
-			failover.DistanceRemote, failover.DistanceLocal, failover.DistanceRemote}},
+		{0, []policy.Distance{policy.Local, policy.Local, policy.Ignored, policy.Ignored,
+			policy.Ignored, policy.Local, policy.Ignored}},
+		{1, []policy.Distance{policy.Local, policy.Local, policy.Remote, policy.Ignored,
+			policy.Remote, policy.Local, policy.Remote}},
+		{2, []policy.Distance{policy.Local, policy.Local, policy.Remote, policy.Remote,
+			policy.Remote, policy.Local, policy.Remote}},
 	} {
 		p := cluster.NewDCAware(cluster.Rotation{}, hosts, "dc1", tc.perRemote)
 		for i, h := range hosts {
@@ -79,17 +80,17 @@ func TestDCAwareDistances(t *testing.T) {
 					tc.perRemote, i, h.DC, got, tc.want[i])
 			}
 		}
-		w := failover.Walk{Hosts: hosts, Start: 2}
+		w := policy.Walk{Hosts: hosts, Start: 2}
 		plan := p.Plan(&w, nil)
 		var local, remote []int
 		for _, h := range plan {
 			switch tc.want[h] {
-			case failover.DistanceLocal:
+			case policy.Local:
 				if len(remote) > 0 {
 					t.Errorf("usedHostsPerRemoteDC=%d: plan %v has local host %d after a remote one", tc.perRemote, plan, h)
 				}
 				local = append(local, h)
-			case failover.DistanceRemote:
+			case policy.Remote:
 				remote = append(remote, h)
 			default:
 				t.Errorf("usedHostsPerRemoteDC=%d: plan %v lists ignored host %d", tc.perRemote, plan, h)
@@ -466,10 +467,10 @@ func TestFallBackProbeChecksRole(t *testing.T) {
 }
 
 // reverse is a user layer: it reverses its child's plan.
-type reverse struct{ child failover.Policy }
+type reverse struct{ child policy.Policy }
 
-func (p reverse) Distance(h failover.HostInfo) failover.Distance { return p.child.Distance(h) }
-func (p reverse) Plan(w *failover.Walk, dst []int) []int {
+func (p reverse) Distance(h policy.Host) policy.Distance { return p.child.Distance(h) }
+func (p reverse) Plan(w *policy.Walk, dst []int) []int {
 	start := len(dst)
 	dst = p.child.Plan(w, dst)
 	slices.Reverse(dst[start:])
@@ -480,7 +481,7 @@ func (p reverse) Plan(w *failover.Walk, dst []int) []int {
 // never attempted, repeats are dropped, and the failed host goes last in the first pass.
 func TestUserLayerCannotReachIgnoredHosts(t *testing.T) {
 	r := dcRig(t, "dc1", 1, func(o *rigOpts) {
-		o.Layer = func(child failover.Policy) failover.Policy { return everything{child} }
+		o.Layer = func(child policy.Policy) policy.Policy { return everything{child} }
 	})
 	l := r.connect()
 	defer l.c.Close()
@@ -495,10 +496,10 @@ func TestUserLayerCannotReachIgnoredHosts(t *testing.T) {
 }
 
 // everything plans every host twice, ignored ones included, and calls every host local.
-type everything struct{ child failover.Policy }
+type everything struct{ child policy.Policy }
 
-func (p everything) Distance(failover.HostInfo) failover.Distance { return failover.DistanceLocal }
-func (p everything) Plan(w *failover.Walk, dst []int) []int {
+func (p everything) Distance(policy.Host) policy.Distance { return policy.Local }
+func (p everything) Plan(w *policy.Walk, dst []int) []int {
 	for range 2 {
 		for i := range w.Hosts {
 			dst = append(dst, i)
@@ -509,7 +510,7 @@ func (p everything) Plan(w *failover.Walk, dst []int) []int {
 
 func TestUserLayerReordersPlan(t *testing.T) {
 	r := newRig(t, 3, func(o *rigOpts) {
-		o.Layer = func(child failover.Policy) failover.Policy { return reverse{child} }
+		o.Layer = func(child policy.Policy) policy.Policy { return reverse{child} }
 	})
 	l := r.connect()
 	defer l.c.Close()
@@ -517,7 +518,7 @@ func TestUserLayerReordersPlan(t *testing.T) {
 		t.Fatalf("on H%d, want H3 (reversed plan)", l.host+1)
 	}
 	if _, err := cluster.New(&dsn.Config{Hosts: []dsn.Host{{Name: "a", Port: 1}}}, cluster.Env{Dial: r.net.Dial,
-		Layer: func(failover.Policy) failover.Policy { return nil }}); err == nil {
+		Layer: func(policy.Policy) policy.Policy { return nil }}); err == nil {
 		t.Error("a nil layer was accepted")
 	}
 }
@@ -607,7 +608,7 @@ func TestUnfitActiveHost(t *testing.T) {
 func TestLayerIgnoringHostsIsNamed(t *testing.T) {
 	r := newRig(t, 2, func(o *rigOpts) {
 		o.RetriesAllDown = 1
-		o.Layer = func(child failover.Policy) failover.Policy { return onlyFirst{child} }
+		o.Layer = func(child policy.Policy) policy.Policy { return onlyFirst{child} }
 	})
 	r.down(0)
 	_, _, err := r.cl.Connect(context.Background(), nil)
@@ -617,11 +618,11 @@ func TestLayerIgnoringHostsIsNamed(t *testing.T) {
 }
 
 // onlyFirst ignores every host but the first.
-type onlyFirst struct{ failover.Policy }
+type onlyFirst struct{ policy.Policy }
 
-func (p onlyFirst) Distance(h failover.HostInfo) failover.Distance {
+func (p onlyFirst) Distance(h policy.Host) policy.Distance {
 	if h.Index > 0 {
-		return failover.DistanceIgnored
+		return policy.Ignored
 	}
 	return p.Policy.Distance(h)
 }

@@ -5,7 +5,7 @@ package cluster
 // (the pool's writer is never a replica) and from what the probes found (health, role,
 // lag), published as one immutable replicaSet and rebuilt only when one of them changed,
 // so that the choice on a statement's path costs a few atomic loads and no allocation.
-// Within the set the local DC comes first (localDC, the policy's DistanceLocal); a routing
+// Within the set the local DC comes first (localDC, policy.Local); a routing
 // key ranks the local replicas by rendezvous hashing (the DataStax driver's
 // TokenAwarePolicy order: the replicas that own the key first, then the child policy's
 // plan), otherwise replicaSelection spreads them. Replica sessions are opened by
@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/mysqlfailover/mysqlfailover/failover"
+	"github.com/mysqlfailover/mysqlfailover/policy"
 )
 
 // Replica selection strategies (dsn.Config.ReplicaSelection).
@@ -117,7 +118,7 @@ func (c *Cluster) buildReplicas() *replicaSet {
 		}
 		switch {
 		case why != "":
-		case dist == failover.DistanceLocal:
+		case dist == policy.Local:
 			s.local = append(s.local, id)
 		default:
 			s.remote = append(s.remote, id)
@@ -134,13 +135,13 @@ func (c *Cluster) buildReplicas() *replicaSet {
 // replicaSkip says why host id (state h, locked by the caller; dist its distance) serves
 // no replica reads at position p, "" when it qualifies. It reads the monitor's verdict
 // before the lag: a probe records the lag before its verdict.
-func (c *Cluster) replicaSkip(p *position, id int, h *hostState, dist failover.Distance) string {
+func (c *Cluster) replicaSkip(p *position, id int, h *hostState, dist policy.Distance) string {
 	down, suspect := h.mon.status()
 	lag, lagWhy := h.rep.lagNow()
 	switch {
 	case id == p.active:
 		return "the pool's writer"
-	case dist == failover.DistanceIgnored:
+	case dist == policy.Ignored:
 		return "ignored by the DC policy (usedHostsPerRemoteDC)"
 	case down:
 		return "down: its probes failed for failoverDelay"

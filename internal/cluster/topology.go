@@ -13,18 +13,19 @@ import (
 
 	"github.com/mysqlfailover/mysqlfailover/failover"
 	"github.com/mysqlfailover/mysqlfailover/internal/attrs"
+	"github.com/mysqlfailover/mysqlfailover/policy"
 )
 
 // topo is one version of the host list. It is never modified once published: a new list
 // (HostListProvider) or a new primary (SwitchTo) publishes a new topo.
 type topo struct {
-	hosts   []*hostState    // by id; every host ever listed
-	list    []int           // the current host list, in order (ids)
-	member  []bool          // by id: in list
-	primary int             // the id of the primary: home for classic targets
-	home    []bool          // by id: a member where the pool wants to be (see Cluster.Home)
-	policy  failover.Policy // the whole stack, user layers included
-	base    failover.Policy // the built-in stack: user layers may reorder, never widen it
+	hosts   []*hostState  // by id; every host ever listed
+	list    []int         // the current host list, in order (ids)
+	member  []bool        // by id: in list
+	primary int           // the id of the primary: home for classic targets
+	home    []bool        // by id: a member where the pool wants to be (see Cluster.Home)
+	policy  policy.Policy // the whole stack, user layers included
+	base    policy.Policy // the built-in stack: user layers may reorder, never widen it
 }
 
 // newTopo builds a topo over hosts (ids; list the current list) for opts's policy
@@ -53,9 +54,9 @@ func (c *Cluster) newTopo(hosts []*hostState, list []int, primary int) (*topo, e
 		primary = list[0]
 	}
 	t.primary = primary
-	var p failover.Policy = Rotation{}
+	var p policy.Policy = Rotation{}
 	if c.cfg.LocalDC != "" {
-		listed := make([]failover.HostInfo, len(list))
+		listed := make([]policy.Host, len(list))
 		for k, id := range list {
 			listed[k] = infos[id]
 		}
@@ -74,7 +75,7 @@ func (c *Cluster) newTopo(hosts []*hostState, list []int, primary int) (*topo, e
 	standby := c.standbyIntent()
 	for _, id := range list {
 		if standby {
-			t.home[id] = t.base.Distance(infos[id]) == failover.DistanceLocal
+			t.home[id] = t.base.Distance(infos[id]) == policy.Local
 		} else {
 			t.home[id] = id == primary
 		}
@@ -83,11 +84,11 @@ func (c *Cluster) newTopo(hosts []*hostState, list []int, primary int) (*topo, e
 }
 
 // infos returns what policies see of every host now, by id.
-func (t *topo) infos() []failover.HostInfo {
-	hs := make([]failover.HostInfo, len(t.hosts))
+func (t *topo) infos() []policy.Host {
+	hs := make([]policy.Host, len(t.hosts))
 	for i, h := range t.hosts {
 		v := h.health()
-		hs[i] = failover.HostInfo{
+		hs[i] = policy.Host{
 			Index: i, Addr: h.addr, DC: h.dc,
 			Role: v.role, ConnectTime: v.typical,
 		}
@@ -97,9 +98,9 @@ func (t *topo) infos() []failover.HostInfo {
 
 // distance rates h with the whole stack, never nearer than the built-in layers, and a
 // host that is not in the list is ignored.
-func (t *topo) distance(h failover.HostInfo) failover.Distance {
+func (t *topo) distance(h policy.Host) policy.Distance {
 	if h.Index < 0 || h.Index >= len(t.member) || !t.member[h.Index] {
-		return failover.DistanceIgnored
+		return policy.Ignored
 	}
 	return max(t.policy.Distance(h), t.base.Distance(h))
 }

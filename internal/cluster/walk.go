@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/mysqlfailover/mysqlfailover/failover"
+	"github.com/mysqlfailover/mysqlfailover/policy"
 )
 
 // plan is the shape of one walk, which the policy turns into an order per pass (see
@@ -50,7 +51,7 @@ func (c *Cluster) order(t *topo, p plan, i int, tried []bool, buf []int) []int {
 // last (see order).
 func (c *Cluster) planned(t *topo, p plan, i int, buf []int) []int {
 	infos := t.infos()
-	w := failover.Walk{Hosts: infos, List: t.list, Primary: t.primary, Start: p.start, Failed: p.failed, Pass: i}
+	w := policy.Walk{Hosts: infos, List: t.list, Primary: t.primary, Start: p.start, Failed: p.failed, Pass: i}
 	if i == 0 {
 		w.PrimaryFirst, w.SkipPrimary = p.primaryFirst, p.skipPrimary
 	}
@@ -59,7 +60,7 @@ func (c *Cluster) planned(t *topo, p plan, i int, buf []int) []int {
 	out := buf[:0]
 	last := -1
 	for _, h := range raw {
-		if h < 0 || h >= len(t.hosts) || seen[h] || t.distance(infos[h]) == failover.DistanceIgnored {
+		if h < 0 || h >= len(t.hosts) || seen[h] || t.distance(infos[h]) == policy.Ignored {
 			continue
 		}
 		seen[h] = true
@@ -301,10 +302,10 @@ func (c *Cluster) noHost(t *topo, passes int, errs []error, tried []bool, ctxErr
 		he := failover.HostError{Host: t.hosts[i].addr, Err: errs[i]}
 		if errs[i] == nil {
 			switch {
-			case t.base.Distance(infos[i]) == failover.DistanceIgnored:
+			case t.base.Distance(infos[i]) == policy.Ignored:
 				he.Skipped = fmt.Sprintf("ignored: dc %s is remote, and usedHostsPerRemoteDC=%d uses only the first %d host(s) of each remote DC",
 					infos[i].DC, c.cfg.UsedHostsPerRemoteDC, c.cfg.UsedHostsPerRemoteDC)
-			case t.distance(infos[i]) == failover.DistanceIgnored:
+			case t.distance(infos[i]) == policy.Ignored:
 				he.Skipped = "ignored by a policy layer (mysqlfailover.WithPolicy)"
 			case ctxErr != nil && !tried[i]:
 				he.Skipped = "the caller's context ended first"

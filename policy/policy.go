@@ -1,44 +1,60 @@
-package failover
+// Package policy holds what a writer of a host policy layer needs (Policy, Walk, Host,
+// Distance); applications that only use the driver never import it.
+//
+// The plan of each pass is built by composable policies, as the DataStax Java
+// driver's TokenAwarePolicy wraps a child policy: Connector/J's rotation at
+// the base, a DC-aware layer on it with localDC, a role-aware layer on that
+// with targetSessionAttrs, and the layers given with mysqlfailover.WithPolicy
+// on top, the last one outermost. Each layer rates hosts (Distance) and
+// reorders its child's Plan. Whatever a layer plans or rates, hosts the
+// built-in layers ignore are never attempted (a layer may reorder and narrow,
+// not widen), repeats are dropped, the host that just failed goes last in the
+// first pass, and a connection that joins a failed-over pool tries the pool's
+// host first. Package mysqlfailover's example LowestConnectTimeFirst is a layer
+// that tries the hosts that usually connect fastest first.
+package policy
 
 import (
 	"time"
+
+	"github.com/mysqlfailover/mysqlfailover/failover"
 )
 
 // Distance is how a policy rates a host, as the DataStax Java driver's HostDistance.
 type Distance int
 
 const (
-	// DistanceLocal hosts are tried first.
-	DistanceLocal Distance = iota
-	// DistanceRemote hosts are tried after the local ones.
-	DistanceRemote
-	// DistanceIgnored hosts are never connected to; a Plan that lists one anyway is
+	// Local hosts are tried first.
+	Local Distance = iota
+	// Remote hosts are tried after the local ones.
+	Remote
+	// Ignored hosts are never connected to; a Plan that lists one anyway is
 	// corrected by the driver.
-	DistanceIgnored
+	Ignored
 )
 
 // String returns "local", "remote" or "ignored".
 func (d Distance) String() string {
 	switch d {
-	case DistanceLocal:
+	case Local:
 		return "local"
-	case DistanceRemote:
+	case Remote:
 		return "remote"
 	}
 	return "ignored"
 }
 
-// HostInfo is what a Policy knows of one configured host.
-type HostInfo struct {
+// Host is what a Policy knows of one configured host.
+type Host struct {
 	// Index is the host's position in the DSN (0-based).
 	Index int
 	// Addr is host:port.
 	Addr string
 	// DC is the host's data-centre label ("" for none).
 	DC string
-	// Role is what the last role check on the host found (RoleUnknown without
+	// Role is what the last role check on the host found (failover.RoleUnknown without
 	// targetSessionAttrs, or before the first check).
-	Role Role
+	Role failover.Role
 	// ConnectTime is the smoothed duration of the host's successful attempts (dial,
 	// handshake, role check, session set-up); 0 until one succeeded.
 	ConnectTime time.Duration
@@ -47,10 +63,10 @@ type HostInfo struct {
 // Walk describes one pass of a walk over the hosts to a Policy.
 type Walk struct {
 	// Hosts is every host the pool knows, by id: Hosts[i].Index == i. Ids are the
-	// DSN's order; a HostListProvider's new hosts get the next ids.
-	Hosts []HostInfo
+	// DSN's order; a failover.HostListProvider's new hosts get the next ids.
+	Hosts []Host
 	// List is the current host list, in order (ids): the DSN's hosts, or the last list
-	// a HostListProvider gave. Hosts not in it are never tried.
+	// a failover.HostListProvider gave. Hosts not in it are never tried.
 	List []int
 	// Primary is the id of the primary: the first host of the list (of the local DC
 	// with localDC), or the host of the last SwitchTo.
@@ -75,14 +91,13 @@ type Walk struct {
 // rates hosts from the child's Distance (it may only make them farther) and reorders or
 // filters the child's Plan. The base is Connector/J's rotation; the driver stacks the
 // DC-aware layer (localDC), the role-aware layer (targetSessionAttrs) and then the
-// layers of mysqlfailover.WithPolicy on it (see Host policies in the package
-// documentation).
+// layers of mysqlfailover.WithPolicy on it (see the package documentation).
 //
 // Policies are called from many goroutines at once, during walks only (never on the
 // statement path), and must not block.
 type Policy interface {
 	// Distance rates h.
-	Distance(h HostInfo) Distance
+	Distance(h Host) Distance
 	// Plan appends to dst the indexes of the hosts to try in pass w.Pass, in order,
 	// each at most once, and returns the extended slice. Whatever a Plan says, the
 	// driver drops ignored hosts and repeats, moves w.Failed last in pass 0, and, once
