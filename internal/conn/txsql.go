@@ -1,6 +1,7 @@
 package conn
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/mysqlfailover/mysqlfailover/internal/stmt"
@@ -349,9 +350,9 @@ func (l *lexer) statement() stmt.Kind {
 		}
 		return kUnknown
 	}
-	kw, ok := lookup(keywords, w)
+	kw := find(w)
 	switch {
-	case !ok:
+	case kw == nil:
 		if l.peek() == ':' && !strings.HasPrefix(l.s[l.i:], ":=") {
 			return kUnknown // a label: a compound statement
 		}
@@ -359,8 +360,11 @@ func (l *lexer) statement() stmt.Kind {
 	case kw.read != readNone:
 		return l.rest(kw.read)
 	case kw.next != nil:
-		if k, ok := lookup(kw.next, l.word()); ok {
-			return k
+		w = l.word()
+		for _, p := range kw.next {
+			if is(w, p.word) {
+				return p.k
+			}
 		}
 	}
 	return kw.k
@@ -371,8 +375,14 @@ func (l *lexer) statement() stmt.Kind {
 // rest of the statement (rest).
 type keyword struct {
 	k    stmt.Kind
-	next map[string]stmt.Kind
+	next []pick
 	read reader
+}
+
+// A pick is a second word (lower case) and the kind it picks.
+type pick struct {
+	word string
+	k    stmt.Kind
 }
 
 // The readers of a keyword's rest: named, not func values, because an indirect call
@@ -411,44 +421,44 @@ func (l *lexer) rest(r reader) stmt.Kind {
 	return kUnknown // readNone: not reached
 }
 
-// keywords is the statement table, by first keyword in lower case (lookup).
+// keywords is the statement table, by first keyword in lower case (see find).
 var keywords = map[string]keyword{
 	"select": {k: kPlain}, "insert": {k: kPlain}, "update": {k: kPlain}, "delete": {k: kPlain},
 	"replace": {k: kPlain}, "savepoint": {k: kPlain},
 	"use":   {k: kUse},
 	"begin": {read: readBegin},
-	"start": {k: kUnknown, next: map[string]stmt.Kind{
-		"transaction": kBegin,
-		"slave":       kMaybe, "replica": kMaybe, "group_replication": kMaybe, "all": kMaybe,
+	"start": {k: kUnknown, next: []pick{
+		{"transaction", kBegin},
+		{"slave", kMaybe}, {"replica", kMaybe}, {"group_replication", kMaybe}, {"all", kMaybe},
 	}},
 	"commit":   {read: readCommit},
 	"rollback": {read: readRollback},
-	"xa": {k: kUnknown, next: map[string]stmt.Kind{
-		"start": kXAStart, "begin": kXAStart,
-		"end": kPlain, "recover": kPlain,
-		"prepare":  kXAPrepare,
-		"commit":   kXACommit,
-		"rollback": kXARollback,
+	"xa": {k: kUnknown, next: []pick{
+		{"start", kXAStart}, {"begin", kXAStart},
+		{"end", kPlain}, {"recover", kPlain},
+		{"prepare", kXAPrepare},
+		{"commit", kXACommit},
+		{"rollback", kXARollback},
 	}},
-	"release": {k: kUnknown, next: map[string]stmt.Kind{"savepoint": kPlain}},
+	"release": {k: kUnknown, next: []pick{{"savepoint", kPlain}}},
 	"set":     {read: readSet},
-	"lock":    {k: kLock, next: map[string]stmt.Kind{"table": kLockTables, "tables": kLockTables}},
+	"lock":    {k: kLock, next: []pick{{"table", kLockTables}, {"tables", kLockTables}}},
 	"unlock":  {k: kUnlock},
 	"flush":   {read: readFlush},
 	"create":  {read: readCreate},
-	"drop": {k: kImplicit, next: map[string]stmt.Kind{
-		"temporary": kPlain | fSession,
-		"prepare":   kPlain,
+	"drop": {k: kImplicit, next: []pick{
+		{"temporary", kPlain | fSession},
+		{"prepare", kPlain},
 	}},
-	"alter": {k: kImplicit, next: map[string]stmt.Kind{ // MariaDB: not of a temporary table or sequence
-		"table": kMaybe, "online": kMaybe, "ignore": kMaybe, "sequence": kMaybe,
-		"instance": kMaybe, "resource": kMaybe,
+	"alter": {k: kImplicit, next: []pick{ // MariaDB: not of a temporary table or sequence
+		{"table", kMaybe}, {"online", kMaybe}, {"ignore", kMaybe}, {"sequence", kMaybe},
+		{"instance", kMaybe}, {"resource", kMaybe},
 	}},
 	"rename": {k: kImplicit}, "grant": {k: kImplicit}, "revoke": {k: kImplicit},
 	"install": {k: kImplicit}, "uninstall": {k: kImplicit},
 	"truncate": {k: kMaybe}, "change": {k: kMaybe}, "stop": {k: kMaybe}, "reset": {k: kMaybe},
 	"backup": {k: kMaybe}, "cache": {k: kMaybe}, "import": {k: kMaybe},
-	"load":    {k: kPlain, next: map[string]stmt.Kind{"index": kMaybe}}, // LOAD DATA | XML: a commit only on NDB
+	"load":    {k: kPlain, next: []pick{{"index", kMaybe}}}, // LOAD DATA | XML: a commit only on NDB
 	"analyze": {read: readMaintenance}, "optimize": {read: readMaintenance},
 	"repair": {read: readMaintenance}, "check": {read: readMaintenance},
 	"call": {k: kUnknown}, "execute": {k: kUnknown}, "if": {k: kUnknown}, "while": {k: kUnknown},
@@ -456,26 +466,37 @@ var keywords = map[string]keyword{
 	"for": {k: kUnknown},
 }
 
-// maxKeyword is the length of the longest word in keywords and their next tables.
-const maxKeyword = len("group_replication")
+// initials indexes keywords by the first letter of their word: find compares a few
+// lengths, and hashes nothing (classify reads every statement that does not start with
+// SELECT, INSERT, UPDATE or DELETE).
+var initials = func() (t [26][]spelled) {
+	for w, kw := range keywords {
+		t[w[0]-'a'] = append(t[w[0]-'a'], spelled{w, kw})
+	}
+	for _, words := range t {
+		slices.SortFunc(words, func(a, b spelled) int { return strings.Compare(a.word, b.word) }) // one order every run
+	}
+	return t
+}()
 
-// lookup returns m's entry for the word w in any ASCII case (as is compares), without
-// allocating: m's keys are lower case and at most maxKeyword bytes long.
-func lookup[V any](m map[string]V, w string) (V, bool) {
-	var b [maxKeyword]byte
-	if len(w) > len(b) {
-		var none V
-		return none, false
-	}
-	for i := 0; i < len(w); i++ {
-		c := w[i]
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
+// spelled is a keyword with its word (lower case).
+type spelled struct {
+	word string
+	keyword
+}
+
+// find returns the keyword w is, in any ASCII case (as is compares), or nil. w is not
+// empty. b|0x20 lowers an ASCII letter and maps no other byte onto one.
+func find(w string) *keyword {
+	if c := w[0] | 0x20; 'a' <= c && c <= 'z' {
+		t := initials[c-'a']
+		for i := range t {
+			if is(w, t[i].word) {
+				return &t[i].keyword
+			}
 		}
-		b[i] = c
 	}
-	v, ok := m[string(b[:len(w)])]
-	return v, ok
+	return nil
 }
 
 // begin reads the rest of BEGIN [WORK].

@@ -353,19 +353,21 @@ func BenchmarkClassify(b *testing.B) {
 	}
 }
 
-// Every word of the keyword table can be found: lookup lowers at most maxKeyword bytes.
+// Every word of the keyword table can be found, in any case: is compares with a lower
+// case keyword, and find looks a word up by its first letter.
 func TestKeywords(t *testing.T) {
-	check := func(w string, found bool) {
-		if w != strings.ToLower(w) || len(w) > maxKeyword || !found {
-			t.Errorf("keyword %q: not lower case or longer than maxKeyword (%d)", w, maxKeyword)
+	lower := func(w string) {
+		if w == "" || w != strings.ToLower(w) || w[0] < 'a' || w[0] > 'z' {
+			t.Errorf("keyword %q: not lower case, or not starting with a letter", w)
 		}
 	}
 	for w, kw := range keywords {
-		_, ok := lookup(keywords, strings.ToUpper(w))
-		check(w, ok)
-		for n := range kw.next {
-			_, ok := lookup(kw.next, strings.ToUpper(n))
-			check(n, ok)
+		lower(w)
+		if find(strings.ToUpper(w)) == nil || find(w).k != kw.k || find(w).read != kw.read {
+			t.Errorf("find(%q) does not find its keyword", w)
+		}
+		for _, p := range kw.next {
+			lower(p.word)
 		}
 	}
 }
