@@ -25,7 +25,7 @@ type Connector struct {
 	conns   conn.Config // what every connection gets of cfg (conn.ConfigFrom)
 	cluster *cluster.Cluster
 	tracker *tracker
-	shared  *sharedConnector // set when Driver.Open shares it (see openLinger)
+	shared  *sharedConnector // set when Driver.Open shares it (see shared.go)
 	single  bool             // one host, no host list provider: go-sql-driver's errors
 }
 
@@ -321,7 +321,7 @@ func (c *Connector) Driver() sqldriver.Driver { return drv{c: c} }
 // returns nil. sql.DB.Close calls it, so a Connector given to sql.OpenDB belongs to
 // that one sql.DB: a second sql.DB over the same Connector fails with ErrClosed once
 // the first is closed. Closing the Connector that Driver.Open shares between the
-// connections of a DSN (see openLinger) also drops it: the next Driver.Open of that DSN
+// connections of a DSN (it closes itself 5 s after its last connection) also drops it: the next Driver.Open of that DSN
 // makes a new one.
 func (c *Connector) Close() error {
 	if c.shared != nil {

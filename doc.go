@@ -351,7 +351,8 @@
 // prepares itself again on the new host before it runs.
 //
 // Read-only: on the primary a session follows the explicit flag (DSN readOnly,
-// Conn.SetReadOnly); on a secondary with failOverReadOnly=true it is always
+// Conn.SetReadOnly); on a secondary with failOverReadOnly=true (which
+// targetSessionAttrs read-write and primary switch off) it is always
 // read-only (SetReadOnly(false) is recorded and applied once back on the
 // primary, as in Connector/J), and with failOverReadOnly=false it follows the
 // flag. A pooled connection gets the DSN's flag back when database/sql hands

@@ -69,44 +69,42 @@
 //
 // These query parameters belong to this package; go-sql-driver never sees
 // them. Keys are case-sensitive. The Config fields have the same names,
-// capitalised (RetriesAllDown, ..., LocalDC, UsedHostsPerRemoteDC), except
-// that hostsURL, hostsToken and hostsAllowHTTP are HostsURL, HostsToken and
-// HostsAllowHTTP. The last column names the client the option comes from, and
-// its name there when that differs.
+// capitalised (RetriesAllDown, ..., LocalDC, HostsURL). The last column names
+// the client the option comes from, and its name there when that differs.
 //
-//	key                           type      unit     default       meaning                                from
-//	retriesAllDown                int >= 0  passes   120           passes over the list, all hosts down   Connector/J
-//	secondsBeforeRetryMaster      int >= 0  seconds  30            time on a secondary before fall-back   Connector/J
-//	secondsBeforeRetrySource      alias                            of secondsBeforeRetryMaster            Connector/J 8.0.23+
-//	queriesBeforeRetryMaster      int >= 0  count    50            statements on a secondary, the same    Connector/J
-//	queriesBeforeRetrySource      alias                            of queriesBeforeRetryMaster            Connector/J 8.0.23+
-//	failOverReadOnly              bool      -        true          sessions on a secondary read-only      Connector/J
-//	readOnly                      bool      -        false         every session starts read-only         JDBC setReadOnly
-//	hostTimeout                   duration  -        5s            bound on each host attempt, 0: none    -
-//	targetSessionAttrs            enum      -        any           which hosts qualify                    libpq target_session_attrs
-//	localDC                       dc label  -        ""            data centre whose hosts come first     DataStax localDc
-//	usedHostsPerRemoteDC          int >= 0  hosts    0             hosts used of each other DC            DataStax usedHostsPerRemoteDc
-//	checkInterval                 duration  -        0 (off)       probe and hostsURL poll interval       Pulsar
-//	failoverDelay                 duration  -        1s            failing probes before leaving          Pulsar
-//	switchBackDelay               duration  -        30s           passing probes before going home       Pulsar
-//	hostsURL                      URL       -        ""            http(s) JSON host list, polled         -
-//	hostsToken                    secret    -        ""            bearer token sent to hostsURL          -
-//	hostsAllowHTTP                bool      -        false         plain http to non-loopback hostsURL    -
-//	replicaReads                  bool      -        false         read intent goes to replicas           Connector/J jdbc:mysql:replication:
-//	maxReplicaLag                 duration  -        0 (no bound)  lag above it: replica not used         MaxScale max_replication_lag
-//	replicaSelection              enum      -        round-robin   which qualifying replica reads         MaxScale slave_selection_criteria
-//	replicaPoolSize               int >= 0  count    0 (no bound)  most sessions open to each replica     ProxySQL max_connections
-//	readFromSourceWhenNoReplicas  bool      -        true          no replica: read on the active host    Connector/J 8.0.23+ (default false)
-//	readFromMasterWhenNoSlaves    alias                            of readFromSourceWhenNoReplicas        Connector/J 5.1
-//	causalReads                   enum      -        none          replica reads wait for writes          MaxScale causal_reads
-//	causalReadsTimeout            duration  -        1s            bound of that wait, then the primary   MaxScale causal_reads_timeout
-//	allowSourceDownConnections    bool      -        true          replica reads while no writer answers  Connector/J 8.0.23+ (default false)
-//	allowMasterDownConnections    alias                            of allowSourceDownConnections          Connector/J 5.1
-//	cluster                       enum      -        auto          cluster type: how readiness is read    -
-//	transactionReplay             bool      -        false         replay a transaction after a failover  MaxScale transaction_replay, MariaDB Connector/J
-//	transactionReplayMaxSize      size      bytes    1MiB          most a transaction records to replay   MaxScale transaction_replay_max_size
-//	transactionReplayAttempts     int >= 0  count    5             replays per transaction                MaxScale transaction_replay_attempts
-//	transactionReplayTimeout      duration  -        30s           bound of the replays, 0: none          MaxScale transaction_replay_timeout
+//	key                           type          unit     default       meaning                                   from
+//	retriesAllDown                int >= 0      passes   120           passes over the list, all hosts down      Connector/J
+//	secondsBeforeRetryMaster      int >= 0      seconds  30            time on a secondary before fall-back      Connector/J
+//	secondsBeforeRetrySource      alias                                of secondsBeforeRetryMaster               Connector/J 8.0.23+
+//	queriesBeforeRetryMaster      int >= 0      count    50            statements on a secondary, the same       Connector/J
+//	queriesBeforeRetrySource      alias                                of queriesBeforeRetryMaster               Connector/J 8.0.23+
+//	failOverReadOnly              bool          -        true          sessions on a secondary read-only         Connector/J
+//	readOnly                      bool          -        false         every session starts read-only            JDBC setReadOnly
+//	hostTimeout                   duration      -        5s            bound on each host attempt                -
+//	targetSessionAttrs            enum          -        any           which hosts qualify                       libpq target_session_attrs
+//	localDC                       dc label      -        ""            data centre whose hosts come first        DataStax localDc
+//	usedHostsPerRemoteDC          int >= 0      hosts    0             hosts used of each other DC               DataStax usedHostsPerRemoteDc
+//	checkInterval                 duration      -        0 (off)       probe and hostsURL poll interval          Pulsar
+//	failoverDelay                 duration      -        1s            failing probes before leaving             Pulsar
+//	switchBackDelay               duration      -        30s           passing probes before going home          Pulsar
+//	hostsURL                      URL           -        ""            http(s) JSON host list, polled            -
+//	hostsToken                    secret        -        ""            bearer token sent to hostsURL             -
+//	hostsAllowHTTP                bool          -        false         plain http to non-loopback hostsURL       -
+//	replicaReads                  bool          -        false         read intent goes to replicas              Connector/J jdbc:mysql:replication:
+//	maxReplicaLag                 duration      -        0 (no bound)  lag above it: replica not used            MaxScale max_replication_lag
+//	replicaSelection              enum          -        round-robin   which qualifying replica reads            MaxScale slave_selection_criteria
+//	replicaPoolSize               int >= 0      count    0 (no bound)  most sessions open to each replica        ProxySQL max_connections
+//	readFromSourceWhenNoReplicas  bool          -        true          no replica: read on the active host       Connector/J 8.0.23+ (default false)
+//	readFromMasterWhenNoSlaves    alias                                of readFromSourceWhenNoReplicas           Connector/J 5.1
+//	causalReads                   enum          -        none          replica reads wait for writes             MaxScale causal_reads
+//	causalReadsTimeout            duration > 0  -        1s            bound of that wait, then the active host  MaxScale causal_reads_timeout
+//	allowSourceDownConnections    bool          -        true          replica reads while no writer answers     Connector/J 8.0.23+ (default false)
+//	allowMasterDownConnections    alias                                of allowSourceDownConnections             Connector/J 5.1
+//	cluster                       enum          -        auto          cluster type: how readiness is read       -
+//	transactionReplay             bool          -        false         replay a transaction after a failover     MaxScale transaction_replay, MariaDB Connector/J
+//	transactionReplayMaxSize      size          bytes    1MiB          most a transaction records to replay      MaxScale transaction_replay_max_size
+//	transactionReplayAttempts     int >= 0      count    5             replays per transaction                   MaxScale transaction_replay_attempts
+//	transactionReplayTimeout      duration      -        30s           bound of the replays, 0: none             MaxScale transaction_replay_timeout
 //
 // DataStax is the Java driver's DCAwareRoundRobinPolicy, Pulsar the Java
 // client's AutoClusterFailover, MaxScale MariaDB MaxScale's readwritesplit

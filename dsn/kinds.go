@@ -55,7 +55,7 @@ var (
 	kindBool     = &kind{doc: "bool", parse: parseBool, format: formatBool}
 	kindDuration = &kind{doc: "duration", parse: parseDuration(`a duration >= 0 such as "5s" or "500ms"`, 0), format: formatDuration}
 	// kindPositive is a duration > 0.
-	kindPositive = &kind{doc: "duration", parse: parseDuration(`a duration > 0 such as "1s" or "250ms"`, 1), format: formatDuration}
+	kindPositive = &kind{doc: "duration > 0", parse: parseDuration(`a duration > 0 such as "1s" or "250ms"`, 1), format: formatDuration}
 	// kindSize is bytes: a decimal integer >= 0, or with a KiB, MiB or GiB suffix.
 	kindSize = &kind{doc: "size", parse: parseSizeValue, format: func(v any, _ bool) string { return formatSize(v.(int)) }}
 	// kindLabel is a data-centre label (hostaddr.Label), which needs no escaping.

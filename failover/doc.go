@@ -15,7 +15,8 @@
 // pool tries the primary, then the secondaries in DSN order. After a failure on
 // host k the walk goes k+1, k+2, ... and ends the pass with k; while fall-back
 // is enabled but not yet due, the primary is left out of the first pass (and
-// tried from the second). Passes repeat, retriesAllDown of them, 250 ms apart.
+// tried from the second). Passes repeat, 250 ms apart, as many as retriesAllDown
+// says (package dsn).
 // Once the pool has failed over, a new connection tries the pool's host first:
 // new connections follow the pool, and the way back is the fall-back rules
 // (package mysqlfailover). localDC, targetSessionAttrs and policy layers
