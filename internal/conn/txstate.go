@@ -90,42 +90,13 @@ func (s *txState) completion(k stmt.Kind) (chain, release, known bool) {
 // apply records that one statement of kind k (not kBatch) succeeded. It reports whether
 // the server closes the session after it (RELEASE).
 func (s *txState) apply(k stmt.Kind) (release bool) {
-	switch k & kClass {
+	switch c := k & kClass; c {
 	case kPlain, kUse:
 		s.touch()
-	case kBegin:
-		s.txn, s.began, s.locks = txnOpen, true, false // BEGIN also releases table locks
-	case kXAStart:
-		s.txn, s.began, s.locks, s.xa = txnOpen, true, false, xaActive
-	case kXAPrepare:
-		s.xa = xaPrepared
-	case kXACommit, kXARollback:
-		s.end(false)
-	case kCommit, kRollback:
-		chain, rel, known := s.completion(k)
-		if !known {
-			s.txn, s.began = txnUnknown, false
-			return false
-		}
-		s.end(chain)
-		return rel
-	case kACOn:
-		switch s.ac {
-		case acOff:
-			s.txn, s.began = txnNone, false // SET autocommit = 1 commits
-		case acUnknown:
-			if s.txn != txnNone {
-				s.txn = txnUnknown
-			}
-		}
-		s.ac = acOn
-	case kACOff:
-		s.ac = acOff
-	case kACUnknown:
-		s.ac = acUnknown
-		if s.txn != txnNone {
-			s.txn, s.began = txnUnknown, false
-		}
+	case kBegin, kXAStart, kXAPrepare, kXACommit, kXARollback, kCommit, kRollback:
+		return s.control(k)
+	case kACOn, kACOff, kACUnknown:
+		s.setAutocommit(c)
 	case kCTNoChain:
 		s.ct = ctNoChain
 	case kCTChain:
@@ -154,6 +125,56 @@ func (s *txState) apply(k stmt.Kind) (release bool) {
 		s.txn, s.began, s.ac, s.ct = txnUnknown, false, acUnknown, ctUnknown
 	}
 	return false
+}
+
+// control records a transaction-control statement of kind k that succeeded (BEGIN, XA
+// START, XA PREPARE, XA COMMIT or ROLLBACK, COMMIT, ROLLBACK); it reports whether the
+// server closes the session after it (RELEASE).
+func (s *txState) control(k stmt.Kind) (release bool) {
+	switch k & kClass {
+	case kBegin:
+		s.txn, s.began, s.locks = txnOpen, true, false // BEGIN also releases table locks
+	case kXAStart:
+		s.txn, s.began, s.locks, s.xa = txnOpen, true, false, xaActive
+	case kXAPrepare:
+		s.xa = xaPrepared
+	case kXACommit, kXARollback:
+		s.end(false)
+	case kCommit, kRollback:
+		chain, rel, known := s.completion(k)
+		if !known {
+			s.txn, s.began = txnUnknown, false
+			return false
+		}
+		s.end(chain)
+		return rel
+	}
+	return false
+}
+
+// setAutocommit records a SET autocommit of class c (kACOn, kACOff, kACUnknown) that
+// succeeded: turning it on from off commits; from unknown, an open transaction may have
+// been committed.
+func (s *txState) setAutocommit(c stmt.Kind) {
+	switch c {
+	case kACOn:
+		switch s.ac {
+		case acOff:
+			s.txn, s.began = txnNone, false // SET autocommit = 1 commits
+		case acUnknown:
+			if s.txn != txnNone {
+				s.txn = txnUnknown
+			}
+		}
+		s.ac = acOn
+	case kACOff:
+		s.ac = acOff
+	case kACUnknown:
+		s.ac = acUnknown
+		if s.txn != txnNone {
+			s.txn, s.began = txnUnknown, false
+		}
+	}
 }
 
 // failed records that a statement of kind k (not kBatch) failed with a data error: the
