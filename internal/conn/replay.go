@@ -455,25 +455,8 @@ func (c *Conn) noteStmt(before txState, db string, k stmt.Kind, q string, args [
 		l.sess = sessionState(q)
 	}
 	if c.tx == nil {
-		if c.st.txn == txnUnknown && l.on {
-			// Whether the transaction goes on cannot be told (CALL, EXECUTE...): it
-			// counts as open, and cannot be replayed.
-			l.refuse(unreplayable(kUnknown, q))
+		if !c.noteOutsideTx(before, db, k, q) {
 			return res
-		}
-		if c.st.txn != txnOpen {
-			l.clear()
-			return res
-		}
-		cls := k & kClass
-		if !l.on || before.txn != txnOpen || cls == kBegin || cls == kXAStart || cls == kCommit || cls == kRollback {
-			l.start(false, driver.TxOptions{}, db)
-			switch {
-			case cls == kCommit || cls == kRollback:
-				l.refuse("a transaction opened by AND CHAIN (its characteristics are not known)")
-			case before.pending:
-				l.refuse("characteristics set by SET TRANSACTION (a new session does not have them)")
-			}
 		}
 	} else if c.tx.rs != nil || !l.on {
 		return res // a read-only transaction on a replica is not replayed
@@ -481,15 +464,7 @@ func (c *Conn) noteStmt(before txState, db string, k stmt.Kind, q string, args [
 		l.refuse("a statement that ends the transaction inside a Tx (COMMIT, ROLLBACK, or one that commits implicitly)")
 	}
 	l.trying = trying{}
-	if why := unreplayable(k, q); why != "" {
-		l.refuse(why)
-	}
-	if c.st.locks {
-		l.refuse(unreplayable(kLockTables, q))
-	}
-	if c.cfg.MultiStatements && strings.IndexByte(q, ';') >= 0 && multiple(q) {
-		l.refuse(unreplayable(kBatch, q))
-	}
+	c.refuseUnreplayable(k, q)
 	e := l.add(q, args, prepared, isQuery)
 	if e == nil {
 		return res
@@ -501,6 +476,51 @@ func (c *Conn) noteStmt(before txState, db string, k stmt.Kind, q string, args [
 	e.affected, _ = res.RowsAffected()
 	e.insertID, _ = res.LastInsertId()
 	return recResult{e}
+}
+
+// noteOutsideTx is noteStmt's decision for a statement run outside a Tx (kind k, query
+// q; before and db as for noteStmt): it reports whether the statement is to be recorded.
+// With no transaction open after it the record is cleared; with one whose state cannot
+// be told it is refused; a statement that opened the transaction starts the record.
+func (c *Conn) noteOutsideTx(before txState, db string, k stmt.Kind, q string) (record bool) {
+	l := c.log
+	if c.st.txn == txnUnknown && l.on {
+		// Whether the transaction goes on cannot be told (CALL, EXECUTE...): it
+		// counts as open, and cannot be replayed.
+		l.refuse(unreplayable(kUnknown, q))
+		return false
+	}
+	if c.st.txn != txnOpen {
+		l.clear()
+		return false
+	}
+	cls := k & kClass
+	if !l.on || before.txn != txnOpen || cls == kBegin || cls == kXAStart || cls == kCommit || cls == kRollback {
+		l.start(false, driver.TxOptions{}, db)
+		switch {
+		case cls == kCommit || cls == kRollback:
+			l.refuse("a transaction opened by AND CHAIN (its characteristics are not known)")
+		case before.pending:
+			l.refuse("characteristics set by SET TRANSACTION (a new session does not have them)")
+		}
+	}
+	return true
+}
+
+// refuseUnreplayable refuses the record for a statement of kind k, query q, that cannot
+// be replayed: by its kind or text, under table locks, or several statements in one
+// (multiStatements).
+func (c *Conn) refuseUnreplayable(k stmt.Kind, q string) {
+	l := c.log
+	if why := unreplayable(k, q); why != "" {
+		l.refuse(why)
+	}
+	if c.st.locks {
+		l.refuse(unreplayable(kLockTables, q))
+	}
+	if c.cfg.MultiStatements && strings.IndexByte(q, ';') >= 0 && multiple(q) {
+		l.refuse(unreplayable(kBatch, q))
+	}
 }
 
 // multiple reports whether q holds more than one statement (multiStatements).
