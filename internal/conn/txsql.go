@@ -650,26 +650,8 @@ func (l *lexer) assignments() stmt.Kind {
 	k, n := kPlain, 0
 	keyword := scopeNone // the last scope keyword
 	for {
-		t := l.token()
-		if s := scopeOf(t); s != scopeNone {
-			keyword = s
-			t = l.token()
-		}
-		scope, user := keyword, false
-		if t == "@" {
-			if t = l.token(); t != "@" {
-				user = true // @name: a user variable
-			} else {
-				scope, t = scopeAtAt, l.token()
-				if l.peek() == '.' {
-					if s := scopeOf(t); s != scopeNone {
-						l.token()
-						scope, t = s, l.token()
-					}
-				}
-			}
-		}
-		name := unquoteIdent(t)
+		last, scope, name, user := l.variable(keyword)
+		keyword = last
 		if op := l.token(); op != "=" && op != ":=" {
 			return kUnknown
 		}
@@ -678,24 +660,9 @@ func (l *lexer) assignments() stmt.Kind {
 			return kUnknown
 		}
 		if !user {
-			switch {
-			case is(name, "autocommit") || is(name, "completion_type"):
-				if scope == scopeGlobal {
-					break // another scope: not this session's
-				}
+			if ak, ok := assignmentKind(name, value, parts, scope, keyword); ok {
 				n++
-				if scope == scopeAtAt && keyword == scopeGlobal || parts != 1 {
-					value = "" // the scope or the value is not clear
-				}
-				if is(name, "autocommit") {
-					k = autocommitKind(value)
-				} else {
-					k = completionKind(value)
-				}
-			case scope == scopeAtAt && (is(name, "transaction_isolation") || is(name, "tx_isolation") ||
-				is(name, "transaction_read_only") || is(name, "tx_read_only")):
-				n++
-				k = kSetTx // @@name without a scope: the next transaction only
+				k = ak
 			}
 		}
 		if !more {
@@ -709,6 +676,57 @@ func (l *lexer) assignments() stmt.Kind {
 		return kUnknown
 	}
 	return k
+}
+
+// variable reads the variable of one assignment, with the scope keyword before it if
+// any; keyword is the last scope keyword so far. It returns the last one after it, the
+// variable's scope (@@scope.name, @@name, or the keyword's) and name, and whether it is
+// a user variable (@name).
+func (l *lexer) variable(keyword int) (last, scope int, name string, user bool) {
+	t := l.token()
+	if s := scopeOf(t); s != scopeNone {
+		keyword = s
+		t = l.token()
+	}
+	scope = keyword
+	if t == "@" {
+		if t = l.token(); t != "@" {
+			user = true // @name: a user variable
+		} else {
+			scope, t = scopeAtAt, l.token()
+			if l.peek() == '.' {
+				if s := scopeOf(t); s != scopeNone {
+					l.token()
+					scope, t = s, l.token()
+				}
+			}
+		}
+	}
+	return keyword, scope, unquoteIdent(t), user
+}
+
+// assignmentKind returns the kind of an assignment to the system variable name in scope
+// (keyword: the last scope keyword) of a value whose first token is value, in parts
+// tokens; ok is false for one that does not matter here (another variable, or another
+// scope than this session's).
+func assignmentKind(name, value string, parts, scope, keyword int) (k stmt.Kind, ok bool) {
+	switch {
+	case is(name, "autocommit") || is(name, "completion_type"):
+		if scope == scopeGlobal {
+			return 0, false // another scope: not this session's
+		}
+		if scope == scopeAtAt && keyword == scopeGlobal || parts != 1 {
+			value = "" // the scope or the value is not clear
+		}
+		if is(name, "autocommit") {
+			return autocommitKind(value), true
+		}
+		return completionKind(value), true
+	case scope == scopeAtAt && (is(name, "transaction_isolation") || is(name, "tx_isolation") ||
+		is(name, "transaction_read_only") || is(name, "tx_read_only")):
+		return kSetTx, true // @@name without a scope: the next transaction only
+	}
+	return 0, false
 }
 
 // expr reads one assigned value up to the next ',' outside parentheses (more: another
