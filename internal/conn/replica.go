@@ -495,11 +495,7 @@ func (c *Conn) failReplica(ctx context.Context, epoch uint64, err error, r stmt.
 	if c.galeraCausal() && !inTx && isErrno(err, errLockWaitTimeout) && r != stmt.NoRetry {
 		// The node's causality check did not catch up within repl.causal_read_timeout
 		// (causalWait): the read ran nowhere; another replica or the primary serves it.
-		if sp.behind == nil {
-			sp.behind = map[int]int64{}
-		}
-		sp.behind[rs.host] = c.cl.Now().Add(c.cl.CausalTimeout()).UnixNano()
-		sp.tried |= bit(rs.host)
+		c.noteBehind(rs)
 		return true, nil
 	}
 	class := cluster.Classify(ctx, err)
@@ -510,34 +506,12 @@ func (c *Conn) failReplica(ctx context.Context, epoch uint64, err error, r stmt.
 		c.cl.NoteRefusal(rs.host, refusalOf(err))
 	}
 	if class != cluster.Communication && !refused {
-		if v, ok := rs.phys.(driver.Validator); ok && !v.IsValid() {
-			c.dropReplica(rs)
-			if inTx && c.tx != nil && c.tx.lost == nil {
-				c.tx.lost = lost("the replica session broke earlier: " + cluster.NotBadConn(err, "").Error())
-			}
-		}
-		if class == cluster.Canceled {
-			if cerr := cluster.EndErr(ctx); !errors.Is(err, cerr) {
-				return false, fmt.Errorf("%w (%v)", cerr, cluster.NotBadConn(err, ""))
-			}
-		}
-		return false, err
+		return false, c.replicaDataErr(ctx, rs, err, class, inTx)
 	}
-	addr := c.cl.Host(rs.host)
-	c.dropReplica(rs)
-	sp.tried |= bit(rs.host)
-	c.cl.ReplicaSessionEnded(rs.host, err)
-	fe := &failover.FailoverError{
-		Failed:  addr,
-		Current: c.cl.Host(c.host),
-		// A replica session is read-only: what ran there wrote nothing, but a read
-		// that was sent may have run.
-		MaybeExecuted: !errors.Is(err, driver.ErrBadConn) && !refused,
-		Err:           cluster.NotBadConn(err, "the replica connection was broken before the request was sent"),
-	}
+	fe := c.replicaBroken(rs, err, refused)
 	if inTx {
 		if c.tx != nil {
-			c.tx.lost = lost("the read-only transaction failed earlier on replica " + addr + ": " + fe.Err.Error())
+			c.tx.lost = lost("the read-only transaction failed earlier on replica " + fe.Failed + ": " + fe.Err.Error())
 		}
 		return false, heldBy(fe, "", failover.ErrTxLost)
 	}
@@ -546,6 +520,54 @@ func (c *Conn) failReplica(ctx context.Context, epoch uint64, err error, r stmt.
 		return true, nil
 	}
 	return false, fe
+}
+
+// noteBehind records that replica session rs's node did not catch up in time for a
+// causal read: causal reads skip its host for the causal timeout (split.behind), and it
+// counts as tried.
+func (c *Conn) noteBehind(rs *rsession) {
+	sp := c.sp
+	if sp.behind == nil {
+		sp.behind = map[int]int64{}
+	}
+	sp.behind[rs.host] = c.cl.Now().Add(c.cl.CausalTimeout()).UnixNano()
+	sp.tried |= bit(rs.host)
+}
+
+// replicaDataErr is failReplica's answer to err of class (neither a communication error
+// nor a refusal) from replica session rs: the session stays unless go-sql-driver closed
+// it (then, inTx, the transaction is lost for the statements after this one), and the
+// caller's context ending is the context's error.
+func (c *Conn) replicaDataErr(ctx context.Context, rs *rsession, err error, class cluster.Class, inTx bool) error {
+	if v, ok := rs.phys.(driver.Validator); ok && !v.IsValid() {
+		c.dropReplica(rs)
+		if inTx && c.tx != nil && c.tx.lost == nil {
+			c.tx.lost = lost("the replica session broke earlier: " + cluster.NotBadConn(err, "").Error())
+		}
+	}
+	if class == cluster.Canceled {
+		if cerr := cluster.EndErr(ctx); !errors.Is(err, cerr) {
+			return fmt.Errorf("%w (%v)", cerr, cluster.NotBadConn(err, ""))
+		}
+	}
+	return err
+}
+
+// replicaBroken closes replica session rs after communication error err (or a refusal:
+// refused), without blaming its host, and returns the error that says so.
+func (c *Conn) replicaBroken(rs *rsession, err error, refused bool) *failover.FailoverError {
+	addr := c.cl.Host(rs.host)
+	c.dropReplica(rs)
+	c.sp.tried |= bit(rs.host)
+	c.cl.ReplicaSessionEnded(rs.host, err)
+	return &failover.FailoverError{
+		Failed:  addr,
+		Current: c.cl.Host(c.host),
+		// A replica session is read-only: what ran there wrote nothing, but a read
+		// that was sent may have run.
+		MaybeExecuted: !errors.Is(err, driver.ErrBadConn) && !refused,
+		Err:           cluster.NotBadConn(err, "the replica connection was broken before the request was sent"),
+	}
 }
 
 // readIntentTx reports whether a transaction begun with opts goes to a replica: ReadOnly,
