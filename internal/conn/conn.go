@@ -574,6 +574,33 @@ func (c *Conn) move(ctx context.Context, err error, notSent bool, r stmt.Retry, 
 	if c.tx == nil {
 		v, what = c.judge(k, notSent), c.st.what()
 	}
+	fe, werr := c.reconnect(ctx, failed, err, notSent)
+	if c.tx != nil {
+		return c.moveTx(ctx, k, r, werr, fe, before)
+	}
+	var why error
+	if v&vLost != 0 && v&(vCommit|vPrepared) == 0 {
+		var ok bool
+		if ok, why = c.replayHere(ctx, k, r, werr, fe.Failed, before); ok {
+			return true, nil
+		}
+	} else if c.log != nil {
+		c.log.clear()
+	}
+	if herr := c.heldErr(v, what, failed, fe, why, notSent); herr != nil {
+		return false, herr
+	}
+	if werr == nil && (r == stmt.RetryAlways || r == stmt.RetryIfNotSent && notSent) {
+		return true, nil
+	}
+	return false, fe
+}
+
+// reconnect is move's switch: it closes the physical connection, whose host failed
+// with err, and has the cluster recover (a new session on the same host, or on the next
+// one), and attaches to the new session. It returns the *failover.FailoverError that
+// says so (notSent: nothing of the call ran), and Recover's error (then no session).
+func (c *Conn) reconnect(ctx context.Context, failed int, err error, notSent bool) (*failover.FailoverError, error) {
 	held := c.closePhys() // the id stays held until Recover has used it
 	c.clean()
 	fe := &failover.FailoverError{
@@ -593,50 +620,49 @@ func (c *Conn) move(ctx context.Context, err error, notSent bool, r stmt.Retry, 
 		c.attach(phys, host)
 		fe.Current = c.cl.Host(host)
 	}
-	if c.tx != nil {
-		if ok, why := c.replayHere(ctx, k, r, werr, fe.Failed, before); ok {
-			return true, nil // the transaction runs again here: so does the call
-		} else if why != nil {
-			c.tx.lost = lost("the transaction failed earlier on " + fe.Failed + ": " + fe.Err.Error() + "; " + why.Error())
-			return false, heldWhy(fe, why, failover.ErrTxLost)
-		}
-		c.tx.lost = lost("the transaction failed earlier on " + fe.Failed + ": " + fe.Err.Error())
-		return false, heldBy(fe, "", failover.ErrTxLost)
+	return fe, werr
+}
+
+// moveTx is move's answer inside a Tx (BeginTx): the transaction runs again on the new
+// session (replayHere; so does the call), or it is lost, for this call and the Tx's
+// later ones.
+func (c *Conn) moveTx(ctx context.Context, k stmt.Kind, r stmt.Retry, werr error, fe *failover.FailoverError, before txState) (bool, error) {
+	if ok, why := c.replayHere(ctx, k, r, werr, fe.Failed, before); ok {
+		return true, nil // the transaction runs again here: so does the call
+	} else if why != nil {
+		c.tx.lost = lost("the transaction failed earlier on " + fe.Failed + ": " + fe.Err.Error() + "; " + why.Error())
+		return false, heldWhy(fe, why, failover.ErrTxLost)
 	}
-	var why error
-	if v&vLost != 0 && v&(vCommit|vPrepared) == 0 {
-		var ok bool
-		if ok, why = c.replayHere(ctx, k, r, werr, fe.Failed, before); ok {
-			return true, nil
-		}
-	} else if c.log != nil {
-		c.log.clear()
-	}
+	c.tx.lost = lost("the transaction failed earlier on " + fe.Failed + ": " + fe.Err.Error())
+	return false, heldBy(fe, "", failover.ErrTxLost)
+}
+
+// heldErr returns move's error for a call whose session took something with it, by
+// verdict v (what: the state lost; failed: the host; why: why a replay was not
+// possible), or nil when it took nothing (the call may run again).
+func (c *Conn) heldErr(v verdict, what string, failed int, fe *failover.FailoverError, why error, notSent bool) error {
 	switch {
 	case v&vLost != 0:
 		c.lost = c.lostErr(what, failed, fe.Err.Error())
 		if why != nil {
 			c.lost = c.lostErr(what, failed, fe.Err.Error()+"; "+why.Error())
-			return false, heldWhy(fe, why, failover.ErrTxLost)
+			return heldWhy(fe, why, failover.ErrTxLost)
 		}
 		if v&(vCommit|vPrepared) != 0 { // a batch with a COMMIT in it
-			return false, heldBy(fe, "", failover.ErrCommitOutcomeUnknown, failover.ErrTxLost)
+			return heldBy(fe, "", failover.ErrCommitOutcomeUnknown, failover.ErrTxLost)
 		}
-		return false, heldBy(fe, "", failover.ErrTxLost)
+		return heldBy(fe, "", failover.ErrTxLost)
 	case v&vPrepared != 0:
-		return false, heldBy(fe, "the XA transaction was prepared: it survives on "+fe.Failed+" until XA COMMIT or XA ROLLBACK runs there",
+		return heldBy(fe, "the XA transaction was prepared: it survives on "+fe.Failed+" until XA COMMIT or XA ROLLBACK runs there",
 			failover.ErrCommitOutcomeUnknown)
 	case v&vCommit != 0 && notSent:
-		return false, heldBy(fe, "", failover.ErrTxLost)
+		return heldBy(fe, "", failover.ErrTxLost)
 	case v&vCommit != 0:
-		return false, heldBy(fe, "", failover.ErrCommitOutcomeUnknown)
+		return heldBy(fe, "", failover.ErrCommitOutcomeUnknown)
 	case v&vEnded != 0:
-		return false, fe
+		return fe
 	}
-	if werr == nil && (r == stmt.RetryAlways || r == stmt.RetryIfNotSent && notSent) {
-		return true, nil
-	}
-	return false, fe
+	return nil
 }
 
 // packetRefused reports whether err is the server's answer that the request's packet was
