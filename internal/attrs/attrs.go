@@ -1,28 +1,15 @@
 // Package attrs names the values of the DSN option targetSessionAttrs (Config.TargetSessionAttrs,
-// a plain string), libpq's and pgx's target_session_attrs: the kind of session a connection
-// must get, a host whose session does not qualify being passed over for the next one. The
-// empty string means Any in a hand-built Config. Package failover documents the role model;
-// the variables named are MySQL's global read_only, super_read_only and
-// transaction_read_only (tx_read_only on older servers), the last being the default of
-// every new session.
+// a plain string; the empty string means Any in a hand-built Config). Which hosts each value
+// accepts is said once, in package failover's section Roles.
 package attrs
 
+// The values, as the DSN writes them.
 const (
-	// Any accepts any host that completes the handshake: no check. It is the default.
-	Any = "any"
-	// ReadWrite accepts a host where read_only, super_read_only and the global
-	// transaction_read_only are all OFF: a new session can write.
-	ReadWrite = "read-write"
-	// ReadOnly accepts a host where read_only or super_read_only is ON, or the global
-	// transaction_read_only is ON: a new session cannot write.
-	ReadOnly = "read-only"
-	// Primary accepts a host where read_only and super_read_only are OFF: a server that
-	// takes writes, whatever the global transaction_read_only.
-	Primary = "primary"
-	// Standby accepts a host where read_only or super_read_only is ON: a replica.
-	Standby = "standby"
-	// PreferStandby tries the standbys first (as Standby) and takes any host as a last
-	// resort, when no standby qualifies.
+	Any           = "any"
+	ReadWrite     = "read-write"
+	ReadOnly      = "read-only"
+	Primary       = "primary"
+	Standby       = "standby"
 	PreferStandby = "prefer-standby"
 )
 

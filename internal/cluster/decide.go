@@ -34,14 +34,14 @@ func (c *Cluster) healthy(h *hostState, now time.Time, d time.Duration) bool {
 // in flight, handshakes that hang) would wait for readTimeout and hostTimeout.
 func (c *Cluster) leftAfterFailure(id int) {
 	if h := c.topo().host(id); h != nil {
-		h.mon.setAbortDue()
+		h.mon.setAbortDue(true)
 	}
 }
 
 // abortHost closes every connection to h, host id, which probes declared down
 // (Env.Abort), and reports it with cause.
 func (c *Cluster) abortHost(id int, h *hostState, cause error) {
-	h.mon.clearAbortDue()
+	h.mon.setAbortDue(false)
 	c.aborted.Add(1)
 	c.emit(failover.Event{Kind: failover.EventAbort, Host: h.addr, Err: cause})
 	c.env.Abort(id)

@@ -87,18 +87,12 @@ func (m *monitorHost) latency() time.Duration {
 	return m.probeLat
 }
 
-// setAbortDue records that the host's connections are to be closed once the probes
-// declare it down (leftAfterFailure).
-func (m *monitorHost) setAbortDue() {
+// setAbortDue records whether the host's connections are to be closed once the probes
+// declare it down: due after a walk left it (leftAfterFailure), not once they were
+// closed (abortHost).
+func (m *monitorHost) setAbortDue(due bool) {
 	m.mu.Lock()
-	m.abortDue = true
-	m.mu.Unlock()
-}
-
-// clearAbortDue records that the host's connections were closed (abortHost).
-func (m *monitorHost) clearAbortDue() {
-	m.mu.Lock()
-	m.abortDue = false
+	m.abortDue = due
 	m.mu.Unlock()
 }
 

@@ -143,11 +143,6 @@ func Refusal(err error) *NotReadyError {
 	return nil
 }
 
-// refusalErrno reports whether n is one of Refusal's error numbers.
-func refusalErrno(n uint16) bool {
-	return n == erNotPrepared || n == erOfflineMode || n == erGroupNotOnline || n == erGroupStopping
-}
-
 // GaleraStatusQuery reads a Galera node's state, one round trip after RoleQuery. SHOW
 // needs no privilege and works on a node outside the Primary component, which refuses
 // every statement that reads a table.

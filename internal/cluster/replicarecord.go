@@ -19,17 +19,18 @@ import (
 // replicaRecord is what replica reads know of one host: part of its hostState (h.rep).
 type replicaRecord struct {
 	// inflight counts the read-intent statements running on it as a replica
-	// (least-in-flight), reads those it served (HostStats.ReplicaReads).
+	// (least-in-flight), reads those it served (HostStats.ReplicaReads); oldForm is
+	// whether its server takes SlaveStatusQuery (see ReadLag).
 	inflight atomic.Int32
 	reads    atomic.Int64
+	oldForm  atomic.Bool
 
 	// mu guards the rest: its lag as its last probe read it (-1: unknown, lagWhy says
-	// why), whether its server wants SHOW SLAVE STATUS, and why it serves no replica
-	// reads (skip, "" when it qualifies; judged once judged).
+	// why), and why it serves no replica reads (skip, "" when it qualifies; judged once
+	// judged).
 	mu     sync.Mutex
 	lag    time.Duration
 	lagWhy string
-	lagOld bool
 	skip   string
 	judged bool
 }
@@ -45,20 +46,6 @@ func (r *replicaRecord) lagNow() (time.Duration, string) {
 func (r *replicaRecord) setLag(lag time.Duration, why string) {
 	r.mu.Lock()
 	r.lag, r.lagWhy = lag, why
-	r.mu.Unlock()
-}
-
-// oldForm reports whether the host's server takes SlaveStatusQuery (see ReadLag).
-func (r *replicaRecord) oldForm() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.lagOld
-}
-
-// setOldForm records which form of the status query the host's server took.
-func (r *replicaRecord) setOldForm(old bool) {
-	r.mu.Lock()
-	r.lagOld = old
 	r.mu.Unlock()
 }
 

@@ -347,12 +347,12 @@ func mix64(x uint64) uint64 {
 func (c *Cluster) probeLag(ctx context.Context, conn driver.Conn, h *hostState, wait time.Duration) bool {
 	lctx, cancel := withBudget(ctx, wait)
 	defer cancel()
-	lag, why, useOld, err := ReadLag(lctx, conn, h.rep.oldForm())
+	lag, why, useOld, err := ReadLag(lctx, conn, h.rep.oldForm.Load())
 	if err != nil {
 		c.noteLag(h, LagUnknown, "its probe could not read it: "+NotBadConn(err, "").Error())
 		return Classify(ctx, err) != Communication
 	}
-	h.rep.setOldForm(useOld)
+	h.rep.oldForm.Store(useOld)
 	c.noteLag(h, lag, strings.TrimPrefix(why, "replica lag unknown: ")) // ReadLag: lag < 0 exactly when why is set
 	return true
 }
