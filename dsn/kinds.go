@@ -287,6 +287,12 @@ func valueNearMiss(s string, values []string) string {
 	return ""
 }
 
+// didYouMean is the message for a value that differs from v, one of the values valid
+// lists, in spelling only, after what.
+func didYouMean(what, v, valid string) string {
+	return fmt.Sprintf("%s: did you mean %q? (values are case-sensitive: %s)", what, v, valid)
+}
+
 // badSelection explains why s is not a ReplicaSelection value, after what
 // (as badTarget); valid lists the accepted values.
 func badSelection(what, s, valid string) string {
@@ -295,7 +301,7 @@ func badSelection(what, s, valid string) string {
 		v = selectLeastInFlight // MaxScale's name for it
 	}
 	if v != "" {
-		return fmt.Sprintf("%s: did you mean %q? (values are case-sensitive: %s)", what, v, valid)
+		return didYouMean(what, v, valid)
 	}
 	return fmt.Sprintf("%s: want %s", what, valid)
 }
@@ -320,7 +326,7 @@ func badCluster(what, s, valid string) string {
 		v = clusterReplication
 	}
 	if v != "" {
-		return fmt.Sprintf("%s: did you mean %q? (values are case-sensitive: %s)", what, v, valid)
+		return didYouMean(what, v, valid)
 	}
 	return fmt.Sprintf("%s: want %s", what, valid)
 }
@@ -329,7 +335,7 @@ func badCluster(what, s, valid string) string {
 // badTarget); valid lists the accepted values.
 func badCausal(what, s, valid string) string {
 	if v := valueNearMiss(s, causalModes); v != "" {
-		return fmt.Sprintf("%s: did you mean %q? (values are case-sensitive: %s)", what, v, valid)
+		return didYouMean(what, v, valid)
 	}
 	switch strings.ToLower(s) {
 	case "fast", "fast_global", "universal", "fast_universal":
@@ -343,7 +349,7 @@ func badCausal(what, s, valid string) string {
 // the accepted values.
 func badTarget(what, s, valid string) string {
 	if t := targetNearMiss(s); t != "" {
-		return fmt.Sprintf("%s: did you mean %q? (values are case-sensitive: %s)", what, t, valid)
+		return didYouMean(what, t, valid)
 	}
 	return fmt.Sprintf("%s: want one of %s", what, valid)
 }
