@@ -902,6 +902,23 @@ func TestCausalReads(t *testing.T) {
 			must(t, c.Node(3).Exec(ctx, "STOP SLAVE"))
 			must(t, c.Node(3).Exec(ctx, "CHANGE MASTER TO MASTER_DELAY = 5"))
 			must(t, c.Node(3).Exec(ctx, "START SLAVE"))
+			// A probe between STOP and START sees replication not running and takes node 3
+			// out until its next probe (checkInterval 100ms), so the reads below would
+			// reach the primary by that probe, not by node 3's wait (CI saw it once). Wait
+			// until node 3 has qualified for 3 check intervals on end: probes after START.
+			var since time.Time
+			if !waitFor(10*time.Second, func() bool {
+				if p.cn.Stats().Hosts[2].ReplicaSkip != "" {
+					since = time.Time{}
+					return false
+				}
+				if since.IsZero() {
+					since = time.Now()
+				}
+				return time.Since(since) >= 300*time.Millisecond
+			}) {
+				t.Fatalf("node 3 not a replica again within 10 s of START SLAVE: %s", replicaSummary(c, p.cn.Stats()))
+			}
 			const late = 100
 			two := run(reads+1, late)
 			if two.primary == 0 || two.by[1] != late {
