@@ -90,6 +90,27 @@ func waitReplicasServe(t *testing.T, ctx context.Context, c *harness.Cluster, p 
 	}
 }
 
+// waitQualifiesAgain waits (10 s at most) until node has qualified as a replica
+// (ReplicaSkip "") through 3 check intervals of replicaParams (100ms) on end, after its
+// replication was stopped and started: a probe that ran between the two took it out until
+// its next probe, and its result may be published only after a first look found "".
+func waitQualifiesAgain(t *testing.T, c *harness.Cluster, p *faultPool, node int) {
+	t.Helper()
+	var since time.Time
+	if !waitFor(10*time.Second, func() bool {
+		if hostOf(c, p, node).ReplicaSkip != "" {
+			since = time.Time{}
+			return false
+		}
+		if since.IsZero() {
+			since = time.Now()
+		}
+		return time.Since(since) >= 300*time.Millisecond
+	}) {
+		t.Fatalf("node %d not a replica again within 10 s of its replication restarting: %s", node, replicaSummary(c, p.cn.Stats()))
+	}
+}
+
 // pctl summarises ds: median, p99 and max, rounded to the microsecond.
 func pctl(ds []time.Duration) string {
 	if len(ds) == 0 {
@@ -902,23 +923,9 @@ func TestCausalReads(t *testing.T) {
 			must(t, c.Node(3).Exec(ctx, "STOP SLAVE"))
 			must(t, c.Node(3).Exec(ctx, "CHANGE MASTER TO MASTER_DELAY = 5"))
 			must(t, c.Node(3).Exec(ctx, "START SLAVE"))
-			// A probe between STOP and START sees replication not running and takes node 3
-			// out until its next probe (checkInterval 100ms), so the reads below would
-			// reach the primary by that probe, not by node 3's wait (CI saw it once). Wait
-			// until node 3 has qualified for 3 check intervals on end: probes after START.
-			var since time.Time
-			if !waitFor(10*time.Second, func() bool {
-				if p.cn.Stats().Hosts[2].ReplicaSkip != "" {
-					since = time.Time{}
-					return false
-				}
-				if since.IsZero() {
-					since = time.Now()
-				}
-				return time.Since(since) >= 300*time.Millisecond
-			}) {
-				t.Fatalf("node 3 not a replica again within 10 s of START SLAVE: %s", replicaSummary(c, p.cn.Stats()))
-			}
+			// A probe between STOP and START took node 3 out until its next one; the reads
+			// below must pass it by its wait, not by that probe (CI saw it once).
+			waitQualifiesAgain(t, c, p, 3)
 			const late = 100
 			two := run(reads+1, late)
 			if two.primary == 0 || two.by[1] != late {
