@@ -818,10 +818,11 @@ func TestReplicaLagAvoided(t *testing.T) {
 // node 2 serves none (a replica whose replication is not running is no replica, without
 // maxReplicaLag too: no read waits there in vain), node 3 serves every read after its
 // wait (Stats.CausalWaits). Phase 2, node 3 delayed as well (MASTER_DELAY: replicating,
-// but seconds behind), 100 pairs: every read goes to the primary after node 3's wait
-// timed out (Stats.CausalPrimary), still 0 stale; every read node 1 served is counted
-// by CausalPrimary or ReplicaToPrimary. Reported: the counts and the latency of the
-// reads (median, p99).
+// but seconds behind; the reads start once the probes count it a replica again), 100
+// pairs: every read goes to the primary after node 3's wait timed out
+// (Stats.CausalPrimary), still 0 stale; every read node 1 served is counted by
+// CausalPrimary or ReplicaToPrimary. Reported: the counts and the latency of the reads
+// (median, p99).
 func TestCausalReads(t *testing.T) {
 	for _, mode := range []string{"local", "global"} {
 		t.Run(mode, func(t *testing.T) {
