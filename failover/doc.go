@@ -148,7 +148,10 @@
 // long ago the cluster first passed its wsrep_last_committed, the global
 // sequence number of its last committed write set, to within a probe round
 // (the receive queue says nothing of staleness), and maxReplicaLag bounds it
-// as for replicas. Causal reads (causalReads local or global) use the node's own
+// as for replicas. Numbers count within one cluster history
+// (wsrep_cluster_state_uuid): after the cluster is bootstrapped anew they start
+// again, and so does the lag; a node in another history than the writer's (a
+// minority bootstrapped apart, another cluster) serves no reads. Causal reads (causalReads local or global) use the node's own
 // causality check: its replica sessions run with wsrep_sync_wait=1, so a read
 // first applies every write set the cluster committed before it began, bounded
 // by the servers' repl.causal_read_timeout (past it the read goes to another
