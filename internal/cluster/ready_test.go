@@ -137,6 +137,27 @@ func TestRefusal(t *testing.T) {
 	}
 }
 
+// TestLostPrimary: Galera's 1180 "Not connected to Primary Component" says the node is
+// not ready, and is no Refusal (the commit may have taken effect); a 1180 of another
+// form, or the text under another number, says nothing of readiness.
+func TestLostPrimary(t *testing.T) {
+	nr := cluster.LostPrimary(fmt.Errorf("exec: %w", fake.LostPrimaryError))
+	if nr == nil || nr.Kind != cluster.KindGalera || !errors.Is(nr, fake.LostPrimaryError) {
+		t.Errorf("LostPrimary(1180 not connected) = %v, want a Galera NotReadyError wrapping it", nr)
+	}
+	if r := cluster.Refusal(fake.LostPrimaryError); r != nil {
+		t.Errorf("Refusal(1180 not connected) = %v, want nil: the commit may have run", r)
+	}
+	for _, err := range []error{nil, fake.NotPreparedError,
+		&mysql.MySQLError{Number: 1180, Message: "Got error 1 \"Operation not permitted\" during COMMIT"},
+		&mysql.MySQLError{Number: 1180, Message: "Error while appending streaming replication fragment"},
+		&mysql.MySQLError{Number: 1105, Message: fake.LostPrimaryError.Message}} {
+		if nr := cluster.LostPrimary(err); nr != nil {
+			t.Errorf("LostPrimary(%v) = %v, want nil", err, nr)
+		}
+	}
+}
+
 // galeraRig is a monitor rig over three synced Galera nodes (cluster=auto: the probes
 // find out).
 func galeraRig(t *testing.T, set func(*rigOpts)) (*rig, *abortLog) {
