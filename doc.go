@@ -125,6 +125,12 @@
 //     statement: the pool leaves it, and the statement runs on the next ready
 //     host without an error (inside a transaction, ErrTxLost; a refused COMMIT
 //     committed nothing). See package failover, Readiness.
+//   - A Galera node that leaves the Primary component while it replicates a
+//     commit answers 1180 "Not connected to Primary Component": the pool leaves
+//     it too, but the other nodes may have committed the write, so the caller
+//     gets a FailoverError with MaybeExecuted (at COMMIT,
+//     ErrCommitOutcomeUnknown; inside a transaction, ErrTxLost), never the raw
+//     1180, and nothing runs again.
 //   - A data error (duplicate key, syntax, the read-only rejections 1290 and
 //     1792, a deadlock outside a transaction) is go-sql-driver's
 //     *mysql.MySQLError, untouched, and the

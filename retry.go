@@ -16,7 +16,12 @@ const (
 	// run (a FailoverError with MaybeExecuted), a commit's outcome is unknown
 	// (failover.ErrCommitOutcomeUnknown), the caller's context ended during a statement
 	// (it may have run until then), or the error is not one a retry can cure (a data
-	// error, a closed pool, nil).
+	// error, a closed pool, nil). A Galera node that left the Primary component while it
+	// replicated a commit answers 1180 "Not connected to Primary Component": the other
+	// nodes may have committed it, so an autocommit statement gets a FailoverError with
+	// MaybeExecuted wrapping the 1180 (the connection has left the node), a COMMIT
+	// failover.ErrCommitOutcomeUnknown; a statement inside a transaction loses the
+	// transaction (RetryTransaction).
 	RetryNothing Retry = iota
 	// RetryStatement: the statement provably did not run (a FailoverError without
 	// MaybeExecuted; no connection could be opened, a *failover.NoHostAvailableError,
@@ -83,6 +88,8 @@ func SafeToRetry(err error) Retry {
 			return RetryStatement
 		case 1047, 3032, 3796, 3799: // a server not ready for application use refused it: it did not run
 			return RetryStatement
+		case 1180: // ER_ERROR_DURING_COMMIT: the commit may have taken effect (Galera: on the other nodes)
+			return RetryNothing
 		}
 	}
 	return RetryNothing

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mysqlfailover/mysqlfailover"
 	"github.com/mysqlfailover/mysqlfailover/failover"
+	"github.com/mysqlfailover/mysqlfailover/internal/fake"
 )
 
 // TestSafeToRetryAfterUnknownCommit (a second path beside TestSafeToRetry's table): the
@@ -78,5 +79,52 @@ func TestSafeToRetryAfterUnknownCommit(t *testing.T) {
 				t.Fatalf("SafeToRetry(%v) = %v, want nothing: the commit may have happened", err, r)
 			}
 		})
+	}
+}
+
+// TestSafeToRetryGaleraLostPrimary: through database/sql, as a user gets it, an autocommit
+// INSERT whose commit a Galera node could not replicate because it left the Primary
+// component (1180 "Not connected to Primary Component") returns a *failover.FailoverError
+// that may have run, never the raw 1180: the other nodes may have committed it, so
+// SafeToRetry says run nothing, and neither database/sql nor the driver ran it again.
+// The connection has left the node: its next statement runs on the other one.
+func TestSafeToRetryGaleraLostPrimary(t *testing.T) {
+	const ins = "INSERT INTO t VALUES(1)"
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	p := newPool(t, 2, "")
+	for i := range 2 {
+		p.net.Galera(i, "synced", "9c5d6b3e-1f0a-11ef-8e2b-5bd7a1c0d0a1", 2)
+	}
+	p.net.Script(0, func(seq int, m sqlmock.Sqlmock) {
+		if seq == 0 {
+			m.ExpectExec(ins).WillReturnError(fake.LostPrimaryError)
+		}
+	})
+	p.net.Script(1, func(_ int, m sqlmock.Sqlmock) {
+		m.ExpectQuery("SELECT @@port").WillReturnRows(sqlmock.NewRows([]string{"port"}).AddRow(3302))
+	})
+	sc, err := p.db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sc.Close()
+	_, err = sc.ExecContext(ctx, ins)
+	var fe *failover.FailoverError
+	var me *mysql.MySQLError
+	if !errors.As(err, &fe) || !fe.MaybeExecuted || !errors.As(err, &me) || me.Number != 1180 {
+		t.Fatalf("INSERT failed with %v (%T), want a *failover.FailoverError that may have run, wrapping the 1180", err, err)
+	}
+	if r := mysqlfailover.SafeToRetry(err); r != mysqlfailover.RetryNothing {
+		t.Errorf("SafeToRetry(%v) = %v, want nothing: the other nodes may have committed it", err, r)
+	}
+	if r := mysqlfailover.SafeToRetry(fake.LostPrimaryError); r != mysqlfailover.RetryNothing {
+		t.Errorf("SafeToRetry(the raw 1180) = %v, want nothing", r)
+	}
+	if port, err := p.port(ctx, sc); err != nil || port != 3302 {
+		t.Errorf("next statement on port %d (%v), want the second node's 3302", port, err)
+	}
+	if n := len(p.net.Conns(0)); n != 1 {
+		t.Errorf("%d connections to the first node, want 1: nothing may run there again", n)
 	}
 }

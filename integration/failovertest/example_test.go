@@ -47,8 +47,9 @@ func Example() {
 }
 
 // A service's writes go on when the node they use leaves the Galera cluster's Primary
-// component: node 1 refuses work with error 1047 until it rejoins. In a test, use
-// failovertest.StartGalera(t, 3) instead of StartGaleraCluster and Close.
+// component: node 1 refuses work with error 1047 until it rejoins (writes in flight when
+// it was cut off wait about 2.4 s, then may fail: see the package documentation). In a
+// test, use failovertest.StartGalera(t, 3) instead of StartGaleraCluster and Close.
 func ExampleStartGaleraCluster() {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -36,15 +36,24 @@ const (
 	// statement did not run: the proxy leaves the host for the next ready one and runs
 	// the statement there, outside a transaction.
 	NotReady
+	// NotReadyMidway errors are a server's word that it stopped being ready while it ran
+	// the statement, whose effect is then unknown (see LostPrimary: Galera's 1180 "Not
+	// connected to Primary Component" at a commit the other nodes may have committed).
+	// The host is up and left as for NotReady, but nothing runs again: outside a
+	// transaction the statement may have taken effect, a COMMIT's outcome is unknown.
+	NotReadyMidway
 )
 
-// String returns "data", "communication", "canceled" or "not-ready".
+// String returns "data", "communication", "canceled", "not-ready" or
+// "not-ready-midway".
 func (c Class) String() string {
 	switch c {
 	case Communication:
 		return "communication"
 	case NotReady:
 		return "not-ready"
+	case NotReadyMidway:
+		return "not-ready-midway"
 	case Canceled:
 		return "canceled"
 	default:
@@ -85,6 +94,10 @@ var commErrnosSys = []syscall.Errno{
 // that make an error Communication whatever else it holds is there too (a context error,
 // a *FailoverError...).
 //
+// NotReadyMidway: Galera's 1180 with the provider status "Not connected to Primary
+// Component" (LostPrimary), also inside a *NotReadyError, on the same terms as NotReady;
+// where both could apply it wins (the statement may have run).
+//
 // Communication: a *mysql.MySQLError whose SQLSTATE class is 08 or whose number ends the
 // session (1040, 1043, 1053, 1152-1161, 1927, ...); mysql.ErrInvalidConn;
 // driver.ErrBadConn; io.EOF; io.ErrUnexpectedEOF; net.ErrClosed; any net.Error (timeouts,
@@ -102,13 +115,19 @@ var commErrnosSys = []syscall.Errno{
 // Everything else, nil included, is Data, also when ctx has ended (a duplicate key that
 // arrived as the deadline passed is still a duplicate key). Like Connector/J's
 // shouldExceptionTriggerConnectionSwitch, the decision is made on values, never on
-// message text.
+// message text, with one exception: Galera's 1180 says which of its cases it is only in
+// its text, which LostPrimary reads (it says why that text can be relied on).
 func Classify(ctx context.Context, err error) Class {
 	if err == nil {
 		return Data
 	}
-	if !forced(err) && notReady(err) {
-		return NotReady
+	if !forced(err) {
+		if LostPrimary(err) != nil {
+			return NotReadyMidway
+		}
+		if notReady(err) {
+			return NotReady
+		}
 	}
 	if !communication(err) {
 		return Data

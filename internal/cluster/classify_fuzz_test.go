@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -26,15 +27,16 @@ import (
 // Unwrap() []error types with nil entries), gets a classification and never a panic, for
 // a live, a nil, a cancelled and a past-deadline context:
 //
-//   - with a live or nil context it is Data, Communication or NotReady, never Canceled,
-//     and the same for both;
-//   - with an ended context, Communication becomes Canceled, Data and NotReady stay;
+//   - with a live or nil context it is Data, Communication, NotReady or NotReadyMidway,
+//     never Canceled, and the same for both;
+//   - with an ended context, Communication becomes Canceled, the others stay;
 //   - nil is Data;
 //   - where the documented rules decide alone (see Classify), the class is theirs: a
 //     context error, a *FailoverError or a *NoHostAvailableError anywhere is
-//     Communication; else one MySQL error (or several of one class) decides: a refusal
-//     of a server that is not ready (1047, 3032, 3796, 3799) is NotReady, whatever
-//     else is there, otherwise its SQLSTATE class 08 and the listed numbers; else any communication value (EOF,
+//     Communication; else one MySQL error (or several of one class) decides: Galera's
+//     1180 "Not connected to Primary Component" is NotReadyMidway and a refusal of a
+//     server that is not ready (1047, 3032, 3796, 3799) NotReady, whatever else is
+//     there, otherwise its SQLSTATE class 08 and the listed numbers; else any communication value (EOF,
 //     ErrInvalidConn, ErrBadConn, net.ErrClosed, an errno, a net.Error) is
 //     Communication, and nothing else is Data. A chain that mixes a MySQL error with a
 //     communication value, or MySQL errors of both classes, is only checked for the
@@ -73,7 +75,7 @@ func TestClassifySeedsCoverEveryClass(t *testing.T) {
 			ops[int(b)%numOps] = true
 		}
 	}
-	for _, c := range []cluster.Class{cluster.Data, cluster.Communication, cluster.Canceled, cluster.NotReady} {
+	for _, c := range []cluster.Class{cluster.Data, cluster.Communication, cluster.Canceled, cluster.NotReady, cluster.NotReadyMidway} {
 		if !seen[c] {
 			t.Errorf("no seed is classified %v", c)
 		}
@@ -119,6 +121,11 @@ var classifySeeds = []classifySeed{
 	{[]byte{opMySQL}, 1047, "08S01", "WSREP has not yet prepared node for application use"},
 	{[]byte{opMySQL, opEOF, opJoin}, 3032, "HY000", "The server is currently in offline mode"},
 	{[]byte{opMySQL, opWrapf}, 3796, "HY000", "group_replication_consistency"},
+	{[]byte{opMySQL}, 1180, "HY000", "Error while appending streaming replication fragment(provider status: Not connected to Primary Component)"},
+	{[]byte{opMySQL, opEOF, opJoin}, 1180, "HY000", "Error while appending streaming replication fragment(provider status: Not connected to Primary Component)"},
+	{[]byte{opMySQL, opFailoverWrap}, 1180, "HY000", "(provider status: Not connected to Primary Component)"},
+	{[]byte{opMySQL, opWrapf}, 1180, "HY000", "Got error 1 during COMMIT"},
+	{[]byte{opMySQL}, 1213, "40001", "WSREP detected deadlock/conflict and aborted the transaction. Try restarting the transaction"},
 	{[]byte{opNilMySQL}, 0, "", ""},
 	{[]byte{opNilMySQL, opEOF, opJoin}, 0, "", ""},
 	{[]byte{opErrno}, uint16(syscall.ECONNRESET), "", ""},
@@ -381,11 +388,14 @@ func (e netErr) Temporary() bool { return false }
 func (m multi) Error() string   { return "multi" }
 func (m multi) Unwrap() []error { return m }
 
-// mysqlClass is the documented rule for one MySQL error (Classify's doc comment, Refusal
-// and commErrnos): a refusal of a server that is not ready (1047, 3032, 3796, 3799), then
+// mysqlClass is the documented rule for one MySQL error (Classify's doc comment,
+// LostPrimary, Refusal and commErrnos): Galera's 1180 "Not connected to Primary
+// Component", a refusal of a server that is not ready (1047, 3032, 3796, 3799), then
 // SQLSTATE class 08, or a number that ends the session.
 func mysqlClass(e *mysql.MySQLError) cluster.Class {
 	switch n := e.Number; {
+	case n == 1180 && strings.Contains(e.Message, "Not connected to Primary Component"):
+		return cluster.NotReadyMidway
 	case n == 1047, n == 3032, n == 3796, n == 3799:
 		return cluster.NotReady
 	case e.SQLState[0] == '0' && e.SQLState[1] == '8':
@@ -418,8 +428,8 @@ func (n node) want() (cluster.Class, bool) {
 		}
 	}
 	switch {
-	case n.mysql[0] == cluster.NotReady:
-		return cluster.NotReady, true // a refusal beats the communication values beside it
+	case n.mysql[0] == cluster.NotReady, n.mysql[0] == cluster.NotReadyMidway:
+		return n.mysql[0], true // a refusal beats the communication values beside it
 	case n.comm:
 		return 0, false // a MySQL error next to a communication value
 	}

@@ -24,6 +24,10 @@ func myErr(n uint16, state string, msg string) *mysql.MySQLError {
 	return e
 }
 
+// lostPrimaryMsg is the message of MariaDB 10.11's 1180 from a Galera node that lost the
+// Primary component while it replicated a commit.
+const lostPrimaryMsg = "Error while appending streaming replication fragment(provider status: Not connected to Primary Component)"
+
 func TestClassify(t *testing.T) {
 	opErr := func(err error) error {
 		return &net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", err)}
@@ -46,6 +50,17 @@ func TestClassify(t *testing.T) {
 		{"NotReadyError", &cluster.NotReadyError{Kind: cluster.KindGalera, Reason: "wsrep_ready=OFF"}, cluster.NotReady},
 		{"wrapped 1047", fmt.Errorf("exec: %w", myErr(1047, "08S01", "WSREP has not yet prepared node for application use")), cluster.NotReady},
 		{"FailoverError over 1047", &failover.FailoverError{Failed: "a:1", Err: myErr(1047, "08S01", "x")}, cluster.Communication},
+		// not ready midway: a Galera node that lost the Primary component while it
+		// replicated the commit (it may have reached the others); any other 1180 is data
+		{"1180 not connected to Primary", myErr(1180, "HY000", lostPrimaryMsg), cluster.NotReadyMidway},
+		{"1180 not connected to Primary, wrapped", fmt.Errorf("exec: %w", myErr(1180, "HY000", lostPrimaryMsg)), cluster.NotReadyMidway},
+		{"1180 not connected to Primary beside EOF", errors.Join(io.EOF, myErr(1180, "HY000", lostPrimaryMsg)), cluster.NotReadyMidway},
+		{"NotReadyError over the 1180", cluster.LostPrimary(myErr(1180, "HY000", lostPrimaryMsg)), cluster.NotReadyMidway},
+		{"FailoverError over the 1180", &failover.FailoverError{Failed: "a:1", Err: myErr(1180, "HY000", lostPrimaryMsg)}, cluster.Communication},
+		{"1180 engine error during COMMIT", myErr(1180, "HY000", "Got error 1 \"Operation not permitted\" during COMMIT"), cluster.Data},
+		{"1180 provider in bad state", myErr(1180, "HY000", "Error while appending streaming replication fragment(provider status: Provider in bad state, needs to be reinitialized.)"), cluster.Data},
+		{"1213 certification failure", myErr(1213, "40001", "WSREP detected deadlock/conflict and aborted the transaction. Try restarting the transaction"), cluster.Data},
+		{"another number with the Primary text", myErr(1105, "HY000", lostPrimaryMsg), cluster.Data},
 		{"1053 server shutdown", myErr(1053, "08S01", "Server shutdown in progress"), cluster.Communication},
 		{"1152 aborting connection", myErr(1152, "08S01", "Aborted connection"), cluster.Communication},
 		{"1153 packet too large", myErr(1153, "08S01", "Got a packet bigger"), cluster.Communication},

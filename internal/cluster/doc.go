@@ -132,6 +132,10 @@
 // its connections away, the monitor leaves it, healthy and the walks' attempts refuse it)
 // until a read of its state says it is ready again. The refusing connection moves with
 // Recover, which goes straight to Failover for a *NotReadyError, without backoff.
+// A server that stops being ready while it runs a statement and says so (Galera's 1180
+// "Not connected to Primary Component" at a commit it could not replicate: LostPrimary,
+// the NotReadyMidway class) is left the same way, but what it ran may have taken effect:
+// nothing runs again.
 //
 // # A dead session is not a dead host
 //

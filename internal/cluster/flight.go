@@ -94,7 +94,7 @@ func (c *Cluster) Failover(ctx context.Context, failed int, cause error, setup S
 		if errors.As(err, &full) {
 			return nil, -1, err // the pool's new host is up but full: it stays there
 		}
-		if cl := Classify(ctx, err); cl != Communication && cl != NotReady {
+		if cl := Classify(ctx, err); cl != Communication && cl != NotReady && cl != NotReadyMidway {
 			var re *RoleError
 			if !errors.As(err, &re) {
 				return nil, -1, fmt.Errorf("mysqlfailover: host %s: %w", c.Host(f.host), err)

@@ -143,6 +143,39 @@ func Refusal(err error) *NotReadyError {
 	return nil
 }
 
+// erDuringCommit is 1180 ER_ERROR_DURING_COMMIT (HY000). A storage engine answers it to
+// a COMMIT it could not write ("Got error N during COMMIT"); MariaDB's Galera answers it
+// to a commit it could not replicate, with the replication provider's status in the
+// message (see LostPrimary).
+const erDuringCommit = 1180
+
+// notPrimaryStatus is the provider status of a 1180 that a Galera node answers to a
+// commit (or a streaming replication fragment) it could not replicate because it is not
+// in the Primary component: MariaDB 10.4+ writes "Error while appending streaming
+// replication fragment(provider status: Not connected to Primary Component)", whatever
+// was being replicated. The text is the server's own and can be relied on: it is made
+// of two literals (MariaDB's format in wsrep_override_error and wsrep-lib's name of the
+// provider's connection failure), which lc_messages does not translate and no statement
+// or data can put there, and no other 1180 carries it.
+const notPrimaryStatus = "Not connected to Primary Component"
+
+// LostPrimary returns the NotReadyError that err says when it is a Galera node's 1180
+// with the provider status "Not connected to Primary Component": the node lost the
+// Primary component while it replicated the statement's commit, and is not ready. Unlike
+// a Refusal, the commit may have taken effect: the write set may have reached the
+// other nodes before they evicted this one, and they commit what they received (seen
+// on MariaDB 10.11 with galera-4: 8 of 60 such autocommit INSERTs were on the other
+// nodes afterwards). Galera's replication code returns the same status for a write set
+// it never sent, so the error cannot tell the two apart. Else nil.
+func LostPrimary(err error) *NotReadyError {
+	var me *mysql.MySQLError
+	if !errors.As(err, &me) || me == nil || me.Number != erDuringCommit || !strings.Contains(me.Message, notPrimaryStatus) {
+		return nil
+	}
+	return &NotReadyError{Kind: KindGalera, Reason: "the node left the Primary component while it replicated the commit " +
+		"(the other nodes may have committed it)", Cause: me}
+}
+
 // GaleraStatusQuery reads a Galera node's state, one round trip after RoleQuery. SHOW
 // needs no privilege and works on a node outside the Primary component, which refuses
 // every statement that reads a table.

@@ -137,6 +137,27 @@ func TestRefusal(t *testing.T) {
 	}
 }
 
+// TestLostPrimary: Galera's 1180 "Not connected to Primary Component" says the node is
+// not ready, and is no Refusal (the commit may have taken effect); a 1180 of another
+// form, or the text under another number, says nothing of readiness.
+func TestLostPrimary(t *testing.T) {
+	nr := cluster.LostPrimary(fmt.Errorf("exec: %w", fake.LostPrimaryError))
+	if nr == nil || nr.Kind != cluster.KindGalera || !errors.Is(nr, fake.LostPrimaryError) {
+		t.Errorf("LostPrimary(1180 not connected) = %v, want a Galera NotReadyError wrapping it", nr)
+	}
+	if r := cluster.Refusal(fake.LostPrimaryError); r != nil {
+		t.Errorf("Refusal(1180 not connected) = %v, want nil: the commit may have run", r)
+	}
+	for _, err := range []error{nil, fake.NotPreparedError,
+		&mysql.MySQLError{Number: 1180, Message: "Got error 1 \"Operation not permitted\" during COMMIT"},
+		&mysql.MySQLError{Number: 1180, Message: "Error while appending streaming replication fragment"},
+		&mysql.MySQLError{Number: 1105, Message: fake.LostPrimaryError.Message}} {
+		if nr := cluster.LostPrimary(err); nr != nil {
+			t.Errorf("LostPrimary(%v) = %v, want nil", err, nr)
+		}
+	}
+}
+
 // galeraRig is a monitor rig over three synced Galera nodes (cluster=auto: the probes
 // find out).
 func galeraRig(t *testing.T, set func(*rigOpts)) (*rig, *abortLog) {
@@ -373,5 +394,81 @@ func TestGaleraReplicaReads(t *testing.T) {
 	r.tick(monInterval)
 	if r.cl.QualifiesAsReplica(1) || !strings.Contains(r.stat(1).ReplicaSkip, "not ready") {
 		t.Errorf("H2 outside the Primary component: skip %q, want not ready", r.stat(1).ReplicaSkip)
+	}
+}
+
+// TestGaleraLagNewHistory: a cluster bootstrapped anew (a new wsrep_cluster_state_uuid,
+// sequence numbers from 1 again) starts a new frontier: nodes in step with the writer have
+// no lag, though their numbers are far below the old history's. Before, every node of the
+// new history was reported behind since the old history's first sample, and with
+// maxReplicaLag none served until the new numbers passed the old ones.
+func TestGaleraLagNewHistory(t *testing.T) {
+	r, _ := galeraRig(t, func(o *rigOpts) {
+		o.ReplicaReads, o.MaxReplicaLag = true, time.Second
+	})
+	r.cl.Check(context.Background())
+	seq := 100
+	for range 8 {
+		seq += 10
+		for h := range 3 {
+			r.net.SetStatus(h, "wsrep_last_committed", fmt.Sprint(seq))
+		}
+		r.tick(monInterval)
+	}
+	const newUUID = "0b1c2d3e-4f50-11ef-9a7b-0242ac120002"
+	for h := range 3 {
+		r.net.Galera(h, "synced", newUUID, 3)
+	}
+	for round := 1; round <= 12; round++ {
+		for h := range 3 {
+			r.net.SetStatus(h, "wsrep_last_committed", fmt.Sprint(round))
+		}
+		r.tick(monInterval)
+		if round < 2 {
+			continue // a node read before the writer's probe has read the new history waits a round
+		}
+		for _, h := range []int{1, 2} {
+			if !r.cl.QualifiesAsReplica(h) || r.stat(h).ReplicaLag != 0 {
+				t.Fatalf("round %d of the new history: H%d qualifies %v, lag %v, skip %q; want it serving with lag 0",
+					round, h+1, r.cl.QualifiesAsReplica(h), r.stat(h).ReplicaLag, r.stat(h).ReplicaSkip)
+			}
+		}
+	}
+	// In the new history as in the old, a node that stops applying falls behind.
+	for range 8 {
+		seq++
+		for _, h := range []int{0, 1} {
+			r.net.SetStatus(h, "wsrep_last_committed", fmt.Sprint(100+seq))
+		}
+		r.tick(monInterval)
+	}
+	if r.cl.QualifiesAsReplica(2) || !strings.Contains(r.stat(2).ReplicaSkip, "over maxReplicaLag") {
+		t.Errorf("H3 stuck in the new history: skip %q, lag %v; want it left for its lag", r.stat(2).ReplicaSkip, r.stat(2).ReplicaLag)
+	}
+}
+
+// TestGaleraLagOtherHistory: a node in another cluster history than the pool's writer
+// (two Primary components of equal size: another cluster listed by mistake, or halves
+// bootstrapped apart) is no replica of the writer, whatever its sequence number and
+// without maxReplicaLag: its writes are not the writer's. Before, its number, above every
+// one of the writer's history, gave it lag 0 and it served reads of another cluster.
+func TestGaleraLagOtherHistory(t *testing.T) {
+	r, _ := galeraRig(t, func(o *rigOpts) { o.ReplicaReads = true })
+	const otherUUID = "77e1a0c2-4f51-11ef-8c1d-0242ac120003"
+	for h := range 2 {
+		r.net.Galera(h, "synced", galeraUUID, 2)
+		r.net.SetStatus(h, "wsrep_last_committed", "180")
+	}
+	r.net.Galera(2, "synced", otherUUID, 2)
+	r.net.SetStatus(2, "wsrep_last_committed", "500")
+	r.cl.Check(context.Background())
+	r.tick(monInterval)
+	if !r.cl.QualifiesAsReplica(1) {
+		t.Errorf("H2, in the writer's history: skip %q, want it serving", r.stat(1).ReplicaSkip)
+	}
+	if r.cl.QualifiesAsReplica(2) || !strings.Contains(r.stat(2).ReplicaSkip, cluster.OtherHistory) ||
+		!strings.Contains(r.stat(2).ReplicaSkip, otherUUID) {
+		t.Errorf("H3 in another history: qualifies %v, skip %q; want it skipped, naming its history",
+			r.cl.QualifiesAsReplica(2), r.stat(2).ReplicaSkip)
 	}
 }

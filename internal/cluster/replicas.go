@@ -160,6 +160,9 @@ func (c *Cluster) replicaSkip(p *position, id int, h *hostState, dist policy.Dis
 		// Its data stops where the thread stopped: every causal read would wait there in
 		// vain, and every other read would be as stale as the stop is old.
 		return lagWhy + ": not a replica now"
+	case strings.HasPrefix(lagWhy, OtherHistory):
+		// Its writes are not the writer's: none of them is a copy of the writer's data.
+		return lagWhy + ": not a replica of it"
 	}
 	if max := c.cfg.MaxReplicaLag; max > 0 {
 		switch {

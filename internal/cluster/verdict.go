@@ -118,7 +118,7 @@ func (c *Cluster) checked(ctx context.Context, host int, cause error, setup Setu
 		return conn, host, nil
 	case Ended(ctx):
 		return nil, -1, err // the caller's context ended: no verdict on the host
-	case errors.As(err, &re), Classify(ctx, err) == NotReady:
+	case errors.As(err, &re), Classify(ctx, err) == NotReady, Classify(ctx, err) == NotReadyMidway:
 		return c.Failover(ctx, host, cause, setup) // up, but no longer of the wanted role, or not ready
 	case answered(err):
 		return nil, -1, err // up but refusing (full for longer than we wait, access denied)

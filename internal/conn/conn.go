@@ -430,7 +430,10 @@ func (c *Conn) uncount() {
 //     to be replaced on the pool's host.
 //   - A server's refusal because it is not ready (Galera's 1047, offline_mode's 3032,
 //     Group Replication's 3796 and 3799: cluster.Refusal) means the statement did not
-//     run and the host must be left: see refused.
+//     run and the host must be left: see refused. A server that stopped being ready
+//     while it ran the statement (Galera's 1180 "Not connected to Primary Component":
+//     cluster.LostPrimary) is left the same way, but the statement may have taken
+//     effect: nothing runs again.
 //   - A communication error closes the physical connection, reports the host, walks to
 //     the next one and restores the session there, and only then returns a
 //     *failover.FailoverError. Inside a transaction the transaction is lost (ErrTxLost)
@@ -454,6 +457,8 @@ func (c *Conn) fail(ctx context.Context, epoch uint64, err error, r stmt.Retry, 
 	switch cluster.Classify(ctx, err) {
 	case cluster.NotReady:
 		return c.refused(ctx, err, r, c.cfg.MultiStatements, k)
+	case cluster.NotReadyMidway:
+		return c.refused(ctx, err, r, true, k)
 	case cluster.Data:
 		c.refusedWrite(err)
 		if c.cfg.WriteIntent && cluster.ReadOnlyRejection(err) && !cluster.Ended(ctx) {
@@ -535,23 +540,30 @@ func (c *Conn) rejected(ctx context.Context, err error, r stmt.Retry, batch bool
 // (Cluster.NoteRefusal), which no walk chooses until its server says it is ready again,
 // and the connection leaves it as for a communication error, with the
 // *cluster.NotReadyError as the cause, so the pool moves too. Outside a transaction the
-// statement then runs on the new host and the caller sees no error, unless it may be a
-// batch (multiStatements: earlier statements of it may have run). Inside one the
-// transaction is lost (failover.ErrTxLost); a refused COMMIT committed nothing.
-func (c *Conn) refused(ctx context.Context, err error, r stmt.Retry, batch bool, k stmt.Kind) (bool, error) {
+// statement then runs on the new host and the caller sees no error, unless something of
+// the call may have run (ran): a batch (multiStatements: earlier statements of it may
+// have run), or a commit a Galera node could not replicate as it left the Primary
+// component (cluster.LostPrimary: the other nodes may have committed it), whose caller
+// gets the *failover.FailoverError with MaybeExecuted. Inside a transaction the
+// transaction is lost (failover.ErrTxLost); a refused COMMIT committed nothing, one the
+// node could not replicate has an unknown outcome (failover.ErrCommitOutcomeUnknown).
+func (c *Conn) refused(ctx context.Context, err error, r stmt.Retry, ran bool, k stmt.Kind) (bool, error) {
 	nr := refusalOf(err)
 	c.cl.NoteRefusal(c.host, nr)
-	return c.move(ctx, nr, !batch, r, k)
+	return c.move(ctx, nr, !ran, r, k)
 }
 
-// refusalOf returns the *cluster.NotReadyError that err, which Classify calls NotReady,
-// is or says.
+// refusalOf returns the *cluster.NotReadyError that err, which Classify calls NotReady
+// or NotReadyMidway, is or says.
 func refusalOf(err error) *cluster.NotReadyError {
 	var nr *cluster.NotReadyError
 	if errors.As(err, &nr) {
 		return nr
 	}
-	return cluster.Refusal(err)
+	if nr := cluster.Refusal(err); nr != nil {
+		return nr
+	}
+	return cluster.LostPrimary(err)
 }
 
 // move closes the physical connection, whose host failed with err, walks to the next

@@ -269,21 +269,88 @@ func TestGaleraCausalReads(t *testing.T) {
 	e.allMet()
 }
 
-// A Galera node that leaves the Primary component while it replicates a COMMIT answers
-// 1180: the others may have committed it, so Commit says the outcome is unknown.
-func TestGaleraCommitDuringViewChange(t *testing.T) {
-	e := galeraEnv(t, 2)
-	lost := &mysql.MySQLError{Number: 1180, Message: "Error while appending streaming replication fragment(provider status: Not connected to Primary Component)"}
-	e.script(0, all(begin(), ok("INSERT a"), commit(lost)))
-	c := e.open(seqA)
-	tx, err := c.BeginTx(context.Background(), driver.TxOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mustExec(t, c, "INSERT a")
-	err = tx.Commit()
-	var me *mysql.MySQLError
-	if !errors.Is(err, failover.ErrCommitOutcomeUnknown) || !errors.As(err, &me) || me.Number != 1180 {
-		t.Fatalf("Commit: %v; want ErrCommitOutcomeUnknown wrapping the 1180", err)
+// A Galera node that loses the Primary component while it replicates a commit answers
+// 1180 "Not connected to Primary Component" (cluster.LostPrimary): the node is not ready,
+// so the connection and the pool leave it at once, but the other nodes may have committed
+// the write set, so nothing runs again. An autocommit statement gets a FailoverError with
+// MaybeExecuted wrapping the 1180, never the raw 1180, and is not run on H2; a
+// statement of a transaction (a streaming replication fragment) loses the transaction
+// (ErrTxLost: nothing of it committed); a COMMIT, by Tx.Commit or as a statement, has an
+// unknown outcome (ErrCommitOutcomeUnknown). Either way the next statement runs on H2
+// with no error, and H1 is not ready in Stats. Its status still says Synced here: the
+// 1180 alone says it.
+func TestGaleraLostPrimary(t *testing.T) {
+	const ins, next = "INSERT INTO t VALUES(1)", "INSERT INTO t VALUES(2)"
+	for _, tc := range []struct {
+		name  string
+		h1    step                                    // H1's script
+		run   func(t *testing.T, c *Conn) (err error) // up to the failing call
+		want  error                                   // failover.ErrTxLost, ErrCommitOutcomeUnknown, or nil
+		retry bool                                    // the statement is a trap on H2 (autocommit)
+	}{
+		{name: "autocommit", h1: fails(ins, fake.LostPrimaryError), retry: true,
+			run: func(t *testing.T, c *Conn) error { return exec(c, ins) }},
+		{name: "statement in BeginTx", h1: all(begin(), fails(ins, fake.LostPrimaryError)), want: failover.ErrTxLost,
+			run: func(t *testing.T, c *Conn) error {
+				tx, err := c.BeginTx(context.Background(), driver.TxOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				err = exec(c, ins)
+				if rerr := tx.Rollback(); rerr != nil {
+					t.Errorf("Rollback of the lost transaction: %v, want nil", rerr)
+				}
+				return err
+			}},
+		{name: "Tx.Commit", h1: all(begin(), ok(ins), commit(fake.LostPrimaryError)), want: failover.ErrCommitOutcomeUnknown,
+			run: func(t *testing.T, c *Conn) error {
+				tx, err := c.BeginTx(context.Background(), driver.TxOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				mustExec(t, c, ins)
+				return tx.Commit()
+			}},
+		{name: "COMMIT statement", h1: all(ok("BEGIN"), ok(ins), fails("COMMIT", fake.LostPrimaryError)), want: failover.ErrCommitOutcomeUnknown,
+			run: func(t *testing.T, c *Conn) error {
+				mustExec(t, c, "BEGIN")
+				mustExec(t, c, ins)
+				return exec(c, "COMMIT")
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := galeraEnv(t, 3)
+			e.script(0, tc.h1)
+			if tc.retry {
+				e.script(1, all(ok(next), trap(ins)))
+			} else {
+				e.script(1, ok(next))
+			}
+			c := e.open(seqA)
+			err := tc.run(t, c)
+			fe := wantFailover(t, err, h1, h2, true)
+			var me *mysql.MySQLError
+			var nr *cluster.NotReadyError
+			if !errors.As(fe.Err, &nr) || !errors.As(err, &me) || me.Number != 1180 {
+				t.Errorf("cause %v, want a *cluster.NotReadyError wrapping the 1180", fe.Err)
+			}
+			if tc.want != nil && !errors.Is(err, tc.want) {
+				t.Errorf("error %v, want %v", err, tc.want)
+			}
+			if tc.want != failover.ErrTxLost && errors.Is(err, failover.ErrTxLost) {
+				t.Errorf("error %v says nothing committed: the other nodes may have committed it", err)
+			}
+			wantHost(t, c, h2)
+			mustExec(t, c, next)
+			if tc.retry {
+				e.untouched(1, 0, ins)
+			}
+			if s := stateOf(e, h1); s.State != failover.HostNotReady {
+				t.Errorf("H1 in Stats: %v (%v), want not-ready", s.State, s.LastError)
+			}
+			if a := e.cl.Active(); a != 1 {
+				t.Errorf("pool on H%d, want H2", a+1)
+			}
+		})
 	}
 }

@@ -499,10 +499,11 @@ func (c *Conn) failReplica(ctx context.Context, epoch uint64, err error, r stmt.
 		return true, nil
 	}
 	class := cluster.Classify(ctx, err)
-	refused := class == cluster.NotReady
+	refused := class == cluster.NotReady || class == cluster.NotReadyMidway
 	if refused {
 		// The replica's server is not ready (a Galera node outside the Primary
-		// component...): nothing ran; the host serves no reads until it says it is ready.
+		// component...): a read-only session wrote nothing; the host serves no reads
+		// until it says it is ready.
 		c.cl.NoteRefusal(rs.host, refusalOf(err))
 	}
 	if class != cluster.Communication && !refused {
@@ -703,8 +704,8 @@ func (c *Conn) causalWait(ctx context.Context, rs *rsession) (bool, error) {
 }
 
 // errDuringCommit is 1180 ER_ERROR_DURING_COMMIT, which a Galera node answers a COMMIT it
-// could not replicate because it left the Primary component meanwhile ("Not connected to
-// Primary Component"): the others may have committed it.
+// could not replicate: the others may have committed it (its form "Not connected to
+// Primary Component" also says the node is not ready: cluster.LostPrimary).
 const errDuringCommit = 1180
 
 // isErrno reports whether err is a *mysql.MySQLError numbered n.

@@ -124,9 +124,10 @@ func (t *Tx) Commit() error {
 	var he *heldError
 	switch {
 	case !errors.As(out, &fe) && c.cl.Kind() == cluster.KindGalera && isErrno(err, errDuringCommit):
-		// The node left the Primary component while it replicated the commit: the rest of
-		// the cluster may have committed it (seen here: 5 of 16 such commits were), or not.
-		return fmt.Errorf("%w: the Galera node %s lost the Primary component during COMMIT: %w",
+		// The node could not replicate the commit for another reason than a lost Primary
+		// component (which moved the connection: cluster.LostPrimary): the rest of the
+		// cluster may have committed it, or not.
+		return fmt.Errorf("%w: the Galera node %s could not replicate the COMMIT: %w",
 			failover.ErrCommitOutcomeUnknown, c.cl.Host(c.host), err)
 	case !errors.As(out, &fe):
 		return out // a data error (deadlock...) or the caller's context

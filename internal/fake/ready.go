@@ -17,6 +17,11 @@ var (
 	// and COMMIT.
 	NotPreparedError = &mysql.MySQLError{Number: 1047, SQLState: [5]byte{'0', '8', 'S', '0', '1'},
 		Message: "WSREP has not yet prepared node for application use"}
+	// LostPrimaryError is what a Galera node answers a commit (an autocommit statement's,
+	// a COMMIT, a streaming replication fragment) it could not replicate because it left
+	// the Primary component meanwhile; the other nodes may have committed it.
+	LostPrimaryError = &mysql.MySQLError{Number: 1180, SQLState: [5]byte{'H', 'Y', '0', '0', '0'},
+		Message: "Error while appending streaming replication fragment(provider status: Not connected to Primary Component)"}
 	// OfflineError is what MySQL in offline_mode answers a user without
 	// CONNECTION_ADMIN, at connect and on its next statement.
 	OfflineError = &mysql.MySQLError{Number: 3032, SQLState: [5]byte{'H', 'Y', '0', '0', '0'},
