@@ -309,9 +309,11 @@
 // statement runs there and its own result goes to the caller. A difference
 // (NOW(), UUID(), @@server_id, an auto-increment id the application read, a
 // row the new primary lacks, an error that is not the same) rolls the
-// replay back, and the caller gets failover.ErrTxLost with an error that
-// names the statement; a replay whose new session fails too runs again on
-// the next one. Stats counts the replays (TxReplays), the differences
+// replay back (a replay that had switched the session's database or run a
+// SET closes that session instead: the next statement runs on a new one, in
+// the database the connection is in), and the caller gets failover.ErrTxLost
+// with an error that names the statement; a replay whose new session fails
+// too runs again on the next one. Stats counts the replays (TxReplays), the differences
 // (TxReplayMismatches) and the transactions refused (TxReplayTooBig,
 // TxReplayUnsafe); failover.EventTxReplay reports each.
 //
@@ -322,7 +324,8 @@
 // never recorded, so never replayed. These transactions fail with
 // failover.ErrTxLost, as without replay, the error saying why: one that used
 // what a new session lacks (a temporary table, a user variable, GET_LOCK,
-// LOCK TABLES, anywhere on the session), XA, CALL and EXECUTE and other
+// LOCK TABLES, anywhere on the session), characteristics SET TRANSACTION
+// gave it (BeginTx's TxOptions are replayed), XA, CALL and EXECUTE and other
 // statements whose effect the driver cannot read, LOAD DATA LOCAL, a
 // multi-statement batch, an argument that cannot be copied, or more than
 // transactionReplayMaxSize recorded (1 MiB). A failure while the application
@@ -347,8 +350,8 @@
 // # Session state
 //
 // A switch carries the read-only state, the current database (the DSN's, or
-// the last USE of a bare or backquoted name run through the connection, also
-// behind a comment or inside a multi-statement), autocommit and completion_type when a SET changed them,
+// the last USE of a bare, backquoted or (ANSI_QUOTES) double-quoted name run
+// through the connection, with comments around it or inside a multi-statement), autocommit and completion_type when a SET changed them,
 // and everything set through DSN parameters (go-sql-driver applies system
 // variables, charset, collation and time zone to every new physical
 // connection). It does not carry state set by hand with SET SESSION, user

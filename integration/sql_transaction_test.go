@@ -168,14 +168,16 @@ func TestSQLTransaction(t *testing.T) {
 	})
 
 	// The pool moves (an operator's SwitchTo) while a transaction opened by the DSN's
-	// autocommit=0 or by SET autocommit=0 is open: it stays on node 1 until COMMIT; the
-	// next statement moves to node 2, and a SET autocommit=0 goes with it.
+	// autocommit=0 or by SET autocommit=0 (also after SET NAMES in the same list) is open:
+	// it stays on node 1 until COMMIT; the next statement moves to node 2, and a SET
+	// autocommit=0 goes with it.
 	for _, tc := range []struct {
 		name, params, set string
 		base              int
 	}{
 		{"autocommit0-dsn-pool-moves", "autocommit=0&" + noFallBack, "", 200},
 		{"set-autocommit0-pool-moves", noFallBack, "SET autocommit=0", 400},
+		{"set-names-autocommit0-pool-moves", noFallBack, "SET NAMES utf8mb4, autocommit = 0", 450},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			name := t.Name()

@@ -185,6 +185,42 @@ func TestTransactionReplay(t *testing.T) {
 		wantLost(t, "the UPDATE", err, "insert id")
 	})
 
+	// A replay abandoned after it switched the session to the transaction's first
+	// database: the transaction began in app and ran USE app2; the replay on node 2 runs
+	// USE app and differs at SELECT UUID(), before the record's own USE app2. After
+	// ROLLBACK the connection's statements run in app2, where they ran on node 1.
+	t.Run("mismatch/after-use", func(t *testing.T) {
+		p := open(t, "")
+		k := nextKey()
+		sc, err := p.db.Conn(ctx)
+		must(t, err)
+		defer sc.Close()
+		for _, q := range []string{"BEGIN", fmt.Sprintf("INSERT INTO r (k) VALUES (%d)", k)} {
+			_, err := sc.ExecContext(ctx, q)
+			must(t, err)
+		}
+		var v string
+		must(t, sc.QueryRowContext(ctx, "SELECT UUID()").Scan(&v))
+		_, err = sc.ExecContext(ctx, "USE "+harness.AppDB2)
+		must(t, err)
+		cut(t, n1)
+		_, err = sc.ExecContext(ctx, "SELECT 1")
+		wantLost(t, "SELECT 1", err, "differed at statement 3 (SELECT UUID())")
+		_, err = sc.ExecContext(ctx, "ROLLBACK")
+		must(t, err)
+		var db string
+		must(t, sc.QueryRowContext(ctx, "SELECT DATABASE()").Scan(&db))
+		if db != harness.AppDB2 {
+			t.Errorf("after the abandoned replay and ROLLBACK the connection's statements run in %q, want %q", db, harness.AppDB2)
+		}
+		if got := rowsOn(n2, k); got != 0 {
+			t.Errorf("node 2 has %d rows of key %d, want 0", got, k)
+		}
+		if s := p.cn.Stats(); s.TxReplayMismatches != 1 {
+			t.Errorf("TxReplayMismatches %d, want 1", s.TxReplayMismatches)
+		}
+	})
+
 	// What a replay cannot carry: ErrTxLost with the reason; node 2 gets nothing.
 	for _, tc := range []struct {
 		name, extra string

@@ -52,7 +52,10 @@
 // With transactionReplay (replay.go) the statements of an open transaction are recorded
 // (noteStmt, noteFailed; rows through stmt.RowSink), and move runs them again on the new
 // session (replayHere) before the failed call repeats there; stale does so for a
-// session found dead while the transaction sat idle. Without the option Conn.log is nil.
+// session found dead while the transaction sat idle. A replay that differs is abandoned:
+// its session is rolled back, or closed when the replay changed it beyond the
+// transaction (a USE, a SET), so that no session is left in a state the connection does
+// not believe. Without the option Conn.log is nil.
 //
 // # Read-only
 //

@@ -85,6 +85,7 @@ type txLog struct {
 	failedAt time.Time
 	sink     *entry // the query whose rows RowsOpened hands a sink to next
 	trying   trying // the statement whose failure fail is about to judge
+	moved    bool   // the replay changed its session beyond the transaction (USE, a SET): see abandon
 
 	// sess says why no transaction of this physical session can be replayed: it set
 	// up state a new session lacks (temporary tables, user variables, named locks);
@@ -113,7 +114,8 @@ func (l *txLog) try(query string, args []driver.NamedValue, prepared, isQuery bo
 type entry struct {
 	query    string
 	args     []driver.NamedValue
-	prepared bool // run as a prepared statement: re-prepared on replay
+	k        stmt.Kind // its kind: one other than kPlain and kBegin may change the session's own state
+	prepared bool      // run as a prepared statement: re-prepared on replay
 	isQuery  bool
 
 	// An Exec's result, and which of it the application read (recResult).
@@ -162,9 +164,9 @@ func (l *txLog) refuse(why string) {
 	}
 }
 
-// add records a statement that succeeded inside the transaction, with a copy of its
+// add records a statement of kind k that ran inside the transaction, with a copy of its
 // arguments, and returns the entry (nil when nothing is recorded: over the budget).
-func (l *txLog) add(query string, args []driver.NamedValue, prepared, isQuery bool) *entry {
+func (l *txLog) add(k stmt.Kind, query string, args []driver.NamedValue, prepared, isQuery bool) *entry {
 	if l.tooBig {
 		return nil
 	}
@@ -181,7 +183,7 @@ func (l *txLog) add(query string, args []driver.NamedValue, prepared, isQuery bo
 		l.entries = l.entries[:0]
 		return nil
 	}
-	e := &entry{query: query, args: cp, prepared: prepared, isQuery: isQuery, digest: fnvOffset}
+	e := &entry{query: query, args: cp, k: k, prepared: prepared, isQuery: isQuery, digest: fnvOffset}
 	l.entries = append(l.entries, e)
 	return e
 }
@@ -303,20 +305,47 @@ func hashRow(d *digest, row []driver.Value) {
 // sessionState says why statement q leaves state on its session that a new session
 // would lack, so that no later transaction of the session can be replayed ("" when it
 // does not): a user variable (@name, outside quotes and comments), a named lock
-// (GET_LOCK), a temporary table (CREATE or DROP TEMPORARY TABLE). It reads the text
-// only; an executable comment is read as code.
-func sessionState(q string) string {
+// (GET_LOCK), a temporary table (CREATE or DROP TEMPORARY TABLE, in any statement of a
+// multi-statement query with multi). It reads the text only, to its end: an executable
+// comment is read as code, and text with a quote or comment that does not end here (a
+// string the server ended at a backslash, under NO_BACKSLASH_ESCAPES) is read again as
+// code throughout, which may find more than there is.
+func sessionState(q string, multi bool) string {
 	if why := tempTable(q); why != "" {
 		return why
+	}
+	if multi && strings.IndexByte(q, ';') >= 0 {
+		why := ""
+		statements(q, func(s string, _ stmt.Kind) bool {
+			why = tempTable(s)
+			return why == ""
+		})
+		if why != "" {
+			return why
+		}
 	}
 	if strings.IndexByte(q, '@') < 0 && !containsFold(q, "get_lock") {
 		return "" // the common case, in two scans
 	}
+	why, whole := sessionUse(q, false)
+	if !whole {
+		why, _ = sessionUse(q, true)
+	}
+	return why
+}
+
+// sessionUse is sessionState's scan for user variables and GET_LOCK, skipping quotes
+// and comments unless raw. whole is false when a quote or comment did not end (the scan
+// stopped there).
+func sessionUse(q string, raw bool) (why string, whole bool) {
 	for i := 0; i < len(q); i++ {
 		switch q[i] {
 		case '\'', '"', '`', '#', '-', '/':
+			if raw {
+				continue
+			}
 			if i = skipText(q, i); i < 0 {
-				return ""
+				return "", false
 			}
 		case '@':
 			if i+1 < len(q) && q[i+1] == '@' {
@@ -324,15 +353,15 @@ func sessionState(q string) string {
 				continue
 			}
 			if userVar(q, i) {
-				return "a user variable (@" + identAt(q, i+1) + "): a new session has none"
+				return "a user variable (@" + identAt(q, i+1) + "): a new session has none", true
 			}
 		case 'g', 'G':
 			if namedLock(q, i) {
-				return "a named lock (GET_LOCK): it belongs to the session"
+				return "a named lock (GET_LOCK): it belongs to the session", true
 			}
 		}
 	}
-	return ""
+	return "", true
 }
 
 // tempTable is sessionState for CREATE [OR REPLACE] TEMPORARY TABLE and DROP TEMPORARY
@@ -390,16 +419,15 @@ func userVar(q string, i int) bool {
 	return i+1 < len(q) && (isIdentByte(q[i+1]) || q[i+1] == '\'' || q[i+1] == '"' || q[i+1] == '`')
 }
 
-// namedLock reports whether a call of GET_LOCK starts at q[i].
+// namedLock reports whether a call of GET_LOCK starts at q[i]: the name, then white
+// space and comments (which the server skips there too), then '('. An executable or
+// unterminated comment after the name counts as a call.
 func namedLock(q string, i int) bool {
 	if i > 0 && isIdentByte(q[i-1]) || i+8 > len(q) || !is(q[i:i+8], "get_lock") {
 		return false
 	}
-	j := i + 8
-	for j < len(q) && (q[j] == ' ' || q[j] == '\t' || q[j] == '\n' || q[j] == '\r') {
-		j++
-	}
-	return j < len(q) && q[j] == '('
+	l := lexer{s: q, i: i + 8}
+	return l.peek() == '(' || l.bad
 }
 
 // identAt returns the identifier at q[i:] (for a message), at most 32 bytes.
@@ -420,6 +448,15 @@ func containsFold(s, sub string) bool {
 	}
 	return false
 }
+
+// whyPending is why a transaction begun with characteristics that SET TRANSACTION gave
+// it (a Tx's or one opened by statements) is not replayed. Repeating them exactly would
+// mean repeating every such statement since the last transaction: they add up (an
+// isolation level in one, READ ONLY in the next), may be @@ assignments, prepared or in a
+// batch; a replay that missed one would run the transaction, and then the interrupted
+// statement, with other characteristics (a write the READ ONLY original refused with
+// 1792 would commit). BeginTx's TxOptions (Isolation, ReadOnly) are replayed as given.
+const whyPending = "characteristics set by SET TRANSACTION (a new session does not have them; BeginTx's TxOptions are replayed)"
 
 // unreplayable says why a statement of kind k, query q, makes its transaction one that
 // cannot be replayed ("" when it does not).
@@ -452,7 +489,7 @@ func unreplayable(k stmt.Kind, q string) string {
 func (c *Conn) noteStmt(before txState, db string, k stmt.Kind, q string, args []driver.NamedValue, res driver.Result, prepared, isQuery bool) driver.Result {
 	l := c.log
 	if l.sess == "" {
-		l.sess = sessionState(q)
+		l.sess = sessionState(q, c.cfg.MultiStatements)
 	}
 	if c.tx == nil {
 		if !c.noteOutsideTx(before, db, k, q) {
@@ -465,7 +502,7 @@ func (c *Conn) noteStmt(before txState, db string, k stmt.Kind, q string, args [
 	}
 	l.trying = trying{}
 	c.refuseUnreplayable(k, q)
-	e := l.add(q, args, prepared, isQuery)
+	e := l.add(k, q, args, prepared, isQuery)
 	if e == nil {
 		return res
 	}
@@ -501,7 +538,7 @@ func (c *Conn) noteOutsideTx(before txState, db string, k stmt.Kind, q string) (
 		case cls == kCommit || cls == kRollback:
 			l.refuse("a transaction opened by AND CHAIN (its characteristics are not known)")
 		case before.pending:
-			l.refuse("characteristics set by SET TRANSACTION (a new session does not have them)")
+			l.refuse(whyPending)
 		}
 	}
 	return true
@@ -559,7 +596,7 @@ func (c *Conn) noteFailed(k stmt.Kind, err error) {
 	case !errors.As(err, &me) || me == nil:
 		l.refuse("a statement that failed with an error of the driver's: " + err.Error())
 	default:
-		if e := l.add(tr.query, tr.args, tr.prepared, tr.isQuery); e != nil {
+		if e := l.add(k, tr.query, tr.args, tr.prepared, tr.isQuery); e != nil {
 			e.errno = me.Number
 		}
 	}
@@ -736,13 +773,18 @@ func (c *Conn) nextSession(ctx context.Context, err error, host string) error {
 	return nil
 }
 
-// abandon rolls back what a failed replay left open on the session (or drops the
-// session when it cannot), so that the transaction's lost state is the session's too.
+// abandon ends what a failed replay left on the session, so that the session is what
+// the connection believes it is: no transaction (the lost one's state), and the
+// database, autocommit and completion_type the connection follows. It rolls back the
+// part of the transaction that ran; a replay that changed the session beyond its
+// transaction (the USE of the transaction's first database, a statement that sets the
+// session's state) left it elsewhere, so that session is dropped instead (the next call
+// opens one set up from what the connection knows), as is one whose ROLLBACK fails.
 func (c *Conn) abandon(ctx context.Context) {
 	if c.phys == nil {
 		return
 	}
-	if v, ok := c.phys.(driver.Validator); ok && !v.IsValid() {
+	if v, ok := c.phys.(driver.Validator); ok && !v.IsValid() || c.log.moved {
 		c.drop()
 		return
 	}
@@ -773,15 +815,18 @@ func commits(k stmt.Kind) bool {
 // replay runs the record on the connection's new session: the transaction's database,
 // BEGIN with its options (a Tx), then every statement, each compared with what the
 // application saw of it. It returns a *replayError for a difference (the session then
-// holds the part that ran), or the session's own error. Once it succeeded the session
-// holds the transaction again, in the state before (the failed call runs next).
+// holds the part that ran, and l.moved says whether it changed the session beyond the
+// transaction), or the session's own error. Once it succeeded the session holds the
+// transaction again, in the state before (the failed call runs next).
 func (c *Conn) replay(ctx context.Context, before txState) error {
 	l := c.log
 	host := c.cl.Host(c.host)
+	l.moved = false
 	if l.db != c.db {
 		if l.db == "" {
 			return &replayError{host: host, why: "the transaction began without a database and chose one with USE"}
 		}
+		l.moved = true // the session is in l.db until the record's own USE, if it gets there
 		if err := c.exec(ctx, c.phys, "USE `"+strings.ReplaceAll(l.db, "`", "``")+"`"); err != nil {
 			return err
 		}
@@ -800,6 +845,9 @@ func (c *Conn) replay(ctx context.Context, before txState) error {
 		c.tx.inner, c.tx.epoch = tx, c.epoch
 	}
 	for i, e := range l.entries {
+		if e.k != kPlain && e.k != kBegin {
+			l.moved = true // USE, SET ...: the session's own state, as it was at this point
+		}
 		if err := c.replayOne(ctx, e); err != nil {
 			var re *replayError
 			if errors.As(err, &re) {

@@ -493,10 +493,25 @@ func TestSessionState(t *testing.T) {
 		"CREATE OR REPLACE TEMPORARY TABLE t (a INT)": "temporary table",
 		"/* x */ DROP TEMPORARY TABLE t":              "temporary table",
 		"CREATE TABLE t (a INT)":                      "",
+		// read to the end: a comment between GET_LOCK and its '(' (the server takes
+		// it), a string the server ends at its backslash (NO_BACKSLASH_ESCAPES)
+		"SELECT GET_LOCK/* c */('a', 0)":  "GET_LOCK",
+		"SELECT GET_LOCK -- c\n('a', 0)":  "GET_LOCK",
+		"SELECT GET_LOCK /*! */ ('a', 0)": "GET_LOCK",
+		`SELECT 'C:\', @x := 1`:           "user variable (@x)",
+		`SELECT 'C:\', GET_LOCK('a', 0)`:  "GET_LOCK",
 	} {
-		got := sessionState(q)
+		got := sessionState(q, false)
 		if want == "" && got != "" || want != "" && !strings.Contains(got, want) {
 			t.Errorf("sessionState(%q) = %q, want %q", q, got, want)
+		}
+	}
+	// With multiStatements every statement of a batch is read; without, only the first
+	// exists for the server.
+	for _, multi := range []bool{true, false} {
+		q := "SELECT 1; /* c */ CREATE TEMPORARY TABLE tmp (a INT)"
+		if got := sessionState(q, multi); multi != strings.Contains(got, "temporary table") {
+			t.Errorf("sessionState(%q, multi=%v) = %q", q, multi, got)
 		}
 	}
 }
@@ -536,5 +551,213 @@ func TestReplayFailedStatement(t *testing.T) {
 			}
 			e.untouched(1, 0, "UPDATE t SET a = 2")
 		})
+	}
+}
+
+// Characteristics that SET TRANSACTION gave the next transaction (READ ONLY, an
+// isolation level) are not replayed: a Tx begun after them, like a transaction opened by
+// BEGIN after them, is lost with the reason, and H2 gets nothing of it. A replay would
+// begin read-write there, and the INSERT the READ ONLY original would have refused
+// (1792) would run and commit.
+func TestReplayRefusesPendingCharacteristics(t *testing.T) {
+	for _, tc := range []struct {
+		name, set string
+		tx        bool // begun by BeginTx; else by a BEGIN statement
+	}{
+		{"READ ONLY, then BeginTx", "SET TRANSACTION READ ONLY", true},
+		{"an isolation level, then BeginTx", "SET TRANSACTION ISOLATION LEVEL SERIALIZABLE", true},
+		{"@@tx_isolation, then BeginTx", "SET @@tx_isolation = 'SERIALIZABLE'", true},
+		{"READ ONLY, then BEGIN", "SET TRANSACTION READ ONLY", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			e := newEnv(t, 2)
+			open, reopen := begin(), begin()
+			if !tc.tx {
+				open, reopen = ok("BEGIN"), ok("BEGIN")
+			}
+			e.script(0, all(ok(tc.set), open, rowsOf("SELECT a FROM t", 1)))
+			// What a replay would find on H2: the INSERT succeeds, and so does COMMIT.
+			e.script(1, all(reopen, rowsOf("SELECT a FROM t", 1), ok("INSERT INTO t VALUES (2)"), commit(nil), ok("COMMIT")))
+			var err error
+			if tc.tx {
+				db := e.db(replayCfg, 1)
+				if _, err := db.ExecContext(ctx, tc.set); err != nil {
+					t.Fatal(err)
+				}
+				tx, berr := db.BeginTx(ctx, nil)
+				if berr != nil {
+					t.Fatal(berr)
+				}
+				rows, qerr := tx.QueryContext(ctx, "SELECT a FROM t")
+				if qerr != nil {
+					t.Fatal(qerr)
+				}
+				for rows.Next() {
+				}
+				_ = rows.Close()
+				e.net.Down(0)
+				_, err = tx.ExecContext(ctx, "INSERT INTO t VALUES (2)")
+				if cerr := tx.Commit(); !errors.Is(cerr, failover.ErrTxLost) {
+					t.Errorf("Commit: %v, want ErrTxLost", cerr)
+				}
+			} else {
+				c := e.open(replayCfg)
+				mustExecAll(t, c, tc.set, "BEGIN")
+				_ = mustQuery(t, c, "SELECT a FROM t").Close()
+				e.net.Down(0)
+				err = exec(c, "INSERT INTO t VALUES (2)")
+				if cerr := exec(c, "COMMIT"); !errors.Is(cerr, failover.ErrTxLost) {
+					t.Errorf("COMMIT: %v, want ErrTxLost", cerr)
+				}
+			}
+			if !errors.Is(err, failover.ErrTxLost) || !strings.Contains(err.Error(), "not replayed") || !strings.Contains(err.Error(), "SET TRANSACTION") {
+				t.Fatalf("INSERT: %v, want ErrTxLost saying it was not replayed for SET TRANSACTION", err)
+			}
+			if s := e.cl.Stats(); s.TxReplays != 0 || s.TxReplayUnsafe != 1 {
+				t.Errorf("TxReplays %d, TxReplayUnsafe %d; want 0, 1", s.TxReplays, s.TxReplayUnsafe)
+			}
+			if err := e.phys(1, 0).Mock.ExpectationsWereMet(); err == nil || !strings.Contains(err.Error(), "BEGIN") && !strings.Contains(err.Error(), "Begin") {
+				t.Errorf("H2: %v, want nothing of the transaction run there", err)
+			}
+		})
+	}
+}
+
+// START TRANSACTION READ ONLY run as a statement is the record's first statement: the
+// replay runs it as it was written, so the replayed transaction is read-only too, and a
+// write in it is refused on H2 as it would have been on H1.
+func TestReplayStartTransactionReadOnly(t *testing.T) {
+	readOnlyTx := &mysql.MySQLError{Number: 1792, SQLState: [5]byte{'2', '5', '0', '0', '6'}, Message: "Cannot execute statement in a READ ONLY transaction"}
+	e := newEnv(t, 2)
+	e.script(0, all(ok("START TRANSACTION READ ONLY"), rowsOf("SELECT a FROM t", 1)))
+	e.script(1, all(ok("START TRANSACTION READ ONLY"), rowsOf("SELECT a FROM t", 1),
+		fails("INSERT INTO t VALUES (2)", readOnlyTx), ok("ROLLBACK")))
+	c := e.open(replayCfg)
+	mustExec(t, c, "START TRANSACTION READ ONLY")
+	_ = mustQuery(t, c, "SELECT a FROM t").Close()
+	e.net.Down(0)
+	if err := exec(c, "INSERT INTO t VALUES (2)"); err != error(readOnlyTx) {
+		t.Fatalf("INSERT after the replay: %v, want H2's 1792", err)
+	}
+	mustExec(t, c, "ROLLBACK")
+	if s := e.cl.Stats(); s.TxReplays != 1 {
+		t.Errorf("TxReplays %d, want 1", s.TxReplays)
+	}
+	e.allMet()
+}
+
+// A replay that is abandoned leaves no session in another database than the connection
+// believes. The transaction began in shop and ran USE other: the new session on H2 is set
+// up in other, the replay switches it to shop and finds the INSERT's insert id differs
+// before it reaches the USE. That session is closed, not rolled back and kept: the next
+// statement runs on a new session set up in other, as it would have on H1.
+func TestReplayAbandonedLeavesNoOtherDatabase(t *testing.T) {
+	cfg := replayCfg
+	cfg.DBName = "shop"
+	for _, tc := range []struct {
+		name string
+		tx   bool // a Tx; else a transaction opened by BEGIN
+	}{{"Tx", true}, {"BEGIN", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			e := newEnv(t, 2)
+			open, reopen, undo := begin(), begin(), rollback()
+			if !tc.tx {
+				open, reopen, undo = ok("BEGIN"), ok("BEGIN"), ok("ROLLBACK")
+			}
+			e.script(0, all(open, result("INSERT INTO t VALUES (1)", 7, 1), ok("USE other")))
+			e.script(1,
+				all(ok("USE `other`"), ok("USE `shop`"), reopen, result("INSERT INTO t VALUES (1)", 8, 1),
+					undo, trap("SELECT 1")), // what keeping the session would do
+				all(ok("USE `other`"), ok("SELECT 1")))
+			var err error
+			stmts := 1 // the INSERT is the record's first statement, after BeginTx
+			if tc.tx {
+				sc := sqlConn(t, e.db(cfg, 1)) // pinned: the same logical connection throughout
+				defer sc.Close()
+				tx, berr := sc.BeginTx(ctx, nil)
+				if berr != nil {
+					t.Fatal(berr)
+				}
+				res, xerr := tx.ExecContext(ctx, "INSERT INTO t VALUES (1)")
+				if xerr != nil {
+					t.Fatal(xerr)
+				}
+				_, _ = res.LastInsertId()
+				if _, err := tx.ExecContext(ctx, "USE other"); err != nil {
+					t.Fatal(err)
+				}
+				e.net.Down(0)
+				_, err = tx.ExecContext(ctx, "UPDATE t SET a = 3")
+				if rerr := tx.Rollback(); rerr != nil {
+					t.Errorf("Rollback: %v", rerr)
+				}
+				if _, xerr := sc.ExecContext(ctx, "SELECT 1"); xerr != nil {
+					t.Errorf("SELECT 1 after the abandoned replay: %v", xerr)
+				}
+			} else {
+				stmts = 2 // after BEGIN
+				c := e.open(cfg)
+				mustExec(t, c, "BEGIN")
+				res, xerr := c.ExecContext(ctx, "INSERT INTO t VALUES (1)", nil)
+				if xerr != nil {
+					t.Fatal(xerr)
+				}
+				_, _ = res.LastInsertId()
+				mustExec(t, c, "USE other")
+				e.net.Down(0)
+				err = exec(c, "UPDATE t SET a = 3")
+				mustExec(t, c, "ROLLBACK") // answered: lost
+				mustExec(t, c, "SELECT 1")
+			}
+			var re *replayError
+			if !errors.Is(err, failover.ErrTxLost) || !errors.As(err, &re) || re.n != stmts {
+				t.Fatalf("UPDATE: %v, want ErrTxLost naming statement %d", err, stmts)
+			}
+			if n := e.phys(1, 0).Closes(); n != 1 {
+				t.Errorf("the replay's session was closed %d times, want 1", n)
+			}
+			if err := e.phys(1, 1).Mock.ExpectationsWereMet(); err != nil {
+				t.Errorf("the next session: %v", err)
+			}
+		})
+	}
+}
+
+// The same for a setting the connection follows: the transaction set completion_type to
+// CHAIN and back, so the new session on H2 is set up with NO_CHAIN; the replay sets CHAIN
+// and then differs. Keeping that session would make the application's next COMMIT open a
+// transaction the connection does not know of; it is closed instead, and the next
+// statements run on a new session.
+func TestReplayAbandonedLeavesNoOtherSetting(t *testing.T) {
+	e := newEnv(t, 2)
+	e.script(0, all(execs("BEGIN", "SET completion_type = 1"), result("INSERT INTO t VALUES (1)", 7, 1), ok("SET completion_type = 0")))
+	e.script(1,
+		all(execs("BEGIN", "SET completion_type = 1"), result("INSERT INTO t VALUES (1)", 8, 1), ok("ROLLBACK"),
+			trap("SELECT 1")), // what keeping the session would do
+		all(execs("SELECT 1", "COMMIT")))
+	c := e.open(replayCfg)
+	mustExecAll(t, c, "BEGIN", "SET completion_type = 1")
+	res, err := c.ExecContext(context.Background(), "INSERT INTO t VALUES (1)", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = res.LastInsertId()
+	mustExec(t, c, "SET completion_type = 0")
+	e.net.Down(0)
+	var re *replayError
+	if err := exec(c, "UPDATE t SET a = 3"); !errors.Is(err, failover.ErrTxLost) || !errors.As(err, &re) || re.n != 3 {
+		t.Fatalf("UPDATE: %v, want ErrTxLost naming statement 3", err)
+	}
+	mustExecAll(t, c, "ROLLBACK", "SELECT 1", "COMMIT")
+	if n := e.phys(1, 0).Closes(); n != 1 {
+		t.Errorf("the replay's session was closed %d times, want 1", n)
+	}
+	if err := e.phys(1, 1).Mock.ExpectationsWereMet(); err != nil {
+		t.Errorf("the next session: %v", err)
+	}
+	if c.st.txn != txnNone || c.st.ct != ctNoChain {
+		t.Errorf("after COMMIT the connection believes txn %d, completion_type %d; want none, NO_CHAIN", c.st.txn, c.st.ct)
 	}
 }

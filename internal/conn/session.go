@@ -118,50 +118,37 @@ func (c *Conn) Host() string {
 	return c.cl.Host(c.host)
 }
 
-// parseUse returns the database of a `USE db` statement (db bare or in backticks).
+// parseUse returns the database of a USE statement that succeeded: its name bare,
+// backquoted, or double-quoted (a USE "db" succeeds only under ANSI_QUOTES, where that is
+// an identifier), with white space and comments anywhere around it, as the server reads
+// it. Anything else (an executable comment, a string) is not understood, so it is not
+// tracked: tracking garbage would make every later switch fail on "USE <garbage>".
 func parseUse(q string) (string, bool) {
-	q = strings.TrimLeft(q, " \t\r\n")
-	if len(q) < 4 || !strings.EqualFold(q[:3], "use") || !isSpace(q[3]) && q[3] != '`' {
+	l := lexer{s: q}
+	if !is(l.word(), "use") {
 		return "", false
 	}
-	q = strings.TrimLeft(q[3:], " \t\r\n")
-	if q == "" {
+	t := l.token()
+	if t == "" || l.bad || !l.end() {
 		return "", false
 	}
-	if q[0] == '`' {
-		var b strings.Builder
-		for i := 1; i < len(q); i++ {
-			if q[i] != '`' {
-				b.WriteByte(q[i])
-				continue
-			}
-			if i+1 < len(q) && q[i+1] == '`' {
-				b.WriteByte('`')
-				i++
-				continue
-			}
-			return b.String(), b.Len() > 0
+	name := t
+	switch t[0] {
+	case '`':
+		name = unquoteIdent(t)
+	case '"':
+		name = strings.ReplaceAll(t[1:len(t)-1], `""`, `"`)
+	default:
+		if !isIdentByte(t[0]) {
+			return "", false // a string, or not a name
 		}
-		return "", false
 	}
-	// A bare name is an unquoted MySQL identifier: [0-9A-Za-z_$] and non-ASCII. Anything
-	// else (a comment, a quote) is not understood, so it is not tracked: tracking garbage
-	// would make every later switch fail on "USE <garbage>".
-	end := 0
-	for end < len(q) && (isIdentByte(q[end])) {
-		end++
-	}
-	if end == 0 || end < len(q) && !isSpace(q[end]) && q[end] != ';' {
-		return "", false
-	}
-	return q[:end], true
+	return name, name != ""
 }
 
 func isIdentByte(b byte) bool {
 	return b >= '0' && b <= '9' || b|0x20 >= 'a' && b|0x20 <= 'z' || b == '_' || b == '$' || b >= 0x80
 }
-
-func isSpace(b byte) bool { return b == ' ' || b == '\t' || b == '\r' || b == '\n' }
 
 // quoteIdent quotes a MySQL identifier with backticks, doubling any inside.
 func quoteIdent(s string) string {

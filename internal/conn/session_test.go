@@ -245,9 +245,13 @@ func TestParseUse(t *testing.T) {
 		{"USERS", "", false},
 		{"UPDATE t SET a = 1", "", false},
 		{"SELECT 'USE x'", "", false},
-		{"/* c */ USE shop", "", false},
-		{"USE /*c*/ shop", "", false},
-		{"USE shop/*c*/", "", false},
+		{"/* c */ USE shop", "shop", true},
+		{"USE /*c*/ shop", "shop", true}, // the server reads it so (MariaDB 10.11)
+		{"USE shop/*c*/", "shop", true},
+		{"USE -- c\n`my shop` # c", "my shop", true},
+		{`USE "shop"`, "shop", true}, // it succeeds only under ANSI_QUOTES
+		{"USE /*!shop*/", "", false},
+		{"USE shop junk", "", false},
 		{"USE 'shop'", "", false},
 		{"USE sh$op_2", "sh$op_2", true},
 		{"USE bücher", "bücher", true},

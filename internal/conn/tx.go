@@ -66,11 +66,15 @@ func (c *Conn) beginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 		if err == nil {
 			// START TRANSACTION committed what statements had opened, released table
 			// locks and used pending characteristics: from here the Tx governs.
+			pending := c.st.pending
 			c.st.apply(kBegin)
 			c.st.end(false)
 			c.tx = &Tx{c: c, inner: tx, ctx: ctx, epoch: c.epoch}
 			if c.log != nil {
 				c.log.start(true, opts, c.db)
+				if pending {
+					c.log.refuse(whyPending) // a replay's BEGIN would have opts only
+				}
 			}
 			return c.tx, nil
 		}

@@ -613,12 +613,8 @@ func (l *lexer) set() stmt.Kind {
 		if is(l.word(), "transaction") {
 			return kPlain // SET SESSION|GLOBAL TRANSACTION: for later transactions
 		}
-	case is(w, "password"):
-		return kImplicit
 	case is(w, "statement"):
 		return kUnknown // SET STATEMENT ... FOR <statement>
-	case is(w, "names"), is(w, "character"), is(w, "charset"), is(w, "role"), is(w, "default"):
-		return kPlain
 	}
 	l.i = save
 	return l.assignments()
@@ -642,28 +638,55 @@ func scopeOf(w string) int {
 	return scopeNone
 }
 
-// assignments reads the assignment list of a SET statement: var = expr [, var = expr]...
-// A scope keyword holds for the assignments after it until the next one (MySQL's
-// rule). It returns the kind of the one assignment that matters here, kUnknown for
-// several (or for one whose scope is not clear), else kPlain.
+// The items of a SET list (setItem).
+const (
+	itemVar         = iota // var = expr
+	itemNames              // NAMES x [COLLATE y], CHARACTER SET x, CHARSET x
+	itemRole               // ROLE r
+	itemDefaultRole        // DEFAULT ROLE r [FOR u]: commits implicitly
+	itemPassword           // PASSWORD [FOR u] = p: commits implicitly
+)
+
+// assignments reads the list of a SET statement, every item of it: var = expr, and in
+// any place the items that assign no variable (setItem), which MariaDB takes anywhere
+// in the list (SET NAMES utf8mb4, autocommit = 0). A scope keyword holds for the
+// assignments after it until the next one (MySQL's rule). It returns the kind of the one
+// item that matters here, kUnknown for several (or for one whose scope is not clear),
+// else kPlain.
 func (l *lexer) assignments() stmt.Kind {
 	k, n := kPlain, 0
 	keyword := scopeNone // the last scope keyword
+	roles := false       // after ROLE or DEFAULT ROLE: MySQL lists their roles and users with commas
 	for {
-		last, scope, name, user := l.variable(keyword)
-		keyword = last
-		if op := l.token(); op != "=" && op != ":=" {
-			return kUnknown
-		}
-		value, parts, more := l.expr()
-		if l.bad {
-			return kUnknown
-		}
-		if !user {
-			if ak, ok := assignmentKind(name, value, parts, scope, keyword); ok {
+		more := false
+		switch item := l.setItem(); item {
+		case itemVar:
+			last, scope, name, user := l.variable(keyword)
+			keyword = last
+			if op := l.token(); op != "=" && op != ":=" {
+				if !roles {
+					return kUnknown
+				}
+				_, _, more = l.expr() // one more role or user of MySQL's SET [DEFAULT] ROLE
+				break
+			}
+			var value string
+			var parts int
+			value, parts, more = l.expr()
+			if ak, ok := assignmentKind(name, value, parts, scope, keyword); ok && !user {
 				n++
 				k = ak
 			}
+		default:
+			roles = roles || item == itemRole || item == itemDefaultRole
+			if item == itemDefaultRole || item == itemPassword {
+				n++
+				k = kImplicit // they change the grant tables: MariaDB and MySQL commit first
+			}
+			_, _, more = l.expr() // the item's rest, up to the next ',' outside parentheses
+		}
+		if l.bad {
+			return kUnknown
 		}
 		if !more {
 			break
@@ -678,10 +701,37 @@ func (l *lexer) assignments() stmt.Kind {
 	return k
 }
 
+// setItem reads the keywords that start an item of a SET list naming no variable, and
+// returns which item it is; for a variable's assignment it returns itemVar without
+// moving. A scope keyword before such an item is a syntax error: it is read as a
+// variable's.
+func (l *lexer) setItem() int {
+	switch l.peek() | 0x20 { // the first letters of those keywords: most variables take none
+	case 'n', 'c', 'r', 'd', 'p':
+	default:
+		return itemVar
+	}
+	save := l.i
+	switch w := l.word(); {
+	case is(w, "names"), is(w, "charset"):
+		return itemNames
+	case is(w, "character") && is(l.word(), "set"):
+		return itemNames
+	case is(w, "role"):
+		return itemRole
+	case is(w, "default") && is(l.word(), "role"):
+		return itemDefaultRole
+	case is(w, "password"):
+		return itemPassword
+	}
+	l.i = save
+	return itemVar
+}
+
 // variable reads the variable of one assignment, with the scope keyword before it if
 // any; keyword is the last scope keyword so far. It returns the last one after it, the
-// variable's scope (@@scope.name, @@name, or the keyword's) and name, and whether it is
-// a user variable (@name).
+// variable's scope (@@scope.name, @@name, or the keyword's) and name ("" for a
+// structured variable, cache.name), and whether it is a user variable (@name).
 func (l *lexer) variable(keyword int) (last, scope int, name string, user bool) {
 	t := l.token()
 	if s := scopeOf(t); s != scopeNone {
@@ -701,6 +751,11 @@ func (l *lexer) variable(keyword int) (last, scope int, name string, user bool) 
 				}
 			}
 		}
+	}
+	if l.peek() == '.' {
+		l.token()
+		l.token()
+		t = "" // a structured variable (default.key_buffer_size): a key cache's, no session's
 	}
 	return keyword, scope, unquoteIdent(t), user
 }

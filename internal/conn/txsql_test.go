@@ -153,6 +153,37 @@ var classifyCases = []struct {
 	{q: "SET autocommit = 0 junk", want: kACUnknown},
 	{q: "SET autocommit", want: kUnknown},
 	{q: "SET /*!50000 GLOBAL */ autocommit = 0", want: kUnknown},
+	// every item of a SET list, in any order (each checked on MariaDB 10.11)
+	{q: "SET NAMES utf8mb4, autocommit = 0", want: kACOff},
+	{q: "SET autocommit = 0, NAMES utf8mb4", want: kACOff},
+	{q: "SET NAMES utf8mb4 COLLATE utf8mb4_bin, autocommit = 0", want: kACOff},
+	{q: "SET NAMES 'utf8mb4' COLLATE 'utf8mb4_bin', autocommit = 0", want: kACOff},
+	{q: "SET NAMES DEFAULT, completion_type = 1", want: kCTChain},
+	{q: "SET CHARACTER SET utf8mb4, autocommit = 0", want: kACOff},
+	{q: "set charset 'utf8', @@session.autocommit = 0", want: kACOff},
+	{q: "SET NAMES utf8mb4, NAMES latin1, autocommit = 0", want: kACOff},
+	{q: "SET @a = 1, NAMES utf8, autocommit = 0", want: kACOff},
+	{q: "SET NAMES utf8mb4, sql_mode = CONCAT('a', ','), autocommit = 0", want: kACOff},
+	{q: "SET SESSION sql_mode = '', NAMES utf8mb4, autocommit = 0", want: kACOff},
+	{q: "SET GLOBAL sql_mode = DEFAULT, NAMES utf8mb4, autocommit = 0", want: kPlain | fSession}, // GLOBAL holds past NAMES
+	{q: "SET NAMES utf8mb4, autocommit = 0, completion_type = 1", want: kUnknown},
+	{q: "SET CHARACTER utf8, autocommit = 0", want: kUnknown}, // not CHARACTER SET
+	{q: "SET NAMES 'utf8, autocommit = 0", want: kUnknown},
+	{q: "SET ROLE NONE, autocommit = 0", want: kACOff},
+	{q: "SET autocommit = 0, ROLE NONE", want: kACOff},
+	{q: "SET ROLE NONE", want: kPlain | fSession},
+	{q: "SET ROLE r1, r2", want: kPlain | fSession}, // MySQL: several roles
+	{q: "SET ROLE ALL EXCEPT 'r1'@'%', 'r2'", want: kPlain | fSession},
+	{q: "SET DEFAULT ROLE NONE", want: kImplicit}, // it commits (MariaDB 10.11: @@in_transaction 0 after it)
+	{q: "SET DEFAULT ROLE r FOR u@localhost", want: kImplicit},
+	{q: "SET DEFAULT ROLE ALL TO 'u1'@'%', u2", want: kImplicit}, // MySQL
+	{q: "SET sql_mode = DEFAULT, DEFAULT ROLE NONE", want: kImplicit},
+	{q: "SET PASSWORD FOR 'u'@'%' = PASSWORD('x')", want: kImplicit},
+	{q: "SET sql_mode = DEFAULT, PASSWORD = PASSWORD('x')", want: kImplicit},
+	{q: "SET PASSWORD = 'x', autocommit = 0", want: kUnknown}, // it commits, then autocommit is off
+	{q: "SET DEFAULT ROLE NONE, autocommit = 0", want: kUnknown},
+	{q: "SET GLOBAL default.key_buffer_size = 1, SESSION autocommit = 0", want: kACOff},
+	{q: "SET @@global.my_cache.key_buffer_size = 0", want: kPlain | fSession},
 	// SET completion_type, SET TRANSACTION
 	{q: "SET completion_type = 1", want: kCTChain},
 	{q: "SET completion_type = 'RELEASE'", want: kCTRelease},
@@ -293,7 +324,9 @@ func TestDSNValues(t *testing.T) {
 
 // FuzzClassify: the classifier never panics, the shortcut agrees with the full reading,
 // case does not matter, and leading white space or a comment changes nothing. Text
-// that cannot be split (an unterminated quote or comment) is unknown.
+// that cannot be split (an unterminated quote or comment) is unknown. Every item of a
+// SET list is read: one that changes no transaction state (NAMES, CHARACTER SET, ROLE,
+// a user variable), put first, changes nothing of what the list does.
 func FuzzClassify(f *testing.F) {
 	for _, tc := range classifyCases {
 		f.Add(tc.q, tc.multi)
@@ -325,6 +358,17 @@ func FuzzClassify(f *testing.F) {
 		if multi && strings.IndexByte(q, ';') >= 0 {
 			if _, _, ok := nextStatement(q, 0); !ok && k != kUnknown {
 				t.Fatalf("classify(%q, multi) = %s for text that cannot be split", q, kindName(k))
+			}
+		}
+		if len(q) > 4 && is(q[:3], "set") && q[3] == ' ' {
+			switch k & kClass {
+			case kACOn, kACOff, kACUnknown, kCTNoChain, kCTChain, kCTRelease, kCTUnknown, kImplicit:
+				for _, item := range []string{"NAMES utf8mb4, ", "NAMES 'utf8mb4' COLLATE 'utf8mb4_bin', ",
+					"CHARACTER SET utf8mb4, ", "CHARSET DEFAULT, ", "ROLE NONE, ", "@u = CONCAT('a', ','), "} {
+					if c := classify(q[:4]+item+q[4:], multi); c != k {
+						t.Fatalf("classify(%q) = %s, with %q first in its list %s", q, kindName(k), item, kindName(c))
+					}
+				}
 			}
 		}
 		statements(q, func(s string, k stmt.Kind) bool { return true })
