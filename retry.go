@@ -16,7 +16,10 @@ const (
 	// run (a FailoverError with MaybeExecuted), a commit's outcome is unknown
 	// (failover.ErrCommitOutcomeUnknown), the caller's context ended during a statement
 	// (it may have run until then), or the error is not one a retry can cure (a data
-	// error, a closed pool, nil).
+	// error, a closed pool, nil). Also after failover.ErrSessionStateLost, even when the
+	// statement did not run and a transaction went with the session: what relied on the
+	// lost lock, temporary table or variables (or on the value LAST_INSERT_ID() would
+	// have read) must first be rebuilt by the caller, which the driver cannot do.
 	RetryNothing Retry = iota
 	// RetryStatement: the statement provably did not run (a FailoverError without
 	// MaybeExecuted; no connection could be opened, a *failover.NoHostAvailableError,
@@ -52,8 +55,8 @@ func (r Retry) String() string {
 
 // SafeToRetry reports what may be run again after err, an error of a call through this
 // driver: the whole transaction after failover.ErrTxLost, the statement when nothing of it
-// may have run, never after a FailoverError with MaybeExecuted or
-// failover.ErrCommitOutcomeUnknown. It reads the error's values (errors.Is, errors.As),
+// may have run, never after a FailoverError with MaybeExecuted,
+// failover.ErrCommitOutcomeUnknown or failover.ErrSessionStateLost. It reads the error's values (errors.Is, errors.As),
 // never its text. As pgconn's SafeToRetry, with the transaction case added.
 func SafeToRetry(err error) Retry {
 	var fe *failover.FailoverError
@@ -61,6 +64,8 @@ func SafeToRetry(err error) Retry {
 	var me *mysql.MySQLError
 	switch {
 	case err == nil, errors.Is(err, failover.ErrCommitOutcomeUnknown), errors.Is(err, failover.ErrClosed):
+		return RetryNothing
+	case errors.Is(err, failover.ErrSessionStateLost): // before ErrTxLost and MaybeExecuted: either may come with it
 		return RetryNothing
 	case errors.Is(err, failover.ErrTxLost), errors.Is(err, failover.ErrTxRolledBack):
 		return RetryTransaction
