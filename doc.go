@@ -84,6 +84,11 @@
 //     a sleeping connection, a restart) returns nothing: the statement runs
 //     once, on a new session on the same host if it answers, else on the next
 //     (inside a transaction, ErrTxLost: nothing was sent).
+//   - A call on a connection whose session ended without the caller's doing
+//     (its host died, a KILL, wait_timeout) while it held a named lock, a
+//     temporary table or user variables, or that reads LAST_INSERT_ID(),
+//     ROW_COUNT() or FOUND_ROWS() of that session, returns an error matching
+//     failover.ErrSessionStateLost, once: see Session state.
 //   - A failure inside a transaction (see Transactions) returns an error
 //     matching failover.ErrTxLost and the FailoverError. Every later statement
 //     of the transaction fails with ErrTxLost alone without running anywhere,
@@ -358,6 +363,46 @@
 // variables, temporary tables or locks: put session settings in the DSN
 // instead (...?sql_mode='STRICT_ALL_TABLES'&time_zone='%2B00:00'). A *sql.Stmt
 // prepares itself again on the new host before it runs.
+//
+// State that cannot move is never dropped silently. From each statement's
+// text the driver follows what a session holds that no other session can be
+// given: named locks (each GET_LOCK counts, whatever it returned, until as
+// many RELEASE_LOCK or one RELEASE_ALL_LOCKS), temporary tables (from CREATE
+// TEMPORARY TABLE until a DROP [TEMPORARY] TABLE of that name; one renamed
+// counts under its first name) and user variables (once a statement names
+// one: a session cannot unset it). While a session holds any of them the
+// driver does not move it: the fall-back and the pool's moves (another
+// connection's failover, SwitchTo, the monitor) wait, as for a transaction,
+// and its statements run where it is until one finds it holding none. A
+// statement that reads a value of the last statement, LAST_INSERT_ID()
+// without an argument, ROW_COUNT() or FOUND_ROWS(), is never the first on a
+// session the driver moved to. When the session ends anyway (its host died,
+// a KILL, wait_timeout), the next call on the connection returns an error
+// matching failover.ErrSessionStateLost, once, and the connection carries on.
+// Its *failover.SessionStateError names the host and what was lost; it wraps
+// the FailoverError when that call met the failure (it is not run again, even
+// when it was not sent), else the call was not sent. SafeToRetry says
+// RetryNothing: rebuild the state, then run again what relied on it. A Tx
+// that took the state itself reports ErrTxLost alone: running it again takes
+// the state again, so RunInTx does.
+//
+// What is not covered: LAST_INSERT_ID() and ROW_COUNT() are known lost only
+// when the call that reads them is the first after the session ended; read
+// later, they are the new session's. Result.LastInsertId and RowsAffected
+// come with a statement's own answer and never depend on the session: prefer
+// them. State set where the driver cannot read it (inside a stored procedure
+// or trigger, through PREPARE ... FROM) is not known, and a statement that
+// fails counts for nothing.
+//
+// Pools: database/sql gives a pooled call no claim on what an earlier call
+// left on a session, since each call may get another connection. So when it
+// hands a connection to its next user (ResetSession), the driver forgets what
+// the session held: the connection then moves with the pool, and what it held
+// is lost without a word. Keep state that must last across calls on one
+// *sql.Conn (DB.Conn) or in a *sql.Tx. Such a connection stays on its host
+// while the pool has moved, and its statements run there (after a failover,
+// beside the host the pool writes to): release the state, or close the
+// *sql.Conn, to let it follow.
 //
 // Read-only: on the primary a session follows the explicit flag (DSN readOnly,
 // Conn.SetReadOnly); on a secondary with failOverReadOnly=true (which

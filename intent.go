@@ -15,9 +15,11 @@ import (
 // write sent there with a read intent fails with the server's read-only error (1290 or
 // 1792). The driver never guesses intent from SQL: only what carries an intent leaves
 // the primary, and only plain statements outside a transaction, with autocommit on (not
-// USE, SET, BEGIN, COMMIT, CREATE or DROP TEMPORARY TABLE, or a batch), and none while
-// the connection's session holds a temporary table it created (a replica has not got
-// it).
+// USE, SET, BEGIN, COMMIT, CREATE or DROP TEMPORARY TABLE, or a batch; nor one that names
+// a user variable, calls GET_LOCK or RELEASE_LOCK, or reads LAST_INSERT_ID(), ROW_COUNT()
+// or FOUND_ROWS(): that state is the primary session's), and none, read-only
+// transactions included, while the connection's session holds a temporary table it
+// created (a replica has not got it), until it drops it.
 //
 // routingKey ("" for none) chooses the replica: the qualifying replicas of the local DC are
 // ranked by rendezvous (highest random weight) hashing of the key, so that one key keeps

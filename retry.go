@@ -21,7 +21,10 @@ const (
 	// nodes may have committed it, so an autocommit statement gets a FailoverError with
 	// MaybeExecuted wrapping the 1180 (the connection has left the node), a COMMIT
 	// failover.ErrCommitOutcomeUnknown; a statement inside a transaction loses the
-	// transaction (RetryTransaction).
+	// transaction (RetryTransaction). Also after failover.ErrSessionStateLost, even when
+	// the statement did not run and a transaction went with the session: what relied on
+	// the lost lock, temporary table or variables (or on the value LAST_INSERT_ID() would
+	// have read) must first be rebuilt by the caller, which the driver cannot do.
 	RetryNothing Retry = iota
 	// RetryStatement: the statement provably did not run (a FailoverError without
 	// MaybeExecuted; no connection could be opened, a *failover.NoHostAvailableError,
@@ -57,8 +60,8 @@ func (r Retry) String() string {
 
 // SafeToRetry reports what may be run again after err, an error of a call through this
 // driver: the whole transaction after failover.ErrTxLost, the statement when nothing of it
-// may have run, never after a FailoverError with MaybeExecuted or
-// failover.ErrCommitOutcomeUnknown. It reads the error's values (errors.Is, errors.As),
+// may have run, never after a FailoverError with MaybeExecuted,
+// failover.ErrCommitOutcomeUnknown or failover.ErrSessionStateLost. It reads the error's values (errors.Is, errors.As),
 // never its text. As pgconn's SafeToRetry, with the transaction case added.
 func SafeToRetry(err error) Retry {
 	var fe *failover.FailoverError
@@ -66,6 +69,8 @@ func SafeToRetry(err error) Retry {
 	var me *mysql.MySQLError
 	switch {
 	case err == nil, errors.Is(err, failover.ErrCommitOutcomeUnknown), errors.Is(err, failover.ErrClosed):
+		return RetryNothing
+	case errors.Is(err, failover.ErrSessionStateLost): // before ErrTxLost and MaybeExecuted: either may come with it
 		return RetryNothing
 	case errors.Is(err, failover.ErrTxLost), errors.Is(err, failover.ErrTxRolledBack):
 		return RetryTransaction

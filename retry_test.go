@@ -46,6 +46,9 @@ func TestSafeToRetry(t *testing.T) {
 		{"lost the Primary component inside a transaction", fmt.Errorf("%w: %w", failover.ErrTxLost, &failover.FailoverError{Failed: "H1:3306", MaybeExecuted: true, Err: &mysql.MySQLError{Number: 1180}}), mysqlfailover.RetryTransaction},
 		{"duplicate key", &mysql.MySQLError{Number: 1062}, mysqlfailover.RetryNothing},
 		{"closed", failover.ErrClosed, mysqlfailover.RetryNothing},
+		{"session state lost, not sent", &failover.SessionStateError{Host: "H1:3306", NamedLocks: 1, Err: errors.New("the server closed the connection while it sat idle")}, mysqlfailover.RetryNothing},
+		{"session state lost with its host, not sent", &failover.SessionStateError{Host: "H1:3306", TempTables: []string{"app.t"}, Err: fe(false)}, mysqlfailover.RetryNothing},
+		{"session state lost with a transaction", &failover.SessionStateError{Host: "H1:3306", UserVariables: true, Err: fmt.Errorf("%w: %w", failover.ErrTxLost, fe(true))}, mysqlfailover.RetryNothing},
 		{"cancelled", context.Canceled, mysqlfailover.RetryNothing},
 		{"other", errors.New("x"), mysqlfailover.RetryNothing},
 	} {

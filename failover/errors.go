@@ -38,6 +38,18 @@ var ErrTxRolledBack = errors.New("mysqlfailover: transaction rolled back by the 
 // (see ErrTxLost). As Connector/J's SQLSTATE 08007 "Transaction resolution unknown".
 var ErrCommitOutcomeUnknown = errors.New("mysqlfailover: commit outcome unknown")
 
+// ErrSessionStateLost is matched (errors.Is) by the error of the first call on a
+// connection whose session ended without the caller's doing (its host died, it was
+// killed, it timed out while idle) while it held state that no other session can be
+// given: named locks (GET_LOCK), temporary tables, user variables, or the value the call
+// was about to read of the session's last statement (LAST_INSERT_ID(), ROW_COUNT(),
+// FOUND_ROWS()). The error is a *SessionStateError, which says what was lost and where.
+// It is returned once; the connection then carries on with a new session. The driver
+// never drops such state itself: a fall-back or a pool move waits until the session
+// holds none. mysqlfailover.SafeToRetry says RetryNothing: the caller must rebuild what
+// relied on the state (take the lock again, create the table again) before it runs again.
+var ErrSessionStateLost = errors.New("mysqlfailover: session state lost")
+
 // ErrClosed is returned, once a Connector is closed (sql.DB.Close closes it), by
 // whatever needs a host: Connect, and a connection that has to switch hosts.
 var ErrClosed = errors.New("mysqlfailover: closed")
@@ -203,3 +215,74 @@ func (e *NoHostAvailableError) Unwrap() []error {
 	}
 	return errs
 }
+
+// SessionStateError is the error that matches ErrSessionStateLost: what a session held
+// when it ended, where, and why it ended (Err, which errors.Is and errors.As reach: a
+// *FailoverError, and ErrTxLost when a transaction went with it). It never matches
+// driver.ErrBadConn.
+type SessionStateError struct {
+	// Host is the host:port of the session that held the state.
+	Host string
+	// NamedLocks is the number of GET_LOCK calls the session had not released with
+	// RELEASE_LOCK or RELEASE_ALL_LOCKS; 0 for none. A GET_LOCK that timed out counts
+	// too: the driver does not read results.
+	NamedLocks int
+	// TempTables names the temporary tables the session had created and not dropped,
+	// each as database.table (".table" when the session had no current database).
+	TempTables []string
+	// UserVariables is true when a statement of the session named a user variable
+	// (@name): the server has no way to unset one.
+	UserVariables bool
+	// Reads names what the failed call was about to read of the lost session's last
+	// statement: "LAST_INSERT_ID()", "ROW_COUNT()" or "FOUND_ROWS()" (several joined by
+	// ", "); "" for none.
+	Reads string
+	// Err is why the session ended.
+	Err error
+}
+
+// Error names the host, what was lost, and why, never a password:
+//
+//	mysqlfailover: session state lost on db1:3306 (1 named lock (GET_LOCK), the temporary table shop.tmp): not sent: the server closed the connection while it sat idle
+func (e *SessionStateError) Error() string {
+	var b strings.Builder
+	b.WriteString(ErrSessionStateLost.Error())
+	b.WriteString(" on ")
+	b.WriteString(e.Host)
+	var what []string
+	switch {
+	case e.NamedLocks == 1:
+		what = append(what, "1 named lock (GET_LOCK)")
+	case e.NamedLocks > 1:
+		what = append(what, strconv.Itoa(e.NamedLocks)+" named locks (GET_LOCK)")
+	}
+	switch len(e.TempTables) {
+	case 0:
+	case 1:
+		what = append(what, "the temporary table "+e.TempTables[0])
+	default:
+		what = append(what, "the temporary tables "+strings.Join(e.TempTables, ", "))
+	}
+	if e.UserVariables {
+		what = append(what, "user variables")
+	}
+	if e.Reads != "" {
+		what = append(what, "the "+e.Reads+" the statement reads")
+	}
+	if len(what) > 0 {
+		b.WriteString(" (")
+		b.WriteString(strings.Join(what, ", "))
+		b.WriteString(")")
+	}
+	if e.Err != nil {
+		b.WriteString(": ")
+		b.WriteString(strings.TrimPrefix(e.Err.Error(), "mysqlfailover: "))
+	}
+	return b.String()
+}
+
+// Is reports whether target is ErrSessionStateLost.
+func (e *SessionStateError) Is(target error) bool { return target == ErrSessionStateLost }
+
+// Unwrap returns why the session ended.
+func (e *SessionStateError) Unwrap() error { return e.Err }

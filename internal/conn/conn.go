@@ -161,6 +161,10 @@ type Conn struct {
 	batch string       // the query of the kBatch statement in flight, for fail
 	sess  sessionFacts // what the physical session's server told, or the session did
 
+	// gone is a session that ended without the caller's doing, with what it held: the
+	// next call says so (lostState).
+	gone *failover.SessionStateError
+
 	sp  *split // the replica sessions (replicaReads); nil without
 	log *txLog // the open transaction's record (transactionReplay); nil without
 }
@@ -185,7 +189,7 @@ type spares struct {
 type sessionFacts struct {
 	noInTrans bool  // the session's server has no @@in_transaction (MySQL)
 	mute      bool  // the session's server did not answer resolve: not asked again
-	temp      bool  // the session created a temporary table: read intents stay on it (route)
+	has       hold  // named locks, temporary tables, user variables: it stays on its host while it holds any (stays)
 	rbot      uint8 // the session's server's innodb_rollback_on_timeout, once read (see timeoutEnded); rbotUnknown is 0
 }
 
@@ -264,6 +268,7 @@ func (c *Conn) discard(why string, k stmt.Kind) {
 	if c.tx == nil && c.lost == nil && c.phys != nil && c.judge(k, false)&vLost != 0 {
 		c.lost = c.lostErr(c.st.what(), c.host, why)
 	}
+	c.noteGone(notSentCause(why))
 	c.drop()
 }
 
@@ -308,6 +313,11 @@ func (c *Conn) ready(ctx context.Context, count bool, k stmt.Kind) error {
 	} else if c.stale(ctx, k) && c.tx != nil && c.tx.lost == nil {
 		c.tx.lost = lost("the server closed the connection while the transaction sat idle")
 	}
+	if c.gone != nil {
+		if err := c.lostState(k, c.lostCause()); err != nil {
+			return err
+		}
+	}
 	if c.tx != nil {
 		if c.tx.lost != nil {
 			return c.tx.lost
@@ -337,6 +347,12 @@ func (c *Conn) ready(ctx context.Context, count bool, k stmt.Kind) error {
 			c.countAway(count)
 			return nil
 		}
+	}
+	if c.stays(k) {
+		// It holds what a new session would lack, or the call reads a value of its last
+		// statement: as inside a transaction, it stays until a call finds neither.
+		c.countAway(count)
+		return nil
 	}
 	if place == cluster.PlaceActive {
 		c.fallBack(ctx, count)
@@ -587,6 +603,25 @@ func (c *Conn) move(ctx context.Context, err error, notSent bool, r stmt.Retry, 
 		v, what = c.judge(k, notSent), c.st.what()
 	}
 	fe, werr := c.reconnect(ctx, failed, err, notSent)
+	retry, out := c.moved(ctx, k, r, v, what, failed, fe, werr, before, notSent)
+	if c.gone != nil {
+		// What the session held went with it: the call says so, and does not run again.
+		cause := out
+		if cause == nil {
+			cause = fe
+		}
+		if lerr := c.lostState(k, cause); lerr != nil {
+			return false, lerr
+		}
+	}
+	return retry, out
+}
+
+// moved is move's answer once the connection has a new session (fe, werr: see
+// reconnect), from the verdict v on what the old one held of a transaction (what; on
+// host failed) and the state before the call failed: the call runs again, or the error.
+func (c *Conn) moved(ctx context.Context, k stmt.Kind, r stmt.Retry, v verdict, what string, failed int,
+	fe *failover.FailoverError, werr error, before txState, notSent bool) (bool, error) {
 	if c.tx != nil {
 		return c.moveTx(ctx, k, r, werr, fe, before)
 	}
@@ -613,6 +648,7 @@ func (c *Conn) move(ctx context.Context, err error, notSent bool, r stmt.Retry, 
 // one), and attaches to the new session. It returns the *failover.FailoverError that
 // says so (notSent: nothing of the call ran), and Recover's error (then no session).
 func (c *Conn) reconnect(ctx context.Context, failed int, err error, notSent bool) (*failover.FailoverError, error) {
+	c.noteGone(nil)       // move says why
 	held := c.closePhys() // the id stays held until Recover has used it
 	c.clean()
 	fe := &failover.FailoverError{
@@ -740,10 +776,10 @@ func (o *h) Ran(k stmt.Kind, query string, args []driver.NamedValue, res driver.
 	}
 	if c.log != nil {
 		before, db := c.st, c.db
-		c.ran(k, "")
+		c.ran(k, query)
 		return c.noteStmt(before, db, k, query, args, res, true, res == nil)
 	}
-	c.ran(k, "")
+	c.ran(k, query)
 	return res
 }
 
@@ -821,7 +857,7 @@ func (c *Conn) ExecContext(ctx context.Context, query string, args []driver.Name
 
 func (c *Conn) execContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
 	k := classify(query, c.cfg.MultiStatements)
-	if k == kBatch {
+	if k&kClass == kBatch {
 		c.batch = query
 	}
 	for attempt := 0; ; attempt++ {
@@ -885,7 +921,7 @@ func (c *Conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 
 func (c *Conn) queryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
 	k := classify(query, c.cfg.MultiStatements)
-	if k == kBatch {
+	if k&kClass == kBatch {
 		c.batch = query
 	}
 	for attempt := 0; ; attempt++ {
@@ -915,8 +951,9 @@ func (c *Conn) queryContext(ctx context.Context, query string, args []driver.Nam
 			if c.log != nil {
 				before = c.st
 			}
-			if k == kBatch {
+			if k&kClass == kBatch {
 				c.st.mayHaveRun(query) // the statements after the first run while the caller reads
+				c.mayHold(k, query)
 			} else {
 				c.ran(k, query)
 			}
@@ -959,7 +996,7 @@ func (c *Conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, e
 
 func (c *Conn) prepareContext(ctx context.Context, query string) (driver.Stmt, error) {
 	k := classify(query, false) // a prepared statement is one statement
-	rk := kPlain
+	rk := kPlain | k&fReads     // no move before a statement that reads the last one's values
 	if endsLost(k) {
 		rk = kSession
 	}
@@ -1037,11 +1074,19 @@ func (c *Conn) CheckNamedValue(nv *driver.NamedValue) error {
 // MaxOpenConns, it passes that error to the caller as is. It restores the DSN's
 // read-only flag for the next user. A connection that cannot join any host fails its
 // next call with the walk's error and is then discarded (IsValid).
+//
+// The next user has no claim on what the last one left on the session (named locks,
+// temporary tables, user variables): database/sql may hand each call of a pooled *sql.DB
+// another connection, so none can rely on what an earlier call left. From here the
+// session holds nothing for the driver: the pool's move takes it, and its loss is said
+// to no one. The server keeps that state until the session ends (database/sql sends no
+// reset), so a user who reads it still finds it while the session lives.
 func (c *Conn) ResetSession(ctx context.Context) error {
 	if c.closed {
 		return driver.ErrBadConn // database/sql never resets a closed connection
 	}
 	c.explicitRO = c.cfg.ReadOnly
+	c.sess.has = hold{}
 	c.resetReplicas(ctx)
 	if c.phys != nil && !c.st.held() && (c.host != c.cl.Active() || c.cl.Unfit(c.host)) {
 		c.drop()
@@ -1049,6 +1094,7 @@ func (c *Conn) ResetSession(ctx context.Context) error {
 	if r, ok := c.phys.(driver.SessionResetter); ok && r.ResetSession(ctx) != nil {
 		c.discard("the server closed the connection while it sat idle in the pool", kPlain)
 	}
+	c.gone = nil // the last user's: not the next one's to hear
 	c.live.checked = true
 	if c.phys == nil {
 		return nil // setup applies the restored read-only flag on the new session
@@ -1057,6 +1103,7 @@ func (c *Conn) ResetSession(ctx context.Context) error {
 		if err := c.exec(ctx, c.phys, readOnlySQL(want)); err != nil {
 			// The SET ran or not: a new session starts clean.
 			c.discard("restoring read-only failed: "+cluster.NotBadConn(err, "").Error(), kSession)
+			c.gone = nil
 			return nil
 		}
 		c.appliedRO = want

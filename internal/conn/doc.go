@@ -49,6 +49,15 @@
 // ROLLBACK runs and ends that; COMMIT (and Tx.Commit) runs ROLLBACK instead and returns
 // the error.
 //
+// State a session holds that no other session can be given (held.go) is followed the
+// same way: classify flags a statement whose text names a user variable, takes or
+// releases a named lock, or reads LAST_INSERT_ID(), ROW_COUNT() or FOUND_ROWS() (two byte
+// searches on the hot path), and ran records the locks, user variables and temporary
+// tables in sessionFacts.has. While the session holds any, ready keeps it where it is
+// (stays), as inside a transaction; ResetSession forgets them for the next user. A
+// session lost anyway (discard, reconnect: noteGone) makes the next call fail with
+// failover.ErrSessionStateLost, once (lostState).
+//
 // With transactionReplay (replay.go) the statements of an open transaction are recorded
 // (noteStmt, noteFailed; rows through stmt.RowSink), and move runs them again on the new
 // session (replayHere) before the failed call repeats there; stale does so for a

@@ -93,10 +93,10 @@ func newSplit(cfg Config) *split {
 // the first attempt of a statement: the replicas that failed the last one may serve it.
 // Inside a Tx, the Tx's session; outside one, a replica only for a read intent (the
 // context's, or SetReadOnly(true)) on a plain statement (not a SET, USE or BEGIN, nor
-// one that creates or drops a temporary table: fSession), with autocommit on, no
-// transaction opened by statements on the primary session, and no temporary table
-// created on it (its reads would not find the table on a replica: MaxScale sends them
-// to the primary too).
+// one that creates or drops a temporary table: fSession; nor one whose text touches the
+// primary session's own state: fHolds, fReads), with autocommit on, no transaction
+// opened by statements on the primary session, and no temporary table held by it (its
+// reads would not find the table on a replica: MaxScale sends them to the primary too).
 func (c *Conn) route(ctx context.Context, k stmt.Kind, first bool) (*rsession, error) {
 	sp := c.sp
 	if first {
@@ -109,7 +109,10 @@ func (c *Conn) route(ctx context.Context, k stmt.Kind, first bool) (*rsession, e
 		}
 		return c.tx.rs, nil
 	}
-	if k != kPlain || c.lost != nil || c.st.ac != acOn || c.st.held() || c.sess.temp {
+	if c.gone != nil {
+		return nil, nil // the primary session ended since the last call: ready says what it held
+	}
+	if k != kPlain || c.lost != nil || c.st.ac != acOn || c.st.held() || len(c.sess.has.temps) > 0 {
 		return nil, nil
 	}
 	key, ok := readIntent(ctx)
@@ -583,10 +586,10 @@ func (c *Conn) readIntentTx(opts driver.TxOptions) bool {
 
 // beginReplica opens a read-only transaction (BeginTx with ReadOnly) on a replica; nil,
 // nil when it belongs on the primary (no replica qualifies, or the primary session holds
-// a transaction opened by statements).
+// a transaction opened by statements, or a temporary table).
 func (c *Conn) beginReplica(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
-	if c.lost != nil || c.st.held() {
-		return nil, nil
+	if c.lost != nil || c.st.held() || len(c.sess.has.temps) > 0 {
+		return nil, nil // its reads may need the temporary table, which only the primary session has
 	}
 	key, _ := readIntent(ctx)
 	c.sp.tried = 0
@@ -602,7 +605,7 @@ func (c *Conn) beginReplica(ctx context.Context, opts driver.TxOptions) (driver.
 			tx, err = rs.phys.Begin() //nolint:staticcheck // fallback for drivers without ConnBeginTx
 		}
 		if err == nil {
-			c.tx = &Tx{c: c, inner: tx, ctx: ctx, epoch: rs.epoch, rs: rs}
+			c.tx = &Tx{c: c, inner: tx, ctx: ctx, epoch: rs.epoch, rs: rs, held: c.sess.has.any()}
 			rs.holds++ // until Commit or Rollback
 			return c.tx, nil
 		}

@@ -24,6 +24,7 @@ type Tx struct {
 	epoch uint64
 	lost  error     // set when the transaction is lost
 	rs    *rsession // the replica session of a read-only transaction (replicaReads); nil: the primary's
+	held  bool      // the primary session held named locks, temporary tables or user variables when it began (see lostState)
 }
 
 // Begin implements driver.Conn.
@@ -69,7 +70,7 @@ func (c *Conn) beginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 			pending := c.st.pending
 			c.st.apply(kBegin)
 			c.st.end(false)
-			c.tx = &Tx{c: c, inner: tx, ctx: ctx, epoch: c.epoch}
+			c.tx = &Tx{c: c, inner: tx, ctx: ctx, epoch: c.epoch, held: c.sess.has.any()}
 			if c.log != nil {
 				c.log.start(true, opts, c.db)
 				if pending {
@@ -103,6 +104,7 @@ func (t *Tx) Commit() error {
 		c.log.clear() // a COMMIT is never replayed
 	}
 	if t.lost != nil {
+		t.forgetGone()
 		t.rollbackEnded()
 		return t.lost
 	}
@@ -157,6 +159,7 @@ func (t *Tx) Rollback() error {
 		c.log.clear()
 	}
 	if t.lost != nil {
+		t.forgetGone()
 		t.rollbackEnded()
 		return nil
 	}
@@ -182,6 +185,15 @@ func (t *Tx) rollbackEnded() {
 	}
 	if err := t.inner.Rollback(); err != nil {
 		_, _ = c.fail(t.ctx, t.epoch, err, stmt.NoRetry, kTxEnd)
+	}
+}
+
+// forgetGone drops the record of a session lost with the transaction (Conn.gone) when the
+// session held nothing before the transaction began: what it held then, the transaction
+// took, and its failover.ErrTxLost says so (see lostState).
+func (t *Tx) forgetGone() {
+	if !t.held {
+		t.c.gone = nil
 	}
 }
 

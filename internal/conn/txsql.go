@@ -52,10 +52,22 @@ const (
 	// Flags of plain statements that read intent must not take to a replica (route):
 	// fSession, a statement that changes the session's own state (SET of a variable,
 	// the names or the role; CREATE or DROP TEMPORARY TABLE), which the replica
-	// sessions would never see; fTemp, one that creates a temporary table, which only
-	// this session has.
+	// sessions would never see; fTemp, one that creates or drops a temporary table,
+	// which only this session has (see hold).
 	fSession stmt.Kind = 1 << 12
 	fTemp    stmt.Kind = 1 << 13
+
+	// Flags of any statement, from its text (heldFlags): fHolds, it names a user
+	// variable or calls GET_LOCK, RELEASE_LOCK or RELEASE_ALL_LOCKS (see hold);
+	// fLastID, fRowCount and fFoundRows, it reads LAST_INSERT_ID(), ROW_COUNT() or
+	// FOUND_ROWS(), values of the session's last statement (fReads: any of them). Such
+	// a statement runs on the primary session (route), and never as the first on a
+	// session the connection moved to (ready).
+	fHolds     stmt.Kind = 1 << 14
+	fLastID    stmt.Kind = 1 << 15
+	fRowCount  stmt.Kind = 1 << 16
+	fFoundRows stmt.Kind = 1 << 17
+	fReads               = fLastID | fRowCount | fFoundRows
 )
 
 // classify returns the kind of query: of its one statement, or kBatch when multi
@@ -64,10 +76,14 @@ const (
 //
 // It is on every statement's path: a query that starts with SELECT, INSERT, UPDATE or
 // DELETE (no leading space or comment) is recognised with one comparison of its first
-// six bytes.
+// six bytes, and two byte searches for what it does to the state its session holds
+// (heldFlags, here by hand: it is too big to inline).
 func classify(query string, multi bool) stmt.Kind {
 	if !multi && plainStart(query) {
-		return kPlain
+		if strings.IndexByte(query, '@') < 0 && strings.IndexByte(query, '(') < 0 {
+			return kPlain
+		}
+		return kPlain | heldFlagsSlow(query)
 	}
 	return classifySlow(query, multi)
 }
@@ -94,6 +110,11 @@ func plainStart(q string) bool {
 
 // classifySlow is classify without the shortcut.
 func classifySlow(query string, multi bool) stmt.Kind {
+	return classifyStatements(query, multi) | heldFlags(query)
+}
+
+// classifyStatements is classifySlow without the flags of heldFlags.
+func classifyStatements(query string, multi bool) stmt.Kind {
 	if !multi || strings.IndexByte(query, ';') < 0 {
 		if plainStart(query) {
 			return kPlain
@@ -447,7 +468,7 @@ var keywords = map[string]keyword{
 	"flush":   {read: readFlush},
 	"create":  {read: readCreate},
 	"drop": {k: kImplicit, next: []pick{
-		{"temporary", kPlain | fSession},
+		{"temporary", kPlain | fSession | fTemp},
 		{"prepare", kPlain},
 	}},
 	"alter": {k: kImplicit, next: []pick{ // MariaDB: not of a temporary table or sequence

@@ -27,7 +27,8 @@ func kindName(k stmt.Kind) string {
 		bit  stmt.Kind
 		name string
 	}{{fChain, "chain"}, {fNoChain, "no-chain"}, {fRelease, "release"}, {fNoRelease, "no-release"},
-		{fSession, "session"}, {fTemp, "temporary"}} {
+		{fSession, "session"}, {fTemp, "temporary"}, {fHolds, "holds"}, {fLastID, "last-insert-id"},
+		{fRowCount, "row-count"}, {fFoundRows, "found-rows"}} {
 		if k&f.bit != 0 {
 			s += "+" + f.name
 		}
@@ -56,7 +57,7 @@ var classifyCases = []struct {
 	{q: "(SELECT 1) UNION (SELECT 2)", want: kPlain},
 	{q: "WITH x AS (SELECT 1) SELECT * FROM x", want: kPlain},
 	{q: "SET sql_mode = 'ANSI'", want: kPlain | fSession},
-	{q: "SET @autocommit = 0", want: kPlain | fSession}, // a user variable
+	{q: "SET @autocommit = 0", want: kPlain | fSession | fHolds}, // a user variable
 	{q: "SET NAMES utf8mb4", want: kPlain | fSession},
 	{q: "PREPARE s FROM 'COMMIT'", want: kPlain},
 	{q: "DEALLOCATE PREPARE s", want: kPlain},
@@ -137,14 +138,14 @@ var classifyCases = []struct {
 	{q: "SET autocommit = 0;", want: kACOff},
 	{q: "SET autocommit=0, sql_mode='x'", want: kACOff},
 	{q: "SET sql_mode = CONCAT('a', ','), autocommit = 0", want: kACOff},
-	{q: "SET @a = (SELECT 1, 2), autocommit = 1", want: kACOn},
+	{q: "SET @a = (SELECT 1, 2), autocommit = 1", want: kACOn | fHolds},
 	{q: "SET GLOBAL autocommit = 0", want: kPlain | fSession},
 	{q: "SET @@global.autocommit = 0", want: kPlain | fSession},
 	{q: "SET PERSIST autocommit = 0", want: kPlain | fSession},
 	{q: "SET GLOBAL sql_mode = '', SESSION autocommit = 0", want: kACOff},
 	{q: "SET GLOBAL sql_mode = '', autocommit = 0", want: kPlain | fSession}, // GLOBAL holds for what follows
 	{q: "SET GLOBAL sql_mode = '', @@autocommit = 0", want: kACUnknown},      // the scope is not clear
-	{q: "SET autocommit = @v", want: kACUnknown},
+	{q: "SET autocommit = @v", want: kACUnknown | fHolds},
 	{q: "SET autocommit = DEFAULT", want: kACUnknown},
 	{q: "SET autocommit = '0'", want: kACUnknown},
 	{q: "SET autocommit = 1 + 0", want: kACUnknown},
@@ -188,7 +189,7 @@ var classifyCases = []struct {
 	{q: "SET completion_type = 1", want: kCTChain},
 	{q: "SET completion_type = 'RELEASE'", want: kCTRelease},
 	{q: "SET SESSION completion_type = NO_CHAIN", want: kCTNoChain},
-	{q: "SET completion_type = @x", want: kCTUnknown},
+	{q: "SET completion_type = @x", want: kCTUnknown | fHolds},
 	{q: "SET autocommit = 0, completion_type = 1", want: kUnknown},
 	{q: "SET TRANSACTION ISOLATION LEVEL SERIALIZABLE", want: kSetTx},
 	{q: "set transaction read only", want: kSetTx},
@@ -206,7 +207,7 @@ var classifyCases = []struct {
 	{q: "CREATE OR REPLACE TEMPORARY TABLE t (a INT)", want: kPlain | fSession | fTemp},
 	{q: "CREATE /*!32312 TEMPORARY */ TABLE t (a INT)", want: kUnknown},
 	{q: "DROP TABLE t", want: kImplicit},
-	{q: "DROP TEMPORARY TABLE t", want: kPlain | fSession},
+	{q: "DROP TEMPORARY TABLE t", want: kPlain | fSession | fTemp},
 	{q: "DROP USER u", want: kImplicit},
 	{q: "ALTER USER u", want: kImplicit},
 	{q: "ALTER DATABASE d CHARACTER SET utf8mb4", want: kImplicit},
@@ -269,6 +270,29 @@ var classifyCases = []struct {
 	{q: "SELECT 'unterminated; COMMIT", multi: true, want: kUnknown},
 	{q: "SELECT 1 /* ; COMMIT", multi: true, want: kUnknown},
 	{q: "USE a; USE b", multi: true, want: kBatch},
+
+	// what the text does to the state its session holds (heldFlags), whatever the class
+	{q: "SELECT GET_LOCK('a', 10)", want: kPlain | fHolds},
+	{q: "select release_lock('a')", want: kPlain | fHolds},
+	{q: "DO RELEASE_ALL_LOCKS()", want: kPlain | fHolds},
+	{q: "SELECT get_lock ('a', 1), RELEASE_LOCK('b')", want: kPlain | fHolds},
+	{q: "SELECT my_get_lock('a'), 'get_lock(', `get_lock`, get_lock FROM t", want: kPlain},
+	{q: "SELECT is_used_lock('a'), is_free_lock('a')", want: kPlain},
+	{q: "SELECT @x", want: kPlain | fHolds},
+	{q: "SELECT a INTO @v FROM t", want: kPlain | fHolds},
+	{q: "SELECT 'a@b.com', @@port, @@session.sql_mode -- @x", want: kPlain},
+	{q: "SELECT /*! @x */ 1", want: kPlain | fHolds},
+	{q: "INSERT INTO t (a) VALUES (?)", want: kPlain},
+	{q: "SELECT LAST_INSERT_ID()", want: kPlain | fLastID},
+	{q: "SELECT last_insert_id( )", want: kPlain | fLastID},
+	{q: "UPDATE t SET id = LAST_INSERT_ID(id + 1)", want: kPlain}, // it sets the value: reads nothing
+	{q: "SELECT ROW_COUNT(), FOUND_ROWS()", want: kPlain | fRowCount | fFoundRows},
+	{q: "SELECT row_count FROM t", want: kPlain},
+	{q: "SET @n = LAST_INSERT_ID()", want: kPlain | fSession | fHolds | fLastID},
+	{q: "CALL p(@x)", want: kUnknown | fHolds},
+	{q: "SELECT 1; SELECT GET_LOCK('a', 1)", want: kPlain | fHolds}, // the text is read whole (the server refuses the rest)
+	{q: "SELECT 1; SELECT GET_LOCK('a', 1)", multi: true, want: kPlain | fHolds},
+	{q: "BEGIN; SELECT @x := 1", multi: true, want: kBatch | fHolds},
 }
 
 func TestClassify(t *testing.T) {
@@ -336,10 +360,14 @@ func FuzzClassify(f *testing.F) {
 		if slow := classifySlow(q, multi); slow != k {
 			t.Fatalf("classify(%q, %v) = %s, classifySlow = %s", q, multi, kindName(k), kindName(slow))
 		}
-		flags, class := k&^kClass, k&kClass
+		flags, class := k&^(kClass|fHolds|fReads), k&kClass
 		if kindNames[class] == "" || flags&^(fSession|fTemp) != 0 && class != kCommit && class != kRollback ||
 			flags&(fSession|fTemp) != 0 && (class != kPlain || flags&fTemp != 0 && flags&fSession == 0) {
 			t.Fatalf("classify(%q, %v) = %s: not a statement kind", q, multi, kindName(k))
+		}
+		if text := k & (fHolds | fReads); text != heldFlags(q) || text != scanHeld(q, nil) {
+			t.Fatalf("classify(%q, %v) = %s: the flags of its text are %s (scanHeld: %s)", q, multi, kindName(k),
+				kindName(heldFlags(q)), kindName(scanHeld(q, nil)))
 		}
 		ascii := true
 		for i := 0; i < len(q); i++ {
@@ -356,7 +384,7 @@ func FuzzClassify(f *testing.F) {
 			}
 		}
 		if multi && strings.IndexByte(q, ';') >= 0 {
-			if _, _, ok := nextStatement(q, 0); !ok && k != kUnknown {
+			if _, _, ok := nextStatement(q, 0); !ok && k&kClass != kUnknown {
 				t.Fatalf("classify(%q, multi) = %s for text that cannot be split", q, kindName(k))
 			}
 		}

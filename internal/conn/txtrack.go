@@ -13,15 +13,18 @@ import (
 	"github.com/mysqlfailover/mysqlfailover/internal/stmt"
 )
 
-// ran records that a statement of kind k, query q, succeeded on the physical session.
-// After COMMIT or ROLLBACK ... RELEASE the server closes the session: it is dropped
-// without blaming its host, and the next call opens a new one.
+// ran records that a statement of kind k, query q, succeeded on the physical session:
+// its effect on the transaction state, the current database and what the session holds
+// (track). After COMMIT or ROLLBACK ... RELEASE the server closes the session: it is
+// dropped without blaming its host (what it held goes with it: the caller asked for
+// that), and the next call opens a new one.
 func (c *Conn) ran(k stmt.Kind, q string) {
 	if k == kPlain && c.st.ac == acOn {
 		return // the hot path: nothing changes
 	}
+	c.track(k, q)
 	var release bool
-	if k == kBatch {
+	if k&kClass == kBatch {
 		statements(q, func(s string, k stmt.Kind) bool {
 			release = c.ran1(k, s) || release
 			return true
@@ -35,10 +38,8 @@ func (c *Conn) ran(k stmt.Kind, q string) {
 }
 
 func (c *Conn) ran1(k stmt.Kind, s string) (release bool) {
-	if k&fTemp != 0 {
-		c.sess.temp = true // its reads stay on this session (route)
-	}
-	if k == kUse {
+	c.trackTables(k, s) // while it holds a temporary table its reads stay on it (route)
+	if k&kClass == kUse {
 		if db, ok := parseUse(skipLead(s)); ok {
 			c.db = db
 		}

@@ -31,12 +31,12 @@ const (
 	RetryAlways
 )
 
-// Kind is what a statement does to its session's transaction state, as the owner
-// classified it (opaque here). A Stmt gets its Kind from New and hands it back with
-// every run, so that the owner knows whether a transaction is open without reading the
-// query again. The zero Kind is a statement without such an effect; a Rows reports its
-// failures with it.
-type Kind uint16
+// Kind is what a statement does to its session's transaction state, and to the state
+// its session holds, as the owner classified it (opaque here). A Stmt gets its Kind from
+// New and hands it back with every run, so that the owner knows whether a transaction
+// is open without reading the query again. The zero Kind is a statement without such an
+// effect; a Rows reports its failures with it.
+type Kind uint32
 
 // Owner is the connection a Stmt or Rows belongs to. The conn package implements it.
 type Owner interface {
