@@ -140,6 +140,9 @@ func scanHeld(q string, h *hold) stmt.Kind {
 				i++ // a system variable
 				continue
 			}
+			if i > 0 && (isIdentByte(q[i-1]) || q[i-1] == '\'' || q[i-1] == '"' || q[i-1] == '`') {
+				continue // an account's host part (u@localhost, 'u'@'%'), not a variable
+			}
 			if userVar(q, i) {
 				flags |= fHolds
 				if h != nil {
