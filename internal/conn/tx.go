@@ -86,9 +86,10 @@ func (c *Conn) beginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 // failover.ErrTxLost error without sending anything. One the server rolled back (a
 // deadlock...: see Conn.failedWith) returns its failover.ErrTxRolledBack error, never
 // nil, and sends ROLLBACK instead of COMMIT (see rollbackEnded). A communication failure
-// during COMMIT returns an error that matches failover.ErrCommitOutcomeUnknown and wraps
-// the *failover.FailoverError (the connection has moved), unless go-sql-driver proved
-// COMMIT was never sent, which means the transaction is lost (failover.ErrTxLost).
+// during COMMIT returns a *failover.CommitUnknownError (it matches
+// failover.ErrCommitOutcomeUnknown; see settled) with the *failover.FailoverError (the
+// connection has moved), unless no byte of COMMIT was sent (see Conn.sent), which means
+// the transaction is lost (failover.ErrTxLost).
 func (t *Tx) Commit() error {
 	c := t.c
 	if t.rs != nil {
