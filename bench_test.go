@@ -97,8 +97,10 @@ func (memConnector) Driver() sqldriver.Driver                        { return ni
 
 func proxyOverMem(b *testing.B) sqldriver.Conn {
 	cfg := &dsn.Config{Hosts: []dsn.Host{{Name: "h1", Port: 3306}, {Name: "h2", Port: 3306}}}
+	var sock cluster.Socket // as the socket tracker gives every real connection
 	cl, err := cluster.New(cfg, cluster.Env{
-		Dial: func(context.Context, int) (sqldriver.Conn, error) { return &memConn{}, nil },
+		Dial:   func(context.Context, int) (sqldriver.Conn, error) { return &memConn{}, nil },
+		Socket: func(sqldriver.Conn) *cluster.Socket { return &sock },
 	})
 	if err != nil {
 		b.Fatal(err)
@@ -250,8 +252,10 @@ func overMem(b *testing.B, hosts int, set func(*dsn.Config)) sqldriver.Conn {
 		cfg.Hosts = append(cfg.Hosts, dsn.Host{Name: fmt.Sprintf("h%d", k+1), Port: 3306})
 	}
 	set(cfg)
+	var sock cluster.Socket // as the socket tracker gives every real connection
 	cl, err := cluster.New(cfg, cluster.Env{
-		Dial: func(context.Context, int) (sqldriver.Conn, error) { return &memConn{}, nil },
+		Dial:   func(context.Context, int) (sqldriver.Conn, error) { return &memConn{}, nil },
+		Socket: func(sqldriver.Conn) *cluster.Socket { return &sock },
 	})
 	if err != nil {
 		b.Fatal(err)

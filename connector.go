@@ -39,6 +39,7 @@ type options struct {
 	layers   []func(policy.Policy) policy.Policy
 	logger   *slog.Logger
 	provider failover.HostListProvider
+	socket   func(sqldriver.Conn) *cluster.Socket // with a test dialer: its sockets
 }
 
 // WithLogger sets the structured logger that receives every state change: host states
@@ -119,13 +120,17 @@ func NewConnector(cfg *dsn.Config, opts ...Option) (*Connector, error) {
 	if single {
 		cfg.RetriesAllDown = 0
 	}
-	tr := &tracker{}
+	tr := &tracker{now: cluster.SystemClock.Now}
+	if o.clock != nil {
+		tr.now = o.clock.Now
+	}
 	var cl *cluster.Cluster
-	dial := o.dial
+	dial, socket := o.dial, o.socket
 	if dial == nil {
 		if dial, err = hostDialer(cfg, tr, &cl); err != nil {
 			return nil, err
 		}
+		socket = tr.socket
 	}
 	provider, err := hostProvider(cfg, o.provider)
 	if err != nil {
@@ -143,6 +148,7 @@ func NewConnector(cfg *dsn.Config, opts ...Option) (*Connector, error) {
 		Abort: func(i int) {
 			tr.closeAll(cl.Host(i))
 		},
+		Socket: socket,
 	})
 	if err != nil {
 		return nil, err
@@ -193,7 +199,12 @@ func hostDialer(cfg *dsn.Config, tr *tracker, cl **cluster.Cluster) (func(contex
 		if err != nil {
 			return nil, err
 		}
-		return c.Connect(ctx)
+		var tc *trackedConn
+		phys, err := c.Connect(withDialed(ctx, &tc))
+		if err == nil && tc != nil {
+			tr.bind(phys, tc)
+		}
+		return phys, err
 	}, nil
 }
 

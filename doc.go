@@ -104,7 +104,21 @@
 //     returns it, never nil, and Rollback (or ROLLBACK) returns nil.
 //   - A failure during COMMIT (Commit, the statement, or one that commits
 //     implicitly) matches failover.ErrCommitOutcomeUnknown and the
-//     FailoverError: the commit may or may not have happened; read the data.
+//     FailoverError: the commit may or may not have happened. A COMMIT can
+//     still land after its socket failed (a semi-synchronous one commits when
+//     its wait for an acknowledgement ends, even when killed), so before the
+//     error returns the driver kills the old session through a new session to
+//     its host and waits, at most 5 s within the caller's context, until it has
+//     left the process list. The error is then a *failover.CommitUnknownError:
+//     with Settled, the transaction has committed or rolled back for good, and
+//     reading what it wrote tells which; without (the host did not answer, the
+//     session did not end in time: Why says), the commit may still land, and
+//     data read now that lacks it proves nothing.
+//   - A statement that may have sent any byte to the server is never sent
+//     again, whatever the underlying driver calls the failure: the socket
+//     counts what was written. A LOAD DATA LOCAL INFILE cut mid-file (which
+//     go-sql-driver reports as driver.ErrBadConn) gets the FailoverError with
+//     MaybeExecuted, and its reader is not handed out again.
 //   - When no host answers, the error is a *failover.NoHostAvailableError
 //     (with a single host, the host's own error: see Networks and dialers)
 //     naming every host with its last error, or why it was not tried (a host of
@@ -287,8 +301,11 @@
 // not a record of its statements, everything it computes is computed afresh
 // (NOW(), UUID(), auto-increment ids, the reads its decisions rest on); it
 // must have no effects outside the transaction. After a COMMIT whose outcome
-// is unknown it runs again only when RunOptions.Committed says the commit did
-// not happen:
+// is unknown it runs again only when the driver settled it and
+// RunOptions.Committed then says the commit did not happen. A deadlock or
+// another conflict is run again until the transaction commits (at most
+// RunOptions.ConflictAttempts runs, 50), failures of the connection at most
+// RunOptions.Attempts (5):
 //
 //	func takeOne(ctx context.Context, db *sql.DB, item int) error {
 //		return mysqlfailover.RunInTx(ctx, db, nil, func(tx *sql.Tx) error {

@@ -55,6 +55,7 @@ func newPool(t *testing.T, hosts int, params string) *pool {
 		t.Fatal(err)
 	}
 	p.c, err = mysqlfailover.NewConnector(cfg, mysqlfailover.WithDial(p.net.Dial), mysqlfailover.WithClock(fake.NewClock()),
+		mysqlfailover.WithSockets(p.net.Socket), // none until p.net.TrackSockets
 		mysqlfailover.WithEventHook(func(e failover.Event) {
 			p.mu.Lock()
 			p.evs = append(p.evs, e)

@@ -1,6 +1,10 @@
 package mysqlfailover
 
-import "github.com/mysqlfailover/mysqlfailover/internal/cluster"
+import (
+	sqldriver "database/sql/driver"
+
+	"github.com/mysqlfailover/mysqlfailover/internal/cluster"
+)
 
 // OpenLinger is openLinger, for the external tests.
 const OpenLinger = openLinger
@@ -9,6 +13,11 @@ const OpenLinger = openLinger
 func WithClock(c cluster.Clock) Option { return func(o *options) { o.clock = c } }
 
 func WithDial(d cluster.DialFunc) Option { return func(o *options) { o.dial = d } }
+
+// WithSockets is a test seam: what the fake hosts' sockets count (see cluster.Env.Socket).
+func WithSockets(f func(sqldriver.Conn) *cluster.Socket) Option {
+	return func(o *options) { o.socket = f }
+}
 
 // SetOpenSeams makes the Connectors that Driver.Open makes from now on use clock (also
 // for openLinger) and opts, until restore is called.

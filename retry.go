@@ -14,7 +14,8 @@ type Retry int
 const (
 	// RetryNothing: run nothing again before reading the data. The statement may have
 	// run (a FailoverError with MaybeExecuted), a commit's outcome is unknown
-	// (failover.ErrCommitOutcomeUnknown), the caller's context ended during a statement
+	// (failover.ErrCommitOutcomeUnknown; the data tells only once it is settled, see
+	// failover.CommitUnknownError), the caller's context ended during a statement
 	// (it may have run until then), or the error is not one a retry can cure (a data
 	// error, a closed pool, nil). A Galera node that left the Primary component while it
 	// replicated a commit answers 1180 "Not connected to Primary Component": the other

@@ -8,15 +8,18 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
+
 	"github.com/mysqlfailover/mysqlfailover/failover"
 	"github.com/mysqlfailover/mysqlfailover/internal/cluster"
 )
 
 // The defaults of RunOptions.
 const (
-	defaultRunAttempts   = 5
-	defaultRunBackoff    = 20 * time.Millisecond
-	defaultRunMaxBackoff = time.Second
+	defaultRunAttempts      = 5
+	defaultConflictAttempts = 50
+	defaultRunBackoff       = 20 * time.Millisecond
+	defaultRunMaxBackoff    = time.Second
 )
 
 // RunOptions are RunInTx's: the transaction's options and when to run it again. The
@@ -25,9 +28,19 @@ type RunOptions struct {
 	// TxOptions go to BeginTx for every attempt (isolation level, read-only); the zero
 	// value is the server's defaults.
 	TxOptions sql.TxOptions
-	// Attempts bounds the runs of the function, the first included (count; 0 means 5, 1
-	// means no rerun).
+	// Attempts bounds the runs of the function after failures of the connection or of
+	// its host (failover.ErrTxLost, no host answered BeginTx, a host not ready), the
+	// first run included (count; 0 means 5, 1 means no rerun after them).
 	Attempts int
+	// ConflictAttempts bounds the runs after the server rolled the transaction back
+	// while its session lived on, for a conflict with other transactions: a deadlock
+	// (1213, also Galera's certification failure), a lock wait timeout (1205, also when
+	// it rolled back only the statement), Group Replication's 3101, an XA branch rolled
+	// back for a deadlock (1614), failover.ErrTxRolledBack. Under contention these
+	// repeat; the first run is included (count; 0 means 50, as CockroachDB's ExecuteTx;
+	// 1 means no rerun after them). Runs after either kind count only towards their
+	// own bound; the context bounds them all.
+	ConflictAttempts int
 	// Backoff is the wait before the first rerun (0 means 20 ms); it doubles before each
 	// later one, up to MaxBackoff (0 means 1 s). Each wait is drawn at random between
 	// half of it and all of it, so that transactions that failed together (the two sides
@@ -39,13 +52,20 @@ type RunOptions struct {
 	// transaction wrote (a row with the attempt's idempotency key, a version column it
 	// advanced) through a new connection, which the driver has already moved to a host
 	// that answers. true ends RunInTx with nil; false runs the function again; an error
-	// ends RunInTx with the ErrCommitOutcomeUnknown error, which then wraps it. Without
-	// Committed, RunInTx returns the ErrCommitOutcomeUnknown error: running the function
-	// again could commit it twice. A function that checks its own idempotency key first
-	// (and does nothing when it finds it) may set Committed to one that returns false.
-	// After an asynchronous failover the new primary may lack a commit the old one made:
-	// the check then answers false, the function runs again there, and the old primary's
-	// copy must not come back into service as is (it has diverged anyway).
+	// ends RunInTx with the ErrCommitOutcomeUnknown error, which then wraps it.
+	//
+	// Reading the data tells only once the COMMIT can no longer land: a semi-synchronous
+	// COMMIT whose socket failed while it waited for a replica's acknowledgement commits
+	// seconds later, even when its session is killed. So RunInTx calls Committed only when
+	// the error is a *failover.CommitUnknownError with Settled set (the driver killed the
+	// COMMIT's session and saw it leave the server's process list); otherwise (the old
+	// host did not answer, the session did not end in time) it returns the error without
+	// calling Committed. After a failover away from a host that died, the outcome stays
+	// unsettled: the new primary may lack the commit now and the old one still hold it.
+	// Without Committed, RunInTx returns the ErrCommitOutcomeUnknown error: running the
+	// function again could commit it twice. A function that checks its own idempotency
+	// key first (and does nothing when it finds it) may set Committed to one that
+	// returns false.
 	Committed func(ctx context.Context) (bool, error)
 }
 
@@ -66,11 +86,15 @@ type RunOptions struct {
 // RunInTx returns), must not commit or roll back tx itself, and must not keep what it
 // read in a run that failed.
 //
-// After ErrCommitOutcomeUnknown it runs fn again only when opts.Committed says the
-// commit did not happen (see RunOptions). It waits between attempts (see
-// RunOptions.Backoff) within ctx; when ctx ends first, or the attempts are used up, it
-// returns the last attempt's error, wrapped with what ended the runs (errors.Is reaches
-// ctx's error and the driver's: SafeToRetry still says what the last error allows).
+// After ErrCommitOutcomeUnknown it runs fn again only when the driver settled the
+// outcome (failover.CommitUnknownError.Settled) and opts.Committed then says the commit
+// did not happen (see RunOptions). It waits between attempts (see RunOptions.Backoff)
+// within ctx; when ctx ends first, or the attempts are used up (RunOptions.Attempts for
+// failures of the connection or its host, RunOptions.ConflictAttempts for transactions
+// the server rolled back for a conflict, such as deadlocks, which repeat under
+// contention), it returns the last attempt's error, wrapped with what ended the runs
+// (errors.Is reaches ctx's error and the driver's: SafeToRetry still says what the last
+// error allows).
 //
 // With a mysqlfailover pool (sql.Open, sql.OpenDB, or behind a wrapper such as otelsql)
 // every rerun counts in the Connector's Stats (TxReruns; TxGaveUp, TxCommitChecks) and
@@ -84,6 +108,9 @@ func RunInTx(ctx context.Context, db *sql.DB, opts *RunOptions, fn func(tx *sql.
 	if o.Attempts <= 0 {
 		o.Attempts = defaultRunAttempts
 	}
+	if o.ConflictAttempts <= 0 {
+		o.ConflictAttempts = defaultConflictAttempts
+	}
 	if o.Backoff <= 0 {
 		o.Backoff = defaultRunBackoff
 	}
@@ -92,14 +119,17 @@ func RunInTx(ctx context.Context, db *sql.DB, opts *RunOptions, fn func(tx *sql.
 	}
 	cn := connectorOfDB(db)
 	wait := o.Backoff
+	failed, conflicts := 1, 1 // the runs that count towards Attempts, and ConflictAttempts
 	for attempt := 1; ; attempt++ {
 		err := runOnce(ctx, db, &o.TxOptions, fn, &cn)
 		if err == nil {
 			return nil
 		}
+		bound, used := o.Attempts, &failed
 		if errors.Is(err, failover.ErrCommitOutcomeUnknown) {
-			if o.Committed == nil {
-				return err
+			var cu *failover.CommitUnknownError
+			if o.Committed == nil || !errors.As(err, &cu) || !cu.Settled {
+				return err // the commit may still land: no check can say it did not
 			}
 			if cn != nil {
 				cn.cluster.NoteCommitCheck()
@@ -113,8 +143,10 @@ func RunInTx(ctx context.Context, db *sql.DB, opts *RunOptions, fn func(tx *sql.
 			}
 		} else if r := SafeToRetry(err); r != RetryTransaction && r != RetryStatement {
 			return err
+		} else if conflict(err) {
+			bound, used = o.ConflictAttempts, &conflicts
 		}
-		if attempt >= o.Attempts {
+		if *used >= bound {
 			if cn != nil {
 				cn.cluster.NoteGaveUp()
 			}
@@ -131,7 +163,26 @@ func RunInTx(ctx context.Context, db *sql.DB, opts *RunOptions, fn func(tx *sql.
 		if cn != nil {
 			cn.cluster.NoteRerun(err, d)
 		}
+		*used++
 	}
+}
+
+// conflict reports whether err, which SafeToRetry lets run again, says the server rolled
+// the transaction (or its last statement) back for a conflict with other transactions,
+// its session living on: RunOptions.ConflictAttempts bounds those reruns.
+func conflict(err error) bool {
+	if errors.Is(err, failover.ErrTxRolledBack) {
+		return true
+	}
+	var me *mysql.MySQLError
+	if !errors.As(err, &me) {
+		return false
+	}
+	switch me.Number {
+	case 1213, 1205, 3101, 1614: // deadlock (and certification), lock wait timeout, GR rollback, XA deadlock
+		return true
+	}
+	return false
 }
 
 // runOnce is one attempt of RunInTx: a connection of db, a transaction on it, fn, and

@@ -152,51 +152,94 @@ func TestRunInTxRerunsAfterFailover(t *testing.T) {
 }
 
 // COMMIT's reply is lost (ErrCommitOutcomeUnknown): without a commit check RunInTx returns
-// that error and never runs fn again; with one, it believes the check.
+// that error and never runs fn again; with one, it believes the check, but only once the
+// driver has settled the outcome: the COMMIT's session killed on H1 through a new
+// session and gone from its process list (a semi-synchronous COMMIT lands when its wait
+// ends, killed or not). When H1 does not answer, or the thread lingers past the bound,
+// the check is never asked and the error says the outcome is not settled.
 func TestRunInTxCommitOutcomeUnknown(t *testing.T) {
 	checkErr := errors.New("check: no connection")
 	for _, tc := range []struct {
-		name    string
-		check   func(context.Context) (bool, error)
-		runs    int
-		wantErr error // nil: RunInTx returns nil
+		name     string
+		check    func(context.Context) (bool, error) // nil: no check
+		gone     bool                                // H1 takes no new session: the pool moves to H2
+		linger   int                                 // process-list reads that still show the killed thread
+		runs     int
+		wantErr  error // nil: RunInTx returns nil
+		settled  bool  // the COMMIT's error says settled (when it is returned)
+		noChecks bool  // the check must not be asked
 	}{
-		{name: "no check", runs: 1, wantErr: failover.ErrCommitOutcomeUnknown},
+		{name: "no check", runs: 1, wantErr: failover.ErrCommitOutcomeUnknown, settled: true},
 		{name: "committed", check: func(context.Context) (bool, error) { return true, nil }, runs: 1},
 		{name: "not committed", check: func(context.Context) (bool, error) { return false, nil }, runs: 2},
-		{name: "the check fails", check: func(context.Context) (bool, error) { return false, checkErr }, runs: 1, wantErr: checkErr},
+		{name: "the check fails", check: func(context.Context) (bool, error) { return false, checkErr }, runs: 1, wantErr: checkErr, settled: true},
+		{name: "the thread ends late", linger: 3, check: func(context.Context) (bool, error) { return true, nil }, runs: 1},
+		{name: "not settled: H1 gone", gone: true, check: func(context.Context) (bool, error) { return false, nil }, runs: 1,
+			wantErr: failover.ErrCommitOutcomeUnknown, noChecks: true},
+		{name: "not settled: the thread lingers", linger: 1 << 20, check: func(context.Context) (bool, error) { return false, nil }, runs: 1,
+			wantErr: failover.ErrCommitOutcomeUnknown, noChecks: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newRTPool(t, 2, "failOverReadOnly=false", func(h, seq int, m sqlmock.Sqlmock) {
 				m.ExpectBegin()
 				m.ExpectExec("INSERT INTO t VALUES (1)").WillReturnResult(sqlmock.NewResult(1, 1))
-				if h == 0 {
+				if h == 0 && seq == 0 {
 					m.ExpectCommit().WillReturnError(mysql.ErrInvalidConn)
 				} else {
 					m.ExpectCommit()
 				}
 			})
+			p.net.TrackSockets(nil)
+			p.net.Linger(0, tc.linger)
+			first := uint32(0) // the server thread of the first run's session
 			var r runs
 			fn := func(tx *sql.Tx) error {
 				r.n++
 				_, err := tx.Exec("INSERT INTO t VALUES (1)")
 				if r.n == 1 {
-					p.net.Set(0, fake.Refused(p.net.Addrs()[0]), nil) // H1 takes no new session: the pool moves
+					first, _ = p.net.Conns(0)[0].Sock.Thread()
+					if tc.gone {
+						p.net.Set(0, fake.Refused(p.net.Addrs()[0]), nil) // H1 takes no new session: the pool moves
+					}
 				}
 				return err
 			}
-			err := mysqlfailover.RunInTx(context.Background(), p.db, &mysqlfailover.RunOptions{Committed: tc.check}, fn)
+			var killsSeen []uint32
+			opts := &mysqlfailover.RunOptions{}
+			if tc.check != nil {
+				opts.Committed = func(ctx context.Context) (bool, error) {
+					if tc.noChecks {
+						t.Error("the commit check was asked before the outcome was settled")
+					}
+					killsSeen = p.net.Kills(0)
+					if reads := p.net.ProcessReads(0); reads != tc.linger+1 {
+						t.Errorf("the check was asked after %d reads of the process list, want %d (until the thread was gone)", reads, tc.linger+1)
+					}
+					return tc.check(ctx)
+				}
+			}
+			err := mysqlfailover.RunInTx(context.Background(), p.db, opts, fn)
 			if tc.wantErr == nil && err != nil || tc.wantErr != nil && !errors.Is(err, tc.wantErr) {
 				t.Fatalf("RunInTx: %v, want %v", err, tc.wantErr)
 			}
-			if tc.wantErr != nil && !errors.Is(err, failover.ErrCommitOutcomeUnknown) {
-				t.Errorf("RunInTx: %v does not match ErrCommitOutcomeUnknown", err)
+			if tc.wantErr != nil {
+				var cu *failover.CommitUnknownError
+				if !errors.Is(err, failover.ErrCommitOutcomeUnknown) || !errors.As(err, &cu) || cu.Settled != tc.settled || cu.Host != p.net.Addrs()[0] ||
+					(cu.Why == nil) != tc.settled {
+					t.Errorf("RunInTx: %v, want a *failover.CommitUnknownError for H1 with Settled %v", err, tc.settled)
+				}
+			}
+			if tc.check != nil && !tc.noChecks && (len(killsSeen) != 1 || killsSeen[0] != first) {
+				t.Errorf("when the check was asked, H1 had been asked to kill %v, want the first session's thread %d", killsSeen, first)
+			}
+			if tc.gone && len(p.net.Kills(0)) != 0 {
+				t.Errorf("H1, gone, was asked to kill %v", p.net.Kills(0))
 			}
 			if r.n != tc.runs {
 				t.Errorf("%d runs, want %d", r.n, tc.runs)
 			}
 			wantChecks := int64(1)
-			if tc.check == nil {
+			if tc.check == nil || tc.noChecks {
 				wantChecks = 0
 			}
 			if s := p.stats(); s.TxCommitChecks != wantChecks || s.TxReruns != int64(tc.runs-1) {
@@ -233,9 +276,9 @@ func TestRunInTxNoRerun(t *testing.T) {
 	}
 }
 
-// Always a deadlock: Attempts runs, waits that double (each jittered between half and
-// all of it, capped by MaxBackoff), then the last error wrapped with "gave up": errors.Is
-// and SafeToRetry still see the deadlock.
+// Always a deadlock: ConflictAttempts runs, waits that double (each jittered between half
+// and all of it, capped by MaxBackoff), then the last error wrapped with "gave up":
+// errors.Is and SafeToRetry still see the deadlock.
 func TestRunInTxGivesUp(t *testing.T) {
 	p := newRTPool(t, 2, "", func(h, seq int, m sqlmock.Sqlmock) {
 		for i := 0; i < 4; i++ {
@@ -245,7 +288,7 @@ func TestRunInTxGivesUp(t *testing.T) {
 		}
 	})
 	var r runs
-	opts := &mysqlfailover.RunOptions{Attempts: 4, Backoff: 40 * time.Millisecond, MaxBackoff: 100 * time.Millisecond}
+	opts := &mysqlfailover.RunOptions{ConflictAttempts: 4, Backoff: 40 * time.Millisecond, MaxBackoff: 100 * time.Millisecond}
 	err := mysqlfailover.RunInTx(context.Background(), p.db, opts, r.fn("UPDATE t SET a = 1"))
 	if !errors.Is(err, rtDeadlock) || !strings.Contains(err.Error(), "gave up after 4 attempts") ||
 		mysqlfailover.SafeToRetry(err) != mysqlfailover.RetryTransaction {
@@ -354,7 +397,7 @@ func TestRunInTxJitter(t *testing.T) {
 		}
 	})
 	var r runs
-	opts := &mysqlfailover.RunOptions{Attempts: 10, Backoff: time.Second, MaxBackoff: time.Second}
+	opts := &mysqlfailover.RunOptions{ConflictAttempts: 10, Backoff: time.Second, MaxBackoff: time.Second}
 	_ = mysqlfailover.RunInTx(context.Background(), p.db, opts, r.fn("UPDATE t SET a = 1"))
 	seen := map[time.Duration]bool{}
 	for _, e := range p.reruns() {
@@ -366,4 +409,81 @@ func TestRunInTxJitter(t *testing.T) {
 	if len(p.reruns()) != 9 || len(seen) < 2 {
 		t.Errorf("%d waits, %d distinct; want 9 waits, not all equal", len(p.reruns()), len(seen))
 	}
+}
+
+// Under contention deadlocks repeat: RunInTx reruns a transaction the server rolled back
+// (a deadlock, a lock wait timeout, failover.ErrTxRolledBack) until it commits, within
+// ConflictAttempts (50 by default), not Attempts (5), which keeps bounding the reruns
+// after failures of the connection. 12 deadlocks, a lock wait timeout and a refused
+// statement after a deadlock, then a commit: 15 runs and nil; 6 lost connections in a
+// row: gave up after Attempts (5), the conflicts before them not counted.
+func TestRunInTxConflictsRerunUntilCommit(t *testing.T) {
+	lockWait := &mysql.MySQLError{Number: 1205, SQLState: [5]byte{'H', 'Y', '0', '0', '0'}, Message: "Lock wait timeout exceeded; try restarting transaction"}
+	t.Run("conflicts", func(t *testing.T) {
+		p := newRTPool(t, 2, "", func(h, seq int, m sqlmock.Sqlmock) {
+			if h != 0 {
+				return
+			}
+			for i := 0; i < 12; i++ {
+				m.ExpectBegin()
+				m.ExpectExec("UPDATE t SET a = 1").WillReturnError(rtDeadlock)
+				m.ExpectRollback()
+			}
+			m.ExpectBegin()
+			m.ExpectExec("UPDATE t SET a = 1").WillReturnError(lockWait)
+			m.ExpectRollback()
+			m.ExpectBegin()
+			m.ExpectExec("UPDATE t SET a = 1").WillReturnResult(sqlmock.NewResult(0, 1))
+			m.ExpectCommit()
+		})
+		var r runs
+		if err := mysqlfailover.RunInTx(fake.Context(t), p.db, nil, r.fn("UPDATE t SET a = 1")); err != nil {
+			t.Fatalf("RunInTx after %d runs: %v, want nil: a transaction the server rolled back for a conflict runs until it commits", r.n, err)
+		}
+		if r.n != 14 {
+			t.Errorf("%d runs, want 14", r.n)
+		}
+		if s := p.stats(); s.TxReruns != 13 || s.TxGaveUp != 0 {
+			t.Errorf("TxReruns %d, TxGaveUp %d; want 13, 0", s.TxReruns, s.TxGaveUp)
+		}
+		if err := p.net.Conns(0)[0].Mock.ExpectationsWereMet(); err != nil {
+			t.Error(err)
+		}
+	})
+	t.Run("the default bound", func(t *testing.T) {
+		p := newRTPool(t, 2, "", func(h, seq int, m sqlmock.Sqlmock) {
+			for i := 0; i < 60; i++ {
+				m.ExpectBegin()
+				m.ExpectExec("UPDATE t SET a = 1").WillReturnError(rtDeadlock)
+				m.ExpectRollback()
+			}
+		})
+		var r runs
+		err := mysqlfailover.RunInTx(fake.Context(t), p.db, nil, r.fn("UPDATE t SET a = 1"))
+		if !errors.Is(err, rtDeadlock) || !strings.Contains(err.Error(), "gave up after 50 attempts") || r.n != 50 {
+			t.Fatalf("RunInTx after %d runs: %v; want the deadlock, 'gave up after 50 attempts'", r.n, err)
+		}
+	})
+	t.Run("failovers keep their bound", func(t *testing.T) {
+		p := newRTPool(t, 2, "failOverReadOnly=false", func(h, seq int, m sqlmock.Sqlmock) {
+			m.ExpectBegin()
+			m.ExpectExec("UPDATE t SET a = 1").WillReturnError(rtDeadlock)
+			m.ExpectRollback()
+			m.ExpectBegin()
+			m.ExpectExec("UPDATE t SET a = 1").WillReturnError(rtDeadlock)
+			m.ExpectRollback()
+			m.ExpectBegin()
+			m.ExpectExec("UPDATE t SET a = 1").WillReturnError(mysql.ErrInvalidConn) // the session dies: the transaction is lost
+		})
+		var r runs
+		err := mysqlfailover.RunInTx(fake.Context(t), p.db, &mysqlfailover.RunOptions{Attempts: 3}, r.fn("UPDATE t SET a = 1"))
+		// Per host connection: 2 deadlocks, then a lost transaction; the third lost one
+		// ends the runs (Attempts 3), the deadlocks not counted towards it.
+		if !errors.Is(err, failover.ErrTxLost) || !strings.Contains(err.Error(), "gave up after") {
+			t.Fatalf("RunInTx after %d runs: %v, want ErrTxLost and 'gave up'", r.n, err)
+		}
+		if r.n != 9 {
+			t.Errorf("%d runs, want 9 (3 lost transactions, each after 2 deadlocks)", r.n)
+		}
+	})
 }

@@ -2,20 +2,64 @@ package mysqlfailover
 
 import (
 	"context"
+	sqldriver "database/sql/driver"
 	"fmt"
 	"net"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/mysqlfailover/mysqlfailover/internal/cluster"
 )
 
 // tracker knows every socket the connector's physical connections use, per host
 // address, so that the failover monitor can close those of a host it declared down
 // (statements in flight then fail at once instead of waiting for readTimeout) and Stats
-// can count them.
+// can count them. Each socket counts the bytes written to it and reads the server's id of
+// its session from the greeting (cluster.Socket), and the tracker knows which physical
+// connection uses it (bind, socket): a connection then knows whether a failed request
+// was sent, and which server thread to kill after a COMMIT whose outcome is unknown,
+// without a statement of its own.
 type tracker struct {
-	mu    sync.Mutex
-	conns map[string]map[*trackedConn]struct{}
+	now    func() time.Time // the Cluster's clock, for cluster.Socket.SetOpened (nil: not stamped)
+	mu     sync.Mutex
+	conns  map[string]map[*trackedConn]struct{}
+	byPhys map[sqldriver.Conn]*trackedConn // the sockets of the physical connections bound to them
+}
+
+// dialedKey is the context key of the slot (a **trackedConn) in which dialFunc leaves
+// the socket it dialled, for the caller of go-sql-driver's Connect (bind): go-sql-driver
+// passes Connect's context to Config.DialFunc.
+type dialedKey struct{}
+
+// withDialed returns ctx with a slot for the socket dialled under it.
+func withDialed(ctx context.Context, slot **trackedConn) context.Context {
+	return context.WithValue(ctx, dialedKey{}, slot)
+}
+
+// bind records that phys, which go-sql-driver's Connect returned under a context with
+// a slot (withDialed), uses the socket tc from that slot, until tc is closed.
+func (t *tracker) bind(phys sqldriver.Conn, tc *trackedConn) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if tc.closed {
+		return
+	}
+	if t.byPhys == nil {
+		t.byPhys = map[sqldriver.Conn]*trackedConn{}
+	}
+	tc.phys = phys
+	t.byPhys[phys] = tc
+}
+
+// socket returns what the tracker knows of phys's socket, or nil when phys is not bound.
+func (t *tracker) socket(phys sqldriver.Conn) *cluster.Socket {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if tc := t.byPhys[phys]; tc != nil {
+		return &tc.sock
+	}
+	return nil
 }
 
 // dialFunc returns a go-sql-driver Config.DialFunc that dials as go-sql-driver would
@@ -26,6 +70,10 @@ type tracker struct {
 // go-sql-driver's own default. Every socket is tracked whichever way it was dialled.
 func (t *tracker) dialFunc(next func(ctx context.Context, network, addr string) (net.Conn, error)) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		var start time.Time
+		if t.now != nil {
+			start = t.now() // the session cannot have opened on the server before
+		}
 		var nc net.Conn
 		var err error
 		if next != nil {
@@ -43,6 +91,12 @@ func (t *tracker) dialFunc(next func(ctx context.Context, network, addr string) 
 			return nil, fmt.Errorf("mysqlfailover: the dial function for network %q returned no connection and no error", network)
 		}
 		tc := &trackedConn{Conn: nc, t: t, addr: addr}
+		if !start.IsZero() {
+			tc.sock.SetOpened(start)
+		}
+		if slot, ok := ctx.Value(dialedKey{}).(**trackedConn); ok {
+			*slot = tc
+		}
 		var out net.Conn = tc
 		if _, ok := nc.(syscall.Conn); ok {
 			out = &trackedSysConn{tc}
@@ -64,6 +118,10 @@ func (t *tracker) dialFunc(next func(ctx context.Context, network, addr string) 
 
 func (t *tracker) forget(tc *trackedConn) {
 	t.mu.Lock()
+	tc.closed = true
+	if tc.phys != nil {
+		delete(t.byPhys, tc.phys)
+	}
 	set := t.conns[tc.addr]
 	delete(set, tc)
 	if len(set) == 0 {
@@ -94,12 +152,89 @@ func (t *tracker) open(addr string) int {
 	return len(t.conns[addr])
 }
 
-// trackedConn is a net.Conn that unregisters itself when closed.
+// trackedConn is a net.Conn that unregisters itself when closed, counts the bytes
+// written to it and reads the server's id of the session from the greeting, the first
+// packet read (TLS starts after it, so it is plain text here).
 type trackedConn struct {
 	net.Conn
-	t    *tracker
-	addr string
-	once sync.Once
+	t      *tracker
+	addr   string
+	once   sync.Once
+	sock   cluster.Socket
+	greet  greeting
+	phys   sqldriver.Conn // under t.mu: the physical connection bound to it (bind)
+	closed bool           // under t.mu: forgotten
+}
+
+// Read reads from the socket; until the greeting's connection id has passed, it reads
+// the bytes as they go by.
+func (c *trackedConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	if !c.greet.done && n > 0 {
+		if id, ok := c.greet.feed(b[:n]); ok {
+			c.sock.SetThread(id)
+		}
+	}
+	return n, err
+}
+
+// Write writes to the socket and counts the bytes it took.
+func (c *trackedConn) Write(b []byte) (int, error) {
+	n, err := c.Conn.Write(b)
+	c.sock.Wrote(n)
+	if err != nil {
+		c.sock.WriteFailed()
+	}
+	return n, err
+}
+
+// greeting reads the connection id from the server's greeting (the MySQL protocol's
+// Initial Handshake Packet, version 10) as its bytes arrive, in pieces of any size: a
+// 4-byte packet header, the protocol version (10), the server's version ending with a
+// NUL byte, then the connection id, 4 bytes little-endian. Anything else (an error
+// packet, another protocol version, a version string longer than maxVersion) ends it
+// without an id.
+type greeting struct {
+	n    int    // bytes of the packet seen
+	ver  bool   // the version string has ended
+	idn  int    // bytes of the id seen
+	id   uint32 // the id so far
+	done bool
+}
+
+// maxVersion bounds the server version string of a greeting (bytes: MySQL's
+// SERVER_VERSION_LENGTH is 60; MariaDB's "5.5.5-10.11.6-MariaDB-1:10.11.6+maria~deb12"
+// is 43).
+const maxVersion = 250
+
+// feed reads the next bytes b of the stream; ok is true, with the id, once the id is
+// complete. After that, or after a greeting it cannot read, done is set.
+func (g *greeting) feed(b []byte) (id uint32, ok bool) {
+	for _, x := range b {
+		switch {
+		case g.n < 4: // the packet header: length and sequence number
+		case g.n == 4:
+			if x != 10 { // an error packet (0xff), or another protocol
+				g.done = true
+				return 0, false
+			}
+		case !g.ver:
+			if x == 0 {
+				g.ver = true
+			} else if g.n > 4+maxVersion {
+				g.done = true
+				return 0, false
+			}
+		default:
+			g.id |= uint32(x) << (8 * g.idn)
+			if g.idn++; g.idn == 4 {
+				g.done = true
+				return g.id, true
+			}
+		}
+		g.n++
+	}
+	return 0, false
 }
 
 // Close closes the socket once and forgets it.

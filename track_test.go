@@ -3,11 +3,15 @@ package mysqlfailover
 import (
 	"context"
 	sqldriver "database/sql/driver"
+	"encoding/binary"
 	"fmt"
+	"io"
 	"net"
+	"strings"
 	"testing"
 
 	"github.com/mysqlfailover/mysqlfailover/dsn"
+	"github.com/mysqlfailover/mysqlfailover/internal/cluster"
 )
 
 // Issue 9: the tracker forgets an address once its last socket closes, so a host list
@@ -56,4 +60,153 @@ func TestHostConnectorsDropUnlistedAddresses(t *testing.T) {
 	if n := len(hc.byAddr); n != 2 {
 		t.Fatalf("%d connectors kept, want 2 (the listed hosts)", n)
 	}
+}
+
+// greetingPacket is a server's greeting (protocol 10, the connection id id, the
+// mysql_native_password plugin), as go-sql-driver reads it.
+func greetingPacket(id uint32, version string) []byte {
+	p := []byte{10}
+	p = append(p, version...)
+	p = append(p, 0)
+	p = binary.LittleEndian.AppendUint32(p, id)
+	p = append(p, "abcdefgh"...) // the scramble's first part
+	p = append(p, 0)
+	p = binary.LittleEndian.AppendUint16(p, 0x0200|0x8000) // CLIENT_PROTOCOL_41, CLIENT_SECURE_CONNECTION
+	p = append(p, 33, 2, 0)                                // character set, status
+	p = binary.LittleEndian.AppendUint16(p, 0x0008)        // CLIENT_PLUGIN_AUTH (upper flags)
+	p = append(p, 21, 0, 0, 0, 0, 0, 0)                    // auth data length, reserved
+	p = append(p, 0, 0, 0, 0)                              // MariaDB's extended capabilities
+	p = append(p, "ijklmnopqrst\x00mysql_native_password\x00"...)
+	return append([]byte{byte(len(p)), byte(len(p) >> 8), byte(len(p) >> 16), 0}, p...)
+}
+
+// The server's id of a session is read from its greeting as the bytes pass, in pieces
+// of any size; anything else than a protocol-10 greeting gives none.
+func TestGreetingThreadID(t *testing.T) {
+	const id = 0x0A0B0C0D
+	good := greetingPacket(id, "5.5.5-10.11.19-MariaDB-0+deb12u1-log")
+	for _, tc := range []struct {
+		name   string
+		stream []byte
+		want   bool
+	}{
+		{"MariaDB", good, true},
+		{"an error packet", []byte{9, 0, 0, 0, 0xff, 0x10, 0x04, '#', '0', '8', '0', '0', '4'}, false},
+		{"protocol 9", append([]byte{6, 0, 0, 0, 9}, "5.0\x00"...), false},
+		{"a version without end", append([]byte{0xff, 0xff, 0, 0, 10}, strings.Repeat("x", 300)...), false},
+	} {
+		for _, size := range []int{1, 2, 3, 5, 7, len(tc.stream)} {
+			var g greeting
+			var got uint32
+			ok := false
+			for b := tc.stream; len(b) > 0 && !g.done; {
+				n := min(size, len(b))
+				if v, k := g.feed(b[:n]); k {
+					got, ok = v, true
+				}
+				b = b[n:]
+			}
+			if ok != tc.want || ok && got != id || !g.done {
+				t.Errorf("%s in pieces of %d: id %#x, found %v, done %v; want found %v (%#x), done", tc.name, size, got, ok, g.done, tc.want, uint32(id))
+			}
+		}
+	}
+}
+
+// The tracker's socket of a physical connection that go-sql-driver opened through a
+// Connector: the id of the server's greeting, the bytes written (the handshake
+// response), and nothing once the connection is closed. A scripted server on
+// 127.0.0.1:0 greets with id 4242 and accepts any login.
+func TestTrackedSocketOfConnection(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	served := make(chan error, 1)
+	go func() {
+		s, err := ln.Accept()
+		if err != nil {
+			served <- err
+			return
+		}
+		defer s.Close()
+		if _, err := s.Write(greetingPacket(4242, "5.5.5-10.11.19-MariaDB")); err != nil {
+			served <- err
+			return
+		}
+		var hdr [4]byte
+		if _, err := io.ReadFull(s, hdr[:]); err != nil {
+			served <- err
+			return
+		}
+		if _, err := io.ReadFull(s, make([]byte, int(hdr[0])|int(hdr[1])<<8|int(hdr[2])<<16)); err != nil {
+			served <- err
+			return
+		}
+		_, err = s.Write([]byte{7, 0, 0, 2, 0, 0, 0, 2, 0, 0, 0}) // OK
+		served <- err
+		_, _ = io.Copy(io.Discard, s) // until the client closes
+	}()
+	cfg, err := dsn.Parse("app:pw@tcp(" + ln.Addr().String() + ")/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := NewConnector(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	dc, err := c.Connect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := <-served; err != nil {
+		t.Fatal(err)
+	}
+	c.tracker.mu.Lock()
+	var socks []*cluster.Socket
+	for _, tc := range c.tracker.byPhys {
+		socks = append(socks, &tc.sock)
+	}
+	c.tracker.mu.Unlock()
+	if len(socks) != 1 {
+		t.Fatalf("%d physical connections bound to a socket, want 1", len(socks))
+	}
+	if id, ok := socks[0].Thread(); !ok || id != 4242 || socks[0].Written() == 0 {
+		t.Errorf("socket: thread %d (known %v), %d bytes written; want 4242 and the handshake response", id, ok, socks[0].Written())
+	}
+	_ = dc.Close()
+	c.tracker.mu.Lock()
+	n := len(c.tracker.byPhys)
+	c.tracker.mu.Unlock()
+	if n != 0 {
+		t.Errorf("%d physical connections still bound after Close, want 0", n)
+	}
+}
+
+// A tracked socket counts the bytes each write took and the writes that failed: what a
+// connection reads to know whether a failed request was sent (any byte) and whether the
+// driver's driver.ErrBadConn came from a failed write (a LOAD DATA LOCAL file packet) or
+// after the server's whole answer (go-sql-driver's rejectReadOnly).
+func TestTrackedConnCounts(t *testing.T) {
+	tr := &tracker{}
+	server, client := net.Pipe()
+	dial := tr.dialFunc(func(context.Context, string, string) (net.Conn, error) { return client, nil })
+	var tc *trackedConn
+	nc, err := dial(withDialed(context.Background(), &tc), "tcp", "h1:3306")
+	if err != nil || tc == nil {
+		t.Fatalf("dial: %v; the slot got %v", err, tc)
+	}
+	go func() { _, _ = io.ReadFull(server, make([]byte, 5)); _ = server.Close() }()
+	if _, err := nc.Write([]byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := nc.Write([]byte("more")); err == nil {
+		t.Fatal("a write to a closed peer succeeded")
+	}
+	if w, f := tc.sock.Written(), tc.sock.WriteFailures(); w != 5 || f != 1 {
+		t.Errorf("%d bytes written, %d writes failed; want 5, 1", w, f)
+	}
+	_ = nc.Close()
 }

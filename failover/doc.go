@@ -1,6 +1,7 @@
 // Package failover holds what users see of mysqlfailover's failover model: the
 // errors a call may return (FailoverError, NoHostAvailableError and its
-// HostError entries, ErrTxLost, ErrCommitOutcomeUnknown, ErrClosed), the
+// HostError entries, ErrTxLost, ErrCommitOutcomeUnknown and CommitUnknownError,
+// ErrClosed), the
 // events and Stats that report what a pool does, the Role of a server and the
 // host list provider (HostListProvider, ProvidedHost); the host policy types
 // are package policy's. The driver is package

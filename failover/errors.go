@@ -50,6 +50,46 @@ var ErrCommitOutcomeUnknown = errors.New("mysqlfailover: commit outcome unknown"
 // relied on the state (take the lock again, create the table again) before it runs again.
 var ErrSessionStateLost = errors.New("mysqlfailover: session state lost")
 
+// CommitUnknownError is the error of a COMMIT (a Commit, a COMMIT statement, or a
+// statement that commits implicitly) whose connection failed after it was sent: it
+// matches ErrCommitOutcomeUnknown (errors.Is), and errors.As finds it to read whether
+// the outcome was settled. Before it returns, the driver kills the COMMIT's session on
+// its server through a new session and waits, for at most 5 s and within the caller's
+// context, until the session's thread has left the process list: a COMMIT can still
+// land after its socket failed (a semi-synchronous commit that waits for a replica's
+// acknowledgement commits when its wait ends or is killed). An ErrCommitOutcomeUnknown
+// without a CommitUnknownError (a prepared XA transaction, a Galera node that lost the
+// Primary component during COMMIT) is not settled.
+type CommitUnknownError struct {
+	// Host is the host:port the COMMIT was sent to.
+	Host string
+	// Settled is true when the COMMIT's session is confirmed gone from Host: the
+	// transaction has committed or rolled back for good, and reading what it wrote on
+	// Host (or on a replica that has caught up) tells which. False when that could not
+	// be confirmed (Why says why: Host did not answer, the thread did not end within
+	// the bound, the caller's context ended): the commit may still land later, and data
+	// read now that lacks it proves nothing.
+	Settled bool
+	// Why is why the session's end could not be confirmed; nil when Settled. Error
+	// says it; Unwrap does not return it.
+	Why error
+}
+
+// Error says whether the outcome was settled, and why not.
+func (e *CommitUnknownError) Error() string {
+	if e.Settled {
+		return ErrCommitOutcomeUnknown.Error() + " (its session on " + e.Host + " has ended: the data there tells whether it committed)"
+	}
+	why := "unknown"
+	if e.Why != nil {
+		why = e.Why.Error()
+	}
+	return ErrCommitOutcomeUnknown.Error() + " (not settled: the end of its session on " + e.Host + " was not confirmed, it may still commit: " + why + ")"
+}
+
+// Is reports whether target is ErrCommitOutcomeUnknown.
+func (e *CommitUnknownError) Is(target error) bool { return target == ErrCommitOutcomeUnknown }
+
 // ErrClosed is returned, once a Connector is closed (sql.DB.Close closes it), by
 // whatever needs a host: Connect, and a connection that has to switch hosts.
 var ErrClosed = errors.New("mysqlfailover: closed")

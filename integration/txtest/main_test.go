@@ -12,5 +12,10 @@ import (
 	"go.uber.org/goleak"
 )
 
-// TestMain fails the run if any goroutine outlives the tests.
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain fails the run if any goroutine outlives the tests. One goroutine of
+// toxiproxy's own is let go, as in the integration package: a link's NoopToxic blocked
+// sending to the next stage of a link that is being torn down (toxiproxy 2.5.0), seen
+// after TestLoadDataLocalCut stops node 1's proxy under a connection that is writing.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/Shopify/toxiproxy/v2/toxics.(*NoopToxic).Pipe"))
+}

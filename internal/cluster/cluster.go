@@ -57,6 +57,11 @@ type Env struct {
 	// must close every physical connection to that host so that statements in flight
 	// (and handshakes) fail at once (the driver closes their sockets).
 	Abort func(host int)
+	// Socket, if set, returns what the connector's socket tracker knows of a physical
+	// connection that Dial returned (nil when it knows nothing of it): the bytes written
+	// to its socket, which tell whether a failed request was sent, and the server's id of
+	// its session, which Settle kills.
+	Socket func(driver.Conn) *Socket
 }
 
 // Cluster is the failover state that every pooled connection of one connector shares:

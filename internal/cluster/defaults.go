@@ -236,3 +236,17 @@ const DefaultCausalReadsTimeout = time.Second
 // replica whose session cannot be opened or fails the statement before its result is
 // left for the next (count).
 const DefaultReplicaTries = 3
+
+// Settling a COMMIT whose outcome is unknown (settle.go): the old session's server thread
+// is killed through a new session, and the process list is read until it is gone.
+const (
+	// DefaultSettleTimeout bounds the whole of it (duration, 5 s, the DSN's default
+	// hostTimeout): a KILL ends a semi-synchronous wait at once, and a thread that
+	// lingers longer (a server that is stalled) leaves the outcome unconfirmed.
+	DefaultSettleTimeout = 5 * time.Second
+	// DefaultSettlePoll is the first wait between two reads of the process list
+	// (duration, 5 ms: a killed thread usually ends within a millisecond or two);
+	// each later wait doubles, up to DefaultSettleMaxPoll (duration, 200 ms).
+	DefaultSettlePoll    = 5 * time.Millisecond
+	DefaultSettleMaxPoll = 200 * time.Millisecond
+)

@@ -67,6 +67,9 @@ type Config struct {
 	ReplayMaxSize  int
 	ReplayAttempts int
 	ReplayTimeout  time.Duration
+	// RejectReadOnly is go-sql-driver's rejectReadOnly: it answers a write the server
+	// refused as read-only with driver.ErrBadConn, after it was sent (see sent).
+	RejectReadOnly bool
 	// Closed, when set, is called once when the connection is closed (its first Close),
 	// after the physical connection is: the connector counts its open connections
 	// with it.
@@ -85,6 +88,7 @@ func ConfigFrom(cfg *dsn.Config, owner any) Config {
 		DBName:           cfg.MySQL.DBName,
 		WriteIntent:      write,
 		MultiStatements:  cfg.MySQL.MultiStatements,
+		RejectReadOnly:   cfg.MySQL.RejectReadOnly,
 		// go-sql-driver sends these as SET on every new physical connection: they are
 		// what a new session's transactions start with.
 		Autocommit:     sessionVar(cfg.MySQL.Params, "autocommit"),
@@ -137,6 +141,13 @@ type Conn struct {
 	phys  driver.Conn // nil when lost: the next call joins the pool's host
 	host  int         // index of phys's host
 	epoch uint64      // changes with phys; statements prepared on an older one re-prepare
+
+	// What the connector's socket tracker knows of phys's socket (nil: nothing), and
+	// its counts of bytes written and of failed writes when the call in flight began
+	// (see mark and sent).
+	sock    *cluster.Socket
+	wrote   uint64
+	wfailed uint64
 
 	// the physical connection's optional interfaces, looked up once per connection
 	execer  driver.ExecerContext
@@ -227,6 +238,7 @@ func Open(ctx context.Context, cl *cluster.Cluster, cfg Config) (*Conn, error) {
 // attach makes phys, on host, the physical connection.
 func (c *Conn) attach(phys driver.Conn, host int) {
 	c.phys, c.host = phys, host
+	c.sock = c.cl.SocketOf(phys)
 	c.appliedRO = c.readOnlyOn(host) // setup applied it
 	c.live.lastUsed = c.cl.Now().UnixNano()
 	c.epoch++
@@ -285,7 +297,7 @@ func (c *Conn) closePhys() bool {
 		return false
 	}
 	_ = c.phys.Close()
-	c.phys, c.execer, c.queryer = nil, nil, nil
+	c.phys, c.execer, c.queryer, c.sock = nil, nil, nil, nil
 	c.epoch++
 	if c.log != nil {
 		// What the session held goes with it; a replay needs to know (see replayHere).
@@ -453,8 +465,8 @@ func (c *Conn) uncount() {
 //   - A communication error closes the physical connection, reports the host, walks to
 //     the next one and restores the session there, and only then returns a
 //     *failover.FailoverError. Inside a transaction the transaction is lost (ErrTxLost)
-//     and nothing is repeated. Outside one, a call that provably sent nothing
-//     (driver.ErrBadConn) is repeated once on the new host; driver.ErrBadConn itself never
+//     and nothing is repeated. Outside one, a call that provably sent nothing (see
+//     sent) is repeated once on the new host; driver.ErrBadConn itself never
 //     goes back to database/sql, which would repeat the call up to three times however
 //     much of it ran (go-sql-driver#582, golang/go#11978).
 //
@@ -498,7 +510,37 @@ func (c *Conn) fail(ctx context.Context, epoch uint64, err error, r stmt.Retry, 
 		}
 		return false, err
 	}
-	return c.move(ctx, err, errors.Is(err, driver.ErrBadConn), r, k)
+	return c.move(ctx, err, !c.sent(err), r, k)
+}
+
+// mark notes, just before a call is sent on the physical connection, how many bytes its
+// socket has taken so far, and how many writes failed, for sent. It allocates nothing.
+func (c *Conn) mark() {
+	if c.sock != nil {
+		c.wrote, c.wfailed = c.sock.Written(), c.sock.WriteFailures()
+	}
+}
+
+// sent reports whether the call that failed with err, from the current physical
+// connection, may have run on the server: the one place that decides whether a failed
+// call may run again (no silent re-execution). Any error but driver.ErrBadConn says it
+// may. With driver.ErrBadConn, when the socket is known, the call was sent if any byte
+// was written to it since mark, whatever the driver calls the error: go-sql-driver
+// answers driver.ErrBadConn when writing a LOAD DATA LOCAL file packet fails, after the
+// statement itself was sent. One such answer says the call did not run: with
+// go-sql-driver's rejectReadOnly, a write the server refused as read-only (1290, 1792,
+// 1836), its whole answer read and no write failed; unless multiStatements is on (a
+// batch's earlier statements may have run). Without the socket (a dialer the tracker
+// does not see), driver.ErrBadConn says nothing was written.
+func (c *Conn) sent(err error) bool {
+	switch {
+	case !errors.Is(err, driver.ErrBadConn):
+		return true
+	case c.sock == nil || c.sock.Written() == c.wrote:
+		return false
+	}
+	refused := c.cfg.RejectReadOnly && !c.cfg.MultiStatements && c.sock.WriteFailures() == c.wfailed
+	return !refused
 }
 
 // failedData records a data error of a statement of kind k: the session lives on.
@@ -596,6 +638,7 @@ func refusalOf(err error) *cluster.NotReadyError {
 // failover.ErrCommitOutcomeUnknown, whatever the statement.
 func (c *Conn) move(ctx context.Context, err error, notSent bool, r stmt.Retry, k stmt.Kind) (bool, error) {
 	failed := c.host
+	sock := c.sock // the failed session's, for a COMMIT's settling (see settled)
 	before := c.st // what a replay restores
 	var v verdict
 	var what string
@@ -603,7 +646,7 @@ func (c *Conn) move(ctx context.Context, err error, notSent bool, r stmt.Retry, 
 		v, what = c.judge(k, notSent), c.st.what()
 	}
 	fe, werr := c.reconnect(ctx, failed, err, notSent)
-	retry, out := c.moved(ctx, k, r, v, what, failed, fe, werr, before, notSent)
+	retry, out := c.moved(ctx, k, r, v, what, ended{failed, sock}, fe, werr, before, notSent)
 	if c.gone != nil {
 		// What the session held went with it: the call says so, and does not run again.
 		cause := out
@@ -618,9 +661,9 @@ func (c *Conn) move(ctx context.Context, err error, notSent bool, r stmt.Retry, 
 }
 
 // moved is move's answer once the connection has a new session (fe, werr: see
-// reconnect), from the verdict v on what the old one held of a transaction (what; on
-// host failed) and the state before the call failed: the call runs again, or the error.
-func (c *Conn) moved(ctx context.Context, k stmt.Kind, r stmt.Retry, v verdict, what string, failed int,
+// reconnect), from the verdict v on what the old one held of a transaction (what; in the
+// session old) and the state before the call failed: the call runs again, or the error.
+func (c *Conn) moved(ctx context.Context, k stmt.Kind, r stmt.Retry, v verdict, what string, old ended,
 	fe *failover.FailoverError, werr error, before txState, notSent bool) (bool, error) {
 	if c.tx != nil {
 		return c.moveTx(ctx, k, r, werr, fe, before)
@@ -634,7 +677,7 @@ func (c *Conn) moved(ctx context.Context, k stmt.Kind, r stmt.Retry, v verdict, 
 	} else if c.log != nil {
 		c.log.clear()
 	}
-	if herr := c.heldErr(v, what, failed, fe, why, notSent); herr != nil {
+	if herr := c.heldErr(ctx, v, what, old, fe, why, notSent); herr != nil {
 		return false, herr
 	}
 	if werr == nil && (r == stmt.RetryAlways || r == stmt.RetryIfNotSent && notSent) {
@@ -651,10 +694,14 @@ func (c *Conn) reconnect(ctx context.Context, failed int, err error, notSent boo
 	c.noteGone(nil)       // move says why
 	held := c.closePhys() // the id stays held until Recover has used it
 	c.clean()
+	broken := "the connection was broken before the request was sent"
+	if !notSent {
+		broken = "the connection broke while the request was being sent"
+	}
 	fe := &failover.FailoverError{
 		Failed:        c.cl.Host(failed),
 		MaybeExecuted: !notSent && !packetRefused(err),
-		Err:           cluster.NotBadConn(err, "the connection was broken before the request was sent"),
+		Err:           cluster.NotBadConn(err, broken),
 	}
 	// The cluster decides whether the host or only this session is gone, and returns a
 	// new session on the same host, or on the next one.
@@ -686,9 +733,11 @@ func (c *Conn) moveTx(ctx context.Context, k stmt.Kind, r stmt.Retry, werr error
 }
 
 // heldErr returns move's error for a call whose session took something with it, by
-// verdict v (what: the state lost; failed: the host; why: why a replay was not
-// possible), or nil when it took nothing (the call may run again).
-func (c *Conn) heldErr(v verdict, what string, failed int, fe *failover.FailoverError, why error, notSent bool) error {
+// verdict v (what: the state lost; old: the session that ended; why: why a replay was
+// not possible), or nil when it took nothing (the call may run again). A COMMIT whose
+// outcome is unknown is settled first (see settled).
+func (c *Conn) heldErr(ctx context.Context, v verdict, what string, old ended, fe *failover.FailoverError, why error, notSent bool) error {
+	failed := old.host
 	switch {
 	case v&vLost != 0:
 		c.lost = c.lostErr(what, failed, fe.Err.Error())
@@ -696,7 +745,10 @@ func (c *Conn) heldErr(v verdict, what string, failed int, fe *failover.Failover
 			c.lost = c.lostErr(what, failed, fe.Err.Error()+"; "+why.Error())
 			return heldWhy(fe, why, failover.ErrTxLost)
 		}
-		if v&(vCommit|vPrepared) != 0 { // a batch with a COMMIT in it
+		if v&vCommit != 0 { // a batch with a COMMIT in it
+			return heldBy(fe, "", c.settled(ctx, old, fe), failover.ErrTxLost)
+		}
+		if v&vPrepared != 0 {
 			return heldBy(fe, "", failover.ErrCommitOutcomeUnknown, failover.ErrTxLost)
 		}
 		return heldBy(fe, "", failover.ErrTxLost)
@@ -706,7 +758,7 @@ func (c *Conn) heldErr(v verdict, what string, failed int, fe *failover.Failover
 	case v&vCommit != 0 && notSent:
 		return heldBy(fe, "", failover.ErrTxLost)
 	case v&vCommit != 0:
-		return heldBy(fe, "", failover.ErrCommitOutcomeUnknown)
+		return heldBy(fe, "", c.settled(ctx, old, fe))
 	case v&vEnded != 0:
 		return fe
 	}
@@ -757,6 +809,7 @@ func (o *h) Ready(ctx context.Context, count bool, k stmt.Kind) (driver.Conn, ui
 		}
 		return nil, 0, err
 	}
+	c.mark()
 	return c.phys, c.epoch, nil
 }
 
@@ -880,6 +933,7 @@ func (c *Conn) execContext(ctx context.Context, query string, args []driver.Name
 		if c.execer == nil {
 			return nil, driver.ErrSkip // database/sql prepares instead
 		}
+		c.mark()
 		res, err := c.execer.ExecContext(ctx, query, args)
 		if err == nil {
 			if c.log != nil {
@@ -944,6 +998,7 @@ func (c *Conn) queryContext(ctx context.Context, query string, args []driver.Nam
 		if c.queryer == nil {
 			return nil, driver.ErrSkip
 		}
+		c.mark()
 		rows, err := c.queryer.QueryContext(ctx, query, args)
 		if err == nil {
 			c.wroteOnPrimary()
@@ -1016,6 +1071,7 @@ func (c *Conn) prepareContext(ctx context.Context, query string) (driver.Stmt, e
 		}
 		var s driver.Stmt
 		var err error
+		c.mark()
 		if p, ok := c.phys.(driver.ConnPrepareContext); ok {
 			s, err = p.PrepareContext(ctx, query)
 		} else {
@@ -1042,6 +1098,7 @@ func (c *Conn) Ping(ctx context.Context) error {
 		if !ok {
 			return nil
 		}
+		c.mark()
 		err := p.Ping(ctx)
 		if err == nil {
 			return nil

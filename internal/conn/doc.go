@@ -20,16 +20,19 @@
 //     the next host and restores the session there (read-only first, then the current
 //     database, then autocommit and completion_type where a SET changed them), and only
 //     then returns a *failover.FailoverError. A call that provably
-//     sent nothing (driver.ErrBadConn) outside a transaction is repeated once on the new
-//     host instead; calls with no effect on data (PREPARE, PING, BEGIN, SET SESSION
-//     TRANSACTION) are repeated once after any successful switch.
+//     sent nothing outside a transaction is repeated once on the new host instead:
+//     no byte of it was written to the socket (sent; without the connector's socket
+//     tracker, go-sql-driver's driver.ErrBadConn says so), whatever the error's name;
+//     calls with no effect on data (PREPARE, PING, BEGIN, SET SESSION TRANSACTION) are
+//     repeated once after any successful switch.
 //
 // Inside a transaction there is no switch and no fall-back. A communication error loses
 // the transaction: that statement and every later statement of it return an error
 // matching failover.ErrTxLost without running anywhere, Commit returns it too, and
 // Rollback returns nil. A failure during COMMIT itself returns
-// failover.ErrCommitOutcomeUnknown. The connection has moved already, so the next
-// transaction runs on the new host.
+// failover.ErrCommitOutcomeUnknown, once the old session's server thread is confirmed
+// gone or could not be (settled: a *failover.CommitUnknownError says which). The
+// connection has moved already, so the next transaction runs on the new host.
 //
 // A transaction BeginTx never saw counts the same. Every statement is classified on its
 // way (a few byte comparisons for SELECT, INSERT, UPDATE and DELETE), and the connection

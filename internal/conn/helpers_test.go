@@ -90,7 +90,7 @@ func newEnv(t *testing.T, hosts int, opts ...func(*dsn.Config)) *env {
 	for _, f := range opts {
 		f(cfg)
 	}
-	cl, err := cluster.New(cfg, cluster.Env{Dial: e.net.Dial, Clock: e.clock, OnEvent: e.ev.add})
+	cl, err := cluster.New(cfg, cluster.Env{Dial: e.net.Dial, Clock: e.clock, OnEvent: e.ev.add, Socket: e.net.Socket})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -65,6 +65,9 @@ var (
 
 // exec runs an internal statement on phys.
 func (c *Conn) exec(ctx context.Context, phys driver.Conn, query string) error {
+	if phys == c.phys {
+		c.mark()
+	}
 	if e, ok := phys.(driver.ExecerContext); ok {
 		_, err := e.ExecContext(ctx, query, nil)
 		return err

@@ -59,6 +59,7 @@ func (c *Conn) beginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 		}
 		var tx driver.Tx
 		var err error
+		c.mark()
 		if b, ok := c.phys.(driver.ConnBeginTx); ok {
 			tx, err = b.BeginTx(ctx, opts)
 		} else {
@@ -90,9 +91,10 @@ func (c *Conn) beginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 // failover.ErrTxLost error without sending anything. One the server rolled back (a
 // deadlock...: see Conn.failedWith) returns its failover.ErrTxRolledBack error, never
 // nil, and sends ROLLBACK instead of COMMIT (see rollbackEnded). A communication failure
-// during COMMIT returns an error that matches failover.ErrCommitOutcomeUnknown and wraps
-// the *failover.FailoverError (the connection has moved), unless go-sql-driver proved
-// COMMIT was never sent, which means the transaction is lost (failover.ErrTxLost).
+// during COMMIT returns a *failover.CommitUnknownError (it matches
+// failover.ErrCommitOutcomeUnknown; see settled) with the *failover.FailoverError (the
+// connection has moved), unless no byte of COMMIT was sent (see Conn.sent), which means
+// the transaction is lost (failover.ErrTxLost).
 func (t *Tx) Commit() error {
 	c := t.c
 	if t.rs != nil {
@@ -108,6 +110,7 @@ func (t *Tx) Commit() error {
 		t.rollbackEnded()
 		return t.lost
 	}
+	c.mark()
 	err := t.inner.Commit()
 	if err == nil {
 		if t.rs == nil && c.sp != nil {
@@ -119,7 +122,12 @@ func (t *Tx) Commit() error {
 	// A COMMIT refused by a server that became read-only, or that is not ready (a Galera
 	// node that left the Primary component: 1047), did not commit.
 	rejected := cluster.ReadOnlyRejection(err)
-	notSent := errors.Is(err, driver.ErrBadConn) || rejected || cluster.Refusal(err) != nil
+	old := ended{c.host, c.sock}
+	unsent := errors.Is(err, driver.ErrBadConn)
+	if t.rs == nil && t.epoch == c.epoch {
+		unsent = !c.sent(err) // the COMMIT's own socket
+	}
+	notSent := unsent || rejected || cluster.Refusal(err) != nil
 	var out error
 	if rejected && c.cfg.WriteIntent && t.epoch == c.epoch && !cluster.Ended(t.ctx) {
 		_, out = c.rejected(t.ctx, err, stmt.NoRetry, false, kTxEnd) // COMMIT is never a batch
@@ -142,7 +150,37 @@ func (t *Tx) Commit() error {
 	case notSent:
 		return heldBy(fe, "", failover.ErrTxLost)
 	}
-	return heldBy(fe, "", failover.ErrCommitOutcomeUnknown)
+	return heldBy(fe, "", c.settled(t.ctx, old, fe))
+}
+
+// ended is a physical session that a communication failure ended: its host and what the
+// socket tracker knew of its socket (nil: nothing).
+type ended struct {
+	host int
+	sock *cluster.Socket
+}
+
+// settled returns the error of a COMMIT whose outcome is unknown, sent on session old:
+// a *failover.CommitUnknownError that says whether old's server thread is confirmed gone,
+// so that the transaction has committed or rolled back for good (nothing may act on "not
+// committed" before that: a semi-synchronous COMMIT lands when its wait for an
+// acknowledgement ends, even when it is killed). The Cluster kills the thread through a
+// new session and waits until it leaves the process list (cluster.Cluster.Settle),
+// within ctx and a bound of its own. A host the connection could not open a new session
+// on again (fe: it moved elsewhere, or nowhere) is not tried once more, and a session
+// whose id on the server the tracker did not read cannot be settled.
+func (c *Conn) settled(ctx context.Context, old ended, fe *failover.FailoverError) error {
+	e := &failover.CommitUnknownError{Host: fe.Failed}
+	switch {
+	case fe.Current == "":
+		e.Why = errors.New("no new session could be opened on it")
+	case fe.Current != fe.Failed:
+		e.Why = errors.New("it did not answer a new session; the connection moved to " + fe.Current)
+	default:
+		e.Why = c.cl.Settle(ctx, old.host, fe.Failed, old.sock)
+	}
+	e.Settled = e.Why == nil
+	return e
 }
 
 // Rollback rolls back on the transaction's host. A lost transaction was already rolled
@@ -163,6 +201,7 @@ func (t *Tx) Rollback() error {
 		t.rollbackEnded()
 		return nil
 	}
+	c.mark()
 	err := t.inner.Rollback()
 	if err == nil {
 		return nil
@@ -183,6 +222,7 @@ func (t *Tx) rollbackEnded() {
 	if _, ok := t.lost.(*endedError); !ok || t.epoch != c.epoch || c.phys == nil {
 		return
 	}
+	c.mark()
 	if err := t.inner.Rollback(); err != nil {
 		_, _ = c.fail(t.ctx, t.epoch, err, stmt.NoRetry, kTxEnd)
 	}

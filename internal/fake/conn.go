@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 
 	"github.com/DATA-DOG/go-sqlmock"
+
+	"github.com/mysqlfailover/mysqlfailover/internal/cluster"
 )
 
 // Conn is one fake physical connection: a go-sqlmock connection that also fails every
@@ -15,6 +17,9 @@ type Conn struct {
 	Host int // index of the host
 	Seq  int // sequence number among the host's connections
 	Mock sqlmock.Sqlmock
+	// Sock is the connection's socket (socket.go): the bytes its calls wrote, its
+	// server thread id.
+	Sock cluster.Socket
 
 	inner  driver.Conn
 	net    *Net
@@ -26,7 +31,10 @@ type Conn struct {
 	// Broken makes IsValid false and every call return driver.ErrBadConn, as a
 	// go-sql-driver connection closed by its context watcher.
 	Broken atomic.Bool
-	dead   bool // its server was killed: it never works again (guarded by net.mu)
+	// FailWrite makes every call count a failed write on Sock after its first bytes, as
+	// go-sql-driver's write of a LOAD DATA LOCAL file packet that fails.
+	FailWrite atomic.Bool
+	dead      bool // its server was killed: it never works again (guarded by net.mu)
 }
 
 // Closes returns how many times Close was called.
@@ -35,9 +43,16 @@ func (c *Conn) Closes() int { return int(c.closes.Load()) }
 // Resets returns how many times ResetSession was called.
 func (c *Conn) Resets() int { return int(c.resets.Load()) }
 
+// check is the start of every call: driver.ErrBadConn, nothing written, on a closed or
+// Broken connection; else the request is written (Sock counts it) and the host's I/O
+// error, if any, comes back as the read of the answer failing.
 func (c *Conn) check() error {
 	if c.closes.Load() > 0 || c.Broken.Load() {
 		return driver.ErrBadConn
+	}
+	c.Sock.Wrote(1)
+	if c.FailWrite.Load() {
+		c.Sock.WriteFailed()
 	}
 	return c.net.ioErr(c)
 }
@@ -98,6 +113,12 @@ func (c *Conn) ExecContext(ctx context.Context, query string, args []driver.Name
 	if err := c.refusal(query); err != nil {
 		return nil, err
 	}
+	if _, err, ok := c.threadAnswer(query); ok {
+		if err != nil {
+			return nil, err
+		}
+		return driver.RowsAffected(0), nil
+	}
 	if err := c.rejectWrite(query); err != nil {
 		return nil, err
 	}
@@ -108,6 +129,9 @@ func (c *Conn) ExecContext(ctx context.Context, query string, args []driver.Name
 func (c *Conn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
 	if err := c.check(); err != nil {
 		return nil, err
+	}
+	if r, err, ok := c.threadAnswer(query); ok {
+		return r, err
 	}
 	if r, err, ok := c.roleAnswer(query); ok {
 		return r, err

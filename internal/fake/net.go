@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/DATA-DOG/go-sqlmock"
 	"github.com/go-sql-driver/mysql"
@@ -19,6 +20,9 @@ import (
 )
 
 var dsnSeq atomic.Int64
+
+// threadSeq numbers the fake connections' server threads across the process (socket.go).
+var threadSeq atomic.Int64
 
 // Refused is the dial error of a down host: what net.Dialer returns for a closed port.
 func Refused(addr string) error {
@@ -40,6 +44,9 @@ type Net struct {
 	hosts []*host
 	seq   int
 	conns []*Conn
+
+	sockets bool             // TrackSockets
+	now     func() time.Time // TrackSockets: stamps the sockets' greeting
 }
 
 type host struct {
@@ -59,13 +66,20 @@ type host struct {
 	members      [][]driver.Value  // the Group Replication member query's answer
 	memberErr    error             // or its error
 	refuse       error             // what a statement gets while the host is not ready (Refuse)
+
+	kills        []uint32 // the thread ids KILL CONNECTION was sent for (socket.go)
+	killErr      error    // what KILL answers instead (KillErr)
+	linger       int      // process-list reads that still show a killed thread (Linger)
+	processReads int
+	uptime       time.Duration // answered to cluster.UptimeQuery (SetUptime)
+	uptimeReads  int
 }
 
 // NewNet returns n hosts, all up, whose connections expect nothing.
 func NewNet(t testing.TB, n int) *Net {
 	fn := &Net{t: t}
 	for i := 0; i < n; i++ {
-		fn.hosts = append(fn.hosts, &host{addr: "H" + strconv.Itoa(i+1) + ":3306"})
+		fn.hosts = append(fn.hosts, &host{addr: "H" + strconv.Itoa(i+1) + ":3306", uptime: DefaultUptime})
 	}
 	return fn
 }
@@ -215,6 +229,12 @@ func (n *Net) Dial(ctx context.Context, i int) (driver.Conn, error) {
 		return nil, err
 	}
 	c := &Conn{Host: i, Seq: seq, Mock: mock, inner: inner, net: n}
+	c.Sock.SetThread(uint32(FirstThread + threadSeq.Add(1) - 1))
+	n.mu.Lock()
+	if n.now != nil {
+		c.Sock.SetOpened(n.now())
+	}
+	n.mu.Unlock()
 	n.mu.Lock()
 	n.conns = append(n.conns, c)
 	n.mu.Unlock()

@@ -23,8 +23,8 @@ const (
 	// NoRetry: the call may have had an effect (a read failed after the request was sent,
 	// or results were being read). Never repeated.
 	NoRetry Retry = iota
-	// RetryIfNotSent: repeated only when go-sql-driver proved nothing was sent
-	// (driver.ErrBadConn) and no transaction is open.
+	// RetryIfNotSent: repeated only when nothing of it was sent (the owner knows: no
+	// byte reached the socket) and no transaction is open.
 	RetryIfNotSent
 	// RetryAlways: the call has no effect on data (PREPARE, PING, BEGIN, SET SESSION
 	// TRANSACTION), so it is repeated whenever the switch succeeded outside a transaction.
