@@ -26,6 +26,11 @@ import (
 // to one replica, and its buffer pool, while that replica qualifies, and when it stops only
 // its keys move (the order of the DataStax driver's TokenAwarePolicy). Without a key,
 // replicaSelection spreads the reads (round-robin by default).
+//
+// A statement that uses a user variable (@name) stays on the primary too: the replica
+// sessions are shared by the pool's connections, and one would keep the variable for the
+// next connection (or read one the primary session set, not it). A named lock
+// (GET_LOCK) is not looked for: give such a statement no read intent.
 func WithReadIntent(ctx context.Context, routingKey string) context.Context {
 	return conn.WithReadIntent(ctx, routingKey)
 }

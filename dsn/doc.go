@@ -326,12 +326,13 @@
 //
 // allowSourceDownConnections keeps read/write splitting answering while no
 // writer does (the primary died, nothing was promoted yet): true, the
-// default, lets a new connection open without a session on the pool's
-// writer when none answers (or the last attempts failed) and a replica
-// qualifies, and keeps a pooled connection whose writer session died valid
-// on its replica sessions; its read-intent statements run on the replicas,
-// and a write (or a statement without intent) looks for the writer as
-// always, failing as it would without replicas. false opens every
+// default, opens a new connection without a session on the pool's writer
+// while a replica qualifies (the session opens with the connection's first
+// statement that needs it: a read must never wait for a writer that died a
+// moment ago or hangs), and keeps a pooled connection whose writer session
+// died valid on its replica sessions; its read-intent statements run on the
+// replicas, and a write (or a statement without intent) looks for the writer
+// as always, failing as it would without replicas. false opens every
 // connection on the writer, or fails. The name and meaning are Connector/J's
 // (allowMasterDownConnections before 8.0.23, accepted as an alias), whose
 // default is false; here it is true for the reason readFromSourceWhenNoReplicas

@@ -52,8 +52,9 @@
 //   - monitor.go, probe.go, decide.go, monitorhost.go, rto.go: the monitor, with
 //     checkInterval > 0 (Start, Check). monitor.go schedules probes and host-list polls;
 //     probe.go is one probe (its bounds, the probe dial, the round trip, the lag read,
-//     pause detection, the host's transition) and owns the probe connections (probeSet,
-//     its own lock); decide.go moves the pool on the results (and SwitchTo), through
+//     pause detection, the host's transition; a failed one, or one whose connection
+//     broke, marks the host's idle replica sessions for a check) and owns the probe
+//     connections (probeSet, its own lock); decide.go moves the pool on the results (and SwitchTo), through
 //     moveFrom under Cluster.mu. monitorhost.go is the monitor's per-host record
 //     (monitorHost: the verdict down, the runs of failed and passed probes, the RTO
 //     estimator of rto.go, the last probe's latency, the requests to probe again and to

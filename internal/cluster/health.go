@@ -257,8 +257,7 @@ func (c *Cluster) NoteWriteRefused() { c.writeRefusals.Add(1) }
 
 // writerAvailable reports whether the pool at position p can serve writes as far as
 // the driver knows (failover.Stats.WriterAvailable): its active host is fit (of the
-// wanted role, ready), neither failing nor down nor in backoff (as WriterUnavailable
-// judges it), and is a writer: its role as last read is primary, or, with the role
+// wanted role, ready), neither failing nor down nor in backoff, and is a writer: its role as last read is primary, or, with the role
 // never read (targetSessionAttrs any, no probe reading it), it is where
 // failOverReadOnly leaves sessions writable (the list's primary, or anywhere with
 // failOverReadOnly false).

@@ -165,6 +165,11 @@ func (c *Cluster) probe(ctx context.Context, id int) {
 		r.err = nil
 	}
 	now := c.env.Clock.Now()
+	if c.cfg.ReplicaReads && (r.err != nil || r.broke) {
+		// The host failed, or its server closed the probe's session (a restart): the
+		// replica sessions idle meanwhile are checked before their next use.
+		c.suspectReplicas(id, now.UnixNano())
+	}
 	if r.err != nil {
 		c.probeFailed(h, start, now, r)
 		return
@@ -213,6 +218,7 @@ type probeResult struct {
 	rtt      time.Duration // the round trip
 	late     time.Duration // how far past its bound a timed-out step returned
 	timedOut bool
+	broke    bool // the kept probe connection broke without a timeout (a restart, a kill): opened again
 }
 
 // probeConn runs the probe's round trip on host id's probe connection, opened first when
@@ -241,6 +247,7 @@ func (c *Cluster) probeConn(ctx context.Context, id int, h *hostState, b probeBo
 		if !again || r.timedOut || Classify(ctx, r.err) != Communication {
 			return r
 		}
+		r.broke = true
 	}
 }
 

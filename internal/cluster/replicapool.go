@@ -152,9 +152,23 @@ func (c *Cluster) replicaStats(host int) (idle int, waits int64) {
 	return len(h.idle), h.waits
 }
 
-// suspectReplicas marks the idle sessions of host, at now, for the liveness check
-// before their next use: one of its sessions just broke (a restart, a kill, the
-// network), and those idle beside it may have broken with it.
+// ReplicaSuspect reports whether a session of host last used at used (cluster clock,
+// UnixNano) sat idle while the host was seen failing (see suspectReplicas): a session a
+// connection holds gets the liveness check before its next use then, as one TakeReplica
+// gives out does.
+func (c *Cluster) ReplicaSuspect(host int, used int64) bool {
+	p := &c.rpool
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return host < len(p.hosts) && used <= p.hosts[host].suspect
+}
+
+// suspectReplicas marks the sessions of host idle at now for the liveness check before
+// their next use: one of its sessions just broke, or a probe of the host failed or found
+// its probe connection closed (a restart, a kill, the network), and those idle meanwhile
+// may have broken with it. A restart that takes less than DefaultIdleCheck would
+// otherwise leave sessions that look idle too briefly to check, and a routing key's read
+// would meet a dead one and move to another replica.
 func (c *Cluster) suspectReplicas(host int, now int64) {
 	p := &c.rpool
 	p.mu.Lock()

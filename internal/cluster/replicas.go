@@ -443,20 +443,6 @@ func (c *Cluster) AnyReplica() bool {
 	return len(s.local) > 0 || len(s.remote) > 0
 }
 
-// WriterUnavailable reports whether the pool's writer is known not to answer now: the
-// probes declared it down or see it failing, its last attempt failed (it is in backoff),
-// or it does not qualify (its role, or its server's word). A connection that opens
-// then need not wait for a walk to serve reads (conn.Open, AllowSourceDown).
-func (c *Cluster) WriterUnavailable() bool {
-	p := c.pos.Load()
-	h := p.t.host(p.active)
-	if h == nil || p.place == PlaceAway {
-		return true
-	}
-	v := h.health()
-	return v.down || v.failing || v.probeFailing || v.retryAt > c.env.Clock.Now().UnixNano()
-}
-
 // QualifiesAsReplica reports whether host serves read-intent statements now.
 func (c *Cluster) QualifiesAsReplica(host int) bool {
 	s := c.replicaSet()

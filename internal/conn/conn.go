@@ -156,6 +156,7 @@ type Conn struct {
 
 	explicitRO bool   // the last SetReadOnly value, or Config.ReadOnly
 	appliedRO  bool   // the read-only state of the physical session
+	roPending  bool   // with replica reads: appliedRO may differ from the state wanted now; ready applies it (applyReadOnly)
 	db         string // the current database: the DSN's or the last USE
 	tx         *Tx    // the open transaction, if any
 	rows       int    // open result sets: no switch while results are being read
@@ -208,26 +209,19 @@ type sessionFacts struct {
 // the session state (read-only, database) set up. It never returns driver.ErrBadConn.
 //
 // With AllowSourceDown (replica reads), while a replica qualifies, a connection opens
-// without a primary session when the pool's writer is known not to answer (no walk: a
-// read must not wait for one) or when one pass over the hosts finds none: its
-// read-intent statements run on the replicas, and its first statement that needs the
-// primary walks then, with every pass retriesAllDown allows, failing as the walk does.
+// without a primary session and without a walk: database/sql opens connections for
+// reads as well as writes, and a read must not wait for a writer that died a moment
+// ago, hangs or was never there. Its read-intent statements run on the replicas; its
+// first statement that needs the primary opens the session then (ready), with every
+// pass retriesAllDown allows, failing as the walk does.
 func Open(ctx context.Context, cl *cluster.Cluster, cfg Config) (*Conn, error) {
 	c := &Conn{cl: cl, cfg: cfg, explicitRO: cfg.ReadOnly, db: cfg.DBName,
 		dsnAC: autocommitOf(cfg.Autocommit), dsnCT: completionOf(cfg.CompletionType), sp: newSplit(cfg), log: newLog(cfg)}
 	c.st.ac, c.st.ct = c.dsnAC, c.dsnCT
-	connect := cl.Connect
 	if cfg.AllowSourceDown && cl.AnyReplica() {
-		if cl.WriterUnavailable() {
-			return c, nil
-		}
-		connect = cl.ConnectOnePass // no writer in one pass: the reads need none
+		return c, nil // the primary session opens with the first statement that needs it
 	}
-	phys, host, err := connect(ctx, c.setup)
-	var nh *failover.NoHostAvailableError
-	if err != nil && cfg.AllowSourceDown && errors.As(err, &nh) && nh.Err == nil && cl.AnyReplica() {
-		return c, nil // no writer now (the caller's context did not end the walk)
-	}
+	phys, host, err := cl.Connect(ctx, c.setup)
 	if err != nil {
 		return nil, c.refusedWrite(err)
 	}
@@ -240,6 +234,7 @@ func (c *Conn) attach(phys driver.Conn, host int) {
 	c.phys, c.host = phys, host
 	c.sock = c.cl.SocketOf(phys)
 	c.appliedRO = c.readOnlyOn(host) // setup applied it
+	c.roPending = false
 	c.live.lastUsed = c.cl.Now().UnixNano()
 	c.epoch++
 	c.execer, _ = phys.(driver.ExecerContext)
@@ -277,7 +272,7 @@ func (c *Conn) clean() {
 // with it: a transaction opened by statements (see lost); a Tx's is the caller's to
 // mark.
 func (c *Conn) discard(why string, k stmt.Kind) {
-	if c.tx == nil && c.lost == nil && c.phys != nil && c.judge(k, false)&vLost != 0 {
+	if c.primaryTx() == nil && c.lost == nil && c.phys != nil && c.judge(k, false)&vLost != 0 {
 		c.lost = c.lostErr(c.st.what(), c.host, why)
 	}
 	c.noteGone(notSentCause(why))
@@ -318,24 +313,29 @@ type h Conn
 // primary when that is due; inside one, a Tx or one opened by statements (see
 // txState.held), it only refuses statements of a lost transaction (see whileLost:
 // errAnswered means the call succeeds without being sent). count marks statements.
+//
+// A read-only transaction on a replica session is not the primary session's: the
+// primary session's liveness, moves and failures never touch it (primaryTx).
 func (c *Conn) ready(ctx context.Context, count bool, k stmt.Kind) error {
 	c.counted = false
 	if c.live.checked {
 		c.live.checked = false // database/sql's checkout just checked it: no clock read needed
-	} else if c.stale(ctx, k) && c.tx != nil && c.tx.lost == nil {
-		c.tx.lost = lost("the server closed the connection while the transaction sat idle")
+	} else if c.stale(ctx, k) {
+		if t := c.primaryTx(); t != nil && t.lost == nil {
+			t.lost = lost("the server closed the connection while the transaction sat idle")
+		}
 	}
 	if c.gone != nil {
 		if err := c.lostState(k, c.lostCause()); err != nil {
 			return err
 		}
 	}
-	if c.tx != nil {
-		if c.tx.lost != nil {
-			return c.tx.lost
+	if t := c.primaryTx(); t != nil {
+		if t.lost != nil {
+			return t.lost
 		}
 		c.countAway(count)
-		return nil
+		return c.synced(ctx)
 	}
 	if c.lost != nil && k != kSession {
 		if err := c.whileLost(ctx, k); err != nil {
@@ -347,7 +347,7 @@ func (c *Conn) ready(ctx context.Context, count bool, k stmt.Kind) error {
 		place = c.cl.Place(c.host)
 	}
 	if place == cluster.PlaceHome {
-		return nil // the hot path
+		return c.synced(ctx) // the hot path
 	}
 	if c.st.held() {
 		if err := c.settle(ctx, place); err != nil {
@@ -357,20 +357,39 @@ func (c *Conn) ready(ctx context.Context, count bool, k stmt.Kind) error {
 			// Inside a transaction opened by statements: as inside a Tx, the session
 			// stays on its host until it reaches a real safe point.
 			c.countAway(count)
-			return nil
+			return c.synced(ctx)
 		}
 	}
 	if c.stays(k) {
 		// It holds what a new session would lack, or the call reads a value of its last
 		// statement: as inside a transaction, it stays until a call finds neither.
 		c.countAway(count)
-		return nil
+		return c.synced(ctx)
 	}
 	if place == cluster.PlaceActive {
 		c.fallBack(ctx, count)
-		return nil
+		return c.synced(ctx)
 	}
 	return c.join(ctx, count)
+}
+
+// primaryTx returns the open Tx when it runs on the primary session; nil when none is
+// open, or when it is a read-only transaction on a replica session (replica reads),
+// which lives and dies with that session alone.
+func (c *Conn) primaryTx() *Tx {
+	if c.tx != nil && c.tx.rs == nil {
+		return c.tx
+	}
+	return nil
+}
+
+// synced is ready's last step on the primary session: it applies a read-only state
+// that SetReadOnly or ResetSession left pending (replica reads; see applyReadOnly).
+func (c *Conn) synced(ctx context.Context) error {
+	if !c.roPending || c.phys == nil {
+		return nil
+	}
+	return c.applyReadOnly(ctx)
 }
 
 // countAway counts a statement (count) towards queriesBeforeRetryMaster when the
@@ -411,7 +430,13 @@ func (c *Conn) join(ctx context.Context, count bool) error {
 	// demoted primary: another connection is looking for the writer): join the pool's
 	// host, or the walk.
 	c.drop()
-	phys, host, err := c.cl.Connect(ctx, c.setup)
+	connect := c.cl.Connect
+	if c.cfg.AllowSourceDown && c.sp != nil && c.sp.intent {
+		// For a read (no replica could serve it, or a causal read needs the writer's
+		// position): one pass, not the passes a write waits for while no writer answers.
+		connect = c.cl.ConnectOnePass
+	}
+	phys, host, err := connect(ctx, c.setup)
 	if err != nil {
 		return c.refusedWrite(err)
 	}
@@ -642,7 +667,7 @@ func (c *Conn) move(ctx context.Context, err error, notSent bool, r stmt.Retry, 
 	before := c.st // what a replay restores
 	var v verdict
 	var what string
-	if c.tx == nil {
+	if c.primaryTx() == nil {
 		v, what = c.judge(k, notSent), c.st.what()
 	}
 	fe, werr := c.reconnect(ctx, failed, err, notSent)
@@ -665,7 +690,7 @@ func (c *Conn) move(ctx context.Context, err error, notSent bool, r stmt.Retry, 
 // session old) and the state before the call failed: the call runs again, or the error.
 func (c *Conn) moved(ctx context.Context, k stmt.Kind, r stmt.Retry, v verdict, what string, old ended,
 	fe *failover.FailoverError, werr error, before txState, notSent bool) (bool, error) {
-	if c.tx != nil {
+	if c.primaryTx() != nil {
 		return c.moveTx(ctx, k, r, werr, fe, before)
 	}
 	var why error
@@ -781,8 +806,8 @@ func packetRefused(err error) bool {
 func (c *Conn) dropIfInvalid(err error, k stmt.Kind) {
 	if v, ok := c.phys.(driver.Validator); ok && !v.IsValid() {
 		c.discard("the connection broke: "+cluster.NotBadConn(err, "").Error(), k)
-		if c.tx != nil && c.tx.lost == nil {
-			c.tx.lost = lost("the connection broke earlier: " + cluster.NotBadConn(err, "").Error())
+		if t := c.primaryTx(); t != nil && t.lost == nil {
+			t.lost = lost("the connection broke earlier: " + cluster.NotBadConn(err, "").Error())
 		}
 	}
 }
@@ -791,7 +816,7 @@ func (c *Conn) dropIfInvalid(err error, k stmt.Kind) {
 func (o *h) Ready(ctx context.Context, count bool, k stmt.Kind) (driver.Conn, uint64, error) {
 	c := (*Conn)(o)
 	if c.sp != nil {
-		rs, err := c.route(ctx, k, count)
+		rs, err := c.route(ctx, k, count) // a prepared statement's kind says what its text does
 		if rs != nil {
 			c.sp.running = rs
 			c.giveBack() // the others it tried
@@ -915,7 +940,7 @@ func (c *Conn) execContext(ctx context.Context, query string, args []driver.Name
 	}
 	for attempt := 0; ; attempt++ {
 		if c.sp != nil {
-			res, on, err := onReplica(c, ctx, k, k, attempt, func(rs *rsession) (driver.Result, bool, error) {
+			res, on, err := onReplica(c, ctx, query, k, k, attempt, func(rs *rsession) (driver.Result, bool, error) {
 				return c.execReplica(ctx, rs, query, args)
 			})
 			if on == replicaAgain {
@@ -980,7 +1005,7 @@ func (c *Conn) queryContext(ctx context.Context, query string, args []driver.Nam
 	}
 	for attempt := 0; ; attempt++ {
 		if c.sp != nil {
-			rows, on, err := onReplica(c, ctx, k, k, attempt, func(rs *rsession) (driver.Rows, bool, error) {
+			rows, on, err := onReplica(c, ctx, query, k, k, attempt, func(rs *rsession) (driver.Rows, bool, error) {
 				return c.queryReplica(ctx, rs, query, args)
 			})
 			if on == replicaAgain {
@@ -1057,7 +1082,7 @@ func (c *Conn) prepareContext(ctx context.Context, query string) (driver.Stmt, e
 	}
 	for attempt := 0; ; attempt++ {
 		if c.sp != nil {
-			s, on, err := onReplica(c, ctx, k, kPlain, attempt, func(rs *rsession) (driver.Stmt, bool, error) {
+			s, on, err := onReplica(c, ctx, query, k, kPlain, attempt, func(rs *rsession) (driver.Stmt, bool, error) {
 				return c.prepareReplica(ctx, rs, query, k)
 			})
 			if on == replicaAgain {
@@ -1088,8 +1113,15 @@ func (c *Conn) prepareContext(ctx context.Context, query string) (driver.Stmt, e
 }
 
 // Ping implements driver.Pinger; a failed ping moves the connection and pings the new
-// host once.
+// host once. During a read-only transaction on a replica it pings that transaction's
+// session (pingReplicaTx).
 func (c *Conn) Ping(ctx context.Context) error {
+	if c.sp != nil {
+		if c.tx != nil && c.tx.rs != nil {
+			return c.pingReplicaTx(ctx, c.tx)
+		}
+		c.sp.intent = false
+	}
 	for attempt := 0; ; attempt++ {
 		if err := c.ready(ctx, false, kPlain); err != nil {
 			return err
@@ -1156,6 +1188,12 @@ func (c *Conn) ResetSession(ctx context.Context) error {
 	if c.phys == nil {
 		return nil // setup applies the restored read-only flag on the new session
 	}
+	if c.sp != nil {
+		// With replica reads the next user may only read, on the replicas: the primary
+		// session gets the flag before its next statement (ready), not a round trip now.
+		c.roPending = c.readOnlyOn(c.host) != c.appliedRO
+		return nil
+	}
 	if want := c.readOnlyOn(c.host); want != c.appliedRO {
 		if err := c.exec(ctx, c.phys, readOnlySQL(want)); err != nil {
 			// The SET ran or not: a new session starts clean.
@@ -1173,17 +1211,30 @@ func (c *Conn) ResetSession(ctx context.Context) error {
 // and while a transaction opened by statements is lost (database/sql then closes a pooled
 // connection instead of handing the lost state to its next user). A connection inside
 // an open transaction stays valid: closing it would roll the transaction back.
+//
+// With AllowSourceDown a primary session that go-sql-driver closed (a write whose
+// context ended while it ran) is dropped here, and the connection stays valid while a
+// replica qualifies: database/sql would otherwise close it, and open a new one, for
+// every write that fails while no writer answers.
 func (c *Conn) IsValid() bool {
 	if c.closed || c.lost != nil {
 		return false
+	}
+	if c.phys != nil {
+		if v, ok := c.phys.(driver.Validator); ok && !v.IsValid() {
+			if !c.cfg.AllowSourceDown || c.primaryTx() != nil {
+				return false
+			}
+			c.discard("the connection broke", kPlain)
+			if c.lost != nil {
+				return false
+			}
+		}
 	}
 	if c.phys == nil {
 		// Without a primary session: valid only while its replica sessions may serve
 		// (AllowSourceDown); its next statement that needs the primary walks (ready).
 		return c.cfg.AllowSourceDown && c.cl.AnyReplica()
-	}
-	if v, ok := c.phys.(driver.Validator); ok {
-		return v.IsValid()
 	}
 	return true
 }

@@ -75,7 +75,10 @@
 // primary, and on a secondary true with failOverReadOnly or else the explicit flag, as
 // Connector/J. It is applied with SET SESSION TRANSACTION READ ONLY / READ WRITE, on
 // every switch before the error returns. ResetSession restores the DSN's flag for the
-// next user of a pooled connection.
+// next user of a pooled connection. With replicaReads, SetReadOnly and ResetSession
+// send nothing to the primary session (SetReadOnly(true) is a read intent, and a read
+// must not wait on the writer): the state is applied before its next statement (ready,
+// applyReadOnly).
 //
 // # Pool hooks
 //
@@ -84,19 +87,28 @@
 // or whose host the pool has left, is dropped there, and the next call joins the pool's
 // host before it sends anything; a session inside a transaction stays where it is.
 // ResetSession never answers driver.ErrBadConn, which database/sql would pass as is to a
-// caller queued at MaxOpenConns. IsValid is false once the physical connection is gone,
-// and while a transaction opened by statements is lost.
+// caller queued at MaxOpenConns. IsValid is false once the physical connection is gone
+// (with AllowSourceDown: unless a replica qualifies; a closed one is dropped first), and
+// while a transaction opened by statements is lost.
 //
 // # Replica sessions
 //
-// With replicaReads (replica.go) a connection also holds, opened lazily, one read-only
-// session per replica it has used. route sends a read-intent statement there (the
-// context's WithReadIntent, a ReadOnly BeginTx, SetReadOnly(true)) when it is a plain
-// statement outside any transaction of the primary session, with autocommit on; the
-// cluster chooses the replica. Replica sessions have epochs with the replicaEpoch bit,
-// so fail knows a replica's error from the primary's: failReplica runs the statement
-// once more on another replica when its session broke before the result (nothing was
-// written: the session is read-only), loses a read-only transaction, and never blames
-// the host. Causal reads wait on the replica for the position of the connection's (or
-// the pool's) last write, else the primary serves the read.
+// With replicaReads (replica.go) a connection also uses read-only replica sessions, the
+// pool's shared ones (cluster.TakeReplica), holding one only while something needs it.
+// route sends a read-intent statement there (the context's WithReadIntent, a ReadOnly
+// BeginTx, SetReadOnly(true)) when it is a plain statement outside any transaction of
+// the primary session, with autocommit on, using no user variable; the
+// cluster chooses the replica. With AllowSourceDown, while a replica qualifies, Open
+// opens no primary session: the first statement that needs one does (ready). Replica
+// sessions have epochs with the replicaEpoch bit, so fail knows a replica's error from
+// the primary's: failReplica runs the statement once more when its session broke before
+// the result (nothing was written: the session is read-only), on the same replica when
+// an idle session broke at once (its server restarted under it), else on another; it
+// loses a read-only transaction, and never blames the host. A read-only transaction on
+// a replica is judged by its own session only (primaryTx: the primary session's
+// liveness, moves and failures never touch it; Ping pings its session), and its session
+// goes back to the shared ones only after its COMMIT or ROLLBACK succeeded there and no
+// statement of it changed the session (Tx.releaseReplica). Causal reads wait on the
+// replica for the position of the connection's (or the pool's) last write, else the
+// primary serves the read.
 package conn

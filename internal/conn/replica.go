@@ -45,6 +45,14 @@ type rsession struct {
 	// holds counts what keeps the session with its Conn once a call is over: its open
 	// rows, the preparations of statements on it, a read-only transaction on it.
 	holds int
+	// idled: it sat idle before the statement in progress (taken from the pool, or held
+	// by the connection), so a break at once may be its server's restart under it, not
+	// the host's death (failReplica).
+	idled bool
+	// dirty: a statement of a read-only transaction on it was not a plain one (SET, USE,
+	// a COMMIT or BEGIN as a statement, ...): what it left on the session is this
+	// connection's, so the session is closed when the transaction ends, never shared.
+	dirty bool
 }
 
 // Replica implements cluster.PooledReplica.
@@ -87,8 +95,8 @@ func newSplit(cfg Config) *split {
 	return sp
 }
 
-// route says where a statement of kind k runs: a replica session, or nil for the primary
-// session (err is then the error of a read no replica could serve, with
+// route says where statement query of kind k runs: a replica session, or nil for the
+// primary session (err is then the error of a read no replica could serve, with
 // readFromSourceWhenNoReplicas=false, or of a lost read-only transaction). first marks
 // the first attempt of a statement: the replicas that failed the last one may serve it.
 // Inside a Tx, the Tx's session; outside one, a replica only for a read intent (the
@@ -104,13 +112,18 @@ func (c *Conn) route(ctx context.Context, k stmt.Kind, first bool) (*rsession, e
 	}
 	sp.intent = false
 	if c.tx != nil {
-		if c.tx.rs != nil && c.tx.lost != nil {
-			return nil, c.tx.lost
+		if rs := c.tx.rs; rs != nil {
+			if c.tx.lost != nil {
+				return nil, c.tx.lost
+			}
+			if k != kPlain {
+				rs.dirty = true // a statement that changes the session: it is not shared again
+			}
 		}
 		return c.tx.rs, nil
 	}
-	if c.gone != nil {
-		return nil, nil // the primary session ended since the last call: ready says what it held
+	if g := c.gone; g != nil && (g.NamedLocks > 0 || len(g.TempTables) > 0 || g.UserVariables) {
+		return nil, nil // the primary session ended holding state: ready says what it held
 	}
 	if k != kPlain || c.lost != nil || c.st.ac != acOn || c.st.held() || len(c.sess.has.temps) > 0 {
 		return nil, nil
@@ -131,12 +144,12 @@ const (
 )
 
 // onReplica is the one route-or-primary decision of ExecContext, QueryContext and
-// PrepareContext (with replica sessions): route decides where attempt of a statement of
-// kind k goes. On a replica session run sends it and reports whether its answer is final
+// PrepareContext (with replica sessions): route decides where attempt of statement query
+// of kind k goes. On a replica session run sends it and reports whether its answer is final
 // (a result, or driver.ErrSkip: database/sql prepares next); another error goes to fail,
 // judged as a call of kind failKind that may always run again (a replica session is
 // read-only: nothing was written).
-func onReplica[T any](c *Conn, ctx context.Context, k, failKind stmt.Kind, attempt int,
+func onReplica[T any](c *Conn, ctx context.Context, query string, k, failKind stmt.Kind, attempt int,
 	run func(rs *rsession) (res T, final bool, err error)) (T, int, error) {
 	var none T
 	rs, err := c.route(ctx, k, attempt == 0)
@@ -285,9 +298,10 @@ func (c *Conn) rsessionOn(ctx context.Context, host int) (*rsession, error) {
 	now := c.cl.Now().UnixNano()
 	for _, rs := range sp.sess {
 		if rs.host == host {
-			if c.replicaDead(ctx, rs, now, false) {
+			if c.replicaDead(ctx, rs, now, c.cl.ReplicaSuspect(host, rs.lastUsed)) {
 				break // dead while it sat idle: another one on the same host
 			}
+			rs.idled = true
 			return c.inDB(ctx, rs)
 		}
 	}
@@ -308,6 +322,7 @@ func (c *Conn) rsessionOn(ctx context.Context, host int) (*rsession, error) {
 			continue
 		}
 		if !c.replicaDead(ctx, rs, now, check) {
+			rs.idled = true
 			return c.inDB(ctx, rs)
 		}
 	}
@@ -520,10 +535,44 @@ func (c *Conn) failReplica(ctx context.Context, epoch uint64, err error, r stmt.
 		return false, heldBy(fe, "", failover.ErrTxLost)
 	}
 	if r != stmt.NoRetry {
+		if !refused && c.brokeIdle(rs) {
+			// It was dead before the read reached it (a replica restarted under its idle
+			// sessions): the host stays a candidate, so that the statement runs there
+			// again on a live session (the others idle beside it are checked first), and
+			// a routing key keeps to its replica.
+			sp.tried &^= bit(rs.host)
+		}
 		c.cl.NoteReplicaRetry()
 		return true, nil
 	}
 	return false, fe
+}
+
+// brokeIdle reports whether replica session rs, just broken by a communication error,
+// was an idle one that broke at once: within cluster.DefaultIdleCheck of its take, as a
+// session its server closed while it sat idle (a restart, a KILL) breaks on its first
+// use, where a hung host would have kept the read until readTimeout.
+func (c *Conn) brokeIdle(rs *rsession) bool {
+	return rs.idled && c.cl.Now().UnixNano()-rs.lastUsed < int64(cluster.DefaultIdleCheck)
+}
+
+// pingReplicaTx is Ping during the read-only transaction t on a replica: it pings t's
+// session, the one the connection's statements go to; the primary session (idle, and
+// perhaps on a writer that is gone) plays no part in the transaction. A lost
+// transaction returns its error; a failure loses it (failReplica).
+func (c *Conn) pingReplicaTx(ctx context.Context, t *Tx) error {
+	if t.lost != nil {
+		return t.lost
+	}
+	p, ok := t.rs.phys.(driver.Pinger)
+	if !ok {
+		return nil
+	}
+	if err := p.Ping(ctx); err != nil {
+		_, out := c.fail(ctx, t.rs.epoch, err, stmt.NoRetry, kPlain)
+		return out
+	}
+	return nil
 }
 
 // noteBehind records that replica session rs's node did not catch up in time for a
@@ -665,7 +714,12 @@ func (c *Conn) causalWait(ctx context.Context, rs *rsession) (bool, error) {
 	if sp.causal == cluster.CausalGlobal {
 		p, current, mark := c.cl.GlobalPosition()
 		if !current {
-			if c.phys == nil || c.host != c.cl.Active() {
+			if c.phys == nil && c.join(ctx, false) != nil {
+				// Opened without a primary session (AllowSourceDown), and no writer answers:
+				// the position is not known.
+				return false, errNoPosition
+			}
+			if c.host != c.cl.Active() {
 				return false, errNoPosition // only the pool's writer knows its writes
 			}
 			var err error

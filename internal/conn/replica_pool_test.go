@@ -223,15 +223,17 @@ func keyOf(e *env, host int) string {
 
 // When a session of a replica breaks, the pool's sessions of it that sat idle meanwhile
 // get the liveness check before their next use (they may have broken with it: a restart,
-// a kill): a dead one is replaced before the read is sent to it, with no retry.
+// a kill): a dead one is replaced before the read is sent to it, with no retry. The read
+// whose idle session broke at once runs again on the same replica, on a session found
+// alive (here a new one): a routing key keeps to its replica.
 func TestReplicaSessionBrokeIdleOnesChecked(t *testing.T) {
 	e, r, keyed := poolEnv(t)
 	other := 3 - r
 	e.script(r,
 		replicaSession(queryRows("SELECT a", 1), func(m sqlmock.Sqlmock) { m.ExpectQuery("SELECT c").WillReturnError(mysql.ErrInvalidConn) }),
 		replicaSession(queryRows("SELECT b", 2)),
-		replicaSession(queryRows("SELECT d", 4)))
-	e.script(other, replicaSession(queryRows("SELECT c", 3)))
+		replicaSession(queryRows("SELECT c", 3), queryRows("SELECT d", 4)))
+	e.script(other, replicaSession(trap("SELECT c")))
 	a, b := e.open(splitCfg), e.open(splitCfg)
 	rows, err := a.QueryContext(keyed, "SELECT a", nil) // a holds session 0
 	if err != nil {
@@ -245,13 +247,16 @@ func TestReplicaSessionBrokeIdleOnesChecked(t *testing.T) {
 	}
 	e.phys(r, 1).Broken.Store(true) // idle session 1 dies unseen (within the idle check's second)
 	// b takes session 0, the last given back, which breaks: its read runs again on the
-	// other replica.
+	// same replica, where the idle session 1 is checked, found dead and replaced.
 	if got := readOne(t, b, keyed, "SELECT c"); got != 3 {
-		t.Fatalf("b's read after its session broke ran on H%d, want the other replica H%d", got, other+1)
+		t.Fatalf("b's read after its session broke read %d, want 3 from a new session on the key's replica H%d", got, r+1)
+	}
+	if e.dialed(other) != 0 {
+		t.Errorf("the other replica H%d was dialled: the key's read moved", other+1)
 	}
 	retries := e.cl.Stats().ReplicaRetries
 	if got := readOne(t, a, keyed, "SELECT d"); got != 4 {
-		t.Fatalf("a read %d, want 4 from a new session", got)
+		t.Fatalf("a read %d, want 4 from session 2", got)
 	}
 	if n := e.phys(r, 1).Resets(); n != 1 {
 		t.Errorf("the idle session was checked %d times before its use, want 1", n)
@@ -259,7 +264,11 @@ func TestReplicaSessionBrokeIdleOnesChecked(t *testing.T) {
 	if n := e.cl.Stats().ReplicaRetries - retries; n != 0 {
 		t.Errorf("a's read was retried %d times: the dead idle session was used, not checked first", n)
 	}
-	e.allMet()
+	for _, c := range e.net.Conns(r) {
+		if err := c.Mock.ExpectationsWereMet(); err != nil {
+			t.Errorf("H%d connection %d: %v", r+1, c.Seq, err)
+		}
+	}
 }
 
 // A session go-sql-driver closed after its statement's result was read (the context

@@ -256,9 +256,12 @@ func TestReplicaSessionCarriesTheDatabase(t *testing.T) {
 	e.allMet()
 }
 
+// TestSetReadOnlyRoutesToReplicas: SetReadOnly(true) is a read intent: the reads after
+// it go to a replica, and it sends nothing to the primary session, which no statement
+// used (it would get the state before its next statement).
 func TestSetReadOnlyRoutesToReplicas(t *testing.T) {
 	e := newEnv(t, 3, replicaReads)
-	e.script(0, ok(setReadOnly))
+	e.script(0, trap(setReadOnly))
 	e.script(2, replicaSession(queryRows("SELECT r", 3)))
 	db := e.db(splitCfg, 1)
 	sc := sqlConn(t, db)
@@ -272,7 +275,10 @@ func TestSetReadOnlyRoutesToReplicas(t *testing.T) {
 	if err := sc.QueryRowContext(context.Background(), "SELECT r").Scan(&id); err != nil || id != 3 {
 		t.Fatalf("read after SetReadOnly(true): id %d, %v; want H3", id, err)
 	}
-	e.allMet()
+	e.untouched(0, 0, setReadOnly)
+	if err := e.phys(2, 0).Mock.ExpectationsWereMet(); err != nil {
+		t.Error(err)
+	}
 }
 
 func TestPreparedReadRunsOnItsReplica(t *testing.T) {
@@ -404,7 +410,7 @@ func TestPreparedAcrossSessions(t *testing.T) {
 func TestBeginTxWithReadIntent(t *testing.T) {
 	const ins = "INSERT INTO t VALUES (1)"
 	e := newEnv(t, 3, replicaReads)
-	e.script(0, all(begin(), ok(ins), commit(nil), ok(setReadOnly)))
+	e.script(0, all(begin(), ok(ins), commit(nil)))
 	e.script(2, replicaSession(begin(), queryRows("SELECT b", 3), commit(nil)))
 	c := e.open(splitCfg)
 	tx, err := c.BeginTx(read, driver.TxOptions{})
@@ -648,11 +654,11 @@ func TestReplicaSessionOfRemovedHost(t *testing.T) {
 
 // TestReadsWithoutWriter: with replicaReads and targetSessionAttrs read-write, while no
 // writer answers (the primary refuses connections, the others are standbys), a new
-// connection opens without a primary session (allowSourceDownConnections, the default),
-// its read-intent statements run on the replicas and it stays valid; a write fails with
-// the walk's *failover.NoHostAvailableError, as without replicas; once the writer is
-// known down, the next connection opens without walking at all. With
-// allowSourceDownConnections=false, Open fails as before.
+// connection opens (allowSourceDownConnections, the default) without dialling anything:
+// a read must not wait for a walk to a writer that may have died a moment ago or hang.
+// Its read-intent statements run on the replicas and it stays valid; a write fails with
+// the walk's *failover.NoHostAvailableError, as without replicas. With
+// allowSourceDownConnections=false, Open walks and fails as before.
 func TestReadsWithoutWriter(t *testing.T) {
 	rw := func(c *dsn.Config) {
 		c.ReplicaReads, c.TargetSessionAttrs, c.RetriesAllDown = true, attrs.ReadWrite, 1
@@ -663,15 +669,24 @@ func TestReadsWithoutWriter(t *testing.T) {
 	e.net.SetReadOnly(1, true)
 	e.net.SetReadOnly(2, true)
 	e.refuse(0)
-	e.script(1, nil, replicaSession(queryRows("SELECT r", 2)), replicaSession(queryRows("SELECT r", 2)))
-	e.script(2, nil, replicaSession(queryRows("SELECT r", 3)), replicaSession(queryRows("SELECT r", 3)))
+	// Replica sessions, and the sessions of the write's walk (closed after the role check).
+	for _, h := range []int{1, 2} {
+		rs := replicaSession(queryRows("SELECT r", int64(h+1)))
+		e.script(h, rs, rs, rs)
+	}
 	c, err := Open(context.Background(), e.cl, cfg)
 	if err != nil {
 		t.Fatalf("Open with no writer and two replicas: %v, want a connection for reads", err)
 	}
 	defer c.Close()
+	if n := e.dialed(0) + e.dialed(1) + e.dialed(2); n != 0 {
+		t.Errorf("Open dialled %d times, want none: the primary session opens with the first statement that needs it", n)
+	}
 	if got := readOne(t, c, read, "SELECT r"); got != 2 && got != 3 {
 		t.Fatalf("read on H%d, want a replica", got)
+	}
+	if e.dialed(0) != 0 {
+		t.Errorf("a read dialled the primary %d times", e.dialed(0))
 	}
 	if !c.IsValid() {
 		t.Error("a connection without a primary session but with replicas is not valid")
@@ -680,6 +695,9 @@ func TestReadsWithoutWriter(t *testing.T) {
 	if err := exec(c, "INSERT w"); !errors.As(err, &nh) {
 		t.Errorf("a write with no writer: %v, want a *failover.NoHostAvailableError", err)
 	}
+	if !c.IsValid() {
+		t.Error("after the failed write the connection is not valid: database/sql would close it")
+	}
 	dials := e.dialed(0)
 	c2, err := Open(context.Background(), e.cl, cfg)
 	if err != nil {
@@ -687,7 +705,7 @@ func TestReadsWithoutWriter(t *testing.T) {
 	}
 	defer c2.Close()
 	if e.dialed(0) != dials {
-		t.Errorf("a second connection dialled the primary known down (%d dials, was %d)", e.dialed(0), dials)
+		t.Errorf("a second connection dialled the primary (%d dials, was %d)", e.dialed(0), dials)
 	}
 	if got := readOne(t, c2, read, "SELECT r"); got != 2 && got != 3 {
 		t.Fatalf("read on H%d, want a replica", got)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql/driver"
 	"strings"
+
+	"github.com/mysqlfailover/mysqlfailover/internal/stmt"
 )
 
 // readOnlyOn is the effective read-only state on host, as Connector/J
@@ -86,8 +88,17 @@ func (c *Conn) exec(ctx context.Context, phys driver.Conn, query string) error {
 // the connection stays read-only and the flag applies once it is back on the primary, as
 // Connector/J (Bug#58706, testFailoverReadOnly). A communication failure moves the
 // connection like any statement; the new session gets the new state.
+//
+// With replica reads SetReadOnly(true) is a read intent: the connection's reads go to
+// the replicas, and the call neither waits for the primary session nor fails with it (a
+// writer that died or hangs). The primary session gets the state before its next
+// statement (applyReadOnly), whose error, if any, that statement returns.
 func (c *Conn) SetReadOnly(ctx context.Context, readOnly bool) error {
 	c.explicitRO = readOnly
+	if c.sp != nil {
+		c.roPending = c.phys != nil
+		return nil
+	}
 	for attempt := 0; ; attempt++ {
 		if err := c.ready(ctx, false, kSession); err != nil {
 			return err
@@ -106,6 +117,25 @@ func (c *Conn) SetReadOnly(ctx context.Context, readOnly bool) error {
 			return out
 		}
 	}
+}
+
+// applyReadOnly applies to the primary session, before a statement is sent there, the
+// read-only state that SetReadOnly or ResetSession left pending (replica reads). A
+// failure is the statement's: a communication error moves the connection (the new
+// session gets the state from setup), and the statement runs there unless it was inside
+// a transaction; another error is returned.
+func (c *Conn) applyReadOnly(ctx context.Context) error {
+	if want := c.readOnlyOn(c.host); want != c.appliedRO {
+		if err := c.exec(ctx, c.phys, readOnlySQL(want)); err != nil {
+			if retry, out := c.fail(ctx, c.epoch, err, stmt.RetryAlways, kSession); !retry {
+				return out
+			}
+			return nil // on a new session, which setup set up
+		}
+		c.appliedRO = want
+	}
+	c.roPending = false
+	return nil
 }
 
 // ReadOnly reports the connection's effective read-only state on its current host.

@@ -25,6 +25,7 @@ type Tx struct {
 	lost  error     // set when the transaction is lost
 	rs    *rsession // the replica session of a read-only transaction (replicaReads); nil: the primary's
 	held  bool      // the primary session held named locks, temporary tables or user variables when it began (see lostState)
+	ended bool      // on rs: COMMIT or ROLLBACK succeeded there, so the session holds no transaction
 }
 
 // Begin implements driver.Conn.
@@ -48,9 +49,12 @@ func (c *Conn) beginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 	if c.tx != nil {
 		return nil, errors.New("mysqlfailover: a transaction is already open on this connection")
 	}
-	if c.sp != nil && c.readIntentTx(opts) {
-		if tx, err := c.beginReplica(ctx, opts); tx != nil || err != nil {
-			return tx, err
+	if c.sp != nil {
+		c.sp.intent = c.readIntentTx(opts) // a read-only one on the primary walks as a read (join)
+		if c.sp.intent {
+			if tx, err := c.beginReplica(ctx, opts); tx != nil || err != nil {
+				return tx, err
+			}
 		}
 	}
 	for attempt := 0; ; attempt++ {
@@ -98,7 +102,7 @@ func (c *Conn) beginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 func (t *Tx) Commit() error {
 	c := t.c
 	if t.rs != nil {
-		defer c.hold(t.rs.epoch, -1, true) // the transaction's replica session goes back
+		defer t.releaseReplica()
 	}
 	c.tx = nil
 	c.st.end(false) // whatever statements did inside the Tx, it ends here
@@ -113,6 +117,7 @@ func (t *Tx) Commit() error {
 	c.mark()
 	err := t.inner.Commit()
 	if err == nil {
+		t.ended = true
 		if t.rs == nil && c.sp != nil {
 			c.sp.intent = false // a transaction on the primary counts as a write, whatever its intent
 			c.wroteOnPrimary()
@@ -185,11 +190,12 @@ func (c *Conn) settled(ctx context.Context, old ended, fe *failover.FailoverErro
 
 // Rollback rolls back on the transaction's host. A lost transaction was already rolled
 // back by the server when its session died: nil, and nothing is sent anywhere. One the
-// server rolled back while the session lived: nil, after ROLLBACK (see rollbackEnded).
+// server rolled back while the session lived: nil, after ROLLBACK (see rollbackEnded);
+// so is a read-only one on a replica whose session lives on.
 func (t *Tx) Rollback() error {
 	c := t.c
 	if t.rs != nil {
-		defer c.hold(t.rs.epoch, -1, true)
+		defer t.releaseReplica()
 	}
 	c.tx = nil
 	c.st.end(false)
@@ -204,14 +210,35 @@ func (t *Tx) Rollback() error {
 	c.mark()
 	err := t.inner.Rollback()
 	if err == nil {
+		t.ended = true
 		return nil
 	}
 	_, out := c.fail(t.ctx, t.epoch, err, stmt.NoRetry, kTxEnd)
 	return out
 }
 
+// releaseReplica ends what the read-only transaction t holds of its replica session,
+// once Commit or Rollback is over. The session goes back to the pool's shared ones only
+// when its COMMIT or ROLLBACK succeeded (t.ended) and no statement of the transaction
+// changed the session (rsession.dirty); otherwise it is closed. A shared session never
+// holds a transaction, or any other state of one connection, when another takes it: an
+// autocommit read there would run inside that transaction's snapshot.
+func (t *Tx) releaseReplica() {
+	c := t.c
+	rs := c.sp.byEpoch(t.rs.epoch)
+	if rs == nil {
+		return // closed already: it broke
+	}
+	if !t.ended || rs.dirty {
+		c.dropReplica(rs)
+		return
+	}
+	c.hold(rs.epoch, -1, true)
+}
+
 // rollbackEnded sends ROLLBACK for a transaction the server rolled back while its session
-// lived (t.lost is an *endedError), when that session is still the connection's. The
+// lived (t.lost is an *endedError), when that session is still the connection's; and for
+// a lost read-only transaction on a replica session that is still the connection's. The
 // server holds no transaction then, but should it hold one the driver took for ended
 // (1205 under innodb_rollback_on_timeout is also the answer to a metadata lock wait,
 // which rolls back nothing), nothing of it commits and the next transaction starts clean.
@@ -219,6 +246,15 @@ func (t *Tx) Rollback() error {
 // moves the connection as usual.
 func (t *Tx) rollbackEnded() {
 	c := t.c
+	if t.rs != nil {
+		// A read-only transaction lost while its replica session lives on (lost by
+		// something other than that session's failure): ROLLBACK there for real, so that
+		// the session can be shared again (releaseReplica closes it otherwise).
+		if c.sp.byEpoch(t.rs.epoch) != nil && t.inner.Rollback() == nil {
+			t.ended = true
+		}
+		return
+	}
 	if _, ok := t.lost.(*endedError); !ok || t.epoch != c.epoch || c.phys == nil {
 		return
 	}
