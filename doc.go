@@ -72,7 +72,9 @@
 //     frozen, unreachable, shutting down) returns a *failover.FailoverError with
 //     Failed != Current. By then the connection, and with it the whole pool, is
 //     on the next host with its session restored; the statement was not run
-//     again. MaybeExecuted says whether it may have run on Failed, and
+//     again. MaybeExecuted says whether it may have run on Failed, Read
+//     whether it was a read that may simply run again (a plain SELECT outside a
+//     transaction, without a locking clause: SafeToRetry says RetryStatement), and
 //     errors.Is and errors.As reach the cause.
 //   - A statement whose session ends while its host answers (a KILL, a packet
 //     over max_allowed_packet, net_write_timeout, a query longer than
@@ -138,7 +140,7 @@
 // second time. SafeToRetry tells what may be run again:
 //
 //	switch mysqlfailover.SafeToRetry(err) {
-//	case mysqlfailover.RetryStatement: // nothing of it ran: run the statement again
+//	case mysqlfailover.RetryStatement: // nothing of it ran, or it was a read: run the statement again
 //	case mysqlfailover.RetryTransaction: // nothing of it is left: roll back, run the whole transaction again
 //	case mysqlfailover.RetryNothing: // it may have run, or committed: read the data first
 //	}

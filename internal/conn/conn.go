@@ -159,6 +159,7 @@ type Conn struct {
 	dsnCT uint8        // its completion_type (Config.CompletionType)
 	lost  error        // set while a transaction opened by statements is lost (see whileLost)
 	batch string       // the query of the kBatch statement in flight, for fail
+	failing string     // the query whose run or rows failed, while fail handles it (FailoverError.Read)
 	sess  sessionFacts // what the physical session's server told, or the session did
 
 	sp  *split // the replica sessions (replicaReads); nil without
@@ -443,6 +444,7 @@ func (c *Conn) uncount() {
 // what a data error leaves of the transaction state (txState.failed) and, inside a
 // transaction opened by statements, what a failure means for it (see move).
 func (c *Conn) fail(ctx context.Context, epoch uint64, err error, r stmt.Retry, k stmt.Kind) (bool, error) {
+	defer c.forgetFailing()
 	if epoch&replicaEpoch != 0 && c.sp != nil {
 		return c.failReplica(ctx, epoch, err, r, k)
 	}
@@ -593,8 +595,20 @@ func (c *Conn) move(ctx context.Context, err error, notSent bool, r stmt.Retry, 
 	if werr == nil && (r == stmt.RetryAlways || r == stmt.RetryIfNotSent && notSent) {
 		return true, nil
 	}
+	fe.Read = c.failedRead(k) // outside any transaction: heldErr found none
 	return false, fe
 }
+
+// failedRead reports whether the call that failed, of kind k, was a read that may run
+// again (failover.FailoverError.Read): a statement's run or rows (Conn.failing, set
+// just before fail) that rereadable accepts. The caller knows that no transaction is
+// open.
+func (c *Conn) failedRead(k stmt.Kind) bool {
+	return k&kClass == kPlain && c.failing != "" && rereadable(c.failing)
+}
+
+// forgetFailing clears Conn.failing when fail is done with it.
+func (c *Conn) forgetFailing() { c.failing = "" }
 
 // reconnect is move's switch: it closes the physical connection, whose host failed
 // with err, and has the cluster recover (a new session on the same host, or on the next
@@ -743,8 +757,9 @@ func (o *h) Failing(query string, args []driver.NamedValue, isQuery bool) {
 }
 
 // Fail implements stmt.Owner.
-func (o *h) Fail(ctx context.Context, epoch uint64, err error, r stmt.Retry, k stmt.Kind) (bool, error) {
+func (o *h) Fail(ctx context.Context, epoch uint64, err error, r stmt.Retry, k stmt.Kind, query string) (bool, error) {
 	c := (*Conn)(o)
+	c.failing = query
 	retry, out := c.fail(ctx, epoch, err, r, k)
 	if c.sp != nil {
 		c.giveBack()
@@ -854,6 +869,7 @@ func (c *Conn) execContext(ctx context.Context, query string, args []driver.Name
 		if c.log != nil {
 			c.log.try(query, args, false, false, c.epoch)
 		}
+		c.failing = query
 		retry, out := c.fail(ctx, c.epoch, err, retryFor(attempt, stmt.RetryIfNotSent), k)
 		if !retry {
 			return nil, out
@@ -911,7 +927,7 @@ func (c *Conn) queryContext(ctx context.Context, query string, args []driver.Nam
 			if c.log != nil {
 				c.noteStmt(before, c.db, k, query, args, nil, false, true)
 			}
-			return stmt.NewRows((*h)(c), ctx, rows, c.epoch), nil
+			return stmt.NewRows((*h)(c), ctx, rows, c.epoch, query), nil
 		}
 		if err == driver.ErrSkip {
 			c.uncount()
@@ -920,6 +936,7 @@ func (c *Conn) queryContext(ctx context.Context, query string, args []driver.Nam
 		if c.log != nil {
 			c.log.try(query, args, false, true, c.epoch)
 		}
+		c.failing = query
 		retry, out := c.fail(ctx, c.epoch, err, retryFor(attempt, stmt.RetryIfNotSent), k)
 		if !retry {
 			return nil, out

@@ -55,9 +55,11 @@ type Owner interface {
 	// reads of it (transaction replay).
 	Ran(k Kind, query string, args []driver.NamedValue, res driver.Result) driver.Result
 	// Fail handles err, returned by the physical connection of the given epoch to a
-	// call for a statement of Kind k. It returns retry=true when the call must be
-	// repeated once (after a successful switch, per r), else the error for the caller.
-	Fail(ctx context.Context, epoch uint64, err error, r Retry, k Kind) (retry bool, out error)
+	// call for a statement of Kind k. query is the statement when err is the failure of
+	// its run or of reading its rows, "" for its PREPARE's: the owner tells a read that
+	// may run again by it. It returns retry=true when the call must be repeated once
+	// (after a successful switch, per r), else the error for the caller.
+	Fail(ctx context.Context, epoch uint64, err error, r Retry, k Kind, query string) (retry bool, out error)
 	// Failing is called when the statement itself (not its PREPARE) failed, with the
 	// query and the caller's args, just before Fail: the owner may record it.
 	Failing(query string, args []driver.NamedValue, isQuery bool)
@@ -224,16 +226,16 @@ func (s *Stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (drive
 			return driver.RowsAffected(0), nil // answered by the owner
 		}
 		inner, err := s.physical(ctx, phys, epoch)
-		mode, k := RetryAlways, Kind(0) // only PREPARE was sent: it has no effect, and the statement did not run
+		mode, k, ran := RetryAlways, Kind(0), "" // only PREPARE was sent: it has no effect, and the statement did not run
 		if err == nil {
-			mode, k = RetryIfNotSent, s.kind
+			mode, k, ran = RetryIfNotSent, s.kind, s.query
 			var res driver.Result
 			if res, err = execStmt(ctx, inner, args); err == nil {
 				return s.own.Ran(s.kind, s.query, args, res), nil
 			}
 			s.own.Failing(s.query, args, false)
 		}
-		retry, out := s.own.Fail(ctx, epoch, err, retryFor(attempt, mode), k)
+		retry, out := s.own.Fail(ctx, epoch, err, retryFor(attempt, mode), k, ran)
 		if !retry {
 			return nil, out
 		}
@@ -251,17 +253,17 @@ func (s *Stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driv
 			return noRows{}, nil // answered by the owner
 		}
 		inner, err := s.physical(ctx, phys, epoch)
-		mode, k := RetryAlways, Kind(0) // only PREPARE was sent: it has no effect, and the statement did not run
+		mode, k, ran := RetryAlways, Kind(0), "" // only PREPARE was sent: it has no effect, and the statement did not run
 		if err == nil {
-			mode, k = RetryIfNotSent, s.kind
+			mode, k, ran = RetryIfNotSent, s.kind, s.query
 			var rows driver.Rows
 			if rows, err = queryStmt(ctx, inner, args); err == nil {
 				s.own.Ran(s.kind, s.query, args, nil)
-				return NewRows(s.own, ctx, rows, epoch), nil
+				return NewRows(s.own, ctx, rows, epoch, s.query), nil
 			}
 			s.own.Failing(s.query, args, true)
 		}
-		retry, out := s.own.Fail(ctx, epoch, err, retryFor(attempt, mode), k)
+		retry, out := s.own.Fail(ctx, epoch, err, retryFor(attempt, mode), k, ran)
 		if !retry {
 			return nil, out
 		}
