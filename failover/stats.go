@@ -58,7 +58,9 @@ func (s HostState) String() string {
 // Stats is a snapshot of a pool, for operators, as (*mysqlfailover.Connector).Stats
 // returns it.
 type Stats struct {
-	// Active is the host:port the pool uses now.
+	// Active is the host:port the pool uses now; "" while it uses none: its host is
+	// down (HostDown or HostBackoff) and no walk has found another yet, as when the
+	// primary died and no host qualifies for targetSessionAttrs=read-write.
 	Active string
 	// Primary is the host:port the pool returns to (the list's primary, the local DC's
 	// first host, or SwitchTo's choice).

@@ -201,7 +201,11 @@ func (c *Cluster) Stats() failover.Stats {
 		c.replicaSet() // the skip reasons of the position now
 	}
 	for _, id := range t.list {
-		s.Hosts = append(s.Hosts, c.hostStats(id, t.hosts[id], now))
+		hs := c.hostStats(id, t.hosts[id], now)
+		if id == p.active && (hs.State == failover.HostDown || hs.State == failover.HostBackoff) {
+			s.Active = "" // the pool's host is down and no walk found another: it uses none
+		}
+		s.Hosts = append(s.Hosts, hs)
 	}
 	return s
 }

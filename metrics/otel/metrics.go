@@ -33,7 +33,9 @@
 //	                                                                       (mysqlfailover.host.role: unknown, primary,
 //	                                                                       read_only_primary, standby; unknown while
 //	                                                                       the host is down), 0 else
-//	mysqlfailover.host.active            Int64ObservableGauge         1    1 for the host the pool uses now
+//	mysqlfailover.host.active            Int64ObservableGauge         1    1 for the host the pool uses now (0 for
+//	                                                                       every host while it uses none: its host
+//	                                                                       is down, Stats.Active "")
 //	mysqlfailover.host.primary           Int64ObservableGauge         1    1 for the host the pool returns to
 //	mysqlfailover.host.connection.count  Int64ObservableUpDownCounter {connection}  physical connections open,
 //	                                                                       probe connections included
@@ -65,8 +67,11 @@
 // pool:
 //
 //	mysqlfailover.host.replica.qualified Int64ObservableGauge         1    1 while the host serves read-intent
-//	                                                                       statements as a replica, 0 while it
-//	                                                                       does not (HostStats.ReplicaSkip says why)
+//	                                                                       statements as a replica: it qualifies
+//	                                                                       and is up; 0 while it does not
+//	                                                                       (HostStats.ReplicaSkip says why), and
+//	                                                                       for a replica not used yet (state
+//	                                                                       unknown, checkInterval 0)
 //	mysqlfailover.host.replica.lag       Float64ObservableGauge       s    replication lag as the host's last
 //	                                                                       probe read it (no point while unknown)
 //	mysqlfailover.host.replica.reads     Int64ObservableCounter       {read}       read-intent statements it
@@ -181,7 +186,7 @@ func New(mp metric.MeterProvider) (*Metrics, error) {
 		metric.WithDescription("The role the last role check found on the host: 1 for it, 0 for the others."))
 	add(err)
 	active, err := meter.Int64ObservableGauge("mysqlfailover.host.active", metric.WithUnit("1"),
-		metric.WithDescription("1 for the host the pool uses now, 0 for the others."))
+		metric.WithDescription("1 for the host the pool uses now, 0 for the others (for all while it uses none: its host is down)."))
 	add(err)
 	primary, err := meter.Int64ObservableGauge("mysqlfailover.host.primary", metric.WithUnit("1"),
 		metric.WithDescription("1 for the host the pool returns to (the primary), 0 for the others."))
@@ -199,7 +204,7 @@ func New(mp metric.MeterProvider) (*Metrics, error) {
 		metric.WithDescription("Abort rounds: hosts whose in-flight statements were aborted after probes declared them down."))
 	add(err)
 	replica, err := meter.Int64ObservableGauge("mysqlfailover.host.replica.qualified", metric.WithUnit("1"),
-		metric.WithDescription("1 while the host serves read-intent statements as a replica (replicaReads), 0 while it does not."))
+		metric.WithDescription("1 while the host serves read-intent statements as a replica (replicaReads): it qualifies and is up; 0 while it does not or is not used yet."))
 	add(err)
 	lag, err := meter.Float64ObservableGauge("mysqlfailover.host.replica.lag", metric.WithUnit("s"),
 		metric.WithDescription("Replication lag of the host as its last probe read it (Seconds_Behind_Master or _Source, whole seconds); no point while unknown."))
@@ -262,7 +267,7 @@ func New(mp metric.MeterProvider) (*Metrics, error) {
 			if !replicas {
 				continue
 			}
-			o.ObserveInt64(replica, int01(h.ReplicaSkip == ""), set)
+			o.ObserveInt64(replica, int01(h.ReplicaSkip == "" && h.State == failover.HostUp), set) // qualifies and is up: not a replica still unknown
 			o.ObserveInt64(reads, h.ReplicaReads, set)
 			if h.ReplicaLag >= 0 {
 				o.ObserveFloat64(lag, h.ReplicaLag.Seconds(), set)

@@ -177,6 +177,28 @@ func TestReplicaInstruments(t *testing.T) {
 	}
 }
 
+// TestReplicaNotUsedYet: a replica that qualifies but that the pool has not opened a
+// session to yet (probes off: its state is unknown) reads 0 qualified beside state
+// unknown; once up, 1.
+func TestReplicaNotUsedYet(t *testing.T) {
+	got, _ := collectStats(t, failover.Stats{
+		Active: "a:3306", Primary: "a:3306",
+		Hosts: []failover.HostStats{
+			{Addr: "a:3306", State: failover.HostUp, OpenConns: -1, ReplicaLag: -1, ReplicaSkip: "the pool's writer"},
+			{Addr: "b:3306", State: failover.HostUnknown, OpenConns: -1, ReplicaLag: -1},
+			{Addr: "c:3306", State: failover.HostUp, OpenConns: -1, ReplicaLag: -1},
+		},
+	})
+	for k, v := range map[string]float64{
+		"mysqlfailover.host.replica.qualified|a": 0, "mysqlfailover.host.replica.qualified|b": 0,
+		"mysqlfailover.host.replica.qualified|c": 1, "mysqlfailover.host.state|b|unknown": 1,
+	} {
+		if g, ok := got[k]; !ok || g != v {
+			t.Errorf("%s = %v (reported %v), want %v", k, g, ok, v)
+		}
+	}
+}
+
 // TestNoReplicaInstruments: without replicaReads (no ReplicaSkip anywhere) no replica
 // instrument reports, not even 0, while the Stats instruments do.
 func TestNoReplicaInstruments(t *testing.T) {

@@ -33,7 +33,9 @@
 //	mysqlfailover_host_role{host,dc,role}          gauge     1 for the role the last role check found, 0 for
 //	                                               the others: unknown, primary, read_only_primary, standby
 //	                                               (unknown while the host is down or in backoff)
-//	mysqlfailover_host_active{host,dc}             gauge     1 for the host the pool uses now
+//	mysqlfailover_host_active{host,dc}             gauge     1 for the host the pool uses now (0 for every
+//	                                               host while it uses none: its host is down and no
+//	                                               walk found another, Stats.Active "")
 //	mysqlfailover_host_primary{host,dc}            gauge     1 for the host the pool returns to
 //	mysqlfailover_host_connections{host,dc}        gauge     open physical connections, probe connections
 //	                                               included (absent when unknown)
@@ -77,8 +79,11 @@
 // With replicaReads (read/write splitting), per host and for the pool:
 //
 //	mysqlfailover_host_replica{host,dc}              gauge     1 while the host serves read-intent
-//	                                                 statements as a replica, 0 while it does not
-//	                                                 (HostStats.ReplicaSkip says why)
+//	                                                 statements as a replica: it qualifies and is up;
+//	                                                 0 while it does not (HostStats.ReplicaSkip says
+//	                                                 why), and for a replica not used yet (state
+//	                                                 unknown: with checkInterval 0 the pool knows a
+//	                                                 replica from its first read there)
 //	mysqlfailover_host_replica_lag_seconds{host,dc}  gauge     replication lag as the host's last probe read
 //	                                                 it (whole seconds; absent while unknown)
 //	mysqlfailover_host_replica_reads_total{host,dc}  counter   read-intent statements the host served as a
@@ -149,7 +154,7 @@ var (
 	descRole = prometheus.NewDesc("mysqlfailover_host_role",
 		"The role the last role check found on the host (targetSessionAttrs): 1 for it, 0 for the others.", []string{"host", "dc", "role"}, nil)
 	descActive = prometheus.NewDesc("mysqlfailover_host_active",
-		"1 for the host the pool uses now, 0 for the others.", []string{"host", "dc"}, nil)
+		"1 for the host the pool uses now, 0 for the others (for all while it uses none: its host is down).", []string{"host", "dc"}, nil)
 	descPrimary = prometheus.NewDesc("mysqlfailover_host_primary",
 		"1 for the host the pool returns to (the primary), 0 for the others.", []string{"host", "dc"}, nil)
 	descConns = prometheus.NewDesc("mysqlfailover_host_connections",
@@ -167,7 +172,7 @@ var (
 
 	// The replica metrics (replicaReads only).
 	descReplica = prometheus.NewDesc("mysqlfailover_host_replica",
-		"1 while the host serves read-intent statements as a replica (replicaReads), 0 while it does not (Stats' ReplicaSkip says why).", []string{"host", "dc"}, nil)
+		"1 while the host serves read-intent statements as a replica (replicaReads): it qualifies and is up; 0 while it does not (Stats' ReplicaSkip says why) or is not used yet.", []string{"host", "dc"}, nil)
 	descReplicaLag = prometheus.NewDesc("mysqlfailover_host_replica_lag_seconds",
 		"Replication lag of the host as its last probe read it (Seconds_Behind_Master or _Source, whole seconds); absent while unknown.", []string{"host", "dc"}, nil)
 	descReplicaReads = prometheus.NewDesc("mysqlfailover_host_replica_reads_total",
@@ -342,7 +347,7 @@ func collectStats(ch chan<- prometheus.Metric, s failover.Stats) {
 		if !replicas {
 			continue
 		}
-		ch <- prometheus.MustNewConstMetric(descReplica, prometheus.GaugeValue, bool01(h.ReplicaSkip == ""), h.Addr, h.DC)
+		ch <- prometheus.MustNewConstMetric(descReplica, prometheus.GaugeValue, bool01(serving(h)), h.Addr, h.DC)
 		ch <- prometheus.MustNewConstMetric(descReplicaReads, prometheus.CounterValue, float64(h.ReplicaReads), h.Addr, h.DC)
 		ch <- prometheus.MustNewConstMetric(descReplicaIdle, prometheus.GaugeValue, float64(h.ReplicaIdle), h.Addr, h.DC)
 		ch <- prometheus.MustNewConstMetric(descReplicaWaits, prometheus.CounterValue, float64(h.ReplicaWaits), h.Addr, h.DC)
@@ -362,6 +367,14 @@ func replicaReads(s failover.Stats) bool {
 		}
 	}
 	return false
+}
+
+// serving reports whether h serves read-intent statements as a replica: it qualifies
+// (ReplicaSkip "") and is up. Without probes a replica qualifies before the pool has
+// opened a session to it (its state is unknown until then): it is not serving yet, and
+// the two gauges do not contradict each other.
+func serving(h failover.HostStats) bool {
+	return h.ReplicaSkip == "" && h.State == failover.HostUp
 }
 
 func bool01(b bool) float64 {

@@ -110,7 +110,7 @@ func TestReplicaMetrics(t *testing.T) {
 # TYPE mysqlfailover_causal_reads_total counter
 mysqlfailover_causal_reads_total{path="primary"} 1
 mysqlfailover_causal_reads_total{path="waited"} 4
-# HELP mysqlfailover_host_replica 1 while the host serves read-intent statements as a replica (replicaReads), 0 while it does not (Stats' ReplicaSkip says why).
+# HELP mysqlfailover_host_replica 1 while the host serves read-intent statements as a replica (replicaReads): it qualifies and is up; 0 while it does not (Stats' ReplicaSkip says why) or is not used yet.
 # TYPE mysqlfailover_host_replica gauge
 mysqlfailover_host_replica{dc="east",host="a:3306"} 0
 mysqlfailover_host_replica{dc="east",host="b:3306"} 1
@@ -138,6 +138,49 @@ mysqlfailover_replica_to_primary_total 3
 	}
 	if problems, err := testutil.CollectAndLint(c); err != nil || len(problems) > 0 {
 		t.Fatalf("lint: %v %v", problems, err)
+	}
+}
+
+// TestReplicaNotUsedYet: a replica that qualifies but that the pool has not opened a
+// session to yet (probes off: its state is unknown) does not serve reads yet, and says
+// so: host_replica 0 beside host_state unknown, not 1 beside unknown; once it answered
+// (up) it reads 1.
+func TestReplicaNotUsedYet(t *testing.T) {
+	c := statsOnly{failover.Stats{
+		Active: "a:3306", Primary: "a:3306",
+		Hosts: []failover.HostStats{
+			{Addr: "a:3306", State: failover.HostUp, OpenConns: -1, ReplicaLag: -1, ReplicaSkip: "the pool's writer"},
+			{Addr: "b:3306", State: failover.HostUnknown, OpenConns: -1, ReplicaLag: -1},
+			{Addr: "c:3306", State: failover.HostUp, OpenConns: -1, ReplicaLag: -1, ReplicaReads: 3},
+		},
+	}}
+	want := `
+# HELP mysqlfailover_host_replica 1 while the host serves read-intent statements as a replica (replicaReads): it qualifies and is up; 0 while it does not (Stats' ReplicaSkip says why) or is not used yet.
+# TYPE mysqlfailover_host_replica gauge
+mysqlfailover_host_replica{dc="",host="a:3306"} 0
+mysqlfailover_host_replica{dc="",host="b:3306"} 0
+mysqlfailover_host_replica{dc="",host="c:3306"} 1
+`
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want), "mysqlfailover_host_replica"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestActiveNone: while the pool uses no host (Stats.Active "": its host is down and no
+// walk found another) no host reads active.
+func TestActiveNone(t *testing.T) {
+	c := statsOnly{failover.Stats{Active: "", Primary: "a:3306", Hosts: []failover.HostStats{
+		{Addr: "a:3306", State: failover.HostDown, OpenConns: -1, ReplicaLag: -1},
+		{Addr: "b:3306", State: failover.HostWrongRole, OpenConns: -1, ReplicaLag: -1},
+	}}}
+	want := `
+# HELP mysqlfailover_host_active 1 for the host the pool uses now, 0 for the others (for all while it uses none: its host is down).
+# TYPE mysqlfailover_host_active gauge
+mysqlfailover_host_active{dc="",host="a:3306"} 0
+mysqlfailover_host_active{dc="",host="b:3306"} 0
+`
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want), "mysqlfailover_host_active"); err != nil {
+		t.Fatal(err)
 	}
 }
 
