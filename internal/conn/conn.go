@@ -159,8 +159,9 @@ type Conn struct {
 	dsnCT uint8        // its completion_type (Config.CompletionType)
 	lost  error        // set while a transaction opened by statements is lost (see whileLost)
 	batch string       // the query of the kBatch statement in flight, for fail
-	failing string     // the query whose run or rows failed, while fail handles it (FailoverError.Read)
 	sess  sessionFacts // what the physical session's server told, or the session did
+
+	failing string // the query whose run or rows failed, while fail handles it (FailoverError.Read)
 
 	sp  *split // the replica sessions (replicaReads); nil without
 	log *txLog // the open transaction's record (transactionReplay); nil without
