@@ -103,6 +103,9 @@ type Cluster struct {
 	// writeRefusals counts the callers' errors that say a write could not be served
 	// (NoteWriteRefused; Stats().WriteRefusals).
 	writeRefusals atomic.Int64
+	// callerErrors counts the errors returned to callers for a host that failed,
+	// refused or was missing (NoteCallerError; Stats().CallerErrors).
+	callerErrors atomic.Int64
 
 	// inUse is held for reading by every operation that uses host ids of a list it
 	// loaded for longer than one call (walks, checks, fall-backs, monitor rounds), so

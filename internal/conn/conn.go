@@ -216,7 +216,7 @@ func Open(ctx context.Context, cl *cluster.Cluster, cfg Config) (*Conn, error) {
 		return c, nil // no writer now (the caller's context did not end the walk)
 	}
 	if err != nil {
-		return nil, c.refusedWrite(err)
+		return nil, c.saw(c.refusedWrite(err))
 	}
 	c.attach(phys, host)
 	return c, nil
@@ -722,7 +722,7 @@ func (o *h) Ready(ctx context.Context, count bool, k stmt.Kind) (driver.Conn, ui
 		if err == errAnswered {
 			return nil, 0, nil
 		}
-		return nil, 0, err
+		return nil, 0, c.saw(err)
 	}
 	return c.phys, c.epoch, nil
 }
@@ -765,7 +765,7 @@ func (o *h) Fail(ctx context.Context, epoch uint64, err error, r stmt.Retry, k s
 	if c.sp != nil {
 		c.giveBack()
 	}
-	return retry, out
+	return retry, c.saw(out)
 }
 
 // RowsOpened implements stmt.Owner: every Rows, of a plain query or of a prepared
@@ -815,12 +815,14 @@ func (o *h) CheckNamedValue(nv *driver.NamedValue) error {
 
 // ExecContext implements driver.ExecerContext.
 func (c *Conn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	res, err := c.execContext(ctx, query, args)
 	if c.sp != nil {
-		res, err := c.execContext(ctx, query, args)
 		c.giveBack() // the replica sessions the statement used
-		return res, err
 	}
-	return c.execContext(ctx, query, args)
+	if err != nil {
+		return nil, c.saw(err)
+	}
+	return res, nil
 }
 
 func (c *Conn) execContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
@@ -880,12 +882,14 @@ func (c *Conn) execContext(ctx context.Context, query string, args []driver.Name
 
 // QueryContext implements driver.QueryerContext.
 func (c *Conn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	rows, err := c.queryContext(ctx, query, args)
 	if c.sp != nil {
-		rows, err := c.queryContext(ctx, query, args)
 		c.giveBack() // the replica sessions the query used, unless its rows hold one
-		return rows, err
 	}
-	return c.queryContext(ctx, query, args)
+	if err != nil {
+		return nil, c.saw(err)
+	}
+	return rows, nil
 }
 
 func (c *Conn) queryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
@@ -955,12 +959,14 @@ func (c *Conn) Prepare(query string) (driver.Stmt, error) {
 // transaction opened by statements is lost only COMMIT and ROLLBACK can be prepared (their
 // run ends the lost state, see whileLost).
 func (c *Conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
+	s, err := c.prepareContext(ctx, query)
 	if c.sp != nil {
-		s, err := c.prepareContext(ctx, query)
 		c.giveBack() // the replica sessions tried, unless the statement holds one
-		return s, err
 	}
-	return c.prepareContext(ctx, query)
+	if err != nil {
+		return nil, c.saw(err)
+	}
+	return s, nil
 }
 
 func (c *Conn) prepareContext(ctx context.Context, query string) (driver.Stmt, error) {
@@ -1002,7 +1008,9 @@ func (c *Conn) prepareContext(ctx context.Context, query string) (driver.Stmt, e
 
 // Ping implements driver.Pinger; a failed ping moves the connection and pings the new
 // host once.
-func (c *Conn) Ping(ctx context.Context) error {
+func (c *Conn) Ping(ctx context.Context) error { return c.saw(c.ping(ctx)) }
+
+func (c *Conn) ping(ctx context.Context) error {
 	for attempt := 0; ; attempt++ {
 		if err := c.ready(ctx, false, kPlain); err != nil {
 			return err

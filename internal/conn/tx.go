@@ -35,12 +35,14 @@ func (c *Conn) Begin() (driver.Tx, error) {
 // unchanged. BEGIN has no effect on data, so a communication failure is retried once on
 // the new host.
 func (c *Conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
+	tx, err := c.beginTx(ctx, opts)
 	if c.sp != nil {
-		tx, err := c.beginTx(ctx, opts)
 		c.giveBack() // the replica sessions tried, but the transaction's
-		return tx, err
 	}
-	return c.beginTx(ctx, opts)
+	if err != nil {
+		return nil, c.saw(err)
+	}
+	return tx, nil
 }
 
 func (c *Conn) beginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
@@ -88,7 +90,9 @@ func (c *Conn) beginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 // during COMMIT returns an error that matches failover.ErrCommitOutcomeUnknown and wraps
 // the *failover.FailoverError (the connection has moved), unless go-sql-driver proved
 // COMMIT was never sent, which means the transaction is lost (failover.ErrTxLost).
-func (t *Tx) Commit() error {
+func (t *Tx) Commit() error { return t.c.saw(t.commit()) }
+
+func (t *Tx) commit() error {
 	c := t.c
 	if t.rs != nil {
 		defer c.hold(t.rs.epoch, -1, true) // the transaction's replica session goes back
@@ -141,7 +145,9 @@ func (t *Tx) Commit() error {
 // Rollback rolls back on the transaction's host. A lost transaction was already rolled
 // back by the server when its session died: nil, and nothing is sent anywhere. One the
 // server rolled back while the session lived: nil, after ROLLBACK (see rollbackEnded).
-func (t *Tx) Rollback() error {
+func (t *Tx) Rollback() error { return t.c.saw(t.rollback()) }
+
+func (t *Tx) rollback() error {
 	c := t.c
 	if t.rs != nil {
 		defer c.hold(t.rs.epoch, -1, true)

@@ -54,7 +54,19 @@
 //	mysqlfailover.write.refusals         Int64ObservableCounter       {refusal}    writes that could not be
 //	                                                                       served: refused as read-only (1290, 1836,
 //	                                                                       1792), or no host to use (no writer)
-//	                                                                       (Stats.WriteRefusals)
+//	                                                                       (Stats.WriteRefusals): attempts
+//	mysqlfailover.caller.errors          Int64ObservableCounter       {error}      errors returned to callers
+//	                                                                       because a host failed, refused or was
+//	                                                                       missing (Stats.CallerErrors): what the
+//	                                                                       application saw
+//
+// Alert on mysqlfailover.caller.errors for what callers saw: it does not count what
+// the driver absorbed (a statement it ran again on the new host, a write a demoted
+// primary refused that it ran on the new writer). mysqlfailover.write.refusals counts
+// attempts: a refused write the driver then ran on the new writer counts there, and so
+// does each retry of a caller, so it may read 5 while callers saw no failed write. A
+// rule on the increase of either over a window keeps firing for that window after the
+// last error.
 //
 // Every counter reports from the first collection after SetConnector, at 0 until
 // something is counted: the pool's, and mysqlfailover.probe.failures for each listed
@@ -224,6 +236,9 @@ func New(mp metric.MeterProvider) (*Metrics, error) {
 	refusals, err := meter.Int64ObservableCounter("mysqlfailover.write.refusals", metric.WithUnit("{refusal}"),
 		metric.WithDescription("Writes that could not be served: statements refused as read-only (1290, 1836, 1792) and connections or statements that found no host (no writer)."))
 	add(err)
+	callerErrors, err := meter.Int64ObservableCounter("mysqlfailover.caller.errors", metric.WithUnit("{error}"),
+		metric.WithDescription("Errors the driver returned to callers because a host failed, refused or was missing (FailoverError, NoHostAvailableError, ErrTxLost, ErrCommitOutcomeUnknown, read-only refusals)."))
+	add(err)
 	causal, err := meter.Int64ObservableCounter("mysqlfailover.causal_reads", metric.WithUnit("{read}"),
 		metric.WithDescription("Causal reads (causalReads): path waited, served by a replica after it reached the write's position; path primary, sent to the primary instead."))
 	add(err)
@@ -242,6 +257,7 @@ func New(mp metric.MeterProvider) (*Metrics, error) {
 		o.ObserveInt64(aborts, s.Aborted)
 		o.ObserveInt64(writer, int01(s.WriterAvailable))
 		o.ObserveInt64(refusals, s.WriteRefusals)
+		o.ObserveInt64(callerErrors, s.CallerErrors)
 		replicas := replicaReads(s)
 		if replicas {
 			o.ObserveInt64(retries, s.ReplicaRetries)
@@ -274,7 +290,7 @@ func New(mp metric.MeterProvider) (*Metrics, error) {
 			}
 		}
 		return nil
-	}, state, role, active, primary, conns, failovers, fallBacks, aborts, writer, refusals, replica, lag, reads, retries, toPrimary, causal)
+	}, state, role, active, primary, conns, failovers, fallBacks, aborts, writer, refusals, callerErrors, replica, lag, reads, retries, toPrimary, causal)
 	if err != nil {
 		return nil, err
 	}

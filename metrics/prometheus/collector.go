@@ -58,7 +58,13 @@
 //	                                               refused as read-only (1290, 1836, 1792) and connections
 //	                                               or statements that found no host to use, such as no
 //	                                               writer for targetSessionAttrs=read-write
-//	                                               (Stats.WriteRefusals)
+//	                                               (Stats.WriteRefusals); it counts attempts
+//	mysqlfailover_caller_errors_total              counter   errors the driver returned to callers because a
+//	                                               host failed, refused or was missing: a
+//	                                               FailoverError, a NoHostAvailableError,
+//	                                               ErrTxLost, ErrCommitOutcomeUnknown, a read-only
+//	                                               refusal (Stats.CallerErrors); what the
+//	                                               application saw
 //
 // Every series exists from the first scrape after SetConnector, at 0 until something is
 // counted: the per-host probe counter and histogram of each listed host (a host a new
@@ -66,15 +72,29 @@
 // of both kinds, so that increase() and rate() see the first failures of a burst. A
 // host's role reads unknown while it is down (its last role is no longer known).
 //
-// One alert rule catches a pool whose writes fail, whatever the cause (the primary dead
-// and nothing promoted, a demoted primary the DSN still lists first, a read-only
-// session on a secondary):
+// Two alert rules: one on what callers saw, one on the pool's writes whatever became of
+// them. The first fires when the driver returned errors to callers because a host
+// failed, refused or was missing:
+//
+//	increase(mysqlfailover_caller_errors_total[1m]) > 0
+//
+// It counts what left the driver: not a statement it ran again on the new host, nor a
+// write a demoted primary refused that it ran on the new writer. Errors your own
+// retries (or RunInTx's, Stats.TxReruns) then absorbed are counted, as they reached
+// your code. The second catches a pool whose writes cannot be served, whatever the
+// cause (the primary dead and nothing promoted, a demoted primary the DSN still lists
+// first, a read-only session on a secondary):
 //
 //	increase(mysqlfailover_write_refusals_total[1m]) > 0
 //
-// (mysqlfailover_writer_available == 0 says the same before the first write is
-// refused, as far as the driver can know: with targetSessionAttrs=any and no probes it
-// does not read roles, and counts the list's primary as the writer while it is up.)
+// It counts attempts, not failed writes: each refusal, also one the driver then ran on
+// the new writer without an error for its caller, and each retry of a caller again, so
+// it may read 5 while the callers saw no failed write. Both, as any increase() over a
+// window, keep firing for the window (1 minute here) after the last error; a shorter
+// window resolves sooner, and needs a scrape interval well under it.
+// mysqlfailover_writer_available == 0 says what the second says before the first write
+// is refused, as far as the driver can know (with targetSessionAttrs=any and no probes
+// it does not read roles, and counts the list's primary as the writer while it is up).
 //
 // With replicaReads (read/write splitting), per host and for the pool:
 //
@@ -169,6 +189,8 @@ var (
 		"1 while the pool can serve writes as far as the driver knows (its host is up and a writer), 0 while it cannot.", nil, nil)
 	descRefusals = prometheus.NewDesc("mysqlfailover_write_refusals_total",
 		"Writes that could not be served: statements refused as read-only (1290, 1836, 1792) and connections or statements that found no host (no writer).", nil, nil)
+	descCallerErrors = prometheus.NewDesc("mysqlfailover_caller_errors_total",
+		"Errors the driver returned to callers because a host failed, refused or was missing (FailoverError, NoHostAvailableError, ErrTxLost, ErrCommitOutcomeUnknown, read-only refusals).", nil, nil)
 
 	// The replica metrics (replicaReads only).
 	descReplica = prometheus.NewDesc("mysqlfailover_host_replica",
@@ -296,7 +318,7 @@ func (c *Collector) learnDCs(cn *mysqlfailover.Connector) {
 
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descState, descRole, descActive, descPrimary, descConns, descFailovers, descFallBacks, descAborts, descWriter, descRefusals,
+	for _, d := range []*prometheus.Desc{descState, descRole, descActive, descPrimary, descConns, descFailovers, descFallBacks, descAborts, descWriter, descRefusals, descCallerErrors,
 		descReplica, descReplicaLag, descReplicaReads, descReplicaIdle, descReplicaWaits, descReplicaRetries, descReplicaToPrimary, descCausal} {
 		ch <- d
 	}
@@ -325,6 +347,7 @@ func collectStats(ch chan<- prometheus.Metric, s failover.Stats) {
 	ch <- prometheus.MustNewConstMetric(descAborts, prometheus.CounterValue, float64(s.Aborted))
 	ch <- prometheus.MustNewConstMetric(descWriter, prometheus.GaugeValue, bool01(s.WriterAvailable))
 	ch <- prometheus.MustNewConstMetric(descRefusals, prometheus.CounterValue, float64(s.WriteRefusals))
+	ch <- prometheus.MustNewConstMetric(descCallerErrors, prometheus.CounterValue, float64(s.CallerErrors))
 	replicas := replicaReads(s)
 	if replicas {
 		ch <- prometheus.MustNewConstMetric(descReplicaRetries, prometheus.CounterValue, float64(s.ReplicaRetries))

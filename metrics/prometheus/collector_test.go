@@ -243,6 +243,9 @@ func TestSeriesFromTheStart(t *testing.T) {
 # TYPE mysqlfailover_probe_failures_total counter
 mysqlfailover_probe_failures_total{dc="east",host="db1:3306"} 0
 mysqlfailover_probe_failures_total{dc="west",host="db2:3306"} 0
+# HELP mysqlfailover_caller_errors_total Errors the driver returned to callers because a host failed, refused or was missing (FailoverError, NoHostAvailableError, ErrTxLost, ErrCommitOutcomeUnknown, read-only refusals).
+# TYPE mysqlfailover_caller_errors_total counter
+mysqlfailover_caller_errors_total 0
 # HELP mysqlfailover_write_refusals_total Writes that could not be served: statements refused as read-only (1290, 1836, 1792) and connections or statements that found no host (no writer).
 # TYPE mysqlfailover_write_refusals_total counter
 mysqlfailover_write_refusals_total 0
@@ -250,7 +253,7 @@ mysqlfailover_write_refusals_total 0
 # TYPE mysqlfailover_writer_available gauge
 mysqlfailover_writer_available 1
 `
-	if err := testutil.CollectAndCompare(col, strings.NewReader(want), "mysqlfailover_probe_failures_total", "mysqlfailover_write_refusals_total", "mysqlfailover_writer_available"); err != nil {
+	if err := testutil.CollectAndCompare(col, strings.NewReader(want), "mysqlfailover_probe_failures_total", "mysqlfailover_write_refusals_total", "mysqlfailover_writer_available", "mysqlfailover_caller_errors_total"); err != nil {
 		t.Fatal(err)
 	}
 	if n := testutil.CollectAndCount(col, "mysqlfailover_probe_duration_seconds"); n != 2 {
@@ -269,14 +272,17 @@ mysqlfailover_writer_available 1
 	}
 }
 
-// TestWriteMetrics: the writer gauge and the refusal counter follow Stats, and a dead
+// TestWriteMetrics: the writer gauge, the refusal counter and the callers' errors follow Stats, and a dead
 // host's role reads unknown (Stats says so).
 func TestWriteMetrics(t *testing.T) {
-	c := statsOnly{failover.Stats{Active: "b:3306", Primary: "a:3306", WriteRefusals: 9261, Hosts: []failover.HostStats{
+	c := statsOnly{failover.Stats{Active: "b:3306", Primary: "a:3306", WriteRefusals: 9261, CallerErrors: 12, Hosts: []failover.HostStats{
 		{Addr: "a:3306", State: failover.HostDown, Role: failover.RoleUnknown, OpenConns: -1, ReplicaLag: -1},
 		{Addr: "b:3306", State: failover.HostUp, Role: failover.RoleStandby, OpenConns: -1, ReplicaLag: -1},
 	}}}
 	want := `
+# HELP mysqlfailover_caller_errors_total Errors the driver returned to callers because a host failed, refused or was missing (FailoverError, NoHostAvailableError, ErrTxLost, ErrCommitOutcomeUnknown, read-only refusals).
+# TYPE mysqlfailover_caller_errors_total counter
+mysqlfailover_caller_errors_total 12
 # HELP mysqlfailover_write_refusals_total Writes that could not be served: statements refused as read-only (1290, 1836, 1792) and connections or statements that found no host (no writer).
 # TYPE mysqlfailover_write_refusals_total counter
 mysqlfailover_write_refusals_total 9261
@@ -284,7 +290,7 @@ mysqlfailover_write_refusals_total 9261
 # TYPE mysqlfailover_writer_available gauge
 mysqlfailover_writer_available 0
 `
-	if err := testutil.CollectAndCompare(c, strings.NewReader(want), "mysqlfailover_write_refusals_total", "mysqlfailover_writer_available"); err != nil {
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want), "mysqlfailover_write_refusals_total", "mysqlfailover_writer_available", "mysqlfailover_caller_errors_total"); err != nil {
 		t.Fatal(err)
 	}
 }
