@@ -409,7 +409,11 @@
 // The driver logs nothing of its own unless given WithLogger, which logs every
 // state change to a *slog.Logger; WithEventHook receives each failover.Event.
 // Neither ever carries a password. WithEventHook may be given more than once:
-// a hook of yours and a metrics collector's each receive every event.
+// a hook of yours and a metrics collector's each receive every event. The log
+// tells an outage once per host and state: a host that went down is one Warn
+// record, the switch another; while it stays down, the failed fall-backs, the
+// failed attempts and every other connection's report of it are Debug records,
+// with a Warn reminder at most once a minute; its return is one Info record.
 //
 // # Metrics
 //
@@ -427,13 +431,17 @@
 //	prometheus.MustRegister(col)
 //
 // The command mysqlfailover check (cmd/mysqlfailover, a nested module) shows
-// each host of a DSN, the host plan and the problems it finds. go-sql-driver logs on its own: when a
-// connection breaks it prints lines such as
+// each host of a DSN, the host plan and the problems it finds.
+//
+// go-sql-driver logs on its own: when a connection breaks it prints lines such as
 //
 //	[mysql] 2026/12/01 10:00:00 packets.go:58 unexpected EOF
 //
-// to its logger (stderr by default) before this driver handles the failure.
-// They are expected during a failover. mysql.SetLogger, called before the DSN
-// is parsed (before sql.Open), routes or silences them; Config.MySQL.Logger
-// does it for one pool.
+// before this driver handles the failure, one per connection. With WithLogger
+// they go to its logger instead, at Debug, with the host and source
+// "go-sql-driver", unless Config.MySQL.Logger holds a logger of your own
+// (other than go-sql-driver's default). Without WithLogger they go to
+// go-sql-driver's logger (stderr by default), as without this driver:
+// mysql.SetLogger, called before the DSN is parsed (before sql.Open), routes or
+// silences them; Config.MySQL.Logger does it for one pool.
 package mysqlfailover

@@ -106,6 +106,9 @@ type Cluster struct {
 	// callerErrors counts the errors returned to callers for a host that failed,
 	// refused or was missing (NoteCallerError; Stats().CallerErrors).
 	callerErrors atomic.Int64
+	// logs is what the logger remembers of the failures that repeat (event.go), so
+	// that an outage is told once per host and state.
+	logs logRuns
 
 	// inUse is held for reading by every operation that uses host ids of a list it
 	// loaded for longer than one call (walks, checks, fall-backs, monitor rounds), so

@@ -236,3 +236,12 @@ const DefaultCausalReadsTimeout = time.Second
 // replica whose session cannot be opened or fails the statement before its result is
 // left for the next (count).
 const DefaultReplicaTries = 3
+
+// The logger (event.go).
+const (
+	// DefaultLogRepeat is how often a failure that goes on (a dead primary's failed
+	// fall-backs, a host's failed probes) is told again at Warn, with the count of the
+	// same failures logged at Debug since (duration, 1 min): an operator reading the log
+	// of an outage sees that it lasts without a line per attempt.
+	DefaultLogRepeat = time.Minute
+)
