@@ -13,12 +13,21 @@
 //
 //	db, err := sql.Open("mysqlfailover",
 //		"app:secret@tcp(db1:3306,db2:3306,db3:3306)/shop?readTimeout=2s&writeTimeout=2s")
+//	if err != nil {
+//		return err
+//	}
 //
 // A configuration built in code goes through NewConnector and sql.OpenDB:
 //
 //	cfg, err := dsn.Parse("app:secret@tcp(db1:3306,db2:3306)/shop") // or dsn.NewConfig
+//	if err != nil {
+//		return err
+//	}
 //	cfg.RetriesAllDown = 5
 //	c, err := mysqlfailover.NewConnector(cfg, mysqlfailover.WithLogger(slog.Default()))
+//	if err != nil {
+//		return err
+//	}
 //	db := sql.OpenDB(c) // db.Close closes c too
 //
 // One sql.DB has one Connector. Package dsn has Config and the option table,
@@ -50,6 +59,9 @@
 //		return sshClient.DialContext(ctx, "tcp", addr)
 //	})
 //	db, err := sql.Open("mysqlfailover", "app:secret@tunnel(db1:3306,db2:3306)/shop")
+//	if err != nil {
+//		return err
+//	}
 //
 // Register the function before sql.Open: a network that is neither tcp, tcp4,
 // tcp6, unix nor registered makes sql.Open (NewConnector) fail with an error
@@ -106,7 +118,11 @@
 //     (with a single host, the host's own error: see Networks and dialers)
 //     naming every host with its last error, or why it was not tried (a host of
 //     the wrong role reads "skipped: role is standby, wanted read-write"; with a
-//     single host of the wrong role, too). When
+//     single host of the wrong role, too). With targetSessionAttrs read-write or
+//     primary this is what every write gets while there is no writer (the primary
+//     died or was demoted, nothing is promoted yet) although the replicas answer:
+//     nothing was sent (SafeToRetry says RetryStatement), and the walk that follows
+//     a promotion finds the new writer wherever it is in the list. When
 //     the caller's context ended the walk, its Err is the context error, so
 //     errors.Is(err, context.DeadlineExceeded) holds: test that first. The next
 //     call walks again.
@@ -427,6 +443,9 @@
 //
 //	col := mysqlfailoverprom.New()
 //	c, err := mysqlfailover.NewConnector(cfg, col.Option())
+//	if err != nil {
+//		return err
+//	}
 //	col.SetConnector(c)
 //	prometheus.MustRegister(col)
 //
