@@ -103,12 +103,6 @@ type Cluster struct {
 	// writeRefusals counts the callers' errors that say a write could not be served
 	// (NoteWriteRefused; Stats().WriteRefusals).
 	writeRefusals atomic.Int64
-	// callerErrors counts the errors returned to callers for a host that failed,
-	// refused or was missing (NoteCallerError; Stats().CallerErrors).
-	callerErrors atomic.Int64
-	// logs is what the logger remembers of the failures that repeat (event.go), so
-	// that an outage is told once per host and state.
-	logs logRuns
 
 	// inUse is held for reading by every operation that uses host ids of a list it
 	// loaded for longer than one call (walks, checks, fall-backs, monitor rounds), so
@@ -131,6 +125,13 @@ type Cluster struct {
 	// (ready.go). It is an atomic beside the position: set at most once after New, read
 	// by every attempt.
 	kind atomic.Int32
+
+	// callerErrors counts the errors returned to callers for a host that failed,
+	// refused or was missing (NoteCallerError; Stats().CallerErrors).
+	callerErrors atomic.Int64
+	// logs is what the logger remembers of the failures that repeat (event.go), so
+	// that an outage is told once per host and state.
+	logs logRuns
 }
 
 // New returns a Cluster over cfg's hosts, on the primary. It keeps cfg and reads its

@@ -161,10 +161,10 @@ type Conn struct {
 	batch string       // the query of the kBatch statement in flight, for fail
 	sess  sessionFacts // what the physical session's server told, or the session did
 
-	failing string // the query whose run or rows failed, while fail handles it (FailoverError.Read)
-
 	sp  *split // the replica sessions (replicaReads); nil without
 	log *txLog // the open transaction's record (transactionReplay); nil without
+
+	failing string // the query whose run or rows failed, while fail handles it (FailoverError.Read)
 }
 
 // liveness is what the liveness check of an idle physical session (Conn.stale) knows.
@@ -815,14 +815,12 @@ func (o *h) CheckNamedValue(nv *driver.NamedValue) error {
 
 // ExecContext implements driver.ExecerContext.
 func (c *Conn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
-	res, err := c.execContext(ctx, query, args)
 	if c.sp != nil {
+		res, err := c.execContext(ctx, query, args)
 		c.giveBack() // the replica sessions the statement used
+		return res, err
 	}
-	if err != nil {
-		return nil, c.saw(err)
-	}
-	return res, nil
+	return c.execContext(ctx, query, args)
 }
 
 func (c *Conn) execContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
@@ -838,14 +836,14 @@ func (c *Conn) execContext(ctx context.Context, query string, args []driver.Name
 			if on == replicaAgain {
 				continue
 			} else if on == replicaDone {
-				return res, err
+				return res, c.saw(err)
 			}
 		}
 		if err := c.ready(ctx, attempt == 0, k); err != nil {
 			if err == errAnswered {
 				return driver.RowsAffected(0), nil
 			}
-			return nil, err
+			return nil, c.saw(err)
 		}
 		if c.execer == nil {
 			return nil, driver.ErrSkip // database/sql prepares instead
@@ -875,21 +873,19 @@ func (c *Conn) execContext(ctx context.Context, query string, args []driver.Name
 		c.failing = query
 		retry, out := c.fail(ctx, c.epoch, err, retryFor(attempt, stmt.RetryIfNotSent), k)
 		if !retry {
-			return nil, out
+			return nil, c.saw(out)
 		}
 	}
 }
 
 // QueryContext implements driver.QueryerContext.
 func (c *Conn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	rows, err := c.queryContext(ctx, query, args)
 	if c.sp != nil {
+		rows, err := c.queryContext(ctx, query, args)
 		c.giveBack() // the replica sessions the query used, unless its rows hold one
+		return rows, err
 	}
-	if err != nil {
-		return nil, c.saw(err)
-	}
-	return rows, nil
+	return c.queryContext(ctx, query, args)
 }
 
 func (c *Conn) queryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
@@ -905,14 +901,14 @@ func (c *Conn) queryContext(ctx context.Context, query string, args []driver.Nam
 			if on == replicaAgain {
 				continue
 			} else if on == replicaDone {
-				return rows, err
+				return rows, c.saw(err)
 			}
 		}
 		if err := c.ready(ctx, attempt == 0, k); err != nil {
 			if err == errAnswered {
 				return noRows{}, nil
 			}
-			return nil, err
+			return nil, c.saw(err)
 		}
 		if c.queryer == nil {
 			return nil, driver.ErrSkip
@@ -944,7 +940,7 @@ func (c *Conn) queryContext(ctx context.Context, query string, args []driver.Nam
 		c.failing = query
 		retry, out := c.fail(ctx, c.epoch, err, retryFor(attempt, stmt.RetryIfNotSent), k)
 		if !retry {
-			return nil, out
+			return nil, c.saw(out)
 		}
 	}
 }
@@ -959,14 +955,12 @@ func (c *Conn) Prepare(query string) (driver.Stmt, error) {
 // transaction opened by statements is lost only COMMIT and ROLLBACK can be prepared (their
 // run ends the lost state, see whileLost).
 func (c *Conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
-	s, err := c.prepareContext(ctx, query)
 	if c.sp != nil {
+		s, err := c.prepareContext(ctx, query)
 		c.giveBack() // the replica sessions tried, unless the statement holds one
+		return s, err
 	}
-	if err != nil {
-		return nil, c.saw(err)
-	}
-	return s, nil
+	return c.prepareContext(ctx, query)
 }
 
 func (c *Conn) prepareContext(ctx context.Context, query string) (driver.Stmt, error) {
@@ -983,11 +977,11 @@ func (c *Conn) prepareContext(ctx context.Context, query string) (driver.Stmt, e
 			if on == replicaAgain {
 				continue
 			} else if on == replicaDone {
-				return s, err
+				return s, c.saw(err)
 			}
 		}
 		if err := c.ready(ctx, false, rk); err != nil {
-			return nil, err
+			return nil, c.saw(err)
 		}
 		var s driver.Stmt
 		var err error
@@ -1001,19 +995,17 @@ func (c *Conn) prepareContext(ctx context.Context, query string) (driver.Stmt, e
 		}
 		retry, out := c.fail(ctx, c.epoch, err, retryFor(attempt, stmt.RetryAlways), kSession)
 		if !retry {
-			return nil, out
+			return nil, c.saw(out)
 		}
 	}
 }
 
 // Ping implements driver.Pinger; a failed ping moves the connection and pings the new
 // host once.
-func (c *Conn) Ping(ctx context.Context) error { return c.saw(c.ping(ctx)) }
-
-func (c *Conn) ping(ctx context.Context) error {
+func (c *Conn) Ping(ctx context.Context) error {
 	for attempt := 0; ; attempt++ {
 		if err := c.ready(ctx, false, kPlain); err != nil {
-			return err
+			return c.saw(err)
 		}
 		p, ok := c.phys.(driver.Pinger)
 		if !ok {
@@ -1025,7 +1017,7 @@ func (c *Conn) ping(ctx context.Context) error {
 		}
 		retry, out := c.fail(ctx, c.epoch, err, retryFor(attempt, stmt.RetryAlways), kPlain)
 		if !retry {
-			return out
+			return c.saw(out)
 		}
 	}
 }

@@ -38,10 +38,19 @@ func (c *Conn) refusedWrite(err error) error {
 // Rows' calls (Owner.Ready and Fail), and Open. What the driver absorbs (a statement it
 // ran again on the new host) never reaches it.
 func (c *Conn) saw(err error) error {
-	if err != nil && err != driver.ErrSkip && callerError(err) {
-		c.cl.NoteCallerError()
+	if err != nil {
+		c.sawErr(err) // out of line: saw inlines to a nil check where errors leave
 	}
 	return err
+}
+
+// sawErr counts err, not nil, when callerError says so.
+//
+//go:noinline
+func (c *Conn) sawErr(err error) {
+	if err != driver.ErrSkip && callerError(err) {
+		c.cl.NoteCallerError()
+	}
 }
 
 // callerError reports whether err is one saw counts: a *failover.FailoverError, a

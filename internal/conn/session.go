@@ -84,14 +84,10 @@ func (c *Conn) exec(ctx context.Context, phys driver.Conn, query string) error {
 // Connector/J (Bug#58706, testFailoverReadOnly). A communication failure moves the
 // connection like any statement; the new session gets the new state.
 func (c *Conn) SetReadOnly(ctx context.Context, readOnly bool) error {
-	return c.saw(c.setReadOnly(ctx, readOnly))
-}
-
-func (c *Conn) setReadOnly(ctx context.Context, readOnly bool) error {
 	c.explicitRO = readOnly
 	for attempt := 0; ; attempt++ {
 		if err := c.ready(ctx, false, kSession); err != nil {
-			return err
+			return c.saw(err)
 		}
 		want := c.readOnlyOn(c.host)
 		if want == c.appliedRO {
@@ -104,7 +100,7 @@ func (c *Conn) setReadOnly(ctx context.Context, readOnly bool) error {
 		}
 		retry, out := c.fail(ctx, c.epoch, err, retryFor(attempt, retryAlways), kSession)
 		if !retry {
-			return out
+			return c.saw(out)
 		}
 	}
 }

@@ -35,14 +35,12 @@ func (c *Conn) Begin() (driver.Tx, error) {
 // unchanged. BEGIN has no effect on data, so a communication failure is retried once on
 // the new host.
 func (c *Conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
-	tx, err := c.beginTx(ctx, opts)
 	if c.sp != nil {
+		tx, err := c.beginTx(ctx, opts)
 		c.giveBack() // the replica sessions tried, but the transaction's
+		return tx, err
 	}
-	if err != nil {
-		return nil, c.saw(err)
-	}
-	return tx, nil
+	return c.beginTx(ctx, opts)
 }
 
 func (c *Conn) beginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
@@ -51,12 +49,12 @@ func (c *Conn) beginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 	}
 	if c.sp != nil && c.readIntentTx(opts) {
 		if tx, err := c.beginReplica(ctx, opts); tx != nil || err != nil {
-			return tx, err
+			return tx, c.saw(err)
 		}
 	}
 	for attempt := 0; ; attempt++ {
 		if err := c.ready(ctx, false, kBegin); err != nil {
-			return nil, err
+			return nil, c.saw(err)
 		}
 		var tx driver.Tx
 		var err error
@@ -78,7 +76,7 @@ func (c *Conn) beginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 		}
 		retry, out := c.fail(ctx, c.epoch, err, retryFor(attempt, retryAlways), kBegin)
 		if !retry {
-			return nil, out
+			return nil, c.saw(out)
 		}
 	}
 }
@@ -90,9 +88,7 @@ func (c *Conn) beginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 // during COMMIT returns an error that matches failover.ErrCommitOutcomeUnknown and wraps
 // the *failover.FailoverError (the connection has moved), unless go-sql-driver proved
 // COMMIT was never sent, which means the transaction is lost (failover.ErrTxLost).
-func (t *Tx) Commit() error { return t.c.saw(t.commit()) }
-
-func (t *Tx) commit() error {
+func (t *Tx) Commit() error {
 	c := t.c
 	if t.rs != nil {
 		defer c.hold(t.rs.epoch, -1, true) // the transaction's replica session goes back
@@ -104,7 +100,7 @@ func (t *Tx) commit() error {
 	}
 	if t.lost != nil {
 		t.rollbackEnded()
-		return t.lost
+		return c.saw(t.lost)
 	}
 	err := t.inner.Commit()
 	if err == nil {
@@ -130,24 +126,22 @@ func (t *Tx) commit() error {
 	case !errors.As(out, &fe) && c.cl.Kind() == cluster.KindGalera && isErrno(err, errDuringCommit):
 		// The node left the Primary component while it replicated the commit: the rest of
 		// the cluster may have committed it (seen here: 5 of 16 such commits were), or not.
-		return fmt.Errorf("%w: the Galera node %s lost the Primary component during COMMIT: %w",
-			failover.ErrCommitOutcomeUnknown, c.cl.Host(c.host), err)
+		return c.saw(fmt.Errorf("%w: the Galera node %s lost the Primary component during COMMIT: %w",
+			failover.ErrCommitOutcomeUnknown, c.cl.Host(c.host), err))
 	case !errors.As(out, &fe):
-		return out // a data error (deadlock...) or the caller's context
+		return c.saw(out) // a data error (deadlock...) or the caller's context
 	case errors.As(out, &he):
-		return out // already says what became of the transaction
+		return c.saw(out) // already says what became of the transaction
 	case notSent:
-		return heldBy(fe, "", failover.ErrTxLost)
+		return c.saw(heldBy(fe, "", failover.ErrTxLost))
 	}
-	return heldBy(fe, "", failover.ErrCommitOutcomeUnknown)
+	return c.saw(heldBy(fe, "", failover.ErrCommitOutcomeUnknown))
 }
 
 // Rollback rolls back on the transaction's host. A lost transaction was already rolled
 // back by the server when its session died: nil, and nothing is sent anywhere. One the
 // server rolled back while the session lived: nil, after ROLLBACK (see rollbackEnded).
-func (t *Tx) Rollback() error { return t.c.saw(t.rollback()) }
-
-func (t *Tx) rollback() error {
+func (t *Tx) Rollback() error {
 	c := t.c
 	if t.rs != nil {
 		defer c.hold(t.rs.epoch, -1, true)
@@ -166,7 +160,7 @@ func (t *Tx) rollback() error {
 		return nil
 	}
 	_, out := c.fail(t.ctx, t.epoch, err, stmt.NoRetry, kTxEnd)
-	return out
+	return c.saw(out)
 }
 
 // rollbackEnded sends ROLLBACK for a transaction the server rolled back while its session

@@ -226,16 +226,16 @@ func (s *Stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (drive
 			return driver.RowsAffected(0), nil // answered by the owner
 		}
 		inner, err := s.physical(ctx, phys, epoch)
-		mode, k, ran := RetryAlways, Kind(0), "" // only PREPARE was sent: it has no effect, and the statement did not run
+		mode, k := RetryAlways, Kind(0) // only PREPARE was sent: it has no effect, and the statement did not run
 		if err == nil {
-			mode, k, ran = RetryIfNotSent, s.kind, s.query
+			mode, k = RetryIfNotSent, s.kind
 			var res driver.Result
 			if res, err = execStmt(ctx, inner, args); err == nil {
 				return s.own.Ran(s.kind, s.query, args, res), nil
 			}
 			s.own.Failing(s.query, args, false)
 		}
-		retry, out := s.own.Fail(ctx, epoch, err, retryFor(attempt, mode), k, ran)
+		retry, out := s.own.Fail(ctx, epoch, err, retryFor(attempt, mode), k, s.ran(mode))
 		if !retry {
 			return nil, out
 		}
@@ -253,9 +253,9 @@ func (s *Stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driv
 			return noRows{}, nil // answered by the owner
 		}
 		inner, err := s.physical(ctx, phys, epoch)
-		mode, k, ran := RetryAlways, Kind(0), "" // only PREPARE was sent: it has no effect, and the statement did not run
+		mode, k := RetryAlways, Kind(0) // only PREPARE was sent: it has no effect, and the statement did not run
 		if err == nil {
-			mode, k, ran = RetryIfNotSent, s.kind, s.query
+			mode, k = RetryIfNotSent, s.kind
 			var rows driver.Rows
 			if rows, err = queryStmt(ctx, inner, args); err == nil {
 				s.own.Ran(s.kind, s.query, args, nil)
@@ -263,11 +263,20 @@ func (s *Stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driv
 			}
 			s.own.Failing(s.query, args, true)
 		}
-		retry, out := s.own.Fail(ctx, epoch, err, retryFor(attempt, mode), k, ran)
+		retry, out := s.own.Fail(ctx, epoch, err, retryFor(attempt, mode), k, s.ran(mode))
 		if !retry {
 			return nil, out
 		}
 	}
+}
+
+// ran returns the query for Owner.Fail when the statement itself ran (mode
+// RetryIfNotSent), "" when only its PREPARE did.
+func (s *Stmt) ran(mode Retry) string {
+	if mode == RetryIfNotSent {
+		return s.query
+	}
+	return ""
 }
 
 // CheckNamedValue forwards to the physical statement, or else to the owner's physical
