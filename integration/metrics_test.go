@@ -220,6 +220,24 @@ func TestMetrics(t *testing.T) {
 	var nh *failover.NoHostAvailableError
 	if !errors.As(rwErr, &nh) {
 		t.Errorf("a write on the read-write pool with no writer: %v, want a *failover.NoHostAvailableError", rwErr)
+	} else {
+		// README's row "no writer": the replicas answer and are skipped for their role,
+		// nothing ran, so SafeToRetry says RetryStatement.
+		skipped := 0
+		for _, h := range nh.Hosts[1:] {
+			switch {
+			case h.Err != nil && strings.Contains(h.Err.Error(), "skipped: role is standby, wanted read-write"):
+				skipped++
+			case h.Err != nil || nh.Err == nil: // not tried: only when the deadline ended the walk
+				t.Errorf("no writer: %s's HostError %v, want skipped for its role", h.Host, h.Err)
+			}
+		}
+		if skipped == 0 {
+			t.Errorf("no writer: no replica skipped for its role in %v", rwErr)
+		}
+		if r := mysqlfailover.SafeToRetry(rwErr); r != mysqlfailover.RetryStatement {
+			t.Errorf("no writer: SafeToRetry(%v) = %v, want RetryStatement", rwErr, r)
+		}
 	}
 	after = scrapeProm(t, srv.URL)
 	if n := after.value("mysqlfailover_write_refusals_total"); n < 1 {
