@@ -75,7 +75,7 @@ server:
 	@./scripts/ensure-server.sh
 
 # Two local 3-node clusters, the primary killed under reads and under writes (node2 promoted):
-# timelines, a summary, and integration/demo-timeline.svg.
+# timelines and a summary (cd integration && go run ./cmd/demo -svg PATH also draws the chart).
 demo: server
 	cd integration && $(GO) run ./cmd/demo
 

@@ -22,6 +22,9 @@ import (
 //		log.Printf("on %s", c.Host())
 //		return c.SetReadOnly(ctx, true)
 //	})
+//	if err != nil {
+//		return err
+//	}
 type Conn interface {
 	// SetReadOnly sets the connection's explicit read-only flag and applies it to the
 	// session (SET SESSION TRANSACTION READ ONLY or READ WRITE), as Connector/J's

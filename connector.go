@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
+	"strings"
 	"sync"
 
 	"github.com/go-sql-driver/mysql"
@@ -45,8 +47,16 @@ type options struct {
 // WithLogger sets the structured logger that receives every state change: host states
 // (up, suspect, down), switches, fall-backs, probes that failed, aborts and host lists
 // (Info for changes, Warn for failures, Debug for each connection attempt and passed
-// probe). Records never contain a password or the hostsToken. Without it the driver is
-// silent.
+// probe). An outage is told once per host and state: a failure that repeats while its
+// host stays down (a failed fall-back, a failed probe, another connection's report of
+// the same dead host) goes out at Warn once, then at Debug, with a reminder at Warn at
+// most once a minute (attribute "repeated": how many since), until the host is up
+// again. go-sql-driver's own log lines for the pool's connections go to l too, at Debug,
+// with the attributes source "go-sql-driver" and host, instead of go-sql-driver's
+// logger (stderr by default), unless the DSN's go-sql-driver configuration
+// (Config.MySQL.Logger) has a logger other than go-sql-driver's default. Records never
+// contain a password or the hostsToken. Without it the driver is silent, and
+// go-sql-driver logs as it would alone.
 func WithLogger(l *slog.Logger) Option {
 	return func(o *options) { o.logger = l }
 }
@@ -127,7 +137,7 @@ func NewConnector(cfg *dsn.Config, opts ...Option) (*Connector, error) {
 	var cl *cluster.Cluster
 	dial, socket := o.dial, o.socket
 	if dial == nil {
-		if dial, err = hostDialer(cfg, tr, &cl); err != nil {
+		if dial, err = hostDialer(cfg, tr, &cl, o.logger); err != nil {
 			return nil, err
 		}
 		socket = tr.socket
@@ -182,12 +192,13 @@ func takeOptions(opts []Option) (*options, error) {
 // hostDialer returns the engine's dial function: host i's go-sql-driver connector
 // (made when first needed, also for hosts a host list adds) through tr. It fails when the
 // network cannot be dialled or a host's go-sql-driver configuration is rejected. *cl is
-// the engine, set once it is made (the dial and the drop of unlisted hosts ask it).
-func hostDialer(cfg *dsn.Config, tr *tracker, cl **cluster.Cluster) (func(context.Context, int) (sqldriver.Conn, error), error) {
+// the engine, set once it is made (the dial and the drop of unlisted hosts ask it);
+// logger is WithLogger's (nil: none), which go-sql-driver's lines go to (driverLogger).
+func hostDialer(cfg *dsn.Config, tr *tracker, cl **cluster.Cluster, logger *slog.Logger) (func(context.Context, int) (sqldriver.Conn, error), error) {
 	if err := checkDialable(cfg); err != nil {
 		return nil, err
 	}
-	hc := &hostConnectors{cfg: cfg, tracker: tr, byAddr: map[string]sqldriver.Connector{}}
+	hc := &hostConnectors{cfg: cfg, tracker: tr, logger: logger, byAddr: map[string]sqldriver.Connector{}}
 	for i := range cfg.Hosts {
 		if _, err := hc.get(cfg.Hosts[i].Addr()); err != nil {
 			return nil, err
@@ -247,6 +258,7 @@ func stackLayers(layers []func(policy.Policy) policy.Policy) func(policy.Policy)
 type hostConnectors struct {
 	cfg     *dsn.Config
 	tracker *tracker
+	logger  *slog.Logger // WithLogger's, or nil
 	listed  func(addr string) bool
 	mu      sync.Mutex
 	byAddr  map[string]sqldriver.Connector
@@ -267,6 +279,7 @@ func (h *hostConnectors) get(addr string) (sqldriver.Connector, error) {
 	}
 	m := hostConfig(h.cfg, addr)
 	m.DialFunc = h.tracker.dialFunc(m.DialFunc)
+	m.Logger = driverLogger(m.Logger, h.logger, addr)
 	c, err := mysql.NewConnector(m)
 	if err != nil {
 		return nil, fmt.Errorf("mysqlfailover: host %s: %w", addr, err)
@@ -412,4 +425,42 @@ func checkDialable(cfg *dsn.Config) error {
 		}
 	}
 	return nil
+}
+
+// driverLogger returns the logger go-sql-driver gets for the connections to addr: the
+// configuration's own (own) when there is no pool logger (WithLogger) or own is not
+// go-sql-driver's default (a logger set in Config.MySQL is kept), else one that writes
+// go-sql-driver's lines to pool at Debug. They tell in go-sql-driver's words
+// ("packets.go:58 unexpected EOF", "closing bad idle connection") failures the driver
+// handles and logs itself, one line per connection: printed raw, a failover scattered
+// tens of them over stderr.
+func driverLogger(own mysql.Logger, pool *slog.Logger, addr string) mysql.Logger {
+	if pool == nil || !sameLogger(own, mysql.NewConfig().Logger) {
+		return own
+	}
+	return goSQLLog{l: pool, host: addr}
+}
+
+// sameLogger reports whether a and b are the same logger, without the panic of == on a
+// logger whose type cannot be compared.
+func sameLogger(a, b mysql.Logger) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	ta, tb := reflect.TypeOf(a), reflect.TypeOf(b)
+	return ta == tb && ta.Comparable() && a == b
+}
+
+// goSQLLog is go-sql-driver's logger for the connections to one host, writing to the
+// pool's slog logger.
+type goSQLLog struct {
+	l    *slog.Logger
+	host string
+}
+
+// Print logs go-sql-driver's line at Debug, with the host.
+func (g goSQLLog) Print(v ...any) {
+	g.l.LogAttrs(context.Background(), slog.LevelDebug, "mysqlfailover: go-sql-driver",
+		slog.String("source", "go-sql-driver"), slog.String("host", g.host),
+		slog.String("message", strings.TrimSpace(fmt.Sprint(v...))))
 }

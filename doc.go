@@ -13,12 +13,21 @@
 //
 //	db, err := sql.Open("mysqlfailover",
 //		"app:secret@tcp(db1:3306,db2:3306,db3:3306)/shop?readTimeout=2s&writeTimeout=2s")
+//	if err != nil {
+//		return err
+//	}
 //
 // A configuration built in code goes through NewConnector and sql.OpenDB:
 //
 //	cfg, err := dsn.Parse("app:secret@tcp(db1:3306,db2:3306)/shop") // or dsn.NewConfig
+//	if err != nil {
+//		return err
+//	}
 //	cfg.RetriesAllDown = 5
 //	c, err := mysqlfailover.NewConnector(cfg, mysqlfailover.WithLogger(slog.Default()))
+//	if err != nil {
+//		return err
+//	}
 //	db := sql.OpenDB(c) // db.Close closes c too
 //
 // One sql.DB has one Connector. Package dsn has Config and the option table,
@@ -50,6 +59,9 @@
 //		return sshClient.DialContext(ctx, "tcp", addr)
 //	})
 //	db, err := sql.Open("mysqlfailover", "app:secret@tunnel(db1:3306,db2:3306)/shop")
+//	if err != nil {
+//		return err
+//	}
 //
 // Register the function before sql.Open: a network that is neither tcp, tcp4,
 // tcp6, unix nor registered makes sql.Open (NewConnector) fail with an error
@@ -72,7 +84,9 @@
 //     frozen, unreachable, shutting down) returns a *failover.FailoverError with
 //     Failed != Current. By then the connection, and with it the whole pool, is
 //     on the next host with its session restored; the statement was not run
-//     again. MaybeExecuted says whether it may have run on Failed, and
+//     again. MaybeExecuted says whether it may have run on Failed, Read
+//     whether it was a read that may simply run again (a plain SELECT outside a
+//     transaction, without a locking clause: SafeToRetry says RetryStatement), and
 //     errors.Is and errors.As reach the cause.
 //   - A statement whose session ends while its host answers (a KILL, a packet
 //     over max_allowed_packet, net_write_timeout, a query longer than
@@ -123,7 +137,11 @@
 //     (with a single host, the host's own error: see Networks and dialers)
 //     naming every host with its last error, or why it was not tried (a host of
 //     the wrong role reads "skipped: role is standby, wanted read-write"; with a
-//     single host of the wrong role, too). When
+//     single host of the wrong role, too). With targetSessionAttrs read-write or
+//     primary this is what every write gets while there is no writer (the primary
+//     died or was demoted, nothing is promoted yet) although the replicas answer:
+//     nothing was sent (SafeToRetry says RetryStatement), and the walk that follows
+//     a promotion finds the new writer wherever it is in the list. When
 //     the caller's context ended the walk, its Err is the context error, so
 //     errors.Is(err, context.DeadlineExceeded) holds: test that first. The next
 //     call walks again.
@@ -163,7 +181,7 @@
 // second time. SafeToRetry tells what may be run again:
 //
 //	switch mysqlfailover.SafeToRetry(err) {
-//	case mysqlfailover.RetryStatement: // nothing of it ran: run the statement again
+//	case mysqlfailover.RetryStatement: // nothing of it ran, or it was a read: run the statement again
 //	case mysqlfailover.RetryTransaction: // nothing of it is left: roll back, run the whole transaction again
 //	case mysqlfailover.RetryNothing: // it may have run, or committed: read the data first
 //	}
@@ -478,7 +496,11 @@
 // The driver logs nothing of its own unless given WithLogger, which logs every
 // state change to a *slog.Logger; WithEventHook receives each failover.Event.
 // Neither ever carries a password. WithEventHook may be given more than once:
-// a hook of yours and a metrics collector's each receive every event.
+// a hook of yours and a metrics collector's each receive every event. The log
+// tells an outage once per host and state: a host that went down is one Warn
+// record, the switch another; while it stays down, the failed fall-backs, the
+// failed attempts and every other connection's report of it are Debug records,
+// with a Warn reminder at most once a minute; its return is one Info record.
 //
 // # Metrics
 //
@@ -492,17 +514,24 @@
 //
 //	col := mysqlfailoverprom.New()
 //	c, err := mysqlfailover.NewConnector(cfg, col.Option())
+//	if err != nil {
+//		return err
+//	}
 //	col.SetConnector(c)
 //	prometheus.MustRegister(col)
 //
 // The command mysqlfailover check (cmd/mysqlfailover, a nested module) shows
-// each host of a DSN, the host plan and the problems it finds. go-sql-driver logs on its own: when a
-// connection breaks it prints lines such as
+// each host of a DSN, the host plan and the problems it finds.
+//
+// go-sql-driver logs on its own: when a connection breaks it prints lines such as
 //
 //	[mysql] 2026/12/01 10:00:00 packets.go:58 unexpected EOF
 //
-// to its logger (stderr by default) before this driver handles the failure.
-// They are expected during a failover. mysql.SetLogger, called before the DSN
-// is parsed (before sql.Open), routes or silences them; Config.MySQL.Logger
-// does it for one pool.
+// before this driver handles the failure, one per connection. With WithLogger
+// they go to its logger instead, at Debug, with the host and source
+// "go-sql-driver", unless Config.MySQL.Logger holds a logger of your own
+// (other than go-sql-driver's default). Without WithLogger they go to
+// go-sql-driver's logger (stderr by default), as without this driver:
+// mysql.SetLogger, called before the DSN is parsed (before sql.Open), routes or
+// silences them; Config.MySQL.Logger does it for one pool.
 package mysqlfailover

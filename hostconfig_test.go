@@ -1,6 +1,10 @@
 package mysqlfailover
 
 import (
+	"bytes"
+	"io"
+	"log/slog"
+	"strings"
 	"testing"
 
 	"github.com/go-sql-driver/mysql"
@@ -72,5 +76,39 @@ func TestTopologyHostConfig(t *testing.T) {
 		if _, err := mysql.NewConnector(m); err != nil {
 			t.Errorf("NewConnector(hostConfig(%s)): %v", addr, err)
 		}
+	}
+}
+
+// funcLogger is a go-sql-driver logger whose type cannot be compared with ==.
+type funcLogger func(v ...any)
+
+func (f funcLogger) Print(v ...any) { f(v...) }
+
+// TestDriverLogger: with WithLogger, go-sql-driver's lines for a host go to the pool's
+// slog logger at Debug, with the host and the source, not to go-sql-driver's default
+// logger; a logger set in the go-sql-driver configuration is kept (also one whose type
+// cannot be compared: no panic), and without WithLogger go-sql-driver keeps its own.
+// The integration test TestOutageLogs checks the same under a real outage.
+func TestDriverLogger(t *testing.T) {
+	var buf bytes.Buffer
+	pool := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	def := mysql.NewConfig().Logger
+
+	driverLogger(def, pool, "db1:3306").Print("packets.go:58 ", io.ErrUnexpectedEOF)
+	if got := buf.String(); !strings.Contains(got, `level=DEBUG msg="mysqlfailover: go-sql-driver" source=go-sql-driver host=db1:3306 message="packets.go:58 unexpected EOF"`) {
+		t.Errorf("go-sql-driver's line through the pool's logger: %q", got)
+	}
+	if got := driverLogger(def, nil, "db1:3306"); !sameLogger(got, def) {
+		t.Errorf("without WithLogger: %T, want go-sql-driver's default", got)
+	}
+	own := &mysql.NopLogger{}
+	if got := driverLogger(own, pool, "db1:3306"); got != mysql.Logger(own) {
+		t.Errorf("a logger of the configuration's own: %T, want it kept", got)
+	}
+	printed := 0
+	var fl funcLogger = func(...any) { printed++ }
+	driverLogger(fl, pool, "db1:3306").Print("x")
+	if printed != 1 {
+		t.Errorf("an incomparable logger of the configuration's own: printed %d lines, want it kept", printed)
 	}
 }

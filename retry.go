@@ -13,9 +13,9 @@ type Retry int
 
 const (
 	// RetryNothing: run nothing again before reading the data. The statement may have
-	// run (a FailoverError with MaybeExecuted), a commit's outcome is unknown
-	// (failover.ErrCommitOutcomeUnknown; the data tells only once it is settled, see
-	// failover.CommitUnknownError), the caller's context ended during a statement
+	// run (a FailoverError with MaybeExecuted, unless it was a read: Read), a commit's
+	// outcome is unknown (failover.ErrCommitOutcomeUnknown; the data tells only once it is
+	// settled, see failover.CommitUnknownError), the caller's context ended during a statement
 	// (it may have run until then), or the error is not one a retry can cure (a data
 	// error, a closed pool, nil). A Galera node that left the Primary component while it
 	// replicated a commit answers 1180 "Not connected to Primary Component": the other
@@ -28,7 +28,10 @@ const (
 	// have read) must first be rebuilt by the caller, which the driver cannot do.
 	RetryNothing Retry = iota
 	// RetryStatement: the statement provably did not run (a FailoverError without
-	// MaybeExecuted; no connection could be opened, a *failover.NoHostAvailableError,
+	// MaybeExecuted), or it was a read that changes nothing when it runs again (a
+	// FailoverError with Read: a plain SELECT outside a transaction; a read that
+	// outlived readTimeout will likely do so again); no connection could be opened, a
+	// *failover.NoHostAvailableError,
 	// also when the caller's context ended the walk or, with a single host, that host
 	// has the wrong role for targetSessionAttrs; a full host refused the connection;
 	// a lock wait timeout, 1205, rolled back the statement alone; a server that is not
@@ -61,9 +64,10 @@ func (r Retry) String() string {
 
 // SafeToRetry reports what may be run again after err, an error of a call through this
 // driver: the whole transaction after failover.ErrTxLost, the statement when nothing of it
-// may have run, never after a FailoverError with MaybeExecuted,
-// failover.ErrCommitOutcomeUnknown or failover.ErrSessionStateLost. It reads the error's values (errors.Is, errors.As),
-// never its text. As pgconn's SafeToRetry, with the transaction case added.
+// may have run or it was a read (FailoverError.Read), never after another FailoverError
+// with MaybeExecuted, failover.ErrCommitOutcomeUnknown or failover.ErrSessionStateLost.
+// It reads the error's values (errors.Is, errors.As), never its text. As pgconn's
+// SafeToRetry, with the transaction case added.
 func SafeToRetry(err error) Retry {
 	var fe *failover.FailoverError
 	var nh *failover.NoHostAvailableError
@@ -76,8 +80,8 @@ func SafeToRetry(err error) Retry {
 	case errors.Is(err, failover.ErrTxLost), errors.Is(err, failover.ErrTxRolledBack):
 		return RetryTransaction
 	case errors.As(err, &fe):
-		if fe.MaybeExecuted {
-			return RetryNothing
+		if fe.MaybeExecuted && !fe.Read {
+			return RetryNothing // it may have run, and it may have written
 		}
 		return RetryStatement
 	case errors.As(err, &nh):

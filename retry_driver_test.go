@@ -128,3 +128,51 @@ func TestSafeToRetryGaleraLostPrimary(t *testing.T) {
 		t.Errorf("%d connections to the first node, want 1: nothing may run there again", n)
 	}
 }
+
+// TestSafeToRetryAfterFailedRead: a statement sent before its connection failed may
+// have run, so SafeToRetry says RetryNothing, except for a read (a plain SELECT outside
+// a transaction), which changes nothing when it runs again: RetryStatement, from the
+// error the driver returns through database/sql. A locking read and a write stay
+// RetryNothing.
+func TestSafeToRetryAfterFailedRead(t *testing.T) {
+	for _, tc := range []struct {
+		q     string
+		query bool
+		want  mysqlfailover.Retry
+	}{
+		{"SELECT id FROM t WHERE k = 1", true, mysqlfailover.RetryStatement},
+		{"SELECT id FROM t WHERE k = 1 FOR UPDATE", true, mysqlfailover.RetryNothing},
+		{"SELECT GET_LOCK('k', 1)", true, mysqlfailover.RetryNothing},
+		{"UPDATE t SET v = 1", false, mysqlfailover.RetryNothing},
+	} {
+		t.Run(tc.q, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			p := newPool(t, 2, "")
+			p.net.Script(0, func(seq int, m sqlmock.Sqlmock) {
+				if seq > 0 {
+					return // the same-host check's new session
+				}
+				if tc.query {
+					m.ExpectQuery(tc.q).WillReturnError(mysql.ErrInvalidConn)
+				} else {
+					m.ExpectExec(tc.q).WillReturnError(mysql.ErrInvalidConn)
+				}
+			})
+			var err error
+			if tc.query {
+				var id int
+				err = p.db.QueryRowContext(ctx, tc.q).Scan(&id)
+			} else {
+				_, err = p.db.ExecContext(ctx, tc.q)
+			}
+			var fe *failover.FailoverError
+			if !errors.As(err, &fe) || !fe.MaybeExecuted {
+				t.Fatalf("%s: %v, want a *failover.FailoverError with MaybeExecuted", tc.q, err)
+			}
+			if r := mysqlfailover.SafeToRetry(err); r != tc.want {
+				t.Errorf("SafeToRetry(%v) = %v, want %v", err, r, tc.want)
+			}
+		})
+	}
+}

@@ -25,6 +25,8 @@ func TestSafeToRetry(t *testing.T) {
 		{"nil", nil, mysqlfailover.RetryNothing},
 		{"may have run", fe(true), mysqlfailover.RetryNothing},
 		{"provably not run", fe(false), mysqlfailover.RetryStatement},
+		{"a read that may have run", &failover.FailoverError{Failed: "H1:3306", Current: "H2:3306", MaybeExecuted: true, Read: true, Err: mysql.ErrInvalidConn}, mysqlfailover.RetryStatement},
+		{"a read in a lost transaction", fmt.Errorf("%w: %w", failover.ErrTxLost, &failover.FailoverError{Failed: "H1:3306", MaybeExecuted: true, Read: true}), mysqlfailover.RetryTransaction},
 		{"transaction lost", fmt.Errorf("%w: %w", failover.ErrTxLost, fe(true)), mysqlfailover.RetryTransaction},
 		{"lost, not sent", fmt.Errorf("%w (not sent)", failover.ErrTxLost), mysqlfailover.RetryTransaction},
 		{"commit outcome unknown", fmt.Errorf("%w: %w", failover.ErrCommitOutcomeUnknown, fe(true)), mysqlfailover.RetryNothing},

@@ -112,6 +112,14 @@ type FailoverError struct {
 	// MaybeExecuted is true when the request may have reached Failed before the failure,
 	// so the statement may have run there; false when it was provably never sent.
 	MaybeExecuted bool
+	// Read is true when the statement was one the driver classified as a read, outside
+	// any transaction: a single SELECT without a locking clause (FOR UPDATE, FOR SHARE,
+	// LOCK IN SHARE MODE), without INTO or an assignment, whose every call is to a
+	// built-in function without effects (not GET_LOCK, SLEEP, NEXTVAL, a stored
+	// function). Running it again changes no data even if it ran on Failed, so
+	// mysqlfailover.SafeToRetry says RetryStatement. When the driver cannot tell, Read
+	// is false. It is also set when the failure came while the rows were being read.
+	Read bool
 	// Err is the communication error from Failed, or why Failed was left although it
 	// answers: its role no longer qualifies for targetSessionAttrs (a demoted primary),
 	// or its server refused the statement as not ready for application use (Galera's

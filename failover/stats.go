@@ -58,7 +58,9 @@ func (s HostState) String() string {
 // Stats is a snapshot of a pool, for operators, as (*mysqlfailover.Connector).Stats
 // returns it.
 type Stats struct {
-	// Active is the host:port the pool uses now.
+	// Active is the host:port the pool uses now; "" while it uses none: its host is
+	// down (HostDown or HostBackoff) and no walk has found another yet, as when the
+	// primary died and no host qualifies for targetSessionAttrs=read-write.
 	Active string
 	// Primary is the host:port the pool returns to (the list's primary, the local DC's
 	// first host, or SwitchTo's choice).
@@ -98,6 +100,17 @@ type Stats struct {
 	// that writes alerts on its increase; a pool that only reads on standbys never
 	// counts one.
 	WriteRefusals int64
+	// CallerErrors counts the errors the driver returned to its callers because a host
+	// failed, refused or was missing (count since start): a *FailoverError, a
+	// *NoHostAvailableError (unless the caller's context ended the walk before it tried
+	// a host), ErrTxLost (for the statement that hit the failure and for every later
+	// statement of the transaction), ErrCommitOutcomeUnknown, and a statement a server
+	// refused as read-only (1290, 1836, 1792) that reached the caller. Not counted: data
+	// errors, the caller's own context ending, ErrTxRolledBack (a deadlock is the
+	// application's), and what the driver absorbed (a statement it ran again on the new
+	// host, a write a demoted primary refused that it ran on the new writer). Where
+	// WriteRefusals counts attempts, this counts what the application saw: alert on it.
+	CallerErrors int64
 	// WriterAvailable reports whether the pool can serve writes now, as far as the
 	// driver knows: the host it uses (Active) is up (or not tried yet: a new pool) and
 	// ready, and is a writer: its

@@ -282,9 +282,18 @@ func TestCheckCommand(t *testing.T) {
 		}
 		wantKinds(t, c, r, text, "writer_not_first")
 		wantHeadline(t, r, text, "unusable: the writer is "+h2+", not the list's primary "+h1+": every write fails with error 1290 on "+h1)
+		// The fix that holds after the next promotion too comes first.
+		if fix := r.Problems[0].Fix; !strings.HasPrefix(fix, "add targetSessionAttrs=read-write to the DSN") || !strings.Contains(fix, "or put "+h2+" first in the DSN") {
+			t.Errorf("demoted primary, any: fix %q, want targetSessionAttrs=read-write first, then the host order", fix)
+		}
 		code, text, r = checkBoth(t, bin, rwDSN)
 		if code != 1 || r.Plan.Connect != h2 {
 			t.Fatalf("demoted primary, read-write: exit %d, %+v\n%s", code, r, text)
+		}
+		for _, p := range r.Problems {
+			if p.Kind == "writer_not_first" && !strings.HasPrefix(p.Fix, "nothing is needed for the writes") {
+				t.Errorf("demoted primary, read-write: fix %q, want nothing needed for the writes", p.Fix)
+			}
 		}
 		t.Logf("demoted, read-write:\n%s", text)
 	})
@@ -394,7 +403,13 @@ func TestCheckCommand(t *testing.T) {
 		}
 		// The replicas have no problem of their own: node 1's explains their IO threads.
 		wantKinds(t, c, r, text, "no_writer", "down@1")
-		wantHeadline(t, r, text, "unusable: no writer (the primary "+h1+" does not answer", "every write fails with error 1290 on "+h2, "to promote: "+h2)
+		wantHeadline(t, r, text, "unusable: no writer (the primary "+h1+" does not answer", "every write fails with error 1290 on "+h2, "to promote: "+h2+". 1 more problem below")
+		// Node 1 is dead behind its proxy, which accepts the connection and closes it: the
+		// fix is to start it, not FLUSH HOSTS (a blocked client gets error 1129 instead).
+		if p := r.Problems[1]; r.Hosts[0].Failure == "closed" && (strings.Contains(p.Fix, "FLUSH HOSTS") || !strings.Contains(p.Fix, "start")) {
+			t.Errorf("node 1 dead behind its proxy (%s): fix %q", r.Hosts[0].Failure, p.Fix)
+		}
+		t.Logf("node 1's failure: %s (%s)", r.Hosts[0].Failure, r.Hosts[0].Error)
 		if p := r.Problems[1]; !strings.Contains(p.Problem, "its replicas "+h2+", "+h3+" cannot reach it either") || !strings.Contains(p.Fix, "resume from it by themselves") {
 			t.Errorf("node 1's problem does not explain its replicas:\n%+v", p)
 		}

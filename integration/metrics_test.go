@@ -130,6 +130,7 @@ func TestMetrics(t *testing.T) {
 		}
 	}
 	before.want(t, "mysqlfailover_write_refusals_total", 0)
+	before.want(t, "mysqlfailover_caller_errors_total", 0)
 	before.want(t, "mysqlfailover_writer_available", 1)
 	if n := before.value("mysqlfailover_host_connections", "host", h1); n < 2 {
 		t.Errorf("connections to node 1: %v, want the pool's and the probe's (at least 2)", n)
@@ -219,6 +220,24 @@ func TestMetrics(t *testing.T) {
 	var nh *failover.NoHostAvailableError
 	if !errors.As(rwErr, &nh) {
 		t.Errorf("a write on the read-write pool with no writer: %v, want a *failover.NoHostAvailableError", rwErr)
+	} else {
+		// README's row "no writer": the replicas answer and are skipped for their role,
+		// nothing ran, so SafeToRetry says RetryStatement.
+		skipped := 0
+		for _, h := range nh.Hosts[1:] {
+			switch {
+			case h.Err != nil && strings.Contains(h.Err.Error(), "skipped: role is standby, wanted read-write"):
+				skipped++
+			case h.Err != nil || nh.Err == nil: // not tried: only when the deadline ended the walk
+				t.Errorf("no writer: %s's HostError %v, want skipped for its role", h.Host, h.Err)
+			}
+		}
+		if skipped == 0 {
+			t.Errorf("no writer: no replica skipped for its role in %v", rwErr)
+		}
+		if r := mysqlfailover.SafeToRetry(rwErr); r != mysqlfailover.RetryStatement {
+			t.Errorf("no writer: SafeToRetry(%v) = %v, want RetryStatement", rwErr, r)
+		}
 	}
 	after = scrapeProm(t, srv.URL)
 	if n := after.value("mysqlfailover_write_refusals_total"); n < 1 {
@@ -236,6 +255,21 @@ func TestMetrics(t *testing.T) {
 	rwAfter.want(t, "mysqlfailover_writer_available", 0)
 	if n := rwAfter.value("mysqlfailover_write_refusals_total"); n < 1 {
 		t.Errorf("read-write pool: write_refusals_total %v after a write found no writer, want at least 1", n)
+	}
+	// The read-write pool uses no host while no writer answers: no host reads active,
+	// not the dead node 1 (Stats.Active ""). Its caller got the NoHostAvailableError:
+	// a caller's error, as the any pool's caller got the 1290.
+	for _, n := range c.Nodes() {
+		rwAfter.want(t, "mysqlfailover_host_active", 0, "host", n.ProxyAddr())
+	}
+	if a := rwConn.Stats().Active; a != "" {
+		t.Errorf("read-write pool with no writer: Stats.Active %q, want \"\"", a)
+	}
+	if n := rwAfter.value("mysqlfailover_caller_errors_total"); n < 1 {
+		t.Errorf("read-write pool: caller_errors_total %v after its caller got a NoHostAvailableError, want at least 1", n)
+	}
+	if n := after.value("mysqlfailover_caller_errors_total"); n < 1 {
+		t.Errorf("caller_errors_total %v after its caller got a 1290, want at least 1", n)
 	}
 	t.Logf("FIGURE %s: write_refusals any=%v read-write=%v", t.Name(), after.value("mysqlfailover_write_refusals_total"), rwAfter.value("mysqlfailover_write_refusals_total"))
 	t.Logf("FIGURE %s: failovers=%v walks=%d walk_seconds_sum=%.4f probes_node2=%d", t.Name(),
@@ -458,6 +492,39 @@ func replicaPhase(ctx context.Context, t *testing.T, c *harness.Cluster, mux *ht
 			bc.want(t, "mysqlfailover_host_replica", 0, "host", h)
 			bc.want(t, "mysqlfailover_host_replica_reads_total", 0, "host", h)
 		}
+	}
+
+	// Without probes the pool knows a replica from its first read there: before it a
+	// replica is unknown and does not read as serving (host_replica 0, not 1 beside
+	// unknown); once it has served reads it is up and serving.
+	ucfg, err := dsn.Parse(c.DSN("readTimeout=2s&replicaReads=true"))
+	must(t, err)
+	ucol := mysqlfailoverprom.New()
+	ucn, err := mysqlfailover.NewConnector(ucfg, ucol.Option())
+	must(t, err)
+	ucol.SetConnector(ucn)
+	regs["unprobed"] = prometheus.NewRegistry()
+	regs["unprobed"].MustRegister(ucol)
+	mux.Handle("/unprobed", promhttp.HandlerFor(regs["unprobed"], promhttp.HandlerOpts{}))
+	unprobed := sql.OpenDB(ucn)
+	defer unprobed.Close()
+	must(t, unprobed.PingContext(ctx))
+	fresh := scrapeURL(t, base+"/unprobed")
+	for _, h := range []string{h2, h3} {
+		fresh.want(t, "mysqlfailover_host_state", 1, "host", h, "state", "unknown")
+		fresh.want(t, "mysqlfailover_host_replica", 0, "host", h)
+	}
+	unprobedNodes := run(unprobed)
+	used := scrapeURL(t, base+"/unprobed")
+	for k, h := range []string{h2, h3} {
+		if unprobedNodes[k+2] == 0 {
+			continue // round-robin sent it no read (it should have)
+		}
+		used.want(t, "mysqlfailover_host_state", 1, "host", h, "state", "up")
+		used.want(t, "mysqlfailover_host_replica", 1, "host", h)
+	}
+	if unprobedNodes[2] == 0 || unprobedNodes[3] == 0 {
+		t.Errorf("unprobed: reads by node %v, want some on nodes 2 and 3", unprobedNodes)
 	}
 	for name, reg := range regs {
 		if problems, err := testutil.GatherAndLint(reg); err != nil || len(problems) > 0 {

@@ -23,7 +23,7 @@ import (
 // (as a reader of the docs would write the import), by the name it is used under.
 var snippetPackages = map[string]string{
 	"context": "context", "errors": "errors", "expvar": "expvar", "fmt": "fmt", "http": "net/http", "log": "log",
-	"net": "net", "os": "os", "slog": "log/slog", "sql": "database/sql", "testing": "testing", "time": "time",
+	"net": "net", "os": "os", "slog": "log/slog", "sql": "database/sql", "sync": "sync", "testing": "testing", "time": "time",
 
 	"mysqlfailover":       "github.com/mysqlfailover/mysqlfailover",
 	"dsn":                 "github.com/mysqlfailover/mysqlfailover/dsn",
@@ -79,13 +79,18 @@ type snippet struct {
 // TestSnippetsCompile compiles every Go snippet of the documentation users copy from:
 // the root README's ```go blocks and the code blocks of the package documentation of the
 // public packages (the driver, dsn, failover, the three metrics packages, failovertest),
-// each as a package of one temporary user module, built by one `go build ./...`. The
-// module's go.mod is README's own go.mod block, paths replaced by this checkout's, so
-// the block is checked too: `go list -m all` must work with the replace lines it lists
-// (the integration module requires both metrics modules: without their replace lines the
-// proxy answers 403). A snippet may use the packages of snippetPackages without importing
-// them and the reader's own names of snippetFree; whatever else it needs it must
-// declare. It skips with -short.
+// each as a package of one temporary user module, built by one `go build ./...`. README's
+// blocks are read from README.md itself, so they cannot drift; a block of README without
+// a language that looks like Go fails the test (mark it ```go and it is compiled). The
+// module's go.mod is README's Install block, paths replaced by this checkout's, so the
+// block is checked too: `go mod tidy` and `go list -m all` must work with its replace
+// lines alone (the integration module requires both metrics modules: without their
+// replace lines the proxy answers 403). A snippet may use the packages of
+// snippetPackages without importing them and the reader's own names of snippetFree;
+// whatever else it needs it must declare. A variable a snippet declares at its top level
+// counts as used by the reader's next step, except err: a snippet pasted into a function
+// must check its errors (else Go says "declared and not used: err"). It skips with
+// -short.
 func TestSnippetsCompile(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: builds a module of its own")
@@ -100,9 +105,14 @@ func TestSnippetsCompile(t *testing.T) {
 
 	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
 	must(t, err)
-	snips, goMod := readmeSnippets(string(readme))
+	snips, goMod, unmarked := readmeSnippets(string(readme))
 	if goMod == "" {
 		t.Fatal("README.md has no go.mod block (replace lines for a user module)")
+	}
+	for _, u := range unmarked {
+		if looksLikeGo.MatchString(u.code) {
+			t.Errorf("%s: a block without a language that looks like Go: mark it ```go (then it is compiled):\n%s", u.where, u.code)
+		}
 	}
 	for _, dir := range []string{".", "dsn", "failover", "metrics/expvar", "metrics/prometheus", "metrics/otel", "integration/failovertest"} {
 		snips = append(snips, docSnippets(t, filepath.Join(root, dir), dir)...)
@@ -165,9 +175,9 @@ func TestSnippetsCompile(t *testing.T) {
 	t.Logf("compiled: %s", strings.Join(names, ", "))
 }
 
-// readmeSnippets returns README's ```go blocks, and its go.mod block (the one with the
-// replace lines).
-func readmeSnippets(text string) (snips []snippet, goMod string) {
+// readmeSnippets returns README's ```go blocks, its go.mod block (the one with the
+// replace lines) and its other blocks without a language.
+func readmeSnippets(text string) (snips []snippet, goMod string, unmarked []snippet) {
 	lines := strings.Split(text, "\n")
 	for i := 0; i < len(lines); i++ {
 		lang, ok := strings.CutPrefix(lines[i], "```")
@@ -180,14 +190,17 @@ func readmeSnippets(text string) (snips []snippet, goMod string) {
 			body = append(body, lines[i])
 		}
 		code := strings.Join(body, "\n")
+		where := fmt.Sprintf("README.md:%d", start+1)
 		switch {
 		case lang == "go":
-			snips = append(snips, snippet{where: fmt.Sprintf("README.md:%d", start+1), code: code, isGo: true})
-		case strings.Contains(code, "replace github.com/mysqlfailover/mysqlfailover"):
+			snips = append(snips, snippet{where: where, code: code, isGo: true})
+		case strings.Contains(code, "github.com/mysqlfailover/mysqlfailover =>"):
 			goMod = code
+		case lang == "":
+			unmarked = append(unmarked, snippet{where: where, code: code})
 		}
 	}
-	return snips, goMod
+	return snips, goMod, unmarked
 }
 
 // docSnippets returns the code blocks of the documentation of the package in dir: the
@@ -354,7 +367,7 @@ func renderSnippet(s snippet) (src string, ok bool, err error) {
 			case *ast.AssignStmt:
 				if x.Tok == token.DEFINE {
 					for _, l := range x.Lhs {
-						if id, ok := l.(*ast.Ident); ok && id.Name != "_" {
+						if id, ok := l.(*ast.Ident); ok && id.Name != "_" && id.Name != "err" {
 							topLevel = append(topLevel, id.Name)
 						}
 					}

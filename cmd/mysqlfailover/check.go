@@ -63,10 +63,11 @@ type hostReport struct {
 	Error string `json:"error,omitempty"`
 	// Failure is what kind of failure Error is, for an unreachable host: "refused"
 	// (nothing listens: the server is not running), "closed" (the connection was closed
-	// before the handshake ended: a proxy in front of a stopped server, or the server
-	// refusing this client), "timeout" (no answer within --timeout: a hung or frozen
+	// before the handshake ended: a proxy in front of a stopped server, or something
+	// between that closes it), "timeout" (no answer within --timeout: a hung or frozen
 	// server, or packets dropped), "auth" (access denied), "full" (too many
-	// connections), "tls", "dns" or "other".
+	// connections), "blocked" (1129: the server blocked the client's address after
+	// max_connect_errors failed connections), "tls", "dns" or "other".
 	Failure string `json:"failure,omitempty"`
 	// HandshakeSeconds is how long the connection took to open.
 	HandshakeSeconds float64 `json:"handshake_seconds"`
@@ -263,8 +264,11 @@ func (r *report) finish() {
 			what = p.short
 		}
 		r.Headline = r.Status + ": " + host + what
-		if n := len(r.Problems) - 1; n > 0 {
-			r.Headline += fmt.Sprintf(" (and %d more below)", n)
+		switch n := len(r.Problems) - 1; {
+		case n == 1:
+			r.Headline += ". 1 more problem below" // a sentence of its own: not read as part of the last item
+		case n > 1:
+			r.Headline += fmt.Sprintf(". %d more problems below", n)
 		}
 		return
 	}
@@ -459,6 +463,8 @@ func failureOf(ctx context.Context, err error) string {
 			return "auth"
 		case 1040, 1203:
 			return "full"
+		case 1129: // ER_HOST_IS_BLOCKED: max_connect_errors
+			return "blocked"
 		}
 		return "other"
 	case errors.Is(err, mysql.ErrInvalidConn), errors.Is(err, mysql.ErrMalformPkt):

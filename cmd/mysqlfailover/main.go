@@ -75,7 +75,16 @@
 //     degraded. The fix names the replica to promote;
 //   - a writer the list does not have first is unusable with any too when every write
 //     fails: new connections go to a read-only host (1290), or to the writer itself as a
-//     secondary, whose sessions failOverReadOnly makes read-only (1792).
+//     secondary, whose sessions failOverReadOnly makes read-only (1792). The fix offers
+//     targetSessionAttrs=read-write first, which finds the writer after this promotion
+//     and the next ones, then a new host order (to deploy again after every promotion);
+//     with read-write set, nothing is needed for the writes;
+//   - a host that closes the connection before the handshake (a proxy or load
+//     balancer in front of a stopped server) is told to be started, not FLUSH HOSTS,
+//     which is the fix of a server that blocked the client's address (1129).
+//
+// The headline is the first problem; when more follow it says how many, in a sentence
+// of its own ("... to promote: db3:3306. 1 more problem below").
 //
 // Each host is bounded by --timeout (default 3s: dial, handshake and each query), so a
 // frozen or blackholed host cannot hang the command; every host is checked at the same

@@ -169,21 +169,25 @@ func (r *report) findProblems(cfg *dsn.Config) {
 			Fix:     "SET GLOBAL read_only=ON (and super_read_only=ON on MySQL) on every replica"})
 	case len(writers) == 1 && writers[0] != listPrimary:
 		what := "the writer is " + writers[0] + ", not the list's primary " + listPrimary
-		fix := "put " + writers[0] + " first in the DSN"
+		// targetSessionAttrs=read-write first: it finds the writer after this promotion and
+		// the next ones, where a new host order must be deployed to every service again.
+		fix := "add targetSessionAttrs=read-write to the DSN: the driver then finds the writer wherever it is in the list, after this promotion and the next ones; " +
+			"or put " + writers[0] + " first in the DSN (again after every promotion)"
 		sev, short := sevDegraded, ""
 		switch {
 		case p.TargetSessionAttrs != attrs.Any:
 			what += ": new connections find it (targetSessionAttrs=" + p.TargetSessionAttrs + ")"
+			fix = "nothing is needed for the writes: targetSessionAttrs=" + p.TargetSessionAttrs + " finds " + writers[0] +
+				" wherever it is; a new connection first tries " + listPrimary + " and passes it over, and putting " + writers[0] +
+				" first in the DSN at a later deploy spares it that attempt"
 		case p.Connect == writers[0] && !cfg.FailOverReadOnly:
 			what += ": new connections go to it (targetSessionAttrs=any, failOverReadOnly=false), but the pool returns to " + listPrimary + " at fall-back"
-			fix += ", or add targetSessionAttrs=read-write so the driver finds the writer wherever it is"
 		default:
 			// For a service that writes, every write fails: unusable.
 			sev = sevUnusable
 			e := r.refusalErrno(cfg, p.Connect)
 			what += ": with targetSessionAttrs=any new connections go to " + orNone(p.Connect) + " and every write there fails with " + e
 			short = what[:strings.Index(what, ": with")] + ": every write fails with error " + strings.Fields(e)[0] + " on " + orNone(p.Connect)
-			fix += ", or add targetSessionAttrs=read-write so the driver finds the writer wherever it is"
 		}
 		r.add(problem{Severity: sev, Kind: "writer_not_first", rank: rankWriterNotFirst, index: -1, Problem: what, Fix: fix, short: short})
 	}
@@ -272,7 +276,7 @@ func (r *report) noWriterProblem(cfg *dsn.Config, listPrimary string, writeTarge
 	if writeTarget {
 		pr.Fix += "; with targetSessionAttrs=" + p.TargetSessionAttrs + " the driver finds the new writer at its next pass over the hosts, without a restart"
 	} else if p.TargetSessionAttrs == attrs.Any {
-		pr.Fix += "; with targetSessionAttrs=any the pool writes to the list's first host: put the new writer first in the DSN, or use targetSessionAttrs=read-write, which finds the writer wherever it is"
+		pr.Fix += "; with targetSessionAttrs=any the pool writes to the list's first host: add targetSessionAttrs=read-write, which finds the new writer wherever it is (now and after every later promotion), or put the new writer first in the DSN"
 	}
 	return pr
 }
@@ -307,8 +311,11 @@ func downWords(h hostReport, timeout float64, cfg *dsn.Config) (what, fix string
 		return "does not answer: connection refused (" + h.Error + "): nothing listens on the port, the server is not running",
 			"start the server; meanwhile the driver skips the host (backoff, or its probes)"
 	case "closed":
-		return "does not answer: the connection was closed before the handshake ended (" + h.Error + "): the server behind a proxy or load balancer is down, or the server refuses this client",
-			"start the server behind the address, or find what closes the connection (the proxy's log; the server's max_connect_errors: FLUSH HOSTS); meanwhile the driver skips the host"
+		return "does not answer: the connection was closed before the handshake ended (" + h.Error + "): the server behind a proxy or load balancer is down, or something between closes the connection",
+			"start the server behind the address (a proxy or load balancer accepts the connection and closes it while its backend is down: its log names the backend), or find what closes the connection; meanwhile the driver skips the host"
+	case "blocked":
+		return "refuses this client: " + h.Error + ": the server blocked the client's address after max_connect_errors failed connections",
+			"run FLUSH HOSTS on the server (mariadb-admin flush-hosts), find what opened connections without finishing them (a health check that only opens TCP), and raise max_connect_errors if it must; meanwhile the driver skips the host"
 	case "timeout":
 		return fmt.Sprintf("does not answer within %gs (%s): it is frozen or hung (a stopped process, a saturated machine, a stuck disk), or the network drops its packets", timeout, h.Error),
 			"look at the machine before starting anything: is the server process running and answering locally (load, swap, disk, a lock)? " +

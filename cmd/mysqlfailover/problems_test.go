@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/go-sql-driver/mysql"
+
 	"github.com/mysqlfailover/mysqlfailover/dsn"
 	"github.com/mysqlfailover/mysqlfailover/failover"
 )
@@ -182,7 +184,7 @@ func TestProblemOrder(t *testing.T) {
 	if got := kinds(r); got != want {
 		t.Fatalf("problems %s, want %s", got, want)
 	}
-	if !strings.HasPrefix(r.Headline, "degraded: db4:3306: does not answer within 3s: frozen or hung (and 3 more below)") {
+	if !strings.HasPrefix(r.Headline, "degraded: db4:3306: does not answer within 3s: frozen or hung. 3 more problems below") {
 		t.Errorf("headline %q", r.Headline)
 	}
 	if p := r.Problems[0]; strings.Contains(p.Fix, "start the server;") || !strings.Contains(p.Fix, "look at the machine") {
@@ -259,6 +261,9 @@ func TestHelpExitsZero(t *testing.T) {
 // with targetSessionAttrs=any on a read-only host 1290, on the writable secondary itself
 // 1792 (failOverReadOnly makes its sessions read-only): unusable; with
 // failOverReadOnly=false writes work there (degraded); read-write finds it (degraded).
+// The fix offers targetSessionAttrs=read-write first, which finds the writer after this
+// promotion and the next ones (a new host order must be deployed again at each); with
+// read-write already set, nothing is needed for the writes.
 func TestWriterNotFirst(t *testing.T) {
 	promoted := func() []hostReport {
 		h := deadPrimary()
@@ -278,5 +283,61 @@ func TestWriterNotFirst(t *testing.T) {
 		if r.ExitCode != tt.exit || !strings.HasPrefix(r.Headline, tt.headline) {
 			t.Errorf("%s: exit %d, headline %q; want %d, %q", tt.params, r.ExitCode, r.Headline, tt.exit, tt.headline)
 		}
+		var fix string
+		for _, p := range r.Problems {
+			if p.Kind == "writer_not_first" {
+				fix = p.Fix
+			}
+		}
+		switch {
+		case strings.Contains(tt.params, "read-write"):
+			if !strings.HasPrefix(fix, "nothing is needed for the writes: targetSessionAttrs=read-write finds db2:3306") {
+				t.Errorf("%s: fix %q, want nothing needed", tt.params, fix)
+			}
+		case !strings.HasPrefix(fix, "add targetSessionAttrs=read-write to the DSN") || !strings.Contains(fix, "or put db2:3306 first in the DSN"):
+			t.Errorf("%s: fix %q, want targetSessionAttrs=read-write first, then the host order", tt.params, fix)
+		}
+	}
+}
+
+// TestHeadlineCount: the headline says how many more problems follow in a sentence of
+// its own, never in parentheses after the last item ("to promote: X (and 1 more
+// below)" read as a second candidate).
+func TestHeadlineCount(t *testing.T) {
+	r := judge(t, "app:pw@tcp(db1:3306,db2:3306,db3:3306)/app?readTimeout=2s", deadPrimary())
+	if !strings.HasSuffix(r.Headline, "; to promote: db3:3306. 1 more problem below") || strings.Contains(r.Headline, "(and") {
+		t.Errorf("headline %q", r.Headline)
+	}
+}
+
+// TestClosedAndBlockedHosts: a host whose connection is closed before the handshake (a
+// proxy in front of a stopped server) gets no FLUSH HOSTS advice, which cannot apply; a
+// server that blocked the client's address (1129, max_connect_errors) gets it.
+func TestClosedAndBlockedHosts(t *testing.T) {
+	hosts := func(failure, err string) []hostReport {
+		h := deadPrimary()
+		h[0].Failure, h[0].Error = failure, err
+		return h
+	}
+	for _, tt := range []struct {
+		failure, err, problem string
+		flush                 bool
+	}{
+		{"closed", "connection closed by the server during the handshake: invalid connection", "the server behind a proxy or load balancer is down", false},
+		{"blocked", "Error 1129 (HY000): Host '10.0.0.9' is blocked because of many connection errors; unblock with 'mariadb-admin flush-hosts'", "blocked the client's address", true},
+	} {
+		r := judge(t, "app:pw@tcp(db1:3306,db2:3306,db3:3306)/app?readTimeout=2s", hosts(tt.failure, tt.err))
+		var down problem
+		for _, p := range r.Problems {
+			if p.Kind == "down" {
+				down = p
+			}
+		}
+		if !strings.Contains(down.Problem, tt.problem) || strings.Contains(down.Fix, "FLUSH HOSTS") != tt.flush {
+			t.Errorf("%s: %+v; want %q, FLUSH HOSTS advised %v", tt.failure, down, tt.problem, tt.flush)
+		}
+	}
+	if got := failureOf(context.Background(), &mysql.MySQLError{Number: 1129, Message: "Host 'x' is blocked"}); got != "blocked" {
+		t.Errorf("failureOf(1129) = %q, want blocked", got)
 	}
 }

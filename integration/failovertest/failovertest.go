@@ -2,21 +2,27 @@
 // that uses mysqlfailover, and breaks them on request: a fixture for `go test`.
 //
 //	func TestCheckoutSurvivesFailover(t *testing.T) {
-//		ctx := context.Background()
 //		c := failovertest.Start(t, 2) // node 1 the primary, nodes 2 and 3 replicas
 //		db, err := sql.Open("mysqlfailover", c.DSN("targetSessionAttrs=read-write&readTimeout=2s"))
 //		if err != nil {
 //			t.Fatal(err)
 //		}
 //		defer db.Close()
-//		go runCheckout(ctx, db) // your service, writing away
+//		ctx, stop := context.WithCancel(t.Context())
+//		var service sync.WaitGroup
+//		service.Go(func() { runCheckout(ctx, db) }) // your service, writing away until ctx ends
+//		defer service.Wait()                        // it ends with the test, before db closes
+//		defer stop()
 //		if err := c.Promote(ctx, 2); err != nil { // node 2 the writer, node 1 read-only
 //			t.Fatal(err)
 //		}
-//		// the service's writes go on, on node 2: assert on them
+//		// the service's writes go on, on node 2: stop(); service.Wait(); then assert on them
 //	}
 //
-// (with the driver registered: import _ "github.com/mysqlfailover/mysqlfailover").
+// (with the driver registered: import _ "github.com/mysqlfailover/mysqlfailover"). The
+// service runs under the test's context and the test waits for it: a goroutine left
+// running on context.Background() would outlive the test, write on a closed pool, and
+// count in the next test's figures.
 //
 // What the fixture gives: the app user "app", password "apppw" (no SUPER, so read_only
 // stops its writes with error 1290), the databases "app" and "app2", GTID replication.
@@ -46,14 +52,17 @@
 // node 1 first: "app:apppw@tcp(127.0.0.1:p1,127.0.0.1:p2,127.0.0.1:p3)/app?" + params.
 //
 //	func TestCheckoutSurvivesALostNode(t *testing.T) {
-//		ctx := context.Background()
 //		c := failovertest.StartGalera(t, 3)
 //		db, err := sql.Open("mysqlfailover", c.DSN("readTimeout=2s"))
 //		if err != nil {
 //			t.Fatal(err)
 //		}
 //		defer db.Close()
-//		go runCheckout(ctx, db) // your service, writing away
+//		ctx, stop := context.WithCancel(t.Context())
+//		var service sync.WaitGroup
+//		service.Go(func() { runCheckout(ctx, db) }) // your service, writing away until ctx ends
+//		defer service.Wait()
+//		defer stop()
 //		if err := c.Isolate(ctx, 1); err != nil { // node 1 leaves the Primary component
 //			t.Fatal(err)
 //		}

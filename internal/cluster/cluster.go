@@ -130,6 +130,13 @@ type Cluster struct {
 	// (ready.go). It is an atomic beside the position: set at most once after New, read
 	// by every attempt.
 	kind atomic.Int32
+
+	// callerErrors counts the errors returned to callers for a host that failed,
+	// refused or was missing (NoteCallerError; Stats().CallerErrors).
+	callerErrors atomic.Int64
+	// logs is what the logger remembers of the failures that repeat (event.go), so
+	// that an outage is told once per host and state.
+	logs logRuns
 }
 
 // New returns a Cluster over cfg's hosts, on the primary. It keeps cfg and reads its

@@ -250,3 +250,12 @@ const (
 	DefaultSettlePoll    = 5 * time.Millisecond
 	DefaultSettleMaxPoll = 200 * time.Millisecond
 )
+
+// The logger (event.go).
+const (
+	// DefaultLogRepeat is how often a failure that goes on (a dead primary's failed
+	// fall-backs, a host's failed probes) is told again at Warn, with the count of the
+	// same failures logged at Debug since (duration, 1 min): an operator reading the log
+	// of an outage sees that it lasts without a line per attempt.
+	DefaultLogRepeat = time.Minute
+)

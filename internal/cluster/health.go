@@ -192,7 +192,7 @@ func (c *Cluster) Stats() failover.Stats {
 		Failovers: p.failovers, FallBacks: p.fallBacks, Aborted: c.aborted.Load(),
 		ReplicaRetries: c.rep.retries.Load(), ReplicaToPrimary: c.rep.toPrimary.Load(),
 		CausalWaits: c.rep.causalWaits.Load(), CausalPrimary: c.rep.causalPrimary.Load(),
-		WriteRefusals: c.writeRefusals.Load(), WriterAvailable: c.writerAvailable(p),
+		WriteRefusals: c.writeRefusals.Load(), WriterAvailable: c.writerAvailable(p), CallerErrors: c.callerErrors.Load(),
 		TxReruns: c.tx.reruns.Load(), TxGaveUp: c.tx.gaveUp.Load(), TxCommitChecks: c.tx.checks.Load(),
 		TxReplays: c.tx.replays.Load(), TxReplayMismatches: c.tx.mismatches.Load(),
 		TxReplayTooBig: c.tx.tooBig.Load(), TxReplayUnsafe: c.tx.unsafeTx.Load(),
@@ -201,7 +201,11 @@ func (c *Cluster) Stats() failover.Stats {
 		c.replicaSet() // the skip reasons of the position now
 	}
 	for _, id := range t.list {
-		s.Hosts = append(s.Hosts, c.hostStats(id, t.hosts[id], now))
+		hs := c.hostStats(id, t.hosts[id], now)
+		if id == p.active && (hs.State == failover.HostDown || hs.State == failover.HostBackoff) {
+			s.Active = "" // the pool's host is down and no walk found another: it uses none
+		}
+		s.Hosts = append(s.Hosts, hs)
 	}
 	return s
 }
@@ -254,6 +258,11 @@ func (c *Cluster) hostStats(id int, h *hostState, now int64) failover.HostStats 
 // NoteWriteRefused counts one error that says a write could not be served (see
 // failover.Stats.WriteRefusals): the connections call it where they see one.
 func (c *Cluster) NoteWriteRefused() { c.writeRefusals.Add(1) }
+
+// NoteCallerError counts one error returned to a caller for a host that failed, refused
+// or was missing (see failover.Stats.CallerErrors): the connections call it where their
+// errors leave the driver.
+func (c *Cluster) NoteCallerError() { c.callerErrors.Add(1) }
 
 // writerAvailable reports whether the pool at position p can serve writes as far as
 // the driver knows (failover.Stats.WriterAvailable): its active host is fit (of the

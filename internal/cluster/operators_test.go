@@ -104,3 +104,32 @@ func TestWriterAvailableAny(t *testing.T) {
 		r.cl.Close()
 	}
 }
+
+// TestStatsActiveWhileNoHostServes: Stats.Active names the host the pool uses, and no
+// host while it uses none: with targetSessionAttrs=read-write the writer died and the
+// standbys do not qualify, so the pool is nowhere (Active "", not the dead writer); once
+// the writer answers again, it is the active host again.
+func TestStatsActiveWhileNoHostServes(t *testing.T) {
+	r, _ := monRig(t, 3, func(o *rigOpts) { o.TargetSessionAttrs = attrs.ReadWrite })
+	r.net.SetReadOnly(1, true)
+	r.net.SetReadOnly(2, true)
+	r.cl.Check(context.Background())
+	h1 := r.cl.Host(0)
+	if s := r.cl.Stats(); s.Active != h1 {
+		t.Fatalf("healthy: Active %q, want %q", s.Active, h1)
+	}
+	r.down(0)
+	for i := 0; i < 6; i++ {
+		r.tick(monInterval)
+	}
+	if s := r.cl.Stats(); s.Active != "" || s.Hosts[0].State != failover.HostDown {
+		t.Fatalf("writer dead, no other writer: Active %q, H1 %v; want \"\", down", s.Active, s.Hosts[0].State)
+	}
+	r.up(0)
+	for i := 0; i < 6; i++ {
+		r.tick(monInterval)
+	}
+	if s := r.cl.Stats(); s.Active != h1 {
+		t.Fatalf("writer back: Active %q, want %q", s.Active, h1)
+	}
+}

@@ -179,6 +179,8 @@ type Conn struct {
 
 	sp  *split // the replica sessions (replicaReads); nil without
 	log *txLog // the open transaction's record (transactionReplay); nil without
+
+	failing string // the query whose run or rows failed, while fail handles it (FailoverError.Read)
 }
 
 // liveness is what the liveness check of an idle physical session (Conn.stale) knows.
@@ -223,7 +225,7 @@ func Open(ctx context.Context, cl *cluster.Cluster, cfg Config) (*Conn, error) {
 	}
 	phys, host, err := cl.Connect(ctx, c.setup)
 	if err != nil {
-		return nil, c.refusedWrite(err)
+		return nil, c.saw(c.refusedWrite(err))
 	}
 	c.attach(phys, host)
 	return c, nil
@@ -499,6 +501,7 @@ func (c *Conn) uncount() {
 // what a data error leaves of the transaction state (txState.failed) and, inside a
 // transaction opened by statements, what a failure means for it (see move).
 func (c *Conn) fail(ctx context.Context, epoch uint64, err error, r stmt.Retry, k stmt.Kind) (bool, error) {
+	defer c.forgetFailing()
 	if epoch&replicaEpoch != 0 && c.sp != nil {
 		return c.failReplica(ctx, epoch, err, r, k)
 	}
@@ -708,8 +711,20 @@ func (c *Conn) moved(ctx context.Context, k stmt.Kind, r stmt.Retry, v verdict, 
 	if werr == nil && (r == stmt.RetryAlways || r == stmt.RetryIfNotSent && notSent) {
 		return true, nil
 	}
+	fe.Read = c.failedRead(k) // outside any transaction: heldErr found none
 	return false, fe
 }
+
+// failedRead reports whether the call that failed, of kind k, was a read that may run
+// again (failover.FailoverError.Read): a statement's run or rows (Conn.failing, set
+// just before fail) that rereadable accepts. The caller knows that no transaction is
+// open.
+func (c *Conn) failedRead(k stmt.Kind) bool {
+	return k&kClass == kPlain && c.failing != "" && rereadable(c.failing)
+}
+
+// forgetFailing clears Conn.failing when fail is done with it.
+func (c *Conn) forgetFailing() { c.failing = "" }
 
 // reconnect is move's switch: it closes the physical connection, whose host failed
 // with err, and has the cluster recover (a new session on the same host, or on the next
@@ -832,7 +847,7 @@ func (o *h) Ready(ctx context.Context, count bool, k stmt.Kind) (driver.Conn, ui
 		if err == errAnswered {
 			return nil, 0, nil
 		}
-		return nil, 0, err
+		return nil, 0, c.saw(err)
 	}
 	c.mark()
 	return c.phys, c.epoch, nil
@@ -869,13 +884,14 @@ func (o *h) Failing(query string, args []driver.NamedValue, isQuery bool) {
 }
 
 // Fail implements stmt.Owner.
-func (o *h) Fail(ctx context.Context, epoch uint64, err error, r stmt.Retry, k stmt.Kind) (bool, error) {
+func (o *h) Fail(ctx context.Context, epoch uint64, err error, r stmt.Retry, k stmt.Kind, query string) (bool, error) {
 	c := (*Conn)(o)
+	c.failing = query
 	retry, out := c.fail(ctx, epoch, err, r, k)
 	if c.sp != nil {
 		c.giveBack()
 	}
-	return retry, out
+	return retry, c.saw(out)
 }
 
 // RowsOpened implements stmt.Owner: every Rows, of a plain query or of a prepared
@@ -946,14 +962,14 @@ func (c *Conn) execContext(ctx context.Context, query string, args []driver.Name
 			if on == replicaAgain {
 				continue
 			} else if on == replicaDone {
-				return res, err
+				return res, c.saw(err)
 			}
 		}
 		if err := c.ready(ctx, attempt == 0, k); err != nil {
 			if err == errAnswered {
 				return driver.RowsAffected(0), nil
 			}
-			return nil, err
+			return nil, c.saw(err)
 		}
 		if c.execer == nil {
 			return nil, driver.ErrSkip // database/sql prepares instead
@@ -981,9 +997,10 @@ func (c *Conn) execContext(ctx context.Context, query string, args []driver.Name
 		if c.log != nil {
 			c.log.try(query, args, false, false, c.epoch)
 		}
+		c.failing = query
 		retry, out := c.fail(ctx, c.epoch, err, retryFor(attempt, stmt.RetryIfNotSent), k)
 		if !retry {
-			return nil, out
+			return nil, c.saw(out)
 		}
 	}
 }
@@ -1011,14 +1028,14 @@ func (c *Conn) queryContext(ctx context.Context, query string, args []driver.Nam
 			if on == replicaAgain {
 				continue
 			} else if on == replicaDone {
-				return rows, err
+				return rows, c.saw(err)
 			}
 		}
 		if err := c.ready(ctx, attempt == 0, k); err != nil {
 			if err == errAnswered {
 				return noRows{}, nil
 			}
-			return nil, err
+			return nil, c.saw(err)
 		}
 		if c.queryer == nil {
 			return nil, driver.ErrSkip
@@ -1040,7 +1057,7 @@ func (c *Conn) queryContext(ctx context.Context, query string, args []driver.Nam
 			if c.log != nil {
 				c.noteStmt(before, c.db, k, query, args, nil, false, true)
 			}
-			return stmt.NewRows((*h)(c), ctx, rows, c.epoch), nil
+			return stmt.NewRows((*h)(c), ctx, rows, c.epoch, query), nil
 		}
 		if err == driver.ErrSkip {
 			c.uncount()
@@ -1049,9 +1066,10 @@ func (c *Conn) queryContext(ctx context.Context, query string, args []driver.Nam
 		if c.log != nil {
 			c.log.try(query, args, false, true, c.epoch)
 		}
+		c.failing = query
 		retry, out := c.fail(ctx, c.epoch, err, retryFor(attempt, stmt.RetryIfNotSent), k)
 		if !retry {
-			return nil, out
+			return nil, c.saw(out)
 		}
 	}
 }
@@ -1088,11 +1106,11 @@ func (c *Conn) prepareContext(ctx context.Context, query string) (driver.Stmt, e
 			if on == replicaAgain {
 				continue
 			} else if on == replicaDone {
-				return s, err
+				return s, c.saw(err)
 			}
 		}
 		if err := c.ready(ctx, false, rk); err != nil {
-			return nil, err
+			return nil, c.saw(err)
 		}
 		var s driver.Stmt
 		var err error
@@ -1107,7 +1125,7 @@ func (c *Conn) prepareContext(ctx context.Context, query string) (driver.Stmt, e
 		}
 		retry, out := c.fail(ctx, c.epoch, err, retryFor(attempt, stmt.RetryAlways), kSession)
 		if !retry {
-			return nil, out
+			return nil, c.saw(out)
 		}
 	}
 }
@@ -1124,7 +1142,7 @@ func (c *Conn) Ping(ctx context.Context) error {
 	}
 	for attempt := 0; ; attempt++ {
 		if err := c.ready(ctx, false, kPlain); err != nil {
-			return err
+			return c.saw(err)
 		}
 		p, ok := c.phys.(driver.Pinger)
 		if !ok {
@@ -1137,7 +1155,7 @@ func (c *Conn) Ping(ctx context.Context) error {
 		}
 		retry, out := c.fail(ctx, c.epoch, err, retryFor(attempt, stmt.RetryAlways), kPlain)
 		if !retry {
-			return out
+			return c.saw(out)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package conn
 
 import (
+	"database/sql/driver"
 	"errors"
 
 	"github.com/go-sql-driver/mysql"
@@ -30,6 +31,57 @@ func (c *Conn) refusedWrite(err error) error {
 	return err
 }
 
+// saw counts err in the pool's Stats().CallerErrors when it is an error a caller gets
+// because a host failed, refused or was missing (callerError), and returns it unchanged.
+// The methods through which errors leave the driver call it on what they return: the
+// connection's statements, Begin, Commit, Rollback, Ping, SetReadOnly, a Stmt's and a
+// Rows' calls (Owner.Ready and Fail), and Open. What the driver absorbs (a statement it
+// ran again on the new host) never reaches it.
+func (c *Conn) saw(err error) error {
+	if err != nil {
+		c.sawErr(err) // out of line: saw inlines to a nil check where errors leave
+	}
+	return err
+}
+
+// sawErr counts err, not nil, when callerError says so.
+//
+//go:noinline
+func (c *Conn) sawErr(err error) {
+	if err != driver.ErrSkip && callerError(err) {
+		c.cl.NoteCallerError()
+	}
+}
+
+// callerError reports whether err is one saw counts: a *failover.FailoverError, a
+// *failover.NoHostAvailableError (unless the caller's context ended the walk before it
+// tried a host), failover.ErrTxLost but not failover.ErrTxRolledBack (the server rolled
+// back for a deadlock: the application's), failover.ErrCommitOutcomeUnknown, and a
+// server's read-only refusal (writeRefusal).
+func callerError(err error) bool {
+	var fe *failover.FailoverError
+	var nh *failover.NoHostAvailableError
+	switch {
+	case errors.Is(err, failover.ErrTxRolledBack):
+		return false
+	case errors.As(err, &fe), errors.Is(err, failover.ErrTxLost), errors.Is(err, failover.ErrCommitOutcomeUnknown):
+		return true
+	case errors.As(err, &nh):
+		return nh.Err == nil || tried(nh)
+	}
+	return writeRefusal(err)
+}
+
+// tried reports whether the walk nh tells of tried at least one host.
+func tried(nh *failover.NoHostAvailableError) bool {
+	for _, h := range nh.Hosts {
+		if h.Err != nil {
+			return true
+		}
+	}
+	return false
+}
+
 // writeRefusal reports whether err is one refusedWrite counts.
 func writeRefusal(err error) bool {
 	var me *mysql.MySQLError
@@ -40,12 +92,5 @@ func writeRefusal(err error) bool {
 		}
 	}
 	var nh *failover.NoHostAvailableError
-	if errors.As(err, &nh) {
-		for _, h := range nh.Hosts {
-			if h.Err != nil {
-				return true
-			}
-		}
-	}
-	return false
+	return errors.As(err, &nh) && tried(nh)
 }

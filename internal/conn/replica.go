@@ -180,6 +180,8 @@ func (c *Conn) execReplica(ctx context.Context, rs *rsession, query string, args
 	c.cl.ReplicaDone(rs.host, err == nil)
 	if err == driver.ErrSkip {
 		c.sp.prefer = rs.host // database/sql prepares it next: on the same replica
+	} else if err != nil {
+		c.failing = query // for fail, which onReplica calls next
 	}
 	return res, err == nil || err == driver.ErrSkip, err
 }
@@ -194,11 +196,12 @@ func (c *Conn) queryReplica(ctx context.Context, rs *rsession, query string, arg
 	c.cl.ReplicaDone(rs.host, err == nil)
 	switch {
 	case err == nil:
-		return stmt.NewRows((*h)(c), ctx, rows, rs.epoch), true, nil
+		return stmt.NewRows((*h)(c), ctx, rows, rs.epoch, query), true, nil
 	case err == driver.ErrSkip:
 		c.sp.prefer = rs.host // database/sql prepares it next: on the same replica
 		return nil, true, err
 	}
+	c.failing = query // for fail, which onReplica calls next
 	return nil, false, err
 }
 
@@ -545,6 +548,7 @@ func (c *Conn) failReplica(ctx context.Context, epoch uint64, err error, r stmt.
 		c.cl.NoteReplicaRetry()
 		return true, nil
 	}
+	fe.Read = c.failedRead(k)
 	return false, fe
 }
 

@@ -101,7 +101,7 @@ func (c *Conn) SetReadOnly(ctx context.Context, readOnly bool) error {
 	}
 	for attempt := 0; ; attempt++ {
 		if err := c.ready(ctx, false, kSession); err != nil {
-			return err
+			return c.saw(err)
 		}
 		want := c.readOnlyOn(c.host)
 		if want == c.appliedRO {
@@ -114,7 +114,7 @@ func (c *Conn) SetReadOnly(ctx context.Context, readOnly bool) error {
 		}
 		retry, out := c.fail(ctx, c.epoch, err, retryFor(attempt, retryAlways), kSession)
 		if !retry {
-			return out
+			return c.saw(out)
 		}
 	}
 }

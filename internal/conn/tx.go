@@ -53,13 +53,13 @@ func (c *Conn) beginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 		c.sp.intent = c.readIntentTx(opts) // a read-only one on the primary walks as a read (join)
 		if c.sp.intent {
 			if tx, err := c.beginReplica(ctx, opts); tx != nil || err != nil {
-				return tx, err
+				return tx, c.saw(err)
 			}
 		}
 	}
 	for attempt := 0; ; attempt++ {
 		if err := c.ready(ctx, false, kBegin); err != nil {
-			return nil, err
+			return nil, c.saw(err)
 		}
 		var tx driver.Tx
 		var err error
@@ -86,7 +86,7 @@ func (c *Conn) beginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 		}
 		retry, out := c.fail(ctx, c.epoch, err, retryFor(attempt, retryAlways), kBegin)
 		if !retry {
-			return nil, out
+			return nil, c.saw(out)
 		}
 	}
 }
@@ -112,7 +112,7 @@ func (t *Tx) Commit() error {
 	if t.lost != nil {
 		t.forgetGone()
 		t.rollbackEnded()
-		return t.lost
+		return c.saw(t.lost)
 	}
 	c.mark()
 	err := t.inner.Commit()
@@ -146,16 +146,16 @@ func (t *Tx) Commit() error {
 		// The node could not replicate the commit for another reason than a lost Primary
 		// component (which moved the connection: cluster.LostPrimary): the rest of the
 		// cluster may have committed it, or not.
-		return fmt.Errorf("%w: the Galera node %s could not replicate the COMMIT: %w",
-			failover.ErrCommitOutcomeUnknown, c.cl.Host(c.host), err)
+		return c.saw(fmt.Errorf("%w: the Galera node %s could not replicate the COMMIT: %w",
+			failover.ErrCommitOutcomeUnknown, c.cl.Host(c.host), err))
 	case !errors.As(out, &fe):
-		return out // a data error (deadlock...) or the caller's context
+		return c.saw(out) // a data error (deadlock...) or the caller's context
 	case errors.As(out, &he):
-		return out // already says what became of the transaction
+		return c.saw(out) // already says what became of the transaction
 	case notSent:
-		return heldBy(fe, "", failover.ErrTxLost)
+		return c.saw(heldBy(fe, "", failover.ErrTxLost))
 	}
-	return heldBy(fe, "", c.settled(t.ctx, old, fe))
+	return c.saw(heldBy(fe, "", c.settled(t.ctx, old, fe)))
 }
 
 // ended is a physical session that a communication failure ended: its host and what the
@@ -214,7 +214,7 @@ func (t *Tx) Rollback() error {
 		return nil
 	}
 	_, out := c.fail(t.ctx, t.epoch, err, stmt.NoRetry, kTxEnd)
-	return out
+	return c.saw(out)
 }
 
 // releaseReplica ends what the read-only transaction t holds of its replica session,

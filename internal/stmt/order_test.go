@@ -19,7 +19,7 @@ func (o owner) Ready(context.Context, bool, Kind) (driver.Conn, uint64, error) {
 func (o owner) Ran(Kind, string, []driver.NamedValue, driver.Result) driver.Result {
 	return nil
 }
-func (o owner) Fail(context.Context, uint64, error, Retry, Kind) (bool, error) {
+func (o owner) Fail(context.Context, uint64, error, Retry, Kind, string) (bool, error) {
 	o.add("Fail")
 	return false, io.ErrUnexpectedEOF
 }
@@ -59,11 +59,11 @@ func TestOwnerToldAfterPhysicalClose(t *testing.T) {
 		want []string
 	}{
 		{"rows", func(o owner, l *log) {
-			r := NewRows(o, context.Background(), physical{l: l}, SideEpoch|1)
+			r := NewRows(o, context.Background(), physical{l: l}, SideEpoch|1, "SELECT 1")
 			_ = r.Close()
 		}, []string{"RowsOpened", "physical Close", "RowsClosed"}},
 		{"rows whose Close fails", func(o owner, l *log) {
-			r := NewRows(o, context.Background(), physical{l: l, err: io.ErrUnexpectedEOF}, SideEpoch|1)
+			r := NewRows(o, context.Background(), physical{l: l, err: io.ErrUnexpectedEOF}, SideEpoch|1, "SELECT 1")
 			_ = r.Close()
 		}, []string{"RowsOpened", "physical Close", "RowsClosed failed", "Fail"}},
 		{"statement", func(o owner, l *log) {

@@ -14,25 +14,27 @@ type Rows struct {
 	ctx    context.Context
 	inner  driver.Rows
 	epoch  uint64
+	query  string // the statement the rows are of, for Owner.Fail
 	closed bool
 }
 
 // NewRows wraps inner, read from the owner's physical connection of epoch, for a
-// statement that ran with ctx, and tells the owner (RowsOpened) that results are open.
+// statement, query, that ran with ctx, and tells the owner (RowsOpened) that results
+// are open.
 // When the owner hands back a RowSink, the rows are a *SinkRows that shows it what the
 // caller reads; otherwise a *Rows: the one the owner hands back for reuse (no
 // allocation), or a new one.
-func NewRows(own Owner, ctx context.Context, inner driver.Rows, epoch uint64) driver.Rows {
+func NewRows(own Owner, ctx context.Context, inner driver.Rows, epoch uint64, query string) driver.Rows {
 	sink, reuse := own.RowsOpened(epoch)
 	if sink == nil {
 		if reuse == nil {
 			reuse = new(Rows)
 		}
-		*reuse = Rows{own: own, ctx: ctx, inner: inner, epoch: epoch}
+		*reuse = Rows{own: own, ctx: ctx, inner: inner, epoch: epoch, query: query}
 		return reuse
 	}
 	sink.Columns(inner.Columns())
-	return &SinkRows{Rows: Rows{own: own, ctx: ctx, inner: inner, epoch: epoch}, sink: sink}
+	return &SinkRows{Rows: Rows{own: own, ctx: ctx, inner: inner, epoch: epoch, query: query}, sink: sink}
 }
 
 // SinkRows is a Rows whose RowSink sees every row the caller reads and the end.
@@ -66,7 +68,7 @@ func (r *Rows) Close() error {
 	err := r.inner.Close()
 	r.own.RowsClosed(r.epoch, err != nil)
 	if err != nil {
-		_, out := r.own.Fail(r.ctx, r.epoch, err, NoRetry, 0)
+		_, out := r.own.Fail(r.ctx, r.epoch, err, NoRetry, 0, r.query)
 		return out
 	}
 	return nil
@@ -78,7 +80,7 @@ func (r *Rows) Next(dest []driver.Value) error {
 	if err == nil || err == io.EOF {
 		return err
 	}
-	_, out := r.own.Fail(r.ctx, r.epoch, err, NoRetry, 0)
+	_, out := r.own.Fail(r.ctx, r.epoch, err, NoRetry, 0, r.query)
 	return out
 }
 
@@ -100,7 +102,7 @@ func (r *Rows) NextResultSet() error {
 	if err == nil || err == io.EOF {
 		return err
 	}
-	_, out := r.own.Fail(r.ctx, r.epoch, err, NoRetry, 0)
+	_, out := r.own.Fail(r.ctx, r.epoch, err, NoRetry, 0, r.query)
 	return out
 }
 

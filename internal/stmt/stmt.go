@@ -55,9 +55,11 @@ type Owner interface {
 	// reads of it (transaction replay).
 	Ran(k Kind, query string, args []driver.NamedValue, res driver.Result) driver.Result
 	// Fail handles err, returned by the physical connection of the given epoch to a
-	// call for a statement of Kind k. It returns retry=true when the call must be
-	// repeated once (after a successful switch, per r), else the error for the caller.
-	Fail(ctx context.Context, epoch uint64, err error, r Retry, k Kind) (retry bool, out error)
+	// call for a statement of Kind k. query is the statement when err is the failure of
+	// its run or of reading its rows, "" for its PREPARE's: the owner tells a read that
+	// may run again by it. It returns retry=true when the call must be repeated once
+	// (after a successful switch, per r), else the error for the caller.
+	Fail(ctx context.Context, epoch uint64, err error, r Retry, k Kind, query string) (retry bool, out error)
 	// Failing is called when the statement itself (not its PREPARE) failed, with the
 	// query and the caller's args, just before Fail: the owner may record it.
 	Failing(query string, args []driver.NamedValue, isQuery bool)
@@ -233,7 +235,7 @@ func (s *Stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (drive
 			}
 			s.own.Failing(s.query, args, false)
 		}
-		retry, out := s.own.Fail(ctx, epoch, err, retryFor(attempt, mode), k)
+		retry, out := s.own.Fail(ctx, epoch, err, retryFor(attempt, mode), k, s.ran(mode))
 		if !retry {
 			return nil, out
 		}
@@ -257,15 +259,24 @@ func (s *Stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driv
 			var rows driver.Rows
 			if rows, err = queryStmt(ctx, inner, args); err == nil {
 				s.own.Ran(s.kind, s.query, args, nil)
-				return NewRows(s.own, ctx, rows, epoch), nil
+				return NewRows(s.own, ctx, rows, epoch, s.query), nil
 			}
 			s.own.Failing(s.query, args, true)
 		}
-		retry, out := s.own.Fail(ctx, epoch, err, retryFor(attempt, mode), k)
+		retry, out := s.own.Fail(ctx, epoch, err, retryFor(attempt, mode), k, s.ran(mode))
 		if !retry {
 			return nil, out
 		}
 	}
+}
+
+// ran returns the query for Owner.Fail when the statement itself ran (mode
+// RetryIfNotSent), "" when only its PREPARE did.
+func (s *Stmt) ran(mode Retry) string {
+	if mode == RetryIfNotSent {
+		return s.query
+	}
+	return ""
 }
 
 // CheckNamedValue forwards to the physical statement, or else to the owner's physical

@@ -33,7 +33,9 @@
 //	                                                                       (mysqlfailover.host.role: unknown, primary,
 //	                                                                       read_only_primary, standby; unknown while
 //	                                                                       the host is down), 0 else
-//	mysqlfailover.host.active            Int64ObservableGauge         1    1 for the host the pool uses now
+//	mysqlfailover.host.active            Int64ObservableGauge         1    1 for the host the pool uses now (0 for
+//	                                                                       every host while it uses none: its host
+//	                                                                       is down, Stats.Active "")
 //	mysqlfailover.host.primary           Int64ObservableGauge         1    1 for the host the pool returns to
 //	mysqlfailover.host.connection.count  Int64ObservableUpDownCounter {connection}  physical connections open,
 //	                                                                       probe connections included
@@ -52,7 +54,19 @@
 //	mysqlfailover.write.refusals         Int64ObservableCounter       {refusal}    writes that could not be
 //	                                                                       served: refused as read-only (1290, 1836,
 //	                                                                       1792), or no host to use (no writer)
-//	                                                                       (Stats.WriteRefusals)
+//	                                                                       (Stats.WriteRefusals): attempts
+//	mysqlfailover.caller.errors          Int64ObservableCounter       {error}      errors returned to callers
+//	                                                                       because a host failed, refused or was
+//	                                                                       missing (Stats.CallerErrors): what the
+//	                                                                       application saw
+//
+// Alert on mysqlfailover.caller.errors for what callers saw: it does not count what
+// the driver absorbed (a statement it ran again on the new host, a write a demoted
+// primary refused that it ran on the new writer). mysqlfailover.write.refusals counts
+// attempts: a refused write the driver then ran on the new writer counts there, and so
+// does each retry of a caller, so it may read 5 while callers saw no failed write. A
+// rule on the increase of either over a window keeps firing for that window after the
+// last error.
 //
 // Every counter reports from the first collection after SetConnector, at 0 until
 // something is counted: the pool's, and mysqlfailover.probe.failures for each listed
@@ -65,8 +79,11 @@
 // pool:
 //
 //	mysqlfailover.host.replica.qualified Int64ObservableGauge         1    1 while the host serves read-intent
-//	                                                                       statements as a replica, 0 while it
-//	                                                                       does not (HostStats.ReplicaSkip says why)
+//	                                                                       statements as a replica: it qualifies
+//	                                                                       and is up; 0 while it does not
+//	                                                                       (HostStats.ReplicaSkip says why), and
+//	                                                                       for a replica not used yet (state
+//	                                                                       unknown, checkInterval 0)
 //	mysqlfailover.host.replica.lag       Float64ObservableGauge       s    replication lag as the host's last
 //	                                                                       probe read it (no point while unknown)
 //	mysqlfailover.host.replica.reads     Int64ObservableCounter       {read}       read-intent statements it
@@ -181,7 +198,7 @@ func New(mp metric.MeterProvider) (*Metrics, error) {
 		metric.WithDescription("The role the last role check found on the host: 1 for it, 0 for the others."))
 	add(err)
 	active, err := meter.Int64ObservableGauge("mysqlfailover.host.active", metric.WithUnit("1"),
-		metric.WithDescription("1 for the host the pool uses now, 0 for the others."))
+		metric.WithDescription("1 for the host the pool uses now, 0 for the others (for all while it uses none: its host is down)."))
 	add(err)
 	primary, err := meter.Int64ObservableGauge("mysqlfailover.host.primary", metric.WithUnit("1"),
 		metric.WithDescription("1 for the host the pool returns to (the primary), 0 for the others."))
@@ -199,7 +216,7 @@ func New(mp metric.MeterProvider) (*Metrics, error) {
 		metric.WithDescription("Abort rounds: hosts whose in-flight statements were aborted after probes declared them down."))
 	add(err)
 	replica, err := meter.Int64ObservableGauge("mysqlfailover.host.replica.qualified", metric.WithUnit("1"),
-		metric.WithDescription("1 while the host serves read-intent statements as a replica (replicaReads), 0 while it does not."))
+		metric.WithDescription("1 while the host serves read-intent statements as a replica (replicaReads): it qualifies and is up; 0 while it does not or is not used yet."))
 	add(err)
 	lag, err := meter.Float64ObservableGauge("mysqlfailover.host.replica.lag", metric.WithUnit("s"),
 		metric.WithDescription("Replication lag of the host as its last probe read it (Seconds_Behind_Master or _Source, whole seconds); no point while unknown."))
@@ -219,6 +236,9 @@ func New(mp metric.MeterProvider) (*Metrics, error) {
 	refusals, err := meter.Int64ObservableCounter("mysqlfailover.write.refusals", metric.WithUnit("{refusal}"),
 		metric.WithDescription("Writes that could not be served: statements refused as read-only (1290, 1836, 1792) and connections or statements that found no host (no writer)."))
 	add(err)
+	callerErrors, err := meter.Int64ObservableCounter("mysqlfailover.caller.errors", metric.WithUnit("{error}"),
+		metric.WithDescription("Errors the driver returned to callers because a host failed, refused or was missing (FailoverError, NoHostAvailableError, ErrTxLost, ErrCommitOutcomeUnknown, read-only refusals)."))
+	add(err)
 	causal, err := meter.Int64ObservableCounter("mysqlfailover.causal_reads", metric.WithUnit("{read}"),
 		metric.WithDescription("Causal reads (causalReads): path waited, served by a replica after it reached the write's position; path primary, sent to the primary instead."))
 	add(err)
@@ -237,6 +257,7 @@ func New(mp metric.MeterProvider) (*Metrics, error) {
 		o.ObserveInt64(aborts, s.Aborted)
 		o.ObserveInt64(writer, int01(s.WriterAvailable))
 		o.ObserveInt64(refusals, s.WriteRefusals)
+		o.ObserveInt64(callerErrors, s.CallerErrors)
 		replicas := replicaReads(s)
 		if replicas {
 			o.ObserveInt64(retries, s.ReplicaRetries)
@@ -262,14 +283,14 @@ func New(mp metric.MeterProvider) (*Metrics, error) {
 			if !replicas {
 				continue
 			}
-			o.ObserveInt64(replica, int01(h.ReplicaSkip == ""), set)
+			o.ObserveInt64(replica, int01(h.ReplicaSkip == "" && h.State == failover.HostUp), set) // qualifies and is up: not a replica still unknown
 			o.ObserveInt64(reads, h.ReplicaReads, set)
 			if h.ReplicaLag >= 0 {
 				o.ObserveFloat64(lag, h.ReplicaLag.Seconds(), set)
 			}
 		}
 		return nil
-	}, state, role, active, primary, conns, failovers, fallBacks, aborts, writer, refusals, replica, lag, reads, retries, toPrimary, causal)
+	}, state, role, active, primary, conns, failovers, fallBacks, aborts, writer, refusals, callerErrors, replica, lag, reads, retries, toPrimary, causal)
 	if err != nil {
 		return nil, err
 	}

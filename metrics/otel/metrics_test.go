@@ -177,6 +177,28 @@ func TestReplicaInstruments(t *testing.T) {
 	}
 }
 
+// TestReplicaNotUsedYet: a replica that qualifies but that the pool has not opened a
+// session to yet (probes off: its state is unknown) reads 0 qualified beside state
+// unknown; once up, 1.
+func TestReplicaNotUsedYet(t *testing.T) {
+	got, _ := collectStats(t, failover.Stats{
+		Active: "a:3306", Primary: "a:3306",
+		Hosts: []failover.HostStats{
+			{Addr: "a:3306", State: failover.HostUp, OpenConns: -1, ReplicaLag: -1, ReplicaSkip: "the pool's writer"},
+			{Addr: "b:3306", State: failover.HostUnknown, OpenConns: -1, ReplicaLag: -1},
+			{Addr: "c:3306", State: failover.HostUp, OpenConns: -1, ReplicaLag: -1},
+		},
+	})
+	for k, v := range map[string]float64{
+		"mysqlfailover.host.replica.qualified|a": 0, "mysqlfailover.host.replica.qualified|b": 0,
+		"mysqlfailover.host.replica.qualified|c": 1, "mysqlfailover.host.state|b|unknown": 1,
+	} {
+		if g, ok := got[k]; !ok || g != v {
+			t.Errorf("%s = %v (reported %v), want %v", k, g, ok, v)
+		}
+	}
+}
+
 // TestNoReplicaInstruments: without replicaReads (no ReplicaSkip anywhere) no replica
 // instrument reports, not even 0, while the Stats instruments do.
 func TestNoReplicaInstruments(t *testing.T) {
@@ -268,6 +290,7 @@ func TestCountersFromTheStart(t *testing.T) {
 	for k, v := range map[string]float64{
 		"mysqlfailover.probe.failures|db1|east": 0, "mysqlfailover.probe.failures|db2|west": 0,
 		"mysqlfailover.write.refusals": 0, "mysqlfailover.writer.available": 1, "mysqlfailover.walk.duration": 1,
+		"mysqlfailover.caller.errors": 0,
 	} {
 		if g, ok := got[k]; !ok || g != v {
 			t.Errorf("%s = %v (reported %v), want %v; all: %v", k, g, ok, v, got)
@@ -278,13 +301,15 @@ func TestCountersFromTheStart(t *testing.T) {
 	}
 }
 
-// TestWriteInstruments: the writer gauge and the refusal counter follow Stats.
+// TestWriteInstruments: the writer gauge, the refusal counter and the callers' errors
+// follow Stats.
 func TestWriteInstruments(t *testing.T) {
-	got, _ := collectStats(t, failover.Stats{Active: "b:3306", Primary: "a:3306", WriteRefusals: 9261, Hosts: []failover.HostStats{
+	got, units := collectStats(t, failover.Stats{Active: "b:3306", Primary: "a:3306", WriteRefusals: 9261, CallerErrors: 12, Hosts: []failover.HostStats{
 		{Addr: "a:3306", State: failover.HostDown, OpenConns: -1, ReplicaLag: -1},
 		{Addr: "b:3306", State: failover.HostUp, Role: failover.RoleStandby, OpenConns: -1, ReplicaLag: -1},
 	}})
-	if got["mysqlfailover.write.refusals"] != 9261 || got["mysqlfailover.writer.available"] != 0 || got["mysqlfailover.host.role|a|unknown"] != 1 {
-		t.Fatalf("write instruments: %v", got)
+	if got["mysqlfailover.write.refusals"] != 9261 || got["mysqlfailover.writer.available"] != 0 || got["mysqlfailover.host.role|a|unknown"] != 1 ||
+		got["mysqlfailover.caller.errors"] != 12 || units["mysqlfailover.caller.errors"] != "{error}" {
+		t.Fatalf("write instruments: %v %v", got, units)
 	}
 }

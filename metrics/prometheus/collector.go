@@ -33,7 +33,9 @@
 //	mysqlfailover_host_role{host,dc,role}          gauge     1 for the role the last role check found, 0 for
 //	                                               the others: unknown, primary, read_only_primary, standby
 //	                                               (unknown while the host is down or in backoff)
-//	mysqlfailover_host_active{host,dc}             gauge     1 for the host the pool uses now
+//	mysqlfailover_host_active{host,dc}             gauge     1 for the host the pool uses now (0 for every
+//	                                               host while it uses none: its host is down and no
+//	                                               walk found another, Stats.Active "")
 //	mysqlfailover_host_primary{host,dc}            gauge     1 for the host the pool returns to
 //	mysqlfailover_host_connections{host,dc}        gauge     open physical connections, probe connections
 //	                                               included (absent when unknown)
@@ -56,7 +58,13 @@
 //	                                               refused as read-only (1290, 1836, 1792) and connections
 //	                                               or statements that found no host to use, such as no
 //	                                               writer for targetSessionAttrs=read-write
-//	                                               (Stats.WriteRefusals)
+//	                                               (Stats.WriteRefusals); it counts attempts
+//	mysqlfailover_caller_errors_total              counter   errors the driver returned to callers because a
+//	                                               host failed, refused or was missing: a
+//	                                               FailoverError, a NoHostAvailableError,
+//	                                               ErrTxLost, ErrCommitOutcomeUnknown, a read-only
+//	                                               refusal (Stats.CallerErrors); what the
+//	                                               application saw
 //
 // Every series exists from the first scrape after SetConnector, at 0 until something is
 // counted: the per-host probe counter and histogram of each listed host (a host a new
@@ -64,21 +72,38 @@
 // of both kinds, so that increase() and rate() see the first failures of a burst. A
 // host's role reads unknown while it is down (its last role is no longer known).
 //
-// One alert rule catches a pool whose writes fail, whatever the cause (the primary dead
-// and nothing promoted, a demoted primary the DSN still lists first, a read-only
-// session on a secondary):
+// Two alert rules: one on what callers saw, one on the pool's writes whatever became of
+// them. The first fires when the driver returned errors to callers because a host
+// failed, refused or was missing:
+//
+//	increase(mysqlfailover_caller_errors_total[1m]) > 0
+//
+// It counts what left the driver: not a statement it ran again on the new host, nor a
+// write a demoted primary refused that it ran on the new writer. Errors your own
+// retries (or RunInTx's, Stats.TxReruns) then absorbed are counted, as they reached
+// your code. The second catches a pool whose writes cannot be served, whatever the
+// cause (the primary dead and nothing promoted, a demoted primary the DSN still lists
+// first, a read-only session on a secondary):
 //
 //	increase(mysqlfailover_write_refusals_total[1m]) > 0
 //
-// (mysqlfailover_writer_available == 0 says the same before the first write is
-// refused, as far as the driver can know: with targetSessionAttrs=any and no probes it
-// does not read roles, and counts the list's primary as the writer while it is up.)
+// It counts attempts, not failed writes: each refusal, also one the driver then ran on
+// the new writer without an error for its caller, and each retry of a caller again, so
+// it may read 5 while the callers saw no failed write. Both, as any increase() over a
+// window, keep firing for the window (1 minute here) after the last error; a shorter
+// window resolves sooner, and needs a scrape interval well under it.
+// mysqlfailover_writer_available == 0 says what the second says before the first write
+// is refused, as far as the driver can know (with targetSessionAttrs=any and no probes
+// it does not read roles, and counts the list's primary as the writer while it is up).
 //
 // With replicaReads (read/write splitting), per host and for the pool:
 //
 //	mysqlfailover_host_replica{host,dc}              gauge     1 while the host serves read-intent
-//	                                                 statements as a replica, 0 while it does not
-//	                                                 (HostStats.ReplicaSkip says why)
+//	                                                 statements as a replica: it qualifies and is up;
+//	                                                 0 while it does not (HostStats.ReplicaSkip says
+//	                                                 why), and for a replica not used yet (state
+//	                                                 unknown: with checkInterval 0 the pool knows a
+//	                                                 replica from its first read there)
 //	mysqlfailover_host_replica_lag_seconds{host,dc}  gauge     replication lag as the host's last probe read
 //	                                                 it (whole seconds; absent while unknown)
 //	mysqlfailover_host_replica_reads_total{host,dc}  counter   read-intent statements the host served as a
@@ -149,7 +174,7 @@ var (
 	descRole = prometheus.NewDesc("mysqlfailover_host_role",
 		"The role the last role check found on the host (targetSessionAttrs): 1 for it, 0 for the others.", []string{"host", "dc", "role"}, nil)
 	descActive = prometheus.NewDesc("mysqlfailover_host_active",
-		"1 for the host the pool uses now, 0 for the others.", []string{"host", "dc"}, nil)
+		"1 for the host the pool uses now, 0 for the others (for all while it uses none: its host is down).", []string{"host", "dc"}, nil)
 	descPrimary = prometheus.NewDesc("mysqlfailover_host_primary",
 		"1 for the host the pool returns to (the primary), 0 for the others.", []string{"host", "dc"}, nil)
 	descConns = prometheus.NewDesc("mysqlfailover_host_connections",
@@ -164,10 +189,12 @@ var (
 		"1 while the pool can serve writes as far as the driver knows (its host is up and a writer), 0 while it cannot.", nil, nil)
 	descRefusals = prometheus.NewDesc("mysqlfailover_write_refusals_total",
 		"Writes that could not be served: statements refused as read-only (1290, 1836, 1792) and connections or statements that found no host (no writer).", nil, nil)
+	descCallerErrors = prometheus.NewDesc("mysqlfailover_caller_errors_total",
+		"Errors the driver returned to callers because a host failed, refused or was missing (FailoverError, NoHostAvailableError, ErrTxLost, ErrCommitOutcomeUnknown, read-only refusals).", nil, nil)
 
 	// The replica metrics (replicaReads only).
 	descReplica = prometheus.NewDesc("mysqlfailover_host_replica",
-		"1 while the host serves read-intent statements as a replica (replicaReads), 0 while it does not (Stats' ReplicaSkip says why).", []string{"host", "dc"}, nil)
+		"1 while the host serves read-intent statements as a replica (replicaReads): it qualifies and is up; 0 while it does not (Stats' ReplicaSkip says why) or is not used yet.", []string{"host", "dc"}, nil)
 	descReplicaLag = prometheus.NewDesc("mysqlfailover_host_replica_lag_seconds",
 		"Replication lag of the host as its last probe read it (Seconds_Behind_Master or _Source, whole seconds); absent while unknown.", []string{"host", "dc"}, nil)
 	descReplicaReads = prometheus.NewDesc("mysqlfailover_host_replica_reads_total",
@@ -291,7 +318,7 @@ func (c *Collector) learnDCs(cn *mysqlfailover.Connector) {
 
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descState, descRole, descActive, descPrimary, descConns, descFailovers, descFallBacks, descAborts, descWriter, descRefusals,
+	for _, d := range []*prometheus.Desc{descState, descRole, descActive, descPrimary, descConns, descFailovers, descFallBacks, descAborts, descWriter, descRefusals, descCallerErrors,
 		descReplica, descReplicaLag, descReplicaReads, descReplicaIdle, descReplicaWaits, descReplicaRetries, descReplicaToPrimary, descCausal} {
 		ch <- d
 	}
@@ -320,6 +347,7 @@ func collectStats(ch chan<- prometheus.Metric, s failover.Stats) {
 	ch <- prometheus.MustNewConstMetric(descAborts, prometheus.CounterValue, float64(s.Aborted))
 	ch <- prometheus.MustNewConstMetric(descWriter, prometheus.GaugeValue, bool01(s.WriterAvailable))
 	ch <- prometheus.MustNewConstMetric(descRefusals, prometheus.CounterValue, float64(s.WriteRefusals))
+	ch <- prometheus.MustNewConstMetric(descCallerErrors, prometheus.CounterValue, float64(s.CallerErrors))
 	replicas := replicaReads(s)
 	if replicas {
 		ch <- prometheus.MustNewConstMetric(descReplicaRetries, prometheus.CounterValue, float64(s.ReplicaRetries))
@@ -342,7 +370,7 @@ func collectStats(ch chan<- prometheus.Metric, s failover.Stats) {
 		if !replicas {
 			continue
 		}
-		ch <- prometheus.MustNewConstMetric(descReplica, prometheus.GaugeValue, bool01(h.ReplicaSkip == ""), h.Addr, h.DC)
+		ch <- prometheus.MustNewConstMetric(descReplica, prometheus.GaugeValue, bool01(serving(h)), h.Addr, h.DC)
 		ch <- prometheus.MustNewConstMetric(descReplicaReads, prometheus.CounterValue, float64(h.ReplicaReads), h.Addr, h.DC)
 		ch <- prometheus.MustNewConstMetric(descReplicaIdle, prometheus.GaugeValue, float64(h.ReplicaIdle), h.Addr, h.DC)
 		ch <- prometheus.MustNewConstMetric(descReplicaWaits, prometheus.CounterValue, float64(h.ReplicaWaits), h.Addr, h.DC)
@@ -362,6 +390,14 @@ func replicaReads(s failover.Stats) bool {
 		}
 	}
 	return false
+}
+
+// serving reports whether h serves read-intent statements as a replica: it qualifies
+// (ReplicaSkip "") and is up. Without probes a replica qualifies before the pool has
+// opened a session to it (its state is unknown until then): it is not serving yet, and
+// the two gauges do not contradict each other.
+func serving(h failover.HostStats) bool {
+	return h.ReplicaSkip == "" && h.State == failover.HostUp
 }
 
 func bool01(b bool) float64 {

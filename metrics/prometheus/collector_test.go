@@ -110,7 +110,7 @@ func TestReplicaMetrics(t *testing.T) {
 # TYPE mysqlfailover_causal_reads_total counter
 mysqlfailover_causal_reads_total{path="primary"} 1
 mysqlfailover_causal_reads_total{path="waited"} 4
-# HELP mysqlfailover_host_replica 1 while the host serves read-intent statements as a replica (replicaReads), 0 while it does not (Stats' ReplicaSkip says why).
+# HELP mysqlfailover_host_replica 1 while the host serves read-intent statements as a replica (replicaReads): it qualifies and is up; 0 while it does not (Stats' ReplicaSkip says why) or is not used yet.
 # TYPE mysqlfailover_host_replica gauge
 mysqlfailover_host_replica{dc="east",host="a:3306"} 0
 mysqlfailover_host_replica{dc="east",host="b:3306"} 1
@@ -138,6 +138,49 @@ mysqlfailover_replica_to_primary_total 3
 	}
 	if problems, err := testutil.CollectAndLint(c); err != nil || len(problems) > 0 {
 		t.Fatalf("lint: %v %v", problems, err)
+	}
+}
+
+// TestReplicaNotUsedYet: a replica that qualifies but that the pool has not opened a
+// session to yet (probes off: its state is unknown) does not serve reads yet, and says
+// so: host_replica 0 beside host_state unknown, not 1 beside unknown; once it answered
+// (up) it reads 1.
+func TestReplicaNotUsedYet(t *testing.T) {
+	c := statsOnly{failover.Stats{
+		Active: "a:3306", Primary: "a:3306",
+		Hosts: []failover.HostStats{
+			{Addr: "a:3306", State: failover.HostUp, OpenConns: -1, ReplicaLag: -1, ReplicaSkip: "the pool's writer"},
+			{Addr: "b:3306", State: failover.HostUnknown, OpenConns: -1, ReplicaLag: -1},
+			{Addr: "c:3306", State: failover.HostUp, OpenConns: -1, ReplicaLag: -1, ReplicaReads: 3},
+		},
+	}}
+	want := `
+# HELP mysqlfailover_host_replica 1 while the host serves read-intent statements as a replica (replicaReads): it qualifies and is up; 0 while it does not (Stats' ReplicaSkip says why) or is not used yet.
+# TYPE mysqlfailover_host_replica gauge
+mysqlfailover_host_replica{dc="",host="a:3306"} 0
+mysqlfailover_host_replica{dc="",host="b:3306"} 0
+mysqlfailover_host_replica{dc="",host="c:3306"} 1
+`
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want), "mysqlfailover_host_replica"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestActiveNone: while the pool uses no host (Stats.Active "": its host is down and no
+// walk found another) no host reads active.
+func TestActiveNone(t *testing.T) {
+	c := statsOnly{failover.Stats{Active: "", Primary: "a:3306", Hosts: []failover.HostStats{
+		{Addr: "a:3306", State: failover.HostDown, OpenConns: -1, ReplicaLag: -1},
+		{Addr: "b:3306", State: failover.HostWrongRole, OpenConns: -1, ReplicaLag: -1},
+	}}}
+	want := `
+# HELP mysqlfailover_host_active 1 for the host the pool uses now, 0 for the others (for all while it uses none: its host is down).
+# TYPE mysqlfailover_host_active gauge
+mysqlfailover_host_active{dc="",host="a:3306"} 0
+mysqlfailover_host_active{dc="",host="b:3306"} 0
+`
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want), "mysqlfailover_host_active"); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -200,6 +243,9 @@ func TestSeriesFromTheStart(t *testing.T) {
 # TYPE mysqlfailover_probe_failures_total counter
 mysqlfailover_probe_failures_total{dc="east",host="db1:3306"} 0
 mysqlfailover_probe_failures_total{dc="west",host="db2:3306"} 0
+# HELP mysqlfailover_caller_errors_total Errors the driver returned to callers because a host failed, refused or was missing (FailoverError, NoHostAvailableError, ErrTxLost, ErrCommitOutcomeUnknown, read-only refusals).
+# TYPE mysqlfailover_caller_errors_total counter
+mysqlfailover_caller_errors_total 0
 # HELP mysqlfailover_write_refusals_total Writes that could not be served: statements refused as read-only (1290, 1836, 1792) and connections or statements that found no host (no writer).
 # TYPE mysqlfailover_write_refusals_total counter
 mysqlfailover_write_refusals_total 0
@@ -207,7 +253,7 @@ mysqlfailover_write_refusals_total 0
 # TYPE mysqlfailover_writer_available gauge
 mysqlfailover_writer_available 1
 `
-	if err := testutil.CollectAndCompare(col, strings.NewReader(want), "mysqlfailover_probe_failures_total", "mysqlfailover_write_refusals_total", "mysqlfailover_writer_available"); err != nil {
+	if err := testutil.CollectAndCompare(col, strings.NewReader(want), "mysqlfailover_probe_failures_total", "mysqlfailover_write_refusals_total", "mysqlfailover_writer_available", "mysqlfailover_caller_errors_total"); err != nil {
 		t.Fatal(err)
 	}
 	if n := testutil.CollectAndCount(col, "mysqlfailover_probe_duration_seconds"); n != 2 {
@@ -226,14 +272,17 @@ mysqlfailover_writer_available 1
 	}
 }
 
-// TestWriteMetrics: the writer gauge and the refusal counter follow Stats, and a dead
+// TestWriteMetrics: the writer gauge, the refusal counter and the callers' errors follow Stats, and a dead
 // host's role reads unknown (Stats says so).
 func TestWriteMetrics(t *testing.T) {
-	c := statsOnly{failover.Stats{Active: "b:3306", Primary: "a:3306", WriteRefusals: 9261, Hosts: []failover.HostStats{
+	c := statsOnly{failover.Stats{Active: "b:3306", Primary: "a:3306", WriteRefusals: 9261, CallerErrors: 12, Hosts: []failover.HostStats{
 		{Addr: "a:3306", State: failover.HostDown, Role: failover.RoleUnknown, OpenConns: -1, ReplicaLag: -1},
 		{Addr: "b:3306", State: failover.HostUp, Role: failover.RoleStandby, OpenConns: -1, ReplicaLag: -1},
 	}}}
 	want := `
+# HELP mysqlfailover_caller_errors_total Errors the driver returned to callers because a host failed, refused or was missing (FailoverError, NoHostAvailableError, ErrTxLost, ErrCommitOutcomeUnknown, read-only refusals).
+# TYPE mysqlfailover_caller_errors_total counter
+mysqlfailover_caller_errors_total 12
 # HELP mysqlfailover_write_refusals_total Writes that could not be served: statements refused as read-only (1290, 1836, 1792) and connections or statements that found no host (no writer).
 # TYPE mysqlfailover_write_refusals_total counter
 mysqlfailover_write_refusals_total 9261
@@ -241,7 +290,7 @@ mysqlfailover_write_refusals_total 9261
 # TYPE mysqlfailover_writer_available gauge
 mysqlfailover_writer_available 0
 `
-	if err := testutil.CollectAndCompare(c, strings.NewReader(want), "mysqlfailover_write_refusals_total", "mysqlfailover_writer_available"); err != nil {
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want), "mysqlfailover_write_refusals_total", "mysqlfailover_writer_available", "mysqlfailover_caller_errors_total"); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -319,9 +319,10 @@ func readSummary(s *story) ([]string, bool) {
 		if r.retried == 1 {
 			each = "it"
 		}
-		out = append(out, fmt.Sprintf("%s sent to node1 as it died got a *failover.FailoverError (\"may have run\"); a",
+		out = append(out, fmt.Sprintf("%s sent to node1 as it died got a *failover.FailoverError (\"may have run\"); a read",
 			plural(r.retried, "read")),
-			fmt.Sprintf("  read may run twice, so the demo ran %s again at once, on the new host, as an app should.", each))
+			"  changes nothing when it runs again, so SafeToRetry says RetryStatement and the demo ran",
+			fmt.Sprintf("  %s again at once, on the new host, as an app should.", each))
 	}
 	if r.failed > 0 {
 		out = append(out, fmt.Sprintf("!! %s failed; the timeline and demo.log say why", plural(r.failed, "read")))

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"flag"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -152,6 +155,7 @@ func TestReadSummary(t *testing.T) {
 		"node1 was killed at 2.000s; 25 ms later a read was answered by node2",
 		"node1 answered again at 5.100s; 50 ms later reads were back on it",
 		"4 reads sent to node1 as it died got a *failover.FailoverError",
+		"so SafeToRetry says RetryStatement and the demo ran",
 	)
 	shortLines(t, lines)
 	if strings.Contains(strings.Join(lines, "\n"), "!!") {
@@ -272,5 +276,22 @@ func TestWrap(t *testing.T) {
 	}
 	if got := wrap("", 10, "> ", "  "); len(got) != 0 {
 		t.Errorf("wrap of nothing: %q", got)
+	}
+}
+
+// TestNoChartByDefault: the demo writes no chart unless asked (-svg PATH), as README
+// presents it: a run leaves nothing in the checkout.
+func TestNoChartByDefault(t *testing.T) {
+	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	svg := chartFlag(fs)
+	if err := fs.Parse(nil); err != nil || *svg != "" {
+		t.Fatalf("-svg defaults to %q (%v), want no chart", *svg, err)
+	}
+	readme, err := os.ReadFile(filepath.Join("..", "..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(readme), "with `-svg PATH`") {
+		t.Errorf("README does not present the chart as -svg PATH's")
 	}
 }

@@ -379,7 +379,9 @@ func every(ctx context.Context, stop <-chan struct{}, w int, op func()) {
 
 // reader is one worker of story 1: SELECT @@port. A read that fails with a
 // *failover.FailoverError (it was in flight on a host that died: it may have run there)
-// runs once more at once, on the connection's new host: reading twice is harmless.
+// runs once more at once, on the connection's new host, because
+// mysqlfailover.SafeToRetry says RetryStatement for it: it was a read (FailoverError.Read),
+// and reading twice changes nothing.
 func reader(ctx context.Context, stop <-chan struct{}, w int, db *sql.DB, rec *recorder) {
 	every(ctx, stop, w, func() {
 		start := time.Now()
@@ -393,7 +395,7 @@ func reader(ctx context.Context, stop <-chan struct{}, w int, db *sql.DB, rec *r
 		port, err := read()
 		retried := false
 		var fe *failover.FailoverError
-		if errors.As(err, &fe) && ctx.Err() == nil {
+		if errors.As(err, &fe) && mysqlfailover.SafeToRetry(err) == mysqlfailover.RetryStatement && ctx.Err() == nil {
 			rec.detail.Printf("[reads] worker %d: %v; running the read again", w, err)
 			retried = true
 			port, err = read()
