@@ -236,3 +236,9 @@ const DefaultCausalReadsTimeout = time.Second
 // replica whose session cannot be opened or fails the statement before its result is
 // left for the next (count).
 const DefaultReplicaTries = 3
+
+// DefaultWriterLookAge is how long a look at the writable hosts stands (duration, 5 s;
+// writers.go): the fall-backs, new connections and probes within it decide by its
+// answer, and a split brain that lasts costs every listed host one short session per
+// DefaultWriterLookAge, never one per statement or connection.
+const DefaultWriterLookAge = 5 * time.Second

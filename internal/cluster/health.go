@@ -192,7 +192,7 @@ func (c *Cluster) Stats() failover.Stats {
 		Failovers: p.failovers, FallBacks: p.fallBacks, Aborted: c.aborted.Load(),
 		ReplicaRetries: c.rep.retries.Load(), ReplicaToPrimary: c.rep.toPrimary.Load(),
 		CausalWaits: c.rep.causalWaits.Load(), CausalPrimary: c.rep.causalPrimary.Load(),
-		WriteRefusals: c.writeRefusals.Load(), WriterAvailable: c.writerAvailable(p),
+		WriteRefusals: c.writeRefusals.Load(), WriterAvailable: c.writerAvailable(p), Writers: c.writersStats(p),
 		TxReruns: c.tx.reruns.Load(), TxGaveUp: c.tx.gaveUp.Load(), TxCommitChecks: c.tx.checks.Load(),
 		TxReplays: c.tx.replays.Load(), TxReplayMismatches: c.tx.mismatches.Load(),
 		TxReplayTooBig: c.tx.tooBig.Load(), TxReplayUnsafe: c.tx.unsafeTx.Load(),
