@@ -53,6 +53,10 @@
 //	                                                                       served: refused as read-only (1290, 1836,
 //	                                                                       1792), or no host to use (no writer)
 //	                                                                       (Stats.WriteRefusals)
+//	mysqlfailover.two_writers            Int64ObservableGauge         1    1 while more than one host of a
+//	                                                                       replication cluster is writable at once
+//	                                                                       (Stats.Writers: a split brain to fence,
+//	                                                                       see failover.EventTwoWriters), else 0
 //
 // Every counter reports from the first collection after SetConnector, at 0 until
 // something is counted: the pool's, and mysqlfailover.probe.failures for each listed
@@ -219,6 +223,9 @@ func New(mp metric.MeterProvider) (*Metrics, error) {
 	refusals, err := meter.Int64ObservableCounter("mysqlfailover.write.refusals", metric.WithUnit("{refusal}"),
 		metric.WithDescription("Writes that could not be served: statements refused as read-only (1290, 1836, 1792) and connections or statements that found no host (no writer)."))
 	add(err)
+	twoWriters, err := meter.Int64ObservableGauge("mysqlfailover.two_writers", metric.WithUnit("1"),
+		metric.WithDescription("1 while more than one host of a replication cluster is writable at once (two writers: fence all but the one the replicas follow), 0 otherwise."))
+	add(err)
 	causal, err := meter.Int64ObservableCounter("mysqlfailover.causal_reads", metric.WithUnit("{read}"),
 		metric.WithDescription("Causal reads (causalReads): path waited, served by a replica after it reached the write's position; path primary, sent to the primary instead."))
 	add(err)
@@ -237,6 +244,7 @@ func New(mp metric.MeterProvider) (*Metrics, error) {
 		o.ObserveInt64(aborts, s.Aborted)
 		o.ObserveInt64(writer, int01(s.WriterAvailable))
 		o.ObserveInt64(refusals, s.WriteRefusals)
+		o.ObserveInt64(twoWriters, int01(len(s.Writers) > 1))
 		replicas := replicaReads(s)
 		if replicas {
 			o.ObserveInt64(retries, s.ReplicaRetries)
@@ -269,7 +277,7 @@ func New(mp metric.MeterProvider) (*Metrics, error) {
 			}
 		}
 		return nil
-	}, state, role, active, primary, conns, failovers, fallBacks, aborts, writer, refusals, replica, lag, reads, retries, toPrimary, causal)
+	}, state, role, active, primary, conns, failovers, fallBacks, aborts, writer, refusals, twoWriters, replica, lag, reads, retries, toPrimary, causal)
 	if err != nil {
 		return nil, err
 	}

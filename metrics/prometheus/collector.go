@@ -57,6 +57,10 @@
 //	                                               or statements that found no host to use, such as no
 //	                                               writer for targetSessionAttrs=read-write
 //	                                               (Stats.WriteRefusals)
+//	mysqlfailover_two_writers                      gauge     1 while more than one host of a replication
+//	                                               cluster is writable at once (Stats.Writers: an old
+//	                                               primary back unfenced after a promotion, a replica
+//	                                               whose read_only was forgotten), 0 otherwise
 //
 // Every series exists from the first scrape after SetConnector, at 0 until something is
 // counted: the per-host probe counter and histogram of each listed host (a host a new
@@ -73,6 +77,11 @@
 // (mysqlfailover_writer_available == 0 says the same before the first write is
 // refused, as far as the driver can know: with targetSessionAttrs=any and no probes it
 // does not read roles, and counts the list's primary as the writer while it is up.)
+//
+// Another catches a split brain, whose writes do not fail but diverge; the event
+// failover.EventTwoWriters and Stats.Writers name the hosts and the one to fence:
+//
+//	mysqlfailover_two_writers == 1
 //
 // With replicaReads (read/write splitting), per host and for the pool:
 //
@@ -164,6 +173,8 @@ var (
 		"1 while the pool can serve writes as far as the driver knows (its host is up and a writer), 0 while it cannot.", nil, nil)
 	descRefusals = prometheus.NewDesc("mysqlfailover_write_refusals_total",
 		"Writes that could not be served: statements refused as read-only (1290, 1836, 1792) and connections or statements that found no host (no writer).", nil, nil)
+	descTwoWriters = prometheus.NewDesc("mysqlfailover_two_writers",
+		"1 while more than one host of a replication cluster is writable at once (two writers: fence all but the one the replicas follow), 0 otherwise.", nil, nil)
 
 	// The replica metrics (replicaReads only).
 	descReplica = prometheus.NewDesc("mysqlfailover_host_replica",
@@ -291,7 +302,7 @@ func (c *Collector) learnDCs(cn *mysqlfailover.Connector) {
 
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descState, descRole, descActive, descPrimary, descConns, descFailovers, descFallBacks, descAborts, descWriter, descRefusals,
+	for _, d := range []*prometheus.Desc{descState, descRole, descActive, descPrimary, descConns, descFailovers, descFallBacks, descAborts, descWriter, descRefusals, descTwoWriters,
 		descReplica, descReplicaLag, descReplicaReads, descReplicaIdle, descReplicaWaits, descReplicaRetries, descReplicaToPrimary, descCausal} {
 		ch <- d
 	}
@@ -320,6 +331,7 @@ func collectStats(ch chan<- prometheus.Metric, s failover.Stats) {
 	ch <- prometheus.MustNewConstMetric(descAborts, prometheus.CounterValue, float64(s.Aborted))
 	ch <- prometheus.MustNewConstMetric(descWriter, prometheus.GaugeValue, bool01(s.WriterAvailable))
 	ch <- prometheus.MustNewConstMetric(descRefusals, prometheus.CounterValue, float64(s.WriteRefusals))
+	ch <- prometheus.MustNewConstMetric(descTwoWriters, prometheus.GaugeValue, bool01(len(s.Writers) > 1))
 	replicas := replicaReads(s)
 	if replicas {
 		ch <- prometheus.MustNewConstMetric(descReplicaRetries, prometheus.CounterValue, float64(s.ReplicaRetries))
