@@ -45,7 +45,8 @@
 // package failover (Host order, Roles, Data centres, Readiness): the order (the list's
 // primary first, with localDC the local hosts first and usedHostsPerRemoteDC remote ones
 // per DC, the rest ignored), which hosts qualify for targetSessionAttrs, the writer (for
-// Galera the first ready node), the host the driver would connect to and, when there is
+// Galera the first ready node; of several writable hosts the one most replicas follow, as
+// the driver chooses), the host the driver would connect to and, when there is
 // no writer, the replica to promote: the reachable, read-only one furthest ahead by its
 // GTID position (then by what it has received, then by its lag).
 //
@@ -75,7 +76,14 @@
 //     degraded. The fix names the replica to promote;
 //   - a writer the list does not have first is unusable with any too when every write
 //     fails: new connections go to a read-only host (1290), or to the writer itself as a
-//     secondary, whose sessions failOverReadOnly makes read-only (1792).
+//     secondary, whose sessions failOverReadOnly makes read-only (1792);
+//   - two writers (hosts of a replication cluster both writable: an old primary back
+//     with read_only=OFF after a promotion, a replica whose read_only was forgotten) are
+//     one problem naming every writer with the replicas that follow it, and the fix:
+//     fence the ones no replica follows (SET GLOBAL read_only=ON, or stop them). It is
+//     unusable when this DSN's new connections write to a writer no replica follows
+//     (targetSessionAttrs any, that host first in the list), else degraded: with
+//     read-write or primary the driver writes to the one the replicas follow.
 //
 // Each host is bounded by --timeout (default 3s: dial, handshake and each query), so a
 // frozen or blackholed host cannot hang the command; every host is checked at the same
