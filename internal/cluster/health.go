@@ -131,6 +131,7 @@ func (h *hostState) setState(s failover.HostState, err error, now time.Time) (ch
 // and the logger).
 func (c *Cluster) reportState(h *hostState, changed bool, s failover.HostState, err error) {
 	if changed {
+		c.writers.gen.Add(1) // a look at the writable hosts is out of date
 		c.emit(failover.Event{Kind: failover.EventHostState, Host: h.addr, State: s, Err: err})
 	}
 }
@@ -298,6 +299,9 @@ func (c *Cluster) setRole(host int, role failover.Role) bool {
 	// prefer-standby takes any host as a last resort: a connection there stays.
 	unfit := !ok && c.Target() != attrs.PreferStandby
 	h.mu.Lock()
+	if h.role != role {
+		c.writers.gen.Add(1) // a look at the writable hosts is out of date
+	}
 	h.role = role
 	changed := h.unfit != unfit
 	h.unfit = unfit

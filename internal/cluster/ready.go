@@ -528,6 +528,7 @@ func (c *Cluster) setReady(host int, nr *NotReadyError) {
 	if (was == nil) == (nr == nil) {
 		return
 	}
+	c.writers.gen.Add(1) // a look at the writable hosts is out of date
 	c.replicasChanged()
 	c.refit(host)
 	if nr != nil {

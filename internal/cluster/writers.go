@@ -28,6 +28,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mysqlfailover/mysqlfailover/failover"
@@ -68,12 +69,18 @@ type writerState struct {
 	last     *writerEvidence // nil: no look yet
 	reading  chan struct{}   // closed when the look in progress ends; nil: none
 	reported string          // the writable hosts and the writer of the last EventTwoWriters
+
+	// gen counts the changes of what a look reads (a host's role, state or readiness):
+	// an atomic, moved by the mechanisms that record them, so that a look taken before
+	// one is not used after it.
+	gen atomic.Int64
 }
 
 // writerEvidence is what one look found.
 type writerEvidence struct {
-	t  *topo
-	at time.Time // when the look ended
+	t   *topo
+	at  time.Time // when the look ended
+	gen int64     // writerState.gen when it ended
 	// writable lists the hosts found writable and ready, in list order; followers gives,
 	// by the same index, how many replicas were found following each (-1: unknown, the
 	// replication of no host could be read).
@@ -166,13 +173,14 @@ func (e *WritersError) Error() string {
 		fix + ": SET GLOBAL read_only=ON on it (super_read_only=ON on MySQL), or stop it"
 }
 
-// freshWriters returns the last look's evidence when it is about the list in force and younger
-// than DefaultWriterLookAge, else nil.
+// freshWriters returns the last look's evidence when it is about the list in force, no
+// host's role, state or readiness changed since, and it is younger than
+// DefaultWriterLookAge; else nil.
 func (c *Cluster) freshWriters() *writerEvidence {
 	c.writers.mu.Lock()
 	v := c.writers.last
 	c.writers.mu.Unlock()
-	if v == nil || v.t != c.topo() || c.env.Clock.Now().Sub(v.at) >= DefaultWriterLookAge {
+	if v == nil || v.t != c.topo() || v.gen != c.writers.gen.Load() || c.env.Clock.Now().Sub(v.at) >= DefaultWriterLookAge {
 		return nil
 	}
 	return v
@@ -187,12 +195,14 @@ type session struct {
 }
 
 // lookAtWriters returns the evidence of a look at the writable hosts: the last one while
-// it is fresh, else a new one (one at a time: the callers that come meanwhile wait for it
-// within their context), which reads have's host over have's session. inUse is the host
-// the pool writes to (-1: none), for the report. The caller holds c.inUse for reading.
-func (c *Cluster) lookAtWriters(ctx context.Context, inUse int, have session) *writerEvidence {
+// it is fresh and found the hosts of need writable (they are now), else a new one (one at
+// a time: the callers that come meanwhile wait for it within their context), which reads
+// have's host over have's session. inUse is the host the pool writes to (-1: none), for
+// the report. The caller holds c.inUse for reading.
+func (c *Cluster) lookAtWriters(ctx context.Context, inUse int, have session, need ...int) *writerEvidence {
+	waited := false
 	for {
-		if v := c.freshWriters(); v != nil {
+		if v := c.freshWriters(); v != nil && (waited || hasAll(v, need)) {
 			return v
 		}
 		c.writers.mu.Lock()
@@ -200,6 +210,7 @@ func (c *Cluster) lookAtWriters(ctx context.Context, inUse int, have session) *w
 			c.writers.mu.Unlock()
 			select {
 			case <-wait:
+				waited = true // a look that ended after the caller came
 				continue
 			case <-ctx.Done():
 				return nil
@@ -209,6 +220,9 @@ func (c *Cluster) lookAtWriters(ctx context.Context, inUse int, have session) *w
 		c.writers.reading = done
 		c.writers.mu.Unlock()
 		v := c.look(ctx, have)
+		if v != nil {
+			v.gen = c.writers.gen.Load() // after the look's own records of what it read
+		}
 		c.writers.mu.Lock()
 		if v != nil {
 			c.writers.last = v
@@ -221,6 +235,16 @@ func (c *Cluster) lookAtWriters(ctx context.Context, inUse int, have session) *w
 		}
 		return v
 	}
+}
+
+// hasAll reports whether v found every host of ids writable.
+func hasAll(v *writerEvidence, ids []int) bool {
+	for _, id := range ids {
+		if !v.has(id) {
+			return false
+		}
+	}
+	return true
 }
 
 // reportWriters emits EventTwoWriters for v, once per set of writable hosts and writer.
@@ -448,7 +472,11 @@ func (c *Cluster) fallBackGate(ctx context.Context, conn driver.Conn, home, from
 	if !writable(role) {
 		return nil
 	}
-	v := c.lookAtWriters(ctx, from, session{home, conn, &State{Role: role, Kind: c.Kind()}})
+	need := []int{home}
+	if writable(c.topo().hosts[from].health().role) {
+		need = append(need, from)
+	}
+	v := c.lookAtWriters(ctx, from, session{home, conn, &State{Role: role, Kind: c.Kind()}}, need...)
 	if v == nil {
 		return EndErr(ctx)
 	}
@@ -488,7 +516,7 @@ func (c *Cluster) firstWriter(ctx context.Context, w *walkRun, h int, conn drive
 	if !untried {
 		return conn, h, nil
 	}
-	v := c.lookAtWriters(ctx, -1, session{h, conn, &State{Role: w.t.hosts[h].health().role, Kind: c.Kind()}})
+	v := c.lookAtWriters(ctx, -1, session{h, conn, &State{Role: w.t.hosts[h].health().role, Kind: c.Kind()}}, h)
 	writer, why := v.choose(-1)
 	if !v.two() || writer == h || !v.has(h) {
 		return conn, h, nil
@@ -557,7 +585,11 @@ func (c *Cluster) probeLooks(ctx context.Context, id int, st *State) {
 	case st == nil || !WriteIntent(c.Target()) || !writable(pos.t.hosts[pos.active].health().role):
 		return
 	}
-	c.lookAtWriters(ctx, pos.active, session{id: -1})
+	if st != nil {
+		c.lookAtWriters(ctx, pos.active, session{id: -1}, id)
+	} else {
+		c.lookAtWriters(ctx, pos.active, session{id: -1})
+	}
 }
 
 // writersStats is Stats.Writers at position p: the hosts the last look found writable,

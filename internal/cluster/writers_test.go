@@ -389,3 +389,57 @@ func TestMultiWriterClustersHaveNoTwoWriters(t *testing.T) {
 		})
 	}
 }
+
+// TestLookBeforeAPromotionIsNotUsed: the look a new pool made at its first connection
+// (H1 the one writer) is still young when, H1 killed and H2 promoted, H1 comes back
+// writable and the fall-back falls due: it is out of date (H2's role changed since), and
+// the fall-back looks again and is refused.
+func TestLookBeforeAPromotionIsNotUsed(t *testing.T) {
+	r := newRig(t, 3, func(o *rigOpts) {
+		o.TargetSessionAttrs = attrs.ReadWrite
+		o.SecondsBeforeRetryMaster, o.QueriesBeforeRetryMaster = 1, 0
+	})
+	replicas(r.net, 3)
+	l := r.connect() // looks: H1 the one writer
+	l.on(0)
+	r.down(0)
+	promote(r.net)
+	l.fail()
+	l.on(1)
+	r.up(0)
+	r.clock.Advance(1100 * time.Millisecond) // within DefaultWriterLookAge of the first look
+	c, _, err := r.cl.TryFallBack(context.Background(), nil)
+	if c != nil {
+		t.Fatalf("fell back to H1 on the look made before the promotion")
+	}
+	wantWriters(t, err, "H2:3306", "H1:3306", "H2:3306")
+}
+
+// TestMonitorLookBeforeAPromotionIsNotUsed: as TestLookBeforeAPromotionIsNotUsed, with
+// probes: the pool's first look (H1 the one writer) is still young when H1, back
+// writable beside the promoted H2, has passed its probes for switchBackDelay; the monitor
+// does not return on it.
+func TestMonitorLookBeforeAPromotionIsNotUsed(t *testing.T) {
+	r, _ := monRig(t, 3, func(o *rigOpts) {
+		o.TargetSessionAttrs = attrs.ReadWrite
+		o.FailoverDelay, o.SwitchBackDelay = 200*time.Millisecond, 400*time.Millisecond
+	})
+	replicas(r.net, 3)
+	l := r.connect() // looks: H1 the one writer
+	defer l.c.Close()
+	r.down(0)
+	promote(r.net)
+	for range 4 {
+		r.tick(monInterval)
+	}
+	if r.cl.Active() != 1 {
+		t.Fatalf("pool on H%d, want H2", r.cl.Active()+1)
+	}
+	r.up(0)
+	for range 6 { // 1.2 s: H1 has passed its probes for switchBackDelay, 2 s after the first look
+		r.tick(monInterval)
+	}
+	if r.cl.Active() != 1 || len(r.events(failover.EventFallBack)) != 0 {
+		t.Fatalf("pool on H%d, %d fall-backs; want H2, none", r.cl.Active()+1, len(r.events(failover.EventFallBack)))
+	}
+}
