@@ -247,12 +247,12 @@ func writable(hosts []hostReport) []hostReport {
 }
 
 // followers returns the hosts of the list that replicate from w (matched by
-// matchSources; a replica whose IO thread was stopped follows no one).
+// matchSources), running or not: a replica stopped by hand still belongs to its source.
 func followers(hosts []hostReport, w hostReport) []string {
 	var out []string
 	for _, h := range hosts {
 		rep := h.Replication
-		if h.Host != w.Host && rep.Status == "replica" && rep.SourceHost == w.Host && !strings.EqualFold(rep.IORunning, "No") {
+		if h.Host != w.Host && rep.Status == "replica" && rep.SourceHost == w.Host {
 			out = append(out, h.Host)
 		}
 	}

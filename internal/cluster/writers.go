@@ -281,7 +281,7 @@ type hostEvidence struct {
 	st       State   // its role and readiness
 	serverID int64   // @@server_id (0: not read)
 	status   bool    // its replica status was read
-	sources  []int64 // the server_ids its replication follows (Master_Server_Id), when not stopped
+	sources  []int64 // the server_ids its replication follows (Master_Server_Id)
 	replicas []int64 // the server_ids registered with it (ReplicaHostsQuery); nil: not read
 }
 
@@ -391,8 +391,10 @@ func (c *Cluster) readEvidence(ctx context.Context, id int, conn driver.Conn, st
 }
 
 // readSources reads whom the server replicates from: the Master_Server_Id (or
-// Source_Server_Id) of each replication channel whose IO thread is not stopped, and
-// whether the status could be read at all.
+// Source_Server_Id) of each replication channel, the last source its IO thread reached,
+// whether the thread runs now or not (a replica stopped by hand still belongs to its
+// source; one re-pointed elsewhere names its new source once it has connected to it),
+// and whether the status could be read at all.
 func readSources(ctx context.Context, conn driver.Conn) ([]int64, bool) {
 	rows, cols, err := queryColumns(ctx, conn, ReplicaStatusQuery)
 	if isErrno(err, erParseError) {
@@ -401,10 +403,10 @@ func readSources(ctx context.Context, conn driver.Conn) ([]int64, bool) {
 	if err != nil {
 		return nil, false
 	}
-	src, io := column(cols, "Source_Server_Id", "Master_Server_Id"), column(cols, "Replica_IO_Running", "Slave_IO_Running")
+	src := column(cols, "Source_Server_Id", "Master_Server_Id")
 	var out []int64
 	for _, r := range rows {
-		if src < 0 || io >= 0 && strings.EqualFold(text(r[io]), "No") {
+		if src < 0 {
 			continue
 		}
 		if n, err := strconv.ParseInt(text(r[src]), 10, 64); err == nil && n != 0 {
