@@ -262,7 +262,9 @@
 // primary every few milliseconds); set queriesBeforeRetryMaster=0 to rely on
 // the timer alone. Idle connections still on the old host drop their session
 // in ResetSession when database/sql hands them out, and join the pool's host
-// before the caller's statement.
+// before the caller's statement. A fall-back never moves the pool from one
+// writable host to another unless the cluster's replicas follow the primary
+// (package failover, Two writers).
 //
 // # Transactions
 //

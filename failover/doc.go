@@ -86,6 +86,44 @@
 // a standby again, each by the same clocks (one strict pass over the local
 // hosts).
 //
+// # Two writers
+//
+// One writer: the pool never moves from one writable host to another by
+// fall-back. An old primary that comes back with read_only=OFF after a
+// promotion (a fencing hook that failed) takes writes its replicas never see;
+// so does a replica whose read_only was forgotten. When the primary and the
+// pool's host are both writable, the driver looks at the hosts: on one short
+// session each it reads the role, the server_id, whom the server replicates from
+// (SHOW REPLICA STATUS: REPLICA MONITOR on MariaDB, REPLICATION CLIENT on MySQL)
+// and the replicas registered with each writer (SHOW REPLICA HOSTS: REPLICATION
+// MASTER ADMIN on MariaDB, REPLICATION SLAVE on MySQL; either privilege is
+// enough). The writer is the host most replicas follow, then the one the pool
+// writes to, then the list's first. A fall-back goes on only to that writer; a
+// new pool with targetSessionAttrs read-write or primary looks at the hosts at
+// its first connection and goes to it; with probing (checkInterval) the monitor
+// moves the pool to it once it has passed its probes for switchBackDelay. A look
+// stands for 5 s, so a split brain that lasts costs each host one session per 5
+// s at most; otherwise a look costs each host one session per new pool with a
+// write target, and per fall-back to a writable primary. Never one per
+// statement. The two writers are reported:
+// EventTwoWriters (once per set of writers), Stats.Writers, the metrics, and
+// `mysqlfailover check`, each naming both hosts with the fix: fence the one no
+// replica follows (SET GLOBAL read_only=ON on it, or stop it).
+//
+// With targetSessionAttrs any the list names the primary and no role is read
+// when connecting: a new pool takes the list's first host, as it always did. A
+// fall-back reads the primary's role on its new session (one query) and, when
+// it is writable, looks at the hosts as above: a pool on a writable secondary
+// (a promotion the DSN has not caught up with) stays there unless the cluster
+// follows the primary. With failOverReadOnly (the default) its sessions there
+// are read-only, so its writes fail (1792, counted in Stats.WriteRefusals)
+// rather than land on a server whose data diverged: fence the old primary, or
+// use targetSessionAttrs=read-write, which finds the writer.
+//
+// Galera clusters (every node writes) and Group Replication (the group names
+// its primary; secondaries are super_read_only) have their writers by design:
+// none of this applies to them.
+//
 // # Readiness
 //
 // A server that answers may still say it is not ready for application use, and

@@ -15,7 +15,8 @@ const (
 	// EventSwitch is the pool moving from From to Host: after a failure or a role
 	// change (Err is the cause; nil when a new connection's walk passed From over
 	// without trying it, as a host already known down), after a new host list moved the
-	// primary (Err says so), or for SwitchTo (Err nil).
+	// primary (Err says so), for SwitchTo (Err nil), or to the writer the cluster follows
+	// when two hosts are writable (Err says so, as for EventTwoWriters).
 	EventSwitch
 	// EventFallBack is the pool returning from From to home (Host): the primary, or with
 	// a standby targetSessionAttrs a local standby.
@@ -58,6 +59,16 @@ const (
 	// transaction runs again there, else why it was not replayed or where the replay
 	// differed (the transaction is then lost).
 	EventTxReplay
+	// EventTwoWriters is more than one host of a replication cluster found writable at
+	// once (read_only OFF on each: two writers, whose data diverge; an old primary back
+	// unfenced after a promotion, a replica whose read_only was forgotten). Host is the
+	// writer the pool chose (the one the cluster's replicas follow, then the one it
+	// already writes to, then the list's first), From another writable host, and Err
+	// names every writable host, the replicas that follow each, and the fix (fence the
+	// others: SET GLOBAL read_only=ON, or stop them). Once per set of writable hosts and
+	// writer; Stats.Writers lists them while it lasts. Galera and Group Replication
+	// clusters, whose writers are by design, never report it.
+	EventTwoWriters
 )
 
 // String returns the kind's name, e.g. "connect".
@@ -91,6 +102,8 @@ func (k EventKind) String() string {
 		return "tx-rerun"
 	case EventTxReplay:
 		return "tx-replay"
+	case EventTwoWriters:
+		return "two-writers"
 	}
 	return "unknown"
 }
@@ -106,12 +119,13 @@ type Event struct {
 	// Host is the host:port the event is about (attempted, failed, or moved to).
 	Host string
 	// From is the host:port the pool left, for EventSwitch, EventFallBack and
-	// EventFallBackFailed; for EventTxReplay the host whose session failed.
+	// EventFallBackFailed; for EventTxReplay the host whose session failed; for
+	// EventTwoWriters a writable host other than the writer.
 	From string
 	// Err is the failure or cause: for a failed EventConnect, EventHostFailed,
 	// EventSwitch, EventFallBackFailed, EventHostState (nil for up), a rejected
-	// EventHostList, EventProbe, EventAbort, EventTxRerun and a failed EventTxReplay;
-	// nil otherwise.
+	// EventHostList, EventProbe, EventAbort, EventTxRerun, a failed EventTxReplay and
+	// EventTwoWriters; nil otherwise.
 	Err error
 	// State is the host's new state, for EventHostState.
 	State HostState

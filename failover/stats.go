@@ -120,6 +120,14 @@ type Stats struct {
 	// behind the driver's back with the role never read still reads true until
 	// WriteRefusals counts its refusals.
 	WriterAvailable bool
+	// Writers lists the hosts of a replication cluster found writable at once, while more
+	// than one is (two writers, whose data diverge: see failover.EventTwoWriters), the
+	// pool's writer first: the one the cluster's replicas follow, then the one the pool
+	// already writes to, then the list's first; nil while at most one is. It is what the
+	// last look found (a new pool's first connection with targetSessionAttrs read-write or
+	// primary, a fall-back to a writable primary, a probe that found a second writable
+	// host), less the hosts since found down or read-only.
+	Writers []string
 	// TxReruns counts the runs of a mysqlfailover.RunInTx function after its first, in
 	// a fresh transaction, each after an error for which nothing of the transaction
 	// committed (count; one EventTxRerun each).

@@ -172,8 +172,9 @@ type plan struct {
 	UsedHostsPerRemoteDC int        `json:"used_hosts_per_remote_dc,omitempty"`
 	Order                []planHost `json:"order"`
 	Ignored              []string   `json:"ignored,omitempty"`
-	// Writer is the host that takes the pool's writes: the first of the hosts whose
-	// role is primary (for Galera, the first ready node of the plan); "" for none.
+	// Writer is the host that takes the pool's writes: the host whose role is primary,
+	// of several the one most replicas follow, then the first (for Galera, the first
+	// ready node of the plan); "" for none.
 	Writer string `json:"writer"`
 	// Connect is the host a new connection would use now ("" for none), and Why.
 	Connect string `json:"connect"`

@@ -45,7 +45,8 @@
 // package failover (Host order, Roles, Data centres, Readiness): the order (the list's
 // primary first, with localDC the local hosts first and usedHostsPerRemoteDC remote ones
 // per DC, the rest ignored), which hosts qualify for targetSessionAttrs, the writer (for
-// Galera the first ready node), the host the driver would connect to and, when there is
+// Galera the first ready node; of several writable hosts the one most replicas follow, as
+// the driver chooses), the host the driver would connect to and, when there is
 // no writer, the replica to promote: the reachable, read-only one furthest ahead by its
 // GTID position (then by what it has received, then by its lag).
 //
@@ -79,6 +80,13 @@
 //     targetSessionAttrs=read-write first, which finds the writer after this promotion
 //     and the next ones, then a new host order (to deploy again after every promotion);
 //     with read-write set, nothing is needed for the writes;
+//   - two writers (hosts of a replication cluster both writable: an old primary back
+//     with read_only=OFF after a promotion, a replica whose read_only was forgotten) are
+//     one problem naming every writer with the replicas that follow it, and the fix:
+//     fence the ones no replica follows (SET GLOBAL read_only=ON, or stop them). It is
+//     unusable when this DSN's new connections write to a writer no replica follows
+//     (targetSessionAttrs any, that host first in the list), else degraded: with
+//     read-write or primary the driver writes to the one the replicas follow;
 //   - a host that closes the connection before the handshake (a proxy or load
 //     balancer in front of a stopped server) is told to be started, not FLUSH HOSTS,
 //     which is the fix of a server that blocked the client's address (1129).

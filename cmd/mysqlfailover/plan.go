@@ -52,10 +52,15 @@ func makePlan(cfg *dsn.Config, hosts []hostReport) *plan {
 			p.Writer = hr.Host // every Galera node takes writes: the pool writes to the first ready one
 		}
 	}
-	for _, hr := range hosts {
-		if p.Writer == "" && hr.role == failover.RolePrimary && hr.NotReady == "" && hr.Cluster != "galera" {
-			p.Writer = hr.Host
-		}
+	if ws := writable(hosts); len(ws) > 0 && p.Writer == "" {
+		p.Writer = ws[chooseWriter(hosts, ws)].Host
+	}
+	writeTarget := target == attrs.ReadWrite || target == attrs.Primary
+	if ws := writable(hosts); len(ws) > 1 && writeTarget {
+		// Two writers: a new pool looks at the hosts and takes the one the replicas follow.
+		p.Connect = p.Writer
+		p.Why = "two hosts are writable: a new pool takes the one its replicas follow (then the list's first)"
+		return p
 	}
 	switch {
 	case p.Connect == "" && lastResort != "":
@@ -226,4 +231,43 @@ func orUnknown(s string) string {
 		return "unknown"
 	}
 	return s
+}
+
+// writable returns the reachable, ready hosts of a replication cluster that take writes
+// (role primary), in list order. Galera nodes (all writers by design) and Group
+// Replication members (the group names its primary) are left out.
+func writable(hosts []hostReport) []hostReport {
+	var out []hostReport
+	for _, h := range hosts {
+		if h.role == failover.RolePrimary && h.Reachable && h.NotReady == "" && h.Cluster != "galera" && h.Cluster != "group" {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// followers returns the hosts of the list that replicate from w (matched by
+// matchSources), running or not: a replica stopped by hand still belongs to its source.
+func followers(hosts []hostReport, w hostReport) []string {
+	var out []string
+	for _, h := range hosts {
+		rep := h.Replication
+		if h.Host != w.Host && rep.Status == "replica" && rep.SourceHost == w.Host {
+			out = append(out, h.Host)
+		}
+	}
+	return out
+}
+
+// chooseWriter returns the index in ws (the writable hosts, list order) of the writer
+// the driver chooses when there are several: the one most replicas follow, then the
+// list's first (a new pool has none in use).
+func chooseWriter(hosts []hostReport, ws []hostReport) int {
+	best, most := 0, -1
+	for i, w := range ws {
+		if n := len(followers(hosts, w)); n > most {
+			best, most = i, n
+		}
+	}
+	return best
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -147,10 +148,8 @@ func (r *report) findProblems(cfg *dsn.Config) {
 	}
 
 	var writers []string
-	for _, h := range r.Hosts {
-		if h.role == failover.RolePrimary && h.Reachable && h.NotReady == "" && h.Cluster != "galera" {
-			writers = append(writers, h.Host)
-		}
+	for _, h := range writable(r.Hosts) {
+		writers = append(writers, h.Host)
 	}
 	listPrimary := ""
 	if len(p.Order) > 0 {
@@ -164,9 +163,7 @@ func (r *report) findProblems(cfg *dsn.Config) {
 	case noWriter:
 		r.add(r.noWriterProblem(cfg, listPrimary, writeTarget))
 	case len(writers) > 1:
-		r.add(problem{Severity: sevDegraded, Kind: "writers", rank: rankWriters, index: -1,
-			Problem: "more than one host is writable (" + strings.Join(writers, ", ") + "): writes may go to either, and diverge",
-			Fix:     "SET GLOBAL read_only=ON (and super_read_only=ON on MySQL) on every replica"})
+		r.add(r.writersProblem(cfg))
 	case len(writers) == 1 && writers[0] != listPrimary:
 		what := "the writer is " + writers[0] + ", not the list's primary " + listPrimary
 		// targetSessionAttrs=read-write first: it finds the writer after this promotion and
@@ -387,4 +384,68 @@ func anyReachable(hosts []hostReport) bool {
 		}
 	}
 	return false
+}
+
+// writersProblem is two (or more) writable hosts of a replication cluster: a split
+// brain, an old primary back unfenced after a promotion or a replica whose read_only was
+// forgotten. It names every writer with the replicas that follow it, the one the driver
+// writes to (the one they follow, then the list's first), and the fix: fence the others.
+// Unusable when new connections of this DSN write to a writer no replica follows
+// (targetSessionAttrs any on a list whose first host is such a one); degraded otherwise,
+// the driver writing to the followed one.
+func (r *report) writersProblem(cfg *dsn.Config) problem {
+	ws := writable(r.Hosts)
+	w := ws[chooseWriter(r.Hosts, ws)]
+	followed := len(followers(r.Hosts, w)) > 0
+	var parts, others []string
+	for _, h := range ws {
+		f := followers(r.Hosts, h)
+		switch len(f) {
+		case 0:
+			parts = append(parts, h.Host+" (followed by no replica)")
+		default:
+			parts = append(parts, h.Host+" (followed by "+strings.Join(f, ", ")+")")
+		}
+		if h.Host != w.Host {
+			others = append(others, h.Host)
+		}
+	}
+	pr := problem{Severity: sevDegraded, Kind: "writers", rank: rankWriters, index: -1}
+	pr.Problem = "two writers: " + strings.Join(parts, " and ") + " are all writable (read_only=OFF): writes to one never reach the other, and their data diverge"
+	pr.short = "two writers: " + strings.Join(writersNames(ws), " and ") + " are writable"
+	who := "fence " + strings.Join(others, ", ") + ", which no replica follows"
+	if !followed {
+		who = "fence every writable host but the one the replicas should follow (check had no replica to tell: " +
+			"grant REPLICA MONITOR, or REPLICATION CLIENT on MySQL, to read their source)"
+	}
+	pr.Fix = who + ": SET GLOBAL read_only=ON on it (super_read_only=ON on MySQL), or stop it"
+	switch p := r.Plan; {
+	case p.TargetSessionAttrs == attrs.ReadWrite || p.TargetSessionAttrs == attrs.Primary:
+		pr.Problem += "; with targetSessionAttrs=" + p.TargetSessionAttrs + " the driver writes to " + w.Host + ", " + whyWriter(followed)
+	case p.Connect != "" && p.Connect != w.Host && slices.Contains(writersNames(ws), p.Connect):
+		pr.Severity = sevUnusable
+		pr.Problem += "; with targetSessionAttrs=" + p.TargetSessionAttrs + " new connections write to " + p.Connect + ", which no replica follows"
+		pr.short += ": new connections write to " + p.Connect + ", which no replica follows"
+		pr.Fix += "; and use targetSessionAttrs=read-write, which writes to the one the replicas follow"
+	}
+	if followed {
+		pr.short += " (fence " + strings.Join(others, ", ") + ")"
+	}
+	return pr
+}
+
+// whyWriter says why the driver writes to the writer it chose.
+func whyWriter(followed bool) string {
+	if followed {
+		return "the one the replicas follow"
+	}
+	return "the list's first (no replica says whom it follows)"
+}
+
+func writersNames(ws []hostReport) []string {
+	out := make([]string, len(ws))
+	for i, h := range ws {
+		out[i] = h.Host
+	}
+	return out
 }

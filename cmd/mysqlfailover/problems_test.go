@@ -341,3 +341,64 @@ func TestClosedAndBlockedHosts(t *testing.T) {
 		t.Errorf("failureOf(1129) = %q, want blocked", got)
 	}
 }
+
+// twoWriters is a report of three hosts after a promotion that did not fence the old
+// primary: db1 back writable and replicating from no one, db2 promoted (writable), db3
+// replicating from db2, which it names by another address (matched by server_id).
+func twoWriters() []hostReport {
+	writer := func(host string, id int64) hostReport {
+		return hostReport{Host: host, Reachable: true, Role: "primary", role: failover.RolePrimary, ServerID: id, ReadOnly: "OFF",
+			Cluster: "replication", Replication: replication{Status: "none"}}
+	}
+	return []hostReport{
+		writer("db1:3306", 1),
+		writer("db2:3306", 2),
+		{Host: "db3:3306", Reachable: true, Role: "standby", role: failover.RoleStandby, ServerID: 3, ReadOnly: "ON", Cluster: "replication",
+			Replication: replication{Status: "replica", State: "running", Source: "10.0.0.2:3306", SourceServerID: 2, IORunning: "Yes", SQLRunning: "Yes", LagSeconds: lag(0)}},
+	}
+}
+
+// TestTwoWriters: two writable hosts are one problem naming both, the replicas each has,
+// and the fix (fence the one no replica follows); the plan's writer is the one they
+// follow, where a new read-write pool goes. With targetSessionAttrs any, whose new
+// connections write to the list's first host, no replica following it, it is unusable.
+// A Galera cluster and a multi-primary group have their writers by design: no problem.
+func TestTwoWriters(t *testing.T) {
+	for _, tt := range []struct {
+		params, headline string
+		exit             int
+	}{
+		{"readTimeout=2s&targetSessionAttrs=read-write", "degraded: two writers: db1:3306 and db2:3306 are writable (fence db1:3306)", exitDegraded},
+		{"readTimeout=2s", "unusable: two writers: db1:3306 and db2:3306 are writable: new connections write to db1:3306, which no replica follows (fence db1:3306)", exitUnusable},
+	} {
+		r := judge(t, "app:pw@tcp(db1:3306,db2:3306,db3:3306)/app?"+tt.params, twoWriters())
+		if r.ExitCode != tt.exit || r.Headline != tt.headline {
+			t.Errorf("%s: exit %d, headline %q; want %d, %q", tt.params, r.ExitCode, r.Headline, tt.exit, tt.headline)
+		}
+		if r.Plan.Writer != "db2:3306" || len(r.Problems) != 1 || r.Problems[0].Kind != "writers" {
+			t.Fatalf("%s: writer %q, problems %s; want db2:3306, writers", tt.params, r.Plan.Writer, kinds(r))
+		}
+		p := r.Problems[0]
+		for _, want := range []string{"db1:3306 (followed by no replica)", "db2:3306 (followed by db3:3306)"} {
+			if !strings.Contains(p.Problem, want) {
+				t.Errorf("%s: problem %q does not say %q", tt.params, p.Problem, want)
+			}
+		}
+		if !strings.HasPrefix(p.Fix, "fence db1:3306, which no replica follows: SET GLOBAL read_only=ON on it") {
+			t.Errorf("%s: fix %q", tt.params, p.Fix)
+		}
+	}
+	r := judge(t, "app:pw@tcp(db1:3306,db2:3306,db3:3306)/app?readTimeout=2s&targetSessionAttrs=read-write", twoWriters())
+	if r.Plan.Connect != "db2:3306" {
+		t.Errorf("read-write: a new connection goes to %q, want db2:3306 (the writer the replicas follow)", r.Plan.Connect)
+	}
+	for _, cluster := range []string{"galera", "group"} {
+		h := twoWriters()
+		for i := range h {
+			h[i].Cluster = cluster
+		}
+		if r := judge(t, "app:pw@tcp(db1:3306,db2:3306,db3:3306)/app?readTimeout=2s", h); strings.Contains(kinds(r), "writers") {
+			t.Errorf("%s: problems %s, want no writers problem", cluster, kinds(r))
+		}
+	}
+}

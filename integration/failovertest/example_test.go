@@ -7,7 +7,9 @@ import (
 	"log"
 	"time"
 
-	_ "github.com/mysqlfailover/mysqlfailover" // registers the "mysqlfailover" driver
+	"github.com/mysqlfailover/mysqlfailover" // registers the "mysqlfailover" driver
+	"github.com/mysqlfailover/mysqlfailover/dsn"
+	"github.com/mysqlfailover/mysqlfailover/failover"
 
 	"github.com/mysqlfailover/mysqlfailover/integration/failovertest"
 )
@@ -79,4 +81,54 @@ func ExampleStartGaleraCluster() {
 	if err := c.Unisolate(ctx, 1); err != nil { // back and Synced
 		log.Fatal(err)
 	}
+}
+
+// An old primary that comes back writable after a promotion, its fencing failed: node 1
+// killed, node 2 promoted (node 3 follows it), node 1 back with read_only=OFF following no
+// one. A pool with targetSessionAttrs=read-write writes to node 2, the writer the
+// replicas follow, never to node 1, and reports the two writers. In a test, use
+// failovertest.Start(t, 2) instead of StartCluster and Close; TestReturnUnfenced runs
+// these steps against real servers.
+func ExampleCluster_ReturnUnfenced() {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c, err := failovertest.StartCluster(ctx, 2)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.Kill(1); err != nil {
+		log.Fatal(err)
+	}
+	if err := c.Promote(ctx, 2); err != nil { // node 3 follows node 2
+		log.Fatal(err)
+	}
+	if err := c.ReturnUnfenced(ctx, 1); err != nil { // node 1 writable, following no one
+		log.Fatal(err)
+	}
+
+	twoWriters := make(chan failover.Event, 1)
+	cfg, err := dsn.Parse(c.DSN("targetSessionAttrs=read-write&readTimeout=2s"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	cn, err := mysqlfailover.NewConnector(cfg,
+		mysqlfailover.WithEventHook(func(e failover.Event) {
+			if e.Kind == failover.EventTwoWriters {
+				select {
+				case twoWriters <- e:
+				default:
+				}
+			}
+		}))
+	if err != nil {
+		log.Fatal(err)
+	}
+	db := sql.OpenDB(cn)
+	defer db.Close()
+	if _, err := db.ExecContext(ctx, "CREATE TABLE orders (id INT PRIMARY KEY)"); err != nil {
+		log.Fatal(err) // on node 2: node 1 never sees it
+	}
+	e := <-twoWriters
+	fmt.Println("writer: node", c.NodeOf(e.Host), "fence: node", c.NodeOf(e.From))
 }

@@ -87,6 +87,14 @@
 // Freeze/Thaw, LoseQuorum/RestoreQuorum, Bootstrap, Resync (a full SST from a chosen donor); Status
 // reads what a node says of itself and WaitSynced waits until the cluster is whole.
 //
+// # Two writers
+//
+// ReturnUnfenced brings an old primary back as one comes back when the promotion's
+// fencing failed: writable, replicating from no one. Kill(1), Promote(ctx, 2) and
+// ReturnUnfenced(ctx, 1) leave node 1 taking writes node 2 and its replica never see;
+// a pool with targetSessionAttrs=read-write keeps writing to node 2 and reports the two
+// writers (failover.EventTwoWriters, Stats.Writers): see ExampleCluster_ReturnUnfenced.
+//
 // This package is a facade over package harness (the project's own integration
 // harness): Cluster.Harness gives the rest (proxy faults such as latency or a
 // blackhole, admin connections, server options).
@@ -343,6 +351,24 @@ func (c *Cluster) Promote(ctx context.Context, node int) error {
 		return err
 	}
 	return c.h.Switchover(ctx, node)
+}
+
+// ReturnUnfenced brings node back as an old primary comes back after a promotion whose
+// fencing failed (an orchestrator's hook that did not run): started again when it is down
+// (Kill or Stop), its replication stopped, and read_only OFF. It then takes writes the
+// cluster never sees: two writers. A driver with targetSessionAttrs=read-write keeps
+// writing to the promoted node, which the replicas follow, and reports the two writers
+// (failover.EventTwoWriters, Stats.Writers); `mysqlfailover check` names both. It fails
+// on a Galera cluster and for the node that is the primary.
+//
+//	must(c.Kill(1))
+//	must(c.Promote(ctx, 2))        // node 2 the writer, node 3 follows it
+//	must(c.ReturnUnfenced(ctx, 1)) // node 1 back, writable, following no one
+func (c *Cluster) ReturnUnfenced(ctx context.Context, node int) error {
+	if err := c.check(node); err != nil {
+		return err
+	}
+	return c.h.Node(node).ReturnUnfenced(ctx)
 }
 
 // WaitReplicated waits until every running, unpartitioned replica has applied

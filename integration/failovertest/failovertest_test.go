@@ -4,12 +4,15 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
 
-	_ "github.com/mysqlfailover/mysqlfailover"
+	"github.com/mysqlfailover/mysqlfailover"
+	"github.com/mysqlfailover/mysqlfailover/dsn"
+	"github.com/mysqlfailover/mysqlfailover/failover"
 
 	"github.com/mysqlfailover/mysqlfailover/integration/failovertest"
 )
@@ -103,5 +106,75 @@ func TestExample(t *testing.T) {
 	}
 	if err := c.Kill(4); err == nil {
 		t.Error("Kill(4) of a 3-node cluster: no error")
+	}
+}
+
+// TestReturnUnfenced runs ExampleCluster_ReturnUnfenced's steps against real servers:
+// after Kill(1), Promote(2) and ReturnUnfenced(1), node 1 is writable and replicates from
+// no one, node 3 follows node 2, and a new read-write pool writes to node 2 only,
+// reporting the two writers.
+func TestReturnUnfenced(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c := failovertest.Start(t, 2)
+	must(t, c.Kill(1))
+	must(t, c.Promote(ctx, 2))
+	must(t, c.ReturnUnfenced(ctx, 1))
+	if err := c.ReturnUnfenced(ctx, 2); err == nil {
+		t.Error("ReturnUnfenced(2) of the primary: no error")
+	}
+	n1 := c.Harness().Node(1)
+	if ro, err := n1.QueryInt(ctx, "SELECT @@global.read_only"); err != nil || ro != 0 {
+		t.Fatalf("node 1 read_only %d, %v; want 0", ro, err)
+	}
+	if lag, err := n1.ReplicaLag(ctx); err != nil || lag != -1 {
+		t.Errorf("node 1 replica lag %v, %v; want -1 (not a replica)", lag, err)
+	}
+	var events []failover.Event
+	var mu sync.Mutex
+	cfg, err := dsn.Parse(c.DSN("targetSessionAttrs=read-write&readTimeout=2s"))
+	must(t, err)
+	cn, err := mysqlfailover.NewConnector(cfg,
+		mysqlfailover.WithEventHook(func(e failover.Event) {
+			mu.Lock()
+			events = append(events, e)
+			mu.Unlock()
+		}))
+	must(t, err)
+	db := sql.OpenDB(cn)
+	defer db.Close()
+	_, err = db.ExecContext(ctx, "CREATE TABLE orders (id INT PRIMARY KEY)")
+	must(t, err)
+	for i := 1; i <= 10; i++ {
+		_, err = db.ExecContext(ctx, "INSERT INTO orders VALUES (?)", i)
+		must(t, err)
+	}
+	must(t, c.WaitReplicated(ctx))
+	if n := count(t, c, 3); n != 10 {
+		t.Errorf("node 3 has %d rows, want 10 (it follows node 2)", n)
+	}
+	dsn1, err := c.HostDSN(1, "")
+	must(t, err)
+	old, err := sql.Open("mysql", dsn1)
+	must(t, err)
+	defer old.Close()
+	var tables int
+	must(t, old.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = 'app' AND table_name = 'orders'").Scan(&tables))
+	if tables != 0 {
+		t.Errorf("node 1 has the orders table: the pool wrote to it")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	found := false
+	for _, e := range events {
+		if e.Kind == failover.EventTwoWriters {
+			found = true
+			if c.NodeOf(e.Host) != 2 || c.NodeOf(e.From) != 1 {
+				t.Errorf("two-writers event %v, want writer node 2, from node 1", e)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no two-writers event; events: %v", events)
 	}
 }

@@ -308,7 +308,8 @@ func (c *Cluster) setUpReplication(ctx context.Context) error {
 }
 
 // WaitReplicasCaughtUp waits until every running replica (not killed, stopped, frozen,
-// partitioned, or with its SQL thread stopped by Node.StopReplicaSQL) has applied everything the primary (node 1, or the node Switchover
+// partitioned, with its SQL thread stopped by Node.StopReplicaSQL, or brought back as a
+// second writer by Node.ReturnUnfenced) has applied everything the primary (node 1, or the node Switchover
 // made the primary) has written so far (MariaDB: MASTER_GTID_WAIT on its
 // gtid_binlog_pos; MySQL: WAIT_FOR_EXECUTED_GTID_SET on its gtid_executed). On ctx's
 // end, or when a replica's replication has stopped, the error carries the replica's
@@ -332,7 +333,7 @@ func (c *Cluster) WaitReplicasCaughtUp(ctx context.Context) error {
 	errs := make([]error, len(c.nodes))
 	var wg sync.WaitGroup
 	for _, r := range c.nodes {
-		if r == primary || r.State() != Running || r.Partitioned() || primary.Partitioned() || r.ReplicaSQLStopped() {
+		if r == primary || r.State() != Running || r.Partitioned() || primary.Partitioned() || r.ReplicaSQLStopped() || r.Unfenced() {
 			continue
 		}
 		wg.Add(1)

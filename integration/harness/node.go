@@ -55,6 +55,7 @@ type Node struct {
 	sqlStopped  bool             // its SQL thread stopped by StopReplicaSQL
 	link        *toxiproxy.Proxy // its replication's own proxy (WithReplicationLinks)
 	isolated    bool             // cut off from its Galera cluster by Isolate or LoseQuorum
+	unfenced    bool             // a writer beside the primary, following no one (ReturnUnfenced)
 }
 
 // Index is the node's number, from 1.

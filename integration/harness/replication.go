@@ -50,7 +50,7 @@ func (n *Node) replicateFrom(ctx context.Context, source *Node, current bool) er
 		}
 	}
 	n.mu.Lock()
-	n.source = source
+	n.source, n.unfenced = source, false
 	n.mu.Unlock()
 	return nil
 }
@@ -217,6 +217,49 @@ func (c *Cluster) Switchover(ctx context.Context, to int) error {
 		return old.replicateFrom(ctx, nw, true)
 	}
 	return nil
+}
+
+// ReturnUnfenced brings n back as an old primary comes back after a promotion whose
+// fencing failed (a hook that did not run): started again when it is down (same port and
+// data), its replication stopped and forgotten, and its global read_only turned OFF. Its
+// data stop where they were when it went away; from then on it takes writes the cluster
+// never sees and misses the cluster's: two writers, whose data diverge. Primary stays the
+// node Switchover chose; a later Restart keeps n writable. It refuses a Galera node (every
+// node writes) and the primary itself.
+func (n *Node) ReturnUnfenced(ctx context.Context) error {
+	if n.c.galera {
+		return n.wrap("return unfenced", errors.New("a Galera node is a writer by design"))
+	}
+	if n == n.c.Primary() {
+		return n.wrap("return unfenced", errors.New("the node is the primary: promote another first"))
+	}
+	if n.State() == Down {
+		if err := n.Restart(ctx); err != nil {
+			return err
+		}
+	}
+	n.c.topoMu.Lock()
+	defer n.c.topoMu.Unlock()
+	for _, q := range n.flavour.stopReplica(true) {
+		if err := n.Exec(ctx, q); err != nil {
+			return err
+		}
+	}
+	n.mu.Lock()
+	n.source, n.unfenced = nil, true
+	if n.link != nil {
+		n.link.Stop()
+	}
+	n.mu.Unlock()
+	return n.SetReadOnly(ctx, false)
+}
+
+// Unfenced reports whether ReturnUnfenced brought n back as a second writer (and nothing
+// has pointed it at a source since).
+func (n *Node) Unfenced() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.unfenced
 }
 
 // StopReplicaSQL stops n's SQL thread alone (MariaDB STOP SLAVE SQL_THREAD, MySQL STOP

@@ -126,6 +126,8 @@ type Cluster struct {
 	rpool replicaPool  // the replica sessions the pool's connections share (replicapool.go)
 	tx    txCounters   // transactions run again (txcount.go)
 
+	writers writerState // the last look at the writable hosts (writers.go)
+
 	// kind is the cluster type (a Kind): the DSN's, or the first one a server reported
 	// (ready.go). It is an atomic beside the position: set at most once after New, read
 	// by every attempt.

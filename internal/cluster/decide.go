@@ -67,7 +67,7 @@ func (c *Cluster) decideAt(pos *position) {
 		c.leaveActive(pos, now)
 		return
 	}
-	if c.Home(a) {
+	if c.moveToWriter(pos, now) || c.Home(a) {
 		return
 	}
 	c.returnHome(pos, now)
@@ -132,13 +132,17 @@ func (c *Cluster) leaveActive(pos *position, now time.Time) {
 }
 
 // returnHome moves the pool at pos, away from home, back to the first home host of the
-// plan whose probes have passed for SwitchBackDelay.
+// plan whose probes have passed for SwitchBackDelay, unless that would move it from one
+// writable host to another (returnBlocked).
 func (c *Cluster) returnHome(pos *position, now time.Time) {
 	t, a := pos.t, pos.active
 	ha := t.host(a)
 	for _, id := range c.order(t, plan{start: t.primary, failed: -1}, 0, nil, nil) {
 		if id == a || !t.isHome(id) || !c.healthy(t.hosts[id], now, c.cfg.SwitchBackDelay) {
 			continue
+		}
+		if c.returnBlocked(id, a) {
+			return // two writers, or not looked at yet: the probes of home look (probeLooks)
 		}
 		h := t.hosts[id]
 		since := h.mon.passedSince() // the first passing probe of the run that brings the pool back

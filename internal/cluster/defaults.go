@@ -259,3 +259,9 @@ const (
 	// of an outage sees that it lasts without a line per attempt.
 	DefaultLogRepeat = time.Minute
 )
+
+// DefaultWriterLookAge is how long a look at the writable hosts stands (duration, 5 s;
+// writers.go): the fall-backs, new connections and probes within it decide by its
+// answer, and a split brain that lasts costs every listed host one short session per
+// DefaultWriterLookAge, never one per statement or connection.
+const DefaultWriterLookAge = 5 * time.Second

@@ -79,6 +79,13 @@
 //     hostState.notReady and role under hostState.mu). galera.go: Galera's replica reads
 //     and lag (the frontier, its own lock) and each host's view of its cluster
 //     (galeraView, its own lock).
+//   - writers.go: one writer. When more than one host of a replication cluster is
+//     writable at once, a look at the hosts (their roles, whom their replicas follow)
+//     chooses the writer: the one the cluster follows, then the one in use, then the
+//     list's first; it is reported (EventTwoWriters, Stats.Writers). A fall-back never
+//     moves the pool from one writable host to another unless the cluster follows home,
+//     a new pool with a write target goes to the writer, and the monitor moves the pool
+//     to it. Owns Cluster.writers (the last look, its own lock, taken alone).
 //   - hostlist.go: host lists from a provider (HTTPHostList, immutable: it owns no
 //     state) and their validation; the monitor polls it and SetHosts applies the answer.
 //   - policy.go, role.go, classify.go, txcount.go: the built-in policies, server roles,
@@ -160,7 +167,9 @@
 // since it left (both 0: never; the primary is then an ordinary member of the rotation).
 // Connections check this only at safe points, before a statement outside a transaction,
 // and one connection at a time makes the attempt (TryFallBack). If the primary does not
-// answer, the pool stays and both clocks restart, silently.
+// answer, the pool stays and both clocks restart, silently. A fall-back never moves the
+// pool from one writable host to another (writers.go): with the primary writable beside
+// the pool's host, the pool returns only if the cluster's replicas follow the primary.
 //
 // # Active health
 //

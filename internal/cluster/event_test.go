@@ -67,6 +67,8 @@ func TestLogTellsAnOutageOnce(t *testing.T) {
 		o.Logger = slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	})
 	defer r.cl.Close()
+	r.net.SetReadOnly(1, true) // replicas, as in a real cluster: one writer
+	r.net.SetReadOnly(2, true)
 	a, b := r.connect(), r.connect()
 	defer func() { _ = a.c.Close(); _ = b.c.Close() }()
 	out.take()

@@ -127,7 +127,10 @@ func (c *Cluster) probeOnce(p *plan) func() {
 // connection and its host are returned; on failure the pool stays, the clocks restart,
 // and (nil, -1, err) is returned for the record: the caller's statement goes on where it
 // was, silently. (nil, -1, nil) means nothing was attempted. As Connector/J
-// fallBackToPrimaryIfAvailable.
+// fallBackToPrimaryIfAvailable, with one rule more: a fall-back never moves the pool from
+// one writable host to another (see fallBackGate). When the primary and the pool's host
+// are both writable, the pool returns only if the cluster follows the primary (its
+// replicas); otherwise it stays, and err is a *WritersError naming both.
 func (c *Cluster) TryFallBack(ctx context.Context, setup SetupFunc) (driver.Conn, int, error) {
 	c.inUse.RLock()
 	defer c.inUse.RUnlock()
@@ -147,6 +150,15 @@ func (c *Cluster) TryFallBack(ctx context.Context, setup SetupFunc) (driver.Conn
 		conn, h, err = c.findHome(ctx, from, setup)
 	} else {
 		conn, _, err = c.attempt(ctx, h, setup, false)
+		if err == nil {
+			// One writer: never from one writable host to another, unless the cluster
+			// follows home.
+			if err = c.fallBackGate(ctx, conn, h, from); err != nil {
+				_ = conn.Close()
+				c.Release(h)
+				conn = nil
+			}
+		}
 	}
 	if err != nil {
 		if !Ended(ctx) { // the hosts failed, not the caller

@@ -131,6 +131,7 @@ func (h *hostState) setState(s failover.HostState, err error, now time.Time) (ch
 // and the logger).
 func (c *Cluster) reportState(h *hostState, changed bool, s failover.HostState, err error) {
 	if changed {
+		c.writers.gen.Add(1) // a look at the writable hosts is out of date
 		c.emit(failover.Event{Kind: failover.EventHostState, Host: h.addr, State: s, Err: err})
 	}
 }
@@ -193,6 +194,7 @@ func (c *Cluster) Stats() failover.Stats {
 		ReplicaRetries: c.rep.retries.Load(), ReplicaToPrimary: c.rep.toPrimary.Load(),
 		CausalWaits: c.rep.causalWaits.Load(), CausalPrimary: c.rep.causalPrimary.Load(),
 		WriteRefusals: c.writeRefusals.Load(), WriterAvailable: c.writerAvailable(p), CallerErrors: c.callerErrors.Load(),
+		Writers:  c.writersStats(p),
 		TxReruns: c.tx.reruns.Load(), TxGaveUp: c.tx.gaveUp.Load(), TxCommitChecks: c.tx.checks.Load(),
 		TxReplays: c.tx.replays.Load(), TxReplayMismatches: c.tx.mismatches.Load(),
 		TxReplayTooBig: c.tx.tooBig.Load(), TxReplayUnsafe: c.tx.unsafeTx.Load(),
@@ -306,6 +308,9 @@ func (c *Cluster) setRole(host int, role failover.Role) bool {
 	// prefer-standby takes any host as a last resort: a connection there stays.
 	unfit := !ok && c.Target() != attrs.PreferStandby
 	h.mu.Lock()
+	if h.role != role {
+		c.writers.gen.Add(1) // a look at the writable hosts is out of date
+	}
 	h.role = role
 	changed := h.unfit != unfit
 	h.unfit = unfit

@@ -296,16 +296,23 @@ func TestMonitorNoTarget(t *testing.T) {
 // abort (its connections move at their next safe point).
 func TestMonitorRoleProbe(t *testing.T) {
 	r, ab := monRig(t, 3, func(o *rigOpts) { o.TargetSessionAttrs = attrs.ReadWrite })
+	r.net.SetReadOnly(1, true) // replicas, not writers beside H1
+	r.net.SetReadOnly(2, true)
 	r.cl.Check(context.Background())
 	for h := 0; h < 3; h++ {
 		if r.net.RoleChecks(h) != 1 || r.net.Probes(h) != 0 {
 			t.Fatalf("H%d: %d role checks, %d SELECT 1; want 1, 0", h+1, r.net.RoleChecks(h), r.net.Probes(h))
 		}
 	}
-	r.net.SetReadOnly(0, true)
+	r.net.SetReadOnly(0, true) // a switchover: H1 read-only, then H2 the writer
+	r.tick(monInterval)
+	if r.cl.Active() != 0 {
+		t.Fatalf("H1 read-only, no writer: pool on H%d, want it to stay on H1", r.cl.Active()+1)
+	}
+	r.net.SetReadOnly(1, false)
 	r.tick(monInterval)
 	if r.cl.Active() != 1 {
-		t.Fatalf("H1 read-only: pool on H%d, want H2 at once", r.cl.Active()+1)
+		t.Fatalf("H1 read-only, H2 writable: pool on H%d, want H2 at once", r.cl.Active()+1)
 	}
 	sw := r.events(failover.EventSwitch)
 	var re *cluster.RoleError
@@ -319,8 +326,8 @@ func TestMonitorRoleProbe(t *testing.T) {
 		t.Fatalf("H1 stats: %v %v, want wrong-role standby", h1.State, h1.Role)
 	}
 	for h := 0; h < 3; h++ {
-		if r.net.RoleChecks(h) != 2 || r.net.Probes(h) != 0 {
-			t.Fatalf("H%d after two rounds: %d role checks, %d SELECT 1; want 2, 0", h+1, r.net.RoleChecks(h), r.net.Probes(h))
+		if r.net.RoleChecks(h) != 3 || r.net.Probes(h) != 0 {
+			t.Fatalf("H%d after three rounds: %d role checks, %d SELECT 1; want 3, 0", h+1, r.net.RoleChecks(h), r.net.Probes(h))
 		}
 	}
 }

@@ -174,6 +174,10 @@ func TestDCAwareNoRemoteHostsWithoutUsedHostsPerRemoteDC(t *testing.T) {
 // first connection and for fall-back.
 func TestLocalDCPrimary(t *testing.T) {
 	r := dcRig(t, "dc2", 1, nil)
+	for i := range 5 { // H3, the local DC's first host, is the primary the others follow
+		r.net.Follow(i, 2)
+	}
+	r.net.Follow(2, -1)
 	if p := r.cl.Primary(); p != 2 {
 		t.Fatalf("primary %d, want 2 (H3, first host of dc2)", p)
 	}

@@ -20,6 +20,7 @@ type position struct {
 	since, failedAt int64
 
 	failovers, fallBacks int64 // moves off a host for a failure, and returns home (Stats)
+	settled              bool  // a walk has landed: the pool has chosen a host (a new pool has not)
 
 	// Derived by publish from the above and the active host's role, for the hot path.
 	home  bool  // the active host is home (see Cluster.Home)

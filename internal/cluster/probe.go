@@ -178,6 +178,7 @@ func (c *Cluster) probe(ctx context.Context, id int) {
 		c.noteState(id, *r.st)
 	}
 	c.probePassed(h, start, now, r.rtt)
+	c.probeLooks(ctx, id, r.st)
 }
 
 // probeBounds is what one probe of a host may wait, read at its start (probeBudget).

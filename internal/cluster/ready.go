@@ -415,17 +415,24 @@ func showRows(ctx context.Context, conn driver.Conn, query string) (map[string]s
 
 // queryRows runs query over conn and returns every row, read to the end and closed.
 func queryRows(ctx context.Context, conn driver.Conn, query string) ([][]driver.Value, error) {
+	out, _, err := queryColumns(ctx, conn, query)
+	return out, err
+}
+
+// queryColumns is queryRows, with the result's column names.
+func queryColumns(ctx context.Context, conn driver.Conn, query string) ([][]driver.Value, []string, error) {
 	q, ok := conn.(driver.QueryerContext)
 	if !ok {
-		return nil, errors.New("mysqlfailover: the connection cannot run the role query (no driver.QueryerContext)")
+		return nil, nil, errors.New("mysqlfailover: the connection cannot run the role query (no driver.QueryerContext)")
 	}
 	rows, err := q.QueryContext(ctx, query, nil)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	cols := rows.Columns()
 	var out [][]driver.Value
 	for {
-		vals := make([]driver.Value, len(rows.Columns()))
+		vals := make([]driver.Value, len(cols))
 		if err = rows.Next(vals); err != nil {
 			break
 		}
@@ -438,9 +445,9 @@ func queryRows(ctx context.Context, conn driver.Conn, query string) ([][]driver.
 	}
 	cerr := rows.Close()
 	if err != io.EOF {
-		return nil, err
+		return nil, nil, err
 	}
-	return out, cerr
+	return out, cols, cerr
 }
 
 // Kind returns the cluster type: the one dsn's cluster option forces, else the one the
@@ -521,6 +528,7 @@ func (c *Cluster) setReady(host int, nr *NotReadyError) {
 	if (was == nil) == (nr == nil) {
 		return
 	}
+	c.writers.gen.Add(1) // a look at the writable hosts is out of date
 	c.replicasChanged()
 	c.refit(host)
 	if nr != nil {

@@ -258,8 +258,19 @@ func (c *Cluster) walkPass(ctx context.Context, w *walkRun, i int, order []int, 
 			continue
 		}
 		if err == nil {
+			var to int
+			if conn, to, err = c.chooseWriter(ctx, w, h, conn, setup); err == nil {
+				h = to
+			}
+		}
+		if err == nil {
 			c.landed(h, w.triedPrimary, p, c.why(w.cause, w.errs), false, w.began)
 			return conn, h, true, nil
+		}
+		var we *WritersError
+		if errors.As(err, &we) {
+			w.errs[h] = err // two writers: the walk goes on (to the pool's host, for a join)
+			continue
 		}
 		w.errs[h] = err
 		if Ended(ctx) {
@@ -350,7 +361,7 @@ func (c *Cluster) landed(h int, triedPrimary bool, pl plan, cause error, lastRes
 	p := *prev
 	// The flag describes the host the pool lands on, whatever it left: a pool that
 	// leaves a remote standby for a local writer as a last resort is not home there.
-	p.active, p.lastResort = h, lastResort
+	p.active, p.lastResort, p.settled = h, lastResort, true
 	home := !lastResort && p.t.isHome(h)
 	if !home && (prev.home || triedPrimary) {
 		// Left home, or the primary was tried and did not answer: the fall-back clock
@@ -380,4 +391,31 @@ func (c *Cluster) landed(h int, triedPrimary bool, pl plan, cause error, lastRes
 		c.emit(e)
 		c.leftAfterFailure(prev.active)
 	}
+}
+
+// chooseWriter applies the one-writer rules to walk w, which connected to host h over
+// conn: a connection that joins the pool away from home and reached home is a fall-back,
+// which fallBackGate may refuse (the clocks then restart, as after a failed attempt);
+// a new pool's first walk takes the writer the cluster follows (firstWriter). It returns
+// the connection and host to land on, or (nil, h, err) with conn closed: a *WritersError
+// when the walk goes on past h, or the error that broke conn.
+func (c *Cluster) chooseWriter(ctx context.Context, w *walkRun, h int, conn driver.Conn, setup SetupFunc) (driver.Conn, int, error) {
+	p := w.p
+	if p.join && p.failed < 0 && h != p.start && w.t.isHome(h) && !w.t.isHome(p.start) {
+		if err := c.fallBackGate(ctx, conn, h, p.start); err != nil {
+			_ = conn.Close()
+			c.Release(h)
+			if !Ended(ctx) {
+				c.update(func(pos *position) { c.restartClocks(pos, true) })
+				c.emit(failover.Event{Kind: failover.EventFallBackFailed, Host: c.Host(h), From: c.Host(p.start), Err: err})
+			}
+			return nil, h, err
+		}
+		return conn, h, nil
+	}
+	next, to, err := c.firstWriter(ctx, w, h, conn, setup)
+	if err != nil {
+		return nil, h, err
+	}
+	return next, to, nil
 }

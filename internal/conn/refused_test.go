@@ -84,7 +84,7 @@ func TestCallerErrorsCounted(t *testing.T) {
 	}
 	t.Run("a demoted primary's refusal the driver absorbed", func(t *testing.T) {
 		e := newEnv(t, 3, target("read-write"))
-		e.script(1, ok(ins))
+		e.script(1, nil, ok(ins)) // its first session is the new pool's look at the writers
 		c := e.open(writer)
 		e.net.SetReadOnly(0, true)
 		if err := exec(c, ins); err != nil {

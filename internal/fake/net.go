@@ -59,6 +59,9 @@ type host struct {
 	refuseAfter          bool  // AcceptOnly: refuse once accept reaches 0
 	readOnly, txReadOnly bool  // answered to the role query; readOnly rejects writes
 	lag                  int64 // answered to SHOW REPLICA STATUS (SetLag)
+	source               int   // the host it replicates from (Follow; -1: none)
+	hostsDenied          bool  // SHOW REPLICA HOSTS fails with 1227 (DenyReplicaHosts)
+	statusDenied         bool  // SHOW REPLICA STATUS fails with 1227 (DenyReplicaStatus)
 	roleChecks           int
 	probes               int
 
@@ -75,11 +78,16 @@ type host struct {
 	uptimeReads  int
 }
 
-// NewNet returns n hosts, all up, whose connections expect nothing.
+// NewNet returns n hosts, all up, whose connections expect nothing: a primary (H1) and
+// its replicas (H2 .. Hn replicate from H1: see Follow), all writable (SetReadOnly).
 func NewNet(t testing.TB, n int) *Net {
 	fn := &Net{t: t}
 	for i := 0; i < n; i++ {
-		fn.hosts = append(fn.hosts, &host{addr: "H" + strconv.Itoa(i+1) + ":3306", uptime: DefaultUptime})
+		src := 0
+		if i == 0 {
+			src = -1
+		}
+		fn.hosts = append(fn.hosts, &host{addr: "H" + strconv.Itoa(i+1) + ":3306", source: src, uptime: DefaultUptime})
 	}
 	return fn
 }

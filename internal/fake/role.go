@@ -34,6 +34,41 @@ func (n *Net) SetLag(i int, secs int64) {
 	n.mu.Unlock()
 }
 
+// Follow makes host i replicate from host src (-1: from none, a primary): its replica
+// status names src's server_id (Master_Server_Id), and src lists it among its replicas
+// (SHOW REPLICA HOSTS). Host i's server_id is i+1 (SELECT @@server_id).
+func (n *Net) Follow(i, src int) {
+	n.mu.Lock()
+	n.hosts[i].source = src
+	n.mu.Unlock()
+}
+
+// DenyReplicaHosts makes SHOW REPLICA HOSTS (and SHOW SLAVE HOSTS) on host i fail with
+// 1227, as MariaDB answers a user without REPLICATION MASTER ADMIN.
+func (n *Net) DenyReplicaHosts(i int, deny bool) {
+	n.mu.Lock()
+	n.hosts[i].hostsDenied = deny
+	n.mu.Unlock()
+}
+
+// DenyReplicaStatus makes SHOW REPLICA STATUS (and SHOW SLAVE STATUS) on host i fail
+// with 1227, as MariaDB answers a user without SLAVE MONITOR.
+func (n *Net) DenyReplicaStatus(i int, deny bool) {
+	n.mu.Lock()
+	n.hosts[i].statusDenied = deny
+	n.mu.Unlock()
+}
+
+// ReplicaStatusDenied is MariaDB 10.11's answer to SHOW REPLICA STATUS from a user
+// without SLAVE MONITOR.
+var ReplicaStatusDenied = &mysql.MySQLError{Number: 1227, SQLState: [5]byte{'4', '2', '0', '0', '0'},
+	Message: "Access denied; you need (at least one of) the SUPER, SLAVE MONITOR privilege(s) for this operation"}
+
+// ReplicaHostsDenied is MariaDB 10.11's answer to SHOW REPLICA HOSTS from a user
+// without REPLICATION MASTER ADMIN.
+var ReplicaHostsDenied = &mysql.MySQLError{Number: 1227, SQLState: [5]byte{'4', '2', '0', '0', '0'},
+	Message: "Access denied; you need (at least one of) the REPLICATION MASTER ADMIN privilege(s) for this operation"}
+
 // SetLag's special values.
 const (
 	LagNull int64 = -1
@@ -70,8 +105,11 @@ func (c *Conn) roleAnswer(query string) (driver.Rows, error, bool) {
 	}
 	if strings.HasPrefix(query, "SHOW REPLICA STATUS") || strings.HasPrefix(query, "SHOW SLAVE STATUS") {
 		c.net.mu.Lock()
-		lag := c.net.hosts[c.Host].lag
+		lag, src, denied := c.net.hosts[c.Host].lag, c.net.hosts[c.Host].source, c.net.hosts[c.Host].statusDenied
 		c.net.mu.Unlock()
+		if denied {
+			return nil, ReplicaStatusDenied, true
+		}
 		r := &rows{cols: []string{"Slave_IO_State", "Seconds_Behind_Master"}}
 		switch lag {
 		case LagNone:
@@ -79,6 +117,27 @@ func (c *Conn) roleAnswer(query string) (driver.Rows, error, bool) {
 			r.vals = [][]driver.Value{{[]byte("Waiting for master"), nil}}
 		default:
 			r.vals = [][]driver.Value{{[]byte("Waiting for master"), []byte(strconv.FormatInt(lag, 10))}}
+		}
+		if src >= 0 && len(r.vals) > 0 {
+			r.cols = append(r.cols, "Master_Server_Id")
+			r.vals[0] = append(r.vals[0], []byte(strconv.Itoa(src+1)))
+		}
+		return r, nil, true
+	}
+	if query == "SELECT @@server_id" {
+		return &rows{cols: []string{"@@server_id"}, vals: [][]driver.Value{{int64(c.Host + 1)}}}, nil, true
+	}
+	if query == "SHOW REPLICA HOSTS" || query == "SHOW SLAVE HOSTS" {
+		c.net.mu.Lock()
+		defer c.net.mu.Unlock()
+		if c.net.hosts[c.Host].hostsDenied {
+			return nil, ReplicaHostsDenied, true
+		}
+		r := &rows{cols: []string{"Server_id", "Host", "Port", "Master_id"}}
+		for i, h := range c.net.hosts {
+			if h.source == c.Host && i != c.Host {
+				r.vals = append(r.vals, []driver.Value{int64(i + 1), []byte("10.0.0." + strconv.Itoa(i+1)), int64(3306), int64(c.Host + 1)})
+			}
 		}
 		return r, nil, true
 	}

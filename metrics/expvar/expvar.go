@@ -8,6 +8,7 @@
 //
 //	{"active": "db2:3306", "primary": "db1:3306", "failovers": 1, "fall_backs": 0, "aborts": 1,
 //	 "writer_available": false, "write_refusals": 9261, "caller_errors": 12,
+//	 "writers": ["db2:3306", "db1:3306"],
 //	 "replica_retries": 0, "replica_to_primary": 3, "causal_waits": 0, "causal_primary": 0,
 //	 "tx_reruns": 2, "tx_gave_up": 0, "tx_commit_checks": 0, "tx_replays": 1,
 //	 "tx_replay_mismatches": 0, "tx_replay_too_big": 0, "tx_replay_unsafe": 0,
@@ -27,7 +28,9 @@
 // Stats.WriteRefusals (writes refused as read-only, 1290, 1836, 1792, or that found no
 // host: no writer; count since the connector was built); caller_errors is
 // Stats.CallerErrors (errors returned to callers because a host failed, refused or was
-// missing: what the application saw, where write_refusals counts attempts).
+// missing: what the application saw, where write_refusals counts attempts). writers is Stats.Writers: the
+// hosts of a replication cluster found writable at once, the pool's writer first (two
+// writers: fence the others); [] while at most one is.
 //
 // The tx_ fields count since the connector was built what failover.Stats' Tx fields
 // count: mysqlfailover.RunInTx's reruns, the calls that gave up, its commit checks, and
@@ -85,10 +88,12 @@ type stats struct {
 	Failovers int64  `json:"failovers"`
 	FallBacks int64  `json:"fall_backs"`
 	Aborts    int64  `json:"aborts"`
-	// The pool's writes (Stats.WriterAvailable, Stats.WriteRefusals) and the callers' errors (Stats.CallerErrors).
-	WriterAvailable bool  `json:"writer_available"`
-	WriteRefusals   int64 `json:"write_refusals"`
-	CallerErrors    int64 `json:"caller_errors"`
+	// The pool's writes (Stats.WriterAvailable, Stats.WriteRefusals, Stats.Writers) and the
+	// callers' errors (Stats.CallerErrors).
+	WriterAvailable bool     `json:"writer_available"`
+	WriteRefusals   int64    `json:"write_refusals"`
+	CallerErrors    int64    `json:"caller_errors"`
+	Writers         []string `json:"writers"`
 	// The replica counts (replicaReads).
 	ReplicaRetries   int64 `json:"replica_retries"`
 	ReplicaToPrimary int64 `json:"replica_to_primary"`
@@ -110,6 +115,7 @@ var roles = map[failover.Role]string{failover.RolePrimary: "primary", failover.R
 func render(s failover.Stats) stats {
 	out := stats{Active: s.Active, Primary: s.Primary, Failovers: s.Failovers, FallBacks: s.FallBacks, Aborts: s.Aborted,
 		WriterAvailable: s.WriterAvailable, WriteRefusals: s.WriteRefusals, CallerErrors: s.CallerErrors,
+		Writers:        append([]string{}, s.Writers...),
 		ReplicaRetries: s.ReplicaRetries, ReplicaToPrimary: s.ReplicaToPrimary, CausalWaits: s.CausalWaits, CausalPrimary: s.CausalPrimary,
 		TxReruns: s.TxReruns, TxGaveUp: s.TxGaveUp, TxCommitChecks: s.TxCommitChecks, TxReplays: s.TxReplays,
 		TxReplayMismatches: s.TxReplayMismatches, TxReplayTooBig: s.TxReplayTooBig, TxReplayUnsafe: s.TxReplayUnsafe,

@@ -14,7 +14,7 @@ import (
 func TestRender(t *testing.T) {
 	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	b, err := json.Marshal(render(failover.Stats{
-		Active: "b:3306", Primary: "a:3306", Failovers: 2, FallBacks: 1, Aborted: 3, WriteRefusals: 8, CallerErrors: 10,
+		Active: "b:3306", Primary: "a:3306", Failovers: 2, FallBacks: 1, Aborted: 3, WriteRefusals: 8, CallerErrors: 10, Writers: []string{"b:3306", "a:3306"},
 		ReplicaRetries: 4, ReplicaToPrimary: 5, CausalWaits: 6, CausalPrimary: 7,
 		TxReruns: 11, TxGaveUp: 12, TxCommitChecks: 13, TxReplays: 14, TxReplayMismatches: 15, TxReplayTooBig: 16, TxReplayUnsafe: 17,
 		Hosts: []failover.HostStats{
@@ -28,7 +28,7 @@ func TestRender(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"active":"b:3306","primary":"a:3306","failovers":2,"fall_backs":1,"aborts":3,"writer_available":false,"write_refusals":8,"caller_errors":10,` +
+	want := `{"active":"b:3306","primary":"a:3306","failovers":2,"fall_backs":1,"aborts":3,"writer_available":false,"write_refusals":8,"caller_errors":10,"writers":["b:3306","a:3306"],` +
 		`"replica_retries":4,"replica_to_primary":5,"causal_waits":6,"causal_primary":7,` +
 		`"tx_reruns":11,"tx_gave_up":12,"tx_commit_checks":13,"tx_replays":14,"tx_replay_mismatches":15,"tx_replay_too_big":16,"tx_replay_unsafe":17,"hosts":[` +
 		`{"host":"a:3306","dc":"east","state":"down","role":"unknown","connections":0,"probe_latency_seconds":0,` +
@@ -38,7 +38,7 @@ func TestRender(t *testing.T) {
 	if got := string(b); got != want {
 		t.Fatalf("got\n%s\nwant\n%s", got, want)
 	}
-	if b, _ := json.Marshal(render(failover.Stats{})); !strings.Contains(string(b), `"hosts":[]`) {
-		t.Fatalf("no hosts: %s, want an empty list", b)
+	if b, _ := json.Marshal(render(failover.Stats{})); !strings.Contains(string(b), `"hosts":[]`) || !strings.Contains(string(b), `"writers":[]`) {
+		t.Fatalf("no hosts, no two writers: %s, want empty lists", b)
 	}
 }

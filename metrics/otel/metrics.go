@@ -55,6 +55,10 @@
 //	                                                                       served: refused as read-only (1290, 1836,
 //	                                                                       1792), or no host to use (no writer)
 //	                                                                       (Stats.WriteRefusals): attempts
+//	mysqlfailover.two_writers            Int64ObservableGauge         1    1 while more than one host of a
+//	                                                                       replication cluster is writable at once
+//	                                                                       (Stats.Writers: a split brain to fence,
+//	                                                                       see failover.EventTwoWriters), else 0
 //	mysqlfailover.caller.errors          Int64ObservableCounter       {error}      errors returned to callers
 //	                                                                       because a host failed, refused or was
 //	                                                                       missing (Stats.CallerErrors): what the
@@ -239,6 +243,9 @@ func New(mp metric.MeterProvider) (*Metrics, error) {
 	callerErrors, err := meter.Int64ObservableCounter("mysqlfailover.caller.errors", metric.WithUnit("{error}"),
 		metric.WithDescription("Errors the driver returned to callers because a host failed, refused or was missing (FailoverError, NoHostAvailableError, ErrTxLost, ErrCommitOutcomeUnknown, read-only refusals)."))
 	add(err)
+	twoWriters, err := meter.Int64ObservableGauge("mysqlfailover.two_writers", metric.WithUnit("1"),
+		metric.WithDescription("1 while more than one host of a replication cluster is writable at once (two writers: fence all but the one the replicas follow), 0 otherwise."))
+	add(err)
 	causal, err := meter.Int64ObservableCounter("mysqlfailover.causal_reads", metric.WithUnit("{read}"),
 		metric.WithDescription("Causal reads (causalReads): path waited, served by a replica after it reached the write's position; path primary, sent to the primary instead."))
 	add(err)
@@ -258,6 +265,7 @@ func New(mp metric.MeterProvider) (*Metrics, error) {
 		o.ObserveInt64(writer, int01(s.WriterAvailable))
 		o.ObserveInt64(refusals, s.WriteRefusals)
 		o.ObserveInt64(callerErrors, s.CallerErrors)
+		o.ObserveInt64(twoWriters, int01(len(s.Writers) > 1))
 		replicas := replicaReads(s)
 		if replicas {
 			o.ObserveInt64(retries, s.ReplicaRetries)
@@ -290,7 +298,7 @@ func New(mp metric.MeterProvider) (*Metrics, error) {
 			}
 		}
 		return nil
-	}, state, role, active, primary, conns, failovers, fallBacks, aborts, writer, refusals, callerErrors, replica, lag, reads, retries, toPrimary, causal)
+	}, state, role, active, primary, conns, failovers, fallBacks, aborts, writer, refusals, callerErrors, twoWriters, replica, lag, reads, retries, toPrimary, causal)
 	if err != nil {
 		return nil, err
 	}

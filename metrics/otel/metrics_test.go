@@ -301,6 +301,21 @@ func TestCountersFromTheStart(t *testing.T) {
 	}
 }
 
+// TestTwoWritersInstrument: the two-writers gauge is 1 while Stats.Writers lists more
+// than one host, 0 otherwise.
+func TestTwoWritersInstrument(t *testing.T) {
+	for writers, want := range map[int]float64{0: 0, 2: 1} {
+		s := failover.Stats{Active: "b:3306", Primary: "a:3306"}
+		if writers == 2 {
+			s.Writers = []string{"b:3306", "a:3306"}
+		}
+		got, _ := collectStats(t, s)
+		if got["mysqlfailover.two_writers"] != want {
+			t.Errorf("Writers %v: two_writers %v, want %v", s.Writers, got["mysqlfailover.two_writers"], want)
+		}
+	}
+}
+
 // TestWriteInstruments: the writer gauge, the refusal counter and the callers' errors
 // follow Stats.
 func TestWriteInstruments(t *testing.T) {

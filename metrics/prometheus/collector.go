@@ -65,6 +65,10 @@
 //	                                               ErrTxLost, ErrCommitOutcomeUnknown, a read-only
 //	                                               refusal (Stats.CallerErrors); what the
 //	                                               application saw
+//	mysqlfailover_two_writers                      gauge     1 while more than one host of a replication
+//	                                               cluster is writable at once (Stats.Writers: an old
+//	                                               primary back unfenced after a promotion, a replica
+//	                                               whose read_only was forgotten), 0 otherwise
 //
 // Every series exists from the first scrape after SetConnector, at 0 until something is
 // counted: the per-host probe counter and histogram of each listed host (a host a new
@@ -95,6 +99,11 @@
 // mysqlfailover_writer_available == 0 says what the second says before the first write
 // is refused, as far as the driver can know (with targetSessionAttrs=any and no probes
 // it does not read roles, and counts the list's primary as the writer while it is up).
+//
+// Another catches a split brain, whose writes do not fail but diverge; the event
+// failover.EventTwoWriters and Stats.Writers name the hosts and the one to fence:
+//
+//	mysqlfailover_two_writers == 1
 //
 // With replicaReads (read/write splitting), per host and for the pool:
 //
@@ -191,6 +200,8 @@ var (
 		"Writes that could not be served: statements refused as read-only (1290, 1836, 1792) and connections or statements that found no host (no writer).", nil, nil)
 	descCallerErrors = prometheus.NewDesc("mysqlfailover_caller_errors_total",
 		"Errors the driver returned to callers because a host failed, refused or was missing (FailoverError, NoHostAvailableError, ErrTxLost, ErrCommitOutcomeUnknown, read-only refusals).", nil, nil)
+	descTwoWriters = prometheus.NewDesc("mysqlfailover_two_writers",
+		"1 while more than one host of a replication cluster is writable at once (two writers: fence all but the one the replicas follow), 0 otherwise.", nil, nil)
 
 	// The replica metrics (replicaReads only).
 	descReplica = prometheus.NewDesc("mysqlfailover_host_replica",
@@ -318,7 +329,7 @@ func (c *Collector) learnDCs(cn *mysqlfailover.Connector) {
 
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descState, descRole, descActive, descPrimary, descConns, descFailovers, descFallBacks, descAborts, descWriter, descRefusals, descCallerErrors,
+	for _, d := range []*prometheus.Desc{descState, descRole, descActive, descPrimary, descConns, descFailovers, descFallBacks, descAborts, descWriter, descRefusals, descCallerErrors, descTwoWriters,
 		descReplica, descReplicaLag, descReplicaReads, descReplicaIdle, descReplicaWaits, descReplicaRetries, descReplicaToPrimary, descCausal} {
 		ch <- d
 	}
@@ -348,6 +359,7 @@ func collectStats(ch chan<- prometheus.Metric, s failover.Stats) {
 	ch <- prometheus.MustNewConstMetric(descWriter, prometheus.GaugeValue, bool01(s.WriterAvailable))
 	ch <- prometheus.MustNewConstMetric(descRefusals, prometheus.CounterValue, float64(s.WriteRefusals))
 	ch <- prometheus.MustNewConstMetric(descCallerErrors, prometheus.CounterValue, float64(s.CallerErrors))
+	ch <- prometheus.MustNewConstMetric(descTwoWriters, prometheus.GaugeValue, bool01(len(s.Writers) > 1))
 	replicas := replicaReads(s)
 	if replicas {
 		ch <- prometheus.MustNewConstMetric(descReplicaRetries, prometheus.CounterValue, float64(s.ReplicaRetries))

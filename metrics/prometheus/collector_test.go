@@ -272,6 +272,27 @@ mysqlfailover_writer_available 1
 	}
 }
 
+// TestTwoWritersMetric: the two-writers gauge is 1 while Stats.Writers lists more than
+// one host, 0 otherwise.
+func TestTwoWritersMetric(t *testing.T) {
+	for _, tc := range []struct {
+		writers []string
+		want    string
+	}{
+		{nil, "0"},
+		{[]string{"b:3306", "a:3306"}, "1"},
+	} {
+		c := statsOnly{failover.Stats{Active: "b:3306", Primary: "a:3306", Writers: tc.writers}}
+		want := `
+# HELP mysqlfailover_two_writers 1 while more than one host of a replication cluster is writable at once (two writers: fence all but the one the replicas follow), 0 otherwise.
+# TYPE mysqlfailover_two_writers gauge
+mysqlfailover_two_writers ` + tc.want + "\n"
+		if err := testutil.CollectAndCompare(c, strings.NewReader(want), "mysqlfailover_two_writers"); err != nil {
+			t.Errorf("Writers %v: %v", tc.writers, err)
+		}
+	}
+}
+
 // TestWriteMetrics: the writer gauge, the refusal counter and the callers' errors follow Stats, and a dead
 // host's role reads unknown (Stats says so).
 func TestWriteMetrics(t *testing.T) {
