@@ -359,11 +359,8 @@ func (c *Cluster) Promote(ctx context.Context, node int) error {
 // cluster never sees: two writers. A driver with targetSessionAttrs=read-write keeps
 // writing to the promoted node, which the replicas follow, and reports the two writers
 // (failover.EventTwoWriters, Stats.Writers); `mysqlfailover check` names both. It fails
-// on a Galera cluster and for the node that is the primary.
-//
-//	must(c.Kill(1))
-//	must(c.Promote(ctx, 2))        // node 2 the writer, node 3 follows it
-//	must(c.ReturnUnfenced(ctx, 1)) // node 1 back, writable, following no one
+// on a Galera cluster and for the node that is the primary. ExampleCluster_ReturnUnfenced
+// shows the steps: Kill(1), Promote(ctx, 2), then ReturnUnfenced(ctx, 1).
 func (c *Cluster) ReturnUnfenced(ctx context.Context, node int) error {
 	if err := c.check(node); err != nil {
 		return err

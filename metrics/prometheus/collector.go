@@ -100,10 +100,11 @@
 // is refused, as far as the driver can know (with targetSessionAttrs=any and no probes
 // it does not read roles, and counts the list's primary as the writer while it is up).
 //
-// Another catches a split brain, whose writes do not fail but diverge; the event
-// failover.EventTwoWriters and Stats.Writers name the hosts and the one to fence:
+// Another catches a split brain, whose writes do not fail but diverge (it keeps firing
+// for 5 minutes after); the event failover.EventTwoWriters and Stats.Writers name the
+// hosts and the one to fence:
 //
-//	mysqlfailover_two_writers == 1
+//	max_over_time(mysqlfailover_two_writers[5m]) == 1
 //
 // With replicaReads (read/write splitting), per host and for the pool:
 //
