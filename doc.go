@@ -85,8 +85,10 @@
 //     Failed != Current. By then the connection, and with it the whole pool, is
 //     on the next host with its session restored; the statement was not run
 //     again. MaybeExecuted says whether it may have run on Failed, Read
-//     whether it was a read that may simply run again (a plain SELECT outside a
-//     transaction, without a locking clause: SafeToRetry says RetryStatement), and
+//     whether it was a read that may simply run again (a SELECT outside a
+//     transaction that the driver can tell changes nothing: no locking clause, no
+//     INTO, only built-in functions without effects, so not SLEEP, GET_LOCK,
+//     NEXTVAL or a stored function; SafeToRetry says RetryStatement), and
 //     errors.Is and errors.As reach the cause.
 //   - A statement whose session ends while its host answers (a KILL, a packet
 //     over max_allowed_packet, net_write_timeout, a query longer than
@@ -99,7 +101,8 @@
 //     once, on a new session on the same host if it answers, else on the next
 //     (inside a transaction, ErrTxLost: nothing was sent).
 //   - A call on a connection whose session ended without the caller's doing
-//     (its host died, a KILL, wait_timeout) while it held a named lock, a
+//     (its host died, a KILL, wait_timeout; with targetSessionAttrs read-write
+//     or primary, its host found demoted at a write) while it held a named lock, a
 //     temporary table or user variables, or that reads LAST_INSERT_ID(),
 //     ROW_COUNT() or FOUND_ROWS() of that session, returns an error matching
 //     failover.ErrSessionStateLost, once: see Session state.
@@ -414,7 +417,9 @@
 // statement that reads a value of the last statement, LAST_INSERT_ID()
 // without an argument, ROW_COUNT() or FOUND_ROWS(), is never the first on a
 // session the driver moved to. When the session ends anyway (its host died,
-// a KILL, wait_timeout), the next call on the connection returns an error
+// a KILL, wait_timeout; with targetSessionAttrs read-write or primary, a write
+// found its host demoted: the connection leaves for the writer, and the write
+// is not run), the next call on the connection returns an error
 // matching failover.ErrSessionStateLost, once, and the connection carries on.
 // Its *failover.SessionStateError names the host and what was lost; it wraps
 // the FailoverError when that call met the failure (it is not run again, even

@@ -40,7 +40,9 @@ var ErrCommitOutcomeUnknown = errors.New("mysqlfailover: commit outcome unknown"
 
 // ErrSessionStateLost is matched (errors.Is) by the error of the first call on a
 // connection whose session ended without the caller's doing (its host died, it was
-// killed, it timed out while idle) while it held state that no other session can be
+// killed, it timed out while idle; with targetSessionAttrs read-write or primary, a
+// write found its host demoted and the connection left it for the writer) while it
+// held state that no other session can be
 // given: named locks (GET_LOCK), temporary tables, user variables, or the value the call
 // was about to read of the session's last statement (LAST_INSERT_ID(), ROW_COUNT(),
 // FOUND_ROWS()). The error is a *SessionStateError, which says what was lost and where.
