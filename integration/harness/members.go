@@ -73,6 +73,25 @@ func (c *Cluster) AddNode(ctx context.Context, args ...string) (*Node, error) {
 	return n, nil
 }
 
+// GrantDiscovery gives the app user what a driver's discovery of the cluster's members
+// needs (mysqlfailover's discoverHosts): on a replication cluster the privilege to list
+// the replicas registered with the primary (SHOW REPLICA HOSTS: REPLICATION MASTER ADMIN
+// on MariaDB 10.5.2+, REPLICATION SLAVE on MySQL), on a Galera cluster SELECT on
+// mysql.wsrep_cluster_members (the members' node UUIDs; without it the driver reads
+// wsrep_incoming_addresses). Neither bypasses read_only. Every cluster starts without
+// them; like every change of a global privilege it applies to sessions opened after it.
+func (c *Cluster) GrantDiscovery(ctx context.Context) error {
+	user := "'" + AppUser + "'@'%'"
+	grant := "GRANT REPLICATION MASTER ADMIN ON *.* TO " + user
+	switch {
+	case c.galera:
+		grant = "GRANT SELECT ON mysql.wsrep_cluster_members TO " + user
+	case c.flavour == MySQL:
+		grant = "GRANT REPLICATION SLAVE ON *.* TO " + user
+	}
+	return c.Primary().Exec(ctx, grant)
+}
+
 // Detach takes replica n off its primary, as an operator retires it: its replication
 // stops and forgets its source (STOP SLAVE, RESET SLAVE ALL; MySQL STOP REPLICA, RESET
 // REPLICA ALL), so the primary lists it no more (SHOW REPLICA HOSTS). The server keeps
