@@ -263,3 +263,42 @@ func TestDiscoverRefusedKeepsDSN(t *testing.T) {
 	}
 	t.Logf("FIGURE discover-refused note: %s", note)
 }
+
+// TestCheckDiscovery: `mysqlfailover check` with discoverHosts reads the members as the
+// driver does and says where each host came from: the DSN's two nodes (node 2 listed by
+// the primary under its own port, known by its server_id), node 3 discovered, reported by
+// node 1, checked and in the plan after them. A user that may not list the replicas gets
+// a discovery problem naming the privilege.
+func TestCheckDiscovery(t *testing.T) {
+	bin := buildCheck(t)
+	c := harness.Start(t, 3)
+	ctx := ctxT(t, time.Minute)
+	must(t, c.WaitReplicasCaughtUp(ctx))
+	n1, n2 := c.Node(1).ProxyAddr(), c.Node(2).ProxyAddr()
+	dsnStr := "app:apppw@tcp(" + n1 + "," + n2 + ")/app?readTimeout=2s&checkInterval=1s&discoverHosts=true"
+
+	code, text, r := checkBoth(t, bin, dsnStr)
+	if code != 1 || !r.hasProblem("REPLICATION MASTER ADMIN") || len(r.Hosts) != 2 {
+		t.Fatalf("without the privilege: exit %d, %d hosts, problems %v, want 1, 2, a discovery problem:\n%s", code, len(r.Hosts), r.kinds(c), text)
+	}
+	t.Logf("check, discoverHosts without the privilege:\n%s", text)
+
+	must(t, c.GrantDiscovery(ctx))
+	code, text, r = checkBoth(t, bin, dsnStr)
+	if code != 0 || len(r.Hosts) != 3 {
+		t.Fatalf("with the privilege: exit %d, %d hosts, want 0 and 3:\n%s", code, len(r.Hosts), text)
+	}
+	_, jtext, _ := runCheck(t, bin, "--json", dsnStr)
+	for _, want := range []string{`"origin": "dsn"`, `"origin": "discovered"`, `"reported_by": "` + n1 + `"`, `"discovered_at"`} {
+		if !strings.Contains(jtext, want) {
+			t.Errorf("check --json lacks %s:\n%s", want, jtext)
+		}
+	}
+	if h := r.Hosts[2]; c.NodeByAddr(h.Host) != 3 || !h.Reachable || h.Role != "standby" {
+		t.Errorf("host 3 of the report: %+v, want node 3 (its own address, reported by node 1), reachable, standby", h)
+	}
+	if !strings.Contains(text, "origin       discovered: "+n1+" reports it as "+c.Node(3).Addr()) {
+		t.Errorf("the text does not say where node 3 came from:\n%s", text)
+	}
+	t.Logf("check, discoverHosts:\n%s", text)
+}

@@ -51,10 +51,15 @@ const (
 // not at all.
 const galeraAuto = "AUTO"
 
-// member is one member a cluster reported.
-type member struct {
-	ident string // as State.Ident; "" when the report gives none
-	addr  string // host:port as reported; "" or galeraAuto: none that can be dialled
+// Member is one member a cluster reported (ReadMembers).
+type Member struct {
+	// Ident is its identity, as State.Ident names a server; "" when the report gives
+	// none (wsrep_incoming_addresses).
+	Ident string
+	// Addr is host:port as reported (port 3306 added when it gave none); "" or "AUTO"
+	// (a Galera node whose wsrep_node_incoming_address is unset) when none that can be
+	// dialled.
+	Addr string
 }
 
 // discovery is the Cluster's discovery state (Cluster.disc).
@@ -203,64 +208,86 @@ func (d *discovery) unclaim() {
 	d.mu.Unlock()
 }
 
-// readMembers reads the members of a cluster of kind k over conn (one query; Galera
-// two, once, when the members table is refused), and returns them with the query that
-// failed when it fails.
-func (c *Cluster) readMembers(ctx context.Context, conn driver.Conn, k Kind) ([]member, string, error) {
+// readMembers reads the members of a cluster of kind k over conn, as ReadMembers does,
+// Galera's members table only until it is refused once (then the status, for the pool's
+// life).
+func (c *Cluster) readMembers(ctx context.Context, conn driver.Conn, k Kind) ([]Member, string, error) {
+	c.disc.mu.Lock()
+	status := c.disc.statusOK
+	c.disc.mu.Unlock()
+	members, status, query, err := readMembers(ctx, conn, k, status)
+	if status {
+		c.disc.mu.Lock()
+		c.disc.statusOK = true
+		c.disc.mu.Unlock()
+	}
+	return members, query, err
+}
+
+// ReadMembers reads over conn the members of a cluster of kind k, as discoverHosts
+// does: the replicas registered with the server (ReplicaHostsQuery, or SlaveHostsQuery
+// where the server answers 1064), a Galera node's view (GaleraMembersQuery, or
+// GaleraAddressesQuery where the table is refused or missing), a Group Replication
+// member's (GroupMembersQuery). One query (Galera: two when the table is refused). The
+// error is the driver's or the server's (a refusal: a missing privilege), with the query
+// that failed.
+func ReadMembers(ctx context.Context, conn driver.Conn, k Kind) ([]Member, string, error) {
+	members, _, query, err := readMembers(ctx, conn, k, false)
+	return members, query, err
+}
+
+// readMembers is ReadMembers; with status, Galera's members are read from
+// GaleraAddressesQuery at once. It reports whether they were (the table refused).
+func readMembers(ctx context.Context, conn driver.Conn, k Kind, status bool) ([]Member, bool, string, error) {
 	switch k {
 	case KindGalera:
-		c.disc.mu.Lock()
-		status := c.disc.statusOK
-		c.disc.mu.Unlock()
 		if !status {
 			rows, err := queryRows(ctx, conn, GaleraMembersQuery)
 			if err == nil {
-				return galeraMembers(rows), "", nil
+				return galeraMembers(rows), false, "", nil
 			}
 			if Classify(ctx, err) != Data {
-				return nil, GaleraMembersQuery, err
+				return nil, false, GaleraMembersQuery, err
 			}
-			c.disc.mu.Lock()
-			c.disc.statusOK = true // no privilege, or no table (before 10.4): the status has the addresses
-			c.disc.mu.Unlock()
+			status = true // no privilege, or no table (before 10.4): the status has the addresses
 		}
 		vars, err := showRows(ctx, conn, GaleraAddressesQuery)
 		if err != nil {
-			return nil, GaleraAddressesQuery, err
+			return nil, status, GaleraAddressesQuery, err
 		}
-		return galeraAddresses(vars["wsrep_incoming_addresses"]), "", nil
+		return galeraAddresses(vars["wsrep_incoming_addresses"]), status, "", nil
 	case KindGroup:
 		rows, cols, err := queryColumns(ctx, conn, GroupMembersQuery)
 		if err != nil {
-			return nil, GroupMembersQuery, err
+			return nil, false, GroupMembersQuery, err
 		}
-		return groupMembers(rows, cols), "", nil
+		return groupMembers(rows, cols), false, "", nil
 	}
 	hosts, query, err := registeredReplicas(ctx, conn)
 	if err != nil {
-		return nil, query, err
+		return nil, false, query, err
 	}
-	out := make([]member, 0, len(hosts))
+	out := make([]Member, 0, len(hosts))
 	for _, h := range hosts {
-		m := member{ident: identID + strconv.FormatInt(h.serverID, 10)}
+		m := Member{Ident: identID + strconv.FormatInt(h.serverID, 10)}
 		if h.host != "" && h.port > 0 {
-			m.addr = net.JoinHostPort(h.host, strconv.Itoa(h.port))
+			m.Addr = net.JoinHostPort(h.host, strconv.Itoa(h.port))
 		}
 		out = append(out, m)
 	}
-	return out, "", nil
+	return out, false, "", nil
 }
 
 // galeraMembers reads GaleraMembersQuery's rows: node_uuid, node_incoming_address.
-func galeraMembers(rows [][]driver.Value) []member {
-	out := make([]member, 0, len(rows))
+func galeraMembers(rows [][]driver.Value) []Member {
+	out := make([]Member, 0, len(rows))
 	for _, r := range rows {
 		if len(r) < 2 {
 			continue
 		}
-		m := member{addr: withPort(strings.TrimSpace(text(r[1])))}
+		m := Member{Addr: withPort(strings.TrimSpace(text(r[1])))}
 		if u := strings.TrimSpace(text(r[0])); u != "" {
-			m.ident = identGalera + strings.ToLower(u)
+			m.Ident = identGalera + strings.ToLower(u)
 		}
 		out = append(out, m)
 	}
@@ -269,11 +296,11 @@ func galeraMembers(rows [][]driver.Value) []member {
 
 // galeraAddresses reads wsrep_incoming_addresses: the members' addresses, comma
 // separated, without identities.
-func galeraAddresses(v string) []member {
-	var out []member
+func galeraAddresses(v string) []Member {
+	var out []Member
 	for _, a := range strings.Split(v, ",") {
 		if a = strings.TrimSpace(a); a != "" {
-			out = append(out, member{addr: withPort(a)})
+			out = append(out, Member{Addr: withPort(a)})
 		}
 	}
 	return out
@@ -281,20 +308,20 @@ func galeraAddresses(v string) []member {
 
 // groupMembers reads GroupMembersQuery's rows: MEMBER_ID (its server_uuid),
 // MEMBER_HOST, MEMBER_PORT (report_host and report_port, or its host name and port).
-func groupMembers(rows [][]driver.Value, cols []string) []member {
+func groupMembers(rows [][]driver.Value, cols []string) []Member {
 	id, host, port := column(cols, "MEMBER_ID"), column(cols, "MEMBER_HOST"), column(cols, "MEMBER_PORT")
 	if id < 0 || host < 0 || port < 0 {
 		return nil
 	}
-	out := make([]member, 0, len(rows))
+	out := make([]Member, 0, len(rows))
 	for _, r := range rows {
-		m := member{}
+		m := Member{}
 		if u := strings.TrimSpace(text(r[id])); u != "" {
-			m.ident = identUUID + strings.ToLower(u)
+			m.Ident = identUUID + strings.ToLower(u)
 		}
 		if h, p := strings.TrimSpace(text(r[host])), text(r[port]); h != "" {
 			if n, err := strconv.Atoi(p); err == nil && n > 0 {
-				m.addr = net.JoinHostPort(h, p)
+				m.Addr = net.JoinHostPort(h, p)
 			}
 		}
 		out = append(out, m)
@@ -347,7 +374,7 @@ func (c *Cluster) listed() []listedHost {
 // reader's Galera cluster history ("" for another kind): members that report no
 // address nor identity (wsrep_incoming_addresses' AUTO) are taken for the listed nodes
 // of that history that no reported address named, as long as there are enough of them.
-func (c *Cluster) noteMembers(members []member, history string, now time.Time) {
+func (c *Cluster) noteMembers(members []Member, history string, now time.Time) {
 	hosts := c.listed()
 	waiting := false
 	byIdent := map[string]string{}
@@ -373,10 +400,10 @@ func (c *Cluster) noteMembers(members []member, history string, now time.Time) {
 	named := map[string]bool{} // the listed hosts a member's address names
 	var unnamed, anonymous int
 	for _, m := range members {
-		if m.ident != "" && byIdent[m.ident] != "" {
+		if m.Ident != "" && byIdent[m.Ident] != "" {
 			continue // a listed host, under whatever address
 		}
-		addr := m.addr
+		addr := m.Addr
 		if addr != "" && !strings.EqualFold(addr, galeraAuto) && c.env.MapAddr != nil {
 			addr = c.env.MapAddr(addr)
 		}
@@ -386,7 +413,7 @@ func (c *Cluster) noteMembers(members []member, history string, now time.Time) {
 		}
 		if reason != "" {
 			unnamed++
-			if m.ident == "" {
+			if m.Ident == "" {
 				anonymous++
 			}
 			continue
@@ -395,19 +422,19 @@ func (c *Cluster) noteMembers(members []member, history string, now time.Time) {
 		if byKey[key] || d.aliases[key] != "" {
 			continue
 		}
-		f := d.find(key, m.ident)
+		f := d.find(key, m.Ident)
 		switch {
 		case f != nil:
 			f.missed = 0
-			if m.ident != "" {
-				f.ident = m.ident
+			if m.Ident != "" {
+				f.ident = m.Ident
 			}
 			seen[f] = true
 		case waiting:
 			// A base host has not told its identity: the member may be it, under the
 			// address the server reports. The next read decides.
 		default:
-			f = &foundHost{addr: addr, key: key, ident: m.ident, since: now}
+			f = &foundHost{addr: addr, key: key, ident: m.Ident, since: now}
 			d.found = append(d.found, f)
 			seen[f] = true
 			d.changed = true
