@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mysqlfailover/mysqlfailover"
+	"github.com/mysqlfailover/mysqlfailover/dsn"
 	"github.com/mysqlfailover/mysqlfailover/failover"
 	"github.com/mysqlfailover/mysqlfailover/integration/harness"
 	"github.com/mysqlfailover/mysqlfailover/internal/cluster"
@@ -301,4 +302,50 @@ func TestCheckDiscovery(t *testing.T) {
 		t.Errorf("the text does not say where node 3 came from:\n%s", text)
 	}
 	t.Logf("check, discoverHosts:\n%s", text)
+}
+
+// TestDiscoverMapped: the replicas report addresses the client is not to dial (no
+// report_host: the primary lists them by their own ports, where the DSN reaches them
+// through proxies), and WithDiscoveryMap maps them to the proxies: a pool whose DSN lists
+// node 1 alone finds nodes 2 and 3 under the mapped addresses and reads there.
+func TestDiscoverMapped(t *testing.T) {
+	c := harness.Start(t, 3, harness.WithReplicationLinks())
+	ctx := ctxT(t, 60*time.Second)
+	must(t, c.GrantDiscovery(ctx))
+	proxies := map[string]string{}
+	for _, n := range c.Nodes() {
+		proxies[n.Addr()] = n.ProxyAddr()
+	}
+	cfg, err := dsn.Parse(c.HostDSN(1, "discoverHosts=true&replicaReads=true&checkInterval="+discoverInterval.String()))
+	must(t, err)
+	var mapped sync.Map
+	cn, err := mysqlfailover.NewConnector(cfg, mysqlfailover.WithDiscoveryMap(func(reported string) string {
+		mapped.Store(reported, true)
+		return proxies[reported] // "" for any other: left out
+	}))
+	must(t, err)
+	db := sql.OpenDB(cn)
+	defer db.Close()
+	seen := map[int]bool{}
+	if !waitFor(10*time.Second, func() bool {
+		n, err := nodeOf(readIntent(ctx), c, db)
+		must(t, err)
+		seen[n] = true
+		return seen[2] && seen[3]
+	}) {
+		t.Fatalf("reads ran on %v, want nodes 2 and 3 too: %+v", seen, cn.Stats().Hosts)
+	}
+	var got []string
+	for _, h := range cn.Stats().Hosts {
+		got = append(got, h.Addr)
+	}
+	want := []string{c.Node(1).ProxyAddr(), c.Node(2).ProxyAddr(), c.Node(3).ProxyAddr()}
+	slices.Sort(got[1:])
+	slices.Sort(want[1:])
+	if !slices.Equal(got, want) {
+		t.Errorf("host list %v, want node 1 and the mapped proxies of nodes 2 and 3 %v", got, want)
+	}
+	if _, ok := mapped.Load(c.Node(2).Addr()); !ok {
+		t.Errorf("the map was not asked for node 2's reported address %s", c.Node(2).Addr())
+	}
 }
