@@ -95,6 +95,15 @@
 // a pool with targetSessionAttrs=read-write keeps writing to node 2 and reports the two
 // writers (failover.EventTwoWriters, Stats.Writers): see ExampleCluster_ReturnUnfenced.
 //
+// # Members that come and go
+//
+// AddNode adds a replica to the running primary (or a node to the running Galera
+// cluster), reporting its own proxy's address as the one clients dial; RemoveNode
+// detaches a replica (the primary lists it no more) or makes a Galera node leave. With
+// GrantDiscovery (the app user may then list the replicas) a pool with
+// discoverHosts=true finds a node added and drops a node removed, without a restart and
+// without the node in its DSN: see ExampleCluster_AddNode.
+//
 // This package is a facade over package harness (the project's own integration
 // harness): Cluster.Harness gives the rest (proxy faults such as latency or a
 // blackhole, admin connections, server options).
