@@ -386,7 +386,8 @@ func (c *Connector) SwitchTo(ctx context.Context, host string) error {
 }
 
 // Stats returns a snapshot of the pool's hosts for operators: per host of the current
-// list its address, DC label, state (unknown, up, suspect, down, backoff, wrong-role),
+// list its address, DC label, origin (the DSN, the host list, or discovery and since
+// when), state (unknown, up, suspect, down, backoff, wrong-role),
 // role, last error (password-free), time of the last change, end of its backoff, open
 // physical connections (probe connections included; -1 with a test dialer), last probe
 // latency; the totals of failovers, fall-backs and abort rounds; the active host and the

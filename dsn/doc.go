@@ -263,7 +263,9 @@
 // without report_host by its own port) is that host. Set report_host and
 // report_port (wsrep_node_incoming_address) to the address clients dial; where
 // they cannot, map the reported addresses with mysqlfailover.WithDiscoveryMap.
-// Listing the replicas needs REPLICATION MASTER ADMIN on MariaDB 10.5.2+
+// A host found has no dc label: with localDC it counts as local. Reading
+// Galera's members needs no privilege (wsrep_incoming_addresses; SELECT on
+// mysql.wsrep_cluster_members adds the nodes' UUIDs). Listing the replicas needs REPLICATION MASTER ADMIN on MariaDB 10.5.2+
 // (REPLICATION SLAVE on MySQL); without it the pool works on the DSN's hosts,
 // says why once (failover.EventDiscovery, the logger) and in
 // failover.Stats.Discovery, and tries again a minute later.

@@ -175,6 +175,11 @@ func TestDiscoverReplicaAttachDetach(t *testing.T) {
 	if got := p.addrs(); !slices.Equal(got, dsnHosts) {
 		t.Fatalf("host list %v, want the DSN's %v alone (the primary lists nodes 2 and 3 by their own ports)", got, dsnHosts)
 	}
+	for _, i := range []int{2, 3} {
+		if e := p.ev.of(failover.EventDiscovery, c.Node(i).Addr(), time.Time{}); len(e) != 0 {
+			t.Errorf("node %d, listed by the primary under its own address %s, was found as a new host: %v", i, c.Node(i).Addr(), e)
+		}
+	}
 
 	// Attach: node 4, a new replica of node 1, reported as its proxy's address.
 	w := watchListing(t, c.Node(1).Admin(), "SHOW REPLICA HOSTS", "|4|")
