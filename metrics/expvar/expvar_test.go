@@ -15,7 +15,7 @@ func TestRender(t *testing.T) {
 	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	b, err := json.Marshal(render(failover.Stats{
 		Active: "b:3306", Primary: "a:3306", Failovers: 2, FallBacks: 1, Aborted: 3, WriteRefusals: 8, CallerErrors: 10, Writers: []string{"b:3306", "a:3306"},
-		Discovery: "discoverHosts: refused",
+		Discovery:      "discoverHosts: refused",
 		ReplicaRetries: 4, ReplicaToPrimary: 5, CausalWaits: 6, CausalPrimary: 7,
 		TxReruns: 11, TxGaveUp: 12, TxCommitChecks: 13, TxReplays: 14, TxReplayMismatches: 15, TxReplayTooBig: 16, TxReplayUnsafe: 17,
 		Hosts: []failover.HostStats{
