@@ -127,11 +127,10 @@ func (c *Cluster) applyHosts(provided []failover.ProvidedHost) error {
 	d.mu.Unlock()
 	err := c.putHosts(entries, provided == nil, provided != nil)
 	if err != nil {
-		if provided == nil {
-			c.disc.mu.Lock()
-			c.disc.changed = true // taken again with the next read
-			c.disc.mu.Unlock()
-		}
+		d.mu.Lock()
+		d.evs = append(evs, d.evs...) // the members' changes are still to take, with the next read
+		d.changed = d.changed || len(evs) > 0 || provided == nil
+		d.mu.Unlock()
 		return err
 	}
 	if provided != nil {
@@ -189,8 +188,8 @@ func (c *Cluster) probeDiscover(ctx context.Context, id int, conn driver.Conn, s
 	return true
 }
 
-// claim reports whether a read is due at now, and if so makes the next one due every
-// after it.
+// claim reports whether a read is due at now, and if so makes the next one due a period
+// of every later.
 func (d *discovery) claim(now time.Time, every time.Duration) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
