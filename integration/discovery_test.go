@@ -253,7 +253,7 @@ func TestDiscoverRefusedKeepsDSN(t *testing.T) {
 	ctx := ctxT(t, 60*time.Second)
 	hosts := c.Node(1).ProxyAddr() + "," + c.Node(2).ProxyAddr()
 	p := openDiscover(t, "app:apppw@tcp("+hosts+")/app?discoverHosts=true&replicaReads=true&checkInterval="+discoverInterval.String())
-	_, nodes := p.readsUntil(t, ctx, c, 3*time.Second, func(int) bool { return false })
+	_, nodes := p.readsUntil(t, ctx, c, 5*discoverInterval, func(int) bool { return false })
 	if slices.Contains(nodes, 3) || !slices.Contains(nodes, 2) {
 		t.Errorf("reads ran on nodes %v, want on node 2 and never on node 3 (not in the DSN)", nodes)
 	}
