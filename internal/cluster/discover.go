@@ -170,7 +170,10 @@ func (c *Cluster) probeDiscover(ctx context.Context, id int, conn driver.Conn, s
 		return true
 	}
 	now := c.env.Clock.Now()
-	if !c.disc.claim(now, c.cfg.CheckInterval) {
+	// Once per checkInterval: the pool's host is probed twice per checkInterval, and a
+	// read is due again three quarters of one later, so that the jitter of a probe's
+	// round trip never skips a round (and a probe half a period later never reads).
+	if !c.disc.claim(now, c.cfg.CheckInterval-c.cfg.CheckInterval/4) {
 		return true
 	}
 	rctx, cancel := withBudget(ctx, wait)
@@ -188,8 +191,8 @@ func (c *Cluster) probeDiscover(ctx context.Context, id int, conn driver.Conn, s
 	return true
 }
 
-// claim reports whether a read is due at now, and if so makes the next one due a period
-// of every later.
+// claim reports whether a read is due at now, and if so makes the next one due every
+// later.
 func (d *discovery) claim(now time.Time, every time.Duration) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
