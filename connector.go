@@ -41,6 +41,7 @@ type options struct {
 	layers   []func(policy.Policy) policy.Policy
 	logger   *slog.Logger
 	provider failover.HostListProvider
+	mapAddr  func(string) string                  // WithDiscoveryMap
 	socket   func(sqldriver.Conn) *cluster.Socket // with a test dialer: its sockets
 }
 
@@ -68,6 +69,20 @@ func WithLogger(l *slog.Logger) Option {
 // checkInterval > 0: NewConnector fails otherwise.
 func WithHostListProvider(p failover.HostListProvider) Option {
 	return func(o *options) { o.provider = p }
+}
+
+// WithDiscoveryMap maps the addresses discovery finds (discoverHosts) to the ones to
+// dial, where the cluster reports an address this client cannot reach (NAT, a proxy, a
+// container's own address): fn receives host:port as the cluster reported it (a
+// replica's report_host and report_port, a Galera node's wsrep_node_incoming_address,
+// a group member's MEMBER_HOST and MEMBER_PORT) and returns the address to use, "" to
+// leave the member out. Set those report fields on the servers first: they are the
+// cluster's own way to say where a member is reached. A member that reaches a host the
+// list already has (the same server_id, server_uuid or Galera node UUID) is that host
+// whatever its address. fn is called once per member and read (every checkInterval): it
+// must be fast and safe for concurrent use. Without discoverHosts it is not called.
+func WithDiscoveryMap(fn func(reported string) string) Option {
+	return func(o *options) { o.mapAddr = fn }
 }
 
 // WithEventHook sets a function that receives every failover.Event: each connection
@@ -126,7 +141,7 @@ func NewConnector(cfg *dsn.Config, opts ...Option) (*Connector, error) {
 	// One host and no host list: nothing to fail over to. As in Connector/J, whose
 	// failover (and retriesAllDown) applies to URLs with several hosts, the walk makes
 	// one pass, and Connect returns the host's own error, as go-sql-driver would.
-	single := len(cfg.Hosts) == 1 && cfg.HostsURL == "" && o.provider == nil
+	single := len(cfg.Hosts) == 1 && cfg.HostsURL == "" && o.provider == nil && !cfg.DiscoverHosts
 	if single {
 		cfg.RetriesAllDown = 0
 	}
@@ -155,6 +170,7 @@ func NewConnector(cfg *dsn.Config, opts ...Option) (*Connector, error) {
 		Logger:   o.logger,
 		Layer:    stackLayers(o.layers),
 		Provider: provider,
+		MapAddr:  o.mapAddr,
 		Abort: func(i int) {
 			tr.closeAll(cl.Host(i))
 		},
@@ -370,7 +386,8 @@ func (c *Connector) SwitchTo(ctx context.Context, host string) error {
 }
 
 // Stats returns a snapshot of the pool's hosts for operators: per host of the current
-// list its address, DC label, state (unknown, up, suspect, down, backoff, wrong-role),
+// list its address, DC label, origin (the DSN, the host list, or discovery and since
+// when), state (unknown, up, suspect, down, backoff, wrong-role),
 // role, last error (password-free), time of the last change, end of its backoff, open
 // physical connections (probe connections included; -1 with a test dialer), last probe
 // latency; the totals of failovers, fall-backs and abort rounds; the active host and the

@@ -233,4 +233,19 @@ func TestSingleHostReturnsTheHostsError(t *testing.T) {
 	if _, err := c.Connect(context.Background()); !errors.As(err, &nh) || !errors.Is(err, dialErr) {
 		t.Fatalf("Connect with two hosts: %v, want a NoHostAvailableError wrapping the dial error", err)
 	}
+
+	// One host with discoverHosts: the cluster may report more, so the walk and its
+	// error are those of a list.
+	cfg, err = dsn.Parse("app:pw@mfo-unit-single(h1:1)/shop?retriesAllDown=0&discoverHosts=true&checkInterval=1h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := NewConnector(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if _, err := d.Connect(context.Background()); !errors.As(err, &nh) || !errors.Is(err, dialErr) {
+		t.Fatalf("Connect to one host with discoverHosts: %v, want a NoHostAvailableError wrapping the dial error", err)
+	}
 }

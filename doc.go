@@ -68,8 +68,8 @@
 // naming it. The driver wraps every socket the dialer returns, to count it
 // (Stats) and to close it when active health leaves its host.
 //
-// A DSN of one host (one tcp host, or a unix socket) and no hostsURL has no
-// failover: a connection is one attempt (retriesAllDown does not apply, as in
+// A DSN of one host (one tcp host, or a unix socket) and no hostsURL (nor
+// discoverHosts) has no failover: a connection is one attempt (retriesAllDown does not apply, as in
 // Connector/J, whose failover needs several hosts) and a host that does not
 // answer returns its own error, exactly as go-sql-driver would (the dialer's
 // error, a *net.OpError, mysql.ErrNoTLS), not a *failover.NoHostAvailableError;

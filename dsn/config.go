@@ -107,6 +107,8 @@ type Config struct {
 	HostsToken string
 	// HostsAllowHTTP is option hostsAllowHTTP; see Options.
 	HostsAllowHTTP bool
+	// DiscoverHosts is option discoverHosts; see Options.
+	DiscoverHosts bool
 	// ReplicaReads is option replicaReads; see Options.
 	ReplicaReads bool
 	// MaxReplicaLag is option maxReplicaLag; see Options.
@@ -249,6 +251,9 @@ func (c *Config) Validate() error {
 	if c.HostsURL != "" && kindOf(network) == netUnix {
 		return newError(ErrInvalidOption, "dsn: hostsURL with network \"unix\": a host list names TCP hosts, and a unix socket is one local server")
 	}
+	if c.DiscoverHosts && kindOf(network) == netUnix {
+		return newError(ErrInvalidOption, "dsn: discoverHosts with network \"unix\": a cluster reports TCP hosts, and a unix socket is one local server")
+	}
 	for k := range c.MySQL.Params {
 		if key, o := foldOption(k); o != nil {
 			return newError(ErrInvalidOption, fmt.Sprintf(
@@ -360,7 +365,7 @@ func (c *Config) checkTopology() error {
 }
 
 // checkProbing checks CheckInterval against minCheckInterval and the host
-// list provider options against each other. Messages never include
+// list provider and discovery options against each other. Messages never include
 // HostsToken, nor HostsURL when it may hold credentials (showURL).
 func (c *Config) checkProbing() error {
 	if d := c.CheckInterval; d > 0 && d < minCheckInterval {
@@ -375,6 +380,10 @@ func (c *Config) checkProbing() error {
 			return newError(ErrInvalidOption,
 				"dsn: hostsURL needs checkInterval > 0, the interval at which it is polled: set checkInterval (e.g. checkInterval=5s)")
 		}
+	}
+	if c.DiscoverHosts && c.CheckInterval == 0 {
+		return newError(ErrInvalidOption,
+			"dsn: discoverHosts needs checkInterval > 0: the probes read the cluster's members every checkInterval and check each one before it is used; set checkInterval (e.g. checkInterval=1s)")
 	}
 	if c.HostsToken != "" {
 		if reason := hostaddr.Token(c.HostsToken); reason != "" {

@@ -90,6 +90,7 @@
 //	hostsURL                      URL           -        ""            http(s) JSON host list, polled            -
 //	hostsToken                    secret        -        ""            bearer token sent to hostsURL             -
 //	hostsAllowHTTP                bool          -        false         plain http to non-loopback hostsURL       -
+//	discoverHosts                 bool          -        false         hosts the cluster reports join the list   MySQL Router, ProxySQL
 //	replicaReads                  bool          -        false         read intent goes to replicas              Connector/J jdbc:mysql:replication:
 //	maxReplicaLag                 duration      -        0 (no bound)  lag above it: replica not used            MaxScale max_replication_lag
 //	replicaSelection              enum          -        round-robin   which qualifying replica reads            MaxScale slave_selection_criteria
@@ -245,6 +246,29 @@
 // or %XX-escaped; unlike in other values, '+' stays '+'. FormatDSN escapes it
 // with url.QueryEscape. It is a secret, treated as the password (see
 // Passwords).
+//
+// discoverHosts=true adds the hosts the cluster reports to the host list, after
+// the DSN's (or hostsURL's) hosts: the replicas registered with the primary (SHOW
+// REPLICA HOSTS: each replica's report_host and report_port), a Galera
+// cluster's nodes (mysql.wsrep_cluster_members, or wsrep_incoming_addresses
+// where the table may not be read: each node's wsrep_node_incoming_address), a
+// Group Replication group's members (performance_schema.replication_group_members).
+// It needs checkInterval > 0: once per checkInterval the pool's host (in a
+// replication cluster only while it is the writable primary) answers one query
+// over its probe connection, and each host found is probed and used only once
+// it is ready and of the role wanted, as any other. A host of the DSN or
+// hostsURL never leaves; one found leaves once three reads in a row have not
+// reported it. A member reported under an address that reaches a listed host
+// (the same server_id, server_uuid or Galera node UUID: MariaDB lists a replica
+// without report_host by its own port) is that host. Set report_host and
+// report_port (wsrep_node_incoming_address) to the address clients dial; where
+// they cannot, map the reported addresses with mysqlfailover.WithDiscoveryMap.
+// A host found has no dc label: with localDC it counts as local. Reading
+// Galera's members needs no privilege (wsrep_incoming_addresses; SELECT on
+// mysql.wsrep_cluster_members adds the nodes' UUIDs). Listing the replicas needs REPLICATION MASTER ADMIN on MariaDB 10.5.2+
+// (REPLICATION SLAVE on MySQL); without it the pool works on the DSN's hosts,
+// says why once (failover.EventDiscovery, the logger) and in
+// failover.Stats.Discovery, and tries again a minute later.
 //
 // # Read/write splitting
 //

@@ -557,6 +557,11 @@ var parseTests = []parseTest{
 	{name: "cluster unknown", dsn: "/?cluster=ndb", wantErr: ErrInvalidOption, errParts: []string{`dsn: cluster: invalid value "ndb": want auto, replication, galera or group`}},
 	{name: "cluster key typo", dsn: "/?Cluster=galera", wantErr: ErrInvalidOption, errParts: []string{`did you mean "cluster"?`}},
 
+	// Discovery errors.
+	{name: "discoverHosts without checkInterval", dsn: "u:" + testPW + "@tcp(h1)/db?discoverHosts=true", wantErr: ErrInvalidOption,
+		errParts: []string{"dsn: discoverHosts needs checkInterval > 0", "set checkInterval"}},
+	{name: "bad discoverHosts", dsn: "/?discoverHosts=yes&checkInterval=1s", wantErr: ErrInvalidOption, errParts: []string{`discoverHosts: invalid value "yes"`}},
+
 	// Read/write splitting errors.
 	{name: "maxReplicaLag without replicaReads", dsn: "u:" + testPW + "@tcp(h1,h2)/db?maxReplicaLag=5s&checkInterval=1s", wantErr: ErrInvalidOption,
 		errParts: []string{"dsn: maxReplicaLag needs replicaReads=true", "maxReplicaLag=5s", "set replicaReads=true"}},
@@ -906,6 +911,10 @@ func TestValidate(t *testing.T) {
 			c.MySQL.Net, c.Hosts = "unix", []Host{{Name: "/run/m.sock"}}
 			c.CheckInterval, c.HostsURL = time.Second, "https://cfg.example/h"
 		}, ErrInvalidOption, []string{"hostsURL", `"unix"`}},
+		{"unix socket and discoverHosts", func(c *Config) {
+			c.MySQL.Net, c.Hosts = "unix", []Host{{Name: "/run/m.sock"}}
+			c.CheckInterval, c.DiscoverHosts = time.Second, true
+		}, ErrInvalidOption, []string{"discoverHosts", `"unix"`}},
 		{"registered network", func(c *Config) { c.MySQL.Net, c.Hosts = "tunnel", []Host{{Name: "p:r:i"}, {Name: "db2:3307", DC: "b"}} }, nil, nil},
 		{"registered network, bad opaque address", func(c *Config) { c.MySQL.Net, c.Hosts[0] = "tunnel", Host{Name: "a b"} }, ErrInvalidHost, []string{"Hosts[0]", "blank"}},
 		{"TCP host with port 0", func(c *Config) { c.Hosts[0] = Host{Name: "p:r:i"} }, ErrInvalidHost, []string{"Hosts[0]"}},

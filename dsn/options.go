@@ -88,6 +88,8 @@ var options = []option{
 		meaning: "bearer token sent to hostsURL"},
 	{key: "hostsAllowHTTP", field: "HostsAllowHTTP", kind: kindBool, def: false,
 		meaning: "plain http to non-loopback hostsURL"},
+	{key: "discoverHosts", field: "DiscoverHosts", kind: kindBool, def: false,
+		meaning: "hosts the cluster reports join the list", from: "MySQL Router, ProxySQL"},
 	{key: "replicaReads", field: "ReplicaReads", kind: kindBool, def: false,
 		meaning: "read intent goes to replicas", from: "Connector/J jdbc:mysql:replication:"},
 	{key: "maxReplicaLag", field: "MaxReplicaLag", kind: kindDuration, def: time.Duration(0), check: durationAtLeast0(" (0: no bound)"),
@@ -160,7 +162,7 @@ const (
 // DSN keys, as most Configs come from Parse.
 var rules = []func(*Config) error{
 	(*Config).checkTopology, // localDC, usedHostsPerRemoteDC: the hosts' labels
-	(*Config).checkProbing,  // checkInterval, hostsURL, hostsToken, hostsAllowHTTP
+	(*Config).checkProbing,  // checkInterval, hostsURL, hostsToken, hostsAllowHTTP, discoverHosts
 	(*Config).checkReplicas, // replicaPoolSize, causalReads(Timeout), maxReplicaLag: replicaReads, checkInterval
 	(*Config).checkReplay,   // transactionReplayMaxSize, transactionReplayAttempts: transactionReplay
 }

@@ -322,6 +322,22 @@
 // connections on hosts that left it move, and when the primary changes (the
 // first host; with localDC the first local one) the pool moves there.
 //
+// With discoverHosts=true the members the cluster reports join the list after
+// the hosts of the DSN or of the host list: the replicas registered with the
+// primary, a Galera cluster's nodes, a Group Replication group's members, read
+// once per checkInterval on the pool's host. It is one list: a member the DSN
+// or the host list names is that host (also under another address, when its
+// server_id, server_uuid or Galera node UUID is the listed host's), a host of
+// the DSN or the host list never leaves, and a member found leaves once the
+// cluster has stopped reporting it for three reads. A member found is used only
+// once its probes found it ready and of the role wanted. HostStats.Origin says
+// where each host came from (OriginDSN, OriginHostList, OriginDiscovered) and
+// HostStats.Discovered since when; EventDiscovery reports each member found or
+// dropped, and Stats.Discovery why discovery finds none (a missing privilege:
+// the pool then works on the DSN's hosts). Package dsn's discoverHosts gives the
+// queries and privileges; mysqlfailover.WithDiscoveryMap maps the addresses the
+// cluster reports to the ones to dial.
+//
 // # Stats and events
 //
 // (*mysqlfailover.Connector).Stats returns a Stats: the active host, the

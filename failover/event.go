@@ -69,6 +69,14 @@ const (
 	// writer; Stats.Writers lists them while it lasts. Galera and Group Replication
 	// clusters, whose writers are by design, never report it.
 	EventTwoWriters
+	// EventDiscovery is a change that discoverHosts made to the host list: Host found
+	// (Err nil: the cluster reports it, and it joins the list after the hosts of the
+	// DSN or the host list) or dropped (Err says why: the cluster stopped reporting it,
+	// or it is the same server as a host the list has); or, with Host "", the
+	// cluster's members could not be read (Err names the query and the privilege it
+	// needs: Stats.Discovery says so while it lasts). A host found is used only once
+	// its probes found it ready and of the role wanted.
+	EventDiscovery
 )
 
 // String returns the kind's name, e.g. "connect".
@@ -104,6 +112,8 @@ func (k EventKind) String() string {
 		return "tx-replay"
 	case EventTwoWriters:
 		return "two-writers"
+	case EventDiscovery:
+		return "discovery"
 	}
 	return "unknown"
 }

@@ -55,6 +55,32 @@ func (s HostState) String() string {
 	return "unknown"
 }
 
+// HostOrigin says where a host of the list came from (HostStats.Origin).
+type HostOrigin int
+
+const (
+	// OriginDSN: the DSN (or Config.Hosts) lists it.
+	OriginDSN HostOrigin = iota
+	// OriginHostList: the last list of the HostListProvider (hostsURL) names it.
+	OriginHostList
+	// OriginDiscovered: the cluster reported it (discoverHosts): a replica registered
+	// with the primary, a Galera node or a Group Replication member. It follows the
+	// hosts of the DSN or the host list, and leaves the list once the cluster has
+	// stopped reporting it for a few reads.
+	OriginDiscovered
+)
+
+// String returns "dsn", "host-list" or "discovered".
+func (o HostOrigin) String() string {
+	switch o {
+	case OriginHostList:
+		return "host-list"
+	case OriginDiscovered:
+		return "discovered"
+	}
+	return "dsn"
+}
+
 // Stats is a snapshot of a pool, for operators, as (*mysqlfailover.Connector).Stats
 // returns it.
 type Stats struct {
@@ -128,6 +154,12 @@ type Stats struct {
 	// primary, a fall-back to a writable primary, a probe that found a second writable
 	// host), less the hosts since found down or read-only.
 	Writers []string
+	// Discovery says why discoverHosts finds no host now, "" while its reads work (or
+	// it is off): the pool's user may not run the query that lists the cluster's
+	// members (the privilege to grant is named), or the members' addresses cannot be
+	// dialled (a Galera node reported as AUTO). The pool then works on the hosts of
+	// the DSN or the host list, as without discovery.
+	Discovery string
 	// TxReruns counts the runs of a mysqlfailover.RunInTx function after its first, in
 	// a fresh transaction, each after an error for which nothing of the transaction
 	// committed (count; one EventTxRerun each).
@@ -160,6 +192,11 @@ type HostStats struct {
 	Addr string
 	// DC is its data-centre label, "" for none.
 	DC string
+	// Origin says where it came from: the DSN, the host list (hostsURL or a
+	// HostListProvider) or discovery (discoverHosts).
+	Origin HostOrigin
+	// Discovered is when discovery first found it (OriginDiscovered; zero otherwise).
+	Discovered time.Time
 	// State is what the pool believes of it.
 	State HostState
 	// Role is what the last role check found (RoleUnknown without targetSessionAttrs

@@ -57,6 +57,15 @@ type report struct {
 type hostReport struct {
 	Host string `json:"host"`
 	DC   string `json:"dc"`
+	// Origin is where the host comes from, as failover.HostStats.Origin names it: "dsn",
+	// or with discoverHosts "discovered" (a member the cluster reports that the DSN does
+	// not list; the driver adds it after the DSN's hosts).
+	Origin string `json:"origin"`
+	// ReportedBy is, for a discovered host, the host whose list of members named it, and
+	// Reported the address it named it by; DiscoveredAt when check read that list.
+	ReportedBy   string     `json:"reported_by,omitempty"`
+	Reported     string     `json:"reported,omitempty"`
+	DiscoveredAt *time.Time `json:"discovered_at,omitempty"`
 	// Reachable: the connection (dial, TLS, authentication) succeeded.
 	Reachable bool `json:"reachable"`
 	// Error is why not (or the error of a query that failed afterwards).
@@ -115,6 +124,9 @@ type galeraStatus struct {
 	LastCommitted     int64  `json:"wsrep_last_committed"`
 	Desync            string `json:"wsrep_desync"`
 	RejectQueries     string `json:"wsrep_reject_queries"`
+	// NodeUUID is wsrep_gcomm_uuid: the node's own UUID in the group, as
+	// mysql.wsrep_cluster_members names it.
+	NodeUUID string `json:"wsrep_gcomm_uuid,omitempty"`
 }
 
 // replication is what SHOW REPLICA STATUS said.
@@ -154,7 +166,7 @@ type problem struct {
 	Severity string `json:"severity"`
 	// Kind names the finding for programs: dsn, no_host, no_writer, writers, down,
 	// not_ready, replication_broken, replication_stopped, replication_connecting,
-	// query_error, writer_not_first, single_host, read_timeout.
+	// query_error, writer_not_first, single_host, read_timeout, discovery.
 	Kind    string `json:"kind"`
 	Host    string `json:"host,omitempty"`
 	Problem string `json:"problem"`
@@ -217,16 +229,10 @@ func check(ctx context.Context, dsnStr string, timeout time.Duration) *report {
 			return r
 		}
 	}
-	r.Hosts = make([]hostReport, len(cfg.Hosts))
-	var wg sync.WaitGroup
-	for i, h := range cfg.Hosts {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r.Hosts[i] = checkHostBounded(ctx, cfg, h, timeout)
-		}()
+	r.Hosts = checkHosts(ctx, cfg, cfg.Hosts, timeout)
+	if cfg.DiscoverHosts {
+		cfg = r.discover(ctx, cfg, timeout)
 	}
-	wg.Wait()
 	judgeReadiness(r.Hosts)
 	matchSources(r.Hosts)
 	r.Plan = makePlan(cfg, r.Hosts)
@@ -317,6 +323,23 @@ func dsnFix(err error) string {
 	return "write the DSN as [user[:password]@]tcp(host[:port],...)/dbname[?param=value&...]"
 }
 
+// checkHosts checks hosts at once, each as checkHostBounded, and returns their reports
+// in order (origin dsn).
+func checkHosts(ctx context.Context, cfg *dsn.Config, hosts []dsn.Host, timeout time.Duration) []hostReport {
+	out := make([]hostReport, len(hosts))
+	var wg sync.WaitGroup
+	for i, h := range hosts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[i] = checkHostBounded(ctx, cfg, h, timeout)
+			out[i].Origin = failover.OriginDSN.String()
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
 // checkHostBounded is checkHost, given up after the timeout and a grace period whatever
 // the driver does (a frozen host must not hang the command).
 func checkHostBounded(ctx context.Context, cfg *dsn.Config, h dsn.Host, timeout time.Duration) hostReport {
@@ -360,7 +383,7 @@ func hostConfig(cfg *dsn.Config, h dsn.Host, timeout time.Duration) *mysql.Confi
 // choose the one to promote. A variable the server does not have is absent.
 const varsQuery = "SHOW GLOBAL VARIABLES WHERE Variable_name IN ('read_only', 'super_read_only', 'transaction_read_only', 'tx_read_only', " +
 	"'offline_mode', 'wsrep_on', 'wsrep_desync', 'wsrep_reject_queries', 'wsrep_sst_method', 'group_replication_group_name', " +
-	"'server_id', 'gtid_current_pos', 'gtid_executed')"
+	"'server_id', 'server_uuid', 'gtid_current_pos', 'gtid_executed')"
 
 // checkHost connects to h and reads what the report shows.
 func checkHost(ctx context.Context, cfg *dsn.Config, h dsn.Host, timeout time.Duration) hostReport {

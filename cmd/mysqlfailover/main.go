@@ -39,7 +39,17 @@
 //     desynced, rejecting queries, not synced, a minority cluster) is named with its
 //     reason: the driver uses no such host (failover.HostNotReady);
 //   - the DC label of the DSN;
-//   - whether the session uses TLS (SHOW SESSION STATUS LIKE 'Ssl_cipher').
+//   - whether the session uses TLS (SHOW SESSION STATUS LIKE 'Ssl_cipher');
+//   - where the host comes from ("origin"): the DSN, or with discoverHosts=true
+//     "discovered". check then reads the members the cluster reports as the driver
+//     does, from the writable primary (SHOW REPLICA HOSTS) or the first ready Galera
+//     node or group member, and checks each member the DSN does not list (a member
+//     reported under another address that has a DSN host's server_id, server_uuid or
+//     Galera node UUID is that host) as it checks the DSN's hosts, naming the host that
+//     reported it and the address it reported; the plan has them after the DSN's
+//     hosts. A read the server refuses (the privilege it needs is named) and members
+//     reported without an address to dial (Galera's AUTO) are problems of kind
+//     discovery.
 //
 // It then shows the host plan a new pool of the driver would use now, by the rules of
 // package failover (Host order, Roles, Data centres, Readiness): the order (the list's

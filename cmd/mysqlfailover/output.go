@@ -38,6 +38,11 @@ func (r *report) writeText(w io.Writer) error {
 			dc = "none"
 		}
 		fmt.Fprintf(&b, "\nhost %d  %s  (dc: %s)\n", i+1, h.Host, dc)
+		if h.Origin == "discovered" {
+			fmt.Fprintf(&b, "  origin       discovered: %s reports it as %s (discoverHosts adds it after the DSN's hosts)\n", h.ReportedBy, h.Reported)
+		} else {
+			fmt.Fprintf(&b, "  origin       %s\n", orUnknown(h.Origin))
+		}
 		hs := time.Duration(h.HandshakeSeconds * float64(time.Second)).Round(10 * time.Microsecond)
 		if !h.Reachable {
 			fmt.Fprintf(&b, "  reachable    no (%s), after %v: %s\n", h.Failure, hs, h.Error)

@@ -21,7 +21,7 @@ import (
 // galeraStatusQuery reads a Galera node's state; SHOW needs no privilege and works on a
 // node outside the Primary component, which refuses every statement that reads a table.
 const galeraStatusQuery = "SHOW GLOBAL STATUS WHERE Variable_name IN ('wsrep_ready', 'wsrep_cluster_status', 'wsrep_local_state', " +
-	"'wsrep_local_state_comment', 'wsrep_cluster_state_uuid', 'wsrep_cluster_size', 'wsrep_last_committed')"
+	"'wsrep_local_state_comment', 'wsrep_cluster_state_uuid', 'wsrep_cluster_size', 'wsrep_last_committed', 'wsrep_gcomm_uuid')"
 
 // groupMemberQuery reads a Group Replication member's own state and how many of the
 // group's members are UNREACHABLE from it.
@@ -66,7 +66,7 @@ func readReadiness(ctx context.Context, conn *sql.Conn, want string, hr *hostRep
 		}
 		g := &galeraStatus{Ready: status["wsrep_ready"], ClusterStatus: status["wsrep_cluster_status"], LocalState: status["wsrep_local_state"],
 			LocalStateComment: status["wsrep_local_state_comment"], StateUUID: status["wsrep_cluster_state_uuid"], ClusterSize: -1, LastCommitted: -1,
-			Desync: vars["wsrep_desync"], RejectQueries: vars["wsrep_reject_queries"]}
+			Desync: vars["wsrep_desync"], RejectQueries: vars["wsrep_reject_queries"], NodeUUID: status["wsrep_gcomm_uuid"]}
 		if n, err := strconv.Atoi(status["wsrep_cluster_size"]); err == nil {
 			g.ClusterSize = n
 		}

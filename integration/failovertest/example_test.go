@@ -132,3 +132,45 @@ func ExampleCluster_ReturnUnfenced() {
 	e := <-twoWriters
 	fmt.Println("writer: node", c.NodeOf(e.Host), "fence: node", c.NodeOf(e.From))
 }
+
+// A replica added to the running primary serves a pool's read-intent statements
+// although the pool's DSN does not list it: discoverHosts finds it (the primary lists it
+// in SHOW REPLICA HOSTS under its proxy's address), its probes check it, and the pool
+// reads there within two checkIntervals; removed (detached), it leaves the pool's list.
+// In a test, use failovertest.Start(t, 1) instead of StartCluster and Close;
+// TestAddRemoveNode runs these steps against real servers (and a Galera node's).
+func ExampleCluster_AddNode() {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c, err := failovertest.StartCluster(ctx, 1) // node 1 the primary, node 2 a replica
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.GrantDiscovery(ctx); err != nil { // the app user may list the replicas
+		log.Fatal(err)
+	}
+	db, err := sql.Open("mysqlfailover", c.DSN("discoverHosts=true&replicaReads=true&checkInterval=200ms"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer db.Close()
+
+	node, err := c.AddNode(ctx) // node 3: not in the pool's DSN
+	if err != nil {
+		log.Fatal(err)
+	}
+	for {
+		var port int
+		if err := db.QueryRowContext(mysqlfailover.WithReadIntent(ctx, ""), "SELECT @@port").Scan(&port); err != nil {
+			log.Fatal(err)
+		}
+		if port == c.Harness().Node(node).Port() {
+			break // node 3 serves the pool's reads
+		}
+	}
+	if err := c.RemoveNode(ctx, node); err != nil { // detached: the pool drops it
+		log.Fatal(err)
+	}
+	fmt.Println("node", node, "served reads, then was removed")
+}

@@ -95,6 +95,15 @@
 // a pool with targetSessionAttrs=read-write keeps writing to node 2 and reports the two
 // writers (failover.EventTwoWriters, Stats.Writers): see ExampleCluster_ReturnUnfenced.
 //
+// # Members that come and go
+//
+// AddNode adds a replica to the running primary (or a node to the running Galera
+// cluster), reporting its own proxy's address as the one clients dial; RemoveNode
+// detaches a replica (the primary lists it no more) or makes a Galera node leave. With
+// GrantDiscovery (the app user may then list the replicas) a pool with
+// discoverHosts=true finds a node added and drops a node removed, without a restart and
+// without the node in its DSN: see ExampleCluster_AddNode.
+//
 // This package is a facade over package harness (the project's own integration
 // harness): Cluster.Harness gives the rest (proxy faults such as latency or a
 // blackhole, admin connections, server options).
@@ -367,6 +376,55 @@ func (c *Cluster) ReturnUnfenced(ctx context.Context, node int) error {
 	}
 	return c.h.Node(node).ReturnUnfenced(ctx)
 }
+
+// AddNode adds one more member to the running cluster, as an operator does, and returns
+// its number (Nodes() before the call, plus 1) once it serves: on a primary with replicas
+// a replica of the primary (read_only, GTID replication), returned once it has caught
+// up; on a Galera cluster (StartGalera) a node that joins the Primary component, returned
+// once it is Synced (about 3 s on local processes; the container backend cannot add
+// one). It sits behind a proxy of its own and reports that proxy's address as the one
+// clients dial (report_host and report_port, which the primary lists in SHOW REPLICA
+// HOSTS; wsrep_node_incoming_address), so that mysqlfailover's discoverHosts finds it
+// and your test can break it like any node. DSN lists the nodes there are when it is
+// called: take the DSN first to test discovery. args are extra server options for the
+// new node, as WithNodeArgs.
+//
+//	dsn := c.DSN("discoverHosts=true&checkInterval=500ms&replicaReads=true")
+//	must(c.GrantDiscovery(ctx))   // the app user may list the replicas
+//	node, err := c.AddNode(ctx)   // a replica the DSN does not list
+//	// within two checkIntervals the pool's read-intent statements reach it
+//	must(c.RemoveNode(ctx, node)) // detached: the pool drops it
+func (c *Cluster) AddNode(ctx context.Context, args ...string) (int, error) {
+	n, err := c.h.AddNode(ctx, args...)
+	if err != nil {
+		return 0, err
+	}
+	return n.Index(), nil
+}
+
+// RemoveNode takes node out of the cluster, as an operator retires it: a replica stops
+// replicating and forgets its primary (STOP SLAVE, RESET SLAVE ALL: the primary lists it
+// no more once its replication connection has closed, at once while the primary writes,
+// else within the 5 s heartbeat), and keeps running read-only with the data it had; a
+// Galera node shuts down cleanly and leaves the cluster (Restart brings it back, rejoining
+// by IST). It fails for the primary of a replication cluster.
+func (c *Cluster) RemoveNode(ctx context.Context, node int) error {
+	if err := c.check(node); err != nil {
+		return err
+	}
+	if c.h.Galera() {
+		return c.h.Node(node).Stop(ctx)
+	}
+	return c.h.Node(node).Detach(ctx)
+}
+
+// GrantDiscovery gives the app user what mysqlfailover's discoverHosts reads with: the
+// privilege to list the replicas registered with the primary (REPLICATION MASTER ADMIN
+// on MariaDB, REPLICATION SLAVE on MySQL), or on Galera SELECT on
+// mysql.wsrep_cluster_members. The fixture's user starts without it, as most application
+// users do: a pool with discoverHosts then works on the DSN's hosts and says why
+// (failover.Stats.Discovery).
+func (c *Cluster) GrantDiscovery(ctx context.Context) error { return c.h.GrantDiscovery(ctx) }
 
 // WaitReplicated waits until every running, unpartitioned replica has applied
 // everything the primary has written so far, or ctx ends. On a Galera cluster: until every

@@ -178,3 +178,66 @@ func TestReturnUnfenced(t *testing.T) {
 		t.Errorf("no two-writers event; events: %v", events)
 	}
 }
+
+// TestAddRemoveNode runs ExampleCluster_AddNode's steps, and a Galera node's: a pool with
+// discoverHosts reads on a replica added to the running primary, and on a node added to
+// the running Galera cluster, neither in its DSN, and drops each once it is removed.
+func TestAddRemoveNode(t *testing.T) {
+	for _, galera := range []bool{false, true} {
+		name := "replica"
+		if galera {
+			name = "galera"
+		}
+		t.Run(name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			var c *failovertest.Cluster
+			if galera {
+				c = failovertest.StartGalera(t, 2)
+			} else {
+				c = failovertest.Start(t, 1)
+				must(t, c.GrantDiscovery(ctx))
+			}
+			cfg, err := dsn.Parse(c.DSN("discoverHosts=true&replicaReads=true&checkInterval=200ms"))
+			must(t, err)
+			cn, err := mysqlfailover.NewConnector(cfg)
+			must(t, err)
+			db := sql.OpenDB(cn)
+			defer db.Close()
+			node, err := c.AddNode(ctx)
+			must(t, err)
+			if node != 3 || c.Nodes() != 3 {
+				t.Fatalf("AddNode: node %d of %d, want 3 of 3", node, c.Nodes())
+			}
+			port := c.Harness().Node(node).Port()
+			deadline := time.Now().Add(10 * time.Second)
+			for served := false; !served; {
+				if time.Now().After(deadline) {
+					t.Fatalf("node 3 served no read: %+v", cn.Stats().Hosts)
+				}
+				var p int
+				must(t, db.QueryRowContext(mysqlfailover.WithReadIntent(ctx, ""), "SELECT @@port").Scan(&p))
+				served = p == port
+			}
+			must(t, c.RemoveNode(ctx, node))
+			if !galera {
+				// The primary notices the replica's closed connection at its next write.
+				_, err = db.ExecContext(ctx, "CREATE TABLE removed (id INT)")
+				must(t, err)
+				_, err = db.ExecContext(ctx, "INSERT INTO removed VALUES (1)")
+				must(t, err)
+			}
+			addr := c.Harness().Node(node).ProxyAddr()
+			for listed := true; listed; {
+				if time.Now().After(deadline.Add(10 * time.Second)) {
+					t.Fatalf("node 3 still in the pool's list after RemoveNode: %+v", cn.Stats().Hosts)
+				}
+				listed = false
+				for _, h := range cn.Stats().Hosts {
+					listed = listed || h.Addr == addr
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		})
+	}
+}

@@ -37,6 +37,10 @@ type NodeSpec struct {
 	// formed the cluster and root can log in. A backend that cannot run Galera must fail
 	// StartNode.
 	Galera *GaleraSpec
+	// Join, with Galera, starts the node as one more member of the running cluster
+	// (Cluster.AddNode): no saved primary component, its state from a running node (IST,
+	// or a full state transfer). A backend that cannot must fail StartNode.
+	Join bool
 }
 
 // Instance is one server a Backend started. Replication, users, read_only and every

@@ -90,6 +90,7 @@ func WithTimeout(d time.Duration) Option { return func(o *options) { o.timeout =
 type Cluster struct {
 	backend Backend
 	tox     *toxiproxy.ApiServer
+	nodesMu sync.RWMutex // guards nodes (AddNode appends to a copy)
 	nodes   []*Node
 	logf    func(format string, args ...any)
 	bringUp time.Duration
@@ -207,9 +208,9 @@ func StartCluster(ctx context.Context, n int, opts ...Option) (*Cluster, error) 
 }
 
 func (c *Cluster) startNodes(ctx context.Context, nodeArgs map[int][]string) error {
-	errs := make([]error, len(c.nodes))
+	errs := make([]error, len(c.list()))
 	var wg sync.WaitGroup
-	for k := range c.nodes {
+	for k := range c.list() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -231,46 +232,59 @@ func (c *Cluster) startNodes(ctx context.Context, nodeArgs map[int][]string) err
 }
 
 func (c *Cluster) startNode(ctx context.Context, idx int, args []string) error {
-	inst, err := c.backend.StartNode(ctx, NodeSpec{Index: idx, ServerID: idx, Args: args, Galera: c.gspec})
+	_, err := c.newNode(ctx, NodeSpec{Index: idx, ServerID: idx, Args: args, Galera: c.gspec}, "127.0.0.1:0", func(n *Node) {
+		c.nodesMu.Lock()
+		c.nodes[idx-1] = n
+		c.nodesMu.Unlock()
+	})
+	return err
+}
+
+// newNode starts the server of spec, gives the node to place before anything else can
+// fail (so that Close finds it), opens its admin connection and starts its proxy on
+// listen ("127.0.0.1:0": any port).
+func (c *Cluster) newNode(ctx context.Context, spec NodeSpec, listen string, place func(*Node)) (*Node, error) {
+	idx := spec.Index
+	inst, err := c.backend.StartNode(ctx, spec)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	n := &Node{c: c, idx: idx, inst: inst, state: Running}
-	c.nodes[idx-1] = n // before anything else can fail, so Close finds it
+	place(n)
 
 	cfg, err := mysql.ParseDSN(inst.AdminDSN())
 	if err != nil {
-		return fmt.Errorf("harness: node %d: admin DSN: %w", idx, err)
+		return nil, fmt.Errorf("harness: node %d: admin DSN: %w", idx, err)
 	}
 	cfg.Timeout = 5 * time.Second
 	cfg.ReadTimeout = 30 * time.Second
 	cfg.WriteTimeout = 30 * time.Second
 	connector, err := mysql.NewConnector(cfg)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	n.admin = sql.OpenDB(connector)
 	var version string
 	if err := n.admin.QueryRowContext(ctx, "SELECT @@port, @@server_id, VERSION()").Scan(&n.port, &n.serverID, &version); err != nil {
-		return fmt.Errorf("harness: node %d: %w", idx, err)
+		return nil, fmt.Errorf("harness: node %d: %w", idx, err)
 	}
 	n.flavour = FlavourOf(version)
 
-	n.proxy = toxiproxy.NewProxy(c.tox, "node"+strconv.Itoa(idx), "127.0.0.1:0", inst.Addr())
+	n.proxy = toxiproxy.NewProxy(c.tox, "node"+strconv.Itoa(idx), listen, inst.Addr())
 	if err := n.proxy.Start(); err != nil {
-		return fmt.Errorf("harness: node %d: proxy: %w", idx, err)
+		return nil, fmt.Errorf("harness: node %d: proxy: %w", idx, err)
 	}
 	n.proxyAddr = n.proxy.Listen // the bound address, set by Start
-	return nil
+	return n, nil
 }
 
 // setUpReplication creates the users and databases on node 1 and points the other nodes
 // at it. The replicas start from the same empty data directory, so they replay node 1's
 // whole binary log, users and databases included.
 func (c *Cluster) setUpReplication(ctx context.Context) error {
-	p := c.nodes[0]
+	p := c.list()[0]
 	c.flavour = p.flavour
-	for _, r := range c.nodes[1:] {
+	for _, r := range c.list()[1:] {
 		if r.flavour != c.flavour {
 			return fmt.Errorf("harness: node 1 runs %s, node %d %s: one flavour per cluster", c.flavour, r.idx, r.flavour)
 		}
@@ -284,9 +298,9 @@ func (c *Cluster) setUpReplication(ctx context.Context) error {
 			return fmt.Errorf("harness: primary set-up: %w", err)
 		}
 	}
-	errs := make([]error, len(c.nodes))
+	errs := make([]error, len(c.list()))
 	var wg sync.WaitGroup
-	for _, r := range c.nodes[1:] {
+	for _, r := range c.list()[1:] {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -330,9 +344,9 @@ func (c *Cluster) WaitReplicasCaughtUp(ctx context.Context) error {
 		// A negative timeout would make MASTER_GTID_WAIT wait forever on the server.
 		wait = max(time.Until(dl), 100*time.Millisecond)
 	}
-	errs := make([]error, len(c.nodes))
+	errs := make([]error, len(c.list()))
 	var wg sync.WaitGroup
-	for _, r := range c.nodes {
+	for _, r := range c.list() {
 		if r == primary || r.State() != Running || r.Partitioned() || primary.Partitioned() || r.ReplicaSQLStopped() || r.Unfenced() {
 			continue
 		}
@@ -354,23 +368,31 @@ func (c *Cluster) WaitReplicasCaughtUp(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// list returns the nodes, node 1 first: the slice is never changed once AddNode has
+// replaced it, so the caller may range over it without a lock.
+func (c *Cluster) list() []*Node {
+	c.nodesMu.RLock()
+	defer c.nodesMu.RUnlock()
+	return c.nodes
+}
+
 // N is the number of nodes.
-func (c *Cluster) N() int { return len(c.nodes) }
+func (c *Cluster) N() int { return len(c.list()) }
 
 // Node returns node i, counted from 1 (node 1 is the primary). It panics on a bad index.
 func (c *Cluster) Node(i int) *Node {
-	if i < 1 || i > len(c.nodes) {
-		panic(fmt.Sprintf("harness: no node %d in a %d-node cluster", i, len(c.nodes)))
+	if i < 1 || i > len(c.list()) {
+		panic(fmt.Sprintf("harness: no node %d in a %d-node cluster", i, len(c.list())))
 	}
-	return c.nodes[i-1]
+	return c.list()[i-1]
 }
 
 // Nodes returns every node, node 1 first.
-func (c *Cluster) Nodes() []*Node { return append([]*Node(nil), c.nodes...) }
+func (c *Cluster) Nodes() []*Node { return append([]*Node(nil), c.list()...) }
 
 // Primary is the node the cluster set up as the writer: node 1, until Switchover makes
 // another node the primary.
-func (c *Cluster) Primary() *Node { return c.nodes[c.primary.Load()-1] }
+func (c *Cluster) Primary() *Node { return c.list()[c.primary.Load()-1] }
 
 // Flavour is the servers' flavour, read from VERSION() on node 1.
 func (c *Cluster) Flavour() Flavour { return c.flavour }
@@ -381,8 +403,8 @@ func (c *Cluster) BringUp() time.Duration { return c.bringUp }
 // DSN is the app user's multi-host DSN through the proxies, in node order, on database
 // app: "app:apppw@tcp(127.0.0.1:pA,127.0.0.1:pB,127.0.0.1:pC)/app?" + params.
 func (c *Cluster) DSN(params string) string {
-	addrs := make([]string, len(c.nodes))
-	for k, n := range c.nodes {
+	addrs := make([]string, len(c.list()))
+	for k, n := range c.list() {
 		addrs[k] = n.proxyAddr
 	}
 	return appDSN(strings.Join(addrs, ","), params)
@@ -405,8 +427,8 @@ func (c *Cluster) DirectDSN(i int, params string) string {
 // still sends (they block on an internal channel forever), which goleak then reports.
 // Errors and Stats name these hosts by their real address (Node.Addr).
 func (c *Cluster) DirectClusterDSN(params string) string {
-	addrs := make([]string, len(c.nodes))
-	for k, n := range c.nodes {
+	addrs := make([]string, len(c.list()))
+	for k, n := range c.list() {
 		addrs[k] = n.inst.Addr()
 	}
 	return appDSN(strings.Join(addrs, ","), params)
@@ -423,7 +445,7 @@ func appDSN(hosts, params string) string {
 // NodeByPort returns the index of the node whose server reports port as @@port (its real
 // port, not its proxy's), or 0.
 func (c *Cluster) NodeByPort(port int) int {
-	for _, n := range c.nodes {
+	for _, n := range c.list() {
 		if n.port == port {
 			return n.idx
 		}
@@ -434,7 +456,7 @@ func (c *Cluster) NodeByPort(port int) int {
 // NodeByAddr returns the index of the node whose proxy address or real address is
 // hostport (as mysqlfailover.Conn.Host or failover errors name hosts), or 0.
 func (c *Cluster) NodeByAddr(hostport string) int {
-	for _, n := range c.nodes {
+	for _, n := range c.list() {
 		if hostport == n.proxyAddr || hostport == n.inst.Addr() {
 			return n.idx
 		}
@@ -447,12 +469,12 @@ func (c *Cluster) NodeByAddr(hostport string) int {
 func (c *Cluster) Close() error {
 	c.closeOnce.Do(func() {
 		var errs []error
-		for _, n := range c.nodes {
+		for _, n := range c.list() {
 			if n != nil {
 				errs = append(errs, n.inst.Kill()) // thaws first if frozen
 			}
 		}
-		for _, n := range c.nodes {
+		for _, n := range c.list() {
 			if n == nil {
 				continue
 			}
@@ -476,8 +498,8 @@ func (c *Cluster) Close() error {
 }
 
 func (c *Cluster) describe() string {
-	parts := make([]string, len(c.nodes))
-	for k, n := range c.nodes {
+	parts := make([]string, len(c.list()))
+	for k, n := range c.list() {
 		parts[k] = fmt.Sprintf("node%d %s->%s", n.idx, n.proxyAddr, n.inst.Addr())
 	}
 	return strings.Join(parts, ", ")
@@ -485,7 +507,7 @@ func (c *Cluster) describe() string {
 
 // logServerLogs logs the end of every server's log, for backends that keep one.
 func (c *Cluster) logServerLogs(logf func(string, ...any)) {
-	for _, n := range c.nodes {
+	for _, n := range c.list() {
 		if n == nil {
 			continue
 		}

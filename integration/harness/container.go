@@ -390,6 +390,9 @@ func (b *ContainerBackend) StartNode(ctx context.Context, spec NodeSpec) (Instan
 		return nil, errors.New("harness: ContainerBackend is closed")
 	}
 
+	if spec.Join {
+		return nil, errors.New("harness: ContainerBackend does not add Galera nodes to a running cluster: use LocalBackend")
+	}
 	if spec.Galera != nil && b.flavour != MariaDB {
 		return nil, fmt.Errorf("harness: node %d: a Galera cluster needs a MariaDB image, not %s (%s)", spec.Index, b.image, b.flavour)
 	}

@@ -21,6 +21,11 @@
 // WaitSynced; Node.GaleraStatus reads what a node says of itself (wsrep_ready,
 // wsrep_cluster_status, wsrep_local_state, ...). See WithGalera.
 //
+// Members come and go on a running cluster: Cluster.AddNode starts one more (a replica of
+// the primary reporting its proxy's address, or a Galera node that joins, local processes
+// only), Node.Detach and Attach take a replica off its primary and back,
+// Cluster.GrantDiscovery lets the app user list the members (the driver's discoverHosts).
+//
 // A Backend starts the servers; LocalBackend runs local mariadbd processes,
 // ContainerBackend Docker containers (testcontainers-go), and the same scenarios run
 // unchanged on both (MYSQLFAILOVER_BACKEND picks one for clusters started without

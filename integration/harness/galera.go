@@ -449,7 +449,7 @@ func (n *Node) Isolate(ctx context.Context) error {
 // SIGSTOP of a node; Galera's defaults: about 5 s).
 func (c *Cluster) waitSettled(ctx context.Context) error {
 	var up []*Node
-	for _, o := range c.nodes {
+	for _, o := range c.list() {
 		if o.State() == Running && !o.Isolated() && !o.Partitioned() {
 			up = append(up, o)
 		}
@@ -598,7 +598,7 @@ func (c *Cluster) LoseQuorum(ctx context.Context, survivor int) error {
 		return err
 	}
 	var others []*Node
-	for _, n := range c.nodes {
+	for _, n := range c.list() {
 		if n != s && n.State() == Running {
 			others = append(others, n)
 		}
@@ -622,7 +622,7 @@ func (c *Cluster) RestoreQuorum(ctx context.Context) error {
 		return errors.New("harness: restore quorum: not a Galera cluster (start it WithGalera)")
 	}
 	var isolated []*Node
-	for _, n := range c.nodes {
+	for _, n := range c.list() {
 		if n.Isolated() {
 			isolated = append(isolated, n)
 		}
@@ -642,7 +642,7 @@ func (c *Cluster) WaitSynced(ctx context.Context) error {
 	if !c.galera {
 		return errors.New("harness: wait synced: not a Galera cluster (start it WithGalera)")
 	}
-	for _, n := range c.nodes {
+	for _, n := range c.list() {
 		if st := n.State(); st != Running {
 			return fmt.Errorf("harness: wait synced: node %d is %s", n.idx, st)
 		}
@@ -655,7 +655,7 @@ func (c *Cluster) WaitSynced(ctx context.Context) error {
 		ctx, cancel = context.WithTimeout(ctx, time.Minute)
 		defer cancel()
 	}
-	N := len(c.nodes)
+	N := len(c.list())
 	t := time.NewTicker(galeraPoll)
 	defer t.Stop()
 	last := make([]string, N)
@@ -663,7 +663,7 @@ func (c *Cluster) WaitSynced(ctx context.Context) error {
 		sts := make([]GaleraStatus, N)
 		errs := make([]error, N)
 		var wg sync.WaitGroup
-		for k, n := range c.nodes {
+		for k, n := range c.list() {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -706,7 +706,7 @@ func (c *Cluster) WaitSynced(ctx context.Context) error {
 // WaitReplicasCaughtUp. Isolated, frozen, down and non-Primary nodes are left out.
 func (c *Cluster) waitGaleraApplied(ctx context.Context) error {
 	var nodes []*Node
-	for _, n := range c.nodes {
+	for _, n := range c.list() {
 		if n.State() == Running && !n.Isolated() {
 			nodes = append(nodes, n)
 		}
@@ -740,7 +740,7 @@ func (c *Cluster) waitGaleraApplied(ctx context.Context) error {
 // setUpGalera creates the users and databases on node 1 (Galera replicates them) and waits
 // until the cluster is whole with them.
 func (c *Cluster) setUpGalera(ctx context.Context) error {
-	p := c.nodes[0]
+	p := c.list()[0]
 	c.flavour = p.flavour
 	if c.flavour != MariaDB {
 		return fmt.Errorf("harness: node 1 runs %s: Galera clusters are MariaDB only", c.flavour)
@@ -755,7 +755,7 @@ func (c *Cluster) setUpGalera(ctx context.Context) error {
 	// wsrep_gtid_domain_id (seen: nodes started with wsrep_gtid_domain_id=1 wrote GTIDs
 	// 0-1-n); setting the variable again while they run takes effect at once, and the
 	// nodes that join later get the domain from their donor.
-	if err := eachNode(c.nodes, func(n *Node) error {
+	if err := eachNode(c.list(), func(n *Node) error {
 		return n.Exec(ctx, "SET GLOBAL wsrep_gtid_domain_id = "+strconv.Itoa(wsrepGTIDDomain))
 	}); err != nil {
 		return fmt.Errorf("harness: Galera set-up: %w", err)

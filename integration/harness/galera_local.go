@@ -64,8 +64,18 @@ func (b *LocalBackend) prepareGalera(ctx context.Context, g *GaleraSpec) (*local
 	b.prepMu.Lock()
 	defer b.prepMu.Unlock()
 	if b.galera != nil {
-		if len(b.galera.ports) != g.Nodes {
-			return nil, fmt.Errorf("harness: LocalBackend runs one Galera cluster of %d nodes, not %d", len(b.galera.ports), g.Nodes)
+		switch have := len(b.galera.ports); {
+		case have > g.Nodes:
+			return nil, fmt.Errorf("harness: LocalBackend runs one Galera cluster of %d nodes, not %d", have, g.Nodes)
+		case have < g.Nodes: // nodes added to the running cluster (Cluster.AddNode)
+			ports, locks, err := reservePorts(3 * (g.Nodes - have))
+			if err != nil {
+				return nil, err
+			}
+			b.galera.locks = append(b.galera.locks, locks...)
+			for k := 0; k < len(ports); k += 3 {
+				b.galera.ports = append(b.galera.ports, [3]int{ports[k], ports[k+1], ports[k+2]})
+			}
 		}
 		return b.galera, nil
 	}
@@ -252,6 +262,12 @@ func (i *localInstance) newGaleraDataDir() error {
 	lg := i.galera
 	if err := copyTree(lg.template, i.datadir, nil); err != nil {
 		return err
+	}
+	if i.spec.Join {
+		// No saved primary component: it joins the running one through its cluster
+		// address, from the template's state (IST when the donor still has the write
+		// sets since, else a full state transfer).
+		return lg.chown(i.dir)
 	}
 	members := galeraMembers(i.spec.Galera.Name, i.spec.Galera.Nodes)
 	if err := os.WriteFile(filepath.Join(i.datadir, "gvwstate.dat"), []byte(galeraViewState(members, i.spec.Index)), 0o660); err != nil {

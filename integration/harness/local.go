@@ -406,34 +406,6 @@ func findInstallDB(basedir string) (string, error) {
 	return "", fmt.Errorf("%w: mariadb-install-db not found next to the server (%s) nor on PATH", ErrNoServer, basedir)
 }
 
-func freePort() (int, error) {
-	portsMu.Lock()
-	defer portsMu.Unlock()
-	for range 100 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return 0, fmt.Errorf("harness: free port: %w", err)
-		}
-		port := l.Addr().(*net.TCPAddr).Port
-		l.Close()
-		// The kernel may hand the same port to two nodes starting at once (it is free
-		// again once probed), and a server that binds with SO_REUSEPORT does not fail on
-		// it: two servers would then share a port, and a replica could be sent to
-		// itself ("equal MariaDB server ids", seen once in CI). A port is handed out once
-		// per process.
-		if !portsGiven[port] {
-			portsGiven[port] = true
-			return port, nil
-		}
-	}
-	return 0, errors.New("harness: free port: every port the kernel offered was handed out already")
-}
-
-var (
-	portsMu    sync.Mutex
-	portsGiven = map[int]bool{}
-)
-
 // copyTree copies the regular files and directories under src to dst. auto.cnf (the
 // server's UUID) is left out so every copy gets its own, and so is every file whose name
 // skip (when not nil) reports.

@@ -130,7 +130,7 @@ func (n *Node) partition(ctx context.Context, cut bool) error {
 // others.
 func (c *Cluster) applyLinks() error {
 	var errs []error
-	for _, r := range c.nodes {
+	for _, r := range c.list() {
 		r.mu.Lock()
 		link, src, cut := r.link, r.source, r.partitioned
 		r.mu.Unlock()
@@ -195,7 +195,7 @@ func (c *Cluster) Switchover(ctx context.Context, to int) error {
 	}
 	nw.mu.Unlock()
 	c.primary.Store(int32(to))
-	for _, r := range c.nodes {
+	for _, r := range c.list() {
 		if r == nw || r == old || r.State() != Running || r.Partitioned() {
 			continue
 		}

@@ -13,11 +13,11 @@ import (
 // i+1; an empty label leaves that host unlabelled. It panics unless there is one label per
 // node.
 func (c *Cluster) LabelledDSN(labels []string, params string) string {
-	if len(labels) != len(c.nodes) {
-		panic(fmt.Sprintf("harness: %d labels for %d nodes", len(labels), len(c.nodes)))
+	if len(labels) != len(c.list()) {
+		panic(fmt.Sprintf("harness: %d labels for %d nodes", len(labels), len(c.list())))
 	}
-	hosts := make([]string, len(c.nodes))
-	for k, n := range c.nodes {
+	hosts := make([]string, len(c.list()))
+	for k, n := range c.list() {
 		hosts[k] = n.proxyAddr
 		if labels[k] != "" {
 			hosts[k] += ";dc=" + labels[k]

@@ -57,6 +57,10 @@ type Env struct {
 	// must close every physical connection to that host so that statements in flight
 	// (and handshakes) fail at once (the driver closes their sockets).
 	Abort func(host int)
+	// MapAddr, if set, maps an address discovery found (discoverHosts: host:port as the
+	// cluster reported it) to the one to dial, "" to leave the member out. It must be
+	// fast and safe for concurrent use.
+	MapAddr func(reported string) string
 	// Socket, if set, returns what the connector's socket tracker knows of a physical
 	// connection that Dial returned (nil when it knows nothing of it): the bytes written
 	// to its socket, which tell whether a failed request was sent, and the server's id of
@@ -127,6 +131,7 @@ type Cluster struct {
 	tx    txCounters   // transactions run again (txcount.go)
 
 	writers writerState // the last look at the writable hosts (writers.go)
+	disc    discovery   // the members the cluster reports (discover.go)
 
 	// kind is the cluster type (a Kind): the DSN's, or the first one a server reported
 	// (ready.go). It is an atomic beside the position: set at most once after New, read
@@ -176,6 +181,7 @@ func New(cfg *dsn.Config, env Env) (*Cluster, error) {
 		return nil, err
 	}
 	c.publish(position{t: t, active: t.primary}) // not shared yet: no lock needed
+	c.initDiscovery()
 	return c, nil
 }
 

@@ -224,6 +224,7 @@ func (c *Cluster) SwitchTo(ctx context.Context, host string) error {
 		c.mu.Unlock()
 		return err
 	}
+	nt.from = cur.t.from
 	p := *cur
 	p.t, p.active, p.lastResort = nt, id, false
 	c.restartClocks(&p, false)

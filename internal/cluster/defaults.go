@@ -265,3 +265,17 @@ const (
 // answer, and a split brain that lasts costs every listed host one short session per
 // DefaultWriterLookAge, never one per statement or connection.
 const DefaultWriterLookAge = 5 * time.Second
+
+// Discovery (discover.go, discoverHosts): the cluster's members are read once per
+// checkInterval, on the pool's host, over its probe connection.
+const (
+	// DefaultDiscoverMisses is how many reads in a row must miss a member found before it
+	// leaves the host list (count, 3: a member that a read misses while it rejoins, or
+	// while the view changes, stays; one gone leaves within three checkIntervals).
+	DefaultDiscoverMisses = 3
+	// DefaultDiscoverRetry is how long after a read the server refused (a missing
+	// privilege) the next one is made (duration, 1 min: a grant is seen within a minute,
+	// and a fleet without the privilege costs the server one refused query per instance
+	// a minute).
+	DefaultDiscoverRetry = time.Minute
+)

@@ -88,6 +88,15 @@
 //     to it. Owns Cluster.writers (the last look, its own lock, taken alone).
 //   - hostlist.go: host lists from a provider (HTTPHostList, immutable: it owns no
 //     state) and their validation; the monitor polls it and SetHosts applies the answer.
+//   - discover.go: discovery (discoverHosts): the members the cluster reports, read
+//     once per checkInterval over the pool's host's probe connection (probeDiscover),
+//     join the list after the base (the DSN's hosts or the provider's last list): one
+//     list, composed and applied by applyHosts. A member is known by its address and
+//     its identity (State.Ident, which every state read records: noteIdent), leaves
+//     after DefaultDiscoverMisses reads that miss it, and a base host never leaves.
+//     Owns Cluster.disc (the base, the members found, the read's schedule and note;
+//     its own lock, and the apply lock taken before Cluster.mu); the topo records where
+//     each member came from (topo.from).
 //   - policy.go, role.go, classify.go, txcount.go: the built-in policies, server roles,
 //     error classification, the counters of transactions run again (atomics).
 //   - settle.go: a COMMIT whose outcome is unknown, settled (Settle: KILL of the old

@@ -48,6 +48,7 @@ type hostState struct {
 	lastErr  error
 	changed  time.Time // last change of state
 	check    *check    // the same-host check in progress after a session ended (Recover)
+	ident    string    // the server's identity as its last state read found it (State.Ident; "" unknown)
 
 	// mon is what the monitor knows of it (monitorhost.go), under a lock of its own,
 	// taken after mu when both are held.
@@ -194,7 +195,7 @@ func (c *Cluster) Stats() failover.Stats {
 		ReplicaRetries: c.rep.retries.Load(), ReplicaToPrimary: c.rep.toPrimary.Load(),
 		CausalWaits: c.rep.causalWaits.Load(), CausalPrimary: c.rep.causalPrimary.Load(),
 		WriteRefusals: c.writeRefusals.Load(), WriterAvailable: c.writerAvailable(p), CallerErrors: c.callerErrors.Load(),
-		Writers:  c.writersStats(p),
+		Writers: c.writersStats(p), Discovery: c.discoveryNote(),
 		TxReruns: c.tx.reruns.Load(), TxGaveUp: c.tx.gaveUp.Load(), TxCommitChecks: c.tx.checks.Load(),
 		TxReplays: c.tx.replays.Load(), TxReplayMismatches: c.tx.mismatches.Load(),
 		TxReplayTooBig: c.tx.tooBig.Load(), TxReplayUnsafe: c.tx.unsafeTx.Load(),
@@ -204,6 +205,8 @@ func (c *Cluster) Stats() failover.Stats {
 	}
 	for _, id := range t.list {
 		hs := c.hostStats(id, t.hosts[id], now)
+		from := t.fromOf(id)
+		hs.Origin, hs.Discovered = from.origin, from.since
 		if id == p.active && (hs.State == failover.HostDown || hs.State == failover.HostBackoff) {
 			s.Active = "" // the pool's host is down and no walk found another: it uses none
 		}

@@ -134,6 +134,9 @@ func (c *Cluster) monitor(ctx context.Context) {
 				delete(started, id) // at once
 			}
 		}
+		if probed {
+			c.takeDiscovered() // the members the pool's host's probe read, identities the probes read
+		}
 		c.inUse.RLock()
 		if probed && ctx.Err() == nil {
 			c.decide()
@@ -264,6 +267,7 @@ func (c *Cluster) Check(ctx context.Context) {
 		if c.env.Provider != nil {
 			c.takeHosts(ctx, hosts, perr)
 		}
+		c.takeDiscovered()
 	}()
 	c.inUse.RLock()
 	defer c.inUse.RUnlock() // before the host list is applied (the deferred takeHosts)

@@ -309,8 +309,8 @@ func (c *Cluster) probeRoundTrip(ctx context.Context, id int, h *hostState, conn
 		_ = conn.Close()
 		return false
 	}
-	if !c.probeMeasure(ctx, id, h, conn, r.st, b.wait) {
-		_ = conn.Close() // broke while its lag was read: reopened next round
+	if !c.probeMeasure(ctx, id, h, conn, r.st, b.wait) || !c.probeDiscover(ctx, id, conn, r.st, b.wait) {
+		_ = conn.Close() // broke while its lag or the cluster's members were read: reopened next round
 		return true
 	}
 	c.probes.put(id, conn)
@@ -400,10 +400,11 @@ func (c *Cluster) roundTrip(ctx context.Context, conn driver.Conn, wait, rto tim
 // run probeQuery: for the role check of targetSessionAttrs; for replica reads (a
 // writable host of a replication cluster is no replica); when the cluster type has a
 // readiness (Galera, Group Replication); and, with cluster=auto, until a server has said
-// what the cluster is.
+// what the cluster is; and for discovery (a member found is checked before any use, and
+// its identity read).
 func (c *Cluster) probeReads() bool {
 	k := c.Kind()
-	return c.Target() != attrs.Any || c.cfg.ReplicaReads || k != KindReplication
+	return c.Target() != attrs.Any || c.cfg.ReplicaReads || k != KindReplication || c.cfg.DiscoverHosts
 }
 
 // selectOne runs probeQuery on conn and reads its row.

@@ -179,7 +179,7 @@ func LostPrimary(err error) *NotReadyError {
 // GaleraStatusQuery reads a Galera node's state, one round trip after RoleQuery. SHOW
 // needs no privilege and works on a node outside the Primary component, which refuses
 // every statement that reads a table.
-const GaleraStatusQuery = "SHOW GLOBAL STATUS WHERE Variable_name IN ('wsrep_ready', 'wsrep_cluster_status', 'wsrep_local_state', 'wsrep_local_state_comment', 'wsrep_cluster_state_uuid', 'wsrep_cluster_size', 'wsrep_last_committed', 'wsrep_local_index')"
+const GaleraStatusQuery = "SHOW GLOBAL STATUS WHERE Variable_name IN ('wsrep_ready', 'wsrep_cluster_status', 'wsrep_local_state', 'wsrep_local_state_comment', 'wsrep_cluster_state_uuid', 'wsrep_cluster_size', 'wsrep_last_committed', 'wsrep_local_index', 'wsrep_gcomm_uuid')"
 
 // GroupMemberQuery reads a Group Replication member's own state and the group's quorum,
 // one round trip after RoleQuery: the member's MEMBER_STATE, then how many members the
@@ -196,6 +196,11 @@ type State struct {
 	Kind     Kind
 	NotReady *NotReadyError // nil: ready
 	Galera   GaleraState    // with Kind KindGalera
+	// Ident is the server's identity within its cluster, as discovery's reports name
+	// it: "galera:" and the node's UUID (wsrep_gcomm_uuid, new at each start of the
+	// node), "uuid:" and @@server_uuid for a Group Replication member, else "id:" and
+	// @@server_id; "" when not reported.
+	Ident string
 }
 
 // GaleraState is a Galera node's place in its cluster, from GaleraStatusQuery.
@@ -209,6 +214,9 @@ type GaleraState struct {
 	// Index is wsrep_local_index: its index in the component (MaxScale's galeramon
 	// chooses the writer by it).
 	Index int
+	// Node is wsrep_gcomm_uuid: the node's own UUID in the group, as
+	// mysql.wsrep_cluster_members names it ("" when not reported).
+	Node string
 }
 
 // ReadState reads over conn the server's role (as ReadRole), its cluster type and
@@ -240,6 +248,7 @@ func ReadState(ctx context.Context, conn driver.Conn, want Kind) (State, error) 
 	if want == KindReplication {
 		st.Kind = want // the DSN says so: no cluster status is read
 	}
+	st.Ident = identOf(st.Kind, vars, nil)
 	if want != KindUnknown && want != st.Kind {
 		st.NotReady = &NotReadyError{Kind: want, Reason: notRunning(want, vars)}
 		return st, nil
@@ -255,6 +264,7 @@ func ReadState(ctx context.Context, conn driver.Conn, want Kind) (State, error) 
 			return st, err
 		}
 		st.Galera = galeraStateOf(status)
+		st.Ident = identOf(st.Kind, vars, status)
 		if why := galeraReady(vars, status); why != "" {
 			st.NotReady = &NotReadyError{Kind: KindGalera, Reason: why}
 		}
@@ -335,8 +345,37 @@ func galeraStateOf(status map[string]string) GaleraState {
 	if n, err := strconv.Atoi(status["wsrep_local_index"]); err == nil {
 		g.Index = n
 	}
+	g.Node = status["wsrep_gcomm_uuid"]
 	return g
 }
+
+// identOf is a server's State.Ident, from its variables (RoleQuery) and, for Galera,
+// its status (GaleraStatusQuery; nil: not read yet).
+func identOf(k Kind, vars, status map[string]string) string {
+	switch k {
+	case KindGalera:
+		if u := status["wsrep_gcomm_uuid"]; u != "" {
+			return identGalera + strings.ToLower(u)
+		}
+		return ""
+	case KindGroup:
+		if u := vars["server_uuid"]; u != "" {
+			return identUUID + strings.ToLower(u)
+		}
+		return ""
+	}
+	if id := vars["server_id"]; id != "" {
+		return identID + id
+	}
+	return ""
+}
+
+// The prefixes of State.Ident, one per cluster type.
+const (
+	identGalera = "galera:"
+	identUUID   = "uuid:"
+	identID     = "id:"
+)
 
 // groupReady says why a Group Replication member is not ready ("" when it is): its own
 // MEMBER_STATE is not ONLINE, or a majority of the group is UNREACHABLE from it (it
@@ -477,7 +516,7 @@ func (c *Cluster) needsState(t *topo) bool {
 	case KindGalera, KindGroup:
 		return true
 	case KindUnknown:
-		if len(t.list) > 1 || c.env.Provider != nil || c.cfg.HostsURL != "" {
+		if len(t.list) > 1 || c.env.Provider != nil || c.cfg.HostsURL != "" || c.cfg.DiscoverHosts {
 			return true
 		}
 	}
@@ -493,6 +532,9 @@ func (c *Cluster) noteState(id int, st State) bool {
 	nr := st.NotReady
 	if nr == nil && st.Kind == KindGalera {
 		nr = c.noteGalera(id, st.Galera)
+	}
+	if dup := c.noteIdent(id, st.Ident); nr == nil {
+		nr = dup
 	}
 	qualifies := c.setRole(id, st.Role)
 	c.setReady(id, nr)

@@ -40,9 +40,12 @@ func Accepts(target string, r failover.Role) bool {
 // fails on servers that lack the variable; it needs no privilege, and a Galera node
 // outside the Primary component answers it. Besides the role it reads what ReadState
 // needs to tell the cluster type and readiness (offline_mode, wsrep_*,
-// group_replication_group_name), so that the role and the type cost one round trip.
+// group_replication_group_name), so that the role and the type cost one round trip, and
+// the server's identity (server_id; server_uuid on MySQL), which tells a host that
+// discovery reports under another address from a new one.
 const RoleQuery = "SHOW GLOBAL VARIABLES WHERE Variable_name IN ('read_only', 'super_read_only', 'transaction_read_only', 'tx_read_only', " +
-	"'offline_mode', 'wsrep_on', 'wsrep_desync', 'wsrep_reject_queries', 'wsrep_sst_method', 'group_replication_group_name')"
+	"'offline_mode', 'wsrep_on', 'wsrep_desync', 'wsrep_reject_queries', 'wsrep_sst_method', 'group_replication_group_name', " +
+	"'server_id', 'server_uuid')"
 
 // ReadRole reads the server's role over conn with RoleQuery: one round trip. Its error is
 // the driver's (a communication error from a broken connection), or a plain error when

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/mysqlfailover/mysqlfailover/failover"
 	"github.com/mysqlfailover/mysqlfailover/internal/attrs"
@@ -26,6 +27,28 @@ type topo struct {
 	home    []bool        // by id: a member where the pool wants to be (see Cluster.Home)
 	policy  policy.Policy // the whole stack, user layers included
 	base    policy.Policy // the built-in stack: user layers may reorder, never widen it
+	from    []hostFrom    // by id: where a member came from (Stats)
+}
+
+// hostFrom is where a host of the list came from: the DSN, the provider's list, or
+// discovery, and when discovery first found it.
+type hostFrom struct {
+	origin failover.HostOrigin
+	since  time.Time // OriginDiscovered: when first found
+}
+
+// listEntry is one host of a list to apply (setHosts), with where it came from.
+type listEntry struct {
+	failover.ProvidedHost
+	from hostFrom
+}
+
+// fromOf returns where member id of t came from.
+func (t *topo) fromOf(id int) hostFrom {
+	if id >= 0 && id < len(t.from) {
+		return t.from[id]
+	}
+	return hostFrom{}
 }
 
 // newTopo builds a topo over hosts (ids; list the current list) for opts's policy
@@ -110,7 +133,8 @@ func (t *topo) distance(h policy.Host) policy.Distance {
 // the built-in policy rates local.
 func (t *topo) isHome(host int) bool { return host >= 0 && host < len(t.home) && t.home[host] }
 
-// SetHosts replaces the host list (a HostListProvider's answer, primary first). Hosts
+// SetHosts replaces the host list (a HostListProvider's answer, primary first); the
+// hosts discovery found (discoverHosts) follow it. Hosts
 // already known (same address, case-insensitive, and same DC label) keep their state and
 // id; new ones take the id of a host that left the list and is no longer used (see
 // hostState), or a new one. A list equal to the current one changes nothing and reports
@@ -123,7 +147,16 @@ func (c *Cluster) SetHosts(hosts []failover.ProvidedHost) error {
 	if err := ValidateHosts(hosts); err != nil {
 		return err
 	}
-	evs, err := c.setHosts(hosts)
+	return c.applyHosts(hosts)
+}
+
+// putHosts applies entries (a valid list) as the host list, with the primary kept where
+// it is when keepPrimary is set and it stays in the list (a change discovery made), else
+// the first local host; provided says the list comes from the provider
+// (EventHostList). It reports the events once c.mu is released, and closes the idle
+// shared sessions of hosts that left the list.
+func (c *Cluster) putHosts(entries []listEntry, keepPrimary, provided bool) error {
+	evs, err := c.setHosts(entries, keepPrimary, provided)
 	for _, e := range evs {
 		c.emit(e)
 	}
@@ -131,9 +164,9 @@ func (c *Cluster) SetHosts(hosts []failover.ProvidedHost) error {
 	return err
 }
 
-// setHosts is SetHosts under c.mu. It returns the events to report once the lock is
+// setHosts is putHosts under c.mu. It returns the events to report once the lock is
 // released.
-func (c *Cluster) setHosts(hosts []failover.ProvidedHost) ([]failover.Event, error) {
+func (c *Cluster) setHosts(hosts []listEntry, keepPrimary, provided bool) ([]failover.Event, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	cur := c.pos.Load()
@@ -154,7 +187,8 @@ func (c *Cluster) setHosts(hosts []failover.ProvidedHost) ([]failover.Event, err
 	}
 	copied := false
 	list := make([]int, 0, len(hosts))
-	for _, h := range hosts {
+	for _, e := range hosts {
+		h := e.ProvidedHost
 		id := -1
 		for i, s := range all {
 			if strings.EqualFold(s.addr, h.Addr) && s.dc == h.DC {
@@ -180,13 +214,22 @@ func (c *Cluster) setHosts(hosts []failover.ProvidedHost) ([]failover.Event, err
 		}
 		list = append(list, id)
 	}
-	if slices.Equal(list, old.list) && len(all) == len(old.hosts) && !copied {
+	from := make([]hostFrom, len(all))
+	for k, id := range list {
+		from[id] = hosts[k].from
+	}
+	if slices.Equal(list, old.list) && len(all) == len(old.hosts) && !copied && sameFrom(list, from, old) {
 		return nil, nil
 	}
-	t, err := c.newTopo(all, list, -1)
+	primary := -1
+	if keepPrimary && slices.Contains(list, old.primary) {
+		primary = old.primary
+	}
+	t, err := c.newTopo(all, list, primary)
 	if err != nil {
 		return nil, err
 	}
+	t.from = from
 	p := *cur
 	p.t = t
 	var evs []failover.Event
@@ -196,7 +239,20 @@ func (c *Cluster) setHosts(hosts []failover.ProvidedHost) ([]failover.Event, err
 			Err: errors.New("the host list changed")})
 	}
 	c.publish(p)
+	if !provided {
+		return evs, nil
+	}
 	return append(evs, failover.Event{Kind: failover.EventHostList, Host: t.hosts[t.primary].addr, Err: nil}), nil
+}
+
+// sameFrom reports whether the members of list came from where they came from in old.
+func sameFrom(list []int, from []hostFrom, old *topo) bool {
+	for _, id := range list {
+		if from[id] != old.fromOf(id) {
+			return false
+		}
+	}
+	return true
 }
 
 // host returns the state of host id i in t, or nil.

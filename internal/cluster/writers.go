@@ -419,21 +419,59 @@ func readSources(ctx context.Context, conn driver.Conn) ([]int64, bool) {
 // readReplicaHosts reads the server_ids of the replicas registered with the server
 // (ReplicaHostsQuery), or nil when it cannot be read (no privilege).
 func readReplicaHosts(ctx context.Context, conn driver.Conn) []int64 {
-	rows, cols, err := queryColumns(ctx, conn, ReplicaHostsQuery)
-	if isErrno(err, erParseError) {
-		rows, cols, err = queryColumns(ctx, conn, SlaveHostsQuery)
-	}
-	id := column(cols, "Server_id")
-	if err != nil || id < 0 {
+	hosts, _, err := registeredReplicas(ctx, conn)
+	if err != nil {
 		return nil
 	}
 	out := []int64{}
-	for _, r := range rows {
-		if n, err := strconv.ParseInt(text(r[id]), 10, 64); err == nil {
-			out = append(out, n)
-		}
+	for _, h := range hosts {
+		out = append(out, h.serverID)
 	}
 	return out
+}
+
+// registered is one replica registered with a server: its server_id and the address
+// it reports (report_host and report_port; MariaDB lists one without report_host under
+// its own port and the address it connected from).
+type registered struct {
+	serverID int64
+	host     string
+	port     int
+}
+
+// registeredReplicas reads the replicas registered with the server: ReplicaHostsQuery, or
+// SlaveHostsQuery on a server that answers it with 1064. The query that failed comes
+// with the error.
+func registeredReplicas(ctx context.Context, conn driver.Conn) ([]registered, string, error) {
+	query := ReplicaHostsQuery
+	rows, cols, err := queryColumns(ctx, conn, query)
+	if isErrno(err, erParseError) {
+		query = SlaveHostsQuery
+		rows, cols, err = queryColumns(ctx, conn, query)
+	}
+	if err != nil {
+		return nil, query, err
+	}
+	id, host, port := column(cols, "Server_id"), column(cols, "Host"), column(cols, "Port")
+	if id < 0 {
+		return nil, query, fmt.Errorf("mysqlfailover: %s answered without a Server_id column", query)
+	}
+	out := make([]registered, 0, len(rows))
+	for _, r := range rows {
+		n, err := strconv.ParseInt(text(r[id]), 10, 64)
+		if err != nil {
+			continue
+		}
+		h := registered{serverID: n}
+		if host >= 0 {
+			h.host = strings.TrimSpace(text(r[host]))
+		}
+		if port >= 0 {
+			h.port, _ = strconv.Atoi(text(r[port]))
+		}
+		out = append(out, h)
+	}
+	return out, query, nil
 }
 
 // column returns the index of the first of names among cols (case-insensitive), or -1.

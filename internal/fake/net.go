@@ -76,6 +76,13 @@ type host struct {
 	processReads int
 	uptime       time.Duration // answered to cluster.UptimeQuery (SetUptime)
 	uptimeReads  int
+
+	report      string // the address it reports of itself (Report; members.go)
+	reportSet   bool
+	membersErr  error // DenyMembers
+	groupCols   []string
+	groupRows   [][]driver.Value // GroupMembers
+	memberReads int
 }
 
 // NewNet returns n hosts, all up, whose connections expect nothing: a primary (H1) and

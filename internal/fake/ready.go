@@ -92,7 +92,7 @@ func (n *Net) Galera(i int, state, uuid string, size int) {
 	n.SetVars(i, "wsrep_on", "ON", "wsrep_desync", desync, "wsrep_reject_queries", reject, "wsrep_sst_method", "rsync")
 	n.SetStatus(i, "wsrep_ready", ready, "wsrep_cluster_status", cstatus, "wsrep_local_state", local,
 		"wsrep_local_state_comment", comment, "wsrep_cluster_state_uuid", uuid, "wsrep_cluster_size", strconv.Itoa(size),
-		"wsrep_last_committed", "100", "wsrep_local_index", strconv.Itoa(i))
+		"wsrep_last_committed", "100", "wsrep_local_index", strconv.Itoa(i), "wsrep_gcomm_uuid", galeraNode(i))
 	n.Refuse(i, refuse)
 }
 

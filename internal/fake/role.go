@@ -127,19 +127,11 @@ func (c *Conn) roleAnswer(query string) (driver.Rows, error, bool) {
 	if query == "SELECT @@server_id" {
 		return &rows{cols: []string{"@@server_id"}, vals: [][]driver.Value{{int64(c.Host + 1)}}}, nil, true
 	}
-	if query == "SHOW REPLICA HOSTS" || query == "SHOW SLAVE HOSTS" {
-		c.net.mu.Lock()
-		defer c.net.mu.Unlock()
-		if c.net.hosts[c.Host].hostsDenied {
-			return nil, ReplicaHostsDenied, true
-		}
-		r := &rows{cols: []string{"Server_id", "Host", "Port", "Master_id"}}
-		for i, h := range c.net.hosts {
-			if h.source == c.Host && i != c.Host {
-				r.vals = append(r.vals, []driver.Value{int64(i + 1), []byte("10.0.0." + strconv.Itoa(i+1)), int64(3306), int64(c.Host + 1)})
-			}
-		}
-		return r, nil, true
+	c.net.mu.Lock()
+	r, err, ok := c.memberAnswer(c.net.hosts[c.Host], query)
+	c.net.mu.Unlock()
+	if ok {
+		return r, err, true
 	}
 	if r, err, ok := c.stateAnswer(query); ok {
 		return r, err, true
@@ -161,6 +153,7 @@ func (c *Conn) roleAnswer(query string) (driver.Rows, error, bool) {
 	vals := [][]driver.Value{
 		{[]byte("read_only"), []byte(onOff(ro))},
 		{[]byte("tx_read_only"), []byte(onOff(tx))},
+		{[]byte("server_id"), []byte(strconv.Itoa(c.Host + 1))},
 	}
 	c.net.mu.Lock()
 	vals = append(vals, pairs(h.vars)...)

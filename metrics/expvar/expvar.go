@@ -8,11 +8,11 @@
 //
 //	{"active": "db2:3306", "primary": "db1:3306", "failovers": 1, "fall_backs": 0, "aborts": 1,
 //	 "writer_available": false, "write_refusals": 9261, "caller_errors": 12,
-//	 "writers": ["db2:3306", "db1:3306"],
+//	 "writers": ["db2:3306", "db1:3306"], "discovery": "",
 //	 "replica_retries": 0, "replica_to_primary": 3, "causal_waits": 0, "causal_primary": 0,
 //	 "tx_reruns": 2, "tx_gave_up": 0, "tx_commit_checks": 0, "tx_replays": 1,
 //	 "tx_replay_mismatches": 0, "tx_replay_too_big": 0, "tx_replay_unsafe": 0,
-//	 "hosts": [{"host": "db1:3306", "dc": "", "state": "down", "role": "unknown",
+//	 "hosts": [{"host": "db1:3306", "dc": "", "origin": "dsn", "state": "down", "role": "unknown",
 //	            "connections": 0, "probe_latency_seconds": 0.0012,
 //	            "replica_lag_seconds": -1, "replica_reads": 0,
 //	            "replica_skip": "down: its probes failed for failoverDelay",
@@ -31,6 +31,11 @@
 // missing: what the application saw, where write_refusals counts attempts). writers is Stats.Writers: the
 // hosts of a replication cluster found writable at once, the pool's writer first (two
 // writers: fence the others); [] while at most one is.
+//
+// origin is where the host came from (failover.HostOrigin: dsn, host-list, discovered),
+// and discovered, for a host discoverHosts found, when it found it (RFC 3339; omitted for
+// the others); discovery is Stats.Discovery, why discoverHosts finds no host ("" while
+// its reads work, or it is off).
 //
 // The tx_ fields count since the connector was built what failover.Stats' Tx fields
 // count: mysqlfailover.RunInTx's reruns, the calls that gave up, its commit checks, and
@@ -69,6 +74,8 @@ func Func(c *mysqlfailover.Connector) expvar.Func {
 type host struct {
 	Host         string  `json:"host"`
 	DC           string  `json:"dc"`
+	Origin       string  `json:"origin"`
+	Discovered   string  `json:"discovered,omitempty"`
 	State        string  `json:"state"`
 	Role         string  `json:"role"`
 	Connections  int     `json:"connections"`
@@ -94,6 +101,7 @@ type stats struct {
 	WriteRefusals   int64    `json:"write_refusals"`
 	CallerErrors    int64    `json:"caller_errors"`
 	Writers         []string `json:"writers"`
+	Discovery       string   `json:"discovery"`
 	// The replica counts (replicaReads).
 	ReplicaRetries   int64 `json:"replica_retries"`
 	ReplicaToPrimary int64 `json:"replica_to_primary"`
@@ -115,7 +123,7 @@ var roles = map[failover.Role]string{failover.RolePrimary: "primary", failover.R
 func render(s failover.Stats) stats {
 	out := stats{Active: s.Active, Primary: s.Primary, Failovers: s.Failovers, FallBacks: s.FallBacks, Aborts: s.Aborted,
 		WriterAvailable: s.WriterAvailable, WriteRefusals: s.WriteRefusals, CallerErrors: s.CallerErrors,
-		Writers:        append([]string{}, s.Writers...),
+		Writers: append([]string{}, s.Writers...), Discovery: s.Discovery,
 		ReplicaRetries: s.ReplicaRetries, ReplicaToPrimary: s.ReplicaToPrimary, CausalWaits: s.CausalWaits, CausalPrimary: s.CausalPrimary,
 		TxReruns: s.TxReruns, TxGaveUp: s.TxGaveUp, TxCommitChecks: s.TxCommitChecks, TxReplays: s.TxReplays,
 		TxReplayMismatches: s.TxReplayMismatches, TxReplayTooBig: s.TxReplayTooBig, TxReplayUnsafe: s.TxReplayUnsafe,
@@ -125,13 +133,16 @@ func render(s failover.Stats) stats {
 		if !ok {
 			r = "unknown"
 		}
-		e := host{Host: h.Addr, DC: h.DC, State: h.State.String(), Role: r, Connections: h.OpenConns, ProbeLatency: h.ProbeLatency.Seconds(),
+		e := host{Host: h.Addr, DC: h.DC, Origin: h.Origin.String(), State: h.State.String(), Role: r, Connections: h.OpenConns, ProbeLatency: h.ProbeLatency.Seconds(),
 			ReplicaLag: -1, ReplicaReads: h.ReplicaReads, ReplicaSkip: h.ReplicaSkip, ReplicaIdle: h.ReplicaIdle, ReplicaWaits: h.ReplicaWaits}
 		if h.ReplicaLag >= 0 {
 			e.ReplicaLag = h.ReplicaLag.Seconds()
 		}
 		if h.LastError != nil {
 			e.LastError = h.LastError.Error()
+		}
+		if !h.Discovered.IsZero() {
+			e.Discovered = h.Discovered.UTC().Format(time.RFC3339Nano)
 		}
 		if !h.Changed.IsZero() {
 			e.Changed = h.Changed.UTC().Format(time.RFC3339Nano)

@@ -63,6 +63,15 @@
 //	                                                                       because a host failed, refused or was
 //	                                                                       missing (Stats.CallerErrors): what the
 //	                                                                       application saw
+//	mysqlfailover.host.origin            Int64ObservableGauge         1    1 for where the host came from
+//	                                                                       (mysqlfailover.host.origin: dsn,
+//	                                                                       host_list, discovered), 0 else
+//	mysqlfailover.host.discovered        Float64ObservableGauge       s    when discovery (discoverHosts) found
+//	                                                                       the host, Unix time; discovered hosts only
+//	mysqlfailover.discovery.problem      Int64ObservableGauge         1    1 while discoverHosts finds no host for a
+//	                                                                       reason to act on (Stats.Discovery: a
+//	                                                                       missing privilege, members without an
+//	                                                                       address), else 0
 //
 // Alert on mysqlfailover.caller.errors for what callers saw: it does not count what
 // the driver absorbed (a statement it ran again on the new host, a write a demoted
@@ -148,8 +157,9 @@ var ProbeBuckets = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, 
 var WalkBuckets = []float64{.001, .005, .01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120}
 
 var (
-	states = []string{"unknown", "up", "suspect", "down", "backoff", "wrong_role", "not_ready"}
-	roles  = []string{"unknown", "primary", "read_only_primary", "standby"}
+	states  = []string{"unknown", "up", "suspect", "down", "backoff", "wrong_role", "not_ready"}
+	roles   = []string{"unknown", "primary", "read_only_primary", "standby"}
+	origins = []string{"dsn", "host_list", "discovered"} // in the order of failover.HostOrigin
 )
 
 // Metrics records one Connector. Its methods are safe for concurrent use. Build it with
@@ -246,6 +256,15 @@ func New(mp metric.MeterProvider) (*Metrics, error) {
 	twoWriters, err := meter.Int64ObservableGauge("mysqlfailover.two_writers", metric.WithUnit("1"),
 		metric.WithDescription("1 while more than one host of a replication cluster is writable at once (two writers: fence all but the one the replicas follow), 0 otherwise."))
 	add(err)
+	origin, err := meter.Int64ObservableGauge("mysqlfailover.host.origin", metric.WithUnit("1"),
+		metric.WithDescription("Where the host came from: 1 for its origin (dsn, host_list, discovered), 0 for the others."))
+	add(err)
+	discovered, err := meter.Float64ObservableGauge("mysqlfailover.host.discovered", metric.WithUnit("s"),
+		metric.WithDescription("When discovery (discoverHosts) found the host, as Unix time; discovered hosts only."))
+	add(err)
+	discoveryProblem, err := meter.Int64ObservableGauge("mysqlfailover.discovery.problem", metric.WithUnit("1"),
+		metric.WithDescription("1 while discoverHosts finds no host for a reason to act on (Stats.Discovery says which), 0 otherwise."))
+	add(err)
 	causal, err := meter.Int64ObservableCounter("mysqlfailover.causal_reads", metric.WithUnit("{read}"),
 		metric.WithDescription("Causal reads (causalReads): path waited, served by a replica after it reached the write's position; path primary, sent to the primary instead."))
 	add(err)
@@ -266,6 +285,7 @@ func New(mp metric.MeterProvider) (*Metrics, error) {
 		o.ObserveInt64(refusals, s.WriteRefusals)
 		o.ObserveInt64(callerErrors, s.CallerErrors)
 		o.ObserveInt64(twoWriters, int01(len(s.Writers) > 1))
+		o.ObserveInt64(discoveryProblem, int01(s.Discovery != ""))
 		replicas := replicaReads(s)
 		if replicas {
 			o.ObserveInt64(retries, s.ReplicaRetries)
@@ -285,6 +305,12 @@ func New(mp metric.MeterProvider) (*Metrics, error) {
 			}
 			o.ObserveInt64(active, int01(h.Addr == s.Active), set)
 			o.ObserveInt64(primary, int01(h.Addr == s.Primary), set)
+			for i, name := range origins {
+				o.ObserveInt64(origin, int01(int(h.Origin) == i), metric.WithAttributes(append(kv, attribute.String("mysqlfailover.host.origin", name))...))
+			}
+			if h.Origin == failover.OriginDiscovered && !h.Discovered.IsZero() {
+				o.ObserveFloat64(discovered, float64(h.Discovered.UnixNano())/1e9, set)
+			}
 			if h.OpenConns >= 0 {
 				o.ObserveInt64(conns, int64(h.OpenConns), set)
 			}
@@ -298,7 +324,8 @@ func New(mp metric.MeterProvider) (*Metrics, error) {
 			}
 		}
 		return nil
-	}, state, role, active, primary, conns, failovers, fallBacks, aborts, writer, refusals, callerErrors, twoWriters, replica, lag, reads, retries, toPrimary, causal)
+	}, state, role, active, primary, conns, failovers, fallBacks, aborts, writer, refusals, callerErrors, twoWriters, replica, lag, reads, retries, toPrimary, causal,
+		origin, discovered, discoveryProblem)
 	if err != nil {
 		return nil, err
 	}
@@ -332,8 +359,8 @@ func (m *Metrics) Observe(e failover.Event) {
 		}
 	case failover.EventFallBack: // every fall-back has its duration (a walk's, or the monitor's wait)
 		m.walk.Record(ctx, e.Duration.Seconds(), metric.WithAttributes(attribute.String("mysqlfailover.walk.kind", "fall_back")))
-	case failover.EventHostList:
-		if cn := m.conn.Load(); cn != nil && e.Err == nil {
+	case failover.EventHostList, failover.EventDiscovery:
+		if cn := m.conn.Load(); cn != nil && (e.Err == nil || e.Kind == failover.EventDiscovery && e.Host != "") { // the list changed
 			m.learn(cn)
 		}
 	}

@@ -102,6 +102,9 @@ func collectStats(t *testing.T, s failover.Stats) (map[string]float64, map[strin
 		if v, ok := a.Value("mysqlfailover.host.role"); ok {
 			name += "|" + v.AsString()
 		}
+		if v, ok := a.Value("mysqlfailover.host.origin"); ok {
+			name += "|" + v.AsString()
+		}
 		return name
 	}
 	for _, sm := range rm.ScopeMetrics {
@@ -326,5 +329,30 @@ func TestWriteInstruments(t *testing.T) {
 	if got["mysqlfailover.write.refusals"] != 9261 || got["mysqlfailover.writer.available"] != 0 || got["mysqlfailover.host.role|a|unknown"] != 1 ||
 		got["mysqlfailover.caller.errors"] != 12 || units["mysqlfailover.caller.errors"] != "{error}" {
 		t.Fatalf("write instruments: %v %v", got, units)
+	}
+}
+
+// TestOriginInstruments: each host's origin (1 for its own, 0 for the others), when a
+// discovered host was found, and whether discovery has a problem to act on.
+func TestOriginInstruments(t *testing.T) {
+	found := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	got, units := collectStats(t, failover.Stats{Active: "a:3306", Primary: "a:3306", Discovery: "discoverHosts: refused", Hosts: []failover.HostStats{
+		{Addr: "a:3306", State: failover.HostUp, OpenConns: -1, ReplicaLag: -1},
+		{Addr: "b:3306", State: failover.HostUp, OpenConns: -1, ReplicaLag: -1, Origin: failover.OriginHostList},
+		{Addr: "c:3306", State: failover.HostUp, OpenConns: -1, ReplicaLag: -1, Origin: failover.OriginDiscovered, Discovered: found},
+	}})
+	want := map[string]float64{
+		"mysqlfailover.host.origin|a|dsn": 1, "mysqlfailover.host.origin|a|discovered": 0,
+		"mysqlfailover.host.origin|b|host_list": 1, "mysqlfailover.host.origin|b|dsn": 0,
+		"mysqlfailover.host.origin|c|discovered": 1, "mysqlfailover.host.origin|c|host_list": 0,
+		"mysqlfailover.host.discovered|c": float64(found.Unix()), "mysqlfailover.discovery.problem": 1,
+	}
+	for k, v := range want {
+		if g, ok := got[k]; !ok || g != v {
+			t.Errorf("%s = %v (present %v), want %v", k, g, ok, v)
+		}
+	}
+	if _, ok := got["mysqlfailover.host.discovered|a"]; ok || units["mysqlfailover.host.discovered"] != "s" {
+		t.Errorf("a DSN host has a discovered point, or the unit is %q", units["mysqlfailover.host.discovered"])
 	}
 }

@@ -69,6 +69,16 @@
 //	                                               cluster is writable at once (Stats.Writers: an old
 //	                                               primary back unfenced after a promotion, a replica
 //	                                               whose read_only was forgotten), 0 otherwise
+//	mysqlfailover_host_origin{host,dc,origin}      gauge     1 for where the host came from, 0 for the others:
+//	                                               dsn, host_list (hostsURL or a HostListProvider),
+//	                                               discovered (discoverHosts: the cluster reported it)
+//	mysqlfailover_host_discovered_timestamp_seconds{host,dc}
+//	                                               gauge     when discovery found the host (Unix time,
+//	                                               HostStats.Discovered); discovered hosts only
+//	mysqlfailover_discovery_problem                gauge     1 while discoverHosts finds no host for a reason
+//	                                               to act on (Stats.Discovery: the user may not run the
+//	                                               query that lists the members, members without an
+//	                                               address to dial), 0 otherwise
 //
 // Every series exists from the first scrape after SetConnector, at 0 until something is
 // counted: the per-host probe counter and histogram of each listed host (a host a new
@@ -174,8 +184,9 @@ var WalkBuckets = []float64{.001, .005, .01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30
 // states and roles are the label values of mysqlfailover_host_state and _host_role, in
 // the order of failover.HostState and failover.Role.
 var (
-	states = []string{"unknown", "up", "suspect", "down", "backoff", "wrong_role", "not_ready"}
-	roles  = []string{"unknown", "primary", "read_only_primary", "standby"}
+	states  = []string{"unknown", "up", "suspect", "down", "backoff", "wrong_role", "not_ready"}
+	roles   = []string{"unknown", "primary", "read_only_primary", "standby"}
+	origins = []string{"dsn", "host_list", "discovered"} // in the order of failover.HostOrigin
 )
 
 var (
@@ -203,6 +214,12 @@ var (
 		"Errors the driver returned to callers because a host failed, refused or was missing (FailoverError, NoHostAvailableError, ErrTxLost, ErrCommitOutcomeUnknown, read-only refusals).", nil, nil)
 	descTwoWriters = prometheus.NewDesc("mysqlfailover_two_writers",
 		"1 while more than one host of a replication cluster is writable at once (two writers: fence all but the one the replicas follow), 0 otherwise.", nil, nil)
+	descOrigin = prometheus.NewDesc("mysqlfailover_host_origin",
+		"Where the host came from: 1 for its origin (dsn, host_list, discovered), 0 for the others.", []string{"host", "dc", "origin"}, nil)
+	descDiscovered = prometheus.NewDesc("mysqlfailover_host_discovered_timestamp_seconds",
+		"When discovery (discoverHosts) found the host, as Unix time; discovered hosts only.", []string{"host", "dc"}, nil)
+	descDiscoveryProblem = prometheus.NewDesc("mysqlfailover_discovery_problem",
+		"1 while discoverHosts finds no host for a reason to act on (Stats.Discovery says which: a missing privilege, members without an address), 0 otherwise.", nil, nil)
 
 	// The replica metrics (replicaReads only).
 	descReplica = prometheus.NewDesc("mysqlfailover_host_replica",
@@ -286,8 +303,8 @@ func (c *Collector) Observe(e failover.Event) {
 		}
 	case failover.EventFallBack: // every fall-back has its duration (a walk's, or the monitor's wait)
 		c.walk.WithLabelValues("fall_back").Observe(e.Duration.Seconds())
-	case failover.EventHostList:
-		if e.Err == nil {
+	case failover.EventHostList, failover.EventDiscovery:
+		if e.Err == nil || e.Kind == failover.EventDiscovery && e.Host != "" { // the list changed
 			c.learnDCs(c.conn.Load())
 		}
 	}
@@ -331,6 +348,7 @@ func (c *Collector) learnDCs(cn *mysqlfailover.Connector) {
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descState, descRole, descActive, descPrimary, descConns, descFailovers, descFallBacks, descAborts, descWriter, descRefusals, descCallerErrors, descTwoWriters,
+		descOrigin, descDiscovered, descDiscoveryProblem,
 		descReplica, descReplicaLag, descReplicaReads, descReplicaIdle, descReplicaWaits, descReplicaRetries, descReplicaToPrimary, descCausal} {
 		ch <- d
 	}
@@ -361,6 +379,7 @@ func collectStats(ch chan<- prometheus.Metric, s failover.Stats) {
 	ch <- prometheus.MustNewConstMetric(descRefusals, prometheus.CounterValue, float64(s.WriteRefusals))
 	ch <- prometheus.MustNewConstMetric(descCallerErrors, prometheus.CounterValue, float64(s.CallerErrors))
 	ch <- prometheus.MustNewConstMetric(descTwoWriters, prometheus.GaugeValue, bool01(len(s.Writers) > 1))
+	ch <- prometheus.MustNewConstMetric(descDiscoveryProblem, prometheus.GaugeValue, bool01(s.Discovery != ""))
 	replicas := replicaReads(s)
 	if replicas {
 		ch <- prometheus.MustNewConstMetric(descReplicaRetries, prometheus.CounterValue, float64(s.ReplicaRetries))
@@ -377,6 +396,12 @@ func collectStats(ch chan<- prometheus.Metric, s failover.Stats) {
 		}
 		ch <- prometheus.MustNewConstMetric(descActive, prometheus.GaugeValue, bool01(h.Addr == s.Active), h.Addr, h.DC)
 		ch <- prometheus.MustNewConstMetric(descPrimary, prometheus.GaugeValue, bool01(h.Addr == s.Primary), h.Addr, h.DC)
+		for i, name := range origins {
+			ch <- prometheus.MustNewConstMetric(descOrigin, prometheus.GaugeValue, bool01(int(h.Origin) == i), h.Addr, h.DC, name)
+		}
+		if h.Origin == failover.OriginDiscovered && !h.Discovered.IsZero() {
+			ch <- prometheus.MustNewConstMetric(descDiscovered, prometheus.GaugeValue, float64(h.Discovered.UnixNano())/1e9, h.Addr, h.DC)
+		}
 		if h.OpenConns >= 0 {
 			ch <- prometheus.MustNewConstMetric(descConns, prometheus.GaugeValue, float64(h.OpenConns), h.Addr, h.DC)
 		}

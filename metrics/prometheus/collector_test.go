@@ -166,6 +166,44 @@ mysqlfailover_host_replica{dc="",host="c:3306"} 1
 	}
 }
 
+// TestOriginMetrics: each host's origin (1 for its own, 0 for the others), when a
+// discovered host was found, and whether discovery has a problem to act on.
+func TestOriginMetrics(t *testing.T) {
+	found := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	c := statsOnly{failover.Stats{Active: "a:3306", Primary: "a:3306", Discovery: "discoverHosts: SHOW REPLICA HOSTS refused",
+		Hosts: []failover.HostStats{
+			{Addr: "a:3306", State: failover.HostUp, OpenConns: -1, ReplicaLag: -1},
+			{Addr: "b:3306", State: failover.HostUp, OpenConns: -1, ReplicaLag: -1, Origin: failover.OriginHostList},
+			{Addr: "c:3306", State: failover.HostUp, OpenConns: -1, ReplicaLag: -1, Origin: failover.OriginDiscovered, Discovered: found},
+		}}}
+	want := `
+# HELP mysqlfailover_discovery_problem 1 while discoverHosts finds no host for a reason to act on (Stats.Discovery says which: a missing privilege, members without an address), 0 otherwise.
+# TYPE mysqlfailover_discovery_problem gauge
+mysqlfailover_discovery_problem 1
+# HELP mysqlfailover_host_discovered_timestamp_seconds When discovery (discoverHosts) found the host, as Unix time; discovered hosts only.
+# TYPE mysqlfailover_host_discovered_timestamp_seconds gauge
+mysqlfailover_host_discovered_timestamp_seconds{dc="",host="c:3306"} 1.7961192e+09
+# HELP mysqlfailover_host_origin Where the host came from: 1 for its origin (dsn, host_list, discovered), 0 for the others.
+# TYPE mysqlfailover_host_origin gauge
+mysqlfailover_host_origin{dc="",host="a:3306",origin="discovered"} 0
+mysqlfailover_host_origin{dc="",host="a:3306",origin="dsn"} 1
+mysqlfailover_host_origin{dc="",host="a:3306",origin="host_list"} 0
+mysqlfailover_host_origin{dc="",host="b:3306",origin="discovered"} 0
+mysqlfailover_host_origin{dc="",host="b:3306",origin="dsn"} 0
+mysqlfailover_host_origin{dc="",host="b:3306",origin="host_list"} 1
+mysqlfailover_host_origin{dc="",host="c:3306",origin="discovered"} 1
+mysqlfailover_host_origin{dc="",host="c:3306",origin="dsn"} 0
+mysqlfailover_host_origin{dc="",host="c:3306",origin="host_list"} 0
+`
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want), "mysqlfailover_host_origin",
+		"mysqlfailover_host_discovered_timestamp_seconds", "mysqlfailover_discovery_problem"); err != nil {
+		t.Fatal(err)
+	}
+	if problems, err := testutil.CollectAndLint(c); err != nil || len(problems) > 0 {
+		t.Fatalf("lint: %v %v", problems, err)
+	}
+}
+
 // TestActiveNone: while the pool uses no host (Stats.Active "": its host is down and no
 // walk found another) no host reads active.
 func TestActiveNone(t *testing.T) {
