@@ -94,6 +94,7 @@
 // ReturnUnfenced(ctx, 1) leave node 1 taking writes node 2 and its replica never see;
 // a pool with targetSessionAttrs=read-write keeps writing to node 2 and reports the two
 // writers (failover.EventTwoWriters, Stats.Writers): see ExampleCluster_ReturnUnfenced.
+// Restart(ctx, 1) in its place brings node 1 back fenced: read-only, node 2's replica.
 //
 // # Members that come and go
 //
@@ -281,7 +282,8 @@ func (c *Cluster) check(node int) error {
 }
 
 // Kill ends node's server at once (SIGKILL; docker kill): its connections are closed
-// by the kernel. Restart brings it back.
+// by the kernel. Restart brings it back: as it was, or, when Promote ran meanwhile, as a
+// read-only replica of the new primary (see Promote).
 func (c *Cluster) Kill(node int) error {
 	if err := c.check(node); err != nil {
 		return err
@@ -298,7 +300,8 @@ func (c *Cluster) Freeze(node int) error {
 	return c.h.Node(node).Freeze()
 }
 
-// Thaw resumes a frozen node.
+// Thaw resumes a frozen node. A node Promote left behind while it was frozen then
+// rejoins the cluster as Restart describes.
 func (c *Cluster) Thaw(node int) error {
 	if err := c.check(node); err != nil {
 		return err
@@ -308,7 +311,12 @@ func (c *Cluster) Thaw(node int) error {
 
 // Restart starts node again on the same address and data (killing it first when it
 // runs) and returns once it answers; a replica comes back read-only and resumes
-// replicating. A Galera node rejoins by IST (the write sets it missed) and Restart returns
+// replicating from its source. A node Promote left behind (down, frozen or partitioned
+// when it ran: the old primary after Kill(1) and Promote(ctx, 2), or a replica) comes
+// back read-only as a replica of the primary: from where it stopped, or, when it held
+// writes the primary never received, rebuilt from the primary first, and then Restart
+// returns once it has caught up (see Promote). A node ReturnUnfenced brought back stays
+// writable, following no one. A Galera node rejoins by IST (the write sets it missed) and Restart returns
 // once it is Synced; with no Primary component to join (quorum lost) it fails: Bootstrap a
 // survivor first.
 func (c *Cluster) Restart(ctx context.Context, node int) error {
@@ -320,7 +328,7 @@ func (c *Cluster) Restart(ctx context.Context, node int) error {
 
 // Stop shuts node's server down cleanly (SIGTERM; docker stop) and returns once it has
 // exited: open connections get error 1053 or are closed; a Galera node announces its
-// leave, so the others go on at once. Restart brings it back.
+// leave, so the others go on at once. Restart brings it back, as after Kill.
 func (c *Cluster) Stop(ctx context.Context, node int) error {
 	if err := c.check(node); err != nil {
 		return err
@@ -342,7 +350,9 @@ func (c *Cluster) Partition(ctx context.Context, node int) error {
 
 // Heal reconnects a partitioned node; its replication resumes (within a second on the
 // process backend; on containers a replica may first wait out the 10 s
-// slave_net_timeout on its hung connection).
+// slave_net_timeout on its hung connection). A node Promote left behind while it was
+// partitioned then rejoins the cluster as Restart describes (a running old primary is
+// made read-only first).
 func (c *Cluster) Heal(ctx context.Context, node int) error {
 	if err := c.check(node); err != nil {
 		return err
@@ -353,8 +363,24 @@ func (c *Cluster) Heal(ctx context.Context, node int) error {
 // Promote makes node the writer, as an orchestrator does in a switchover: the primary
 // is made read-only (its writes fail with 1290 from then on), node catches up with it,
 // stops replicating and becomes writable, and the other replicas and the old primary
-// replicate from node. A down old primary is skipped (and comes back read-only).
-// A driver with targetSessionAttrs=read-write moves its writes to node.
+// replicate from node. A driver with targetSessionAttrs=read-write moves its writes to
+// node.
+//
+// A node that is down, frozen or partitioned (the old primary after Kill, or a replica)
+// is left behind: when it comes back (Restart, Thaw, or Heal when it runs) it rejoins as
+// a read-only replica of the primary of that moment, as an orchestrator re-points a
+// recovered old primary (a partitioned old primary, still running, takes writes until
+// Heal). With the old primary gone, node and
+// the replicas first apply what they had received from it. Writes the old primary
+// acknowledged that never reached node are lost, as in any asynchronous cluster, but the
+// old primary still holds them when it comes back: a divergence a real cluster faces,
+// where an operator rebuilds the node. The fixture rebuilds it: its binary log and GTID
+// position are forgotten, every database and user it did not start with is dropped, and
+// it replays the primary's binary log from the start, its proxy refusing connections
+// until it has caught up; its rows are then the primary's, and the test log says which
+// positions diverged. A running replica that received more of them than node is
+// rebuilt the same way during Promote. ReturnUnfenced is the exception: the old primary
+// back writable, its data as they were, following no one.
 func (c *Cluster) Promote(ctx context.Context, node int) error {
 	if err := c.check(node); err != nil {
 		return err
@@ -426,9 +452,15 @@ func (c *Cluster) RemoveNode(ctx context.Context, node int) error {
 // (failover.Stats.Discovery).
 func (c *Cluster) GrantDiscovery(ctx context.Context) error { return c.h.GrantDiscovery(ctx) }
 
-// WaitReplicated waits until every running, unpartitioned replica has applied
-// everything the primary has written so far, or ctx ends. On a Galera cluster: until every
-// node of the Primary component has applied the last write any of them took.
+// WaitReplicated waits until every running, unpartitioned replica holds everything the
+// primary has written so far, or ctx ends (30 s without a deadline). A replica that
+// holds the primary's position, whoever wrote it, has caught up: an old primary
+// rejoined after Promote holds what it wrote itself. A running node that cannot get there
+// makes it fail at once, naming the node and why: one that replicates from no one ("node 3 is not a
+// replica: it replicates from no one"), one whose replication is stopped (its threads'
+// state and last errors). Left out: nodes killed, stopped, frozen or partitioned, and a
+// node ReturnUnfenced made a second writer, and a replica RemoveNode took out. On a Galera cluster: until every node of the
+// Primary component has applied the last write any of them took.
 func (c *Cluster) WaitReplicated(ctx context.Context) error { return c.h.WaitReplicasCaughtUp(ctx) }
 
 // Harness is the cluster of package harness behind this one: per-node proxy faults

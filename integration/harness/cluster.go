@@ -99,8 +99,9 @@ type Cluster struct {
 	galera  bool // a Galera cluster (WithGalera)
 	gspec   *GaleraSpec
 
-	topoMu  sync.Mutex // serialises Switchover, Partition and Heal
+	topoMu  sync.Mutex // serialises Switchover, Partition, Heal and the rejoins
 	primary atomic.Int32
+	base    map[string]bool // dropQueries' statements for what the template has (Node.rebuild)
 
 	closeOnce sync.Once
 	closeErr  error
@@ -289,6 +290,19 @@ func (c *Cluster) setUpReplication(ctx context.Context) error {
 			return fmt.Errorf("harness: node 1 runs %s, node %d %s: one flavour per cluster", c.flavour, r.idx, r.flavour)
 		}
 	}
+	if c.flavour == MariaDB {
+		// What the template holds, before anything replicates: what Node.rebuild keeps.
+		c.base = map[string]bool{}
+		for _, q := range dropQueries {
+			stmts, err := p.queryStrings(ctx, q)
+			if err != nil {
+				return fmt.Errorf("harness: primary set-up: %w", err)
+			}
+			for _, s := range stmts {
+				c.base[s] = true
+			}
+		}
+	}
 	repl := []string{
 		"CREATE USER '" + replUser + "'@'%' IDENTIFIED BY '" + replPassword + "'",
 		"GRANT REPLICATION SLAVE ON *.* TO '" + replUser + "'@'%'",
@@ -323,12 +337,16 @@ func (c *Cluster) setUpReplication(ctx context.Context) error {
 
 // WaitReplicasCaughtUp waits until every running replica (not killed, stopped, frozen,
 // partitioned, with its SQL thread stopped by Node.StopReplicaSQL, or brought back as a
-// second writer by Node.ReturnUnfenced) has applied everything the primary (node 1, or the node Switchover
-// made the primary) has written so far (MariaDB: MASTER_GTID_WAIT on its
-// gtid_binlog_pos; MySQL: WAIT_FOR_EXECUTED_GTID_SET on its gtid_executed). On ctx's
-// end, or when a replica's replication has stopped, the error carries the replica's
-// replication threads' state and last errors. On a Galera cluster it waits until every
-// running node of the Primary component has applied the last write set any of them has
+// second writer by Node.ReturnUnfenced) holds everything the primary (node 1, or the node
+// Switchover made the primary) has written so far (MariaDB: its gtid_binlog_pos; MySQL:
+// its gtid_executed), within ctx or 30 s. A replica whose own position already holds it
+// has caught up, whoever wrote it (a former primary holds its own writes). Any other
+// running node fails it at once, with an error naming the node and why (Node.CatchUp):
+// one that replicates from no one ("node 1 is not a replica: it replicates from no one"),
+// one whose replication is stopped (its threads and last errors), one whose source is
+// another node that is down; on ctx's end or after 30 s the error gives the replica's
+// position and replication status. On a Galera cluster it waits until every running node
+// of the Primary component has applied the last write set any of them has
 // (wsrep_last_committed); isolated and non-Primary nodes are left out.
 func (c *Cluster) WaitReplicasCaughtUp(ctx context.Context) error {
 	if c.galera {
@@ -339,30 +357,13 @@ func (c *Cluster) WaitReplicasCaughtUp(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("harness: primary's GTID position: %w", err)
 	}
-	wait := 30 * time.Second
-	if dl, ok := ctx.Deadline(); ok {
-		// A negative timeout would make MASTER_GTID_WAIT wait forever on the server.
-		wait = max(time.Until(dl), 100*time.Millisecond)
-	}
 	errs := make([]error, len(c.list()))
 	var wg sync.WaitGroup
 	for _, r := range c.list() {
-		if r == primary || r.State() != Running || r.Partitioned() || primary.Partitioned() || r.ReplicaSQLStopped() || r.Unfenced() {
+		if r == primary || r.State() != Running || r.Partitioned() || primary.Partitioned() || r.ReplicaSQLStopped() || r.Unfenced() || r.Detached() {
 			continue
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var res sql.NullInt64
-			err := r.admin.QueryRowContext(ctx, c.flavour.waitGTIDQuery(), pos, wait.Seconds()).Scan(&res)
-			if err == nil && res.Valid && res.Int64 == 0 {
-				return
-			}
-			if err == nil {
-				err = fmt.Errorf("timed out at %s", r.gtidPos(context.Background()))
-			}
-			errs[r.idx-1] = fmt.Errorf("harness: replica %d did not reach %q: %w; %s", r.idx, pos, err, r.replicationStatus())
-		}()
+		wg.Go(func() { errs[r.idx-1] = r.waitApplied(ctx, primary, pos) })
 	}
 	wg.Wait()
 	return errors.Join(errs...)

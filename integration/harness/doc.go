@@ -10,7 +10,10 @@
 // shutdown), Restart; on the proxy Disable/Enable (refused, open connections cut),
 // Blackhole (no FIN, no RST), ResetPeer, Latency, ClearToxics; and SetReadOnly. Checks go
 // through each node's admin connection (root, straight to the server, bypassing the
-// proxy).
+// proxy). Cluster.Switchover promotes a replica as an orchestrator does; a node it cannot
+// reach (the old primary after Kill) rejoins as the new primary's read-only replica when
+// it comes back (Node.Restart), rebuilt from the primary when it holds writes the
+// primary never received; Node.ReturnUnfenced brings it back as a second writer instead.
 //
 // Start(t, 3, WithGalera()) brings up a MariaDB Galera cluster instead: every node a member
 // and a writer (node 1 is Primary by convention), no replication, no read_only, the same

@@ -2,6 +2,7 @@ package harness
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -124,7 +125,7 @@ func (f Flavour) pointReplica(src replicaSource) []string {
 			fmt.Sprintf("CHANGE REPLICATION SOURCE TO SOURCE_HOST='%s', SOURCE_PORT=%d, SOURCE_USER='%s', "+
 				"SOURCE_PASSWORD='%s', SOURCE_AUTO_POSITION=1, SOURCE_CONNECT_RETRY=1, GET_SOURCE_PUBLIC_KEY=1",
 				src.host, src.port, src.user, src.password),
-			"START REPLICA",
+			f.startReplica(),
 		}
 	}
 	pos := "slave_pos"
@@ -135,8 +136,16 @@ func (f Flavour) pointReplica(src replicaSource) []string {
 		fmt.Sprintf("CHANGE MASTER TO MASTER_HOST='%s', MASTER_PORT=%d, MASTER_USER='%s', "+
 			"MASTER_PASSWORD='%s', MASTER_USE_GTID=%s, MASTER_CONNECT_RETRY=1",
 			src.host, src.port, src.user, src.password, pos),
-		"START SLAVE",
+		f.startReplica(),
 	}
+}
+
+// startReplica starts the replication threads again (after stopReplica(false)).
+func (f Flavour) startReplica() string {
+	if f == MySQL {
+		return "START REPLICA"
+	}
+	return "START SLAVE"
 }
 
 // stopReplica stops replication; forget=true also drops the source (the server is a
@@ -242,6 +251,75 @@ func (f Flavour) replicaDelay(seconds int) []string {
 		return []string{"STOP REPLICA", fmt.Sprintf("CHANGE REPLICATION SOURCE TO SOURCE_DELAY=%d", seconds), "START REPLICA"}
 	}
 	return []string{"STOP SLAVE", fmt.Sprintf("CHANGE MASTER TO MASTER_DELAY=%d", seconds), "START SLAVE"}
+}
+
+// threadColumns are the columns of replicaStatus's statement that say whether a replica's
+// two threads run ("Yes", "No", "Connecting", "Preparing") and what it has received from
+// its source (MariaDB a GTID position, MySQL a GTID set).
+func (f Flavour) threadColumns() (io, sql, received string) {
+	if f == MySQL {
+		return "Replica_IO_Running", "Replica_SQL_Running", "Retrieved_Gtid_Set"
+	}
+	return "Slave_IO_Running", "Slave_SQL_Running", "Gtid_IO_Pos"
+}
+
+// forgetTransactions returns the statements that make a server forget every transaction
+// it has written or applied (its binary log and GTID position), so that it replays its
+// new source's binary log from the start: for a node whose data are rebuilt (Node.rebuild).
+// MySQL: nil; RESET MASTER became RESET BINARY LOGS AND GTIDS in 8.4 and no MySQL server
+// runs here to check either, so rebuilding is MariaDB's alone.
+func (f Flavour) forgetTransactions() []string {
+	if f == MySQL {
+		return nil
+	}
+	return []string{"RESET MASTER", "SET GLOBAL gtid_slave_pos = ''"}
+}
+
+// mariadbCovers reports whether MariaDB GTID position have ("0-1-8,1-2-3") holds every
+// transaction of want: for each replication domain of want, have's GTID in that domain has
+// a sequence number at least want's. That is MASTER_GTID_WAIT's own test, applied to any
+// position: MASTER_GTID_WAIT reads gtid_slave_pos alone, so it never counts what a server
+// wrote itself (a former primary's own transactions).
+func mariadbCovers(have, want string) (bool, error) {
+	h, err := parseMariaDBPos(have)
+	if err != nil {
+		return false, err
+	}
+	w, err := parseMariaDBPos(want)
+	if err != nil {
+		return false, err
+	}
+	for domain, seq := range w {
+		if got, ok := h[domain]; !ok || got < seq {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// parseMariaDBPos reads a MariaDB GTID position, a list of domain-server-sequence
+// triples, into each domain's sequence number.
+func parseMariaDBPos(pos string) (map[uint64]uint64, error) {
+	seqs := map[uint64]uint64{}
+	for _, g := range strings.Split(pos, ",") {
+		if g = strings.TrimSpace(g); g == "" {
+			continue
+		}
+		parts := strings.Split(g, "-")
+		if len(parts) != 3 {
+			return nil, fmt.Errorf("GTID %q in position %q: want domain-server-sequence", g, pos)
+		}
+		var nums [3]uint64
+		for k, p := range parts {
+			v, err := strconv.ParseUint(p, 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("GTID %q in position %q: %w", g, pos, err)
+			}
+			nums[k] = v
+		}
+		seqs[nums[0]] = nums[2]
+	}
+	return seqs, nil
 }
 
 // lagColumn is the column of replicaStatus's statement that holds the replica's lag in

@@ -22,6 +22,8 @@ func TestFlavourStatements(t *testing.T) {
 		sqlStop, sqlStart      string
 		lag                    string
 		delay                  []string
+		threads                []string
+		forgetAll              []string
 	}{
 		{
 			f: MariaDB,
@@ -35,8 +37,10 @@ func TestFlavourStatements(t *testing.T) {
 			executed: "SELECT @@GLOBAL.gtid_binlog_pos", wait: "SELECT MASTER_GTID_WAIT(?, ?)", status: "SHOW SLAVE STATUS",
 			args:    []string{"--server-id=7", "--log-bin=mysql-bin", "--log-slave-updates=ON", "--port=3306"},
 			sqlStop: "STOP SLAVE SQL_THREAD", sqlStart: "START SLAVE SQL_THREAD",
-			lag:   "Seconds_Behind_Master",
-			delay: []string{"STOP SLAVE", "CHANGE MASTER TO MASTER_DELAY=3", "START SLAVE"},
+			lag:       "Seconds_Behind_Master",
+			delay:     []string{"STOP SLAVE", "CHANGE MASTER TO MASTER_DELAY=3", "START SLAVE"},
+			threads:   []string{"Slave_IO_Running", "Slave_SQL_Running", "Gtid_IO_Pos"},
+			forgetAll: []string{"RESET MASTER", "SET GLOBAL gtid_slave_pos = ''"},
 		},
 		{
 			f: MySQL,
@@ -50,8 +54,9 @@ func TestFlavourStatements(t *testing.T) {
 			executed: "SELECT @@GLOBAL.gtid_executed", wait: "SELECT WAIT_FOR_EXECUTED_GTID_SET(?, ?)", status: "SHOW REPLICA STATUS",
 			args:    []string{"--server-id=7", "--log-bin=mysql-bin", "--gtid-mode=ON", "--enforce-gtid-consistency=ON", "--log-replica-updates=ON", "--port=3306"},
 			sqlStop: "STOP REPLICA SQL_THREAD", sqlStart: "START REPLICA SQL_THREAD",
-			lag:   "Seconds_Behind_Source",
-			delay: []string{"STOP REPLICA", "CHANGE REPLICATION SOURCE TO SOURCE_DELAY=3", "START REPLICA"},
+			lag:     "Seconds_Behind_Source",
+			delay:   []string{"STOP REPLICA", "CHANGE REPLICATION SOURCE TO SOURCE_DELAY=3", "START REPLICA"},
+			threads: []string{"Replica_IO_Running", "Replica_SQL_Running", "Retrieved_Gtid_Set"},
 		},
 	} {
 		t.Run(tc.f.String(), func(t *testing.T) {
@@ -70,6 +75,9 @@ func TestFlavourStatements(t *testing.T) {
 			eq("replicaDelay", tc.f.replicaDelay(3), tc.delay)
 			eq("replicaSQLThread", []string{tc.f.replicaSQLThread(false), tc.f.replicaSQLThread(true)}, []string{tc.sqlStop, tc.sqlStart})
 			eq("lagColumn", []string{tc.f.lagColumn()}, []string{tc.lag})
+			io, sqlThread, received := tc.f.threadColumns()
+			eq("threadColumns", []string{io, sqlThread, received}, tc.threads)
+			eq("forgetTransactions", tc.f.forgetTransactions(), tc.forgetAll)
 			if q, _ := tc.f.replicaStatus(); q != tc.status {
 				t.Errorf("replicaStatus = %q, want %q", q, tc.status)
 			}
@@ -87,6 +95,35 @@ func TestFlavourStatements(t *testing.T) {
 				t.Errorf("serverArgs has the other flavour's %s", other)
 			}
 		})
+	}
+}
+
+// mariadbCovers is MASTER_GTID_WAIT's test read from any position: per domain, a
+// sequence number at least the wanted one, whichever server wrote it.
+func TestMariaDBCovers(t *testing.T) {
+	for _, tc := range []struct {
+		have, want string
+		ok         bool
+	}{
+		{"0-1-8", "0-1-8", true}, // a former primary holds what it wrote itself
+		{"0-2-9", "0-1-8", true},
+		{"0-1-8", "0-2-9", false},
+		{"0-1-8", "", true},
+		{"", "0-1-1", false},
+		{"0-1-8,1-3-2", "1-3-2, 0-1-5", true},
+		{"0-1-8", "0-1-8,1-3-2", false}, // a domain have lacks
+		{"0-1-11", "0-1-10", true},
+		{"0-1-10", "0-1-11", false}, // a write the other lacks
+	} {
+		ok, err := mariadbCovers(tc.have, tc.want)
+		if err != nil || ok != tc.ok {
+			t.Errorf("mariadbCovers(%q, %q) = %v, %v; want %v", tc.have, tc.want, ok, err, tc.ok)
+		}
+	}
+	for _, bad := range []string{"0-1", "a-1-2", "0-1-2-3"} {
+		if _, err := mariadbCovers(bad, "0-1-1"); err == nil || !strings.Contains(err.Error(), bad) {
+			t.Errorf("mariadbCovers(%q): %v, want an error naming it", bad, err)
+		}
 	}
 }
 

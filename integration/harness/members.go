@@ -109,9 +109,17 @@ func (n *Node) Detach(ctx context.Context) error {
 		}
 	}
 	n.mu.Lock()
-	n.source = nil
+	n.source, n.detached = nil, true
 	n.mu.Unlock()
 	return nil
+}
+
+// Detached reports whether Detach took n out of the cluster (and Attach has not put it
+// back): WaitReplicasCaughtUp and Switchover leave it alone.
+func (n *Node) Detached() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.detached
 }
 
 // Attach points replica n at the primary again after Detach (from where it stopped),
@@ -127,6 +135,9 @@ func (n *Node) Attach(ctx context.Context) error {
 	if err := n.replicateFrom(ctx, p, true); err != nil {
 		return err
 	}
+	n.mu.Lock()
+	n.detached = false
+	n.mu.Unlock()
 	return n.CatchUp(ctx, p)
 }
 

@@ -56,6 +56,9 @@ type Node struct {
 	link        *toxiproxy.Proxy // its replication's own proxy (WithReplicationLinks)
 	isolated    bool             // cut off from its Galera cluster by Isolate or LoseQuorum
 	unfenced    bool             // a writer beside the primary, following no one (ReturnUnfenced)
+	detached    bool             // a replica taken out by Detach, following no one until Attach
+	behind      bool             // left behind by a promotion: rejoins when it comes back
+	behindAt    string           // the new primary's GTID position at that promotion
 }
 
 // Index is the node's number, from 1.
@@ -122,13 +125,16 @@ func (n *Node) Freeze() error {
 	return nil
 }
 
-// Thaw resumes a frozen server (SIGCONT).
+// Thaw resumes a frozen server (SIGCONT). A node a promotion left behind while it was
+// frozen then rejoins the cluster as Restart describes.
 func (n *Node) Thaw() error {
 	if err := n.inst.Thaw(); err != nil {
 		return n.wrap("thaw", err)
 	}
 	n.setState(Running)
-	return nil
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	return n.rejoin(ctx)
 }
 
 // Stop shuts the server down cleanly (SIGTERM; clients get error 1053 or a closed
@@ -146,6 +152,11 @@ func (n *Node) Stop(ctx context.Context) error {
 // (a replica comes back read-only). A replica resumes replicating by itself; a restarted
 // primary is found again by its replicas within a second.
 //
+// A node a promotion left behind (Cluster.Switchover ran while it was down, frozen or
+// partitioned: the old primary, or a replica) rejoins the cluster as a read-only replica
+// of the primary before Restart returns (see Cluster.Switchover); a node brought back
+// by ReturnUnfenced stays a writer following no one.
+//
 // A Galera node rejoins its cluster: after a Kill the backend first runs mariadbd
 // --wsrep-recover and writes the position it recovers into grastate.dat, so the node gets
 // the write sets it missed by IST instead of a full SST (without that, a killed node's
@@ -154,6 +165,15 @@ func (n *Node) Stop(ctx context.Context) error {
 // (quorum lost: Bootstrap a survivor first) the server never opens its port, and Restart
 // fails after the backend's start timeout.
 func (n *Node) Restart(ctx context.Context) error {
+	if err := n.restart(ctx); err != nil {
+		return err
+	}
+	return n.rejoin(ctx)
+}
+
+// restart is Restart without the rejoin: the server back on its data, read_only as the
+// harness last set it.
+func (n *Node) restart(ctx context.Context) error {
 	if n.State() != Down {
 		if err := n.inst.Kill(); err != nil {
 			return n.wrap("restart: kill", err)
@@ -334,30 +354,33 @@ func (n *Node) GTIDPos(ctx context.Context) (string, error) {
 	return n.QueryString(ctx, "SELECT @@GLOBAL.gtid_current_pos")
 }
 
-func (n *Node) gtidPos(ctx context.Context) string {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	p, err := n.GTIDPos(ctx)
-	if err != nil {
-		return "?"
-	}
-	return fmt.Sprintf("%q", p)
+// replicaState is what SHOW SLAVE STATUS (SHOW REPLICA STATUS) says of a node's
+// replication.
+type replicaState struct {
+	replica  bool   // the statement returned a row: the node has a source
+	io, sql  string // its threads: Yes, No, Connecting, Preparing
+	received string // what it has received from its source (Gtid_IO_Pos, Retrieved_Gtid_Set)
+	summary  string // the columns worth printing in an error
 }
 
-// replicationStatus summarises SHOW SLAVE STATUS (SHOW REPLICA STATUS) for error
-// messages.
-func (n *Node) replicationStatus() string {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
+// stopped reports whether a thread of a replica is stopped, by hand or by an error: it
+// gets nothing more until someone starts it.
+func (s replicaState) stopped() bool { return s.replica && (s.io == "No" || s.sql == "No") }
+
+// replicaState reads n's replication status as root.
+func (n *Node) replicaState(ctx context.Context) (replicaState, error) {
 	query, columns := n.flavour.replicaStatus()
 	rows, err := n.admin.QueryContext(ctx, query)
 	if err != nil {
-		return query + ": " + err.Error()
+		return replicaState{}, n.wrap(query, err)
 	}
 	defer rows.Close()
-	cols, _ := rows.Columns()
+	cols, err := rows.Columns()
+	if err != nil {
+		return replicaState{}, n.wrap(query, err)
+	}
 	if !rows.Next() {
-		return "not a replica"
+		return replicaState{summary: "not a replica"}, n.wrap(query, rows.Err())
 	}
 	vals := make([]sql.NullString, len(cols))
 	ptrs := make([]any, len(cols))
@@ -365,19 +388,42 @@ func (n *Node) replicationStatus() string {
 		ptrs[k] = &vals[k]
 	}
 	if err := rows.Scan(ptrs...); err != nil {
-		return query + ": " + err.Error()
+		return replicaState{}, n.wrap(query, err)
 	}
 	want := map[string]bool{}
 	for _, c := range columns {
 		want[c] = true
 	}
+	io, sqlThread, received := n.flavour.threadColumns()
+	st := replicaState{replica: true}
 	var parts []string
 	for k, c := range cols {
+		switch c {
+		case io:
+			st.io = vals[k].String
+		case sqlThread:
+			st.sql = vals[k].String
+		case received:
+			st.received = vals[k].String
+		}
 		if want[c] {
 			parts = append(parts, c+"="+vals[k].String)
 		}
 	}
-	return strings.Join(parts, " ")
+	st.summary = strings.Join(parts, " ")
+	return st, nil
+}
+
+// replicationStatus summarises SHOW SLAVE STATUS (SHOW REPLICA STATUS) for error
+// messages.
+func (n *Node) replicationStatus() string {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	st, err := n.replicaState(ctx)
+	if err != nil {
+		return err.Error()
+	}
+	return st.summary
 }
 
 func (n *Node) wrap(what string, err error) error {

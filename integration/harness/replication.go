@@ -93,7 +93,14 @@ func (n *Node) Partition(ctx context.Context) error { return n.partition(ctx, tr
 
 // Heal undoes Partition: replication to and from the node resumes within a second (a
 // container's replicas may first wait out slave_net_timeout on the hung connection).
-func (n *Node) Heal(ctx context.Context) error { return n.partition(ctx, false) }
+// A node a promotion left behind then rejoins the cluster, when it runs, as Restart
+// describes.
+func (n *Node) Heal(ctx context.Context) error {
+	if err := n.partition(ctx, false); err != nil {
+		return err
+	}
+	return n.rejoin(ctx)
+}
 
 func (n *Node) partition(ctx context.Context, cut bool) error {
 	c := n.c
@@ -153,10 +160,27 @@ func (c *Cluster) applyLinks() error {
 // turns read_only off; every other running, unpartitioned replica catches up with the
 // old primary and is re-pointed at node to; the old primary, when it runs, replicates
 // from node to from then on (MariaDB MASTER_USE_GTID=current_pos; MySQL
-// auto-positioning). A down old primary is only marked read-only, for its next Restart;
-// a down replica keeps its old source. Primary and WaitReplicasCaughtUp follow node to
-// from then on. Writes to the old primary fail with 1290 (read_only) from the first
-// step on; with targetSessionAttrs=read-write the driver finds node to.
+// auto-positioning). Primary and WaitReplicasCaughtUp follow node to from then on.
+// Writes to the old primary fail with 1290 (read_only) from the first step on; with
+// targetSessionAttrs=read-write the driver finds node to.
+//
+// When the old primary is down, frozen or partitioned, node to and the running replicas
+// first apply what they had received from it (their relay logs), and node to takes over
+// from there. Writes the old primary acknowledged that node to never received are lost,
+// as in any asynchronous cluster. A running replica that holds some of them (it received
+// more than node to) is rebuilt from node to (see Node.Restart).
+//
+// Every node Switchover cannot reach (down, frozen or partitioned: the old primary, or a
+// replica) is left behind, marked read-only, and rejoins when it comes back (Restart,
+// Thaw, or Heal when it runs): as a read-only replica of the primary of that moment,
+// from where it stopped when it holds nothing the new primary lacked at the promotion;
+// when it does (writes the old primary acknowledged that never reached node to: a
+// divergence a real cluster would face, where an operator rebuilds the node), its data are
+// replaced by the primary's: it forgets its own binary log and GTID position, every
+// database and account its template did not have is dropped, and it replays the
+// primary's binary log from the start (its proxy disabled until it has caught up). The
+// discarded writes are logged. MySQL: such a node is left read-only, following no one,
+// and the rejoin fails.
 func (c *Cluster) Switchover(ctx context.Context, to int) error {
 	if c.galera {
 		return errors.New("harness: switchover: a Galera cluster has no replication to switch (every node writes)")
@@ -179,44 +203,217 @@ func (c *Cluster) Switchover(ctx context.Context, to int) error {
 		old.mu.Lock()
 		old.readOnly = true
 		old.mu.Unlock()
+		if err := nw.applyReceived(ctx, old); err != nil {
+			return err
+		}
 	}
 	for _, q := range nw.flavour.stopReplica(true) {
 		if err := nw.Exec(ctx, q); err != nil {
 			return err
 		}
 	}
+	at, err := nw.GTIDPos(ctx) // all the cluster keeps of the old primary's writes
+	if err != nil {
+		return err
+	}
 	if err := nw.SetReadOnly(ctx, false); err != nil {
 		return err
 	}
 	nw.mu.Lock()
-	nw.source = nil
+	nw.source, nw.behind, nw.unfenced = nil, false, false
 	if nw.link != nil {
 		nw.link.Stop()
 	}
 	nw.mu.Unlock()
 	c.primary.Store(int32(to))
 	for _, r := range c.list() {
-		if r == nw || r == old || r.State() != Running || r.Partitioned() {
+		if r == nw || r == old || r.Unfenced() || r.Detached() {
+			continue // an unfenced or detached node follows no one, whoever the primary is
+		}
+		if r.State() != Running || r.Partitioned() {
+			r.leaveBehind(at)
 			continue
 		}
 		if oldUp {
 			if err := r.CatchUp(ctx, old); err != nil {
 				return err
 			}
+		} else if err := r.applyReceived(ctx, old); err != nil {
+			return err
 		}
-		for _, q := range r.flavour.stopReplica(false) {
-			if err := r.Exec(ctx, q); err != nil {
-				return err
-			}
-		}
-		if err := r.replicateFrom(ctx, nw, false); err != nil {
+		if err := r.follow(ctx, nw, at); err != nil {
 			return err
 		}
 	}
 	if oldUp {
 		return old.replicateFrom(ctx, nw, true)
 	}
+	old.leaveBehind(at)
 	return nil
+}
+
+// applyReceived waits until replica n has applied every transaction it received from
+// source (its relay log), as an orchestrator lets a replica do before promoting it or
+// re-pointing it. A replica whose SQL thread StopReplicaSQL stopped is left as it is.
+func (n *Node) applyReceived(ctx context.Context, source *Node) error {
+	if n.ReplicaSQLStopped() {
+		return nil
+	}
+	st, err := n.replicaState(ctx)
+	if err != nil || !st.replica || st.received == "" {
+		return err
+	}
+	return n.waitApplied(ctx, source, st.received)
+}
+
+// leaveBehind marks n as left behind by a promotion whose new primary was at position
+// at: it rejoins when it comes back. A node already behind keeps its first mark, the
+// last position of the history it shares with the cluster.
+func (n *Node) leaveBehind(at string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.readOnly = true
+	if !n.behind {
+		n.behind, n.behindAt = true, at
+	}
+}
+
+// rejoin brings n back into the cluster when a promotion left it behind and it runs
+// again, unpartitioned: read-only, replicating from the primary (see Switchover). It
+// does nothing for any other node.
+func (n *Node) rejoin(ctx context.Context) error {
+	c := n.c
+	if c.galera {
+		return nil
+	}
+	c.topoMu.Lock()
+	defer c.topoMu.Unlock()
+	n.mu.Lock()
+	behind, at := n.behind, n.behindAt
+	n.mu.Unlock()
+	primary := c.Primary()
+	if !behind || n == primary || n.Unfenced() || n.State() != Running || n.Partitioned() || primary.Partitioned() {
+		return nil
+	}
+	if err := n.SetReadOnly(ctx, true); err != nil {
+		return err
+	}
+	if err := n.follow(ctx, primary, at); err != nil {
+		return err
+	}
+	n.mu.Lock()
+	n.behind = false
+	n.mu.Unlock()
+	return nil
+}
+
+// follow makes running node n a replica of primary, which was at position at when it
+// took over: from where n stands when n holds nothing beyond at (a former primary
+// starts from its own position, MASTER_USE_GTID=current_pos), otherwise by rebuild.
+func (n *Node) follow(ctx context.Context, primary *Node, at string) error {
+	have, err := n.GTIDPos(ctx)
+	if err != nil {
+		return err
+	}
+	ok, err := n.covers(ctx, at, have)
+	if err != nil {
+		return n.wrap("rejoin", err)
+	}
+	if !ok {
+		n.c.logf("harness: node %d holds transactions node %d lacks (node %d at %q, node %d at %q when it took over): "+
+			"writes acknowledged before the promotion and lost in it; node %d is rebuilt from node %d",
+			n.idx, primary.idx, n.idx, have, primary.idx, at, n.idx, primary.idx)
+		return n.rebuild(ctx, primary)
+	}
+	for _, q := range n.flavour.stopReplica(false) {
+		if err := n.Exec(ctx, q); err != nil {
+			return err
+		}
+	}
+	return n.replicateFrom(ctx, primary, n.Source() == nil)
+}
+
+// rebuild replaces n's data with source's, as an operator rebuilds a node that diverged:
+// with n's proxy disabled (the app user is gone for a while), n forgets its source,
+// binary log and GTID position, drops every database and account its template did not
+// have, and replays source's binary log from the start under a server_id of its own
+// (n skips events that carry its own id, and the history holds its writes as a primary);
+// it returns once n has caught up with source, its proxy as it was.
+func (n *Node) rebuild(ctx context.Context, source *Node) (err error) {
+	forget := n.flavour.forgetTransactions()
+	if forget == nil {
+		return n.wrap("rebuild", fmt.Errorf("it holds transactions node %d lacks, and the harness rebuilds %s nodes only", source.idx, MariaDB))
+	}
+	n.proxy.Lock()
+	enabled := n.proxy.Enabled
+	n.proxy.Unlock()
+	if enabled {
+		n.proxy.Stop()
+		defer func() { err = errors.Join(err, n.Enable()) }()
+	}
+	var drop []string
+	for _, q := range dropQueries {
+		stmts, err := n.queryStrings(ctx, q)
+		if err != nil {
+			return err
+		}
+		for _, s := range stmts {
+			if !n.c.base[s] {
+				drop = append(drop, s)
+			}
+		}
+	}
+	steps := append(n.flavour.stopReplica(true), drop...)
+	steps = append(steps, fmt.Sprintf("SET GLOBAL server_id = %d", rebuildServerID+n.idx))
+	for _, q := range append(steps, forget...) {
+		if err := n.Exec(ctx, q); err != nil {
+			return n.wrap("rebuild", err)
+		}
+	}
+	n.mu.Lock()
+	n.source = nil
+	n.mu.Unlock()
+	if err := n.replicateFrom(ctx, source, false); err != nil {
+		return n.wrap("rebuild", err)
+	}
+	if err := n.CatchUp(ctx, source); err != nil {
+		return n.wrap("rebuild", err)
+	}
+	for _, q := range []string{n.flavour.stopReplica(false)[0], fmt.Sprintf("SET GLOBAL server_id = %d", n.serverID), n.flavour.startReplica()} {
+		if err := n.Exec(ctx, q); err != nil {
+			return n.wrap("rebuild", err)
+		}
+	}
+	return nil
+}
+
+// dropQueries list, as statements, what Node.rebuild drops: every database and every
+// account (user or role) but those the cluster's template has (Cluster.base). MariaDB's.
+var dropQueries = []string{
+	"SELECT CONCAT('DROP DATABASE `', REPLACE(SCHEMA_NAME, '`', '``'), '`') FROM information_schema.SCHEMATA",
+	"SELECT IF(is_role = 'Y', CONCAT('DROP ROLE ', QUOTE(User)), CONCAT('DROP USER ', QUOTE(User), '@', QUOTE(Host))) FROM mysql.user",
+}
+
+// rebuildServerID plus a node's index is the server_id the node replays a binary log
+// under while Node.rebuild runs: above any node's own.
+const rebuildServerID = 1000
+
+// queryStrings runs a query returning one string column as root.
+func (n *Node) queryStrings(ctx context.Context, query string) ([]string, error) {
+	rows, err := n.admin.QueryContext(ctx, query)
+	if err != nil {
+		return nil, n.wrap(query, err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return nil, n.wrap(query, err)
+		}
+		out = append(out, s)
+	}
+	return out, n.wrap(query, rows.Err())
 }
 
 // ReturnUnfenced brings n back as an old primary comes back after a promotion whose
@@ -224,8 +421,9 @@ func (c *Cluster) Switchover(ctx context.Context, to int) error {
 // data), its replication stopped and forgotten, and its global read_only turned OFF. Its
 // data stop where they were when it went away; from then on it takes writes the cluster
 // never sees and misses the cluster's: two writers, whose data diverge. Primary stays the
-// node Switchover chose; a later Restart keeps n writable. It refuses a Galera node (every
-// node writes) and the primary itself.
+// node Switchover chose; a later Restart keeps n writable, and n never rejoins the
+// cluster as a promotion's left-behind nodes do. It refuses a Galera node (every node
+// writes) and the primary itself.
 func (n *Node) ReturnUnfenced(ctx context.Context) error {
 	if n.c.galera {
 		return n.wrap("return unfenced", errors.New("a Galera node is a writer by design"))
@@ -234,7 +432,7 @@ func (n *Node) ReturnUnfenced(ctx context.Context) error {
 		return n.wrap("return unfenced", errors.New("the node is the primary: promote another first"))
 	}
 	if n.State() == Down {
-		if err := n.Restart(ctx); err != nil {
+		if err := n.restart(ctx); err != nil {
 			return err
 		}
 	}
@@ -246,7 +444,7 @@ func (n *Node) ReturnUnfenced(ctx context.Context) error {
 		}
 	}
 	n.mu.Lock()
-	n.source, n.unfenced = nil, true
+	n.source, n.unfenced, n.behind = nil, true, false
 	if n.link != nil {
 		n.link.Stop()
 	}
