@@ -89,12 +89,23 @@
 //     transaction that the driver can tell changes nothing: no locking clause, no
 //     INTO, only built-in functions without effects, so not SLEEP, GET_LOCK,
 //     NEXTVAL or a stored function; SafeToRetry says RetryStatement), and
-//     errors.Is and errors.As reach the cause.
+//     errors.Is and errors.As reach the cause. Such an error is never Settled:
+//     should Failed come back (a frozen host that resumes), the statement may
+//     still run there, and data read there that lacks it proves nothing.
 //   - A statement whose session ends while its host answers (a KILL, a packet
 //     over max_allowed_packet, net_write_timeout, a query longer than
 //     readTimeout, 1927, 4031) returns a FailoverError with Failed == Current:
 //     the connection has a new session on the same host and the pool stays.
 //     MaybeExecuted is false only when the statement provably did not run (1153).
+//     Its server thread may still be running it (an UPDATE past readTimeout
+//     that waits for a row lock lands when it gets the lock), and an autocommit
+//     write is its own COMMIT: so, as for a COMMIT (below), a statement that may
+//     have written is settled before the error returns. The driver kills its old
+//     session through a new one and waits, at most 5 s within the caller's
+//     context, until it has left the process list: with Settled the data is
+//     final and tells whether the statement ran; without, Unsettled says why.
+//     Inside a transaction the same frees the lost transaction's locks. A read
+//     (Read) is killed without the wait, so that the server stops the work.
 //   - A connection found broken before anything was sent (go-sql-driver's
 //     driver.ErrBadConn, or its liveness check after an idle timeout, a KILL of
 //     a sleeping connection, a restart) returns nothing: the statement runs
@@ -186,7 +197,7 @@
 //	switch mysqlfailover.SafeToRetry(err) {
 //	case mysqlfailover.RetryStatement: // nothing of it ran, or it was a read: run the statement again
 //	case mysqlfailover.RetryTransaction: // nothing of it is left: roll back, run the whole transaction again
-//	case mysqlfailover.RetryNothing: // it may have run, or committed: read the data first
+//	case mysqlfailover.RetryNothing: // it may have run, or committed: read the data first, once Settled says it is final
 //	}
 //
 // # Failover

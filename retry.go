@@ -13,7 +13,9 @@ type Retry int
 
 const (
 	// RetryNothing: run nothing again before reading the data. The statement may have
-	// run (a FailoverError with MaybeExecuted, unless it was a read: Read), a commit's
+	// run (a FailoverError with MaybeExecuted, unless it was a read: Read; the data tells
+	// only once it is settled, FailoverError.Settled: until its session's thread is gone it
+	// may still land), a commit's
 	// outcome is unknown (failover.ErrCommitOutcomeUnknown; the data tells only once it is
 	// settled, see failover.CommitUnknownError), the caller's context ended during a statement
 	// (it may have run until then), or the error is not one a retry can cure (a data

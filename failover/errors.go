@@ -101,7 +101,9 @@ var ErrClosed = errors.New("mysqlfailover: closed")
 // (on Current) with the session state restored, so the next statement on the same
 // connection runs there. When the host still answered (one session ended: a KILL, a
 // packet over max_allowed_packet, a query past readTimeout), Current equals Failed and
-// the pool stayed; otherwise the pool moved with the connection. errors.Is and
+// the pool stayed, and a statement that may have written there was settled first
+// (Settled: its old session's end confirmed, so the data there tells whether it ran);
+// otherwise the pool moved with the connection. errors.Is and
 // errors.As reach the cause (Err) and, when no session could be opened, the reason
 // (Reconnect). It never matches driver.ErrBadConn, so database/sql does not run the
 // statement again.
@@ -133,6 +135,24 @@ type FailoverError struct {
 	// the caller's context error, a host that stayed full, or the data error (such as
 	// access denied) a host gave.
 	Reconnect error
+	// Settled is true when the statement's session on Failed is confirmed gone: before
+	// the error returned, the driver killed the session's server thread through a new
+	// session and saw it leave the process list, so nothing of the statement runs any
+	// more and the data on Failed is final: it tells whether the statement ran. A
+	// statement past readTimeout goes on running on its server thread (an UPDATE waiting
+	// for a row lock lands when it gets the lock), so this is tried for a statement that
+	// may have run (MaybeExecuted) and may have written (not Read) while Failed still
+	// answers (Current == Failed), within the caller's context and at most 5 s; inside a
+	// transaction too, whose locks then go with it. False when nothing was tried: a read
+	// (its thread is only killed, so that the server stops the work), or Failed did not
+	// answer, where the statement may still run should the host come back (a frozen host
+	// that resumes): data read there that lacks it proves nothing.
+	Settled bool
+	// Unsettled is why the settling that was tried could not confirm the session's end
+	// (the thread was still there after 5 s, KILL was refused, its id on the server is
+	// not known, the caller's context ended); nil when Settled or when nothing was
+	// tried. Error says it; Unwrap does not return it.
+	Unsettled error
 }
 
 // demotion is a cause that says its host was left for what its server said (a demoted
@@ -176,6 +196,13 @@ func (e *FailoverError) Error() string {
 	if e.MaybeExecuted {
 		b.WriteString(" (the statement may have run on ")
 		b.WriteString(e.Failed)
+		switch {
+		case e.Settled:
+			b.WriteString("; its session there has ended: the data there is final")
+		case e.Unsettled != nil:
+			b.WriteString(", and may still: its session's end there was not confirmed: ")
+			b.WriteString(e.Unsettled.Error())
+		}
 		b.WriteString(")")
 	}
 	return b.String()

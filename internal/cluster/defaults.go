@@ -237,8 +237,9 @@ const DefaultCausalReadsTimeout = time.Second
 // left for the next (count).
 const DefaultReplicaTries = 3
 
-// Settling a COMMIT whose outcome is unknown (settle.go): the old session's server thread
-// is killed through a new session, and the process list is read until it is gone.
+// Settling a COMMIT or a write whose outcome is unknown (settle.go): the old session's
+// server thread is killed through a new session, and the process list is read until it
+// is gone (Kill, for a read, stops after the KILL, within the same bound).
 const (
 	// DefaultSettleTimeout bounds the whole of it (duration, 5 s, the DSN's default
 	// hostTimeout): a KILL ends a semi-synchronous wait at once, and a thread that

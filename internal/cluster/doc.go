@@ -99,9 +99,10 @@
 //     each member came from (topo.from).
 //   - policy.go, role.go, classify.go, txcount.go: the built-in policies, server roles,
 //     error classification, the counters of transactions run again (atomics).
-//   - settle.go: a COMMIT whose outcome is unknown, settled (Settle: KILL of the old
-//     session's server thread through a new session, then the process list until it is
-//     gone), and Socket, what the connector's socket tracker learns of a physical
+//   - settle.go: a COMMIT or a write whose outcome is unknown, settled (Settle: KILL of
+//     the old session's server thread through a new session, then the process list until
+//     it is gone; Kill: the KILL alone, for a read), and Socket, what the connector's
+//     socket tracker learns of a physical
 //     connection (bytes written, the server's id of the session). It owns no shared
 //     state: a Socket's atomics belong to its physical connection.
 //   - clock.go, errors.go, event.go, defaults.go: time, the engine's error types, log

@@ -1,11 +1,13 @@
 package cluster
 
-// A COMMIT whose outcome is unknown, settled: what the driver learns of a physical
+// A statement whose outcome is unknown, settled: what the driver learns of a physical
 // connection's socket as its bytes pass (Socket: the bytes written, the server's id of the
 // session), and Settle, which ends the old session's server thread through a new session
 // and waits until it is gone. A semi-synchronous COMMIT whose socket failed (a read
 // timeout while it waits for a replica's acknowledgement) still commits when its wait ends
-// or is killed: until the thread is gone, reading the data proves nothing.
+// or is killed, and an autocommit write past readTimeout (one waiting for a row lock)
+// still lands when it gets there: until the thread is gone, reading the data proves
+// nothing. Kill ends the thread of a read nobody waits for any more, without the wait.
 
 import (
 	"context"
@@ -90,10 +92,11 @@ const ProcessQuery = "SELECT ID FROM information_schema.PROCESSLIST WHERE ID = "
 // anew, and the id may now be another session's. MySQL and MariaDB both answer it.
 const UptimeQuery = "SHOW GLOBAL STATUS LIKE 'Uptime'"
 
-// Settle makes sure that the server thread of a session whose COMMIT's outcome is
-// unknown has ended, so that the transaction has committed or rolled back for good. old
-// is what the socket tracker knew of the session's socket: the server's id of the
-// session, and when it was opened. Through a new session to host (an id; addr is its
+// Settle makes sure that the server thread of a session whose last statement's outcome
+// is unknown (a COMMIT, an autocommit write, a statement of a transaction that is lost)
+// has ended, so that what it did is final: committed or rolled back for good. old is
+// what the socket tracker knew of the session's socket: the server's id of the session,
+// and when it was opened. Through a new session to host (an id; addr is its
 // host:port, as the failed session knew it), it runs KILL CONNECTION with the id, then
 // reads the process list until the thread is gone, waiting DefaultSettlePoll at first
 // and twice as long each time up to DefaultSettleMaxPoll. It returns nil when the thread
@@ -112,6 +115,32 @@ const UptimeQuery = "SHOW GLOBAL STATUS LIKE 'Uptime'"
 // or ctx ended. The new session is closed before it returns. The error never matches
 // driver.ErrBadConn.
 func (c *Cluster) Settle(ctx context.Context, host int, addr string, old *Socket) error {
+	return c.settle(ctx, host, addr, old, untilGone)
+}
+
+// Kill ends the server thread of a session whose statement nobody waits for any more (a
+// read past readTimeout, which may simply run again), so that its server stops the
+// work: as Settle, through a new session to host and with the same uptime guard, but
+// it does not wait for the thread to leave the process list. It returns nil once KILL
+// CONNECTION was accepted (or found no such thread, 1094), and otherwise why not,
+// Settle's reasons; a server that may have given the id to another session since (see
+// Settle) is left alone, with an error that says so. Its bound is Settle's,
+// DefaultSettleTimeout, within ctx.
+func (c *Cluster) Kill(ctx context.Context, host int, addr string, old *Socket) error {
+	return c.settle(ctx, host, addr, old, untilKilled)
+}
+
+// until is how far settle goes: the KILL alone (Kill), or on until the thread is gone
+// (Settle).
+type until bool
+
+const (
+	untilKilled until = false
+	untilGone   until = true
+)
+
+// settle is Settle and Kill.
+func (c *Cluster) settle(ctx context.Context, host int, addr string, old *Socket, end until) error {
 	var thread uint32
 	known := false
 	if old != nil {
@@ -154,6 +183,12 @@ func (c *Cluster) Settle(ctx context.Context, host int, addr string, old *Socket
 		if _, err := ex.ExecContext(sctx, "KILL CONNECTION "+id, nil); err != nil && !(errors.As(err, &me) && me.Number == errNoSuchThread) {
 			return c.settleErr(ctx, "KILL CONNECTION "+id+" on "+addr+" failed", err)
 		}
+	}
+	if end == untilKilled {
+		if notKilled != "" {
+			return errors.New("the session's thread " + id + " was left running" + notKilled)
+		}
+		return nil
 	}
 	start := c.env.Clock.Now()
 	for wait := DefaultSettlePoll; ; wait = min(2*wait, DefaultSettleMaxPoll) {

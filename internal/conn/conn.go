@@ -694,10 +694,12 @@ func (c *Conn) move(ctx context.Context, err error, notSent bool, r stmt.Retry, 
 func (c *Conn) moved(ctx context.Context, k stmt.Kind, r stmt.Retry, v verdict, what string, old ended,
 	fe *failover.FailoverError, werr error, before txState, notSent bool) (bool, error) {
 	if c.primaryTx() != nil {
+		c.settleRun(ctx, old, fe) // before a replay there meets the old thread's locks
 		return c.moveTx(ctx, k, r, werr, fe, before)
 	}
 	var why error
 	if v&vLost != 0 && v&(vCommit|vPrepared) == 0 {
+		c.settleRun(ctx, old, fe)
 		var ok bool
 		if ok, why = c.replayHere(ctx, k, r, werr, fe.Failed, before); ok {
 			return true, nil
@@ -712,7 +714,33 @@ func (c *Conn) moved(ctx context.Context, k stmt.Kind, r stmt.Retry, v verdict, 
 		return true, nil
 	}
 	fe.Read = c.failedRead(k) // outside any transaction: heldErr found none
+	c.settleRun(ctx, old, fe)
 	return false, fe
+}
+
+// settleRun ends the server thread of session old, whose statement failed with fe,
+// when that statement may still be running there: it may have run (MaybeExecuted), it
+// is a statement (Conn.failing; not a PING, PREPARE, BEGIN or SET the driver sent),
+// and its host answered the new session the connection now has (Current == Failed: a
+// read past readTimeout, a network cut, a KILL). A host that did not answer is not
+// tried. An autocommit write is its own COMMIT, and a statement of a lost transaction
+// holds the transaction's locks until its thread ends: either is settled as a COMMIT
+// whose outcome is unknown is (cluster.Cluster.Settle: killed, and gone from the
+// process list), and fe says whether that was confirmed (Settled, Unsettled), so that
+// the data read after the error is final. A read (fe.Read) that may simply run again
+// is only killed (cluster.Cluster.Kill), without the wait: its outcome changes
+// nothing, but its server would go on with work nobody waits for, once more for every
+// retry. It runs only on a failure.
+func (c *Conn) settleRun(ctx context.Context, old ended, fe *failover.FailoverError) {
+	switch {
+	case !fe.MaybeExecuted || c.failing == "" || fe.Current != fe.Failed:
+		return
+	case fe.Read:
+		_ = c.cl.Kill(ctx, old.host, fe.Failed, old.sock)
+		return
+	}
+	fe.Unsettled = c.cl.Settle(ctx, old.host, fe.Failed, old.sock)
+	fe.Settled = fe.Unsettled == nil
 }
 
 // failedRead reports whether the call that failed, of kind k, was a read that may run

@@ -24,7 +24,11 @@
 //     no byte of it was written to the socket (sent; without the connector's socket
 //     tracker, go-sql-driver's driver.ErrBadConn says so), whatever the error's name;
 //     calls with no effect on data (PREPARE, PING, BEGIN, SET SESSION TRANSACTION) are
-//     repeated once after any successful switch.
+//     repeated once after any successful switch. A statement that may have run on a
+//     host that answered the new session (Current == Failed) may still be running on
+//     its old server thread: one that may have written is settled as a COMMIT is
+//     (settleRun: the thread killed and gone, FailoverError.Settled), also inside a
+//     lost transaction; a read's thread is only killed.
 //
 // Inside a transaction there is no switch and no fall-back. A communication error loses
 // the transaction: that statement and every later statement of it return an error

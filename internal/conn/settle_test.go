@@ -215,7 +215,9 @@ func TestCommitOutcomeSettled(t *testing.T) {
 			if tc.down {
 				current = h2
 			}
-			wantFailover(t, err, h1, current, true)
+			if fe := wantFailover(t, err, h1, current, true); fe.Settled != tc.settled {
+				t.Errorf("FailoverError.Settled = %v, want the CommitUnknownError's %v", fe.Settled, tc.settled)
+			}
 			kills := e.net.Kills(0)
 			switch {
 			case tc.down || tc.untracked || tc.killErr != nil || tc.noKill:
@@ -236,6 +238,148 @@ func TestCommitOutcomeSettled(t *testing.T) {
 			// but the connection's own.
 			for _, pc := range e.net.AllConns() {
 				if pc.Host == 0 && pc.Seq == 2 && pc.Closes() != 1 {
+					t.Errorf("the settling session was closed %d times, want 1", pc.Closes())
+				}
+			}
+		})
+	}
+}
+
+// An autocommit write is its own COMMIT: one past readTimeout on a host that still
+// answers goes on running on its server thread (an UPDATE waiting for a row lock lands
+// when it gets the lock), so the data read at once after the error proves nothing. Such
+// a statement is settled before its FailoverError returns, as a COMMIT whose outcome is
+// unknown is: its old session's thread is killed through a new session and the process
+// list read until it is gone (FailoverError.Settled), or the error says why that was
+// not confirmed (Unsettled). Only when it may have run (MaybeExecuted), is a statement,
+// and the host answered the connection's new session (Current == Failed): a host that
+// did not answer is not tried. A read that may run again (Read) is only killed, without
+// the wait, so that the server stops work nobody waits for; a statement of a lost
+// transaction is settled too (its thread holds the transaction's locks until it ends),
+// and the transaction stays lost.
+func TestStatementOutcomeSettled(t *testing.T) {
+	const upd, sel, lock = "UPDATE t SET k = k - 10 WHERE id = 1", "SELECT k FROM t", "SELECT k FROM t WHERE id = 1 FOR UPDATE"
+	denied := &mysql.MySQLError{Number: 1095, SQLState: [5]byte{'H', 'Y', '0', '0', '0'}, Message: "You are not owner of thread 1000"}
+	tooBig := &mysql.MySQLError{Number: 1153, SQLState: [5]byte{'0', '8', 'S', '0', '1'}, Message: "Got a packet bigger than 'max_allowed_packet' bytes"}
+	query := func(q string, err error) step {
+		return func(m sqlmock.Sqlmock) { m.ExpectQuery(q).WillReturnError(err) }
+	}
+	runQuery := func(q string) func(c *Conn) error {
+		return func(c *Conn) error {
+			_, err := c.QueryContext(context.Background(), q, nil)
+			return err
+		}
+	}
+	runExec := func(q string) func(c *Conn) error { return func(c *Conn) error { return exec(c, q) } }
+	for _, tc := range []struct {
+		name      string
+		first     step // H1's script for the connection's first session
+		run       func(c *Conn) error
+		tx        bool // the statement runs in a Tx (BeginTx)
+		down      bool // H1 takes no new session: the connection moves to H2
+		untracked bool
+		killErr   error
+		linger    int
+		uptime    time.Duration // H1's uptime at the failure (0: fake.DefaultUptime)
+		maybe     bool          // FailoverError.MaybeExecuted
+		read      bool          // FailoverError.Read
+		kill      bool          // H1 is asked to KILL the old session's thread
+		wait      bool          // and its process list is read until the thread is gone
+		settled   bool
+		why       string // in Unsettled and the error, when a settling was tried and failed
+		sessions  int    // sessions opened to H1: the first, the connection's new one, the settling one
+	}{
+		{name: "autocommit write", sessions: 3, first: fails(upd, mysql.ErrInvalidConn), run: runExec(upd), maybe: true, kill: true, wait: true, settled: true},
+		{name: "the thread ends after 3 reads", sessions: 3, first: fails(upd, mysql.ErrInvalidConn), run: runExec(upd), linger: 3, maybe: true, kill: true, wait: true, settled: true},
+		{name: "a locking read is a write", sessions: 3, first: query(lock, mysql.ErrInvalidConn), run: runQuery(lock), maybe: true, kill: true, wait: true, settled: true},
+		{name: "the thread lingers", sessions: 3, first: fails(upd, mysql.ErrInvalidConn), run: runExec(upd), linger: 1 << 20, maybe: true, kill: true, wait: true,
+			why: "still in the process list"},
+		{name: "KILL refused", sessions: 3, first: fails(upd, mysql.ErrInvalidConn), run: runExec(upd), killErr: denied, maybe: true, why: "KILL CONNECTION"},
+		{name: "the session's id is unknown", sessions: 2, first: fails(upd, mysql.ErrInvalidConn), run: runExec(upd), untracked: true, maybe: true,
+			why: "id on the server is not known"},
+		{name: "the host moved", sessions: 1, first: fails(upd, mysql.ErrInvalidConn), run: runExec(upd), down: true, maybe: true},
+		{name: "a read", sessions: 3, first: query(sel, mysql.ErrInvalidConn), run: runQuery(sel), maybe: true, read: true, kill: true},
+		{name: "a read on a server that restarted since", sessions: 3, first: query(sel, mysql.ErrInvalidConn), run: runQuery(sel), uptime: time.Second,
+			maybe: true, read: true},
+		{name: "a read, the host moved", sessions: 1, first: query(sel, mysql.ErrInvalidConn), run: runQuery(sel), down: true, maybe: true, read: true},
+		{name: "refused unread (1153)", sessions: 2, first: fails(upd, tooBig), run: runExec(upd)},
+		{name: "in a transaction", sessions: 3, first: all(begin(), fails(upd, mysql.ErrInvalidConn)), run: runExec(upd), tx: true, maybe: true, kill: true, wait: true,
+			settled: true},
+		{name: "Tx.Rollback, not a statement", sessions: 2, first: all(begin(), func(m sqlmock.Sqlmock) { m.ExpectRollback().WillReturnError(mysql.ErrInvalidConn) }),
+			run: func(c *Conn) error {
+				tx, err := c.BeginTx(context.Background(), driver.TxOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return tx.Rollback()
+			}, maybe: true},
+		{name: "in a transaction opened by BEGIN", sessions: 3, first: all(ok("BEGIN"), fails(upd, mysql.ErrInvalidConn)), run: func(c *Conn) error {
+			mustExec(t, c, "BEGIN")
+			return exec(c, upd)
+		}, maybe: true, kill: true, wait: true, settled: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, 2)
+			if !tc.untracked {
+				e.net.TrackSockets(e.clock.Now)
+			}
+			e.net.KillErr(0, tc.killErr)
+			e.net.Linger(0, tc.linger)
+			e.script(0, tc.first)
+			c := e.open(seqB)
+			thread, _ := e.phys(0, 0).Sock.Thread()
+			if tc.tx {
+				if _, err := c.BeginTx(context.Background(), driver.TxOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			e.clock.Advance(time.Minute) // the session's age when it fails
+			if tc.uptime > 0 {
+				e.net.SetUptime(0, tc.uptime)
+			}
+			if tc.down {
+				e.refuse(0)
+			}
+			err := tc.run(c)
+			current := h1
+			if tc.down {
+				current = h2
+			}
+			fe := wantFailover(t, err, h1, current, tc.maybe)
+			inTx := tc.tx || strings.Contains(tc.name, "BEGIN")
+			if inTx != errors.Is(err, failover.ErrTxLost) {
+				t.Errorf("%v: matches failover.ErrTxLost %v, want %v", err, !inTx, inTx)
+			}
+			if fe.Read != tc.read || fe.Settled != tc.settled {
+				t.Errorf("FailoverError{Read: %v, Settled: %v, Unsettled: %v}, want {%v, %v}", fe.Read, fe.Settled, fe.Unsettled, tc.read, tc.settled)
+			}
+			switch {
+			case tc.why == "" && fe.Unsettled != nil:
+				t.Errorf("FailoverError.Unsettled = %v, want nil: nothing was tried, or it was settled", fe.Unsettled)
+			case tc.why != "" && (fe.Unsettled == nil || !strings.Contains(err.Error(), tc.why) || !strings.Contains(err.Error(), "may still")):
+				t.Errorf("error %q (Unsettled %v) does not say the statement may still run and why it is not settled (%q)", err, fe.Unsettled, tc.why)
+			case tc.settled && !strings.Contains(err.Error(), "the data there is final"):
+				t.Errorf("error %q does not say the data is final", err)
+			}
+			kills := e.net.Kills(0)
+			switch {
+			case !tc.kill && len(kills) != 0:
+				t.Errorf("H1 was asked to kill %v, want nothing", kills)
+			case tc.kill && (len(kills) != 1 || kills[0] != thread):
+				t.Errorf("H1 was asked to kill %v, want the failed session's thread %d", kills, thread)
+			}
+			reads := e.net.ProcessReads(0)
+			switch {
+			case !tc.wait && reads != 0:
+				t.Errorf("%d reads of H1's process list, want none: nothing waits for the thread", reads)
+			case tc.wait && tc.settled && reads != tc.linger+1:
+				t.Errorf("%d reads of H1's process list, want %d (until the thread was gone)", reads, tc.linger+1)
+			}
+			if dialed := e.dialed(0); dialed != tc.sessions {
+				t.Errorf("%d sessions opened to H1, want %d", dialed, tc.sessions)
+			}
+			for _, pc := range e.net.Conns(0) {
+				if pc.Seq == 2 && pc.Closes() != 1 {
 					t.Errorf("the settling session was closed %d times, want 1", pc.Closes())
 				}
 			}

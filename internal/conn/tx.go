@@ -183,6 +183,7 @@ func (c *Conn) settled(ctx context.Context, old ended, fe *failover.FailoverErro
 		e.Why = errors.New("it did not answer a new session; the connection moved to " + fe.Current)
 	default:
 		e.Why = c.cl.Settle(ctx, old.host, fe.Failed, old.sock)
+		fe.Settled, fe.Unsettled = e.Why == nil, e.Why
 	}
 	e.Settled = e.Why == nil
 	return e
