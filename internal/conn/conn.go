@@ -813,7 +813,7 @@ func (c *Conn) heldErr(ctx context.Context, v verdict, what string, old ended, f
 			c.lost = c.lostErr(what, failed, fe.Err.Error()+"; "+why.Error())
 			return heldWhy(fe, why, failover.ErrTxLost)
 		}
-		if v&vCommit != 0 { // a batch with a COMMIT in it
+		if v&vCommit != 0 && !notSent { // a batch with a COMMIT in it, or a statement that autocommits
 			return heldBy(fe, "", c.settled(ctx, old, fe), failover.ErrTxLost)
 		}
 		if v&vPrepared != 0 {

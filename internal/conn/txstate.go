@@ -259,7 +259,7 @@ type verdict uint8
 
 const (
 	vLost     verdict = 1 << iota // what it held is lost: later statements fail until COMMIT or ROLLBACK
-	vCommit                       // the statement may have committed the open transaction
+	vCommit                       // the statement may have committed: the open transaction, or itself under autocommit
 	vEnded                        // the statement ended what was held, by a rollback
 	vPrepared                     // a prepared XA transaction survives on the server
 	vNone     verdict = 0         // nothing was held: the failure is an ordinary one
@@ -280,9 +280,21 @@ func (s *txState) verdict(k stmt.Kind) verdict {
 		return vCommit
 	}
 	if s.keeps(c, open) {
+		if c == kPlain && s.mayAutocommit() {
+			// What was held is lost, and the statement may have been a transaction of
+			// its own that committed: its outcome is unknown, it must not run again.
+			return vLost | vCommit
+		}
 		return vLost
 	}
 	return vEnded
+}
+
+// mayAutocommit reports whether a statement may run as a transaction of its own, which
+// commits when it ends: autocommit is on or unknown, and no transaction is known to be
+// open (table locks, pending characteristics or an unknown state held instead).
+func (s *txState) mayAutocommit() bool {
+	return s.ac != acOff && s.txn != txnOpen && s.xa == xaNone
 }
 
 // commits reports whether a statement of class c commits the open transaction,
