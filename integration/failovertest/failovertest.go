@@ -413,13 +413,10 @@ func (c *Cluster) ReturnUnfenced(ctx context.Context, node int) error {
 // HOSTS; wsrep_node_incoming_address), so that mysqlfailover's discoverHosts finds it
 // and your test can break it like any node. DSN lists the nodes there are when it is
 // called: take the DSN first to test discovery. args are extra server options for the
-// new node, as WithNodeArgs.
-//
-//	dsn := c.DSN("discoverHosts=true&checkInterval=500ms&replicaReads=true")
-//	must(c.GrantDiscovery(ctx))   // the app user may list the replicas
-//	node, err := c.AddNode(ctx)   // a replica the DSN does not list
-//	// within two checkIntervals the pool's read-intent statements reach it
-//	must(c.RemoveNode(ctx, node)) // detached: the pool drops it
+// new node, as WithNodeArgs. ExampleCluster_AddNode shows the steps: a DSN with
+// discoverHosts taken first, GrantDiscovery, AddNode (within two checkIntervals the
+// pool's read-intent statements reach the new replica), then RemoveNode (the pool drops
+// it).
 func (c *Cluster) AddNode(ctx context.Context, args ...string) (int, error) {
 	n, err := c.h.AddNode(ctx, args...)
 	if err != nil {
