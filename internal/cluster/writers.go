@@ -325,20 +325,30 @@ func (c *Cluster) look(ctx context.Context, have session) *writerEvidence {
 			v.writable = append(v.writable, id)
 		}
 	}
-	// A replica's own status says whom it follows; a registration on a writable host
-	// counts only for the replicas whose status could not be read.
+	v.followers = followers(t.list, ev, v.writable, known)
+	v.at = c.env.Clock.Now()
+	return v
+}
+
+// followers returns, for each of the writable hosts (in their order), how many replicas
+// of list follow it, by what the look read (ev, by id); -1 for each when no host's
+// replication could be read (known false). A replica's own status says whom it follows;
+// a registration on a writable host counts only for the replicas whose status could not
+// be read.
+func followers(list []int, ev []hostEvidence, writable []int, known bool) []int {
+	out := make([]int, 0, len(writable))
 	said := map[int64]bool{}
-	for _, id := range t.list {
+	for _, id := range list {
 		if ev[id].status && ev[id].serverID != 0 {
 			said[ev[id].serverID] = true
 		}
 	}
-	for _, w := range v.writable {
+	for _, w := range writable {
 		n := -1
 		if known {
 			who := map[int64]bool{}
 			if sid := ev[w].serverID; sid != 0 {
-				for _, id := range t.list {
+				for _, id := range list {
 					if id != w && ev[id].status && slices.Contains(ev[id].sources, sid) {
 						who[ev[id].serverID] = true
 					}
@@ -351,10 +361,9 @@ func (c *Cluster) look(ctx context.Context, have session) *writerEvidence {
 			}
 			n = len(who)
 		}
-		v.followers = append(v.followers, n)
+		out = append(out, n)
 	}
-	v.at = c.env.Clock.Now()
-	return v
+	return out
 }
 
 // readEvidence reads host id's state (unless st gives it), server_id, replica status
