@@ -64,6 +64,16 @@ func (r Retry) String() string {
 	return "nothing"
 }
 
+// The server's answers that it rolled back a transaction, or one statement of it, for a
+// conflict with other transactions, its session living on: SafeToRetry says what may run
+// again after them, RunInTx how often (RunOptions.ConflictAttempts).
+const (
+	errLockWaitTimeout = 1205 // ER_LOCK_WAIT_TIMEOUT: the statement alone (unless innodb_rollback_on_timeout)
+	errDeadlock        = 1213 // ER_LOCK_DEADLOCK: the transaction (also Galera's certification failure)
+	errXADeadlock      = 1614 // ER_XA_RBDEADLOCK: the XA branch, for a deadlock
+	errGRRollback      = 3101 // ER_TRANSACTION_ROLLBACK_DURING_COMMIT: Group Replication, at COMMIT
+)
+
 // SafeToRetry reports what may be run again after err, an error of a call through this
 // driver: the whole transaction after failover.ErrTxLost, the statement when nothing of it
 // may have run or it was a read (FailoverError.Read), never after another FailoverError
@@ -90,11 +100,9 @@ func SafeToRetry(err error) Retry {
 		return RetryStatement // a connection that was never opened sent nothing
 	case errors.As(err, &me):
 		switch me.Number {
-		case 1213, // ER_LOCK_DEADLOCK: the server rolled the transaction back (also Galera's certification failure)
-			3101, // ER_TRANSACTION_ROLLBACK_DURING_COMMIT: Group Replication rolled it back at COMMIT
-			1614: // ER_XA_RBDEADLOCK: the XA branch was rolled back for a deadlock
+		case errDeadlock, errGRRollback, errXADeadlock: // the server rolled the transaction back
 			return RetryTransaction
-		case 1205: // ER_LOCK_WAIT_TIMEOUT: the statement alone was rolled back
+		case errLockWaitTimeout: // the statement alone was rolled back
 			return RetryStatement
 		case 1040, 1203: // a full host refused the connection: nothing was sent
 			return RetryStatement

@@ -101,22 +101,7 @@ type RunOptions struct {
 // is reported to the event hook (failover.EventTxRerun). On any other *sql.DB it works
 // the same, without counting.
 func RunInTx(ctx context.Context, db *sql.DB, opts *RunOptions, fn func(tx *sql.Tx) error) error {
-	var o RunOptions
-	if opts != nil {
-		o = *opts
-	}
-	if o.Attempts <= 0 {
-		o.Attempts = defaultRunAttempts
-	}
-	if o.ConflictAttempts <= 0 {
-		o.ConflictAttempts = defaultConflictAttempts
-	}
-	if o.Backoff <= 0 {
-		o.Backoff = defaultRunBackoff
-	}
-	if o.MaxBackoff <= 0 {
-		o.MaxBackoff = defaultRunMaxBackoff
-	}
+	o := withDefaults(opts)
 	cn := connectorOfDB(db)
 	wait := o.Backoff
 	failed, conflicts := 1, 1 // the runs that count towards Attempts, and ConflictAttempts
@@ -127,19 +112,8 @@ func RunInTx(ctx context.Context, db *sql.DB, opts *RunOptions, fn func(tx *sql.
 		}
 		bound, used := o.Attempts, &failed
 		if errors.Is(err, failover.ErrCommitOutcomeUnknown) {
-			var cu *failover.CommitUnknownError
-			if o.Committed == nil || !errors.As(err, &cu) || !cu.Settled {
-				return err // the commit may still land: no check can say it did not
-			}
-			if cn != nil {
-				cn.cluster.NoteCommitCheck()
-			}
-			committed, cerr := o.Committed(ctx)
-			switch {
-			case cerr != nil:
-				return fmt.Errorf("%w (the commit check failed: %w)", err, cerr)
-			case committed:
-				return nil
+			if again, out := checkCommit(ctx, &o, cn, err); !again {
+				return out
 			}
 		} else if r := SafeToRetry(err); r != RetryTransaction && r != RetryStatement {
 			return err
@@ -179,10 +153,54 @@ func conflict(err error) bool {
 		return false
 	}
 	switch me.Number {
-	case 1213, 1205, 3101, 1614: // deadlock (and certification), lock wait timeout, GR rollback, XA deadlock
+	case errDeadlock, errLockWaitTimeout, errGRRollback, errXADeadlock:
 		return true
 	}
 	return false
+}
+
+// withDefaults returns opts (nil: the zero value) with the defaults of RunOptions in
+// place of its zero fields.
+func withDefaults(opts *RunOptions) RunOptions {
+	var o RunOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.Attempts <= 0 {
+		o.Attempts = defaultRunAttempts
+	}
+	if o.ConflictAttempts <= 0 {
+		o.ConflictAttempts = defaultConflictAttempts
+	}
+	if o.Backoff <= 0 {
+		o.Backoff = defaultRunBackoff
+	}
+	if o.MaxBackoff <= 0 {
+		o.MaxBackoff = defaultRunMaxBackoff
+	}
+	return o
+}
+
+// checkCommit is RunInTx's answer to err, an attempt's failover.ErrCommitOutcomeUnknown:
+// again when o.Committed says the settled commit did not happen (the function runs
+// again), else RunInTx returns out (nil: it committed). Committed is asked only once the
+// driver settled the outcome (failover.CommitUnknownError.Settled).
+func checkCommit(ctx context.Context, o *RunOptions, cn *Connector, err error) (again bool, out error) {
+	var cu *failover.CommitUnknownError
+	if o.Committed == nil || !errors.As(err, &cu) || !cu.Settled {
+		return false, err // the commit may still land: no check can say it did not
+	}
+	if cn != nil {
+		cn.cluster.NoteCommitCheck()
+	}
+	committed, cerr := o.Committed(ctx)
+	switch {
+	case cerr != nil:
+		return false, fmt.Errorf("%w (the commit check failed: %w)", err, cerr)
+	case committed:
+		return false, nil
+	}
+	return true, nil
 }
 
 // runOnce is one attempt of RunInTx: a connection of db, a transaction on it, fn, and
