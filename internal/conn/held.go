@@ -385,8 +385,3 @@ func (c *Conn) lostCause() error {
 	}
 	return nil
 }
-
-// isSpace reports whether b is white space between SQL tokens, as the lexer reads it.
-func isSpace(b byte) bool {
-	return b == ' ' || b == '\t' || b == '\n' || b == '\r' || b == '\f' || b == '\v'
-}

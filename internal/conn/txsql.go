@@ -258,7 +258,7 @@ type lexer struct {
 func (l *lexer) space() {
 	for l.i < len(l.s) {
 		switch c := l.s[l.i]; {
-		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v':
+		case isSpace(c):
 			l.i++
 		case c == '#' || c == '-' && dashComment(l.s, l.i):
 			l.i = lineEnd(l.s, l.i)
@@ -877,4 +877,10 @@ func completionKind(v string) stmt.Kind {
 		return kCTRelease
 	}
 	return kCTUnknown
+}
+
+// isSpace reports whether b is white space between SQL tokens (the lexer's, and every
+// scanner's of this package).
+func isSpace(b byte) bool {
+	return b == ' ' || b == '\t' || b == '\n' || b == '\r' || b == '\f' || b == '\v'
 }
