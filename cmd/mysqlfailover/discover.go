@@ -50,7 +50,7 @@ func (r *report) discover(ctx context.Context, cfg *dsn.Config, timeout time.Dur
 	if err != nil {
 		r.add(problem{Severity: sevDegraded, Kind: "discovery", Host: rd.Host, rank: rankDiscovery, index: reader,
 			Problem: fmt.Sprintf("discoverHosts: %s failed: %s; the driver then uses the DSN's hosts alone", query, describe(ctx, err, timeout)),
-			Fix:     "grant " + discoveryPrivilege(kind) + " to the DSN's user"})
+			Fix:     "grant " + cluster.DiscoveryPrivilege(kind) + " to the DSN's user"})
 		return cfg
 	}
 	now := time.Now().UTC()
@@ -183,15 +183,4 @@ func splitAddr(a string) (name string, port int, ok bool) {
 		return "", 0, false
 	}
 	return h, n, true
-}
-
-// discoveryPrivilege is what the DSN's user needs to list a cluster's members of kind k.
-func discoveryPrivilege(k cluster.Kind) string {
-	switch k {
-	case cluster.KindGalera:
-		return "SELECT on mysql.wsrep_cluster_members (or nothing: wsrep_incoming_addresses needs no privilege)"
-	case cluster.KindGroup:
-		return "SELECT on performance_schema.replication_group_members"
-	}
-	return "REPLICATION MASTER ADMIN (MariaDB 10.5.2+; REPLICATION SLAVE on MySQL)"
 }

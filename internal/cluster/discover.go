@@ -498,17 +498,26 @@ func (d *discovery) tellLocked() {
 	}
 }
 
+// DiscoveryPrivilege names what a user needs to list the members of a cluster of kind k
+// (discoverHosts; `mysqlfailover check` gives it as the fix).
+func DiscoveryPrivilege(k Kind) string {
+	switch k {
+	case KindGalera:
+		return "SELECT on mysql.wsrep_cluster_members (or nothing: wsrep_incoming_addresses needs no privilege)"
+	case KindGroup:
+		return "SELECT on performance_schema.replication_group_members"
+	}
+	return "REPLICATION MASTER ADMIN (MariaDB 10.5.2+; REPLICATION SLAVE on MySQL)"
+}
+
 // discoveryRefused records that host refused query, a read of the members of a cluster
 // of kind k, with err (a missing privilege): every member found leaves the list (the
 // pool works on the base), Stats.Discovery says why, and the next read is in
 // DefaultDiscoverRetry (a grant may come).
 func (c *Cluster) discoveryRefused(host, query string, k Kind, err error, now time.Time) {
 	need := "the privilege to run it"
-	switch {
-	case k == KindReplication:
-		need = "REPLICATION MASTER ADMIN (MariaDB 10.5.2+; REPLICATION SLAVE on MySQL)"
-	case k == KindGroup:
-		need = "SELECT on performance_schema.replication_group_members"
+	if k == KindReplication || k == KindGroup {
+		need = DiscoveryPrivilege(k)
 	}
 	d := &c.disc
 	d.mu.Lock()
