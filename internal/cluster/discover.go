@@ -378,18 +378,7 @@ func (c *Cluster) listed() []listedHost {
 // of that history that no reported address named, as long as there are enough of them.
 func (c *Cluster) noteMembers(members []Member, history string, now time.Time) {
 	hosts := c.listed()
-	waiting := false
-	byIdent := map[string]string{}
-	byKey := map[string]bool{}
-	for _, h := range hosts {
-		waiting = waiting || h.waiting
-		if !h.discovered {
-			if h.ident != "" {
-				byIdent[h.ident] = h.addr
-			}
-			byKey[h.key] = true
-		}
-	}
+	waiting, byIdent, byKey := indexListed(hosts)
 	d := &c.disc
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -405,15 +394,8 @@ func (c *Cluster) noteMembers(members []Member, history string, now time.Time) {
 		if m.Ident != "" && byIdent[m.Ident] != "" {
 			continue // a listed host, under whatever address
 		}
-		addr := m.Addr
-		if addr != "" && !strings.EqualFold(addr, galeraAuto) && c.env.MapAddr != nil {
-			addr = c.env.MapAddr(addr)
-		}
-		key, reason := "", "no address"
-		if addr != "" && !strings.EqualFold(addr, galeraAuto) {
-			key, reason = hostAddrKey(addr)
-		}
-		if reason != "" {
+		addr, key, ok := c.memberAddr(m)
+		if !ok {
 			unnamed++
 			if m.Ident == "" {
 				anonymous++
@@ -424,25 +406,72 @@ func (c *Cluster) noteMembers(members []Member, history string, now time.Time) {
 		if byKey[key] || d.aliases[key] != "" {
 			continue
 		}
-		f := d.find(key, m.Ident)
-		switch {
-		case f != nil:
-			f.missed = 0
-			if m.Ident != "" {
-				f.ident = m.Ident
-			}
+		if f := d.meetLocked(addr, key, m.Ident, waiting, now); f != nil {
 			seen[f] = true
-		case waiting:
-			// A base host has not told its identity: the member may be it, under the
-			// address the server reports. The next read decides.
-		default:
-			f = &foundHost{addr: addr, key: key, ident: m.Ident, since: now}
-			d.found = append(d.found, f)
-			seen[f] = true
-			d.changed = true
-			d.evs = append(d.evs, failover.Event{Kind: failover.EventDiscovery, Host: addr})
 		}
 	}
+	d.dropMissingLocked(seen)
+	d.note = unnamedNote(hosts, history, named, unnamed, anonymous)
+	d.tellLocked()
+}
+
+// indexListed returns what noteMembers needs of the list in force: whether a host has not
+// told its identity yet (waiting), and the base hosts (not discovered ones) by identity
+// (their addresses) and by address key.
+func indexListed(hosts []listedHost) (waiting bool, byIdent map[string]string, byKey map[string]bool) {
+	byIdent, byKey = map[string]string{}, map[string]bool{}
+	for _, h := range hosts {
+		waiting = waiting || h.waiting
+		if !h.discovered {
+			if h.ident != "" {
+				byIdent[h.ident] = h.addr
+			}
+			byKey[h.key] = true
+		}
+	}
+	return waiting, byIdent, byKey
+}
+
+// memberAddr returns the address member m is dialled at (mapped by Env.MapAddr) and its
+// key; ok is false when m reported none that can be dialled (none, or Galera's AUTO).
+func (c *Cluster) memberAddr(m Member) (addr, key string, ok bool) {
+	addr = m.Addr
+	if addr != "" && !strings.EqualFold(addr, galeraAuto) && c.env.MapAddr != nil {
+		addr = c.env.MapAddr(addr)
+	}
+	if addr == "" || strings.EqualFold(addr, galeraAuto) {
+		return addr, "", false
+	}
+	key, reason := hostAddrKey(addr)
+	return addr, key, reason == ""
+}
+
+// meetLocked records, under d.mu, that a read at now reported the member at addr (key,
+// ident) that no listed host is: one found before is seen again, a new one is found (an
+// event), unless a base host has not told its identity yet (waiting: the member may be
+// it, under the address the server reports; the next read decides, and it returns nil).
+func (d *discovery) meetLocked(addr, key, ident string, waiting bool, now time.Time) *foundHost {
+	f := d.find(key, ident)
+	switch {
+	case f != nil:
+		f.missed = 0
+		if ident != "" {
+			f.ident = ident
+		}
+		return f
+	case waiting:
+		return nil
+	}
+	f = &foundHost{addr: addr, key: key, ident: ident, since: now}
+	d.found = append(d.found, f)
+	d.changed = true
+	d.evs = append(d.evs, failover.Event{Kind: failover.EventDiscovery, Host: addr})
+	return f
+}
+
+// dropMissingLocked counts a missed read for every member found before that this read did
+// not see, and drops those missing DefaultDiscoverMisses reads in a row (an event each).
+func (d *discovery) dropMissingLocked(seen map[*foundHost]bool) {
 	kept := d.found[:0]
 	for _, f := range d.found {
 		if !seen[f] {
@@ -457,6 +486,14 @@ func (c *Cluster) noteMembers(members []Member, history string, now time.Time) {
 	}
 	clear(d.found[len(kept):])
 	d.found = kept
+}
+
+// unnamedNote is Stats.Discovery's note on the members that reported no address that can
+// be dialled ("" when none did): unnamed of them, anonymous with no identity either. On
+// Galera (history, the reader's cluster history) the anonymous ones are taken for the
+// listed nodes of that history that no member's address named (named), as many as there
+// are.
+func unnamedNote(hosts []listedHost, history string, named map[string]bool, unnamed, anonymous int) string {
 	if history != "" && anonymous > 0 {
 		others := 0 // listed nodes of the reader's cluster no address named: the anonymous may be them
 		for _, h := range hosts {
@@ -466,13 +503,12 @@ func (c *Cluster) noteMembers(members []Member, history string, now time.Time) {
 		}
 		unnamed -= min(anonymous, others)
 	}
-	d.note = ""
-	if unnamed > 0 {
-		d.note = fmt.Sprintf("discoverHosts: %d member(s) of the cluster reported no address that can be dialled "+
-			"(a Galera node with wsrep_node_incoming_address unset reports AUTO; a replica without report_host none): "+
-			"set it on them, or map the address the cluster reports (WithDiscoveryMap)", unnamed)
+	if unnamed <= 0 {
+		return ""
 	}
-	d.tellLocked()
+	return fmt.Sprintf("discoverHosts: %d member(s) of the cluster reported no address that can be dialled "+
+		"(a Galera node with wsrep_node_incoming_address unset reports AUTO; a replica without report_host none): "+
+		"set it on them, or map the address the cluster reports (WithDiscoveryMap)", unnamed)
 }
 
 // find returns the member found under key, or with ident, or nil.

@@ -185,35 +185,7 @@ func (c *Cluster) setHosts(hosts []listEntry, keepPrimary, provided bool) ([]fai
 			}
 		}
 	}
-	copied := false
-	list := make([]int, 0, len(hosts))
-	for _, e := range hosts {
-		h := e.ProvidedHost
-		id := -1
-		for i, s := range all {
-			if strings.EqualFold(s.addr, h.Addr) && s.dc == h.DC {
-				id = i
-				break
-			}
-		}
-		if k := slices.Index(free, id); k >= 0 {
-			free = slices.Delete(free, k, k+1) // back in the list: it keeps its state
-		}
-		switch {
-		case id >= 0:
-		case len(free) > 0:
-			if !copied { // readers of the older topo must never see its slice change
-				all, copied = slices.Clone(all), true
-			}
-			id, free = free[0], free[1:]
-			all[id] = newHostState(h.Addr, h.DC)
-		default:
-			// The three-index slice makes append copy, for the same reason.
-			all = append(all[:len(all):len(all)], newHostState(h.Addr, h.DC))
-			id = len(all) - 1
-		}
-		list = append(list, id)
-	}
+	list, all, copied := assignIds(hosts, all, free)
 	from := make([]hostFrom, len(all))
 	for k, id := range list {
 		from[id] = hosts[k].from
@@ -243,6 +215,43 @@ func (c *Cluster) setHosts(hosts []listEntry, keepPrimary, provided bool) ([]fai
 		return evs, nil
 	}
 	return append(evs, failover.Event{Kind: failover.EventHostList, Host: t.hosts[t.primary].addr, Err: nil}), nil
+}
+
+// assignIds gives each entry of hosts its id among all, the hosts ever listed: the id of
+// the host of the same address and DC, or else one of free (ids of hosts that left the
+// list, which nothing holds any more), or else a new one. It returns the list of ids in
+// order, all with the new hosts in it, and whether all's slice was copied (readers of the
+// older topo must never see its slice change: a free id is reused in a copy, and append
+// copies through a three-index slice).
+func assignIds(hosts []listEntry, all []*hostState, free []int) (list []int, _ []*hostState, copied bool) {
+	list = make([]int, 0, len(hosts))
+	for _, e := range hosts {
+		h := e.ProvidedHost
+		id := -1
+		for i, s := range all {
+			if strings.EqualFold(s.addr, h.Addr) && s.dc == h.DC {
+				id = i
+				break
+			}
+		}
+		if k := slices.Index(free, id); k >= 0 {
+			free = slices.Delete(free, k, k+1) // back in the list: it keeps its state
+		}
+		switch {
+		case id >= 0:
+		case len(free) > 0:
+			if !copied {
+				all, copied = slices.Clone(all), true
+			}
+			id, free = free[0], free[1:]
+			all[id] = newHostState(h.Addr, h.DC)
+		default:
+			all = append(all[:len(all):len(all)], newHostState(h.Addr, h.DC))
+			id = len(all) - 1
+		}
+		list = append(list, id)
+	}
+	return list, all, copied
 }
 
 // sameFrom reports whether the members of list came from where they came from in old.
