@@ -52,11 +52,11 @@ integration: server
 gosqldriver-suite: server
 	GO=$(GO) ./scripts/gosqldriver-suite.sh
 
-# The container backend (issue 11), one test body per backend: `make containers` (in `make test`)
+# The container backend, one test body per backend: `make containers` (in `make test`)
 # runs the container-level faults (74 s on a fresh machine; the Galera fixture's test adds 14 s at
 # load 1, 30 s at load 8); `make containers-all` every cluster scenario, the 20 stop/start cycles and the
 # read/write splitting scenarios (19 tests: 4 min 11 s at load 1 to 2, 13 min at load 20; the 8
-# of issue 14 add about 2 min; TestGaleraHarness, every Galera fault, 55 s, 88 s at load 8). The image is built when missing
+# of read/write splitting add about 2 min; TestGaleraHarness, every Galera fault, 55 s, 88 s at load 8). The image is built when missing
 # (scripts/build-image.sh; a set MYSQLFAILOVER_IMAGE skips it). No engine: skipped in one line.
 CONTAINER_TESTS = TestContainerBackend|TestFreezeDetection|TestPartitionedPrimary|TestPromotionUnderWriters|TestKillPrimaryUnderLoad|TestGaleraFixture
 CONTAINER_TESTS_ALL = $(CONTAINER_TESTS)|TestStopStartCyclesNoLeak|TestExample|TestTLSPerHostErrors|TestKillPrimaryIdlePool|TestFreezePrimary|TestResetPeerDuringUpdate|TestReadOnlyOnSecondary|TestFallBackTimer|TestMidTransactionFailure|TestCommitOutcomeUnknown|TestCallerCancellation|TestAllNodesDown|TestKillRestartCyclesNoLeak|TestSessionStateAcrossSwitches|TestReplicaHarness|TestReplicaReadsRouting|TestReplicaLagAvoided|TestCausalReads|TestRoutingKeyAffinity|TestKillReplicaUnderReaders|TestKillPrimaryMixedLoad|TestReplicaSessionState|TestGaleraHarness

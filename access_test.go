@@ -40,7 +40,7 @@ func (*pointerWrapper) Prepare(string) (sqldriver.Stmt, error) { return nil, nil
 func (*pointerWrapper) Close() error                           { return nil }
 func (*pointerWrapper) Begin() (sqldriver.Tx, error)           { return nil, nil }
 
-// Issue 10: the proxy connection is reached from (*sql.Conn).Raw, also behind wrappers,
+// The proxy connection is reached from (*sql.Conn).Raw, also behind wrappers,
 // and the Connector from a *sql.DB.
 func TestConnOfAndConnectorOf(t *testing.T) {
 	p := newPool(t, 2, "")

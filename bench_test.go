@@ -272,7 +272,7 @@ func splitOverMem(b *testing.B) sqldriver.Conn {
 	return overMem(b, 3, func(cfg *dsn.Config) { cfg.ReplicaReads = true })
 }
 
-// BenchmarkRouting is the cost of read/write splitting per query (issue 14's goal: at
+// BenchmarkRouting is the cost of read/write splitting per query (the goal: at
 // most 50 ns and no allocation for a read without a routing key): the proxy without
 // replicaReads (impl=proxy), with it for a statement without intent (impl=split-primary),
 // a read-intent one (impl=split-read, over the two replicas in turn) and one with a

@@ -43,7 +43,7 @@ func pipeDial() (mysql.DialContextFunc, func() []string) {
 		}
 }
 
-// Issue 12: a network registered with mysql.RegisterDialContext is dialled through the
+// A network registered with mysql.RegisterDialContext is dialled through the
 // registered function, and the tracker counts the socket.
 func TestTrackerDialsRegisteredNetwork(t *testing.T) {
 	fn, got := pipeDial()
@@ -65,7 +65,7 @@ func TestTrackerDialsRegisteredNetwork(t *testing.T) {
 	}
 }
 
-// Issue 12: a function registered for "tcp" (an SSH tunnel, SOCKS) is used for tcp hosts,
+// A function registered for "tcp" (an SSH tunnel, SOCKS) is used for tcp hosts,
 // and net.Dialer once it is deregistered; both sockets are tracked.
 func TestTrackerHonoursRegisteredTCP(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -123,7 +123,7 @@ func TestTrackerHonoursRegisteredTCP(t *testing.T) {
 	}
 }
 
-// Issue 12: a unix socket is dialled with net.Dialer and tracked under its path.
+// A unix socket is dialled with net.Dialer and tracked under its path.
 func TestTrackerDialsUnixSocket(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "m.sock")
 	ln, err := net.Listen("unix", path)
@@ -142,7 +142,7 @@ func TestTrackerDialsUnixSocket(t *testing.T) {
 	}
 }
 
-// Issue 12: a network that is neither known to net.Dialer nor registered is an error
+// A network that is neither known to net.Dialer nor registered is an error
 // naming it, from NewConnector (and so from sql.Open), without the password.
 func TestNewConnectorUnregisteredNetwork(t *testing.T) {
 	cfg, err := dsn.Parse("app:Secr3tPw@nosuchnet(h1:3306,h2:3306)/shop")
@@ -165,7 +165,7 @@ func TestNewConnectorUnregisteredNetwork(t *testing.T) {
 	}
 }
 
-// Issue 12: the hosts of a registered network are walked in order, each dialled
+// The hosts of a registered network are walked in order, each dialled
 // through the registered function with its address as written.
 func TestConnectWalksRegisteredNetworkHosts(t *testing.T) {
 	var mu sync.Mutex
@@ -193,7 +193,7 @@ func TestConnectWalksRegisteredNetworkHosts(t *testing.T) {
 	}
 }
 
-// Issue 12: with one host there is no failover: one attempt whatever retriesAllDown
+// With one host there is no failover: one attempt whatever retriesAllDown
 // says, and the dial function's own error, as go-sql-driver returns it (its suite
 // compares it by identity); with two hosts, a NoHostAvailableError after the passes.
 func TestSingleHostReturnsTheHostsError(t *testing.T) {

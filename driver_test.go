@@ -230,7 +230,7 @@ func TestPinnedConnMovesHost(t *testing.T) {
 }
 
 // TestStatementNotRepeatedByDatabaseSQL: a statement whose connection failed after it was
-// sent is not run again, neither by the proxy nor by database/sql (invariant 2), whether
+// sent is not run again, neither by the proxy nor by database/sql (invariant no-silent-rerun), whether
 // the host is gone (the connection moves to H2) or answers (a new session on H1).
 func TestStatementNotRepeatedByDatabaseSQL(t *testing.T) {
 	for _, tc := range []struct {
@@ -320,7 +320,7 @@ func TestPasswordNeverInErrorsOrEvents(t *testing.T) {
 	}
 }
 
-// Issue 9: the DSN's autocommit reaches the connections (go-sql-driver sends it to every
+// The DSN's autocommit reaches the connections (go-sql-driver sends it to every
 // new session): with autocommit=0 every statement runs inside a transaction, so a pinned
 // connection stays on its host when the pool moves, until COMMIT; without it, it moves
 // at once.

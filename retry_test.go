@@ -12,7 +12,7 @@ import (
 	"github.com/mysqlfailover/mysqlfailover/failover"
 )
 
-// Issue 10: one function says what is safe to run again.
+// One function says what is safe to run again.
 func TestSafeToRetry(t *testing.T) {
 	fe := func(maybe bool) error {
 		return &failover.FailoverError{Failed: "H1:3306", Current: "H2:3306", MaybeExecuted: maybe, Err: mysql.ErrInvalidConn}

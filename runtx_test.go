@@ -16,7 +16,7 @@ import (
 	"github.com/mysqlfailover/mysqlfailover/internal/fake"
 )
 
-// Issue 19 part 2: RunInTx runs the function again in a fresh transaction when nothing of
+// RunInTx runs the function again in a fresh transaction when nothing of
 // the last one committed, within its attempts and the caller's context, with jittered
 // backoff; after ErrCommitOutcomeUnknown only with a commit check.
 

@@ -149,7 +149,7 @@ func openPortScript(n *fake.Net, hosts int) {
 	}
 }
 
-// Issue 12: connections that Driver.Open returns for one DSN share one Connector, whose
+// Connections that Driver.Open returns for one DSN share one Connector, whose
 // monitor probes at checkInterval; it outlives the last connection by OpenLinger (a
 // connection opened meanwhile keeps it), then it is closed, its monitor stops, and
 // nothing is left.
@@ -262,7 +262,7 @@ func ownerOf(t *testing.T, sc *sql.Conn) *mysqlfailover.Connector {
 	return c
 }
 
-// Issue 12: Connector.Close of a shared Connector ends it at once (the next connection
+// Connector.Close of a shared Connector ends it at once (the next connection
 // gets a new one); a failed Open leaves no Connector behind after the linger; DSNs that
 // differ (in the password too) have Connectors of their own.
 func TestDriverOpenSharedConnectorLifecycle(t *testing.T) {

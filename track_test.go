@@ -14,7 +14,7 @@ import (
 	"github.com/mysqlfailover/mysqlfailover/internal/cluster"
 )
 
-// Issue 9: the tracker forgets an address once its last socket closes, so a host list
+// The tracker forgets an address once its last socket closes, so a host list
 // whose addresses churn does not grow its map.
 func TestTrackerForgetsClosedAddresses(t *testing.T) {
 	tr := &tracker{}
@@ -38,7 +38,7 @@ func TestTrackerForgetsClosedAddresses(t *testing.T) {
 	}
 }
 
-// Issue 9: go-sql-driver connectors of addresses that left the host list are dropped when
+// Go-sql-driver connectors of addresses that left the host list are dropped when
 // a new one is made.
 func TestHostConnectorsDropUnlistedAddresses(t *testing.T) {
 	cfg, err := dsn.Parse("app:pw@tcp(h1:3306)/shop")

@@ -13,7 +13,7 @@ import (
 	"github.com/mysqlfailover/mysqlfailover/failover"
 )
 
-// Issue 19 part 4: a single-host DSN whose host has the wrong role returns the
+// A single-host DSN whose host has the wrong role returns the
 // NoHostAvailableError, which names the host and its role, not a bare role error; nothing
 // was sent, so SafeToRetry says RetryStatement.
 func TestSingleHostWrongRole(t *testing.T) {
@@ -37,7 +37,7 @@ func TestSingleHostWrongRole(t *testing.T) {
 	}
 }
 
-// Issue 19 part 1 through the driver: SafeToRetry says RetryTransaction for the 1205 that
+// Through the driver: SafeToRetry says RetryTransaction for the 1205 that
 // rolled back the whole transaction and for the statements refused after it, and the
 // errors reach the server's.
 func TestServerEndedSafeToRetry(t *testing.T) {

@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// Issue 19: transactionReplay and its limits (MaxScale's transaction_replay_max_size,
+// TransactionReplay and its limits (MaxScale's transaction_replay_max_size,
 // _attempts and _timeout: 1 MiB, 5, 30 s).
 
 func TestParseReplayOptions(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 	"github.com/mysqlfailover/mysqlfailover/integration/harness"
 )
 
-// TestCausalReadsWritePaths (issue 24): causal reads count every write, whatever path it
+// TestCausalReadsWritePaths: causal reads count every write, whatever path it
 // took to the primary, on real servers. One 2-node cluster for every subtest: node 1 the
 // primary, node 2 its one replica held back (MASTER_DELAY: replicating, applying nothing), so that a read it serves
 // after a write can never see that write (a stale read, deterministic); every read-intent

@@ -16,7 +16,7 @@ import (
 	"github.com/mysqlfailover/mysqlfailover/integration/harness"
 )
 
-// The scenarios of issue 11 written for the container backend. Partition and promotion
+// The cluster scenarios written for the container backend. Partition and promotion
 // run on both backends (the process backend cuts replication with per-replica proxies,
 // harness.WithReplicationLinks); the stop/start cycles run on containers only
 // (containerOnly), since they add 45 s to the process suite and
@@ -26,7 +26,7 @@ import (
 func containerOnly(t *testing.T) {
 	t.Helper()
 	if os.Getenv(harness.EnvBackend) != "container" {
-		t.Skipf("container-only scenario (issue 11): run with %s=container", harness.EnvBackend)
+		t.Skipf("container-only scenario: run with %s=container", harness.EnvBackend)
 	}
 }
 
@@ -97,7 +97,7 @@ func cfRowsByPort(ctx context.Context, t *testing.T, c *harness.Cluster, node in
 	return total, perNode
 }
 
-// TestPartitionedPrimary (issue 11): node 1 cut off from its replicas for 2 s under four
+// TestPartitionedPrimary: node 1 cut off from its replicas for 2 s under four
 // autocommit writers through mysqlfailover (the client still reaches it). The pool stays
 // on node 1 and not one write fails; the replicas receive nothing during the partition
 // (their row count stays where it was); node 1 answers on its published port (admin) and
@@ -164,7 +164,7 @@ func TestPartitionedPrimary(t *testing.T) {
 	fig("catch_up_after_heal_ms", catchUp.Milliseconds())
 }
 
-// TestPromotionUnderWriters (issue 11): failovertest.Cluster.Promote(2) under four
+// TestPromotionUnderWriters: failovertest.Cluster.Promote(2) under four
 // autocommit writers with targetSessionAttrs=read-write: node 1 turns read-only, node 2
 // takes over, node 3 and node 1 replicate from node 2. No write fails beyond the one a
 // writer may have in flight (none is expected: mysqlfailover re-runs a write refused

@@ -23,7 +23,7 @@ import (
 	"github.com/mysqlfailover/mysqlfailover/integration/harness"
 )
 
-// Operator control (issue 5): SwitchTo, a host list served over HTTP, and a host whose
+// Operator control: SwitchTo, a host list served over HTTP, and a host whose
 // credentials stop working.
 
 // TestSwitchToUnderLoad: 16 goroutines read (SELECT @@port) through a 16-connection pool

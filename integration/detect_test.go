@@ -18,7 +18,7 @@ import (
 	"github.com/mysqlfailover/mysqlfailover/integration/harness"
 )
 
-// Failure detection (issue 13): each host's probe timeout follows its own probe round
+// Failure detection: each host's probe timeout follows its own probe round
 // trips (RFC 6298, package failover's Active health). At checkInterval=100ms and
 // failoverDelay=100ms a frozen or blackholed primary whose probes answer in a few ms is
 // left quickly, and a primary that is slow but alive is never left.

@@ -51,7 +51,7 @@ func openConns(cn *mysqlfailover.Connector, addr string) int {
 	return -2
 }
 
-// TestRegisteredNetwork (issue 12): a DSN with a network registered with
+// TestRegisteredNetwork: a DSN with a network registered with
 // mysql.RegisterDialContext, "app:apppw@tunnel(h1,h2,h3)/app", dials every host
 // through the registered function; the tracker counts those sockets (Stats.OpenConns);
 // node 1 killed, the pool fails over to node 2 through the same function. A network
@@ -108,7 +108,7 @@ func TestRegisteredNetwork(t *testing.T) {
 	}
 }
 
-// TestRegisteredTCPDialer (issue 12): a function registered for "tcp" itself (an SSH
+// TestRegisteredTCPDialer: a function registered for "tcp" itself (an SSH
 // tunnel, SOCKS) dials every connection of a tcp(...) DSN, probes included, and the
 // tracker still counts the sockets.
 func TestRegisteredTCPDialer(t *testing.T) {
@@ -136,7 +136,7 @@ func TestRegisteredTCPDialer(t *testing.T) {
 	}
 }
 
-// TestUnixSocket (issue 12): unix(/path) works, as in go-sql-driver: one socket is one
+// TestUnixSocket: unix(/path) works, as in go-sql-driver: one socket is one
 // host, dialled with net.Dialer and tracked; a list of sockets is an error.
 func TestUnixSocket(t *testing.T) {
 	c := harness.Start(t, 1)

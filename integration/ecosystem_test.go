@@ -32,7 +32,7 @@ import (
 	"github.com/mysqlfailover/mysqlfailover/integration/harness"
 )
 
-// Issue 10: the libraries people open their pools with, each through mysqlfailover on a real
+// The libraries people open their pools with, each through mysqlfailover on a real
 // 3-node cluster. Each test shows the library works, and that the public API reaches the
 // driver behind whatever *sql.DB the library made: mysqlfailover.ConnectorOf (Stats,
 // SwitchTo) and mysqlfailover.ConnOf inside (*sql.Conn).Raw (Host, ReadOnly, SetReadOnly),
@@ -567,7 +567,7 @@ func TestDriverWrappers(t *testing.T) {
 }
 
 // TestDriverOpenOnlyWrapper: through a wrapper that calls only Driver.Open (sqlmw around
-// Open alone), the connections of one DSN share one Connector (issue 12): its monitor
+// Open alone), the connections of one DSN share one Connector: its monitor
 // probes every host at checkInterval (the server counts the probes' SELECTs), and once
 // db.Close has closed the last connection, the Connector is closed after openLinger:
 // the probe connections are gone from every server and Connect fails with ErrClosed.

@@ -21,7 +21,7 @@ import (
 	"github.com/mysqlfailover/mysqlfailover/integration/harness"
 )
 
-// Helpers of the issue 9 scenarios (faults of one session, full hosts, per-host connect
+// Helpers of the scenarios (faults of one session, full hosts, per-host connect
 // failures, transactions opened in SQL): a pool with its connector and events, a
 // background workload of autocommit writers on pinned connections, and the checks of
 // where the pool is and of the rows on every node.

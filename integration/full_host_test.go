@@ -14,7 +14,7 @@ import (
 	"github.com/mysqlfailover/mysqlfailover/integration/harness"
 )
 
-// Issue 9, fault class 2 (case 10 d): a full host is not a down host. Other clients
+// A full host is not a down host (case 10 d). Other clients
 // (app-user sessions: MariaDB keeps one extra connection for SUPER, so root fillers would
 // not fill it) take every connection node 1 allows, and a new connection of the pool gets
 // 1040 "Too many connections". That never moves the pool's active host and never disturbs

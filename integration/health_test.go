@@ -18,7 +18,7 @@ import (
 	"github.com/mysqlfailover/mysqlfailover/integration/harness"
 )
 
-// Active health probes (issue 5): checkInterval, failoverDelay, switchBackDelay, the
+// Active health probes: checkInterval, failoverDelay, switchBackDelay, the
 // abort of a dead host's statements, per-host backoff and one walk per pool.
 
 // healthOpen opens a mysqlfailover pool through the connector API with its events

@@ -132,7 +132,7 @@ func warmPool(t *testing.T, ctx context.Context, c *harness.Cluster, db *sql.DB,
 	}
 }
 
-// commErr reports whether err is a communication error as DESIGN.md (invariant 1) lists
+// commErr reports whether err is a communication error as invariant classify-then-judge (docs/design.md) lists
 // them, read from its values alone (errors.Is, errors.As), as a user can: a
 // *mysql.MySQLError of SQLSTATE class 08, mysql.ErrInvalidConn, driver.ErrBadConn, io.EOF,
 // io.ErrUnexpectedEOF, net.ErrClosed, a refused, reset or aborted connection, a broken

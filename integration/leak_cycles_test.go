@@ -48,7 +48,7 @@ func TestKillRestartCyclesNoLeak(t *testing.T) {
 	lcCycles(t, func(_ context.Context, n *harness.Node) error { return n.Kill() })
 }
 
-// TestStopStartCyclesNoLeak (issue 11): TestKillRestartCyclesNoLeak's twenty cycles and
+// TestStopStartCyclesNoLeak: TestKillRestartCyclesNoLeak's twenty cycles and
 // checks with a clean shutdown instead of kill -9 (Node.Stop: SIGTERM; docker stop on
 // the container backend, whose start then reuses the container, its data and its
 // published port).

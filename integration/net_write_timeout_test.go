@@ -7,7 +7,7 @@ import (
 	"github.com/mysqlfailover/mysqlfailover/integration/harness"
 )
 
-// Issue 9, fault class 1: a slow reader. With net_write_timeout=1 (a session variable set
+// A fault of one session: a slow reader. With net_write_timeout=1 (a session variable set
 // through the DSN), a client that stops reading a large result makes the server's write
 // block; after a second the server gives up on the session (Aborted_clients) and closes
 // it. The host is fine: when the client reads on it gets the rows that were buffered, then

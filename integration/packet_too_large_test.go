@@ -11,7 +11,7 @@ import (
 	"github.com/mysqlfailover/mysqlfailover/integration/harness"
 )
 
-// Issue 9, fault class 1: a statement bigger than the server's max_allowed_packet. The
+// A fault of one session: a statement bigger than the server's max_allowed_packet. The
 // server answers 1153 (08S01, "Got a packet bigger than 'max_allowed_packet' bytes") and
 // closes the session; a client still writing may instead see its write fail. Either way
 // the host is fine: the caller gets a *failover.FailoverError with Failed == Current, the

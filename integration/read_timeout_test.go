@@ -12,7 +12,7 @@ import (
 	"github.com/mysqlfailover/mysqlfailover/integration/harness"
 )
 
-// Issue 9, fault class 1: a statement that runs longer than readTimeout on a live host.
+// A fault of one session: a statement that runs longer than readTimeout on a live host.
 // go-sql-driver's read times out and it closes the connection (mysql.ErrInvalidConn),
 // exactly as for a hung host; but node 1 answers a new connection at once, so the caller
 // gets a *failover.FailoverError with Failed == Current and MaybeExecuted (the statement

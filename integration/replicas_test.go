@@ -20,7 +20,7 @@ import (
 	"github.com/mysqlfailover/mysqlfailover/integration/harness"
 )
 
-// Read/write splitting (issue 14) on real replicas: replicaReads, maxReplicaLag,
+// Read/write splitting on real replicas: replicaReads, maxReplicaLag,
 // replicaSelection, causalReads, routing keys, replica sessions, and replicas or the
 // primary killed under read-intent load. Who served a statement is read from the
 // statement itself (@@port, @@server_id), never from the driver. Counts are asserted;
@@ -135,7 +135,7 @@ func setConnReadOnly(ctx context.Context, sc *sql.Conn, on bool) error {
 }
 
 // TestReplicaHarness checks the harness's replica helpers with go-sql-driver alone (no
-// issue 14 option): StopReplicaSQL leaves node 2 at its position while node 3 applies a
+// read/write splitting option): StopReplicaSQL leaves node 2 at its position while node 3 applies a
 // write, its lag reads unknown (-1) and WaitReplicasCaughtUp leaves it out;
 // StartReplicaSQL lets it catch up; the app user reads SHOW SLAVE STATUS (SHOW REPLICA
 // STATUS) as the harness sets it up, not after RevokeReplicaMonitor, again after
@@ -231,7 +231,7 @@ func TestReplicaHarness(t *testing.T) {
 
 // TestReplicaReadsRouting: where each kind of statement runs.
 //
-//   - off: no issue 14 option. Every intent (WithReadIntent, a ReadOnly transaction, a
+//   - off: no read/write splitting option. Every intent (WithReadIntent, a ReadOnly transaction, a
 //     connection after SetReadOnly(true)) runs on node 1, and the pool opens no session
 //     to the replicas (their processlists show no app-user session).
 //   - intents: replicaReads=true&checkInterval=100ms. The three intents run on nodes 2
@@ -391,7 +391,7 @@ func TestReplicaReadsRouting(t *testing.T) {
 			what, tctx, want, wantName := "a ReadOnly transaction", ctx, replica, "a replica"
 			if k%2 == 1 {
 				// Read-write, on a request context that carries read intent: its writes
-				// must work, so it stays on the primary (issue 20).
+				// must work, so it stays on the primary.
 				opts, what, tctx, want, wantName = nil, "a read-write transaction begun with a read-intent context", readIntent(ctx), isPrimary, "node 1"
 			}
 			x, err := p.db.BeginTx(tctx, opts)

@@ -21,7 +21,7 @@ import (
 	"github.com/mysqlfailover/mysqlfailover/integration/harness"
 )
 
-// Roles (issue 3): targetSessionAttrs, and a primary demoted under a write workload.
+// Roles: targetSessionAttrs, and a primary demoted under a write workload.
 
 // rolesPace is the pause of a load worker between two operations.
 const rolesPace = 5 * time.Millisecond

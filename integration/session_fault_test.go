@@ -14,7 +14,7 @@ import (
 	"github.com/mysqlfailover/mysqlfailover/integration/harness"
 )
 
-// Issue 9, fault class 1 (cases 09, 10 b): the server ends one session on a healthy host.
+// A fault of one session (cases 09, 10 b): the server ends one session on a healthy host.
 // A KILL of a busy or idle session, or a KILL QUERY, proves nothing about the host: the
 // caller of the statement that hit it gets the error (a *failover.FailoverError with
 // Failed == Current, or for KILL QUERY the plain 1317), the connection has a new session

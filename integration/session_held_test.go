@@ -11,7 +11,7 @@ import (
 	"github.com/mysqlfailover/mysqlfailover/integration/harness"
 )
 
-// TestSessionHeldState (invariant 11): state a session holds that the driver cannot carry
+// TestSessionHeldState (invariant state-never-dropped-silently): state a session holds that the driver cannot carry
 // to another session (a named lock, a temporary table, user variables, the value
 // LAST_INSERT_ID() reads) is never dropped silently, on real servers:
 //

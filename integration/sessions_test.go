@@ -1,6 +1,6 @@
 package integration
 
-// The server sessions a read/write-splitting pool holds (issue 23): the replica sessions
+// The server sessions a read/write-splitting pool holds: the replica sessions
 // are the pool's, shared, so that those open on a replica follow the concurrent reads.
 
 import (

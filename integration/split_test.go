@@ -1,6 +1,6 @@
 package integration
 
-// Read/write splitting that holds (issue 20): reads while no writer answers, replica
+// Read/write splitting that holds: reads while no writer answers, replica
 // sessions of pinned connections, causal reads after a session change, a failed batch and
 // a move, and the statements that stay on the primary whatever their intent.
 

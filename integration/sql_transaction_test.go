@@ -13,7 +13,7 @@ import (
 	"github.com/mysqlfailover/mysqlfailover/integration/harness"
 )
 
-// Issue 9, fault class 4 (invariant 3, cases 03, 12): every open transaction is known,
+// Transactions opened by statements (invariant one-host-per-transaction, cases 03, 12): every open transaction is known,
 // however it was opened: START TRANSACTION or BEGIN run as statements on a pinned
 // *sql.Conn, autocommit=0 from the DSN, SET autocommit=0. While one is open no fall-back
 // and no pool move touches that connection: its statements stay in the same session until

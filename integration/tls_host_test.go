@@ -17,7 +17,7 @@ import (
 	"github.com/mysqlfailover/mysqlfailover/integration/harness"
 )
 
-// Issue 9, fault class 3: connect failures that belong to one host. A TLS handshake or
+// Connect failures that belong to one host. A TLS handshake or
 // verification error (an expired certificate, a certificate for another name, a server
 // without TLS) or a malformed greeting counts against that host only: the walk goes on to
 // the next host, and when none works the *failover.NoHostAvailableError lists each host

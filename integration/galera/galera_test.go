@@ -1,4 +1,4 @@
-// Package galera runs mysqlfailover against a real MariaDB Galera cluster (issue 18): the
+// Package galera runs mysqlfailover against a real MariaDB Galera cluster: the
 // server's word about its readiness beats the socket. It is a package of its own so that
 // `go test ./...` runs it beside the big integration package.
 package galera

@@ -1,4 +1,4 @@
-// Package txtest runs the transaction scenarios of issue 19 against real MariaDB
+// Package txtest runs the transaction scenarios against real MariaDB
 // servers: transactions the server rolled back (a deadlock, a lock wait timeout under
 // innodb_rollback_on_timeout), mysqlfailover.RunInTx through failures, and transaction
 // replay (transactionReplay=true). It is a package of its own so that it runs beside the

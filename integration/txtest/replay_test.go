@@ -19,7 +19,7 @@ import (
 	"github.com/mysqlfailover/mysqlfailover/integration/harness"
 )
 
-// Issue 19 part 3: transaction replay (transactionReplay=true) against real servers.
+// Transaction replay (transactionReplay=true) against real servers.
 // Nodes 2 and 3 are writable islands (read_only OFF, replication stopped after the
 // tables were created), so a row can be on them only if the driver wrote it there, and a
 // replay that repeated too much (an autocommit row, a COMMIT) would show. Node 1's proxy

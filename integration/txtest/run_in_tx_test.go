@@ -13,7 +13,7 @@ import (
 	"github.com/mysqlfailover/mysqlfailover/integration/harness"
 )
 
-// Issue 19 part 2: RunInTx commits the application's transaction exactly once through a
+// RunInTx commits the application's transaction exactly once through a
 // deadlock, an interrupted COMMIT (the reply lost after the server committed, or the
 // COMMIT lost before it: with and without a commit check) and a kill of the primary
 // (node 2 promoted meanwhile). fn inserts its key into app.runs, and the check reads it

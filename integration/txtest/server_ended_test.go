@@ -15,7 +15,7 @@ import (
 	"github.com/mysqlfailover/mysqlfailover/integration/harness"
 )
 
-// Issue 19 part 1, invariant 3: a transaction the server rolled back while its session
+// Invariant one-host-per-transaction: a transaction the server rolled back while its session
 // lived on is over. Without the driver's refusal, code that carries on after a deadlock
 // commits the statements after it one by one (the server runs them in autocommit mode)
 // and Commit returns nil; code that follows "run the statement again" after a 1205 that

@@ -10,7 +10,7 @@ import (
 	"github.com/mysqlfailover/mysqlfailover/failover"
 )
 
-// TestCallerCancelDuringAttemptIsNotTheHosts (invariants 1 and 7): a host attempt that
+// TestCallerCancelDuringAttemptIsNotTheHosts (invariants classify-then-judge and bounded-waiting): a host attempt that
 // ends because the caller's context ended says nothing of the host: it is not put into
 // backoff (nor suspect), and the next connection tries it first and lands there.
 func TestCallerCancelDuringAttemptIsNotTheHosts(t *testing.T) {

@@ -512,7 +512,7 @@ func TestAllHostsDown(t *testing.T) {
 }
 
 // TestSkippedPrimaryIsNamed: a primary skipped because fall-back is not due still appears
-// in the error, with the reason (invariant 7).
+// in the error, with the reason (invariant bounded-waiting).
 func TestSkippedPrimaryIsNamed(t *testing.T) {
 	r := newRig(t, 3, func(o *rigOpts) { o.RetriesAllDown = 1 })
 	r.down(0)

@@ -143,7 +143,7 @@ const (
 	// is what a steady one is given.
 	DefaultProbePatience = 3
 	// DefaultMaxStall is how much later than its smoothed round trip an alive host may
-	// answer a probe without failing it (duration, 200 ms): issue 18's slow primaries,
+	// answer a probe without failing it (duration, 200 ms): slow primaries,
 	// a latency that steps or jumps to 200 ms, jitter of up to 200 ms, an fsync stall or
 	// a noisy neighbour, must cause no failover, however steady the host's round trips
 	// were before (its RTTVAR small). Linux's TCP keeps its retransmission timeout at

@@ -69,9 +69,9 @@ func slowRig(t *testing.T, failoverDelay time.Duration) (r *rig, lat *atomic.Int
 	return r, lat
 }
 
-// Issue 13: a host's probe timeout follows its probe round trips as RFC 6298's RTO:
+// A host's probe timeout follows its probe round trips as RFC 6298's RTO:
 // SRTT + max(50ms, 4*RTTVAR), the fixed 500 ms before the first passed probe, and a
-// probe waits 3 times that, or SRTT + 225ms (the stall of issue 18) when that is longer
+// probe waits 3 times that, or SRTT + 225ms (DefaultMaxStall and DefaultStallMargin) when that is longer
 // (HostStats.ProbeTimeout). Each expected value is worked out next to it.
 func TestProbeTimeoutFollowsRoundTrips(t *testing.T) {
 	r, lat := slowRig(t, 100*time.Millisecond)
@@ -97,7 +97,7 @@ func TestProbeTimeoutFollowsRoundTrips(t *testing.T) {
 	}
 }
 
-// Issue 13: an answer later than the probe timeout but within 3 times it passes, on the
+// An answer later than the probe timeout but within 3 times it passes, on the
 // same connection, and is a sample (no ambiguity: nothing was sent again), so a host
 // that turns slow raises its own timeout instead of being called down. Without the
 // patience the 120 ms answer below fails against a 51 ms timeout.
@@ -120,11 +120,11 @@ func TestProbeLateAnswerIsASample(t *testing.T) {
 	}
 }
 
-// Issue 13: a probe that gets no answer within its wait fails and takes no sample
+// A probe that gets no answer within its wait fails and takes no sample
 // (Karn's rule); the timeout doubles (to at most 500 ms, the fixed bound, or twice the
 // timeout), and while the host is not declared down the monitor probes again at once; a
 // frozen host whose round trips took 1 ms fails its first probe 226 ms (1 + 225, the
-// stall wait of issue 18, more than 3 x 51) after it began, and with failoverDelay 400ms
+// stall wait, more than 3 x 51) after it began, and with failoverDelay 400ms
 // is declared down by the next one, which waits the 174 ms the run has left; once down
 // its probes wait one timeout; a passed probe ends the doubling. The hung probes wait
 // for their contexts (226 + 174 + 204 ms of real time).
@@ -194,7 +194,7 @@ func (c *lateConn) QueryContext(ctx context.Context, q string, args []driver.Nam
 	return rows, err
 }
 
-// Issue 13: a probe whose timeout fired more than 50 ms late (the monitor's own process
+// A probe whose timeout fired more than 50 ms late (the monitor's own process
 // was paused: the answer may be unread in the socket) says nothing of its host, once in
 // a row: no failed probe, no state change, the probe repeated at once; a second late
 // timeout in a row counts. The hung probes wait for their contexts: 153 + 306 ms of real

@@ -140,7 +140,7 @@ func (c *schedConn) QueryContext(ctx context.Context, q string, args []driver.Na
 }
 
 // newSchedRig returns a started monitor over len(lat) fake hosts answering after lat at
-// checkInterval 100ms and failoverDelay 100ms (the settings of issue 18).
+// checkInterval 100ms and failoverDelay 100ms (the 300 ms detection setting).
 func newSchedRig(t *testing.T, lat ...time.Duration) *schedRig {
 	hosts := len(lat)
 	s := &schedRig{sc: newStepClock(), lat: make([]atomic.Int64, hosts), starts: make([][]time.Duration, hosts)}
@@ -230,7 +230,7 @@ func ms(ds ...int) []time.Duration {
 	return out
 }
 
-// Issue 18: each host's probes run on a fixed-rate schedule of their own: a probe starts
+// Each host's probes run on a fixed-rate schedule of their own: a probe starts
 // a period after the previous one of its host started, not a period after it ended (its
 // round trip is not added to every gap), and right after it ended when it took longer
 // than the period; the active host's period is checkInterval/2, the others'
@@ -255,7 +255,7 @@ func TestMonitorProbeSchedule(t *testing.T) {
 	}
 }
 
-// Issue 18: no host's probes wait for another's: H2's probe takes 10 s to be answered
+// No host's probes wait for another's: H2's probe takes 10 s to be answered
 // (a far or hung host), and meanwhile H1, the active host, is probed every 50 ms as
 // before. (The monitor used to run rounds: each waited for its slowest probe.)
 func TestMonitorSlowHostDoesNotHoldBackActive(t *testing.T) {
@@ -269,7 +269,7 @@ func TestMonitorSlowHostDoesNotHoldBackActive(t *testing.T) {
 	}
 }
 
-// Issue 18's frozen-primary bound at checkInterval=100ms&failoverDelay=100ms, on the
+// The frozen-primary bound at checkInterval=100ms&failoverDelay=100ms, on the
 // clock: H1, the active host, answers in 1 ms and freezes right after an answer (the
 // worst phase: its next probe is a whole period away). Its next probe starts 50 ms
 // after the last (its period is checkInterval/2) and waits 226 ms (SRTT 1 + 225: the
@@ -318,6 +318,6 @@ func TestMonitorFrozenActiveHostBound(t *testing.T) {
 		t.Errorf("the pool left the frozen H1 %v after the freeze (on the clock), want %v: 49 ms to its next probe and the probe's 226 ms wait", took, want)
 	}
 	if took > 300*time.Millisecond {
-		t.Errorf("left %v after the freeze, beyond issue 18's 300 ms", took)
+		t.Errorf("left %v after the freeze, beyond the 300 ms bound", took)
 	}
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/mysqlfailover/mysqlfailover/internal/cluster"
 )
 
-// Issue 18's slow primaries: the probe's wait tells a host that answers late from one
+// Slow primaries: the probe's wait tells a host that answers late from one
 // that does not answer. Every test here runs at failoverDelay 100ms (the issue's
 // setting), so that one failed probe (it waits more than 100 ms) moves the pool: a
 // single late answer taken for a death shows as a switch.

@@ -839,7 +839,7 @@ func TestMonitorActsOnActiveHostFirst(t *testing.T) {
 	}
 }
 
-// Issue 9: a host whose probe connection has to be opened again and that answers full
+// A host whose probe connection has to be opened again and that answers full
 // (1040) is up: it is not made suspect, and with failoverDelay 0 the pool does not leave it.
 func TestProbeOfAFullHostPasses(t *testing.T) {
 	r, ab := monRig(t, 3, func(o *rigOpts) { o.FailoverDelay = 0 })

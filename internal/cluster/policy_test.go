@@ -720,7 +720,7 @@ func TestStandbyTargetReturnsToLocalDC(t *testing.T) {
 	}
 }
 
-// Issue 9: a prefer-standby pool that leaves a remote standby for a local writer as a
+// A prefer-standby pool that leaves a remote standby for a local writer as a
 // last resort (no standby answers) is not home there: the fall-back clocks make it look
 // for a local standby again, and it returns to one once it is back. (It used to take
 // the writer for home, since the last-resort flag was only set when leaving home.)

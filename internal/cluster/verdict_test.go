@@ -41,7 +41,7 @@ var sessionCauses = []struct {
 	{"4031 inactivity", myErr(4031, "HY000", "The client was disconnected by the server because of inactivity")},
 }
 
-// Issue 9, host verdict: a session's death on a host that answers leaves the pool where
+// The host verdict: a session's death on a host that answers leaves the pool where
 // it is; the connection gets a new session on the same host, and the event says so.
 func TestRecoverSessionOnlyStaysOnTheHost(t *testing.T) {
 	for _, tc := range sessionCauses {
@@ -77,7 +77,7 @@ func TestRecoverSessionOnlyStaysOnTheHost(t *testing.T) {
 	}
 }
 
-// Issue 9: a host that does not answer the check is down: today's failover, and the
+// A host that does not answer the check is down: today's failover, and the
 // host is in backoff, so that the connections whose sessions end a moment later move
 // without a check of their own.
 func TestRecoverHostDownMoves(t *testing.T) {
@@ -103,7 +103,7 @@ func TestRecoverHostDownMoves(t *testing.T) {
 	}
 }
 
-// Issue 9: what the Cluster already knows decides without a check: a host in backoff
+// What the Cluster already knows decides without a check: a host in backoff
 // after a failed attempt a moment ago, a host whose probes failed, and a server that said
 // it is shutting down.
 func TestRecoverKnownDownSkipsTheCheck(t *testing.T) {
@@ -163,7 +163,7 @@ func TestRecoverKnownDownSkipsTheCheck(t *testing.T) {
 	})
 }
 
-// Issue 9: the check is quick for a host whose attempts are usually fast, because a frozen
+// The check is quick for a host whose attempts are usually fast, because a frozen
 // host accepts TCP and never greets; a server that itself ended the session is up, and
 // its check gets the usual bounds.
 func TestRecoverCheckBound(t *testing.T) {
@@ -214,7 +214,7 @@ func TestRecoverCheckBound(t *testing.T) {
 	}
 }
 
-// Issue 9: the check is made once for all the sessions on a host that end at the same
+// The check is made once for all the sessions on a host that end at the same
 // moment: when the host is down only one attempt reaches it before the pool moves, and
 // every connection lands on H2.
 func TestRecoverOneCheckForManySessions(t *testing.T) {
@@ -275,7 +275,7 @@ func TestRecoverOneCheckForManySessions(t *testing.T) {
 // checkWaiters returns how many connections wait for the check of H1 in progress.
 func checkWaiters(r *rig) int { return cluster.CheckWaiters(r.cl, primary) }
 
-// Issue 9, a full host is not a down host: a connection that joins the pool and finds its
+// A full host is not a down host: a connection that joins the pool and finds its
 // host full waits and tries again; a short burst is invisible, a lasting one is an error
 // naming the host and the number, and nothing else changes: the pool stays, no other host
 // is tried, the host is not marked down.
@@ -418,7 +418,7 @@ func fullRig(t *testing.T, r *rig, hostTimeout time.Duration, answer func() erro
 	return cl
 }
 
-// Issue 9, requirement 3: a TLS or greeting failure belongs to its host: the walk goes on,
+// A TLS or greeting failure belongs to its host: the walk goes on,
 // and when every host fails so, the error names each host with its own failure. A
 // refusal every host would repeat (access denied) still ends the walk.
 func TestPerHostConnectFailures(t *testing.T) {
@@ -488,7 +488,7 @@ func TestErrorZeroValues(t *testing.T) {
 	}
 }
 
-// Issue 9: host ids are reclaimed. A host list whose addresses churn keeps the host table
+// Host ids are reclaimed. A host list whose addresses churn keeps the host table
 // at the size of the list, plus the hosts that left it while a physical connection to
 // them is still held; an id is never given away while such a connection is out.
 func TestHostIDsAreReclaimed(t *testing.T) {

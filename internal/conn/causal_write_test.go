@@ -13,7 +13,7 @@ import (
 	"github.com/mysqlfailover/mysqlfailover/internal/fake"
 )
 
-// Causal reads count every write, whatever path it took to the primary (issue 24): a
+// Causal reads count every write, whatever path it took to the primary: a
 // statement run with ExecContext, a write sent with QueryContext (INSERT ... RETURNING),
 // a statement with arguments (go-sql-driver answers ExecContext and QueryContext with
 // driver.ErrSkip unless interpolateParams is set, and database/sql prepares it: the

@@ -9,7 +9,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 )
 
-// Issue 10: error texts say each thing once: the module's prefix, what became of the
+// Error texts say each thing once: the module's prefix, what became of the
 // transaction, and the failure.
 func TestErrorTextsSayEachThingOnce(t *testing.T) {
 	var texts []string

@@ -21,7 +21,7 @@ import (
 	"github.com/mysqlfailover/mysqlfailover/internal/fake"
 )
 
-// Invariants 1 and 2: a communication error closes the physical connection, moves to the
+// Invariants classify-then-judge and no-silent-rerun: a communication error closes the physical connection, moves to the
 // next host and restores the session there, and only then returns a *FailoverError that
 // wraps the cause and never matches driver.ErrBadConn. The statement is not run again.
 func TestCommunicationErrorSwitchesThenReturnsFailoverError(t *testing.T) {
@@ -72,7 +72,7 @@ func TestCommunicationErrorSwitchesThenReturnsFailoverError(t *testing.T) {
 	}
 }
 
-// Invariant 2 through database/sql: it does not run the statement again after a
+// Invariant no-silent-rerun through database/sql: it does not run the statement again after a
 // FailoverError (it would after driver.ErrBadConn), and a pinned *sql.Conn's next
 // statement runs on the new host.
 func TestDatabaseSQLDoesNotRerunAfterFailoverError(t *testing.T) {
@@ -117,7 +117,7 @@ func TestDatabaseSQLDoesNotRerunAfterFailoverError(t *testing.T) {
 	})
 }
 
-// Invariant 1: data errors come from a healthy connection: they pass through untouched
+// Invariant classify-then-judge: data errors come from a healthy connection: they pass through untouched
 // (the same value), nothing switches, and the connection stays usable on H1.
 func TestDataErrorsPassThroughUntouched(t *testing.T) {
 	const bad, next = "INSERT INTO t VALUES(1)", "SELECT 1"
@@ -149,7 +149,7 @@ func TestDataErrorsPassThroughUntouched(t *testing.T) {
 	}
 }
 
-// Invariant 2: driver.ErrBadConn proves nothing was sent: outside a transaction the proxy
+// Invariant no-silent-rerun: driver.ErrBadConn proves nothing was sent: outside a transaction the proxy
 // repeats the statement once on the new host and the caller sees success.
 func TestBadConnOutsideTransactionIsRetriedOnceOnNewHost(t *testing.T) {
 	const ins = "INSERT INTO t VALUES(1)"
@@ -207,7 +207,7 @@ func TestBadConnOutsideTransactionIsRetriedOnceOnNewHost(t *testing.T) {
 	})
 }
 
-// Invariants 2 and 3: inside a transaction even a provably unsent statement is not
+// Invariants no-silent-rerun and one-host-per-transaction: inside a transaction even a provably unsent statement is not
 // repeated: the transaction is lost.
 func TestBadConnInsideTransactionIsNotRetriedAndLosesTransaction(t *testing.T) {
 	const ins = "INSERT INTO t VALUES(1)"
@@ -260,7 +260,7 @@ func (c *ending) Err() error {
 	return nil
 }
 
-// Case 02 (ctx-cancel-is-not-a-host-failure), invariant 1: the caller's context ending is
+// Case 02 (ctx-cancel-is-not-a-host-failure), invariant classify-then-judge: the caller's context ending is
 // not a host failure: the error matches the context error (never ErrBadConn), no host is
 // reported, the pool stays on H1, and a physical connection go-sql-driver closed is
 // replaced on the same host by the next statement.
@@ -357,7 +357,7 @@ func TestCancelledConnectionIsReplacedOnSameHostThroughDatabaseSQL(t *testing.T)
 	e.allMet()
 }
 
-// Invariant 5: one failure moves the pool; another logical connection on the failed host
+// Invariant pool-moves-as-one: one failure moves the pool; another logical connection on the failed host
 // moves before its next statement, with no error and nothing sent to the old host.
 func TestPoolMovesAsOne(t *testing.T) {
 	const a1, b1 = "INSERT INTO t VALUES('a')", "INSERT INTO t VALUES('b')"
@@ -378,7 +378,7 @@ func TestPoolMovesAsOne(t *testing.T) {
 	e.allMet()
 }
 
-// Invariant 5 through database/sql: an idle connection on the host the pool left drops its
+// Invariant pool-moves-as-one through database/sql: an idle connection on the host the pool left drops its
 // physical connection in ResetSession and joins the pool's host before the caller's
 // statement, which runs there without an error; database/sql opens no new connection.
 func TestResetSessionMovesIdleConnectionOnLeftHost(t *testing.T) {
@@ -454,7 +454,7 @@ func TestResetSessionIsForwardedAndReplacesStaleConnection(t *testing.T) {
 	}
 }
 
-// Invariant 5: IsValid reports false once the physical connection is gone, so that
+// Invariant pool-moves-as-one: IsValid reports false once the physical connection is gone, so that
 // database/sql retires the connection instead of pooling it.
 func TestIsValidFalseOnceThePhysicalConnectionIsGone(t *testing.T) {
 	e := newEnv(t, 2)
@@ -475,7 +475,7 @@ func TestIsValidFalseOnceThePhysicalConnectionIsGone(t *testing.T) {
 	}
 }
 
-// Invariant 7: when no host answers during a failover, the error is still a FailoverError
+// Invariant bounded-waiting: when no host answers during a failover, the error is still a FailoverError
 // (not ErrBadConn) whose Reconnect names every host; the connection is invalid and has no
 // host until a later statement finds one.
 func TestAllHostsDownDuringFailover(t *testing.T) {
@@ -523,7 +523,7 @@ func TestAllHostsDownDuringFailover(t *testing.T) {
 	e.allMet()
 }
 
-// Invariant 8: across a sequence of switches every physical connection but the current
+// Invariant no-leaks: across a sequence of switches every physical connection but the current
 // one is closed exactly once, and Close of the logical connection closes that one once.
 func TestEveryPhysicalConnectionIsClosedExactlyOnce(t *testing.T) {
 	e := newEnv(t, 3, retryMaster(2, 0))
@@ -569,7 +569,7 @@ func TestEveryPhysicalConnectionIsClosedExactlyOnce(t *testing.T) {
 	e.allMet()
 }
 
-// Invariant 8: a closed connection never dials again; its statements fail at once.
+// Invariant no-leaks: a closed connection never dials again; its statements fail at once.
 func TestClosedConnectionNeverReconnects(t *testing.T) {
 	e := newEnv(t, 2)
 	c := e.open(seqA)
@@ -602,7 +602,7 @@ func TestSessionEndedReconnectsSameHost(t *testing.T) {
 		{"1927 connection killed 70100", &mysql.MySQLError{Number: 1927, SQLState: [5]byte{'7', '0', '1', '0', '0'}, Message: "Connection was killed"}, false},
 		{"4031 inactivity", &mysql.MySQLError{Number: 4031, SQLState: [5]byte{'H', 'Y', '0', '0', '0'}, Message: "disconnected by the server because of inactivity"}, false},
 		{"stale connection, nothing sent", driver.ErrBadConn, true},
-		// Issue 9: these prove only that the session died (a KILL of a busy query on
+		// These prove only that the session died (a KILL of a busy query on
 		// MariaDB 10.11 is a bare EOF, net_write_timeout and a query past readTimeout are
 		// read failures, a packet over max_allowed_packet is 1153): H1 answers the check.
 		{"invalid connection (KILL on MariaDB, net_write_timeout)", mysql.ErrInvalidConn, false},

@@ -20,7 +20,7 @@ func failOverToH2(t *testing.T, e *env, c *Conn, h1Back bool) {
 	}
 }
 
-// Case 12 (i), invariant 6: with secondsBeforeRetryMaster=2 the connection stays on H2,
+// Case 12 (i), invariant fall-back-at-safe-points: with secondsBeforeRetryMaster=2 the connection stays on H2,
 // without touching H1, until 2 s have passed; the next statement then runs on H1.
 func TestFallBackAfterSecondsBeforeRetryMaster(t *testing.T) {
 	e := newEnv(t, 2, retryMaster(2, 0))
@@ -49,7 +49,7 @@ func TestFallBackAfterSecondsBeforeRetryMaster(t *testing.T) {
 	e.allMet()
 }
 
-// Case 12 (ii), invariant 6: a fall-back attempt to a primary that is still down is
+// Case 12 (ii), invariant fall-back-at-safe-points: a fall-back attempt to a primary that is still down is
 // silent (the statement runs on H2) and restarts the clock: the next attempt comes only
 // 2 s later, not with every statement.
 func TestFailedFallBackIsSilentAndRestartsTheClock(t *testing.T) {
@@ -88,7 +88,7 @@ func TestFailedFallBackIsSilentAndRestartsTheClock(t *testing.T) {
 	e.allMet()
 }
 
-// Case 12 (iv), invariant 6: with queriesBeforeRetryMaster=3 statements 1 to 3 after the
+// Case 12 (iv), invariant fall-back-at-safe-points: with queriesBeforeRetryMaster=3 statements 1 to 3 after the
 // failover run on H2 and the 4th on H1.
 func TestFallBackAfterQueriesBeforeRetryMaster(t *testing.T) {
 	e := newEnv(t, 2, retryMaster(0, 3))
@@ -106,7 +106,7 @@ func TestFallBackAfterQueriesBeforeRetryMaster(t *testing.T) {
 	e.allMet()
 }
 
-// Invariant 6: both counts 0 disable the fall-back.
+// Invariant fall-back-at-safe-points: both counts 0 disable the fall-back.
 func TestNoFallBackWhenDisabled(t *testing.T) {
 	e := newEnv(t, 2, retryMaster(0, 0))
 	e.script(1, all(ok("S1"), ok("S2")))
@@ -123,7 +123,7 @@ func TestNoFallBackWhenDisabled(t *testing.T) {
 	e.allMet()
 }
 
-// Invariant 6: no fall-back while results are being read: it would close the physical
+// Invariant fall-back-at-safe-points: no fall-back while results are being read: it would close the physical
 // connection under them.
 func TestNoFallBackWhileResultsAreOpen(t *testing.T) {
 	e := newEnv(t, 2, retryMaster(2, 0))

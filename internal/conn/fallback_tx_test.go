@@ -8,7 +8,7 @@ import (
 	"github.com/mysqlfailover/mysqlfailover/internal/fake"
 )
 
-// TestNoFallBackInsideAutocommitOffThroughThePool (invariants 3 and 6; a second path
+// TestNoFallBackInsideAutocommitOffThroughThePool (invariants one-host-per-transaction and fall-back-at-safe-points; a second path
 // beside TestNoFallBackInsideStatementTransaction): through database/sql's pool, not a
 // pinned connection, a session on H2 that SET autocommit = 0 and wrote holds a
 // transaction: when fall-back is due, the pool's checkout (ResetSession) and the next

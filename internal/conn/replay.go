@@ -1,6 +1,6 @@
 package conn
 
-// Transaction replay (transactionReplay=true, issue 19): the statements of the open
+// Transaction replay (transactionReplay=true): the statements of the open
 // transaction are recorded, each with a copy of its arguments and a digest of what the
 // application saw of its result, so that when the session fails inside the transaction
 // the connection can run it again on the new session and compare, statement by

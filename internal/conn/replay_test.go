@@ -15,7 +15,7 @@ import (
 	"github.com/mysqlfailover/mysqlfailover/failover"
 )
 
-// Issue 19 part 3: transaction replay (transactionReplay=true).
+// Transaction replay (transactionReplay=true).
 
 var replayCfg = Config{Replay: true, ReplayMaxSize: 1 << 20, ReplayAttempts: 5, ReplayTimeout: 30 * time.Second}
 

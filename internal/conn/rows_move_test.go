@@ -12,7 +12,7 @@ import (
 	"github.com/mysqlfailover/mysqlfailover/internal/fake"
 )
 
-// TestPoolMoveWhileRowsOpen (invariant 5, issue 24): when the pool moves while a
+// TestPoolMoveWhileRowsOpen (invariant pool-moves-as-one): when the pool moves while a
 // connection is reading a result set (another connection's failover, or SwitchTo), the
 // reading connection stays on its session until the rows are closed: the proxy never
 // closes a session under open rows. They are readable to the end; a call it makes

@@ -171,7 +171,7 @@ func TestRowsErrorThroughDatabaseSQL(t *testing.T) {
 	e.allMet()
 }
 
-// Invariant 6: the rows of a prepared statement count as open results like any other:
+// Invariant fall-back-at-safe-points: the rows of a prepared statement count as open results like any other:
 // while they are open nothing falls back (it would close the physical connection under
 // them), and once they are closed the fall-back is no longer held up.
 func TestPreparedStatementRowsHoldFallBackUntilClosed(t *testing.T) {

@@ -9,7 +9,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 )
 
-// Case 13/14, invariant 4, Connector/J sequence A (failOverReadOnly=true): on a secondary
+// Case 13/14, invariant read-only-kept, Connector/J sequence A (failOverReadOnly=true): on a secondary
 // the connection is read-only whatever the explicit flag says (READ ONLY sent during
 // set-up, SetReadOnly(false) sends nothing); after the fall-back the explicit flag rules
 // again and nothing read-only reaches H1 unless it was asked for.
@@ -56,7 +56,7 @@ func TestReadOnlySequenceA(t *testing.T) {
 	}
 }
 
-// Case 14, invariant 4, Connector/J sequence B (failOverReadOnly=false): a secondary is
+// Case 14, invariant read-only-kept, Connector/J sequence B (failOverReadOnly=false): a secondary is
 // as writable as the explicit flag says; an explicit read-only is carried to it.
 func TestReadOnlySequenceB(t *testing.T) {
 	for _, tc := range []struct {
@@ -88,7 +88,7 @@ func TestReadOnlySequenceB(t *testing.T) {
 	}
 }
 
-// Invariant 4: SetReadOnly sends the SET once per change, and nothing when the state does
+// Invariant read-only-kept: SetReadOnly sends the SET once per change, and nothing when the state does
 // not change.
 func TestSetReadOnlySendsOnlyChanges(t *testing.T) {
 	ctx := context.Background()
@@ -106,7 +106,7 @@ func TestSetReadOnlySendsOnlyChanges(t *testing.T) {
 	e.allMet()
 }
 
-// Case 14, invariants 4 and 5: database/sql's ResetSession restores the DSN's readOnly for
+// Case 14, invariants read-only-kept and pool-moves-as-one: database/sql's ResetSession restores the DSN's readOnly for
 // the next user of a pooled connection, and never flips a failed-over connection to
 // read-write.
 func TestResetSessionRestoresDSNReadOnly(t *testing.T) {

@@ -15,7 +15,7 @@ import (
 	"github.com/mysqlfailover/mysqlfailover/internal/cluster"
 )
 
-// Issue 9 and invariant 3: a transaction opened by statements (however it was opened) is
+// Invariant one-host-per-transaction: a transaction opened by statements (however it was opened) is
 // known, and treated as one opened by BeginTx.
 
 var (

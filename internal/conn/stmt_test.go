@@ -38,7 +38,7 @@ func TestPreparedStatementSurvivesSwitch(t *testing.T) {
 	e.allMet() // both physical statements closed
 }
 
-// Invariants 1 and 2 for statements: a communication error in Stmt.Exec returns a
+// Invariants classify-then-judge and no-silent-rerun for statements: a communication error in Stmt.Exec returns a
 // *FailoverError; the statement is not run again, and its next use runs on H2.
 func TestStmtCommunicationErrorReturnsFailoverErrorAndIsNotRerun(t *testing.T) {
 	e := newEnv(t, 2)
@@ -64,7 +64,7 @@ func TestStmtCommunicationErrorReturnsFailoverErrorAndIsNotRerun(t *testing.T) {
 	e.allMet()
 }
 
-// Invariant 2 for statements: driver.ErrBadConn (nothing sent) outside a transaction is
+// Invariant no-silent-rerun for statements: driver.ErrBadConn (nothing sent) outside a transaction is
 // repeated once on the new host, prepared again there; the caller sees success.
 func TestStmtBadConnIsRetriedOnNewHost(t *testing.T) {
 	e := newEnv(t, 2)
@@ -83,7 +83,7 @@ func TestStmtBadConnIsRetriedOnNewHost(t *testing.T) {
 	e.allMet()
 }
 
-// Invariant 3 for statements: a statement of a lost transaction fails with ErrTxLost and
+// Invariant one-host-per-transaction for statements: a statement of a lost transaction fails with ErrTxLost and
 // is neither prepared nor run anywhere.
 func TestStmtOfLostTransactionNeverRuns(t *testing.T) {
 	e := newEnv(t, 2)

@@ -13,7 +13,7 @@ import (
 	"github.com/mysqlfailover/mysqlfailover/failover"
 )
 
-// Case 03 (mid-transaction-host-switch), invariant 3, through database/sql: the statement
+// Case 03 (mid-transaction-host-switch), invariant one-host-per-transaction, through database/sql: the statement
 // that hits the failure reports it and loses the transaction; the next one fails without
 // reaching any host; Commit fails with ErrTxLost (Rollback returns nil and sends
 // nothing); the next autocommit statement runs on H2.
@@ -73,7 +73,7 @@ func TestMidTransactionFailureLosesTransaction(t *testing.T) {
 	}
 }
 
-// Invariant 3 at the driver level: every statement kind of a lost transaction fails with
+// Invariant one-host-per-transaction at the driver level: every statement kind of a lost transaction fails with
 // ErrTxLost without reaching a host.
 func TestLostTransactionRefusesEveryStatement(t *testing.T) {
 	const ins = "INSERT INTO t VALUES(1)"
@@ -121,7 +121,7 @@ func TestLostTransactionRefusesEveryStatement(t *testing.T) {
 	e.allMet()
 }
 
-// Case 07 (commit-outcome-unknown), invariant 3: a COMMIT that may have reached the server
+// Case 07 (commit-outcome-unknown), invariant one-host-per-transaction: a COMMIT that may have reached the server
 // is reported as ErrCommitOutcomeUnknown (with the FailoverError: the connection has
 // moved), one provably never sent as ErrTxLost, and a data error passes through. Nothing
 // of the transaction is replayed on H2.
@@ -196,7 +196,7 @@ func TestCommitFailure(t *testing.T) {
 	}
 }
 
-// Invariant 3 and case 12 (iii): no fall-back happens while a transaction is open, even
+// Invariant one-host-per-transaction and case 12 (iii): no fall-back happens while a transaction is open, even
 // when it is due; the first statement after Commit falls back.
 func TestNoFallBackInsideTransaction(t *testing.T) {
 	e := newEnv(t, 2)
@@ -236,7 +236,7 @@ func TestNoFallBackInsideTransaction(t *testing.T) {
 	e.allMet()
 }
 
-// Invariant 3: when another connection moves the pool, a connection inside a transaction
+// Invariant one-host-per-transaction: when another connection moves the pool, a connection inside a transaction
 // stays on its host until the transaction ends, then joins the pool.
 func TestNoSwitchInsideTransactionWhenThePoolMoves(t *testing.T) {
 	e := newEnv(t, 2)

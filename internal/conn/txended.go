@@ -1,6 +1,6 @@
 package conn
 
-// Transactions the server ended (DESIGN.md invariant 3, issue 19). A deadlock, a lock wait
+// Transactions the server ended (invariant one-host-per-transaction). A deadlock, a lock wait
 // timeout under innodb_rollback_on_timeout and a Group Replication rollback end the whole
 // transaction while the session lives on: from then on the session runs every statement
 // in autocommit mode (or in a new transaction with autocommit off), so an application

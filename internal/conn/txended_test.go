@@ -14,7 +14,7 @@ import (
 	"github.com/mysqlfailover/mysqlfailover/failover"
 )
 
-// Issue 19 part 1 and invariant 3: a transaction the server rolled back while its session
+// Invariant one-host-per-transaction: a transaction the server rolled back while its session
 // lived on (1213; 1205 under innodb_rollback_on_timeout; 3101) is over. Its later
 // statements are refused unsent until ROLLBACK, COMMIT returns the error (never nil), so
 // that no part of it commits on its own.

@@ -54,7 +54,7 @@ func TestKeyAndLoopback(t *testing.T) {
 	}
 }
 
-// Issue 12: the addresses of registered networks and unix sockets.
+// The addresses of registered networks and unix sockets.
 func TestOpaqueAndUnixPath(t *testing.T) {
 	for addr, reason := range map[string]string{
 		"db1:3306": "", "proj:region:inst": "", "[::1]:3306": "", "10.0.0.1": "",

@@ -1,4 +1,4 @@
-// Command benchdetect measures the failure detector of active health (issue 18, part 4)
+// Command benchdetect measures the failure detector of active health
 // against a real server: whether a primary that is slow but answering is left (a false
 // failover), and how soon a frozen one is. It prints two markdown tables on stdout
 // (BENCHMARKS.md, section "Failure detection"); progress goes to stderr.
