@@ -1,7 +1,9 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -55,6 +57,12 @@ func (v *variantResult) markdown(b *strings.Builder, s settings, lbl string) {
 			on, off, act, perHost, failed, ms := cr.counts()
 			fmt.Fprintf(b, "| %d | %d | %d | %d | %s | %d | %s | %s | %s |\n", i+1, on, off, act, perHost, failed,
 				msPct(ms, 50), msPct(ms, 90), msPct(ms, 100))
+		}
+		fmt.Fprintln(b)
+		for i, cr := range v.cold {
+			for _, e := range cr.errors() {
+				fmt.Fprintf(b, "- run %d: %s\n", i+1, e)
+			}
 		}
 		fmt.Fprintln(b)
 	}
@@ -143,6 +151,28 @@ func (cr coldRun) counts() (on, off, notActive int, perHost string, failed int, 
 		parts = append(parts, fmt.Sprint(hostCount[a]))
 	}
 	return on, off, notActive, strings.Join(parts, " / "), failed, ms
+}
+
+// errors are the failed opens' errors, the same text counted once, most frequent first:
+// "12 x text" (digits of addresses and durations kept: they say which host).
+func (cr coldRun) errors() []string {
+	n := map[string]int{}
+	for _, m := range cr.opens {
+		if m.Err != "" {
+			e := m.Err
+			if len(e) > 300 {
+				e = e[:300] + "..."
+			}
+			n[e]++
+		}
+	}
+	keys := slices.Collect(maps.Keys(n))
+	slices.SortFunc(keys, func(a, b string) int { return cmp.Or(n[b]-n[a], strings.Compare(a, b)) })
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = fmt.Sprintf("%d x `%s`", n[k], k)
+	}
+	return out
 }
 
 func (cr coldRun) summary(*harness.Cluster) string {
