@@ -105,10 +105,13 @@ fuzz-ci:
 
 # A bounded chaos soak (integration/cmd/soak): random faults from a printed seed under a
 # workload, probing off then on, SOAK_SECONDS in all (default 60); SOAK_SEED replays a run.
+# SOAK_INSTANCES=N (default 1) runs the workload in N processes, each its own pool on its own
+# tables, against the same cluster and faults (a fleet soak).
 SOAK_SECONDS ?= 60
 SOAK_SEED ?= 0
+SOAK_INSTANCES ?= 1
 soak: server
-	cd integration && $(GO) run ./cmd/soak -seconds $(SOAK_SECONDS) -seed $(SOAK_SEED)
+	cd integration && $(GO) run ./cmd/soak -seconds $(SOAK_SECONDS) -seed $(SOAK_SEED) -instances $(SOAK_INSTANCES)
 
 # mysqlfailover against its peers (go-sql-driver, HAProxy tcp-check and mysql-check,
 # MariaDB Connector/J) on one local cluster: latency and failover tables for BENCHMARKS.md

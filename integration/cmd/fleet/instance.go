@@ -50,7 +50,13 @@ type msg struct {
 	Writes int64 `json:"writes,omitempty"`
 	Fails  int64 `json:"fails,omitempty"`
 	CPU    int64 `json:"cpu,omitempty"`
+	// report: the failed writes' errors by text (at most maxErrTexts texts, the rest
+	// counted under "other").
+	Errs map[string]int `json:"errs,omitempty"`
 }
+
+// maxErrTexts is how many distinct error texts an instance keeps.
+const maxErrTexts = 5
 
 // instance is one member of the fleet: its own process, its own pool, driven by the
 // parent's commands on stdin, one a line:
@@ -179,6 +185,7 @@ type work struct {
 	oks    []span // successful writes of the current "write"
 	writes int64
 	fails  int64
+	errs   map[string]int
 }
 
 // span is one successful write: when it started and ended (Unix ns).
@@ -237,7 +244,7 @@ func (w *work) load(ctx context.Context, rate int) {
 // write runs one INSERT every every until ctx ends, and keeps the successful ones.
 func (w *work) write(ctx context.Context, every time.Duration) {
 	w.mu.Lock()
-	w.oks, w.writes, w.fails = nil, 0, 0
+	w.oks, w.writes, w.fails, w.errs = nil, 0, 0, map[string]int{}
 	w.mu.Unlock()
 	t := time.NewTicker(every)
 	defer t.Stop()
@@ -258,6 +265,15 @@ func (w *work) write(ctx context.Context, every time.Duration) {
 		w.writes++
 		if err != nil {
 			w.fails++
+			e := err.Error()
+			e = durationRE.ReplaceAllString(e, "D") // one text for a shape, as the parent counts them
+			if len(e) > 400 {
+				e = e[:400] + "..."
+			}
+			if _, ok := w.errs[e]; !ok && len(w.errs) >= maxErrTexts {
+				e = "other"
+			}
+			w.errs[e]++
 		} else {
 			w.oks = append(w.oks, span{begin.UnixNano(), time.Now().UnixNano()})
 		}
@@ -269,7 +285,7 @@ func (w *work) write(ctx context.Context, every time.Duration) {
 func (w *work) report(killNS int64) msg {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	m := msg{Ev: "report", Writes: w.writes, Fails: w.fails}
+	m := msg{Ev: "report", Writes: w.writes, Fails: w.fails, Errs: w.errs}
 	for _, s := range w.oks {
 		if s.start >= killNS {
 			m.First = s.end

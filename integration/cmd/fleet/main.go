@@ -106,7 +106,7 @@ func run() int {
 	flag.IntVar(&s.rate, "rate", 20, "load: statements a second per instance")
 	flag.DurationVar(&s.every, "every", 10*time.Millisecond, "failover: one write per instance this often")
 	flag.DurationVar(&s.settle, "settle", 3*time.Second, "pause before each window (sessions settle)")
-	flag.DurationVar(&s.outage, "outage", 10*time.Second, "failover: how long after the kill the writes are watched")
+	flag.DurationVar(&s.outage, "outage", 30*time.Second, "failover: how long after the kill the writes are watched")
 	flag.StringVar(&s.out, "out", "", "also write the markdown to this file")
 	flag.StringVar(&s.label, "label", "", "names the run in the tables (e.g. the commit)")
 	flag.Parse()
@@ -207,6 +207,7 @@ type coldRun struct {
 type windowResult struct {
 	hosts   []hostWindow
 	instCPU float64 // the instances' CPU over the window, seconds, all together
+	selfCPU float64 // this process's CPU over the window (toxiproxy's proxies, the meter), seconds
 	rssMB   float64 // the instances' resident memory at the end, MB, mean
 	secs    float64
 }
@@ -215,6 +216,7 @@ type windowResult struct {
 type failoverResult struct {
 	kill, promoted time.Time
 	reports        []msg
+	addrs          []string // every node's proxy address, in node order
 }
 
 func has(s settings, phase string) bool { return slices.Contains(s.phases, phase) }
@@ -314,13 +316,14 @@ func window(ctx context.Context, c *harness.Cluster, f *fleet, d time.Duration) 
 	if err != nil {
 		return nil, err
 	}
-	begin := time.Now()
+	begin, self := time.Now(), cpuTime()
 	hosts := measure(ctx, c, d)
+	selfCPU := float64(cpuTime()-self) / 1e9
 	after, err := f.do("cpu", time.Minute)
 	if err != nil {
 		return nil, err
 	}
-	w := &windowResult{hosts: hosts, secs: time.Since(begin).Seconds()}
+	w := &windowResult{hosts: hosts, secs: time.Since(begin).Seconds(), selfCPU: selfCPU}
 	for i := range after {
 		w.instCPU += float64(after[i].CPU-before[i].CPU) / 1e9
 	}
@@ -357,7 +360,11 @@ func failoverPhase(ctx context.Context, s settings, c *harness.Cluster, f *fleet
 			time.Sleep(2 * time.Millisecond)
 		}
 	}()
-	r := &failoverResult{kill: time.Now()}
+	r := &failoverResult{}
+	for _, n := range c.Nodes() {
+		r.addrs = append(r.addrs, n.ProxyAddr())
+	}
+	r.kill = time.Now()
 	if err := c.Node(1).Kill(); err != nil {
 		return nil, err
 	}

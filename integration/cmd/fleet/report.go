@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -86,6 +87,14 @@ func (v *variantResult) markdown(b *strings.Builder, s settings, lbl string) {
 		fmt.Fprintln(b, "|---|---|---|---|---|")
 		fmt.Fprintf(b, "| the promotion | %s | %s | %s | %s |\n", msPct(toProm, 50), msPct(toProm, 90), msPct(toProm, 99), msPct(toProm, 100))
 		fmt.Fprintf(b, "| the kill | %s | %s | %s | %s |\n\n", msPct(toKill, 50), msPct(toKill, 90), msPct(toKill, 99), msPct(toKill, 100))
+		if errs := fo.errors(); len(errs) > 0 {
+			fmt.Fprintln(b, "The failed writes' errors, most frequent first (all instances):")
+			fmt.Fprintln(b)
+			for _, e := range errs {
+				fmt.Fprintf(b, "- %s\n", e)
+			}
+			fmt.Fprintln(b)
+		}
 	}
 }
 
@@ -108,8 +117,9 @@ func (w *windowResult) markdown(b *strings.Builder, n int) {
 	secs := w.secs
 	fmt.Fprintf(b, "| all | | %.0f | %.2f | %.1f | %.3f | %.1f | %s |\n\n", sessions, sessions/float64(n), stmts, stmts/float64(n),
 		100*cpu/secs, perK(cpu, stmts*secs))
-	fmt.Fprintf(b, "The instances themselves: %.1f%% of one core all together (%.2f%% each), %.1f MB resident each (mean).\n\n",
-		100*w.instCPU/w.secs, 100*w.instCPU/w.secs/float64(n), w.rssMB)
+	fmt.Fprintf(b, "The instances themselves: %.1f%% of one core all together (%.2f%% each), %.1f MB resident each (mean). "+
+		"The parent process (the toxiproxy proxies every session goes through, and the meter): %.1f%% of one core.\n\n",
+		100*w.instCPU/w.secs, 100*w.instCPU/w.secs/float64(n), w.rssMB, 100*w.selfCPU/w.secs)
 }
 
 // perK is CPU ms per 1,000 statements.
@@ -153,24 +163,54 @@ func (cr coldRun) counts() (on, off, notActive int, perHost string, failed int, 
 	return on, off, notActive, strings.Join(parts, " / "), failed, ms
 }
 
-// errors are the failed opens' errors, the same text counted once, most frequent first:
-// "12 x text" (digits of addresses and durations kept: they say which host).
+// errors are the failed opens' errors, counted by their shape (normalise), most
+// frequent first: "12 x text".
 func (cr coldRun) errors() []string {
 	n := map[string]int{}
 	for _, m := range cr.opens {
 		if m.Err != "" {
-			e := m.Err
-			if len(e) > 300 {
-				e = e[:300] + "..."
-			}
-			n[e]++
+			n[normalise(m.Err, cr.addrs)]++
 		}
 	}
+	return topTexts(n, 6)
+}
+
+// durationRE matches a duration as Go prints it, passesRE a walk's pass count.
+var (
+	durationRE = regexp.MustCompile(`\b[0-9]+(\.[0-9]+)?(ns|µs|ms|s|m)\b`)
+	passesRE   = regexp.MustCompile(`after [0-9]+ passes`)
+)
+
+// normalise makes error texts that differ only by durations and pass counts one text,
+// names hosts by node (addrs in node order), and cuts it at 400 bytes.
+func normalise(e string, addrs []string) string {
+	for i, a := range addrs {
+		e = strings.ReplaceAll(e, a, fmt.Sprintf("node%d", i+1))
+	}
+	e = durationRE.ReplaceAllString(e, "D")
+	e = passesRE.ReplaceAllString(e, "after N passes")
+	if len(e) > 400 {
+		e = e[:400] + "..."
+	}
+	return e
+}
+
+// topTexts are the texts of n by count, most frequent first, at most max of them (then a
+// line for the rest): "12 x `text`".
+func topTexts(n map[string]int, limit int) []string {
 	keys := slices.Collect(maps.Keys(n))
 	slices.SortFunc(keys, func(a, b string) int { return cmp.Or(n[b]-n[a], strings.Compare(a, b)) })
-	out := make([]string, len(keys))
+	var out []string
+	rest := 0
 	for i, k := range keys {
-		out[i] = fmt.Sprintf("%d x `%s`", n[k], k)
+		if i >= limit {
+			rest += n[k]
+			continue
+		}
+		out = append(out, fmt.Sprintf("%d x `%s`", n[k], k))
+	}
+	if rest > 0 {
+		out = append(out, fmt.Sprintf("%d more of %d other texts", rest, len(keys)-limit))
 	}
 	return out
 }
@@ -209,6 +249,18 @@ func (fo *failoverResult) figures() (toProm, toKill []float64, none int, writes,
 		toKill = append(toKill, float64(first.Sub(fo.kill).Microseconds())/1000)
 	}
 	return
+}
+
+// errors are the failed writes' errors over every instance, by shape (normalise), most
+// frequent first.
+func (fo *failoverResult) errors() []string {
+	n := map[string]int{}
+	for _, m := range fo.reports {
+		for e, k := range m.Errs {
+			n[normalise(e, fo.addrs)] += k
+		}
+	}
+	return topTexts(n, 6)
 }
 
 func (fo *failoverResult) summary() string {
