@@ -50,6 +50,8 @@ type msg struct {
 	Writes int64 `json:"writes,omitempty"`
 	Fails  int64 `json:"fails,omitempty"`
 	CPU    int64 `json:"cpu,omitempty"`
+	// report: the pool's Stats().Failovers so far (walks that moved it after a failure).
+	Failovers int64 `json:"failovers,omitempty"`
 	// report: the failed writes' errors by text (at most maxErrTexts texts, the rest
 	// counted under "other").
 	Errs map[string]int `json:"errs,omitempty"`
@@ -67,7 +69,7 @@ const maxErrTexts = 5
 //	load R          R statements a second, half reads, half INSERTs: reply "ok"
 //	write MS        one INSERT every MS milliseconds (a deadline of 2 s each): reply "ok"
 //	report KILLNS   stop any workload; reply "report" (the first write after KILLNS)
-//	cpu             reply "report" with the CPU time only
+//	cpu             reply "report" with the CPU time and the pool's failovers only
 //
 // EOF on stdin closes the pool and ends the process.
 func instance() int {
@@ -88,6 +90,13 @@ func instance() int {
 	send(msg{Ev: "up"})
 
 	w := &work{db: db, id: id}
+	failovers := func() int64 {
+		c, err := mysqlfailover.ConnectorOf(context.Background(), db) // sql.Open: at once
+		if err != nil {
+			return 0
+		}
+		return c.Stats().Failovers
+	}
 	sc := bufio.NewScanner(os.Stdin)
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
@@ -115,10 +124,10 @@ func instance() int {
 		case "report":
 			w.stop()
 			m := w.report(arg)
-			m.CPU = cpuTime()
+			m.CPU, m.Failovers = cpuTime(), failovers()
 			send(m)
 		case "cpu":
-			send(msg{Ev: "report", CPU: cpuTime()})
+			send(msg{Ev: "report", CPU: cpuTime(), Failovers: failovers()})
 		default:
 			send(msg{Ev: "error", Err: "unknown command " + f[0]})
 		}
@@ -168,7 +177,8 @@ func openPool(db *sql.DB) msg {
 		}
 	}
 	if c, err := mysqlfailover.ConnectorOf(ctx, db); err == nil {
-		m.Active = c.Stats().Active
+		st := c.Stats()
+		m.Active, m.Failovers = st.Active, st.Failovers
 	}
 	return m
 }

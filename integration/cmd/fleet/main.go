@@ -208,6 +208,8 @@ type windowResult struct {
 	hosts   []hostWindow
 	instCPU float64 // the instances' CPU over the window, seconds, all together
 	selfCPU float64 // this process's CPU over the window (toxiproxy's proxies, the meter), seconds
+	moves   int64   // the pools' failovers during the window (Stats().Failovers), all together
+	movers  int     // instances whose pool failed over during the window
 	rssMB   float64 // the instances' resident memory at the end, MB, mean
 	secs    float64
 }
@@ -326,6 +328,10 @@ func window(ctx context.Context, c *harness.Cluster, f *fleet, d time.Duration) 
 	w := &windowResult{hosts: hosts, secs: time.Since(begin).Seconds(), selfCPU: selfCPU}
 	for i := range after {
 		w.instCPU += float64(after[i].CPU-before[i].CPU) / 1e9
+		if d := after[i].Failovers - before[i].Failovers; d > 0 {
+			w.moves += d
+			w.movers++
+		}
 	}
 	var rss float64
 	for _, p := range f.procs {

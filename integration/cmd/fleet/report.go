@@ -120,6 +120,7 @@ func (w *windowResult) markdown(b *strings.Builder, n int) {
 	fmt.Fprintf(b, "The instances themselves: %.1f%% of one core all together (%.2f%% each), %.1f MB resident each (mean). "+
 		"The parent process (the toxiproxy proxies every session goes through, and the meter): %.1f%% of one core.\n\n",
 		100*w.instCPU/w.secs, 100*w.instCPU/w.secs/float64(n), w.rssMB, 100*w.selfCPU/w.secs)
+	fmt.Fprintf(b, "Pools that failed over during the window (Stats().Failovers, no fault injected): %d, %d failovers.\n\n", w.movers, w.moves)
 }
 
 // perK is CPU ms per 1,000 statements.
@@ -231,7 +232,8 @@ func (w *windowResult) summary() string {
 		parts = append(parts, fmt.Sprintf("node %d: %.0f app sessions, %.1f statements/s, CPU %.1f%%", h.node, h.appRows,
 			float64(h.questions)/h.secs, 100*h.cpu/h.secs))
 	}
-	return strings.Join(parts, "; ") + fmt.Sprintf("; instances %.1f%% CPU, %.1f MB each", 100*w.instCPU/w.secs, w.rssMB)
+	return strings.Join(parts, "; ") + fmt.Sprintf("; instances %.1f%% CPU, %.1f MB each; %d pools failed over (%d times)",
+		100*w.instCPU/w.secs, w.rssMB, w.movers, w.moves)
 }
 
 // figures: per instance, ms from the promotion and from the kill to its first write;
