@@ -32,6 +32,7 @@ type hostWindow struct {
 	node      int
 	secs      float64
 	questions int64   // Questions delta, the meter's own statements taken out
+	connects  int64   // Connections delta: connection attempts, successful or not
 	cpu       float64 // the server process's utime+stime over the window, seconds
 	threads   float64 // Threads_connected, mean of the samples (the meter's session included)
 	appRows   float64 // PROCESSLIST rows of the app user, mean of the samples
@@ -43,6 +44,7 @@ type hostWindow struct {
 type snap struct {
 	at        time.Time
 	questions int64
+	connects  int64
 	ticks     int64
 }
 
@@ -76,7 +78,11 @@ func (m *meter) snap(ctx context.Context) (snap, error) {
 	if err != nil {
 		return snap{}, err
 	}
-	return snap{at: time.Now(), questions: q, ticks: procTicks(m.pid)}, nil
+	c, err := m.status(ctx, "Connections")
+	if err != nil {
+		return snap{}, err
+	}
+	return snap{at: time.Now(), questions: q, connects: c, ticks: procTicks(m.pid)}, nil
 }
 
 // sessions reads Threads_connected and the app user's PROCESSLIST rows (two statements).
@@ -156,9 +162,10 @@ func measure(ctx context.Context, c *harness.Cluster, window time.Duration) []ho
 		}
 		o := &out[i]
 		o.secs = s.at.Sub(begin[i].at).Seconds()
-		// Each SHOW counts itself: the closing snap is among the meter's statements
-		// after the opening one (m.sent - sentAt), the opening one is not.
+		// Each SHOW counts itself. In the delta: the opening snap's second SHOW, the
+		// samples, the closing snap's first SHOW; not its second. That is m.sent - sentAt.
 		o.questions = s.questions - begin[i].questions - (m.sent - sentAt[i])
+		o.connects = s.connects - begin[i].connects
 		if m.pid > 0 {
 			o.cpu = float64(s.ticks-begin[i].ticks) / clockTick
 		}

@@ -99,24 +99,25 @@ func (v *variantResult) markdown(b *strings.Builder, s settings, lbl string) {
 }
 
 func (w *windowResult) markdown(b *strings.Builder, n int) {
-	fmt.Fprintln(b, "| host | Threads_connected | app sessions (PROCESSLIST) | app sessions per instance | statements/s | statements/s per instance | server CPU, % of one core | server CPU ms per 1,000 statements |")
-	fmt.Fprintln(b, "|---|---|---|---|---|---|---|---|")
-	var sessions, stmts, cpu float64
+	fmt.Fprintln(b, "| host | Threads_connected | app sessions (PROCESSLIST) | app sessions per instance | statements/s | statements/s per instance | connects/s | server CPU, % of one core | server CPU ms per 1,000 statements |")
+	fmt.Fprintln(b, "|---|---|---|---|---|---|---|---|---|")
+	var sessions, stmts, cpu, conns float64
 	for _, h := range w.hosts {
 		if h.err != "" && h.secs == 0 {
-			fmt.Fprintf(b, "| node %d | %s | | | | | | |\n", h.node, h.err)
+			fmt.Fprintf(b, "| node %d | %s | | | | | | | |\n", h.node, h.err)
 			continue
 		}
 		rate := float64(h.questions) / h.secs
 		sessions += h.appRows
 		stmts += rate
 		cpu += h.cpu
-		fmt.Fprintf(b, "| node %d | %.0f | %.0f | %.2f | %.1f | %.3f | %.1f | %s |\n", h.node, h.threads, h.appRows, h.appRows/float64(n),
-			rate, rate/float64(n), 100*h.cpu/h.secs, perK(h.cpu, float64(h.questions)))
+		conns += float64(h.connects) / h.secs
+		fmt.Fprintf(b, "| node %d | %.0f | %.0f | %.2f | %.1f | %.3f | %.1f | %.1f | %s |\n", h.node, h.threads, h.appRows, h.appRows/float64(n),
+			rate, rate/float64(n), float64(h.connects)/h.secs, 100*h.cpu/h.secs, perK(h.cpu, float64(h.questions)))
 	}
 	secs := w.secs
-	fmt.Fprintf(b, "| all | | %.0f | %.2f | %.1f | %.3f | %.1f | %s |\n\n", sessions, sessions/float64(n), stmts, stmts/float64(n),
-		100*cpu/secs, perK(cpu, stmts*secs))
+	fmt.Fprintf(b, "| all | | %.0f | %.2f | %.1f | %.3f | %.1f | %.1f | %s |\n\n", sessions, sessions/float64(n), stmts, stmts/float64(n),
+		conns, 100*cpu/secs, perK(cpu, stmts*secs))
 	fmt.Fprintf(b, "The instances themselves: %.1f%% of one core all together (%.2f%% each), %.1f MB resident each (mean). "+
 		"The parent process (the toxiproxy proxies every session goes through, and the meter): %.1f%% of one core.\n\n",
 		100*w.instCPU/w.secs, 100*w.instCPU/w.secs/float64(n), w.rssMB, 100*w.selfCPU/w.secs)
@@ -229,8 +230,8 @@ func (w *windowResult) summary() string {
 			parts = append(parts, fmt.Sprintf("node %d: %s", h.node, h.err))
 			continue
 		}
-		parts = append(parts, fmt.Sprintf("node %d: %.0f app sessions, %.1f statements/s, CPU %.1f%%", h.node, h.appRows,
-			float64(h.questions)/h.secs, 100*h.cpu/h.secs))
+		parts = append(parts, fmt.Sprintf("node %d: %.0f app sessions, %.1f statements/s, %.1f connects/s, CPU %.1f%%", h.node, h.appRows,
+			float64(h.questions)/h.secs, float64(h.connects)/h.secs, 100*h.cpu/h.secs))
 	}
 	return strings.Join(parts, "; ") + fmt.Sprintf("; instances %.1f%% CPU, %.1f MB each; %d pools failed over (%d times)",
 		100*w.instCPU/w.secs, w.rssMB, w.movers, w.moves)
