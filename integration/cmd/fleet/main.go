@@ -36,9 +36,11 @@
 // During idle and load, per host, read from the server's own counters: Threads_connected
 // and the app user's PROCESSLIST rows (sampled once a second, the mean), statements a
 // second (the Questions delta over the window, the measuring session's own statements
-// taken out), and the server's CPU (utime+stime of its mariadbd process from
+// taken out), connects a second (the Connections delta: on a replica it also moves with
+// replication), and the server's CPU (utime+stime of its mariadbd process from
 // /proc/PID/stat over the window, as % of one core); and the instances' own CPU
-// (getrusage) and resident memory (VmRSS). The servers run with max_connections=5000
+// (getrusage), resident memory (VmRSS) and pool failovers (Stats().Failovers), and this
+// process's CPU (the toxiproxy proxies). The servers run with max_connections=5000
 // (package harness's 500 would refuse sessions at N=100 before the figures say anything).
 //
 // Linux only: /proc, and the instances get Pdeathsig.
