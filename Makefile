@@ -5,7 +5,7 @@ GO ?= go
 NESTED = metrics/prometheus metrics/otel cmd/mysqlfailover
 BENCHSTAT = $(GO) run golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
 
-.PHONY: test unit unit-build integration gosqldriver-suite containers containers-all container-run vet server demo bench fuzz fuzz-ci soak bench-peers mutants bench-detect
+.PHONY: test unit unit-build integration gosqldriver-suite containers containers-all container-run vet server demo bench fuzz fuzz-ci soak bench-peers mutants bench-detect bench-fleet
 
 # Vet, unit tests (no server), short fuzz runs, the real-cluster integration tests (installs
 # MariaDB if missing), go-sql-driver's own suite through mysqlfailover, a 60 s chaos soak and,
@@ -105,10 +105,14 @@ fuzz-ci:
 
 # A bounded chaos soak (integration/cmd/soak): random faults from a printed seed under a
 # workload, probing off then on, SOAK_SECONDS in all (default 60); SOAK_SEED replays a run.
+# SOAK_INSTANCES=N (default 4) runs the workload in N processes, each its own pool on its own
+# tables, against the same cluster and faults (a fleet soak; 1: one pool in the soak's own
+# process). 4 instances take the same 60 s (61 s here at a load average of 20 to 35).
 SOAK_SECONDS ?= 60
 SOAK_SEED ?= 0
+SOAK_INSTANCES ?= 4
 soak: server
-	cd integration && $(GO) run ./cmd/soak -seconds $(SOAK_SECONDS) -seed $(SOAK_SEED)
+	cd integration && $(GO) run ./cmd/soak -seconds $(SOAK_SECONDS) -seed $(SOAK_SEED) -instances $(SOAK_INSTANCES)
 
 # mysqlfailover against its peers (go-sql-driver, HAProxy tcp-check and mysql-check,
 # MariaDB Connector/J) on one local cluster: latency and failover tables for BENCHMARKS.md
@@ -127,6 +131,19 @@ bench-peers: server
 bench-detect: server
 	cd integration && $(GO) run ./cmd/benchdetect > ../bench-detect.md
 	@cat bench-detect.md
+
+# A fleet of instances (integration/cmd/fleet): FLEET_N processes (default 100), each its own
+# mysqlfailover pool of 4, against one local 3-node cluster, probing on and off: cold starts,
+# idle, under load, kill -9 of the primary with node 2 promoted; per host sessions,
+# statements/s and server CPU from the servers' own counters. The tables go to bench-fleet.md
+# (and stdout), for BENCHMARKS.md ("A fleet of instances"). About 5 minutes at FLEET_N=100;
+# FLEET_FLAGS adds flags (-phases, -window, -runs, -dsnopts, -probe, -label). Not part of
+# `make test`.
+FLEET_N ?= 100
+FLEET_FLAGS ?=
+bench-fleet: server
+	cd integration && nice -n 5 $(GO) run ./cmd/fleet -n $(FLEET_N) -out ../bench-fleet.md $(FLEET_FLAGS) > /dev/null
+	@cat bench-fleet.md
 
 # The MariaDB container image of the container tests, built from Debian packages (no registry):
 # prints its reference; reused when present. `make image-test` checks it with real containers.

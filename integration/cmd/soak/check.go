@@ -14,33 +14,33 @@ import (
 	"github.com/mysqlfailover/mysqlfailover/integration/harness"
 )
 
-// checkData compares the ledger with the primary's tables.
-func checkData(ctx context.Context, c *harness.Cluster, r *result, led *ledger) {
+// checkData compares the ledger with the primary's tables t.
+func checkData(ctx context.Context, c *harness.Cluster, r *result, led *ledger, t tables) {
 	present := map[int64]bool{}
-	rows, err := c.Primary().Admin().QueryContext(ctx, "SELECT k FROM "+harness.AppDB+".soak_w")
+	rows, err := c.Primary().Admin().QueryContext(ctx, "SELECT k FROM "+harness.AppDB+"."+t.w)
 	if err != nil {
-		r.violate("harness", "read soak_w: %v", err)
+		r.violate("harness", "read %s: %v", t.w, err)
 		return
 	}
 	for rows.Next() {
 		var k int64
 		if err := rows.Scan(&k); err != nil {
-			r.violate("harness", "scan soak_w: %v", err)
+			r.violate("harness", "scan %s: %v", t.w, err)
 		}
 		present[k] = true
 	}
 	rows.Close()
 	parts := map[int64]int{}
-	rows, err = c.Primary().Admin().QueryContext(ctx, "SELECT txid, COUNT(*) FROM "+harness.AppDB+".soak_tx GROUP BY txid")
+	rows, err = c.Primary().Admin().QueryContext(ctx, "SELECT txid, COUNT(*) FROM "+harness.AppDB+"."+t.tx+" GROUP BY txid")
 	if err != nil {
-		r.violate("harness", "read soak_tx: %v", err)
+		r.violate("harness", "read %s: %v", t.tx, err)
 		return
 	}
 	for rows.Next() {
 		var id int64
 		var n int
 		if err := rows.Scan(&id, &n); err != nil {
-			r.violate("harness", "scan soak_tx: %v", err)
+			r.violate("harness", "scan %s: %v", t.tx, err)
 		}
 		parts[id] = n
 	}

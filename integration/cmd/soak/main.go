@@ -3,8 +3,14 @@
 // random faults from a printed seed, one at a time, while a workload runs, then checks
 // what callers were told against what the servers hold.
 //
-//	go run ./cmd/soak [-seconds 60] [-seed N] [-mode both|off|on]   (from the integration module)
-//	make soak                                                        (SOAK_SECONDS, SOAK_SEED)
+//	go run ./cmd/soak [-seconds 60] [-seed N] [-mode both|off|on] [-instances N]   (from the integration module)
+//	make soak                                                        (SOAK_SECONDS, SOAK_SEED, SOAK_INSTANCES)
+//
+// With -instances N (N > 1) the workload runs as a fleet (fleet.go): N processes (this
+// binary again), each its own pool on its own tables (soak_w_I, soak_tx_I), against the
+// same cluster, while this process injects the faults; at the end each instance closes
+// its pool, checks its own goroutines and sends its account and ledger to this process,
+// which checks every instance's data and the sessions as below.
 //
 // The run is split in two halves, each on a fresh cluster: probing off, then probing on
 // (checkInterval=200ms). Both get the same schedule (the seed's, see Schedule): a fault
@@ -125,9 +131,13 @@ func settingsBound(n int) time.Duration {
 }
 
 func main() {
+	if os.Getenv(envInstance) != "" {
+		os.Exit(soakInstance())
+	}
 	seconds := flag.Int("seconds", envInt("SOAK_SECONDS", 60), "total soak time in seconds, split between the modes (SOAK_SECONDS)")
 	seedFlag := flag.Uint64("seed", uint64(envInt("SOAK_SEED", 0)), "fault schedule seed; 0 picks one (SOAK_SEED)")
 	mode := flag.String("mode", "both", "probing: off, on or both (each half of the time)")
+	instances := flag.Int("instances", envInt("SOAK_INSTANCES", 1), "instances, each its own process and pool on its own tables, against the same cluster (SOAK_INSTANCES)")
 	flag.Parse()
 	seed := *seedFlag
 	if seed == 0 {
@@ -148,12 +158,18 @@ func main() {
 	per := time.Duration(*seconds) * time.Second / time.Duration(len(modes))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	fmt.Printf("soak: seed=%d seconds=%d modes=%s (reproduce: go run ./cmd/soak -seed %d -seconds %d -mode %s)\n",
-		seed, *seconds, *mode, seed, *seconds, *mode)
+	fmt.Printf("soak: seed=%d seconds=%d modes=%s instances=%d (reproduce: go run ./cmd/soak -seed %d -seconds %d -mode %s -instances %d)\n",
+		seed, *seconds, *mode, *instances, seed, *seconds, *mode, *instances)
 	failed := false
 	var lines []string
 	for _, probing := range modes {
-		res, err := soak(ctx, seed, probing, per, false)
+		var res *result
+		var err error
+		if *instances > 1 {
+			res, err = soakFleet(ctx, seed, probing, per, *instances)
+		} else {
+			res, err = soak(ctx, seed, probing, per, false)
+		}
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "soak: %v\n", err)
 			os.Exit(2)
@@ -182,10 +198,11 @@ func envInt(name string, def int) int {
 
 // result is one half's account.
 type result struct {
-	seed    uint64
-	probing bool
-	secs    time.Duration
-	digest  string
+	seed      uint64
+	probing   bool
+	instances int // processes of a fleet soak (soakFleet); 0 or 1: one pool in this process
+	secs      time.Duration
+	digest    string
 
 	mu         sync.Mutex
 	faults     [numKinds]int
@@ -199,6 +216,11 @@ type result struct {
 	logLines   atomic.Int64
 	events     atomic.Int64
 	sched      []Fault
+}
+
+func newResult(seed uint64, probing bool, d time.Duration) *result {
+	return &result{seed: seed, probing: probing, secs: d, errs: map[string]int{}, longest: map[string]time.Duration{},
+		longestWhy: map[string]string{}, firstErr: map[string]string{}, viol: map[string]int{}}
 }
 
 func (r *result) violate(kind, format string, args ...any) {
@@ -242,6 +264,9 @@ func (r *result) summary() string {
 	mode := "probing-off"
 	if r.probing {
 		mode = "probing-on"
+	}
+	if r.instances > 1 {
+		mode += fmt.Sprintf(" instances=%d", r.instances)
 	}
 	b := bounds(3)
 	var lg []string
@@ -380,8 +405,7 @@ func (c *capture) Write(p []byte) (int, error) {
 
 // soak runs one half: a fresh cluster, the workload, the schedule, the checks.
 func soak(ctx context.Context, seed uint64, probing bool, d time.Duration, sab bool) (*result, error) {
-	r := &result{seed: seed, probing: probing, secs: d, errs: map[string]int{}, longest: map[string]time.Duration{},
-		longestWhy: map[string]string{}, firstErr: map[string]string{}, viol: map[string]int{}}
+	r := newResult(seed, probing, d)
 	loop := max(d-tail, MinGap)
 	r.sched = Schedule(seed, loop)
 	r.digest = Digest(r.sched)
@@ -409,57 +433,14 @@ func soak(ctx context.Context, seed uint64, probing bool, d time.Duration, sab b
 		}
 	}()
 	p := c.Primary()
-	for _, q := range []string{
-		"CREATE USER '" + soakUser + "'@'%' IDENTIFIED BY '" + soakPassword + "'",
-		"GRANT ALL ON " + harness.AppDB + ".* TO '" + soakUser + "'@'%'",
-		"CREATE TABLE " + harness.AppDB + ".soak_w (k BIGINT PRIMARY KEY, w INT NOT NULL, port INT NOT NULL)",
-		"CREATE TABLE " + harness.AppDB + ".soak_tx (txid BIGINT NOT NULL, part TINYINT NOT NULL, PRIMARY KEY (txid, part))",
-	} {
-		if err := p.Exec(ctx, q); err != nil {
-			return nil, err
-		}
-	}
-	if err := c.WaitReplicasCaughtUp(ctx); err != nil {
+	if err := createSoak(ctx, c, soloTables); err != nil {
 		return nil, err
 	}
-
-	// The DSN: the soak user through the proxies.
-	addrs := make([]string, 0, c.N())
-	for _, n := range c.Nodes() {
-		addrs = append(addrs, n.ProxyAddr())
-	}
-	params := baseParams
-	if probing {
-		params += probeParam
-	}
-	dsnText := soakUser + ":" + soakPassword + "@tcp(" + strings.Join(addrs, ",") + ")/" + harness.AppDB + "?" + params
-	cfg, err := dsn.Parse(dsnText)
+	pl, err := openPool(r, soakDSN(c, probing))
 	if err != nil {
 		return nil, err
 	}
-	driverLog := &capture{r: r, what: "mysqlfailover"}
-	mysqlLog := &capture{r: r, what: "go-sql-driver"}
-	cfg.MySQL.Logger = log.New(mysqlLog, "[mysql] ", log.Lmicroseconds)
-	var events sync.Map // kind -> *atomic.Int64
-	connector, err := mysqlfailover.NewConnector(cfg,
-		mysqlfailover.WithLogger(slog.New(slog.NewTextHandler(driverLog, &slog.HandlerOptions{Level: slog.LevelDebug}))),
-		mysqlfailover.WithEventHook(func(e failover.Event) {
-			r.events.Add(1)
-			v, _ := events.LoadOrStore(e.Kind.String(), new(atomic.Int64))
-			v.(*atomic.Int64).Add(1)
-			if s := e.String(); strings.Contains(s, soakPassword) {
-				r.violate("password", "event holds the password: %s", s)
-			}
-		}))
-	if err != nil {
-		return nil, err
-	}
-	if s := connector.String(); strings.Contains(s, soakPassword) {
-		r.violate("password", "Connector.String holds the password: %s", s)
-	}
-	db := sql.OpenDB(connector)
-	db.SetMaxOpenConns(maxOpen)
-	db.SetMaxIdleConns(maxOpen)
+	db, events, driverLog := pl.db, pl.events, pl.driverLog
 
 	led := &ledger{writes: map[int64]outcome{}, txs: map[int64]outcome{}}
 	if sab {
@@ -468,7 +449,7 @@ func soak(ctx context.Context, seed uint64, probing bool, d time.Duration, sab b
 			return nil, err
 		}
 	}
-	w := &workload{r: r, db: db, led: led, b: bounds(c.N()), stop: make(chan struct{})}
+	w := &workload{r: r, db: db, led: led, b: bounds(c.N()), t: soloTables, stop: make(chan struct{})}
 	var wg sync.WaitGroup
 	for i := range workers {
 		wg.Add(1)
@@ -505,7 +486,7 @@ func soak(ctx context.Context, seed uint64, probing bool, d time.Duration, sab b
 			return nil, err
 		}
 	}
-	checkData(checkCtx, c, r, led)
+	checkData(checkCtx, c, r, led, soloTables)
 
 	if err := db.Close(); err != nil {
 		r.violate("close", "db.Close: %v", err)
@@ -536,16 +517,93 @@ func soak(ctx context.Context, seed uint64, probing bool, d time.Duration, sab b
 		return true
 	})
 	sort.Strings(ev)
-	r.mu.Lock()
 	fmt.Printf("soak: events %s\n", strings.Join(ev, ","))
+	r.printDetails()
+	return r, nil
+}
+
+// printDetails prints the longest call of each class and the first error of each kind.
+func (r *result) printDetails() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	for _, cl := range classes {
 		fmt.Printf("soak: longest %s call %v: %s\n", cl, r.longest[cl].Round(time.Millisecond), r.longestWhy[cl])
 	}
 	for _, k := range slices.Sorted(maps.Keys(r.firstErr)) {
 		fmt.Printf("soak: first %s error: %s\n", k, r.firstErr[k])
 	}
-	r.mu.Unlock()
-	return r, nil
+}
+
+// createSoak creates the soak's user and the tables ts on the primary, and waits until
+// the replicas have them.
+func createSoak(ctx context.Context, c *harness.Cluster, ts ...tables) error {
+	qs := []string{
+		"CREATE USER '" + soakUser + "'@'%' IDENTIFIED BY '" + soakPassword + "'",
+		"GRANT ALL ON " + harness.AppDB + ".* TO '" + soakUser + "'@'%'",
+	}
+	for _, t := range ts {
+		qs = append(qs, t.create(harness.AppDB)...)
+	}
+	for _, q := range qs {
+		if err := c.Primary().Exec(ctx, q); err != nil {
+			return err
+		}
+	}
+	return c.WaitReplicasCaughtUp(ctx)
+}
+
+// soakDSN is the soak user's DSN through the proxies, with probing on or off.
+func soakDSN(c *harness.Cluster, probing bool) string {
+	addrs := make([]string, 0, c.N())
+	for _, n := range c.Nodes() {
+		addrs = append(addrs, n.ProxyAddr())
+	}
+	params := baseParams
+	if probing {
+		params += probeParam
+	}
+	return soakUser + ":" + soakPassword + "@tcp(" + strings.Join(addrs, ",") + ")/" + harness.AppDB + "?" + params
+}
+
+// pool is the soak's pool and what watches it.
+type pool struct {
+	db        *sql.DB
+	events    *sync.Map // event kind -> *atomic.Int64
+	driverLog *capture  // the driver's log (slog, debug level)
+}
+
+// openPool opens the soak's pool on dsnText: the driver's and go-sql-driver's logs
+// searched for the password (capture), every event counted by kind in events and
+// searched too, SetMaxOpenConns(maxOpen).
+func openPool(r *result, dsnText string) (*pool, error) {
+	cfg, err := dsn.Parse(dsnText)
+	if err != nil {
+		return nil, err
+	}
+	driverLog := &capture{r: r, what: "mysqlfailover"}
+	mysqlLog := &capture{r: r, what: "go-sql-driver"}
+	cfg.MySQL.Logger = log.New(mysqlLog, "[mysql] ", log.Lmicroseconds)
+	events := new(sync.Map) // kind -> *atomic.Int64
+	connector, err := mysqlfailover.NewConnector(cfg,
+		mysqlfailover.WithLogger(slog.New(slog.NewTextHandler(driverLog, &slog.HandlerOptions{Level: slog.LevelDebug}))),
+		mysqlfailover.WithEventHook(func(e failover.Event) {
+			r.events.Add(1)
+			v, _ := events.LoadOrStore(e.Kind.String(), new(atomic.Int64))
+			v.(*atomic.Int64).Add(1)
+			if s := e.String(); strings.Contains(s, soakPassword) {
+				r.violate("password", "event holds the password: %s", s)
+			}
+		}))
+	if err != nil {
+		return nil, err
+	}
+	if s := connector.String(); strings.Contains(s, soakPassword) {
+		r.violate("password", "Connector.String holds the password: %s", s)
+	}
+	db := sql.OpenDB(connector)
+	db.SetMaxOpenConns(maxOpen)
+	db.SetMaxIdleConns(maxOpen)
+	return &pool{db: db, events: events, driverLog: driverLog}, nil
 }
 
 // faults runs the schedule until loop has passed: each fault at its time (or as soon as

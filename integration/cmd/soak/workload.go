@@ -43,12 +43,33 @@ func (l *ledger) setTx(k int64, o outcome) {
 	l.mu.Unlock()
 }
 
+// tables are the two tables one workload writes: its keys (soak_w) and its transactions
+// (soak_tx). In a fleet (-instances) each instance has its own, named with its number.
+type tables struct{ w, tx string }
+
+// soloTables are the tables of a soak of one instance.
+var soloTables = tables{w: "soak_w", tx: "soak_tx"}
+
+// instanceTables are instance i's tables in a fleet.
+func instanceTables(i int) tables {
+	return tables{w: fmt.Sprintf("soak_w_%d", i), tx: fmt.Sprintf("soak_tx_%d", i)}
+}
+
+// create are the statements that create t on database db.
+func (t tables) create(db string) []string {
+	return []string{
+		"CREATE TABLE " + db + "." + t.w + " (k BIGINT PRIMARY KEY, w INT NOT NULL, port INT NOT NULL)",
+		"CREATE TABLE " + db + "." + t.tx + " (txid BIGINT NOT NULL, part TINYINT NOT NULL, PRIMARY KEY (txid, part))",
+	}
+}
+
 // workload is the 16 workers.
 type workload struct {
 	r    *result
 	db   *sql.DB
 	led  *ledger
 	b    map[string]time.Duration
+	t    tables
 	stop chan struct{}
 }
 
@@ -119,9 +140,9 @@ func (w *workload) write(conn *sql.Conn, worker int, k int64, withArgs, ro bool)
 		err := w.call(class, what, dl, func(ctx context.Context) error {
 			var err error
 			if withArgs {
-				_, err = ex.ExecContext(ctx, "INSERT INTO soak_w (k, w, port) VALUES (?, ?, @@port)", k, worker)
+				_, err = ex.ExecContext(ctx, "INSERT INTO "+w.t.w+" (k, w, port) VALUES (?, ?, @@port)", k, worker)
 			} else {
-				_, err = ex.ExecContext(ctx, fmt.Sprintf("INSERT INTO soak_w (k, w, port) VALUES (%d, %d, @@port)", k, worker))
+				_, err = ex.ExecContext(ctx, fmt.Sprintf("INSERT INTO %s (k, w, port) VALUES (%d, %d, @@port)", w.t.w, k, worker))
 			}
 			return err
 		})
@@ -169,7 +190,7 @@ func (w *workload) tx(txid int64) {
 	}
 	for part := 1; part <= 2; part++ {
 		err := timed("insert "+strconv.Itoa(part), func() error {
-			_, err := tx.ExecContext(ctx, "INSERT INTO soak_tx (txid, part) VALUES (?, ?)", txid, part)
+			_, err := tx.ExecContext(ctx, "INSERT INTO "+w.t.tx+" (txid, part) VALUES (?, ?)", txid, part)
 			return err
 		})
 		if err != nil {
@@ -201,7 +222,7 @@ func (w *workload) read(rng *rand.Rand) {
 	}
 	q := "SELECT @@port"
 	if rng.IntN(2) == 0 {
-		q = "SELECT COALESCE(MAX(k), 0) FROM soak_w WHERE k < 5000000000"
+		q = "SELECT COALESCE(MAX(k), 0) FROM " + w.t.w + " WHERE k < 5000000000"
 	}
 	_ = w.call(class, "read "+q, dl, func(ctx context.Context) error {
 		var v int64
