@@ -306,14 +306,18 @@ var _ syscall.Conn = (*trackedSysConn)(nil)
 // closedByServer returns err, the error of go-sql-driver's Connect under ctx whose
 // socket was tc (nil: the dial failed), as a *cluster.HandshakeClosedError when the TCP
 // connection was established and the server then closed or reset it before the session
-// was set up (tc.peerClosed): the engine tries such a session again on the same host
-// before it blames the host (an overloaded listener closes some handshakes while its
-// other sessions answer). A server's error packet (1040...), a timeout and the end of
-// ctx are left as they are.
+// was set up (tc.peerClosed), or reset it while the dial returned (ECONNRESET: a
+// listener answered, unlike ECONNREFUSED): the engine tries such a session again on the
+// same host before it blames the host (an overloaded listener closes some handshakes
+// while its other sessions answer). A server's error packet (1040...), a refused dial, a
+// timeout and the end of ctx are left as they are.
 func closedByServer(ctx context.Context, err error, tc *trackedConn) error {
 	var me *mysql.MySQLError
-	if err == nil || tc == nil || !tc.peerClosed.Load() || ctx.Err() != nil || errors.As(err, &me) {
+	if err == nil || ctx.Err() != nil || errors.As(err, &me) {
 		return err
 	}
-	return &cluster.HandshakeClosedError{Err: err}
+	if tc != nil && tc.peerClosed.Load() || tc == nil && errors.Is(err, syscall.ECONNRESET) {
+		return &cluster.HandshakeClosedError{Err: err}
+	}
+	return err
 }
