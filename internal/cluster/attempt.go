@@ -51,7 +51,8 @@ func (c *Cluster) attemptHost(ctx context.Context, h int, setup SetupFunc, lastR
 }
 
 // attemptRun is attemptHost; with keep, a handshake the server closed
-// (closedHandshake) leaves the host's health as it was, for attemptPatient to decide.
+// (closedHandshake) leaves the host's health as it was and is not reported
+// (EventConnect), for attemptPatient to decide.
 func (c *Cluster) attemptRun(ctx context.Context, h int, setup SetupFunc, lastResortOK bool, limit time.Duration, checkRole, keep bool) (conn driver.Conn, lastResort bool, err error) {
 	hs := c.topo().host(h)
 	if hs == nil {
@@ -73,7 +74,9 @@ func (c *Cluster) attemptRun(ctx context.Context, h int, setup SetupFunc, lastRe
 	start := c.env.Clock.Now()
 	conn, lastResort, err = c.attemptSession(actx, h, setup, lastResortOK, checkRole, timedOut)
 	err = c.attemptDone(ctx, h, hs, start, err, keep)
-	c.emit(failover.Event{Kind: failover.EventConnect, Host: hs.addr, Err: err})
+	if !keep || !closedHandshake(err) {
+		c.emit(failover.Event{Kind: failover.EventConnect, Host: hs.addr, Err: err})
+	} // else attemptPatient reports the attempt once it has decided (closedAgain)
 	return conn, lastResort, err
 }
 

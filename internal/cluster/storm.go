@@ -17,6 +17,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"time"
+
+	"github.com/mysqlfailover/mysqlfailover/failover"
 )
 
 // HandshakeClosedError is a new session's failure after its TCP connection was
@@ -102,25 +104,41 @@ func handshakePause(n int) time.Duration {
 	return p/2 + rand.N(p/2+1)
 }
 
+// blamed reports whether something other than a closed handshake says host hs is down
+// now: an attempt failed (another session's, a failover's report), or the probes
+// declared it down or see it failing.
+func (c *Cluster) blamed(hs *hostState) bool {
+	v := hs.health()
+	return v.failing || v.probeFailing || v.skipped(c.env.Clock.Now().UnixNano())
+}
+
 // closedAgain decides on a closed handshake, the n-th (from 1) of a patient attempt on
-// host hs that began at start when the host's life count was life0: it
-// returns retry true after waiting the pause when another try is due within total;
-// otherwise the error the attempt ends with: a *SessionClosedError when the host showed
-// a sign of life meanwhile (it stays as it is), else err, the host put into backoff.
+// host hs that began at start when the host's life count was life0. It returns retry
+// true, after the pause, while another try is due within total and nothing blames the
+// host (blamed). Otherwise it reports the attempt (EventConnect) and returns the error
+// it ends with: a *SessionClosedError when the host showed a sign of life meanwhile and
+// nothing blames it (the host is left as it is); else err, the host put into backoff as
+// for any failed attempt (unless ctx ended).
 func (c *Cluster) closedAgain(ctx context.Context, hs *hostState, n int, start time.Time, total time.Duration, life0 uint64, err error) (retry bool, out error) {
 	waited := c.env.Clock.Now().Sub(start)
 	pause := handshakePause(n)
-	if n < DefaultHandshakeTries && waited+pause <= total {
+	blamed := c.blamed(hs)
+	if !Ended(ctx) && !blamed && n < DefaultHandshakeTries && waited+pause <= total {
 		c.handshakeRetries.Add(1)
-		if serr := c.env.Clock.Sleep(ctx, pause); serr != nil {
-			return false, serr
+		serr := c.env.Clock.Sleep(ctx, pause)
+		if serr == nil {
+			return true, nil
 		}
-		return true, nil
+		err = serr
 	}
-	if c.life(hs) != life0 {
+	switch {
+	case Ended(ctx):
+	case !blamed && c.life(hs) != life0:
+		err = &SessionClosedError{Host: hs.addr, Attempts: n, Waited: waited, Err: err}
 		c.sessionsClosed.Add(1)
-		return false, &SessionClosedError{Host: hs.addr, Attempts: n, Waited: waited, Err: err}
+	default:
+		c.attemptFailed(hs, err) // no sign of life, or blamed: the host's failure
 	}
-	c.attemptFailed(hs, err) // no sign of life: the host's failure after all
+	c.emit(failover.Event{Kind: failover.EventConnect, Host: hs.addr, Err: err})
 	return false, err
 }

@@ -76,9 +76,10 @@ func checkPauses(t *testing.T, clock *fake.Clock, n int) {
 func TestClosedHandshakeHostAnswersPoolStays(t *testing.T) {
 	for _, tc := range []struct {
 		name, history string
+		others        int32 // dials of H1 by other sessions
 		sign          func(s *closedRig, n int32)
 	}{
-		{"another session opens", `/H1 \H1 \H1 \H1 \H1`, func(s *closedRig, n int32) {
+		{"another session opens", `/H1 \H1`, 1, func(s *closedRig, n int32) {
 			if n != 1 {
 				return
 			}
@@ -97,7 +98,7 @@ func TestClosedHandshakeHostAnswersPoolStays(t *testing.T) {
 				s.t.Errorf("the other session: %v", err)
 			}
 		}},
-		{"a session reads", `\H1 \H1 \H1 \H1`, func(s *closedRig, n int32) {
+		{"a session reads", `\H1`, 0, func(s *closedRig, n int32) {
 			if n == 2 {
 				s.answers.Add(1)
 			}
@@ -120,7 +121,10 @@ func TestClosedHandshakeHostAnswersPoolStays(t *testing.T) {
 				t.Fatalf("Connect: %v, want a *SessionClosedError of %d attempts on H1, not driver.ErrBadConn", err, cluster.DefaultHandshakeTries)
 			}
 			if got := s.history(); got != tc.history {
-				t.Fatalf("attempts %q, want %q", got, tc.history)
+				t.Fatalf("attempts %q, want %q (one event for the attempt)", got, tc.history)
+			}
+			if d, want := s.dials.Load(), int32(cluster.DefaultHandshakeTries)+tc.others; d != want {
+				t.Fatalf("%d dials of H1, want %d tries and %d of other sessions", d, cluster.DefaultHandshakeTries, tc.others)
 			}
 			st := s.cl.Stats()
 			if s.cl.Active() != primary || st.Failovers != 0 || st.SessionsClosed != 1 || st.HandshakeRetries != cluster.DefaultHandshakeTries-1 {
@@ -147,8 +151,8 @@ func TestClosedHandshakeRetried(t *testing.T) {
 	l := s.connect()
 	l.on(primary)
 	l.c.Close()
-	if got := s.history(); got != `\H1 \H1 /H1` {
-		t.Fatalf("attempts %q, want \\H1 \\H1 /H1", got)
+	if got, d := s.history(), s.dials.Load(); got != `/H1` || d != 3 {
+		t.Fatalf("attempts %q in %d dials, want /H1 in 3", got, d)
 	}
 	st := s.cl.Stats()
 	if st.Failovers != 0 || st.HandshakeRetries != 2 || st.SessionsClosed != 0 || s.stat(0).State != failover.HostUp {
@@ -165,8 +169,8 @@ func TestClosedHandshakeNoLifeMoves(t *testing.T) {
 	l := s.connect()
 	l.on(1)
 	l.c.Close()
-	if got, want := s.history(), strings.Repeat(`\H1 `, cluster.DefaultHandshakeTries)+`/H2`; got != want {
-		t.Fatalf("attempts %q, want %q", got, want)
+	if got, d := s.history(), s.dials.Load(); got != `\H1 /H2` || d != cluster.DefaultHandshakeTries {
+		t.Fatalf("attempts %q in %d dials of H1, want \\H1 /H2 in %d", got, d, cluster.DefaultHandshakeTries)
 	}
 	st := s.cl.Stats()
 	var hc *cluster.HandshakeClosedError
@@ -246,5 +250,54 @@ func TestClosedHandshakeAfterKill(t *testing.T) {
 	}
 	if st := s.cl.Stats(); s.cl.Active() != primary || st.Failovers != 0 || st.Hosts[0].State != failover.HostUp {
 		t.Fatalf("active H%d, failovers %d, H1 %v; want H1, 0, up", s.cl.Active()+1, st.Failovers, st.Hosts[0].State)
+	}
+}
+
+// TestClosedHandshakeAllDown: every host closes every handshake. The pool's host gets
+// its tries in the first pass only: once it failed (in backoff) nothing is tried again,
+// and the walk keeps its shape, passes x hosts attempts.
+func TestClosedHandshakeAllDown(t *testing.T) {
+	var dials [3]atomic.Int32
+	r := newRig(t, 3, func(o *rigOpts) {
+		o.Dial = func(ctx context.Context, h int) (driver.Conn, error) {
+			dials[h].Add(1)
+			return nil, &cluster.HandshakeClosedError{Err: driver.ErrBadConn}
+		}
+	})
+	_, _, err := r.cl.Connect(fake.Context(t), nil)
+	var nh *failover.NoHostAvailableError
+	if !errors.As(err, &nh) || nh.Passes != 2 {
+		t.Fatalf("Connect: %v, want the 2-pass NoHostAvailableError", err)
+	}
+	if got, want := r.history(), `\H1 \H2 \H3 \H1 \H2 \H3`; got != want {
+		t.Fatalf("attempts %q, want %q", got, want)
+	}
+	if d := [3]int32{dials[0].Load(), dials[1].Load(), dials[2].Load()}; d != [3]int32{cluster.DefaultHandshakeTries + 1, 2, 2} {
+		t.Fatalf("dials per host %v, want H1 %d then 1, H2 and H3 2", d, cluster.DefaultHandshakeTries)
+	}
+	if st := r.cl.Stats(); st.HandshakeRetries != cluster.DefaultHandshakeTries-1 || st.SessionsClosed != 0 {
+		t.Fatalf("retries %d, sessions closed %d", st.HandshakeRetries, st.SessionsClosed)
+	}
+}
+
+// TestClosedHandshakeIsNotATimeout: only the tracker's word that the server closed the
+// socket makes a closed handshake, wrapped or not; an attempt that timed out is not one,
+// whatever it wraps (the socket closed as the bound fired), nor is a bare bad connection.
+func TestClosedHandshakeIsNotATimeout(t *testing.T) {
+	closed := &cluster.HandshakeClosedError{Err: driver.ErrBadConn}
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"closed", closed, true},
+		{"wrapped", &cluster.SessionClosedError{Host: "H1:3306", Err: closed}, true},
+		{"timed out", &cluster.HostTimeoutError{After: time.Second, Cause: closed}, false},
+		{"bad connection", driver.ErrBadConn, false},
+		{"invalid connection", mysql.ErrInvalidConn, false},
+	} {
+		if got := cluster.ClosedHandshake(tc.err); got != tc.want {
+			t.Errorf("%s (%v): %v, want %v", tc.name, tc.err, got, tc.want)
+		}
 	}
 }

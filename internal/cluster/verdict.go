@@ -233,7 +233,7 @@ func (c *Cluster) attemptPatient(ctx context.Context, h int, setup SetupFunc, la
 	closed := 0
 	for n := 1; ; n++ {
 		conn, lastResort, err := c.attemptRun(ctx, h, setup, lastResortOK, limit, true, keep)
-		if keep && closedHandshake(err) && !Ended(ctx) {
+		if keep && closedHandshake(err) {
 			closed++
 			retry, out := c.closedAgain(ctx, hs, closed, start, total, life0, err)
 			if retry {
