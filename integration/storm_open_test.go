@@ -104,7 +104,7 @@ func TestConnectionStormStaysOnPrimary(t *testing.T) {
 		kept += k
 	}
 	t.Logf("FIGURE storm: %d pools x %d sessions at once, %.0f%% of node 1's new connections reset at the greeting: "+
-		"%d pools moved off the primary; %d handshakes to node 1 failed, %d tried again on it, %d sessions failed while node 1 answered (%d such caller errors); caller errors by kind %v",
+		"%d pools moved off the primary; %d attempts on node 1 ended in an error, %d closed handshakes tried again on it, %d sessions failed while node 1 answered (%d such caller errors); caller errors by kind %v",
 		stormPools, stormSessions, 100*frac, moved, failedConnects, retries, kept, closedErrs, errs)
 	if moved != 0 {
 		t.Errorf("%d of %d pools left the healthy primary, want 0", moved, stormPools)
