@@ -7,9 +7,13 @@ package cluster
 // host (attemptPatient) tries the handshake again on the same host, a few times with
 // growing, jittered pauses (which also spread the storm), and the host is blamed (its
 // backoff, the walk to the next host) only when it gave no sign of life meanwhile: no
-// other session of the connector opened or read from it, no probe passed. A refused
+// other session of the connector opened or read from it, no probe passed. Once
+// something else blames the host (another attempt failed, a failover reported it, the
+// probes fail it), its closed handshakes are the host's again: no more tries, so that a
+// dead server behind a proxy (which accepts, then closes) costs what it did. A refused
 // dial, a dial that times out and a handshake that times out (a frozen host greets no
-// one) are the host's, as before.
+// one) are the host's, as before. The attempt is reported once (EventConnect), with
+// its outcome; Stats counts the handshakes tried again and the sessions that failed so.
 
 import (
 	"context"

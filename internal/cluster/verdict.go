@@ -212,11 +212,12 @@ func (e *fullError) Unwrap() error { return e.err }
 //
 // Without limit (not the quick check of a host whose session ended), a handshake the
 // server closed (a *HandshakeClosedError) is tried again on the same host after
-// handshakePause, DefaultHandshakeTries tries in all within the same total; when every
-// try was closed, the caller gets a *SessionClosedError and the host is left as it is if
-// the host showed a sign of life meanwhile (life: another session of the connector
-// opened or read, a probe passed), else the last error with the host in backoff, as
-// before (see storm.go).
+// handshakePause, DefaultHandshakeTries tries in all within the same total, while
+// nothing else blames the host; when every try was closed, the caller gets a
+// *SessionClosedError and the host is left as it is if the host showed a sign of life
+// meanwhile (life: another session of the connector opened or read, a probe passed) and
+// nothing blames it, else the last error with the host in backoff, as before (see
+// storm.go, closedAgain).
 func (c *Cluster) attemptPatient(ctx context.Context, h int, setup SetupFunc, lastResortOK bool, limit time.Duration) (driver.Conn, bool, error) {
 	total := c.cfg.HostTimeout
 	if total <= 0 {
