@@ -174,7 +174,8 @@ func NewConnector(cfg *dsn.Config, opts ...Option) (*Connector, error) {
 		Abort: func(i int) {
 			tr.closeAll(cl.Host(i))
 		},
-		Socket: socket,
+		Socket:  socket,
+		Answers: tr.answers,
 	})
 	if err != nil {
 		return nil, err
@@ -231,7 +232,7 @@ func hostDialer(cfg *dsn.Config, tr *tracker, cl **cluster.Cluster, logger *slog
 		if err == nil && tc != nil {
 			tr.bind(phys, tc)
 		}
-		return phys, err
+		return phys, closedByServer(ctx, err, tc)
 	}, nil
 }
 

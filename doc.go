@@ -165,6 +165,20 @@
 //     caller sees nothing if one frees; then, or at once for 1226 and 1129, the
 //     host's *mysql.MySQLError, wrapped with its address. The pool stays, and so
 //     do the connections already on that host.
+//   - A new connection whose handshake the pool's host closes or resets after
+//     accepting the TCP connection (an overloaded listener during a deploy or
+//     an autoscaling step, when many pools open their sessions at once) is
+//     tried again on that host, 4 tries in all with pauses of 20-40 ms, then
+//     40-80 ms, then 80-160 ms (within hostTimeout): the caller sees nothing if
+//     one gets in. When every try is closed while the host answered the
+//     connector otherwise (another session opened or read, a probe passed),
+//     the caller gets an error naming the host and the attempts, wrapping the
+//     driver's (never driver.ErrBadConn: nothing was sent), and the pool stays,
+//     as for a full host; Stats counts HandshakeRetries and SessionsClosed. A
+//     host that answers nothing meanwhile, or that another failure already put
+//     into backoff, is down: the pool moves as before. A refused dial, a dial
+//     that times out and a handshake that times out (a frozen host accepts TCP
+//     and never greets) move it at once, as before.
 //   - A host that refuses the credentials or lacks the database returns its
 //     *mysql.MySQLError (1045, 1049, ...) wrapped with the host, and the walk
 //     ends at once: every host would answer the same.

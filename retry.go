@@ -6,6 +6,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/mysqlfailover/mysqlfailover/failover"
+	"github.com/mysqlfailover/mysqlfailover/internal/cluster"
 )
 
 // Retry says what SafeToRetry found may be run again without anything running twice.
@@ -83,6 +84,7 @@ const (
 func SafeToRetry(err error) Retry {
 	var fe *failover.FailoverError
 	var nh *failover.NoHostAvailableError
+	var sc *cluster.SessionClosedError // the host closed a new connection's handshakes
 	var me *mysql.MySQLError
 	switch {
 	case err == nil, errors.Is(err, failover.ErrCommitOutcomeUnknown), errors.Is(err, failover.ErrClosed):
@@ -96,7 +98,7 @@ func SafeToRetry(err error) Retry {
 			return RetryNothing // it may have run, and it may have written
 		}
 		return RetryStatement
-	case errors.As(err, &nh):
+	case errors.As(err, &nh), errors.As(err, &sc):
 		return RetryStatement // a connection that was never opened sent nothing
 	case errors.As(err, &me):
 		switch me.Number {

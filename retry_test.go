@@ -10,6 +10,7 @@ import (
 
 	"github.com/mysqlfailover/mysqlfailover"
 	"github.com/mysqlfailover/mysqlfailover/failover"
+	"github.com/mysqlfailover/mysqlfailover/internal/cluster"
 )
 
 // One function says what is safe to run again.
@@ -33,6 +34,7 @@ func TestSafeToRetry(t *testing.T) {
 		{"a batch: lost and outcome unknown", fmt.Errorf("%w: %w: %w", failover.ErrCommitOutcomeUnknown, failover.ErrTxLost, fe(true)), mysqlfailover.RetryNothing},
 		{"no host", &failover.NoHostAvailableError{Passes: 1}, mysqlfailover.RetryStatement},
 		{"full host", fmt.Errorf("host H1:3306 is full: %w", &mysql.MySQLError{Number: 1040}), mysqlfailover.RetryStatement},
+		{"handshakes closed", &cluster.SessionClosedError{Host: "H1:3306", Attempts: 4, Err: &cluster.HandshakeClosedError{Err: mysql.ErrInvalidConn}}, mysqlfailover.RetryStatement},
 		{"deadlock", &mysql.MySQLError{Number: 1213}, mysqlfailover.RetryTransaction},
 		{"Group Replication rolled back at COMMIT", &mysql.MySQLError{Number: 3101}, mysqlfailover.RetryTransaction},
 		{"XA branch rolled back for a deadlock", &mysql.MySQLError{Number: 1614}, mysqlfailover.RetryTransaction},

@@ -3,11 +3,16 @@ package mysqlfailover
 import (
 	"context"
 	sqldriver "database/sql/driver"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/go-sql-driver/mysql"
 
 	"github.com/mysqlfailover/mysqlfailover/internal/cluster"
 )
@@ -19,12 +24,30 @@ import (
 // its session from the greeting (cluster.Socket), and the tracker knows which physical
 // connection uses it (bind, socket): a connection then knows whether a failed request
 // was sent, and which server thread to kill after a COMMIT whose outcome is unknown,
-// without a statement of its own.
+// without a statement of its own. It also tells the engine whether a host answers its
+// sessions (answers) and whether a failed handshake's socket was closed by the server
+// (trackedConn.peerClosed).
 type tracker struct {
 	now    func() time.Time // the Cluster's clock, for cluster.Socket.SetOpened (nil: not stamped)
 	mu     sync.Mutex
 	conns  map[string]map[*trackedConn]struct{}
 	byPhys map[sqldriver.Conn]*trackedConn // the sockets of the physical connections bound to them
+	// last is, per address with open sockets, the seq of the last read after a
+	// greeting on one of them (dropped with the address's last socket).
+	last map[string]*atomic.Uint64
+	seq  atomic.Uint64 // numbers those reads, across addresses
+}
+
+// answers returns the number of the last read with data after the greeting on a
+// socket to addr (cluster.Env.Answers): it grows while a session there answers, and is
+// 0 when addr has no socket (it never grows by a socket closing).
+func (t *tracker) answers(addr string) uint64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if l := t.last[addr]; l != nil {
+		return l.Load()
+	}
+	return 0
 }
 
 // dialedKey is the context key of the slot (a **trackedConn) in which dialFunc leaves
@@ -111,6 +134,13 @@ func (t *tracker) dialFunc(next func(ctx context.Context, network, addr string) 
 			t.conns[addr] = set
 		}
 		set[tc] = struct{}{}
+		if t.last == nil {
+			t.last = map[string]*atomic.Uint64{}
+		}
+		if t.last[addr] == nil {
+			t.last[addr] = &atomic.Uint64{}
+		}
+		tc.last = t.last[addr]
 		t.mu.Unlock()
 		return out, nil
 	}
@@ -126,6 +156,7 @@ func (t *tracker) forget(tc *trackedConn) {
 	delete(set, tc)
 	if len(set) == 0 {
 		delete(t.conns, tc.addr) // a host list whose addresses churn must not grow the map
+		delete(t.last, tc.addr)
 	}
 	t.mu.Unlock()
 }
@@ -164,6 +195,11 @@ type trackedConn struct {
 	greet  greeting
 	phys   sqldriver.Conn // under t.mu: the physical connection bound to it (bind)
 	closed bool           // under t.mu: forgotten
+	last   *atomic.Uint64 // the address's last read after a greeting (tracker.last)
+	// peerClosed is set when a read found the socket closed or reset by the server (an
+	// EOF, ECONNRESET) or a write found it so (EPIPE, ECONNRESET): not a timeout, not a
+	// close of our own.
+	peerClosed atomic.Bool
 }
 
 // Read reads from the socket; until the greeting's connection id has passed, it reads
@@ -174,6 +210,11 @@ func (c *trackedConn) Read(b []byte) (int, error) {
 		if id, ok := c.greet.feed(b[:n]); ok {
 			c.sock.SetThread(id)
 		}
+	} else if n > 0 && c.last != nil {
+		c.last.Store(c.t.seq.Add(1)) // the host answers this session
+	}
+	if err != nil && (errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET)) {
+		c.peerClosed.Store(true)
 	}
 	return n, err
 }
@@ -184,6 +225,9 @@ func (c *trackedConn) Write(b []byte) (int, error) {
 	c.sock.Wrote(n)
 	if err != nil {
 		c.sock.WriteFailed()
+		if errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) {
+			c.peerClosed.Store(true)
+		}
 	}
 	return n, err
 }
@@ -258,3 +302,22 @@ func (c *trackedSysConn) SyscallConn() (syscall.RawConn, error) {
 }
 
 var _ syscall.Conn = (*trackedSysConn)(nil)
+
+// closedByServer returns err, the error of go-sql-driver's Connect under ctx whose
+// socket was tc (nil: the dial failed), as a *cluster.HandshakeClosedError when the TCP
+// connection was established and the server then closed or reset it before the session
+// was set up (tc.peerClosed), or reset it while the dial returned (ECONNRESET: a
+// listener answered, unlike ECONNREFUSED): the engine tries such a session again on the
+// same host before it blames the host (an overloaded listener closes some handshakes
+// while its other sessions answer). A server's error packet (1040...), a refused dial, a
+// timeout and the end of ctx are left as they are.
+func closedByServer(ctx context.Context, err error, tc *trackedConn) error {
+	var me *mysql.MySQLError
+	if err == nil || ctx.Err() != nil || errors.As(err, &me) {
+		return err
+	}
+	if tc != nil && tc.peerClosed.Load() || tc == nil && errors.Is(err, syscall.ECONNRESET) {
+		return &cluster.HandshakeClosedError{Err: err}
+	}
+	return err
+}

@@ -184,6 +184,14 @@ type Stats struct {
 	// session lacks or a replay cannot repeat: temporary tables, user variables,
 	// GET_LOCK, LOCK TABLES, XA, CALL, LOAD DATA, a multi-statement batch (count).
 	TxReplayUnsafe int64
+	// HandshakeRetries counts the new sessions' handshakes that the pool's host closed
+	// or reset after accepting the TCP connection (an overloaded listener) and that were
+	// tried again on the same host (count).
+	HandshakeRetries int64
+	// SessionsClosed counts the new sessions that failed so on every try while the host
+	// answered other sessions or probes: their callers got the error, and the pool
+	// stayed on the host, as for a full host (count).
+	SessionsClosed int64
 }
 
 // HostStats is one host's part of Stats.

@@ -289,8 +289,22 @@ func (n *Node) ClearToxics() error {
 	return nil
 }
 
+// ResetSome resets a fraction (0 to 1) of the connections to the node, each drawn when
+// the proxy accepts it (or, for those open, when the toxic is added), at its first
+// server-to-client chunk: the greeting of a new connection. It plays an overloaded
+// listener that closes some handshakes while its other sessions answer (reset_peer
+// toxic, timeout 0, downstream, with toxicity fraction). ClearToxics ends it.
+func (n *Node) ResetSome(fraction float64) error {
+	return n.addToxicP("reset_some", "reset_peer", "downstream", `{"timeout":0}`, fraction)
+}
+
 func (n *Node) addToxic(name, typ, stream, attrs string) error {
-	body := fmt.Sprintf(`{"name":%q,"type":%q,"stream":%q,"toxicity":1,"attributes":%s}`, name, typ, stream, attrs)
+	return n.addToxicP(name, typ, stream, attrs, 1)
+}
+
+// addToxicP adds a toxic that applies to each connection with probability toxicity.
+func (n *Node) addToxicP(name, typ, stream, attrs string, toxicity float64) error {
+	body := fmt.Sprintf(`{"name":%q,"type":%q,"stream":%q,"toxicity":%g,"attributes":%s}`, name, typ, stream, toxicity, attrs)
 	if _, err := n.proxy.Toxics.AddToxicJson(strings.NewReader(body)); err != nil {
 		return n.wrap("add toxic "+name, err)
 	}

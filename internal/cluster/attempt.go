@@ -41,12 +41,19 @@ func (c *Cluster) attempt(ctx context.Context, h int, setup SetupFunc, lastResor
 // attemptWithin is attempt with a further bound, limit (0: none), for the quick
 // same-host check of Recover.
 func (c *Cluster) attemptWithin(ctx context.Context, h int, setup SetupFunc, lastResortOK bool, limit time.Duration) (conn driver.Conn, lastResort bool, err error) {
-	return c.attemptHost(ctx, h, setup, lastResortOK, limit, true)
+	return c.attemptRun(ctx, h, setup, lastResortOK, limit, true, false)
 }
 
 // attemptHost is attemptWithin, with the role check of targetSessionAttrs only when
 // checkRole is set (a replica session has none: OpenReplica).
 func (c *Cluster) attemptHost(ctx context.Context, h int, setup SetupFunc, lastResortOK bool, limit time.Duration, checkRole bool) (conn driver.Conn, lastResort bool, err error) {
+	return c.attemptRun(ctx, h, setup, lastResortOK, limit, checkRole, false)
+}
+
+// attemptRun is attemptHost; with keep, a handshake the server closed
+// (closedHandshake) leaves the host's health as it was and is not reported
+// (EventConnect), for attemptPatient to decide.
+func (c *Cluster) attemptRun(ctx context.Context, h int, setup SetupFunc, lastResortOK bool, limit time.Duration, checkRole, keep bool) (conn driver.Conn, lastResort bool, err error) {
 	hs := c.topo().host(h)
 	if hs == nil {
 		return nil, false, fmt.Errorf("mysqlfailover: no host with id %d", h)
@@ -66,8 +73,10 @@ func (c *Cluster) attemptHost(ctx context.Context, h int, setup SetupFunc, lastR
 	}
 	start := c.env.Clock.Now()
 	conn, lastResort, err = c.attemptSession(actx, h, setup, lastResortOK, checkRole, timedOut)
-	err = c.attemptDone(ctx, h, hs, start, err)
-	c.emit(failover.Event{Kind: failover.EventConnect, Host: hs.addr, Err: err})
+	err = c.attemptDone(ctx, h, hs, start, err, keep)
+	if !keep || !closedHandshake(err) {
+		c.emit(failover.Event{Kind: failover.EventConnect, Host: hs.addr, Err: err})
+	} // else attemptPatient reports the attempt once it has decided (closedAgain)
 	return conn, lastResort, err
 }
 
@@ -128,8 +137,9 @@ func (c *Cluster) attemptSession(actx context.Context, h int, setup SetupFunc, l
 
 // attemptDone records the outcome err of an attempt on hs, host h, that began at start
 // in the host's health (its backoff, typical connect time, readiness and connections
-// out), and returns err, a refusal as its *NotReadyError.
-func (c *Cluster) attemptDone(ctx context.Context, h int, hs *hostState, start time.Time, err error) error {
+// out), and returns err, a refusal as its *NotReadyError. With keep, a closed handshake
+// is not recorded: the caller decides (attemptPatient).
+func (c *Cluster) attemptDone(ctx context.Context, h int, hs *hostState, start time.Time, err error, keep bool) error {
 	var re *RoleError
 	var nr *NotReadyError
 	if err != nil && !errors.As(err, &nr) {
@@ -150,6 +160,8 @@ func (c *Cluster) attemptDone(ctx context.Context, h int, hs *hostState, start t
 	case errors.As(err, &re), nr != nil, fullHost(err):
 		// The host answers; the walk skips it for its role or its readiness, or it is full.
 		c.attemptSucceeded(hs)
+	case keep && closedHandshake(err):
+		// One session's failure, maybe: attemptPatient tries again and decides.
 	case !Ended(ctx):
 		c.attemptFailed(hs, err)
 	}
@@ -200,6 +212,11 @@ func (c *Cluster) readinessKind() bool {
 // error needs to know it happened at connect.
 func describeDialError(err error) error {
 	const what = "connection closed by the server during the handshake"
+	var hc *HandshakeClosedError
+	if errors.As(err, &hc) {
+		// The connector's tracker saw the server close the socket: the type says it.
+		return &HandshakeClosedError{Err: NotBadConn(hc.Err, "")}
+	}
 	if errors.Is(err, driver.ErrBadConn) {
 		return NotBadConn(err, what)
 	}

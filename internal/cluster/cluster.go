@@ -66,6 +66,11 @@ type Env struct {
 	// to its socket, which tell whether a failed request was sent, and the server's id of
 	// its session, which Settle kills.
 	Socket func(driver.Conn) *Socket
+	// Answers, if set, returns a count that moves whenever a session of the connector
+	// to addr reads from its socket after the server's greeting (the socket tracker):
+	// a sign that the host answers, which keeps a closed handshake from being blamed on
+	// it (storm.go). It must be fast and safe for concurrent use.
+	Answers func(addr string) uint64
 }
 
 // Cluster is the failover state that every pooled connection of one connector shares:
@@ -141,6 +146,10 @@ type Cluster struct {
 	// callerErrors counts the errors returned to callers for a host that failed,
 	// refused or was missing (NoteCallerError; Stats().CallerErrors).
 	callerErrors atomic.Int64
+	// handshakeRetries counts closed handshakes tried again on the same host, and
+	// sessionsClosed the new sessions that failed so while the host answered others
+	// (storm.go; Stats().HandshakeRetries, SessionsClosed).
+	handshakeRetries, sessionsClosed atomic.Int64
 	// logs is what the logger remembers of the failures that repeat (event.go), so
 	// that an outage is told once per host and state.
 	logs logRuns

@@ -102,6 +102,22 @@ const (
 	DefaultFullWait = 5 * time.Second
 )
 
+// A closed handshake (storm.go): a connection that must not leave its host and whose
+// handshake the server closed or reset tries again after a pause drawn from the upper
+// half of DefaultHandshakePause, doubling up to DefaultHandshakePauseMax,
+// DefaultHandshakeTries tries in all within the full host's total (hostTimeout, or
+// DefaultFullWait). The pauses spread a storm of new sessions over the host: 20 to
+// 40 ms, then 40 to 80 ms, then 80 to 160 ms, at most about 280 ms in all.
+const (
+	// DefaultHandshakeTries is the number of tries of a new session on its host while
+	// the server closes its handshakes (count, 4).
+	DefaultHandshakeTries = 4
+	// DefaultHandshakePause is the first pause's upper bound (duration, 40 ms).
+	DefaultHandshakePause = 40 * time.Millisecond
+	// DefaultHandshakePauseMax caps each pause (duration, 320 ms).
+	DefaultHandshakePauseMax = 320 * time.Millisecond
+)
+
 // Probe timeouts (probe.go, rto.go). Each host's probe round trip is bounded by a
 // timeout derived from that host's own probe round trips as TCP derives its
 // retransmission timeout (RFC 6298): RTO = SRTT + max(DefaultProbeMargin,

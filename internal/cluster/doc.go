@@ -37,6 +37,12 @@
 //     A walk owns only its own walkRun; its outcome reaches the position through landed
 //     (under Cluster.mu) and the host's health through attemptSucceeded, attemptFailed
 //     and noteConnectTime (under hostState.mu).
+//   - storm.go: a new session whose handshake the pool's host closed (an overloaded
+//     listener): tried again on the same host with jittered pauses (attemptPatient),
+//     and blamed on the host only when it showed no sign of life meanwhile (life: the
+//     host's answers count, which every passed attempt or probe moves, and the socket
+//     tracker's reads, Env.Answers) and nothing else blames it. Owns no state beyond
+//     hostState.answers and two Stats counters (atomics).
 //   - flight.go: one walk per pool after a failure (Failover). Owns Cluster.flight,
 //     under Cluster.mu: the other connections that fail meanwhile wait for it.
 //   - fallback.go: the return home without probes: the clock and counter (Cluster.ran,
@@ -168,7 +174,10 @@
 // sessions that fail together. A host that answers keeps the pool, and the connection
 // gets a new session there; only a host that does not answer is left (Failover). A host
 // that answers full (1040, 1203) is waited for, never left by the connections that join
-// the pool.
+// the pool. So is a host that closes a new session's handshake while it answers the
+// connector's other sessions (storm.go): a connection storm on a healthy primary (a
+// deploy, an autoscaling step) must not scatter the fleet onto a read-only secondary.
+// A refused dial and a handshake that times out (a frozen host) are the host's.
 //
 // # Fall-back
 //

@@ -51,3 +51,6 @@ func Pos(c *Cluster) Position { return c.pos.Load() }
 // DecideAt runs the monitor's decision on pos, a position read earlier, as decide does
 // on the one it read, for tests of a move made meanwhile.
 func DecideAt(c *Cluster, pos Position) { c.decideAt(pos) }
+
+// ClosedHandshake is closedHandshake, for tests.
+var ClosedHandshake = closedHandshake

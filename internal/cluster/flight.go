@@ -91,8 +91,8 @@ func (c *Cluster) Failover(ctx context.Context, failed int, cause error, setup S
 			return conn, f.host, nil
 		}
 		var full *fullError
-		if errors.As(err, &full) {
-			return nil, -1, err // the pool's new host is up but full: it stays there
+		if errors.As(err, &full) || sessionClosed(err) {
+			return nil, -1, err // the pool's new host is up but full, or closed this session: it stays there
 		}
 		if cl := Classify(ctx, err); cl != Communication && cl != NotReady && cl != NotReadyMidway {
 			var re *RoleError

@@ -31,6 +31,10 @@ type hostState struct {
 	// closed, from any goroutine, whatever the host's health, and only SetHosts reads it
 	// (to tell whether the id may go to a new host).
 	refs atomic.Int32
+	// answers counts the signs of life clearBackoffLocked records (an attempt that
+	// succeeded or was answered, a probe that passed): a closed handshake is blamed on
+	// the host only when it did not move meanwhile (storm.go).
+	answers atomic.Uint64
 
 	// mu guards the fields from here to check (mon, gal and rep have locks of their
 	// own, taken after mu when both are held). What one attempt, probe or role check
@@ -169,9 +173,12 @@ func (c *Cluster) attemptSucceeded(h *hostState) {
 	c.reportState(h, changed, failover.HostUp, nil)
 }
 
-// clearBackoffLocked ends h's backoff: a connection attempt or a probe passed. It is
-// called with h.mu held.
-func (h *hostState) clearBackoffLocked() { h.fails, h.retryAt, h.failing = 0, 0, false }
+// clearBackoffLocked ends h's backoff: a connection attempt or a probe passed (a sign
+// of life, counted in answers). It is called with h.mu held.
+func (h *hostState) clearBackoffLocked() {
+	h.fails, h.retryAt, h.failing = 0, 0, false
+	h.answers.Add(1)
+}
 
 // noteConnectTime adds d, the duration of a successful attempt, to h's typical connect
 // time.
@@ -199,6 +206,7 @@ func (c *Cluster) Stats() failover.Stats {
 		TxReruns: c.tx.reruns.Load(), TxGaveUp: c.tx.gaveUp.Load(), TxCommitChecks: c.tx.checks.Load(),
 		TxReplays: c.tx.replays.Load(), TxReplayMismatches: c.tx.mismatches.Load(),
 		TxReplayTooBig: c.tx.tooBig.Load(), TxReplayUnsafe: c.tx.unsafeTx.Load(),
+		HandshakeRetries: c.handshakeRetries.Load(), SessionsClosed: c.sessionsClosed.Load(),
 	}
 	if c.cfg.ReplicaReads {
 		c.replicaSet() // the skip reasons of the position now

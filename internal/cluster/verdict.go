@@ -150,9 +150,10 @@ func serverEndedSession(cause error) bool {
 
 // answered reports whether err, from a connection attempt, came from a server that is
 // up: it answered full, not ready, or refused with a data error (access denied, unknown
-// database).
+// database), or it closed the handshakes of this session while it answered others
+// (*SessionClosedError).
 func answered(err error) bool {
-	if fullHost(err) || notReady(err) {
+	if fullHost(err) || notReady(err) || sessionClosed(err) {
 		return true
 	}
 	var me *mysql.MySQLError
@@ -208,6 +209,15 @@ func (e *fullError) Unwrap() error { return e.err }
 // then, or at once for 1226 and 1129, the caller gets an error naming the host and
 // wrapping the server's answer. The host's state is never touched by it: a full host is
 // up. limit as attemptWithin.
+//
+// Without limit (not the quick check of a host whose session ended), a handshake the
+// server closed (a *HandshakeClosedError) is tried again on the same host after
+// handshakePause, DefaultHandshakeTries tries in all within the same total, while
+// nothing else blames the host; when every try was closed, the caller gets a
+// *SessionClosedError and the host is left as it is if the host showed a sign of life
+// meanwhile (life: another session of the connector opened or read, a probe passed) and
+// nothing blames it, else the last error with the host in backoff, as before (see
+// storm.go, closedAgain).
 func (c *Cluster) attemptPatient(ctx context.Context, h int, setup SetupFunc, lastResortOK bool, limit time.Duration) (driver.Conn, bool, error) {
 	total := c.cfg.HostTimeout
 	if total <= 0 {
@@ -215,8 +225,23 @@ func (c *Cluster) attemptPatient(ctx context.Context, h int, setup SetupFunc, la
 	}
 	start := c.env.Clock.Now()
 	wait := DefaultFullWaitBase
+	hs := c.topo().host(h)
+	keep := limit == 0 && hs != nil
+	var life0 uint64
+	if keep {
+		life0 = c.life(hs)
+	}
+	closed := 0
 	for n := 1; ; n++ {
-		conn, lastResort, err := c.attemptWithin(ctx, h, setup, lastResortOK, limit)
+		conn, lastResort, err := c.attemptRun(ctx, h, setup, lastResortOK, limit, true, keep)
+		if keep && closedHandshake(err) {
+			closed++
+			retry, out := c.closedAgain(ctx, hs, closed, start, total, life0, err)
+			if retry {
+				continue
+			}
+			return nil, false, out
+		}
 		if err == nil || !fullHost(err) {
 			return conn, lastResort, err
 		}

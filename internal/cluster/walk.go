@@ -249,7 +249,7 @@ func (c *Cluster) walkPass(ctx context.Context, w *walkRun, i int, order []int, 
 		w.triedPrimary = w.triedPrimary || h == t.primary
 		conn, lastResort, err := c.walkAttempt(ctx, w, h, setup)
 		var fe *fullError
-		if p.join && h == p.start && errors.As(err, &fe) {
+		if p.join && h == p.start && (errors.As(err, &fe) || sessionClosed(err)) {
 			return nil, -1, true, err
 		}
 		if err == nil && lastResort {
@@ -296,8 +296,9 @@ func (c *Cluster) walkPass(ctx context.Context, w *walkRun, i int, order []int, 
 
 // walkAttempt is w's attempt on host h. The pool's own host, for a connection that
 // joins the pool, is waited for when full rather than left (1040 is not a down host),
-// and a lasting refusal is its error (walkPass ends the walk), the pool staying where it
-// is.
+// and its closed handshakes are tried again (storm.go); a lasting refusal, or handshakes
+// closed while the host answered others, is its error (walkPass ends the walk), the pool
+// staying where it is.
 func (c *Cluster) walkAttempt(ctx context.Context, w *walkRun, h int, setup SetupFunc) (driver.Conn, bool, error) {
 	if w.p.join && h == w.p.start {
 		return c.attemptPatient(ctx, h, setup, w.spare == nil, 0)
