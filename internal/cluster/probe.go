@@ -222,11 +222,22 @@ type probeResult struct {
 	broke    bool // the kept probe connection broke without a timeout (a restart, a kill): opened again
 }
 
-// probeConn runs the probe's round trip on host id's probe connection, opened first when
-// there is none, and once more on a new connection when a kept one broke without a
-// timeout (see probe).
+// probeConn runs the probe's round trip on an idle pooled session of host id when the
+// pool lends one (borrow), and then closes the host's own probe session if one is kept;
+// else on host id's probe session, opened first when there is none. It runs once more,
+// on a new probe session, when the session it used broke without a timeout (see probe;
+// a pooled session the server ended while it sat idle, wait_timeout, is no failure of
+// the host either).
 func (c *Cluster) probeConn(ctx context.Context, id int, h *hostState, b probeBounds) (r probeResult) {
-	conn := c.probes.take(id)
+	conn, giveBack := c.borrow(id)
+	if conn != nil {
+		if own := c.probes.take(id); own != nil {
+			_ = own.Close() // the pool holds a session there: the probes use it
+		}
+		h.lent.Add(1)
+	} else {
+		conn = c.probes.take(id)
+	}
 	for again := conn != nil; ; again = false {
 		if conn == nil {
 			conn = c.probeDial(ctx, id, h, b, &r)
@@ -241,7 +252,20 @@ func (c *Cluster) probeConn(ctx context.Context, id int, h *hostState, b probeBo
 				return r
 			}
 		}
-		if c.probeRoundTrip(ctx, id, h, conn, b, &r) {
+		if giveBack == nil {
+			h.own.Add(1)
+		}
+		over, keep := c.probeRoundTrip(ctx, id, h, conn, b, &r)
+		switch {
+		case giveBack != nil:
+			giveBack(!keep) // a broken one is closed by its lender
+			giveBack = nil
+		case keep:
+			c.probes.put(id, conn)
+		default:
+			_ = conn.Close()
+		}
+		if over {
 			return r
 		}
 		conn = nil
@@ -250,6 +274,15 @@ func (c *Cluster) probeConn(ctx context.Context, id int, h *hostState, b probeBo
 		}
 		r.broke = true
 	}
+}
+
+// borrow returns an idle pooled session of host id and the function that gives it back
+// (Env.Borrow), or a nil conn when none may be lent.
+func (c *Cluster) borrow(id int) (driver.Conn, func(broken bool)) {
+	if c.env.Borrow == nil {
+		return nil, nil
+	}
+	return c.env.Borrow(id)
 }
 
 // probeDialBound is how long a probe's opening of its connection waits, and why (see
@@ -295,10 +328,11 @@ func (c *Cluster) probeDial(ctx context.Context, id int, h *hostState, b probeBo
 }
 
 // probeRoundTrip runs the probe's round trip on conn and records it in r; when it
-// passed, it reads the host's lag (probeMeasure) and keeps conn for the next probe. It
-// reports whether the probe is over; when not, conn is closed and the probe may open a
-// new one.
-func (c *Cluster) probeRoundTrip(ctx context.Context, id int, h *hostState, conn driver.Conn, b probeBounds, r *probeResult) (over bool) {
+// passed, it reads the host's lag (probeMeasure) and the cluster's members
+// (probeDiscover). It reports whether the probe is over (when not, it may run again on
+// a new connection), and whether conn may serve the next probe: not when a read on it
+// failed, as its protocol state is then unknown.
+func (c *Cluster) probeRoundTrip(ctx context.Context, id int, h *hostState, conn driver.Conn, b probeBounds, r *probeResult) (over, keep bool) {
 	rtStart := c.env.Clock.Now()
 	r.st, r.timedOut, r.err = c.roundTrip(ctx, conn, b.wait, b.rto)
 	r.rtt = c.env.Clock.Now().Sub(rtStart)
@@ -306,15 +340,12 @@ func (c *Cluster) probeRoundTrip(ctx context.Context, id int, h *hostState, conn
 		r.late = r.rtt - b.wait
 	}
 	if r.err != nil {
-		_ = conn.Close()
-		return false
+		return false, false
 	}
 	if !c.probeMeasure(ctx, id, h, conn, r.st, b.wait) || !c.probeDiscover(ctx, id, conn, r.st, b.wait) {
-		_ = conn.Close() // broke while its lag or the cluster's members were read: reopened next round
-		return true
+		return true, false // broke while its lag or the cluster's members were read: reopened next round
 	}
-	c.probes.put(id, conn)
-	return true
+	return true, true
 }
 
 // probeMeasure records host id's replica lag, with replica reads, after a passed round

@@ -74,6 +74,10 @@ type Config struct {
 	// after the physical connection is: the connector counts its open connections
 	// with it.
 	Closed func()
+	// Lender, when set, is the connector's registry of its connections, from which the
+	// monitor's probes borrow an idle primary session (lend.go): the connection joins it
+	// when it opens and leaves it when it closes.
+	Lender *Lender
 }
 
 // ConfigFrom is the per-connection view of cfg: the one place where a DSN's options
@@ -181,6 +185,8 @@ type Conn struct {
 	log *txLog // the open transaction's record (transactionReplay); nil without
 
 	failing string // the query whose run or rows failed, while fail handles it (FailoverError.Read)
+
+	lend lendState // its primary session's lending to the monitor's probes while it sits idle (lend.go)
 }
 
 // liveness is what the liveness check of an idle physical session (Conn.stale) knows.
@@ -221,14 +227,23 @@ func Open(ctx context.Context, cl *cluster.Cluster, cfg Config) (*Conn, error) {
 		dsnAC: autocommitOf(cfg.Autocommit), dsnCT: completionOf(cfg.CompletionType), sp: newSplit(cfg), log: newLog(cfg)}
 	c.st.ac, c.st.ct = c.dsnAC, c.dsnCT
 	if cfg.AllowSourceDown && cl.AnyReplica() {
-		return c, nil // the primary session opens with the first statement that needs it
+		// The primary session opens with the first statement that needs it.
+		return c.registered(), nil
 	}
 	phys, host, err := cl.Connect(ctx, c.setup)
 	if err != nil {
 		return nil, c.saw(c.refusedWrite(err))
 	}
 	c.attach(phys, host)
-	return c, nil
+	return c.registered(), nil
+}
+
+// registered adds c to its Lender, if any, and returns it.
+func (c *Conn) registered() *Conn {
+	if c.cfg.Lender != nil {
+		c.cfg.Lender.add(c)
+	}
+	return c
 }
 
 // attach makes phys, on host, the physical connection.
@@ -945,11 +960,18 @@ func (o *h) RowsClosed(epoch uint64, failed bool) {
 	(*Conn)(o).hold(epoch, -1, !failed)
 }
 
-// Prepared implements stmt.Owner: a preparation on a replica session keeps it.
-func (o *h) Prepared(epoch uint64) { (*Conn)(o).hold(epoch, 1, false) }
+// Prepared implements stmt.Owner: a preparation on a replica session keeps it, and no
+// session of the connection is lent while one is open (lendIdle).
+func (o *h) Prepared(epoch uint64) {
+	o.lend.stmts++
+	(*Conn)(o).hold(epoch, 1, false)
+}
 
 // Unprepared implements stmt.Owner.
-func (o *h) Unprepared(epoch uint64) { (*Conn)(o).hold(epoch, -1, true) }
+func (o *h) Unprepared(epoch uint64) {
+	o.lend.stmts--
+	(*Conn)(o).hold(epoch, -1, true)
+}
 
 // StmtClosed implements stmt.Owner: the next prepare reuses s.
 func (o *h) StmtClosed(s *stmt.Stmt) { o.free.stmt = s }
@@ -1217,6 +1239,8 @@ func (c *Conn) CheckNamedValue(nv *driver.NamedValue) error {
 // to no one. The server keeps that state until the session ends (database/sql sends no
 // reset), so a user who reads it still finds it while the session lives.
 func (c *Conn) ResetSession(ctx context.Context) error {
+	c.lendBusy() // a probe on its session first ends (it may have closed it)
+	c.lend.reset = true
 	if c.closed {
 		return driver.ErrBadConn // database/sql never resets a closed connection
 	}
@@ -1282,6 +1306,7 @@ func (c *Conn) IsValid() bool {
 		// (AllowSourceDown); its next statement that needs the primary walks (ready).
 		return c.cfg.AllowSourceDown && c.cl.AnyReplica()
 	}
+	c.lendIdle()
 	return true
 }
 
@@ -1291,6 +1316,10 @@ func (c *Conn) Close() error {
 		return nil
 	}
 	c.closed = true
+	if c.cfg.Lender != nil {
+		c.lendBusy() // a probe on its session first ends (it may have closed it)
+		c.cfg.Lender.remove(c)
+	}
 	if c.cfg.Closed != nil {
 		defer c.cfg.Closed()
 	}
