@@ -131,5 +131,3 @@ func TestBrokenBorrowedSessionGivenBackBroken(t *testing.T) {
 		t.Errorf("host 0: %v, probe session %v; want up on a probe session of its own", s.State, s.ProbeSession)
 	}
 }
-
-
