@@ -25,15 +25,14 @@ type Lender struct {
 	tick  atomic.Uint64 // orders idle periods: a connection idle since later has a larger lendState.seq
 }
 
-// lendState is what a connection's lending needs. mu guards idle, seq, host and phys,
-// and is held by a probe for as long as it uses the lent session; slot is guarded by
+// lendState is what a connection's lending needs. mu guards seq, host and phys, and is
+// held by a probe for as long as it uses the lent session; slot is guarded by
 // Lender.mu; reset and stmts are the proxy's own.
 type lendState struct {
 	mu    sync.Mutex
-	idle  bool        // sits idle in the pool with a session that may be lent (lendIdle)
-	seq   uint64      // when it became idle, from Lender.tick
+	phys  driver.Conn // the primary session that may be lent: set while the connection sits idle in the pool (lendIdle)
 	host  int         // phys's host
-	phys  driver.Conn // the primary session that may be lent
+	seq   uint64      // when it became idle, from Lender.tick
 	slot  int         // its index in Lender.conns
 	reset bool        // ResetSession has run: database/sql resets it before every later use
 	stmts int         // statements prepared through it and not yet closed (Prepared, Unprepared)
@@ -73,7 +72,7 @@ func (l *Lender) Borrow(host int) (conn driver.Conn, giveBack func(broken bool))
 		if !c.lend.mu.TryLock() {
 			continue
 		}
-		if c.lend.idle && c.lend.host == host && (best == nil || c.lend.seq < best.lend.seq) {
+		if c.lend.phys != nil && c.lend.host == host && (best == nil || c.lend.seq < best.lend.seq) {
 			if best != nil {
 				best.lend.mu.Unlock()
 			}
@@ -93,7 +92,7 @@ func (l *Lender) Borrow(host int) (conn driver.Conn, giveBack func(broken bool))
 // closed and dropped, as one that died idle in the pool.
 func (c *Conn) lendBack(broken bool) {
 	if broken {
-		c.lend.idle, c.lend.phys = false, nil
+		c.lend.phys = nil
 		c.drop()
 	}
 	c.lend.mu.Unlock()
@@ -111,7 +110,7 @@ func (c *Conn) lendIdle() {
 		return
 	}
 	c.lend.mu.Lock()
-	c.lend.idle, c.lend.host, c.lend.phys = true, c.host, c.phys
+	c.lend.host, c.lend.phys = c.host, c.phys
 	c.lend.seq = c.cfg.Lender.tick.Add(1)
 	c.lend.mu.Unlock()
 }
@@ -123,6 +122,6 @@ func (c *Conn) lendBusy() {
 		return
 	}
 	c.lend.mu.Lock()
-	c.lend.idle, c.lend.phys = false, nil
+	c.lend.phys = nil
 	c.lend.mu.Unlock()
 }

@@ -77,24 +77,31 @@ func TestLenderLendsOnlyIdleSessions(t *testing.T) {
 	if err := db.PingContext(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if c, _ := l.Borrow(0); c != nil {
+	if c, back := l.Borrow(0); c != nil {
+		back(false)
 		t.Fatal("a session never reset was lent")
 	}
+	if err := db.PingContext(ctx); err != nil {
+		t.Fatal(err)
+	}
 	sc := sqlConn(t, db)
-	if c, _ := l.Borrow(0); c != nil {
+	if c, back := l.Borrow(0); c != nil {
+		back(false)
 		t.Fatal("a session in use was lent")
 	}
 	if err := sc.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if c, _ := l.Borrow(1); c != nil {
+	if c, back := l.Borrow(1); c != nil {
+		back(false)
 		t.Fatal("a session of host 0 was lent for host 1")
 	}
 	c, back := l.Borrow(0)
 	if c != e.phys(0, 0) {
 		t.Fatalf("lent %v, want the pool's session of host 0", c)
 	}
-	if c2, _ := l.Borrow(0); c2 != nil {
+	if c2, back2 := l.Borrow(0); c2 != nil {
+		back2(false)
 		t.Fatal("a lent session was lent again")
 	}
 	if err := probeOn(t, c); err != nil {
@@ -119,7 +126,8 @@ func TestLenderSkipsSessionsThatHoldState(t *testing.T) {
 		if _, err := db.ExecContext(ctx, "SET @a = 1"); err != nil {
 			t.Fatal(err)
 		}
-		if c, _ := l.Borrow(0); c != nil {
+		if c, back := l.Borrow(0); c != nil {
+			back(false)
 			t.Fatal("a session holding a user variable was lent")
 		}
 	})
@@ -132,14 +140,16 @@ func TestLenderSkipsSessionsThatHoldState(t *testing.T) {
 		if _, err := st.ExecContext(ctx, 1); err != nil {
 			t.Fatal(err)
 		}
-		if c, _ := l.Borrow(0); c != nil {
+		if c, back := l.Borrow(0); c != nil {
+			back(false)
 			t.Fatal("a session with a statement prepared was lent (database/sql may close it while the session sits idle)")
 		}
 		_ = st.Close()
 	})
 	t.Run("autocommit off", func(t *testing.T) {
 		_, l, _ := lendDB(t, Config{Autocommit: "0"}, nil)
-		if c, _ := l.Borrow(0); c != nil {
+		if c, back := l.Borrow(0); c != nil {
+			back(false)
 			t.Fatal("a session with autocommit off was lent")
 		}
 	})
