@@ -2,12 +2,23 @@ package cluster
 
 // One probe of one host (probe), step by step: its bounds (probeBudget: the host's probe
 // timeout from its estimator, rto.go, and what its run of failed probes has left of
-// failoverDelay), the opening of its long-lived probe connection (probeDial), the round
-// trip (probeRoundTrip: ReadState or SELECT 1), the lag read (probeMeasure), and what the
-// result does to the host: a pause of this process, a step of a run of failed probes and
-// the transition to suspect or down, or a passed probe (probeFailed, probePassed; the
-// monitor's record of the host is monitorHost, monitorhost.go). The probe connections are
-// the probeSet's, under its own small lock.
+// failoverDelay), the session it runs on (probeConn: an idle pooled session of the host
+// that the pool lends, Env.Borrow, else the host's long-lived probe connection, opened
+// by probeDial), the round trip (probeRoundTrip: ReadState or SELECT 1), the lag read
+// (probeMeasure), and what the result does to the host: a pause of this process, a step
+// of a run of failed probes and the transition to suspect or down, or a passed probe
+// (probeFailed, probePassed; the monitor's record of the host is monitorHost,
+// monitorhost.go). The probe connections are the probeSet's, under its own small lock;
+// a borrowed session is never kept there.
+//
+// A probe borrows rather than opens because a fleet is the unit of cost: with a probe
+// connection per host, every instance of a service costs the primary one session more
+// than its pool. A borrowed session is one database/sql holds idle (conn.Lender):
+// outside any transaction, autocommit on, no session state held, no statement
+// prepared; the probe's reads (SELECT 1, SHOW GLOBAL VARIABLES, SHOW GLOBAL STATUS,
+// performance_schema and replica status reads) change nothing its next user can rely
+// on (they reset the session's warning list and its ROW_COUNT() and FOUND_ROWS(), which
+// database/sql never promises across two uses of its pool anyway).
 
 import (
 	"context"
@@ -136,7 +147,9 @@ func (c *Cluster) probeTimeouts(m *monitorHost) (rto, wait time.Duration) {
 // same connection (TCP would retransmit after one timeout and double it; here a repeat
 // would only queue behind the request the server has not answered, so the probe waits
 // for the first answer that long instead, and an answer however late is a sample of the
-// host's round trip). Opening the probe connection gets HostTimeout, or the fixed probe
+// host's round trip). The probe runs on an idle pooled session of the host when the
+// pool lends one, and then closes the host's probe connection if one is kept; else on
+// that connection. Opening the probe connection gets HostTimeout, or the fixed probe
 // bound when HostTimeout is 0 (a far host's handshake takes several round trips and
 // must not make it look dead), except while the host is in a run of failed probes: then
 // the host's probe timeout, or DefaultCheckFactor times its typical connect time when
