@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql/driver"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/mysqlfailover/mysqlfailover/internal/fake"
@@ -129,5 +130,60 @@ func TestBrokenBorrowedSessionGivenBackBroken(t *testing.T) {
 	}
 	if s := r.stat(0); s.State.String() != "up" || !s.ProbeSession {
 		t.Errorf("host 0: %v, probe session %v; want up on a probe session of its own", s.State, s.ProbeSession)
+	}
+}
+
+// blockingConn is a fake connection whose first query waits for release.
+type blockingConn struct {
+	*fake.Conn
+	started chan struct{}
+	release chan struct{}
+	once    sync.Once
+}
+
+func (b *blockingConn) QueryContext(ctx context.Context, q string, args []driver.NamedValue) (driver.Rows, error) {
+	b.once.Do(func() {
+		close(b.started)
+		<-b.release
+	})
+	return b.Conn.QueryContext(ctx, q, args)
+}
+
+// TestProbeSessionCountedWhileInUse: a probe session counts in Stats while a probe runs
+// on it, not only while it is kept between probes (a fleet's count read at any moment).
+func TestProbeSessionCountedWhileInUse(t *testing.T) {
+	var bc atomic.Pointer[blockingConn]
+	var r *rig
+	r, _ = monRig(t, 2, func(o *rigOpts) {
+		o.Dial = func(ctx context.Context, h int) (driver.Conn, error) {
+			c, err := r.net.Dial(ctx, h)
+			if err != nil || h != 1 || bc.Load() != nil {
+				return c, err
+			}
+			b := &blockingConn{Conn: c.(*fake.Conn), started: make(chan struct{}), release: make(chan struct{})}
+			bc.Store(b)
+			return b, nil
+		}
+	})
+	done := make(chan struct{})
+	go func() {
+		r.cl.Check(context.Background())
+		close(done)
+	}()
+	fake.WaitFor(t, "the probe of host 1 to start", func() bool { b := bc.Load(); return b != nil && isClosed(b.started) })
+	during := r.stat(1).ProbeSession
+	close(bc.Load().release)
+	fake.Await(t, "the round", done)
+	if !during {
+		t.Error("host 1's probe session in use by a probe: ProbeSession false, want true")
+	}
+}
+
+func isClosed(ch chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
 	}
 }

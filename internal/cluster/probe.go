@@ -37,25 +37,54 @@ import (
 // otherwise the probe runs ReadState, which reads the role and the readiness on the way.
 const probeQuery = "SELECT 1"
 
-// probeSet holds the long-lived probe connection of each host.
+// probeSet holds the long-lived probe connection of each host, and knows which hosts'
+// probe connections a probe has taken out (take to put or done).
 type probeSet struct {
 	mu    sync.Mutex
 	conns map[int]driver.Conn
+	out   map[int]bool
 }
 
-// has reports whether a probe connection of host id is kept.
+// has reports whether a probe connection of host id is open: kept, or in use by a probe.
 func (p *probeSet) has(id int) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.conns[id] != nil
+	return p.conns[id] != nil || p.out[id]
 }
 
+// take takes host id's probe connection out for a probe (nil: none kept).
 func (p *probeSet) take(id int) driver.Conn {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	c := p.conns[id]
 	delete(p.conns, id)
+	if c != nil {
+		p.using(id)
+	}
 	return c
+}
+
+// opened records that a probe opened a probe connection of host id, in use until put or
+// done.
+func (p *probeSet) opened(id int) {
+	p.mu.Lock()
+	p.using(id)
+	p.mu.Unlock()
+}
+
+// using marks host id's probe connection as in use; p.mu is held.
+func (p *probeSet) using(id int) {
+	if p.out == nil {
+		p.out = map[int]bool{}
+	}
+	p.out[id] = true
+}
+
+// done records that the probe connection of host id taken out was closed.
+func (p *probeSet) done(id int) {
+	p.mu.Lock()
+	delete(p.out, id)
+	p.mu.Unlock()
 }
 
 func (p *probeSet) put(id int, c driver.Conn) {
@@ -65,6 +94,7 @@ func (p *probeSet) put(id int, c driver.Conn) {
 	}
 	old := p.conns[id]
 	p.conns[id] = c
+	delete(p.out, id)
 	p.mu.Unlock()
 	if old != nil {
 		_ = old.Close()
@@ -246,6 +276,7 @@ func (c *Cluster) probeConn(ctx context.Context, id int, h *hostState, b probeBo
 	if conn != nil {
 		if own := c.probes.take(id); own != nil {
 			_ = own.Close() // the pool holds a session there: the probes use it
+			c.probes.done(id)
 		}
 		h.lent.Add(1)
 	} else {
@@ -264,6 +295,7 @@ func (c *Cluster) probeConn(ctx context.Context, id int, h *hostState, b probeBo
 			if r.err != nil {
 				return r
 			}
+			c.probes.opened(id)
 		}
 		if giveBack == nil {
 			h.own.Add(1)
@@ -277,6 +309,7 @@ func (c *Cluster) probeConn(ctx context.Context, id int, h *hostState, b probeBo
 			c.probes.put(id, conn)
 		default:
 			_ = conn.Close()
+			c.probes.done(id)
 		}
 		if over {
 			return r
