@@ -1238,6 +1238,10 @@ func (c *Conn) CheckNamedValue(nv *driver.NamedValue) error {
 // session holds nothing for the driver: the pool's move takes it, and its loss is said
 // to no one. The server keeps that state until the session ends (database/sql sends no
 // reset), so a user who reads it still finds it while the session lives.
+//
+// With probes (Config.Lender), it first waits for a probe of the monitor that borrowed
+// the idle session (lend.go; at most the probe's bound); a session the probe broke is
+// gone, and the next call opens a new one.
 func (c *Conn) ResetSession(ctx context.Context) error {
 	c.lendBusy() // a probe on its session first ends (it may have closed it)
 	c.lend.reset = true
@@ -1286,6 +1290,9 @@ func (c *Conn) ResetSession(ctx context.Context) error {
 // context ended while it ran) is dropped here, and the connection stays valid while a
 // replica qualifies: database/sql would otherwise close it, and open a new one, for
 // every write that fails while no writer answers.
+//
+// A valid connection whose primary session may be lent (lendIdle) is marked idle: the
+// monitor's probes may borrow that session until ResetSession or Close.
 func (c *Conn) IsValid() bool {
 	if c.closed || c.lost != nil {
 		return false
@@ -1310,7 +1317,8 @@ func (c *Conn) IsValid() bool {
 	return true
 }
 
-// Close closes the physical connection, exactly once.
+// Close closes the physical connection, exactly once, after a probe of the monitor that
+// borrowed it has ended (lend.go).
 func (c *Conn) Close() error {
 	if c.closed {
 		return nil
