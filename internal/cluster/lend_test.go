@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/mysqlfailover/mysqlfailover/internal/fake"
 )
@@ -185,5 +186,38 @@ func isClosed(ch chan struct{}) bool {
 		return true
 	default:
 		return false
+	}
+}
+
+// TestProbeDialWhenPoolBusyBoundedByWait: a host whose probes ran on pooled sessions
+// and whose pooled sessions are now all busy (stuck on a host that froze, say) has no
+// probe connection of the monitor's own to wait on: the one the probe opens waits no
+// longer than its round trip would have (the probe's wait), not hostTimeout (a frozen
+// host accepts a connection and never greets).
+func TestProbeDialWhenPoolBusyBoundedByWait(t *testing.T) {
+	p := &pool{idle: map[int]*fake.Conn{}}
+	var left atomic.Int64
+	var r *rig
+	r, _ = monRig(t, 2, func(o *rigOpts) {
+		o.HostTimeout = time.Hour
+		o.Borrow = p.borrow
+		o.Dial = func(ctx context.Context, h int) (driver.Conn, error) {
+			if dl, ok := ctx.Deadline(); ok && h == 0 {
+				left.Store(int64(time.Until(dl)))
+			}
+			return r.net.Dial(ctx, h)
+		}
+	})
+	c, err := r.net.Dial(context.Background(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.idle[0] = c.(*fake.Conn)
+	t.Cleanup(func() { _ = c.Close() })
+	r.tick(monInterval) // borrowed
+	p.setBusy(true)
+	r.tick(monInterval) // opens a probe connection
+	if got := time.Duration(left.Load()); got <= 0 || got > time.Minute {
+		t.Errorf("the probe connection's opening had %v, want the probe's wait (well under hostTimeout, 1h)", got)
 	}
 }

@@ -232,6 +232,9 @@ type probeBounds struct {
 	wait    time.Duration // how long the round trip waits (hostProbeTimeout, runLeft)
 	runLeft time.Duration // what the run of failed probes has left of FailoverDelay (-1: no run)
 	typical time.Duration // the host's typical connect time
+	// borrowed: the host's probes have run on pooled sessions, so the monitor has no
+	// probe connection of its own there to wait on (probeDialBound)
+	borrowed bool
 }
 
 // probeBudget reads h's bounds for a probe that starts at start.
@@ -240,7 +243,7 @@ func (c *Cluster) probeBudget(h *hostState, start time.Time) probeBounds {
 	m := &h.mon
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	b := probeBounds{suspect: !m.failSince.IsZero(), repeat: m.rto.paused, runLeft: -1, typical: typical}
+	b := probeBounds{suspect: !m.failSince.IsZero(), repeat: m.rto.paused, runLeft: -1, typical: typical, borrowed: h.lent.Load() > 0}
 	b.rto, b.wait = c.hostProbeTimeout(m)
 	// Within a run of failed probes, a probe (its round trip, or the opening of its
 	// connection) waits no longer than the run needs to reach FailoverDelay, and at least
@@ -344,6 +347,12 @@ func (c *Cluster) probeDialBound(b probeBounds) (bound time.Duration, what strin
 		// The connection was closed by the late timeout: a frozen host accepts
 		// the new one and never greets, and must not cost hostTimeout.
 		bound, what = min(max(c.cfg.HostTimeout, c.probeTimeout()), max(bound, b.wait)), "the probe's wait, repeating a probe whose timeout fired late"
+	case !b.suspect && b.borrowed:
+		// The probes ran on pooled sessions, and none is idle now: the pool's sessions
+		// may all be stuck on a host that froze. Had the probe kept a connection, its
+		// round trip would have waited b.wait: so does the opening of one (a frozen host
+		// accepts it and never greets), and a far host still gets its handshake done.
+		bound, what = min(max(c.cfg.HostTimeout, c.probeTimeout()), max(bound, b.wait)), "the probe's wait, every pooled session of the host busy"
 	case !b.suspect:
 		bound, what = max(c.cfg.HostTimeout, c.probeTimeout()), "hostTimeout"
 	}
