@@ -212,9 +212,16 @@ func BenchmarkPrepareQuery(b *testing.B) {
 	}
 }
 
-// BenchmarkDBExec is the same comparison through database/sql, as an application sees it.
+// BenchmarkDBExec is the same comparison through database/sql, as an application sees it
+// (each Exec a checkout and a put back); impl=proxy-lend with probes on, where each put
+// back marks the connection's session as one the probes may borrow and each checkout
+// takes it back.
 func BenchmarkDBExec(b *testing.B) {
 	cfg, err := dsn.Parse("app:pw@tcp(h1:3306,h2:3306)/shop")
+	if err != nil {
+		b.Fatal(err)
+	}
+	probing, err := dsn.Parse("app:pw@tcp(h1:3306,h2:3306)/shop?checkInterval=1m")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -225,6 +232,13 @@ func BenchmarkDBExec(b *testing.B) {
 		{"bare", func() sqldriver.Connector { return memConnector{} }},
 		{"proxy", func() sqldriver.Connector {
 			fo, err := mysqlfailover.NewConnector(cfg, mysqlfailover.WithDial(func(context.Context, int) (sqldriver.Conn, error) { return &memConn{}, nil }))
+			if err != nil {
+				b.Fatal(err)
+			}
+			return fo
+		}},
+		{"proxy-lend", func() sqldriver.Connector {
+			fo, err := mysqlfailover.NewConnector(probing, mysqlfailover.WithDial(func(context.Context, int) (sqldriver.Conn, error) { return &memConn{}, nil }))
 			if err != nil {
 				b.Fatal(err)
 			}

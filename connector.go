@@ -162,7 +162,15 @@ func NewConnector(cfg *dsn.Config, opts ...Option) (*Connector, error) {
 		return nil, err
 	}
 	// The engine reads the failover options from cfg itself (cfg is this connector's own
-	// clone, never changed after Validate); Env carries what no DSN can say.
+	// clone, never changed after Validate); Env carries what no DSN can say. With probes,
+	// a probe borrows an idle pooled session of its host (lender) before it uses a
+	// session of its own.
+	var lender *conn.Lender
+	var borrow func(int) (sqldriver.Conn, func(bool))
+	if cfg.CheckInterval > 0 {
+		lender = &conn.Lender{}
+		borrow = lender.Borrow
+	}
 	cl, err = cluster.New(cfg, cluster.Env{
 		Dial:     dial,
 		Clock:    o.clock,
@@ -176,12 +184,14 @@ func NewConnector(cfg *dsn.Config, opts ...Option) (*Connector, error) {
 		},
 		Socket:  socket,
 		Answers: tr.answers,
+		Borrow:  borrow,
 	})
 	if err != nil {
 		return nil, err
 	}
 	c := &Connector{cfg: cfg, cluster: cl, tracker: tr, single: single}
 	c.conns = conn.ConfigFrom(cfg, c)
+	c.conns.Lender = lender
 	if o.dial != nil {
 		c.tracker = nil // a test dialer: the tracker sees no socket (the Abort closure keeps its own)
 	}

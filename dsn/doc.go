@@ -167,8 +167,9 @@
 // host's, checkInterval/2) after the previous one of its host started, as soon
 // as that one ended when it took longer, and no host's probes wait for
 // another's. failoverDelay and switchBackDelay tune it (0: at the first failed
-// or passed probe) and are ignored without checkInterval. Package failover
-// describes the probes.
+// or passed probe) and are ignored without checkInterval. A probe runs on a
+// session the pool holds idle on the host when there is one, else on a probe
+// connection of its own. Package failover describes the probes.
 //
 // Probe timeouts have no option: each host's follows its own probe round
 // trips, as TCP derives its retransmission timeout (RFC 6298). With R the
@@ -255,7 +256,7 @@
 // Group Replication group's members (performance_schema.replication_group_members).
 // It needs checkInterval > 0: once per checkInterval the pool's host (in a
 // replication cluster only while it is the writable primary) answers one query
-// over its probe connection, and each host found is probed and used only once
+// over its probe session, and each host found is probed and used only once
 // it is ready and of the role wanted, as any other. A host of the DSN or
 // hostsURL never leaves; one found leaves once three reads in a row have not
 // reported it. A member reported under an address that reaches a listed host

@@ -248,8 +248,12 @@
 // ignores) gets a real SQL round trip, SELECT 1 (with targetSessionAttrs,
 // replicaReads, a Galera or Group Replication cluster, or until the cluster
 // type is known, the state read of Readiness, so that roles and readiness are
-// learnt before a statement fails), on one
-// long-lived probe connection per host, opened again when it breaks: no
+// learnt before a statement fails), on a session the pool holds idle on the
+// host (outside any transaction, holding no session state; its next user waits
+// for the probe to end), else on one long-lived probe connection of the host's
+// own, opened again when it breaks and closed as soon as the pool holds an idle
+// session there: an instance costs the primary no session beyond its pool's
+// (Stats.ProbeSessions), and a replica that serves no reads one. No
 // connect-and-drop, which servers count as aborted connects and may answer by
 // blocking the client host (1129). The active host, the one the pool uses, is
 // probed every checkInterval/2: how soon a probe starts after it froze bounds
@@ -261,8 +265,9 @@
 // late is not taken for one that does not answer: package dsn, section
 // Options (checkInterval), has the formulas and the bound they set on
 // detection. A probe connection the server closed (a KILL, a
-// restart) is opened again within the probe: that is not a failed probe. Probe
-// connections never come from the pool.
+// restart) is opened again within the probe: that is not a failed probe; a
+// borrowed session on which a probe fails is closed, and its connection's next
+// user gets a new one.
 //
 // Failover. When the active host has failed its probes without a pause for
 // failoverDelay (at once when its role stops qualifying, or its server says it

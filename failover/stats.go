@@ -97,6 +97,10 @@ type Stats struct {
 	Failovers int64
 	// FallBacks counts returns to the primary (count since start).
 	FallBacks int64
+	// ProbeSessions is the number of sessions the monitor keeps open for its probes
+	// now, one at most per host (HostStats.ProbeSession): with every host's probes
+	// borrowing idle pooled sessions, 0.
+	ProbeSessions int
 	// Aborted counts hosts whose in-flight statements were aborted after probes declared
 	// them down (count of abort rounds, not of statements).
 	Aborted int64
@@ -230,6 +234,15 @@ type HostStats struct {
 	// OpenConns is the number of physical connections open to it, probe connections
 	// included (filled by the driver; -1 when unknown).
 	OpenConns int
+	// ProbeSession reports whether the monitor (checkInterval > 0) keeps a session of
+	// its own open to it for its probes now. It keeps none on a host where the pool
+	// holds a session that sits idle: a probe borrows that one (ProbesBorrowed).
+	ProbeSession bool
+	// ProbesBorrowed counts its probes that ran on an idle pooled session (count since
+	// start); ProbesOwn those that ran on the monitor's own probe session, opened
+	// because the pool held no idle session there (a replica that serves no reads, or
+	// every pooled session busy).
+	ProbesBorrowed, ProbesOwn uint64
 	// ReplicaLag is its replication lag as its last probe read it (Seconds_Behind_Master,
 	// or Seconds_Behind_Source: whole seconds), with replicaReads and checkInterval > 0;
 	// -1 (time.Duration(-1), printed "-1ns") when unknown (not read, not a replica, a replication thread stopped, or the

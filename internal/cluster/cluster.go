@@ -71,6 +71,14 @@ type Env struct {
 	// a sign that the host answers, which keeps a closed handshake from being blamed on
 	// it (storm.go). It must be fast and safe for concurrent use.
 	Answers func(addr string) uint64
+	// Borrow, if set, lends a probe an idle pooled session of host: its physical
+	// connection, on which no statement runs until giveBack is called (the connection's
+	// next user waits for it), and giveBack, which the probe calls once, with broken true
+	// when its round trip failed or timed out there: the lender then closes that session
+	// (its protocol state is unknown) and the connection's next user gets a new one. It
+	// returns a nil conn when the pool holds no idle session of host that may be lent.
+	// It must be fast and must not block.
+	Borrow func(host int) (conn driver.Conn, giveBack func(broken bool))
 }
 
 // Cluster is the failover state that every pooled connection of one connector shares:

@@ -60,7 +60,8 @@
 //     probe.go is one probe (its bounds, the probe dial, the round trip, the lag read,
 //     pause detection, the host's transition; a failed one, or one whose connection
 //     broke, marks the host's idle replica sessions for a check) and owns the probe
-//     connections (probeSet, its own lock); decide.go moves the pool on the results (and SwitchTo), through
+//     connections (probeSet, its own lock), kept only for hosts where the pool lends
+//     no idle session (Env.Borrow); decide.go moves the pool on the results (and SwitchTo), through
 //     moveFrom under Cluster.mu. monitorhost.go is the monitor's per-host record
 //     (monitorHost: the verdict down, the runs of failed and passed probes, the RTO
 //     estimator of rto.go, the last probe's latency, the requests to probe again and to
@@ -95,7 +96,7 @@
 //   - hostlist.go: host lists from a provider (HTTPHostList, immutable: it owns no
 //     state) and their validation; the monitor polls it and SetHosts applies the answer.
 //   - discover.go: discovery (discoverHosts): the members the cluster reports, read
-//     once per checkInterval over the pool's host's probe connection (probeDiscover),
+//     once per checkInterval over the pool's host's probe session (probeDiscover),
 //     join the list after the base (the DSN's hosts or the provider's last list): one
 //     list, composed and applied by applyHosts. A member is known by its address and
 //     its identity (State.Ident, which every state read records: noteIdent), leaves

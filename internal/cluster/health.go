@@ -36,6 +36,11 @@ type hostState struct {
 	// the host only when it did not move meanwhile (storm.go).
 	answers atomic.Uint64
 
+	// lent counts the probes of the host that ran on an idle pooled session (Env.Borrow),
+	// own those that ran on the monitor's own probe session; atomics, written by the
+	// host's probes and read by Stats.
+	lent, own atomic.Uint64
+
 	// mu guards the fields from here to check (mon, gal and rep have locks of their
 	// own, taken after mu when both are held). What one attempt, probe or role check
 	// learns changes several fields at once (a failed attempt: fails, retryAt, failing,
@@ -218,6 +223,9 @@ func (c *Cluster) Stats() failover.Stats {
 		if id == p.active && (hs.State == failover.HostDown || hs.State == failover.HostBackoff) {
 			s.Active = "" // the pool's host is down and no walk found another: it uses none
 		}
+		if hs.ProbeSession {
+			s.ProbeSessions++
+		}
 		s.Hosts = append(s.Hosts, hs)
 	}
 	return s
@@ -229,7 +237,8 @@ func (c *Cluster) Stats() failover.Stats {
 func (c *Cluster) hostStats(id int, h *hostState, now int64) failover.HostStats {
 	h.mu.Lock()
 	hs := failover.HostStats{Addr: h.addr, DC: h.dc, State: h.state, LastError: h.lastErr, Changed: h.changed,
-		ProbeLatency: h.mon.latency(), Role: h.role, OpenConns: -1}
+		ProbeLatency: h.mon.latency(), Role: h.role, OpenConns: -1,
+		ProbeSession: c.probes.has(id), ProbesBorrowed: h.lent.Load(), ProbesOwn: h.own.Load()}
 	if c.cfg.CheckInterval > 0 {
 		_, hs.ProbeTimeout = c.probeTimeouts(&h.mon)
 	}

@@ -225,8 +225,11 @@ func (c *Cluster) takeHosts(ctx context.Context, hosts []failover.ProvidedHost, 
 // Check runs one monitor round: it polls the HostListProvider (a failing or invalid
 // answer keeps the last good list and is reported as EventHostList with Err), probes
 // every listed host that the policy does not ignore, all at once, each with its own
-// timeout on its own long-lived probe connection (opened again when broken; never a
-// pool connection, never a connect-and-drop), and then acts on the results:
+// timeout: on an idle pooled session of the host when the pool lends one (Env.Borrow:
+// a session that sits in database/sql's pool, outside any transaction and holding no
+// session state), else on the host's own long-lived probe connection (opened again when
+// broken, closed as soon as a probe can borrow; never a connect-and-drop), and then
+// acts on the results:
 //
 //   - The active host, once its probes have failed without a pause for FailoverDelay
 //     (or at once when its role stopped qualifying), is left: the pool moves to the

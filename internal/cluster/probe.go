@@ -2,12 +2,23 @@ package cluster
 
 // One probe of one host (probe), step by step: its bounds (probeBudget: the host's probe
 // timeout from its estimator, rto.go, and what its run of failed probes has left of
-// failoverDelay), the opening of its long-lived probe connection (probeDial), the round
-// trip (probeRoundTrip: ReadState or SELECT 1), the lag read (probeMeasure), and what the
-// result does to the host: a pause of this process, a step of a run of failed probes and
-// the transition to suspect or down, or a passed probe (probeFailed, probePassed; the
-// monitor's record of the host is monitorHost, monitorhost.go). The probe connections are
-// the probeSet's, under its own small lock.
+// failoverDelay), the session it runs on (probeConn: an idle pooled session of the host
+// that the pool lends, Env.Borrow, else the host's long-lived probe connection, opened
+// by probeDial), the round trip (probeRoundTrip: ReadState or SELECT 1), the lag read
+// (probeMeasure), and what the result does to the host: a pause of this process, a step
+// of a run of failed probes and the transition to suspect or down, or a passed probe
+// (probeFailed, probePassed; the monitor's record of the host is monitorHost,
+// monitorhost.go). The probe connections are the probeSet's, under its own small lock;
+// a borrowed session is never kept there.
+//
+// A probe borrows rather than opens because a fleet is the unit of cost: with a probe
+// connection per host, every instance of a service costs the primary one session more
+// than its pool. A borrowed session is one database/sql holds idle (conn.Lender):
+// outside any transaction, autocommit on, no session state held, no statement
+// prepared; the probe's reads (SELECT 1, SHOW GLOBAL VARIABLES, SHOW GLOBAL STATUS,
+// performance_schema and replica status reads) change nothing its next user can rely
+// on (they reset the session's warning list and its ROW_COUNT() and FOUND_ROWS(), which
+// database/sql never promises across two uses of its pool anyway).
 
 import (
 	"context"
@@ -26,25 +37,54 @@ import (
 // otherwise the probe runs ReadState, which reads the role and the readiness on the way.
 const probeQuery = "SELECT 1"
 
-// probeSet holds the long-lived probe connection of each host.
+// probeSet holds the long-lived probe connection of each host, and knows which hosts'
+// probe connections a probe has taken out (take to put or done).
 type probeSet struct {
 	mu    sync.Mutex
 	conns map[int]driver.Conn
+	out   map[int]bool
 }
 
-// has reports whether a probe connection of host id is kept.
+// has reports whether a probe connection of host id is open: kept, or in use by a probe.
 func (p *probeSet) has(id int) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.conns[id] != nil
+	return p.conns[id] != nil || p.out[id]
 }
 
+// take takes host id's probe connection out for a probe (nil: none kept).
 func (p *probeSet) take(id int) driver.Conn {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	c := p.conns[id]
 	delete(p.conns, id)
+	if c != nil {
+		p.using(id)
+	}
 	return c
+}
+
+// opened records that a probe opened a probe connection of host id, in use until put or
+// done.
+func (p *probeSet) opened(id int) {
+	p.mu.Lock()
+	p.using(id)
+	p.mu.Unlock()
+}
+
+// using marks host id's probe connection as in use; p.mu is held.
+func (p *probeSet) using(id int) {
+	if p.out == nil {
+		p.out = map[int]bool{}
+	}
+	p.out[id] = true
+}
+
+// done records that the probe connection of host id taken out was closed.
+func (p *probeSet) done(id int) {
+	p.mu.Lock()
+	delete(p.out, id)
+	p.mu.Unlock()
 }
 
 func (p *probeSet) put(id int, c driver.Conn) {
@@ -54,6 +94,7 @@ func (p *probeSet) put(id int, c driver.Conn) {
 	}
 	old := p.conns[id]
 	p.conns[id] = c
+	delete(p.out, id)
 	p.mu.Unlock()
 	if old != nil {
 		_ = old.Close()
@@ -136,7 +177,9 @@ func (c *Cluster) probeTimeouts(m *monitorHost) (rto, wait time.Duration) {
 // same connection (TCP would retransmit after one timeout and double it; here a repeat
 // would only queue behind the request the server has not answered, so the probe waits
 // for the first answer that long instead, and an answer however late is a sample of the
-// host's round trip). Opening the probe connection gets HostTimeout, or the fixed probe
+// host's round trip). The probe runs on an idle pooled session of the host when the
+// pool lends one, and then closes the host's probe connection if one is kept; else on
+// that connection. Opening the probe connection gets HostTimeout, or the fixed probe
 // bound when HostTimeout is 0 (a far host's handshake takes several round trips and
 // must not make it look dead), except while the host is in a run of failed probes: then
 // the host's probe timeout, or DefaultCheckFactor times its typical connect time when
@@ -189,6 +232,9 @@ type probeBounds struct {
 	wait    time.Duration // how long the round trip waits (hostProbeTimeout, runLeft)
 	runLeft time.Duration // what the run of failed probes has left of FailoverDelay (-1: no run)
 	typical time.Duration // the host's typical connect time
+	// borrowed: the host's probes have run on pooled sessions, so the monitor has no
+	// probe connection of its own there to wait on (probeDialBound)
+	borrowed bool
 }
 
 // probeBudget reads h's bounds for a probe that starts at start.
@@ -197,7 +243,7 @@ func (c *Cluster) probeBudget(h *hostState, start time.Time) probeBounds {
 	m := &h.mon
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	b := probeBounds{suspect: !m.failSince.IsZero(), repeat: m.rto.paused, runLeft: -1, typical: typical}
+	b := probeBounds{suspect: !m.failSince.IsZero(), repeat: m.rto.paused, runLeft: -1, typical: typical, borrowed: h.lent.Load() > 0}
 	b.rto, b.wait = c.hostProbeTimeout(m)
 	// Within a run of failed probes, a probe (its round trip, or the opening of its
 	// connection) waits no longer than the run needs to reach FailoverDelay, and at least
@@ -222,11 +268,23 @@ type probeResult struct {
 	broke    bool // the kept probe connection broke without a timeout (a restart, a kill): opened again
 }
 
-// probeConn runs the probe's round trip on host id's probe connection, opened first when
-// there is none, and once more on a new connection when a kept one broke without a
-// timeout (see probe).
+// probeConn runs the probe's round trip on an idle pooled session of host id when the
+// pool lends one (borrow), and then closes the host's own probe session if one is kept;
+// else on host id's probe session, opened first when there is none. It runs once more,
+// on a new probe session, when the session it used broke without a timeout (see probe;
+// a pooled session the server ended while it sat idle, wait_timeout, is no failure of
+// the host either).
 func (c *Cluster) probeConn(ctx context.Context, id int, h *hostState, b probeBounds) (r probeResult) {
-	conn := c.probes.take(id)
+	conn, giveBack := c.borrow(id)
+	if conn != nil {
+		if own := c.probes.take(id); own != nil {
+			_ = own.Close() // the pool holds a session there: the probes use it
+			c.probes.done(id)
+		}
+		h.lent.Add(1)
+	} else {
+		conn = c.probes.take(id)
+	}
 	for again := conn != nil; ; again = false {
 		if conn == nil {
 			conn = c.probeDial(ctx, id, h, b, &r)
@@ -240,8 +298,23 @@ func (c *Cluster) probeConn(ctx context.Context, id int, h *hostState, b probeBo
 			if r.err != nil {
 				return r
 			}
+			c.probes.opened(id)
 		}
-		if c.probeRoundTrip(ctx, id, h, conn, b, &r) {
+		if giveBack == nil {
+			h.own.Add(1)
+		}
+		over, keep := c.probeRoundTrip(ctx, id, h, conn, b, &r)
+		switch {
+		case giveBack != nil:
+			giveBack(!keep) // a broken one is closed by its lender
+			giveBack = nil
+		case keep:
+			c.probes.put(id, conn)
+		default:
+			_ = conn.Close()
+			c.probes.done(id)
+		}
+		if over {
 			return r
 		}
 		conn = nil
@@ -250,6 +323,15 @@ func (c *Cluster) probeConn(ctx context.Context, id int, h *hostState, b probeBo
 		}
 		r.broke = true
 	}
+}
+
+// borrow returns an idle pooled session of host id and the function that gives it back
+// (Env.Borrow), or a nil conn when none may be lent.
+func (c *Cluster) borrow(id int) (driver.Conn, func(broken bool)) {
+	if c.env.Borrow == nil {
+		return nil, nil
+	}
+	return c.env.Borrow(id)
 }
 
 // probeDialBound is how long a probe's opening of its connection waits, and why (see
@@ -265,6 +347,12 @@ func (c *Cluster) probeDialBound(b probeBounds) (bound time.Duration, what strin
 		// The connection was closed by the late timeout: a frozen host accepts
 		// the new one and never greets, and must not cost hostTimeout.
 		bound, what = min(max(c.cfg.HostTimeout, c.probeTimeout()), max(bound, b.wait)), "the probe's wait, repeating a probe whose timeout fired late"
+	case !b.suspect && b.borrowed:
+		// The probes ran on pooled sessions, and none is idle now: the pool's sessions
+		// may all be stuck on a host that froze. Had the probe kept a connection, its
+		// round trip would have waited b.wait: so does the opening of one (a frozen host
+		// accepts it and never greets), and a far host still gets its handshake done.
+		bound, what = min(max(c.cfg.HostTimeout, c.probeTimeout()), max(bound, b.wait)), "the probe's wait, every pooled session of the host busy"
 	case !b.suspect:
 		bound, what = max(c.cfg.HostTimeout, c.probeTimeout()), "hostTimeout"
 	}
@@ -295,10 +383,11 @@ func (c *Cluster) probeDial(ctx context.Context, id int, h *hostState, b probeBo
 }
 
 // probeRoundTrip runs the probe's round trip on conn and records it in r; when it
-// passed, it reads the host's lag (probeMeasure) and keeps conn for the next probe. It
-// reports whether the probe is over; when not, conn is closed and the probe may open a
-// new one.
-func (c *Cluster) probeRoundTrip(ctx context.Context, id int, h *hostState, conn driver.Conn, b probeBounds, r *probeResult) (over bool) {
+// passed, it reads the host's lag (probeMeasure) and the cluster's members
+// (probeDiscover). It reports whether the probe is over (when not, it may run again on
+// a new connection), and whether conn may serve the next probe: not when a read on it
+// failed, as its protocol state is then unknown.
+func (c *Cluster) probeRoundTrip(ctx context.Context, id int, h *hostState, conn driver.Conn, b probeBounds, r *probeResult) (over, keep bool) {
 	rtStart := c.env.Clock.Now()
 	r.st, r.timedOut, r.err = c.roundTrip(ctx, conn, b.wait, b.rto)
 	r.rtt = c.env.Clock.Now().Sub(rtStart)
@@ -306,15 +395,12 @@ func (c *Cluster) probeRoundTrip(ctx context.Context, id int, h *hostState, conn
 		r.late = r.rtt - b.wait
 	}
 	if r.err != nil {
-		_ = conn.Close()
-		return false
+		return false, false
 	}
 	if !c.probeMeasure(ctx, id, h, conn, r.st, b.wait) || !c.probeDiscover(ctx, id, conn, r.st, b.wait) {
-		_ = conn.Close() // broke while its lag or the cluster's members were read: reopened next round
-		return true
+		return true, false // broke while its lag or the cluster's members were read: reopened next round
 	}
-	c.probes.put(id, conn)
-	return true
+	return true, true
 }
 
 // probeMeasure records host id's replica lag, with replica reads, after a passed round

@@ -74,6 +74,10 @@ type Config struct {
 	// after the physical connection is: the connector counts its open connections
 	// with it.
 	Closed func()
+	// Lender, when set, is the connector's registry of its connections, from which the
+	// monitor's probes borrow an idle primary session (lend.go): the connection joins it
+	// when it opens and leaves it when it closes.
+	Lender *Lender
 }
 
 // ConfigFrom is the per-connection view of cfg: the one place where a DSN's options
@@ -181,6 +185,8 @@ type Conn struct {
 	log *txLog // the open transaction's record (transactionReplay); nil without
 
 	failing string // the query whose run or rows failed, while fail handles it (FailoverError.Read)
+
+	lend lendState // its primary session's lending to the monitor's probes while it sits idle (lend.go)
 }
 
 // liveness is what the liveness check of an idle physical session (Conn.stale) knows.
@@ -221,14 +227,23 @@ func Open(ctx context.Context, cl *cluster.Cluster, cfg Config) (*Conn, error) {
 		dsnAC: autocommitOf(cfg.Autocommit), dsnCT: completionOf(cfg.CompletionType), sp: newSplit(cfg), log: newLog(cfg)}
 	c.st.ac, c.st.ct = c.dsnAC, c.dsnCT
 	if cfg.AllowSourceDown && cl.AnyReplica() {
-		return c, nil // the primary session opens with the first statement that needs it
+		// The primary session opens with the first statement that needs it.
+		return c.registered(), nil
 	}
 	phys, host, err := cl.Connect(ctx, c.setup)
 	if err != nil {
 		return nil, c.saw(c.refusedWrite(err))
 	}
 	c.attach(phys, host)
-	return c, nil
+	return c.registered(), nil
+}
+
+// registered adds c to its Lender, if any, and returns it.
+func (c *Conn) registered() *Conn {
+	if c.cfg.Lender != nil {
+		c.cfg.Lender.add(c)
+	}
+	return c
 }
 
 // attach makes phys, on host, the physical connection.
@@ -945,11 +960,18 @@ func (o *h) RowsClosed(epoch uint64, failed bool) {
 	(*Conn)(o).hold(epoch, -1, !failed)
 }
 
-// Prepared implements stmt.Owner: a preparation on a replica session keeps it.
-func (o *h) Prepared(epoch uint64) { (*Conn)(o).hold(epoch, 1, false) }
+// Prepared implements stmt.Owner: a preparation on a replica session keeps it, and no
+// session of the connection is lent while one is open (lendIdle).
+func (o *h) Prepared(epoch uint64) {
+	o.lend.stmts++
+	(*Conn)(o).hold(epoch, 1, false)
+}
 
 // Unprepared implements stmt.Owner.
-func (o *h) Unprepared(epoch uint64) { (*Conn)(o).hold(epoch, -1, true) }
+func (o *h) Unprepared(epoch uint64) {
+	o.lend.stmts--
+	(*Conn)(o).hold(epoch, -1, true)
+}
 
 // StmtClosed implements stmt.Owner: the next prepare reuses s.
 func (o *h) StmtClosed(s *stmt.Stmt) { o.free.stmt = s }
@@ -1216,7 +1238,13 @@ func (c *Conn) CheckNamedValue(nv *driver.NamedValue) error {
 // session holds nothing for the driver: the pool's move takes it, and its loss is said
 // to no one. The server keeps that state until the session ends (database/sql sends no
 // reset), so a user who reads it still finds it while the session lives.
+//
+// With probes (Config.Lender), it first waits for a probe of the monitor that borrowed
+// the idle session (lend.go; at most the probe's bound); a session the probe broke is
+// gone, and the next call opens a new one.
 func (c *Conn) ResetSession(ctx context.Context) error {
+	c.lendBusy() // a probe on its session first ends (it may have closed it)
+	c.lend.reset = true
 	if c.closed {
 		return driver.ErrBadConn // database/sql never resets a closed connection
 	}
@@ -1262,6 +1290,9 @@ func (c *Conn) ResetSession(ctx context.Context) error {
 // context ended while it ran) is dropped here, and the connection stays valid while a
 // replica qualifies: database/sql would otherwise close it, and open a new one, for
 // every write that fails while no writer answers.
+//
+// A valid connection whose primary session may be lent (lendIdle) is marked idle: the
+// monitor's probes may borrow that session until ResetSession or Close.
 func (c *Conn) IsValid() bool {
 	if c.closed || c.lost != nil {
 		return false
@@ -1282,15 +1313,21 @@ func (c *Conn) IsValid() bool {
 		// (AllowSourceDown); its next statement that needs the primary walks (ready).
 		return c.cfg.AllowSourceDown && c.cl.AnyReplica()
 	}
+	c.lendIdle()
 	return true
 }
 
-// Close closes the physical connection, exactly once.
+// Close closes the physical connection, exactly once, after a probe of the monitor that
+// borrowed it has ended (lend.go).
 func (c *Conn) Close() error {
 	if c.closed {
 		return nil
 	}
 	c.closed = true
+	if c.cfg.Lender != nil {
+		c.lendBusy() // a probe on its session first ends (it may have closed it)
+		c.cfg.Lender.remove(c)
+	}
 	if c.cfg.Closed != nil {
 		defer c.cfg.Closed()
 	}

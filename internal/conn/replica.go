@@ -10,7 +10,8 @@ package conn
 // still (holds: its rows, a prepared statement, a read-only transaction). The sessions
 // open on a replica follow the concurrent reads: at most one per pooled connection
 // (replicaPoolSize bounds them further), plus one probe connection per host with
-// checkInterval > 0.
+// checkInterval > 0 (none where the pool's primary sessions sit idle: the probes
+// borrow one of those, lend.go).
 
 import (
 	"context"

@@ -1,0 +1,223 @@
+package cluster_test
+
+import (
+	"context"
+	"database/sql/driver"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mysqlfailover/mysqlfailover/internal/fake"
+)
+
+// pool is a test Env.Borrow: it lends the session of a host it holds (one fake
+// connection per host, none lent while busy) and records every giveBack.
+type pool struct {
+	mu     sync.Mutex
+	idle   map[int]*fake.Conn
+	busy   bool   // every session is in use: nothing is lent
+	backs  []bool // giveBack's broken, in order
+	lentTo []int  // the hosts lent to, in order
+}
+
+func (p *pool) borrow(host int) (driver.Conn, func(broken bool)) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c := p.idle[host]
+	if c == nil || p.busy {
+		return nil, nil
+	}
+	p.lentTo = append(p.lentTo, host)
+	return c, func(broken bool) {
+		p.mu.Lock()
+		p.backs = append(p.backs, broken)
+		p.mu.Unlock()
+	}
+}
+
+func (p *pool) setBusy(b bool) {
+	p.mu.Lock()
+	p.busy = b
+	p.mu.Unlock()
+}
+
+func (p *pool) givenBack() []bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]bool(nil), p.backs...)
+}
+
+// lendRig is a monitor rig with 2 hosts whose pool holds one idle session on host 0
+// (the primary), none on host 1 (a replica that serves no reads).
+func lendRig(t *testing.T) (*rig, *pool) {
+	t.Helper()
+	p := &pool{idle: map[int]*fake.Conn{}}
+	r, _ := monRig(t, 2, func(o *rigOpts) { o.Borrow = p.borrow })
+	c, err := r.net.Dial(context.Background(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.idle[0] = c.(*fake.Conn)
+	t.Cleanup(func() { _ = c.Close() })
+	return r, p
+}
+
+// TestProbeBorrowsIdlePooledSession: a host where the pool holds an idle session is
+// probed on it, with no probe session of the monitor's own (no dial), and the session
+// goes back unbroken; a host where the pool holds none gets a probe session of its own,
+// kept from one probe to the next. Stats say which.
+func TestProbeBorrowsIdlePooledSession(t *testing.T) {
+	r, p := lendRig(t)
+	for range 3 {
+		r.tick(monInterval)
+	}
+	if n := len(r.net.Conns(0)); n != 1 {
+		t.Errorf("host 0: %d connections opened, want 1 (the pool's, no probe session)", n)
+	}
+	if n := len(r.net.Conns(1)); n != 1 {
+		t.Errorf("host 1: %d connections opened, want 1 (its probe session, kept)", n)
+	}
+	if got := p.givenBack(); len(got) != 3 || got[0] || got[1] || got[2] {
+		t.Errorf("giveBack calls %v, want 3 unbroken", got)
+	}
+	h0, h1 := r.stat(0), r.stat(1)
+	if h0.ProbeSession || h0.ProbesBorrowed != 3 || h0.ProbesOwn != 0 {
+		t.Errorf("host 0 stats: session %v, borrowed %d, own %d; want false, 3, 0", h0.ProbeSession, h0.ProbesBorrowed, h0.ProbesOwn)
+	}
+	if !h1.ProbeSession || h1.ProbesBorrowed != 0 || h1.ProbesOwn != 3 {
+		t.Errorf("host 1 stats: session %v, borrowed %d, own %d; want true, 0, 3", h1.ProbeSession, h1.ProbesBorrowed, h1.ProbesOwn)
+	}
+	if n := r.cl.Stats().ProbeSessions; n != 1 {
+		t.Errorf("ProbeSessions %d, want 1", n)
+	}
+}
+
+// TestProbeSessionClosedOnceItCanBorrow: while every pooled session of the host is busy
+// the probe opens a session of its own; the first probe that can borrow closes it.
+func TestProbeSessionClosedOnceItCanBorrow(t *testing.T) {
+	r, p := lendRig(t)
+	p.setBusy(true)
+	r.tick(monInterval)
+	conns := r.net.Conns(0)
+	if len(conns) != 2 || !r.stat(0).ProbeSession {
+		t.Fatalf("busy pool: %d connections to host 0, probe session %v; want 2, true", len(conns), r.stat(0).ProbeSession)
+	}
+	p.setBusy(false)
+	r.tick(monInterval)
+	if conns[1].Closes() != 1 {
+		t.Errorf("the probe session was closed %d times, want 1", conns[1].Closes())
+	}
+	if r.stat(0).ProbeSession || r.cl.Stats().ProbeSessions != 1 {
+		t.Errorf("after a borrowed probe: host 0 probe session %v, ProbeSessions %d; want false, 1", r.stat(0).ProbeSession, r.cl.Stats().ProbeSessions)
+	}
+	if len(r.net.Conns(0)) != 2 {
+		t.Errorf("%d connections to host 0, want 2", len(r.net.Conns(0)))
+	}
+}
+
+// TestBrokenBorrowedSessionGivenBackBroken: a probe whose round trip fails on a borrowed
+// session gives it back broken (its lender closes it), and, as for a probe session that
+// broke without a timeout, runs again on a session of its own: the host stays up.
+func TestBrokenBorrowedSessionGivenBackBroken(t *testing.T) {
+	r, p := lendRig(t)
+	p.idle[0].Broken.Store(true)
+	r.tick(monInterval)
+	if got := p.givenBack(); len(got) != 1 || !got[0] {
+		t.Fatalf("giveBack calls %v, want one broken", got)
+	}
+	if p.idle[0].Closes() != 0 {
+		t.Errorf("the monitor closed the borrowed session (%d): its lender does", p.idle[0].Closes())
+	}
+	if s := r.stat(0); s.State.String() != "up" || !s.ProbeSession {
+		t.Errorf("host 0: %v, probe session %v; want up on a probe session of its own", s.State, s.ProbeSession)
+	}
+}
+
+// blockingConn is a fake connection whose first query waits for release.
+type blockingConn struct {
+	*fake.Conn
+	started chan struct{}
+	release chan struct{}
+	once    sync.Once
+}
+
+func (b *blockingConn) QueryContext(ctx context.Context, q string, args []driver.NamedValue) (driver.Rows, error) {
+	b.once.Do(func() {
+		close(b.started)
+		<-b.release
+	})
+	return b.Conn.QueryContext(ctx, q, args)
+}
+
+// TestProbeSessionCountedWhileInUse: a probe session counts in Stats while a probe runs
+// on it, not only while it is kept between probes (a fleet's count read at any moment).
+func TestProbeSessionCountedWhileInUse(t *testing.T) {
+	var bc atomic.Pointer[blockingConn]
+	var r *rig
+	r, _ = monRig(t, 2, func(o *rigOpts) {
+		o.Dial = func(ctx context.Context, h int) (driver.Conn, error) {
+			c, err := r.net.Dial(ctx, h)
+			if err != nil || h != 1 || bc.Load() != nil {
+				return c, err
+			}
+			b := &blockingConn{Conn: c.(*fake.Conn), started: make(chan struct{}), release: make(chan struct{})}
+			bc.Store(b)
+			return b, nil
+		}
+	})
+	done := make(chan struct{})
+	go func() {
+		r.cl.Check(context.Background())
+		close(done)
+	}()
+	fake.WaitFor(t, "the probe of host 1 to start", func() bool { b := bc.Load(); return b != nil && isClosed(b.started) })
+	during := r.stat(1).ProbeSession
+	close(bc.Load().release)
+	fake.Await(t, "the round", done)
+	if !during {
+		t.Error("host 1's probe session in use by a probe: ProbeSession false, want true")
+	}
+}
+
+func isClosed(ch chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// TestProbeDialWhenPoolBusyBoundedByWait: a host whose probes ran on pooled sessions
+// and whose pooled sessions are now all busy (stuck on a host that froze, say) has no
+// probe connection of the monitor's own to wait on: the one the probe opens waits no
+// longer than its round trip would have (the probe's wait), not hostTimeout (a frozen
+// host accepts a connection and never greets).
+func TestProbeDialWhenPoolBusyBoundedByWait(t *testing.T) {
+	p := &pool{idle: map[int]*fake.Conn{}}
+	var left atomic.Int64
+	var r *rig
+	r, _ = monRig(t, 2, func(o *rigOpts) {
+		o.HostTimeout = time.Hour
+		o.Borrow = p.borrow
+		o.Dial = func(ctx context.Context, h int) (driver.Conn, error) {
+			if dl, ok := ctx.Deadline(); ok && h == 0 {
+				left.Store(int64(time.Until(dl)))
+			}
+			return r.net.Dial(ctx, h)
+		}
+	})
+	c, err := r.net.Dial(context.Background(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.idle[0] = c.(*fake.Conn)
+	t.Cleanup(func() { _ = c.Close() })
+	r.tick(monInterval) // borrowed
+	p.setBusy(true)
+	r.tick(monInterval) // opens a probe connection
+	if got := time.Duration(left.Load()); got <= 0 || got > time.Minute {
+		t.Errorf("the probe connection's opening had %v, want the probe's wait (well under hostTimeout, 1h)", got)
+	}
+}

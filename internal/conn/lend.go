@@ -1,0 +1,127 @@
+package conn
+
+// Lending a session that sits idle in database/sql's pool to the failover monitor's
+// probes (Lender, cluster.Env.Borrow), so that an instance of a fleet costs the primary
+// no session of its own for its probes. database/sql calls IsValid when it puts a
+// connection back into its pool and ResetSession just before it hands it to its next
+// user (also when it hands it straight to a caller queued at MaxOpenConns), and may
+// Close it at any time meanwhile (its idle cleaner, DB.Close): IsValid marks a
+// connection idle, ResetSession and Close mark it busy first, waiting for a probe in
+// progress, which holds the connection's lend lock for its round trip.
+
+import (
+	"database/sql/driver"
+	"sync"
+	"sync/atomic"
+)
+
+// Lender is the registry of one connector's live connections, from which the monitor's
+// probes borrow an idle primary session (Borrow). A connection joins it when it opens
+// and leaves it when it closes, never per statement. Its methods are safe for
+// concurrent use.
+type Lender struct {
+	mu    sync.Mutex
+	conns []*Conn       // the live connections; each knows its index (lendState.slot)
+	tick  atomic.Uint64 // orders idle periods: a connection idle since later has a larger lendState.seq
+}
+
+// lendState is what a connection's lending needs. mu guards seq, host and phys, and is
+// held by a probe for as long as it uses the lent session; slot is guarded by
+// Lender.mu; reset and stmts are the proxy's own.
+type lendState struct {
+	mu    sync.Mutex
+	phys  driver.Conn // the primary session that may be lent: set while the connection sits idle in the pool (lendIdle)
+	host  int         // phys's host
+	seq   uint64      // when it became idle, from Lender.tick
+	slot  int         // its index in Lender.conns
+	reset bool        // ResetSession has run: database/sql resets it before every later use
+	stmts int         // statements prepared through it and not yet closed (Prepared, Unprepared)
+}
+
+// add registers c.
+func (l *Lender) add(c *Conn) {
+	l.mu.Lock()
+	c.lend.slot = len(l.conns)
+	l.conns = append(l.conns, c)
+	l.mu.Unlock()
+}
+
+// remove unregisters c, which add registered.
+func (l *Lender) remove(c *Conn) {
+	l.mu.Lock()
+	last := len(l.conns) - 1
+	moved := l.conns[last]
+	l.conns[c.lend.slot], moved.lend.slot = moved, c.lend.slot
+	l.conns[last] = nil
+	l.conns = l.conns[:last]
+	l.mu.Unlock()
+}
+
+// Borrow implements cluster.Env.Borrow: it lends the primary session of the connection
+// of host that has sat idle in the pool the longest (database/sql hands out the one put
+// back last first), or returns a nil conn when none is idle there. A connection whose
+// lend lock is held (a probe, or database/sql taking it) is passed over: Borrow never
+// waits. Until giveBack is called the session is the probe's: the connection's
+// ResetSession and Close wait for it. giveBack(true) closes the session (the probe failed
+// on it), and the connection's next user gets a new one, as for a session the server
+// closed while it sat idle.
+func (l *Lender) Borrow(host int) (conn driver.Conn, giveBack func(broken bool)) {
+	var best *Conn
+	l.mu.Lock()
+	for _, c := range l.conns {
+		if !c.lend.mu.TryLock() {
+			continue
+		}
+		if c.lend.phys != nil && c.lend.host == host && (best == nil || c.lend.seq < best.lend.seq) {
+			if best != nil {
+				best.lend.mu.Unlock()
+			}
+			best = c
+			continue
+		}
+		c.lend.mu.Unlock()
+	}
+	l.mu.Unlock()
+	if best == nil {
+		return nil, nil
+	}
+	return best.lend.phys, best.lendBack
+}
+
+// lendBack ends a probe's use of c's session (Borrow's giveBack): a broken one is
+// closed and dropped, as one that died idle in the pool.
+func (c *Conn) lendBack(broken bool) {
+	if broken {
+		c.lend.phys = nil
+		c.drop()
+	}
+	c.lend.mu.Unlock()
+}
+
+// lendIdle marks c idle, for IsValid when database/sql puts it back into its pool: its
+// primary session may be lent when the connection has been reset once (so database/sql
+// resets it before its next use), it is outside any transaction with autocommit on (a
+// probe's read of a transactional table would open one), it holds no session state
+// (held.go), and no result set or prepared statement of it is open (database/sql may
+// close a statement while the connection sits idle).
+func (c *Conn) lendIdle() {
+	if c.cfg.Lender == nil || !c.lend.reset || c.phys == nil || c.tx != nil || c.rows > 0 || c.lend.stmts > 0 ||
+		c.lost != nil || c.st.held() || c.st.ac != acOn || c.sess.has.any() {
+		return
+	}
+	c.lend.mu.Lock()
+	c.lend.host, c.lend.phys = c.host, c.phys
+	c.lend.seq = c.cfg.Lender.tick.Add(1)
+	c.lend.mu.Unlock()
+}
+
+// lendBusy marks c busy, for ResetSession and Close: it waits for a probe that uses its
+// session (at most the probe's bound), after which c is its own again.
+func (c *Conn) lendBusy() {
+	if c.cfg.Lender == nil {
+		return
+	}
+	c.lend.mu.Lock()
+	c.lend.phys = nil
+	c.lend.mu.Unlock()
+}
