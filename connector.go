@@ -174,7 +174,8 @@ func NewConnector(cfg *dsn.Config, opts ...Option) (*Connector, error) {
 		Abort: func(i int) {
 			tr.closeAll(cl.Host(i))
 		},
-		Socket: socket,
+		Socket:  socket,
+		Waiting: tr.waiting,
 	})
 	if err != nil {
 		return nil, err

@@ -87,6 +87,7 @@
 //	checkInterval                 duration      -        0 (off)       probe and hostsURL poll interval          Pulsar
 //	failoverDelay                 duration      -        1s            failing probes before leaving             Pulsar
 //	switchBackDelay               duration      -        30s           passing probes before going home          Pulsar
+//	calmCheckInterval             duration      -        2s            probe interval of a host that looks well  -
 //	hostsURL                      URL           -        ""            http(s) JSON host list, polled            -
 //	hostsToken                    secret        -        ""            bearer token sent to hostsURL             -
 //	hostsAllowHTTP                bool          -        false         plain http to non-loopback hostsURL       -

@@ -66,6 +66,15 @@ type Env struct {
 	// to its socket, which tell whether a failed request was sent, and the server's id of
 	// its session, which Settle kills.
 	Socket func(driver.Conn) *Socket
+	// Waiting, if set, returns when the oldest read still waiting for an answer on a
+	// socket to addr (host:port as listed) started, on Clock; zero when none waits. Only
+	// the sockets of the pool's connections count, never those of probes and idle
+	// connections. With checkInterval > 0 and calmCheckInterval > 0 the monitor calls it
+	// every checkInterval/DefaultActiveProbes for each host: it must be cheap and safe
+	// for concurrent use. A wait that lasts that long puts the host on the monitor's
+	// alert cadence (cadence.go). nil: traffic is not watched, and a host that froze
+	// while it looked well is found by its next calm probe.
+	Waiting func(addr string) time.Time
 }
 
 // Cluster is the failover state that every pooled connection of one connector shares:
@@ -125,6 +134,8 @@ type Cluster struct {
 	// monitorProbes counts the probes the monitor goroutine started and has not yet
 	// seen end (monitor), for tests that step its clock.
 	monitorProbes atomic.Int32
+	// alerts is what the events tell the monitor's cadence (cadence.go).
+	alerts alerts
 
 	rep   replicaState // replica reads (replicas.go)
 	rpool replicaPool  // the replica sessions the pool's connections share (replicapool.go)
@@ -274,6 +285,9 @@ func (c *Cluster) Close() {
 // emit reports e, stamped with the clock's time, to Env.OnEvent and Env.Logger. It is
 // never called with a lock held: both are the caller's code.
 func (c *Cluster) emit(e failover.Event) {
+	if c.cfg.CheckInterval > 0 && c.cfg.CalmCheckInterval > 0 {
+		c.alerts.noteEvent(e, c.env.Clock.Now())
+	}
 	if c.env.OnEvent == nil && c.env.Logger == nil {
 		return
 	}

@@ -182,6 +182,24 @@ const (
 	DefaultMaxProbeTimeout = 5 * time.Second
 )
 
+// The monitor's cadences (cadence.go): a host that looks well is probed once per
+// calmCheckInterval (the DSN option, 2 s by default); one that looks wrong, or on which
+// a statement waits for its answer longer than checkInterval/DefaultActiveProbes, is on
+// the alert schedule above.
+const (
+	// DefaultAlertHold is how long a host stays on the alert schedule after it last
+	// looked wrong (its probes failed, a walk's attempt or a session failed on it, its
+	// server said it is not ready, its role changed), and every host after the pool
+	// moved or the host list changed (duration, 3 s: a host that flaps is watched
+	// closely, the probes of the hosts a pool just moved among read their roles
+	// again, and an idle fleet is back to its calm cost within seconds).
+	DefaultAlertHold = 3 * time.Second
+	// DefaultCalmJitter divides the calm period into the most a calm probe is delayed
+	// at random beyond its point of the monitor's grid (count, 16: up to 125 ms of 2 s),
+	// so that a fleet started in step drifts apart even where the phases met.
+	DefaultCalmJitter = 16
+)
+
 // DefaultClusterViewAge is how old another Galera node's reading of its cluster may be
 // and still count when a node's cluster is compared with it (duration, 10 s: several
 // probe rounds at any usable checkInterval, and a reading from the walk that just left

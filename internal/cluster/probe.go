@@ -252,6 +252,16 @@ func (c *Cluster) probeConn(ctx context.Context, id int, h *hostState, b probeBo
 	}
 }
 
+// probeKey marks the context of a probe connection's dial (IsProbe).
+type probeKey struct{}
+
+// IsProbe reports whether ctx is that of the dial of a probe connection: the socket
+// tracker does not count the waits of a probe's socket as traffic (Env.Waiting).
+func IsProbe(ctx context.Context) bool {
+	p, _ := ctx.Value(probeKey{}).(bool)
+	return p
+}
+
 // probeDialBound is how long a probe's opening of its connection waits, and why (see
 // probe).
 func (c *Cluster) probeDialBound(b probeBounds) (bound time.Duration, what string) {
@@ -275,7 +285,7 @@ func (c *Cluster) probeDialBound(b probeBounds) (bound time.Duration, what strin
 // error, and whether and how late it timed out, in r.
 func (c *Cluster) probeDial(ctx context.Context, id int, h *hostState, b probeBounds, r *probeResult) driver.Conn {
 	bound, what := c.probeDialBound(b)
-	dctx, cancel := withBudget(ctx, bound)
+	dctx, cancel := withBudget(context.WithValue(ctx, probeKey{}, true), bound)
 	defer cancel()
 	dialStart := c.env.Clock.Now()
 	conn, err := c.env.Dial(dctx, id)
