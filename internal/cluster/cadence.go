@@ -112,10 +112,7 @@ type cadenceRun struct {
 // newCadence returns the cadence state of a monitor that starts at now.
 func (c *Cluster) newCadence(now time.Time) *cadenceRun {
 	r := &cadenceRun{calm: c.calmEvery(), base: now, nextCalm: map[int]time.Time{},
-		trouble: map[int]time.Time{}, roles: map[int]failover.Role{}, lastA: -1}
-	if r.calm > 0 {
-		r.phase = rand.N(r.calm) // each process and connector its own phase: a fleet does not probe in step
-	}
+		trouble: map[int]time.Time{}, roles: map[int]failover.Role{}, lastA: -1, phase: c.calmPhase}
 	return r
 }
 
@@ -148,14 +145,15 @@ func (r *cadenceRun) calmDue(start time.Time) time.Time {
 // alertReason reports whether host id, h, looks wrong at now (see doc.go): its probes
 // fail or declared it down, a walk's attempt failed on it (failing, backoff), its server
 // said it is not ready, it is the active host and its role does not qualify, its role
-// changed since the last look, or an event holds it in alert.
+// changed since the last look (from one known role to another: a host's first role
+// read, and the unknown role of a host down, are no change). (An event's hold is
+// alerts', which is not renewed here.)
 func (c *Cluster) alertReason(r *cadenceRun, h *hostState, id int, active bool, now time.Time) bool {
 	v := h.health()
 	role, seen := r.roles[id]
 	r.roles[id] = v.role
-	held, _ := c.alerts.holds(h.addr, now)
-	return held || v.down || v.probeFailing || v.failing || v.notReady || v.retryAt > now.UnixNano() ||
-		(active && v.unfit) || (seen && role != v.role)
+	return v.down || v.probeFailing || v.failing || v.notReady || v.retryAt > now.UnixNano() ||
+		(active && v.unfit) || (seen && role != v.role && role != failover.RoleUnknown && v.role != failover.RoleUnknown)
 }
 
 // waitAlert reports whether a statement has waited for h's answer for the grace time at
@@ -195,7 +193,8 @@ func (c *Cluster) alerted(r *cadenceRun, t *topo, probes []bool, active int, now
 		waiting, at := c.waitAlert(h, now)
 		wake = earliest(wake, at)
 		last, ok := r.trouble[id]
-		alert[id] = waiting || (ok && now.Sub(last) < DefaultAlertHold)
+		held, _ := c.alerts.holds(h.addr, now)
+		alert[id] = waiting || held || (ok && now.Sub(last) < DefaultAlertHold)
 		if id == active && alert[id] {
 			all = true
 		}

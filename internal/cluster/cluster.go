@@ -10,6 +10,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"log/slog"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -136,6 +137,9 @@ type Cluster struct {
 	monitorProbes atomic.Int32
 	// alerts is what the events tell the monitor's cadence (cadence.go).
 	alerts alerts
+	// calmPhase is this connector's offset on the calm grid, in [0, calm period),
+	// drawn at random by New (cadence.go); never written after.
+	calmPhase time.Duration
 
 	rep   replicaState // replica reads (replicas.go)
 	rpool replicaPool  // the replica sessions the pool's connections share (replicapool.go)
@@ -181,6 +185,9 @@ func New(cfg *dsn.Config, env Env) (*Cluster, error) {
 		env.Clock = SystemClock
 	}
 	c := &Cluster{cfg: cfg, env: env}
+	if calm := c.calmEvery(); calm > 0 {
+		c.calmPhase = rand.N(calm) // each connector its own phase: a fleet does not probe in step
+	}
 	c.kind.Store(int32(kindOf(cfg.Cluster)))
 	hosts := make([]*hostState, len(cfg.Hosts))
 	list := make([]int, len(cfg.Hosts))

@@ -1,5 +1,7 @@
 package cluster
 
+import "time"
+
 // CheckWaiters returns how many connections wait for the same-host check of host in
 // progress (Recover), for tests.
 func CheckWaiters(c *Cluster, host int) int {
@@ -51,3 +53,6 @@ func Pos(c *Cluster) Position { return c.pos.Load() }
 // DecideAt runs the monitor's decision on pos, a position read earlier, as decide does
 // on the one it read, for tests of a move made meanwhile.
 func DecideAt(c *Cluster, pos Position) { c.decideAt(pos) }
+
+// CalmPhase returns the connector's phase on the monitor's calm grid, for tests.
+func CalmPhase(c *Cluster) time.Duration { return c.calmPhase }

@@ -255,6 +255,9 @@ func (c *Cluster) probeConn(ctx context.Context, id int, h *hostState, b probeBo
 // probeKey marks the context of a probe connection's dial (IsProbe).
 type probeKey struct{}
 
+// WithProbe returns ctx marked as the context of a probe connection's dial (IsProbe).
+func WithProbe(ctx context.Context) context.Context { return context.WithValue(ctx, probeKey{}, true) }
+
 // IsProbe reports whether ctx is that of the dial of a probe connection: the socket
 // tracker does not count the waits of a probe's socket as traffic (Env.Waiting).
 func IsProbe(ctx context.Context) bool {
@@ -285,7 +288,7 @@ func (c *Cluster) probeDialBound(b probeBounds) (bound time.Duration, what strin
 // error, and whether and how late it timed out, in r.
 func (c *Cluster) probeDial(ctx context.Context, id int, h *hostState, b probeBounds, r *probeResult) driver.Conn {
 	bound, what := c.probeDialBound(b)
-	dctx, cancel := withBudget(context.WithValue(ctx, probeKey{}, true), bound)
+	dctx, cancel := withBudget(WithProbe(ctx), bound)
 	defer cancel()
 	dialStart := c.env.Clock.Now()
 	conn, err := c.env.Dial(dctx, id)
