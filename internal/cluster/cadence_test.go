@@ -55,6 +55,21 @@ func (c *calmRig) wait(h int, on bool) {
 // now returns the rig's clock, from t0.
 func (c *calmRig) now() time.Duration { return c.sc.Now().Sub(c.t0) }
 
+// afterProbe steps until the clock is 1 ms after a probe of host h started (its answer
+// is in), and waits for the monitor to see it end: h's next calm probe is then at least
+// half a calm period away, whatever the rig's random phase.
+func (c *calmRig) afterProbe(h int) {
+	c.t.Helper()
+	for {
+		c.step()
+		st := c.startsOf(h, time.Hour)
+		if c.now() == st[len(st)-1]+time.Millisecond {
+			break
+		}
+	}
+	fake.WaitFor(c.t, "the probe seen", func() bool { return cluster.MonitorProbes(c.cl) == 0 })
+}
+
 // count returns how many probe round trips host h had in (from, to], from t0.
 func (c *calmRig) count(h int, from, to time.Duration) int {
 	n := 0
@@ -105,7 +120,8 @@ func TestMonitorCalmCadenceWhenIdle(t *testing.T) {
 // go back to the calm cadence.
 func TestMonitorAlertWhileWaitCrossesGrace(t *testing.T) {
 	c := newCalmRig(t, time.Millisecond, 0)
-	c.runTo(10*time.Second + 13*time.Millisecond)
+	c.runTo(10 * time.Second)
+	c.afterProbe(0)
 	before := len(c.startsOf(0, time.Hour))
 	w := c.now()
 	c.wait(0, true)
@@ -124,7 +140,7 @@ func TestMonitorAlertWhileWaitCrossesGrace(t *testing.T) {
 	end := c.now()
 	c.runTo(end + 20*time.Second)
 	if n := c.count(0, end+time.Second, end+20*time.Second); n > 10 {
-		t.Errorf("H1 probed %d times in the 19 s after the answer came, want the calm cadence (at most 10)", n)
+		t.Errorf("H1 probed %d times in the 19 s after the answer came, want the calm cadence (at most 10): %v; %v", n, c.startsOf(0, time.Hour)[before:], c.events(failover.EventProbe))
 	}
 }
 
@@ -166,7 +182,8 @@ func TestMonitorAlertWhileProbeFailsThenCalm(t *testing.T) {
 // pool leaves it 276 ms after the freeze, as the fixed schedule's worst case (275).
 func TestMonitorFrozenActiveUnderTrafficBound(t *testing.T) {
 	c := newCalmRig(t, time.Millisecond, 0)
-	c.runTo(10*time.Second + 7*time.Millisecond)
+	c.runTo(10 * time.Second)
+	c.afterProbe(0)
 	if w := c.stat(0).ProbeTimeout; w != 226*time.Millisecond {
 		t.Fatalf("H1's wait before the freeze: %v, want 226ms (1 + 225)", w)
 	}
