@@ -161,15 +161,28 @@
 // used, the first ones in DSN order; a value > 0 needs localDC and labelled
 // hosts. Package failover describes the order they give.
 //
-// checkInterval turns on active health: every host is probed this often, the
-// active host (the one the pool uses) twice as often, and hostsURL polled; 0
-// turns it off, and any other value must be at least 10ms. Each host's probes
-// keep a fixed rate of their own: a probe starts checkInterval (the active
-// host's, checkInterval/2) after the previous one of its host started, as soon
-// as that one ended when it took longer, and no host's probes wait for
-// another's. failoverDelay and switchBackDelay tune it (0: at the first failed
-// or passed probe) and are ignored without checkInterval. Package failover
-// describes the probes.
+// checkInterval turns on active health and is the alert schedule: a host that
+// looks wrong (its probes fail, a session or a walk failed on it, it is not
+// ready, its role changed) is probed this often, the active host (the one the
+// pool uses) twice as often, and hostsURL polled; 0 turns it off, and any other
+// value must be at least 10ms. On this schedule each host's probes keep a fixed
+// rate of their own: a probe starts checkInterval (the active host's,
+// checkInterval/2) after the previous one of its host started, as soon as that
+// one ended when it took longer, and no host's probes wait for another's.
+// failoverDelay and switchBackDelay tune it (0: at the first failed or passed
+// probe) and are ignored without checkInterval. Package failover describes the
+// probes.
+//
+// calmCheckInterval is the probe period of a host that looks well (raised to
+// checkInterval when shorter), on a grid of each connector's own random phase:
+// an idle instance costs each host one probe per calmCheckInterval. A host is on
+// checkInterval's schedule while it looks wrong and 3 s after; every host is
+// while the active host looks wrong and 3 s after the pool moved; and a host on
+// which a statement has waited checkInterval/2 for an answer is at once (the
+// connector watches its sockets' reads), so the detection bound below holds for a
+// host that freezes under traffic. A host that freezes while idle is found by
+// the next statement that waits for it, or by its next calm probe. 0 keeps every
+// host on checkInterval's schedule, as before the option existed.
 //
 // Probe timeouts have no option: each host's follows its own probe round
 // trips, as TCP derives its retransmission timeout (RFC 6298). With R the

@@ -118,7 +118,12 @@ const (
 // + DefaultStallMargin (when failoverDelay is shorter than that wait): 50 + 1 + 200 + 25
 // ms, about 0.28 s, for a host whose probes take 1 ms at checkInterval=100ms. With one
 // probe per checkInterval it would be 0.33 s: a wait that rides out 200 ms stalls and a
-// 300 ms bound leave less than 100 ms for the probe period.
+// 300 ms bound leave less than 100 ms for the probe period. On the calm cadence
+// (cadence.go) the probe period is replaced by the traffic's grace time, as long: a
+// statement sent to the frozen host has waited checkInterval/DefaultActiveProbes when
+// the host's probe starts, so the bound is the same for a host under traffic, and a
+// statement of an idle instance is failed (and a read run again on the next host)
+// after the same 0.28 s.
 const (
 	// DefaultMinProbeTimeout is a probe's bound before its host's first passed probe
 	// (duration, 500 ms, or checkInterval when that is longer, never more than
