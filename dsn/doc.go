@@ -267,7 +267,8 @@
 // cluster's nodes (mysql.wsrep_cluster_members, or wsrep_incoming_addresses
 // where the table may not be read: each node's wsrep_node_incoming_address), a
 // Group Replication group's members (performance_schema.replication_group_members).
-// It needs checkInterval > 0: once per checkInterval the pool's host (in a
+// It needs checkInterval > 0: once per checkInterval (calmCheckInterval while
+// the pool's host looks well: the read rides on its probe) the pool's host (in a
 // replication cluster only while it is the writable primary) answers one query
 // over its probe connection, and each host found is probed and used only once
 // it is ready and of the role wanted, as any other. A host of the DSN or
@@ -302,7 +303,9 @@
 // probes (Seconds_Behind_Source of SHOW REPLICA STATUS, Seconds_Behind_Master
 // of SHOW SLAVE STATUS on servers without it), is above it, or cannot be
 // read, is not used; 0, the default, sets no bound. A value > 0 needs
-// replicaReads=true and checkInterval > 0, as the probes read the lag;
+// replicaReads=true and checkInterval > 0, as the probes read the lag (a
+// replica that looks well once per calmCheckInterval: lower that option for a
+// fresher reading);
 // without either it is an error that says so. Servers report the lag in
 // whole seconds, so a bound below 1s admits only replicas that report 0.
 // Reading it needs the REPLICATION CLIENT privilege on MySQL, REPLICA

@@ -344,7 +344,8 @@
 // With discoverHosts=true the members the cluster reports join the list after
 // the hosts of the DSN or of the host list: the replicas registered with the
 // primary, a Galera cluster's nodes, a Group Replication group's members, read
-// once per checkInterval on the pool's host. It is one list: a member the DSN
+// once per checkInterval on the pool's host (calmCheckInterval while it looks
+// well: the read rides on its probe). It is one list: a member the DSN
 // or the host list names is that host (also under another address, when its
 // server_id, server_uuid or Galera node UUID is the listed host's), a host of
 // the DSN or the host list never leaves, and a member found leaves once the
