@@ -185,6 +185,7 @@ func NewConnector(cfg *dsn.Config, opts ...Option) (*Connector, error) {
 		Socket:  socket,
 		Answers: tr.answers,
 		Borrow:  borrow,
+		Waiting: tr.waiting,
 	})
 	if err != nil {
 		return nil, err

@@ -113,7 +113,7 @@ func (t *tracker) dialFunc(next func(ctx context.Context, network, addr string) 
 		if nc == nil {
 			return nil, fmt.Errorf("mysqlfailover: the dial function for network %q returned no connection and no error", network)
 		}
-		tc := &trackedConn{Conn: nc, t: t, addr: addr}
+		tc := &trackedConn{Conn: nc, t: t, addr: addr, probe: cluster.IsProbe(ctx)}
 		if !start.IsZero() {
 			tc.sock.SetOpened(start)
 		}
@@ -176,6 +176,25 @@ func (t *tracker) closeAll(addr string) int {
 	return len(cs)
 }
 
+// waiting returns when the oldest Read still waiting on a socket to addr started, on
+// the tracker's clock (zero: none waits, or the tracker has no clock): cluster.Env's
+// Waiting. Probe sockets do not count, and an idle socket never waits: go-sql-driver
+// checks idle connections with a non-blocking read through SyscallConn, not Read.
+func (t *tracker) waiting(addr string) time.Time {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var oldest int64
+	for tc := range t.conns[addr] {
+		if w := tc.waitSince.Load(); w != 0 && (oldest == 0 || w < oldest) {
+			oldest = w
+		}
+	}
+	if oldest == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, oldest)
+}
+
 // open returns the number of open sockets to addr.
 func (t *tracker) open(addr string) int {
 	t.mu.Lock()
@@ -200,12 +219,24 @@ type trackedConn struct {
 	// EOF, ECONNRESET) or a write found it so (EPIPE, ECONNRESET): not a timeout, not a
 	// close of our own.
 	peerClosed atomic.Bool
+	probe      bool // a probe connection's socket (cluster.IsProbe): its waits are not traffic
+	// waitSince is when the Read under way started (UnixNano on t.now; 0: no Read
+	// waits): a statement waiting for its host's answer (tracker.waiting).
+	waitSince atomic.Int64
 }
 
 // Read reads from the socket; until the greeting's connection id has passed, it reads
-// the bytes as they go by.
+// the bytes as they go by. While it blocks, the socket counts as waiting for its host
+// (waitSince), unless it is a probe's.
 func (c *trackedConn) Read(b []byte) (int, error) {
+	watch := !c.probe && c.t.now != nil
+	if watch {
+		c.waitSince.Store(c.t.now().UnixNano())
+	}
 	n, err := c.Conn.Read(b)
+	if watch {
+		c.waitSince.Store(0)
+	}
 	if !c.greet.done && n > 0 {
 		if id, ok := c.greet.feed(b[:n]); ok {
 			c.sock.SetThread(id)

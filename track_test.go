@@ -9,9 +9,11 @@ import (
 	"net"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mysqlfailover/mysqlfailover/dsn"
 	"github.com/mysqlfailover/mysqlfailover/internal/cluster"
+	"github.com/mysqlfailover/mysqlfailover/internal/fake"
 )
 
 // The tracker forgets an address once its last socket closes, so a host list
@@ -209,4 +211,54 @@ func TestTrackedConnCounts(t *testing.T) {
 		t.Errorf("%d bytes written, %d writes failed; want 5, 1", w, f)
 	}
 	_ = nc.Close()
+}
+
+// The tracker reports when the oldest read waiting for a host's answer started (the
+// monitor's evidence that traffic waits, cluster.Env.Waiting): a socket counts while a
+// Read blocks on it, and no longer once the answer came; an idle socket never counts,
+// nor does a probe's (its waits are the monitor's own).
+func TestTrackerWaiting(t *testing.T) {
+	clk := fake.NewClock()
+	tr := &tracker{now: clk.Now}
+	dialPipe := func(ctx context.Context) (net.Conn, net.Conn) {
+		server, client := net.Pipe()
+		nc, err := tr.dialFunc(func(context.Context, string, string) (net.Conn, error) { return client, nil })(ctx, "tcp", "h1:3306")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return server, nc
+	}
+	idleServer, idle := dialPipe(context.Background())
+	defer idle.Close()
+	defer idleServer.Close()
+	probeServer, probe := dialPipe(cluster.WithProbe(context.Background()))
+	defer probe.Close()
+	defer probeServer.Close()
+	if w := tr.waiting("h1:3306"); !w.IsZero() {
+		t.Fatalf("idle sockets: waiting since %v, want none", w)
+	}
+	go func() { _, _ = probe.Read(make([]byte, 1)) }() // a probe waits for its answer
+	start := clk.Now()
+	server, nc := dialPipe(context.Background())
+	defer nc.Close()
+	read := make(chan error, 1)
+	go func() { _, err := nc.Read(make([]byte, 4)); read <- err }()
+	fake.WaitFor(t, "the read waiting", func() bool { return !tr.waiting("h1:3306").IsZero() })
+	clk.Advance(time.Second)
+	if w := tr.waiting("h1:3306"); !w.Equal(start) {
+		t.Fatalf("a statement waiting since %v: waiting reports %v", start, w)
+	}
+	if w := tr.waiting("h2:3306"); !w.IsZero() {
+		t.Fatalf("another host: waiting since %v, want none", w)
+	}
+	if _, err := server.Write([]byte("ok")); err != nil {
+		t.Fatal(err)
+	}
+	if err := fake.Recv(t, "the read", read); err != nil {
+		t.Fatal(err)
+	}
+	if w := tr.waiting("h1:3306"); !w.IsZero() {
+		t.Fatalf("the answer came: waiting since %v, want none (the probe's wait does not count)", w)
+	}
+	_ = server.Close()
 }

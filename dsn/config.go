@@ -99,6 +99,8 @@ type Config struct {
 	FailoverDelay time.Duration
 	// SwitchBackDelay is option switchBackDelay; see Options.
 	SwitchBackDelay time.Duration
+	// CalmCheckInterval is option calmCheckInterval; see Options.
+	CalmCheckInterval time.Duration
 	// HostsURL is option hostsURL; see Options.
 	HostsURL string
 	// HostsToken is option hostsToken; see Options.

@@ -87,6 +87,7 @@
 //	checkInterval                 duration      -        0 (off)       probe and hostsURL poll interval          Pulsar
 //	failoverDelay                 duration      -        1s            failing probes before leaving             Pulsar
 //	switchBackDelay               duration      -        30s           passing probes before going home          Pulsar
+//	calmCheckInterval             duration      -        2s            probe interval of a host that looks well  -
 //	hostsURL                      URL           -        ""            http(s) JSON host list, polled            -
 //	hostsToken                    secret        -        ""            bearer token sent to hostsURL             -
 //	hostsAllowHTTP                bool          -        false         plain http to non-loopback hostsURL       -
@@ -160,16 +161,29 @@
 // used, the first ones in DSN order; a value > 0 needs localDC and labelled
 // hosts. Package failover describes the order they give.
 //
-// checkInterval turns on active health: every host is probed this often, the
-// active host (the one the pool uses) twice as often, and hostsURL polled; 0
-// turns it off, and any other value must be at least 10ms. Each host's probes
-// keep a fixed rate of their own: a probe starts checkInterval (the active
-// host's, checkInterval/2) after the previous one of its host started, as soon
-// as that one ended when it took longer, and no host's probes wait for
-// another's. failoverDelay and switchBackDelay tune it (0: at the first failed
-// or passed probe) and are ignored without checkInterval. A probe runs on a
-// session the pool holds idle on the host when there is one, else on a probe
-// connection of its own. Package failover describes the probes.
+// checkInterval turns on active health and is the alert schedule: a host that
+// looks wrong (its probes fail, a session or a walk failed on it, it is not
+// ready, its role changed) is probed this often, the active host (the one the
+// pool uses) twice as often, and hostsURL polled; 0 turns it off, and any other
+// value must be at least 10ms. On this schedule each host's probes keep a fixed
+// rate of their own: a probe starts checkInterval (the active host's,
+// checkInterval/2) after the previous one of its host started, as soon as that
+// one ended when it took longer, and no host's probes wait for another's.
+// failoverDelay and switchBackDelay tune it (0: at the first failed or passed
+// probe) and are ignored without checkInterval. A probe runs on a session the
+// pool holds idle on the host when there is one, else on a probe connection of
+// its own. Package failover describes the probes.
+//
+// calmCheckInterval is the probe period of a host that looks well (raised to
+// checkInterval when shorter), on a grid of each connector's own random phase:
+// an idle instance costs each host one probe per calmCheckInterval. A host is on
+// checkInterval's schedule while it looks wrong and 3 s after; every host is
+// while the active host looks wrong and 3 s after the pool moved; and a host on
+// which a statement has waited checkInterval/2 for an answer is at once (the
+// connector watches its sockets' reads), so the detection bound below holds for a
+// host that freezes under traffic. A host that freezes while idle is found by
+// the next statement that waits for it, or by its next calm probe. 0 keeps every
+// host on checkInterval's schedule, as before the option existed.
 //
 // Probe timeouts have no option: each host's follows its own probe round
 // trips, as TCP derives its retransmission timeout (RFC 6298). With R the
@@ -254,7 +268,8 @@
 // cluster's nodes (mysql.wsrep_cluster_members, or wsrep_incoming_addresses
 // where the table may not be read: each node's wsrep_node_incoming_address), a
 // Group Replication group's members (performance_schema.replication_group_members).
-// It needs checkInterval > 0: once per checkInterval the pool's host (in a
+// It needs checkInterval > 0: once per checkInterval (calmCheckInterval while
+// the pool's host looks well: the read rides on its probe) the pool's host (in a
 // replication cluster only while it is the writable primary) answers one query
 // over its probe session, and each host found is probed and used only once
 // it is ready and of the role wanted, as any other. A host of the DSN or
@@ -289,7 +304,9 @@
 // probes (Seconds_Behind_Source of SHOW REPLICA STATUS, Seconds_Behind_Master
 // of SHOW SLAVE STATUS on servers without it), is above it, or cannot be
 // read, is not used; 0, the default, sets no bound. A value > 0 needs
-// replicaReads=true and checkInterval > 0, as the probes read the lag;
+// replicaReads=true and checkInterval > 0, as the probes read the lag (a
+// replica that looks well once per calmCheckInterval: lower that option for a
+// fresher reading);
 // without either it is an error that says so. Servers report the lag in
 // whole seconds, so a bound below 1s admits only replicas that report 0.
 // Reading it needs the REPLICATION CLIENT privilege on MySQL, REPLICA

@@ -799,7 +799,7 @@ func TestFormatDSN(t *testing.T) {
 		}(), "tcp6([::1]:3306)/"},
 		{"nil MySQL", &Config{Hosts: []Host{{Name: "db1", Port: 3306}}, RetriesAllDown: defaultRetriesAllDown, SecondsBeforeRetryMaster: defaultSecondsBeforeRetryMaster,
 			QueriesBeforeRetryMaster: defaultQueriesBeforeRetryMaster, FailOverReadOnly: true, HostTimeout: defaultHostTimeout,
-			FailoverDelay: defaultFailoverDelay, SwitchBackDelay: defaultSwitchBackDelay, ReadFromSourceWhenNoReplicas: true, AllowSourceDownConnections: true}, "tcp(db1:3306)/"},
+			FailoverDelay: defaultFailoverDelay, SwitchBackDelay: defaultSwitchBackDelay, CalmCheckInterval: defaultCalmCheckInterval, ReadFromSourceWhenNoReplicas: true, AllowSourceDownConnections: true}, "tcp(db1:3306)/"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -82,6 +82,8 @@ var options = []option{
 		meaning: "failing probes before leaving", from: "Pulsar"},
 	{key: "switchBackDelay", field: "SwitchBackDelay", kind: kindDuration, def: defaultSwitchBackDelay, check: durationAtLeast0(""),
 		meaning: "passing probes before going home", from: "Pulsar"},
+	{key: "calmCheckInterval", field: "CalmCheckInterval", kind: kindDuration, def: defaultCalmCheckInterval, check: durationAtLeast0(" (0: every host always on checkInterval's schedule)"),
+		meaning: "probe interval of a host that looks well"},
 	{key: "hostsURL", field: "HostsURL", kind: kindURL, def: "",
 		meaning: "http(s) JSON host list, polled"},
 	{key: "hostsToken", field: "HostsToken", kind: kindSecret, def: "",
@@ -149,6 +151,9 @@ const (
 	minCheckInterval       = 10 * time.Millisecond
 	defaultFailoverDelay   = time.Second
 	defaultSwitchBackDelay = 30 * time.Second
+	// defaultCalmCheckInterval is calmCheckInterval's default: an idle instance costs
+	// each host one probe every 2 s.
+	defaultCalmCheckInterval = 2 * time.Second
 	// Shorter than MaxScale's causal_reads_timeout (10s): the fall-back,
 	// the primary, answers at once.
 	defaultCausalReadsTimeout        = time.Second

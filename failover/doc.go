@@ -244,8 +244,8 @@
 // set, each connector runs one monitor goroutine, from its first connection
 // until Close (sql.DB.Close calls it).
 //
-// Probes. Every checkInterval each listed host (not those localDC or a policy
-// ignores) gets a real SQL round trip, SELECT 1 (with targetSessionAttrs,
+// Probes. Each listed host (not those localDC or a policy ignores) gets a real
+// SQL round trip, SELECT 1 (with targetSessionAttrs,
 // replicaReads, a Galera or Group Replication cluster, or until the cluster
 // type is known, the state read of Readiness, so that roles and readiness are
 // learnt before a statement fails), on a session the pool holds idle on the
@@ -268,6 +268,24 @@
 // restart) is opened again within the probe: that is not a failed probe; a
 // borrowed session on which a probe fails is closed, and its connection's next
 // user gets a new one.
+//
+// Two cadences. A host that looks well is probed once per calmCheckInterval (2s
+// by default, never more often than checkInterval), at a random phase of each
+// connector, so that an idle fleet costs each host about one probe per instance
+// every 2 s and its instances do not probe in step. A host is on the alert
+// schedule above (every checkInterval; the active host every checkInterval/2)
+// while it looks wrong or just changed: its probes fail, a connection or a walk
+// failed on it, its server says it is not ready, its role changed or (the active
+// host) does not qualify, and for 3 s after; every host is, while the active
+// host does, and for 3 s after the pool moved or the host list changed. The
+// traffic is the evidence that costs no host anything: a statement that has
+// waited checkInterval/2 for its host's answer puts the host on the alert
+// schedule at once (the connector watches its own sockets' reads), so a host that
+// freezes under traffic gets its probe when the fixed schedule would have given
+// it one, and the detection bound below holds. A statement sent to a host that
+// froze while it looked well is answered from the next host (a read run again,
+// as SafeToRetry allows) about checkInterval/2 plus the probe's wait later.
+// calmCheckInterval=0 keeps every host on the alert schedule.
 //
 // Failover. When the active host has failed its probes without a pause for
 // failoverDelay (at once when its role stops qualifying, or its server says it
@@ -293,7 +311,8 @@
 //
 // Suggested settings: checkInterval=500ms&failoverDelay=1s&switchBackDelay=30s.
 // Probing costs one connection per host per connector and one round trip per
-// host per interval (two for the active host).
+// host per calmCheckInterval while all is well; the alert schedule (one per
+// checkInterval, two for the active host) only while something looks wrong.
 //
 // # Controlled failover
 //
@@ -330,7 +349,8 @@
 // With discoverHosts=true the members the cluster reports join the list after
 // the hosts of the DSN or of the host list: the replicas registered with the
 // primary, a Galera cluster's nodes, a Group Replication group's members, read
-// once per checkInterval on the pool's host. It is one list: a member the DSN
+// once per checkInterval on the pool's host (calmCheckInterval while it looks
+// well: the read rides on its probe). It is one list: a member the DSN
 // or the host list names is that host (also under another address, when its
 // server_id, server_uuid or Galera node UUID is the listed host's), a host of
 // the DSN or the host list never leaves, and a member found leaves once the

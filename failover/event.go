@@ -42,8 +42,8 @@ const (
 	// net_write_timeout, a query past readTimeout): the connection has a new session on
 	// Host and the pool stays.
 	EventSessionEnded
-	// EventProbePassed is a probe of Host that passed (checkInterval > 0), one per host
-	// and checkInterval; Duration is its latency, as HostStats.ProbeLatency. It exists
+	// EventProbePassed is a probe of Host that passed (checkInterval > 0), one per probe
+	// (calmCheckInterval or checkInterval apart, see package dsn); Duration is its latency, as HostStats.ProbeLatency. It exists
 	// for metrics (a probe-latency histogram); WithLogger logs it at Debug.
 	EventProbePassed
 	// EventReplica is a change of whether Host serves read-intent statements as a

@@ -10,6 +10,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"log/slog"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -79,6 +80,15 @@ type Env struct {
 	// returns a nil conn when the pool holds no idle session of host that may be lent.
 	// It must be fast and must not block.
 	Borrow func(host int) (conn driver.Conn, giveBack func(broken bool))
+	// Waiting, if set, returns when the oldest read still waiting for an answer on a
+	// socket to addr (host:port as listed) started, on Clock; zero when none waits. Only
+	// the sockets of the pool's connections count, never those of probes and idle
+	// connections. With checkInterval > 0 and calmCheckInterval > 0 the monitor calls it
+	// every checkInterval/DefaultActiveProbes for each host: it must be cheap and safe
+	// for concurrent use. A wait that lasts that long puts the host on the monitor's
+	// alert cadence (cadence.go). nil: traffic is not watched, and a host that froze
+	// while it looked well is found by its next calm probe.
+	Waiting func(addr string) time.Time
 }
 
 // Cluster is the failover state that every pooled connection of one connector shares:
@@ -138,6 +148,11 @@ type Cluster struct {
 	// monitorProbes counts the probes the monitor goroutine started and has not yet
 	// seen end (monitor), for tests that step its clock.
 	monitorProbes atomic.Int32
+	// alerts is what the events tell the monitor's cadence (cadence.go).
+	alerts alerts
+	// calmPhase is this connector's offset on the calm grid, in [0, calm period),
+	// drawn at random by New (cadence.go); never written after.
+	calmPhase time.Duration
 
 	rep   replicaState // replica reads (replicas.go)
 	rpool replicaPool  // the replica sessions the pool's connections share (replicapool.go)
@@ -187,6 +202,9 @@ func New(cfg *dsn.Config, env Env) (*Cluster, error) {
 		env.Clock = SystemClock
 	}
 	c := &Cluster{cfg: cfg, env: env}
+	if calm := c.calmEvery(); calm > 0 {
+		c.calmPhase = rand.N(calm) // each connector its own phase: a fleet does not probe in step
+	}
 	c.kind.Store(int32(kindOf(cfg.Cluster)))
 	hosts := make([]*hostState, len(cfg.Hosts))
 	list := make([]int, len(cfg.Hosts))
@@ -291,6 +309,9 @@ func (c *Cluster) Close() {
 // emit reports e, stamped with the clock's time, to Env.OnEvent and Env.Logger. It is
 // never called with a lock held: both are the caller's code.
 func (c *Cluster) emit(e failover.Event) {
+	if c.cfg.CheckInterval > 0 && c.cfg.CalmCheckInterval > 0 {
+		c.alerts.noteEvent(e, c.env.Clock.Now())
+	}
 	if c.env.OnEvent == nil && c.env.Logger == nil {
 		return
 	}

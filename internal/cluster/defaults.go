@@ -134,7 +134,12 @@ const (
 // + DefaultStallMargin (when failoverDelay is shorter than that wait): 50 + 1 + 200 + 25
 // ms, about 0.28 s, for a host whose probes take 1 ms at checkInterval=100ms. With one
 // probe per checkInterval it would be 0.33 s: a wait that rides out 200 ms stalls and a
-// 300 ms bound leave less than 100 ms for the probe period.
+// 300 ms bound leave less than 100 ms for the probe period. On the calm cadence
+// (cadence.go) the probe period is replaced by the traffic's grace time, as long: a
+// statement sent to the frozen host has waited checkInterval/DefaultActiveProbes when
+// the host's probe starts, so the bound is the same for a host under traffic, and a
+// statement of an idle instance is failed (and a read run again on the next host)
+// after the same 0.28 s.
 const (
 	// DefaultMinProbeTimeout is a probe's bound before its host's first passed probe
 	// (duration, 500 ms, or checkInterval when that is longer, never more than
@@ -196,6 +201,24 @@ const (
 	// DefaultMaxProbeTimeout caps a probe timeout when hostTimeout is 0 (duration, 5 s,
 	// the DSN's default hostTimeout); otherwise hostTimeout caps it.
 	DefaultMaxProbeTimeout = 5 * time.Second
+)
+
+// The monitor's cadences (cadence.go): a host that looks well is probed once per
+// calmCheckInterval (the DSN option, 2 s by default); one that looks wrong, or on which
+// a statement waits for its answer longer than checkInterval/DefaultActiveProbes, is on
+// the alert schedule above.
+const (
+	// DefaultAlertHold is how long a host stays on the alert schedule after it last
+	// looked wrong (its probes failed, a walk's attempt or a session failed on it, its
+	// server said it is not ready, its role changed), and every host after the pool
+	// moved or the host list changed (duration, 3 s: a host that flaps is watched
+	// closely, the probes of the hosts a pool just moved among read their roles
+	// again, and an idle fleet is back to its calm cost within seconds).
+	DefaultAlertHold = 3 * time.Second
+	// DefaultCalmJitter divides the calm period into the most a calm probe is delayed
+	// at random beyond its point of the monitor's grid (count, 16: up to 125 ms of 2 s),
+	// so that a fleet started in step drifts apart even where the phases met.
+	DefaultCalmJitter = 16
 )
 
 // DefaultClusterViewAge is how old another Galera node's reading of its cluster may be

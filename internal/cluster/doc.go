@@ -11,7 +11,7 @@
 // New takes the connector's *dsn.Config and reads each failover option where it is used
 // (retriesAllDown, secondsBeforeRetryMaster, queriesBeforeRetryMaster, hostTimeout,
 // targetSessionAttrs, localDC, usedHostsPerRemoteDC, checkInterval, failoverDelay,
-// switchBackDelay) and its Hosts (Addr, DC) as the first host list; nothing is copied.
+// switchBackDelay, calmCheckInterval) and its Hosts (Addr, DC) as the first host list; nothing is copied.
 // An Env carries what no DSN can say: the dialer, the clock, the event hook and logger,
 // the user's policy layers, a host list provider, and the abort hook. The engine's own
 // tuning values, which no user sets, are the Default... constants of defaults.go.
@@ -55,8 +55,11 @@
 //     readiness, backoff after failed attempts, state and last error, typical connect
 //     time, connections out), under hostState.mu; health, the copy walks and checks read;
 //     and Stats.
-//   - monitor.go, probe.go, decide.go, monitorhost.go, rto.go: the monitor, with
-//     checkInterval > 0 (Start, Check). monitor.go schedules probes and host-list polls;
+//   - monitor.go, cadence.go, probe.go, decide.go, monitorhost.go, rto.go: the
+//     monitor, with checkInterval > 0 (Start, Check). monitor.go schedules probes and
+//     host-list polls; cadence.go says which hosts are on the alert schedule and which
+//     on the calm one (the monitor goroutine's cadenceRun, and alerts, the events'
+//     holds, under its own lock, taken alone; Env.Waiting, the traffic's waits);
 //     probe.go is one probe (its bounds, the probe dial, the round trip, the lag read,
 //     pause detection, the host's transition; a failed one, or one whose connection
 //     broke, marks the host's idle replica sessions for a check) and owns the probe
@@ -194,7 +197,11 @@
 // # Active health
 //
 // With checkInterval > 0, Start runs a monitor that probes every host, each on a
-// fixed-rate schedule of its own (the active host twice per checkInterval), polls the
+// fixed-rate schedule of its own, on one of two cadences (cadence.go): the alert
+// schedule (the active host twice per checkInterval, the others once) while the host
+// looks wrong or just changed, or a statement has waited for its answer for
+// checkInterval/2 (Env.Waiting); the calm one (once per calmCheckInterval, at a random
+// phase) otherwise, so that an idle fleet costs each host little. It polls the
 // HostListProvider and moves the pool itself: away from an active host that failed its
 // probes for failoverDelay, back home after switchBackDelay of passed probes (see
 // Check and monitor). A probe waits long enough for a host that answers late (a stall

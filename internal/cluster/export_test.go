@@ -1,5 +1,7 @@
 package cluster
 
+import "time"
+
 // CheckWaiters returns how many connections wait for the same-host check of host in
 // progress (Recover), for tests.
 func CheckWaiters(c *Cluster, host int) int {
@@ -54,3 +56,6 @@ func DecideAt(c *Cluster, pos Position) { c.decideAt(pos) }
 
 // ClosedHandshake is closedHandshake, for tests.
 var ClosedHandshake = closedHandshake
+
+// CalmPhase returns the connector's phase on the monitor's calm grid, for tests.
+func CalmPhase(c *Cluster) time.Duration { return c.calmPhase }

@@ -118,6 +118,7 @@ func (c *Cluster) monitor(ctx context.Context) {
 	var polling bool
 	var hosts []failover.ProvidedHost // the last poll's answer, read once it ended
 	var perr error
+	cad := c.newCadence(c.env.Clock.Now())
 	for ctx.Err() == nil {
 		ended := s.take()
 		probed := false
@@ -147,15 +148,22 @@ func (c *Cluster) monitor(ctx context.Context) {
 		probes := c.probedHosts(t)
 		c.probes.keepOnly(probes)
 		active := c.Active()
+		alert, wake := c.cadenceAt(cad, t, probes, active, now)
+		if !wake.IsZero() {
+			next = earlier(next, wake) // the moment a wait under way crosses the grace time
+		}
 		for _, id := range t.list {
 			if !probes[id] || running[id] {
 				continue
 			}
-			if due := started[id].Add(c.probeEvery(id == active)); due.After(now) {
+			if due := cad.due(id, started[id], c.probeEvery(id == active), alert[id]); due.After(now) {
 				next = earlier(next, due)
 				continue
 			}
 			started[id], running[id] = now, true
+			if cad.calm > 0 {
+				cad.nextCalm[id] = cad.calmDue(now)
+			}
 			c.monitorProbes.Add(1)
 			c.inUse.RLock() // the probe's own hold, released when it ends
 			wg.Add(1)

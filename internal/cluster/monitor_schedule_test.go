@@ -142,6 +142,11 @@ func (c *schedConn) QueryContext(ctx context.Context, q string, args []driver.Na
 // newSchedRig returns a started monitor over len(lat) fake hosts answering after lat at
 // checkInterval 100ms and failoverDelay 100ms (the 300 ms detection setting).
 func newSchedRig(t *testing.T, lat ...time.Duration) *schedRig {
+	return newSchedRigWith(t, nil, lat...)
+}
+
+// newSchedRigWith is newSchedRig with set applied to the options last.
+func newSchedRigWith(t *testing.T, set func(*rigOpts), lat ...time.Duration) *schedRig {
 	hosts := len(lat)
 	s := &schedRig{sc: newStepClock(), lat: make([]atomic.Int64, hosts), starts: make([][]time.Duration, hosts)}
 	for h, d := range lat {
@@ -157,6 +162,9 @@ func newSchedRig(t *testing.T, lat ...time.Duration) *schedRig {
 				return c, err
 			}
 			return &schedConn{Conn: c, s: s, host: h}, nil
+		}
+		if set != nil {
+			set(o)
 		}
 	})
 	s.cl.Start()

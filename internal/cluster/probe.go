@@ -334,6 +334,19 @@ func (c *Cluster) borrow(id int) (driver.Conn, func(broken bool)) {
 	return c.env.Borrow(id)
 }
 
+// probeKey marks the context of a probe connection's dial (IsProbe).
+type probeKey struct{}
+
+// WithProbe returns ctx marked as the context of a probe connection's dial (IsProbe).
+func WithProbe(ctx context.Context) context.Context { return context.WithValue(ctx, probeKey{}, true) }
+
+// IsProbe reports whether ctx is that of the dial of a probe connection: the socket
+// tracker does not count the waits of a probe's socket as traffic (Env.Waiting).
+func IsProbe(ctx context.Context) bool {
+	p, _ := ctx.Value(probeKey{}).(bool)
+	return p
+}
+
 // probeDialBound is how long a probe's opening of its connection waits, and why (see
 // probe).
 func (c *Cluster) probeDialBound(b probeBounds) (bound time.Duration, what string) {
@@ -363,7 +376,7 @@ func (c *Cluster) probeDialBound(b probeBounds) (bound time.Duration, what strin
 // error, and whether and how late it timed out, in r.
 func (c *Cluster) probeDial(ctx context.Context, id int, h *hostState, b probeBounds, r *probeResult) driver.Conn {
 	bound, what := c.probeDialBound(b)
-	dctx, cancel := withBudget(ctx, bound)
+	dctx, cancel := withBudget(WithProbe(ctx), bound)
 	defer cancel()
 	dialStart := c.env.Clock.Now()
 	conn, err := c.env.Dial(dctx, id)

@@ -1,0 +1,260 @@
+package cluster
+
+// The monitor's two cadences (monitor): ALERT, the schedule that detection needs (the
+// active host every checkInterval/DefaultActiveProbes, the others every checkInterval),
+// while something about a host looks wrong or just changed; CALM otherwise, one probe
+// per host every calmCheckInterval, on a grid of this monitor's own random phase, so that
+// an idle fleet costs each host about one statement per instance per calm period and
+// its instances do not probe in step. Traffic is the evidence that needs no probe: a
+// statement waiting for its host's answer longer than the grace time (Env.Waiting) puts
+// the host into alert, so that its probe starts when today's fixed schedule would have
+// started one.
+//
+// Lock order: alerts has a lock of its own, taken alone (emit notes an event under it,
+// the monitor reads it); the rest is the monitor goroutine's own (cadenceRun).
+
+import (
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/mysqlfailover/mysqlfailover/failover"
+)
+
+// alerts is what the rest of the engine tells the monitor's cadence through its events
+// (noteEvent): the hosts, by address, that a walk or a connection saw fail, each until
+// when it stays in alert, and until when every host does (the pool moved).
+type alerts struct {
+	mu    sync.Mutex
+	until map[string]time.Time // by host address
+	all   time.Time
+}
+
+// noteEvent puts the host of e into alert for DefaultAlertHold when e reports a failure
+// on it, and every host when e reports a move of the pool or a new host list. It is cheap
+// and takes one small lock: emit calls it for every event, and events are never per
+// statement.
+func (a *alerts) noteEvent(e failover.Event, now time.Time) {
+	host, all := "", false
+	switch e.Kind {
+	case failover.EventSwitch, failover.EventFallBack, failover.EventAbort:
+		all = true
+	case failover.EventHostList:
+		all = e.Err == nil
+	case failover.EventConnect, failover.EventHostFailed, failover.EventSessionEnded,
+		failover.EventFallBackFailed, failover.EventProbe:
+		if e.Err != nil {
+			host = e.Host
+		}
+	case failover.EventHostState:
+		if e.State != failover.HostUp {
+			host = e.Host
+		}
+	}
+	if host == "" && !all {
+		return
+	}
+	until := now.Add(DefaultAlertHold)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if all {
+		a.all = until
+		return
+	}
+	if a.until == nil {
+		a.until = map[string]time.Time{}
+	}
+	for k, u := range a.until {
+		if !u.After(now) {
+			delete(a.until, k) // a host list whose addresses churn must not grow the map
+		}
+	}
+	a.until[host] = until
+}
+
+// holds reports whether addr, or every host, is held in alert at now by an event.
+func (a *alerts) holds(addr string, now time.Time) (host, all bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.until[addr].After(now), a.all.After(now)
+}
+
+// calmEvery returns the calm probe period: CalmCheckInterval, at least CheckInterval;
+// 0 when CalmCheckInterval is 0 (every host always on the alert schedule).
+func (c *Cluster) calmEvery() time.Duration {
+	if c.cfg.CalmCheckInterval <= 0 {
+		return 0
+	}
+	return max(c.cfg.CalmCheckInterval, c.cfg.CheckInterval)
+}
+
+// waitGrace is how long a statement may wait for its host's answer before the host is
+// put into alert: the active host's alert period, checkInterval/DefaultActiveProbes, so
+// that the probe of a host that froze under traffic starts when the fixed schedule's
+// would have started at the latest.
+func (c *Cluster) waitGrace() time.Duration { return c.probeEvery(true) }
+
+// cadenceRun is the monitor goroutine's cadence state (monitor): the calm grid (base,
+// phase), each host's next calm probe, when each host last looked wrong, and the
+// position seen last.
+type cadenceRun struct {
+	calm     time.Duration // the calm period (0: none)
+	base     time.Time     // the grid's origin: the monitor's start
+	phase    time.Duration // this monitor's random offset in the grid, in [0, calm)
+	nextCalm map[int]time.Time
+	trouble  map[int]time.Time // the last time each host looked wrong (alertReason)
+	roles    map[int]failover.Role
+	lastT    *topo
+	lastA    int
+	allUntil time.Time // every host in alert until then: the pool moved, or its host looks wrong
+}
+
+// newCadence returns the cadence state of a monitor that starts at now.
+func (c *Cluster) newCadence(now time.Time) *cadenceRun {
+	r := &cadenceRun{calm: c.calmEvery(), base: now, nextCalm: map[int]time.Time{},
+		trouble: map[int]time.Time{}, roles: map[int]failover.Role{}, lastA: -1, phase: c.calmPhase}
+	return r
+}
+
+// observe looks at the position at now: a move of the pool or a new host list puts
+// every host into alert for DefaultAlertHold.
+func (r *cadenceRun) observe(t *topo, active int, now time.Time) {
+	if r.lastT != nil && (t != r.lastT || active != r.lastA) {
+		r.allUntil = now.Add(DefaultAlertHold)
+	}
+	r.lastT, r.lastA = t, active
+}
+
+// calmDue returns when a host whose probe starts at start is next due on the calm
+// cadence: the first point of this monitor's grid at least half a calm period later
+// (so that a host just back from alert is not probed at once, and the average is at
+// most one probe per calm period), plus a jitter of up to DefaultCalmJitter of the period.
+func (r *cadenceRun) calmDue(start time.Time) time.Time {
+	from := start.Add(r.calm / 2).Sub(r.base.Add(r.phase))
+	k := (from + r.calm - 1) / r.calm
+	if from <= 0 {
+		k = 0
+	}
+	due := r.base.Add(r.phase + k*r.calm)
+	if j := r.calm / DefaultCalmJitter; j > 0 {
+		due = due.Add(rand.N(j))
+	}
+	return due
+}
+
+// alertReason reports whether host id, h, looks wrong at now (see doc.go): its probes
+// fail or declared it down, a walk's attempt failed on it (failing, backoff), its server
+// said it is not ready, it is the active host and its role does not qualify, its role
+// changed since the last look (from one known role to another: a host's first role
+// read, and the unknown role of a host down, are no change). (An event's hold is
+// alerts', which is not renewed here.)
+func (c *Cluster) alertReason(r *cadenceRun, h *hostState, id int, active bool, now time.Time) bool {
+	v := h.health()
+	role, seen := r.roles[id]
+	r.roles[id] = v.role
+	return v.down || v.probeFailing || v.failing || v.notReady || v.retryAt > now.UnixNano() ||
+		(active && v.unfit) || (seen && role != v.role && role != failover.RoleUnknown && v.role != failover.RoleUnknown)
+}
+
+// waitAlert reports whether a statement has waited for h's answer for the grace time at
+// now, and otherwise when the oldest wait under way will have (zero: none).
+func (c *Cluster) waitAlert(h *hostState, now time.Time) (alert bool, at time.Time) {
+	if c.env.Waiting == nil {
+		return false, time.Time{}
+	}
+	w := c.env.Waiting(h.addr)
+	if w.IsZero() {
+		return false, time.Time{}
+	}
+	at = w.Add(c.waitGrace())
+	if !at.After(now) {
+		return true, time.Time{}
+	}
+	return false, at
+}
+
+// alerted reports, for every listed host of t, whether it is on the alert cadence at now,
+// and the earliest time a wait under way will cross the grace time (zero: none). A host
+// that looks wrong stays in alert DefaultAlertHold after it last did; every host is in
+// alert while the active host looks wrong or a wait on it crossed the grace time (the
+// pool may have to move, and the target's role must be fresh), and for
+// DefaultAlertHold after the pool moved.
+func (c *Cluster) alerted(r *cadenceRun, t *topo, probes []bool, active int, now time.Time) (alert []bool, wake time.Time) {
+	alert = make([]bool, len(t.hosts))
+	all := r.allUntil.After(now)
+	for _, id := range t.list {
+		if !probes[id] {
+			continue
+		}
+		h := t.hosts[id]
+		if c.alertReason(r, h, id, id == active, now) {
+			r.trouble[id] = now
+		}
+		waiting, at := c.waitAlert(h, now)
+		wake = earliest(wake, at)
+		last, ok := r.trouble[id]
+		held, _ := c.alerts.holds(h.addr, now)
+		alert[id] = waiting || held || (ok && now.Sub(last) < DefaultAlertHold)
+		if id == active && alert[id] {
+			all = true
+		}
+	}
+	if _, held := c.alerts.holds("", now); held {
+		all = true
+	}
+	for id := range r.roles {
+		if id >= len(t.hosts) || !probes[id] {
+			delete(r.trouble, id) // a host that left the list
+			delete(r.roles, id)
+			delete(r.nextCalm, id)
+		}
+	}
+	if all {
+		for _, id := range t.list {
+			alert[id] = probes[id]
+		}
+	}
+	return alert, wake
+}
+
+// cadenceAt is alerted after a look at the position (observe), with the monitor's local
+// tick folded into wake: while calm and watching traffic, the monitor looks at the
+// waits at least every grace time, so that a statement that starts while it sleeps for
+// a calm period is seen before its wait crosses the grace time. The tick costs no host
+// anything. With no calm cadence every host is in alert.
+func (c *Cluster) cadenceAt(r *cadenceRun, t *topo, probes []bool, active int, now time.Time) (alert []bool, wake time.Time) {
+	if r.calm == 0 {
+		return probes, time.Time{}
+	}
+	r.observe(t, active, now)
+	alert, wake = c.alerted(r, t, probes, active, now)
+	if c.env.Waiting != nil {
+		wake = earliest(wake, now.Add(c.waitGrace()))
+	}
+	return alert, wake
+}
+
+// earliest returns the earlier of a and b, either of which may be zero (none).
+func earliest(a, b time.Time) time.Time {
+	if a.IsZero() || (!b.IsZero() && b.Before(a)) {
+		return b
+	}
+	return a
+}
+
+// due returns when host id, whose last probe started at last (zero: never, or at once),
+// is next due: a period every after the last on the alert cadence, else at its next
+// calm point (never sooner than every after the last).
+func (r *cadenceRun) due(id int, last time.Time, every time.Duration, alert bool) time.Time {
+	if last.IsZero() {
+		return last
+	}
+	d := last.Add(every)
+	if r.calm == 0 || alert {
+		return d
+	}
+	if n, ok := r.nextCalm[id]; ok && n.After(d) {
+		return n
+	}
+	return d
+}

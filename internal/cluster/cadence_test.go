@@ -1,0 +1,243 @@
+package cluster_test
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mysqlfailover/mysqlfailover/failover"
+	"github.com/mysqlfailover/mysqlfailover/internal/cluster"
+	"github.com/mysqlfailover/mysqlfailover/internal/fake"
+)
+
+// calmRig is a schedRig on the two cadences (calmCheckInterval 2s, checkInterval 100ms,
+// failoverDelay 100ms), with the traffic's waits set by the test: waits[h] is when a
+// statement to host h started waiting for its answer (UnixNano on the rig's clock; 0:
+// none), as the connector's socket tracker reports them (Env.Waiting).
+type calmRig struct {
+	*schedRig
+	waits []atomic.Int64
+}
+
+const calmPeriod = 2 * time.Second
+
+func newCalmRig(t *testing.T, lat ...time.Duration) *calmRig {
+	c := &calmRig{waits: make([]atomic.Int64, len(lat))}
+	c.schedRig = newSchedRigWith(t, func(o *rigOpts) {
+		o.CalmCheckInterval = calmPeriod
+		o.Waiting = func(addr string) time.Time {
+			// The fake hosts are H1:3306, H2:3306...
+			i, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(addr, "H"), ":3306"))
+			if err != nil || i < 1 || i > len(c.waits) {
+				return time.Time{}
+			}
+			if w := c.waits[i-1].Load(); w != 0 {
+				return time.Unix(0, w)
+			}
+			return time.Time{}
+		}
+	}, lat...)
+	return c
+}
+
+// wait records that a statement to host h starts waiting now (false: its answer came).
+func (c *calmRig) wait(h int, on bool) {
+	var w int64
+	if on {
+		w = c.sc.Now().UnixNano()
+	}
+	c.waits[h].Store(w)
+}
+
+// now returns the rig's clock, from t0.
+func (c *calmRig) now() time.Duration { return c.sc.Now().Sub(c.t0) }
+
+// afterProbe steps until the clock is 1 ms after a probe of host h started (its answer
+// is in), and waits for the monitor to see it end: h's next calm probe is then at least
+// half a calm period away, whatever the rig's random phase.
+func (c *calmRig) afterProbe(h int) {
+	c.t.Helper()
+	for {
+		c.step()
+		st := c.startsOf(h, time.Hour)
+		if c.now() == st[len(st)-1]+time.Millisecond {
+			break
+		}
+	}
+	fake.WaitFor(c.t, "the probe seen", func() bool { return cluster.MonitorProbes(c.cl) == 0 })
+}
+
+// count returns how many probe round trips host h had in (from, to], from t0.
+func (c *calmRig) count(h int, from, to time.Duration) int {
+	n := 0
+	for _, st := range c.startsOf(h, to) {
+		if st > from {
+			n++
+		}
+	}
+	return n
+}
+
+// failed returns how many failed probes host h had in (from, to], from t0 (a probe
+// whose connection could not be opened has no round trip).
+func (c *calmRig) failed(h int, from, to time.Duration) int {
+	addr := "H" + strconv.Itoa(h+1) + ":3306"
+	n := 0
+	for _, e := range c.events(failover.EventProbe) {
+		if at := e.Time.Sub(c.t0); e.Host == addr && at > from && at <= to {
+			n++
+		}
+	}
+	return n
+}
+
+// An idle instance costs each host one probe per calmCheckInterval: over a minute of a
+// calm cluster (no waits, every probe passing, nothing moving), each of three hosts is
+// probed about 30 times, the active one included, where the fixed schedule probed the
+// active host 1,200 times and the others 600.
+func TestMonitorCalmCadenceWhenIdle(t *testing.T) {
+	c := newCalmRig(t, time.Millisecond, 0, 0)
+	c.runTo(61 * time.Second)
+	for h := range 3 {
+		n := c.count(h, time.Second, 61*time.Second)
+		if n > 31 || n < 28 {
+			t.Errorf("H%d probed %d times in a calm minute, want about 30 (one per %v): %v", h+1, n, calmPeriod, c.startsOf(h, 61*time.Second))
+		}
+	}
+	if n := len(c.events(failover.EventProbe)); n != 0 || c.cl.Active() != 0 {
+		t.Fatalf("%d failed probes, active H%d; want none, H1", n, c.cl.Active()+1)
+	}
+}
+
+// Traffic says look: a statement waiting for the active host's answer for
+// checkInterval/2 (the grace time, 50 ms) puts it on the alert schedule at once, though
+// its last probe was a calm period ago and the monitor slept (its local tick sees the
+// wait): its probe starts 50 ms after the wait started, and it is probed every 50 ms
+// while the wait lasts, the other hosts every 100 ms. Once the answer came, the hosts
+// go back to the calm cadence.
+func TestMonitorAlertWhileWaitCrossesGrace(t *testing.T) {
+	c := newCalmRig(t, time.Millisecond, 0)
+	c.runTo(10 * time.Second)
+	c.afterProbe(0)
+	before := len(c.startsOf(0, time.Hour))
+	w := c.now()
+	c.wait(0, true)
+	c.runTo(w + 50*time.Millisecond)
+	if got := c.startsOf(0, time.Hour)[before:]; !slices.Equal(got, []time.Duration{w + 50*time.Millisecond}) {
+		t.Fatalf("the wait started at %v; H1 probed at %v after it, want once, 50 ms after it", w, got)
+	}
+	c.runTo(w + 450*time.Millisecond)
+	if n := c.count(0, w, w+450*time.Millisecond); n != 9 {
+		t.Errorf("H1 probed %d times in the 400 ms after the wait crossed the grace time, want 9 (every 50 ms): %v", n, c.startsOf(0, time.Hour)[before:])
+	}
+	if n := c.count(1, w+50*time.Millisecond, w+450*time.Millisecond); n < 4 {
+		t.Errorf("H2 probed %d times while the active host's statement waited, want every 100 ms (4)", n)
+	}
+	c.wait(0, false)
+	end := c.now()
+	c.runTo(end + 20*time.Second)
+	if n := c.count(0, end+time.Second, end+20*time.Second); n > 10 {
+		t.Errorf("H1 probed %d times in the 19 s after the answer came, want the calm cadence (at most 10): %v; %v", n, c.startsOf(0, time.Hour)[before:], c.events(failover.EventProbe))
+	}
+}
+
+// A host whose probes fail is on the alert schedule (every checkInterval, as it is not
+// the active host), and back on the calm cadence DefaultAlertHold after its probes pass
+// again; the active host stays calm meanwhile.
+func TestMonitorAlertWhileProbeFailsThenCalm(t *testing.T) {
+	c := newCalmRig(t, time.Millisecond, 0)
+	c.runTo(10 * time.Second)
+	c.down(1)
+	for c.failed(1, 0, time.Hour) == 0 { // the calm probe that finds it down comes within 2 s
+		c.step()
+	}
+	c.idle()
+	from := c.now()
+	c.runTo(from + time.Second)
+	if n := c.failed(1, from, from+time.Second); n < 9 {
+		t.Errorf("H2, failing its probes, failed %d probes in a second, want every 100 ms (10): %v", n, c.events(failover.EventProbe))
+	}
+	if n := c.count(0, from, from+time.Second); n > 1 {
+		t.Errorf("H1 (active, well) probed %d times in that second, want the calm cadence", n)
+	}
+	c.up(1)
+	c.runTo(from + 1100*time.Millisecond)
+	back := c.now()
+	c.runTo(back + cluster.DefaultAlertHold - 200*time.Millisecond)
+	if n := c.count(1, back+100*time.Millisecond, back+cluster.DefaultAlertHold-200*time.Millisecond); n < 25 {
+		t.Errorf("H2 probed %d times in the hold after its probes passed again, want every 100 ms", n)
+	}
+	c.runTo(back + cluster.DefaultAlertHold + 20*time.Second)
+	if n := c.count(1, back+cluster.DefaultAlertHold+time.Second, back+cluster.DefaultAlertHold+20*time.Second); n > 10 {
+		t.Errorf("H2 probed %d times in the 19 s after the hold, want the calm cadence (at most 10)", n)
+	}
+}
+
+// The frozen-primary bound under traffic: H1, the active host, answers in 1 ms and has
+// been calm for seconds; it freezes as a statement is sent to it. The wait crosses the
+// grace time 50 ms later, H1's probe starts then and waits 226 ms (SRTT 1 + 225), so the
+// pool leaves it 276 ms after the freeze, as the fixed schedule's worst case (275).
+func TestMonitorFrozenActiveUnderTrafficBound(t *testing.T) {
+	c := newCalmRig(t, time.Millisecond, 0)
+	c.runTo(10 * time.Second)
+	c.afterProbe(0)
+	if w := c.stat(0).ProbeTimeout; w != 226*time.Millisecond {
+		t.Fatalf("H1's wait before the freeze: %v, want 226ms (1 + 225)", w)
+	}
+	c.lat[0].Store(hung)
+	frozen := c.sc.Now()
+	c.wait(0, true)
+	n := len(c.startsOf(0, time.Hour))
+	for len(c.startsOf(0, time.Hour)) == n {
+		c.step()
+		fake.WaitFor(t, "the monitor after the step", func() bool {
+			k, _ := c.sc.next()
+			return len(c.startsOf(0, time.Hour)) > n || k == 1 && cluster.MonitorProbes(c.cl) == 0
+		})
+	}
+	fake.WaitFor(t, "the switch from the frozen H1", func() bool { return len(c.events(failover.EventSwitch)) > 0 })
+	sw := c.events(failover.EventSwitch)[0]
+	if sw.From != "H1:3306" || c.cl.Active() != 1 {
+		t.Fatalf("switch %+v, active H%d; want from H1 to H2", sw, c.cl.Active()+1)
+	}
+	if took, want := sw.Time.Sub(frozen), 50*time.Millisecond+226*time.Millisecond; took != want {
+		t.Errorf("the pool left the frozen H1 %v after the freeze (on the clock), want %v: the 50 ms grace time and the probe's 226 ms wait", took, want)
+	}
+}
+
+// Each monitor has a phase of its own on the calm grid: two connectors started at the
+// same instant do not probe in step.
+func TestMonitorCalmPhaseDiffers(t *testing.T) {
+	phase := func() []time.Duration {
+		c := newCalmRig(t, 0)
+		c.runTo(9 * time.Second)
+		var out []time.Duration
+		for _, st := range c.startsOf(0, 9*time.Second)[1:] {
+			out = append(out, st%calmPeriod)
+		}
+		return out
+	}
+	a, b := phase(), phase()
+	if pa, pb := cluster.CalmPhase(newCalmRig(t, 0).cl), cluster.CalmPhase(newCalmRig(t, 0).cl); pa == pb {
+		t.Errorf("two connectors with the same calm phase %v", pa)
+	}
+	if len(a) < 3 || len(b) < 3 {
+		t.Fatalf("calm probes at %v and %v, want at least 3 each", a, b)
+	}
+	same := 0
+	for i := range min(len(a), len(b)) {
+		d := a[i] - b[i]
+		if d < 0 {
+			d = -d
+		}
+		if d < time.Millisecond {
+			same++
+		}
+	}
+	if same == min(len(a), len(b)) {
+		t.Fatalf("two monitors probed in step: %v and %v (within the calm period)", a, b)
+	}
+}
