@@ -198,8 +198,10 @@ func TestMetrics(t *testing.T) {
 	if a, b := after.histCount("mysqlfailover_probe_duration_seconds", "host", h2), before.histCount("mysqlfailover_probe_duration_seconds", "host", h2); a <= b {
 		t.Errorf("probe histogram of node 2 did not move: %d then %d", b, a)
 	}
-	if n := after.value("mysqlfailover_host_connections", "host", h2); n < 2 {
-		t.Errorf("connections to node 2 after the failover: %v, want at least 2", n)
+	// The pool's session; the probes borrow it while it is idle (no probe session of
+	// their own where the pool holds one).
+	if n := after.value("mysqlfailover_host_connections", "host", h2); n < 1 {
+		t.Errorf("connections to node 2 after the failover: %v, want at least 1", n)
 	}
 	walks := after.histCount("mysqlfailover_walk_duration_seconds", "kind", "switch")
 	sum := after.histSum("mysqlfailover_walk_duration_seconds", "kind", "switch")
@@ -288,8 +290,8 @@ func TestMetrics(t *testing.T) {
 	if n := otel["mysqlfailover.probe.duration|"+h2]; n < 1 {
 		t.Errorf("otel probe histogram of node 2: %v points, want some (%v)", n, otel)
 	}
-	if n := otel["mysqlfailover.host.connection.count|"+h2]; n < 2 {
-		t.Errorf("otel connections to node 2: %v, want at least 2", n)
+	if n := otel["mysqlfailover.host.connection.count|"+h2]; n < 1 {
+		t.Errorf("otel connections to node 2: %v, want at least 1", n)
 	}
 
 	// expvar, from the same pool.

@@ -144,7 +144,9 @@ func (r *cadenceRun) calmDue(start time.Time) time.Time {
 
 // alertReason reports whether host id, h, looks wrong at now (see doc.go): its probes
 // fail or declared it down, a walk's attempt failed on it (failing, backoff), its server
-// said it is not ready, it is the active host and its role does not qualify, its role
+// said it is not ready, it is the active host and its role does not qualify, with
+// replica reads it is skipped as a replica (replication stopped, lagging: the reading
+// that lets it serve again must be fresh), its role
 // changed since the last look (from one known role to another: a host's first role
 // read, and the unknown role of a host down, are no change). (An event's hold is
 // alerts', which is not renewed here.)
@@ -153,7 +155,17 @@ func (c *Cluster) alertReason(r *cadenceRun, h *hostState, id int, active bool, 
 	role, seen := r.roles[id]
 	r.roles[id] = v.role
 	return v.down || v.probeFailing || v.failing || v.notReady || v.retryAt > now.UnixNano() ||
-		(active && v.unfit) || (seen && role != v.role && role != failover.RoleUnknown && v.role != failover.RoleUnknown)
+		(active && v.unfit) || (seen && role != v.role && role != failover.RoleUnknown && v.role != failover.RoleUnknown) ||
+		(!active && c.cfg.ReplicaReads && h.rep.skipNow() != "")
+}
+
+// homeAlert reports whether host id is a home host that qualifies while the pool is away
+// from home: its probes decide when the pool returns (returnHome, after switchBackDelay of
+// passed probes), and a calm period between them would delay the return by up to that
+// period. A home host that does not qualify (a demoted primary) stays calm: the pool
+// cannot return to it, and its role is read on the calm cadence.
+func (c *Cluster) homeAlert(t *topo, id, active int) bool {
+	return active >= 0 && !t.isHome(active) && t.isHome(id) && !t.hosts[id].isUnfit()
 }
 
 // waitAlert reports whether a statement has waited for h's answer for the grace time at
@@ -182,6 +194,9 @@ func (c *Cluster) waitAlert(h *hostState, now time.Time) (alert bool, at time.Ti
 func (c *Cluster) alerted(r *cadenceRun, t *topo, probes []bool, active int, now time.Time) (alert []bool, wake time.Time) {
 	alert = make([]bool, len(t.hosts))
 	all := r.allUntil.After(now)
+	if c.cfg.ReplicaReads {
+		c.replicaSet() // the replicas' skip reasons (alertReason) after the last probe
+	}
 	for _, id := range t.list {
 		if !probes[id] {
 			continue
@@ -194,7 +209,7 @@ func (c *Cluster) alerted(r *cadenceRun, t *topo, probes []bool, active int, now
 		wake = earliest(wake, at)
 		last, ok := r.trouble[id]
 		held, _ := c.alerts.holds(h.addr, now)
-		alert[id] = waiting || held || (ok && now.Sub(last) < DefaultAlertHold)
+		alert[id] = waiting || held || (ok && now.Sub(last) < DefaultAlertHold) || c.homeAlert(t, id, active)
 		if id == active && alert[id] {
 			all = true
 		}

@@ -25,8 +25,16 @@ type calmRig struct {
 const calmPeriod = 2 * time.Second
 
 func newCalmRig(t *testing.T, lat ...time.Duration) *calmRig {
+	return newCalmRigWith(t, nil, lat...)
+}
+
+// newCalmRigWith is newCalmRig with set applied to the options last.
+func newCalmRigWith(t *testing.T, set func(*rigOpts), lat ...time.Duration) *calmRig {
 	c := &calmRig{waits: make([]atomic.Int64, len(lat))}
 	c.schedRig = newSchedRigWith(t, func(o *rigOpts) {
+		if set != nil {
+			defer set(o)
+		}
 		o.CalmCheckInterval = calmPeriod
 		o.Waiting = func(addr string) time.Time {
 			// The fake hosts are H1:3306, H2:3306...
@@ -239,5 +247,57 @@ func TestMonitorCalmPhaseDiffers(t *testing.T) {
 	}
 	if same == min(len(a), len(b)) {
 		t.Fatalf("two monitors probed in step: %v and %v (within the calm period)", a, b)
+	}
+}
+
+// Away from home, home's probes decide the return (switchBackDelay of passed probes): once
+// H1 answers again it stays on the alert schedule, past DefaultAlertHold, until the pool
+// is back, so that the return comes switchBackDelay after H1 answered and not up to a calm
+// period later.
+func TestMonitorHomeOnAlertWhileAway(t *testing.T) {
+	c := newCalmRigWith(t, func(o *rigOpts) { o.SwitchBackDelay = 6 * time.Second }, time.Millisecond, time.Millisecond)
+	c.net.SetReadOnly(1, true) // a secondary: the pool never returns from a writer to a writer
+	c.runTo(10 * time.Second)
+	c.down(0)
+	for c.cl.Active() != 1 {
+		c.step()
+	}
+	c.up(0)
+	back := c.now()
+	from := back + cluster.DefaultAlertHold + time.Second
+	c.runTo(from + time.Second)
+	if c.cl.Active() != 1 {
+		t.Fatalf("the pool is on H%d %v after H1 answered again, want still H2 (switchBackDelay 6s)", c.cl.Active()+1, c.now()-back)
+	}
+	if n := c.count(0, from, from+time.Second); n < 9 {
+		t.Errorf("H1 (home, answering, the pool away) probed %d times in a second after the hold, want every 100 ms (10): %v", n, c.startsOf(0, from+time.Second))
+	}
+	for c.cl.Active() != 0 {
+		c.step()
+	}
+	if took := c.now() - back; took > 6*time.Second+300*time.Millisecond {
+		t.Errorf("the pool returned to H1 %v after it answered again, want within switchBackDelay (6s) and a probe period or two", took)
+	}
+}
+
+// With replica reads, a replica skipped for its replication (stopped here) stays on the
+// alert schedule, so that the reading that lets it serve again is fresh; once it
+// replicates again it goes back to the calm cadence after the hold.
+func TestMonitorSkippedReplicaOnAlert(t *testing.T) {
+	c := newCalmRigWith(t, func(o *rigOpts) { o.ReplicaReads = true }, time.Millisecond, time.Millisecond)
+	c.net.SetReadOnly(1, true)
+	c.net.Follow(1, 0)
+	c.net.SetLag(1, fake.LagNull)
+	from := 10 * time.Second
+	c.runTo(from + time.Second)
+	if n := c.count(1, from, from+time.Second); n < 9 {
+		t.Errorf("H2, a replica whose replication is stopped, had %d probe round trips in a second, want a probe every 100 ms: %q", n, c.stat(1).ReplicaSkip)
+	}
+	c.net.SetLag(1, 0)
+	from += time.Second + cluster.DefaultAlertHold + time.Second
+	c.runTo(from + 10*time.Second)
+	// Two round trips per probe of a replica: its state, and its replica status.
+	if n := c.count(1, from, from+10*time.Second); n > 12 {
+		t.Errorf("H2, replicating again, had %d probe round trips in 10 s after the hold, want the calm cadence (at most 6 probes, 12 round trips): %q", n, c.stat(1).ReplicaSkip)
 	}
 }
