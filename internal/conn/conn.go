@@ -335,6 +335,7 @@ type h Conn
 // primary session's liveness, moves and failures never touch it (primaryTx).
 func (c *Conn) ready(ctx context.Context, count bool, k stmt.Kind) error {
 	c.counted = false
+	c.lend.used = true // database/sql resets it before its next use (lendIdle)
 	if c.live.checked {
 		c.live.checked = false // database/sql's checkout just checked it: no clock read needed
 	} else if c.stale(ctx, k) {
@@ -1244,7 +1245,7 @@ func (c *Conn) CheckNamedValue(nv *driver.NamedValue) error {
 // gone, and the next call opens a new one.
 func (c *Conn) ResetSession(ctx context.Context) error {
 	c.lendBusy() // a probe on its session first ends (it may have closed it)
-	c.lend.reset = true
+	c.lend.used = true
 	if c.closed {
 		return driver.ErrBadConn // database/sql never resets a closed connection
 	}

@@ -34,7 +34,7 @@ type lendState struct {
 	host  int         // phys's host
 	seq   uint64      // when it became idle, from Lender.tick
 	slot  int         // its index in Lender.conns
-	reset bool        // ResetSession has run: database/sql resets it before every later use
+	used  bool        // a caller ran something through it, or ResetSession ran: database/sql resets it before every later use
 	stmts int         // statements prepared through it and not yet closed (Prepared, Unprepared)
 }
 
@@ -99,13 +99,15 @@ func (c *Conn) lendBack(broken bool) {
 }
 
 // lendIdle marks c idle, for IsValid when database/sql puts it back into its pool: its
-// primary session may be lent when the connection has been reset once (so database/sql
-// resets it before its next use), it is outside any transaction with autocommit on (a
+// primary session may be lent when a caller has used the connection (ready) or it has
+// been reset once. database/sql then resets it before its next use: its first putConn
+// after a use marks it so for good, and the one put-back that does not (a caller that
+// gave up waiting, whose connection was fresh) returns a connection nobody used. It is outside any transaction with autocommit on (a
 // probe's read of a transactional table would open one), it holds no session state
 // (held.go), and no result set or prepared statement of it is open (database/sql may
 // close a statement while the connection sits idle).
 func (c *Conn) lendIdle() {
-	if c.cfg.Lender == nil || !c.lend.reset || c.phys == nil || c.tx != nil || c.rows > 0 || c.lend.stmts > 0 ||
+	if c.cfg.Lender == nil || !c.lend.used || c.phys == nil || c.tx != nil || c.rows > 0 || c.lend.stmts > 0 ||
 		c.lost != nil || c.st.held() || c.st.ac != acOn || c.sess.has.any() {
 		return
 	}

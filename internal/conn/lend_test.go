@@ -74,12 +74,25 @@ func TestLenderLendsOnlyIdleSessions(t *testing.T) {
 	l := &Lender{}
 	db := e.db(Config{Lender: l}, 1)
 	ctx := context.Background()
-	if err := db.PingContext(ctx); err != nil {
+	// A connection nobody used, put back (as database/sql does for a fresh connection
+	// whose caller gave up waiting, without marking it for reset): not lent.
+	fresh := sqlConn(t, db)
+	if err := fresh.Raw(func(dc any) error {
+		dc.(driver.Validator).IsValid()
+		if c, back := l.Borrow(0); c != nil {
+			back(false)
+			t.Error("a session nobody used was lent")
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := fresh.Close(); err != nil {
 		t.Fatal(err)
 	}
 	if c, back := l.Borrow(0); c != nil {
 		back(false)
-		t.Fatal("a session never reset was lent")
+		t.Fatal("a session nobody used was lent")
 	}
 	if err := db.PingContext(ctx); err != nil {
 		t.Fatal(err)
