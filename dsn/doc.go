@@ -177,8 +177,11 @@
 // calmCheckInterval is the probe period of a host that looks well (raised to
 // checkInterval when shorter), on a grid of each connector's own random phase:
 // an idle instance costs each host one probe per calmCheckInterval. A host is on
-// checkInterval's schedule while it looks wrong and 3 s after; every host is
-// while the active host looks wrong and 3 s after the pool moved; and a host on
+// checkInterval's schedule while it looks wrong and 3 s after, and so is the
+// pool's host 3 s after the pool moved; the other hosts are watched, every
+// calmCheckInterval/4, while the active host looks wrong and 3 s after the pool
+// moved; away from home, a home host that qualifies is on checkInterval's
+// schedule (its probes time the fall-back); and a host on
 // which a statement has waited checkInterval/2 for an answer is at once (the
 // connector watches its sockets' reads), so the detection bound below holds for a
 // host that freezes under traffic. A host that freezes while idle is found by

@@ -276,8 +276,14 @@
 // schedule above (every checkInterval; the active host every checkInterval/2)
 // while it looks wrong or just changed: its probes fail, a connection or a walk
 // failed on it, its server says it is not ready, its role changed or (the active
-// host) does not qualify, and for 3 s after; every host is, while the active
-// host does, and for 3 s after the pool moved or the host list changed. The
+// host) does not qualify, and for 3 s after; the pool's host for 3 s after the
+// pool moved; and, while the pool is away from home, a home host that qualifies.
+// The other hosts are watched, probed every calmCheckInterval/4 (500 ms), while
+// the active host looks wrong and for 3 s after the pool moved or the host list
+// changed: a host the pool may move to has a recent probe, and a fleet whose
+// primary died does not probe the rest of the cluster at the alert rate (a host
+// found of another role by a connection's walk, a standby, does not look wrong:
+// the walks read the role of each host they connect to). The
 // traffic is the evidence that costs no host anything: a statement that has
 // waited checkInterval/2 for its host's answer puts the host on the alert
 // schedule at once (the connector watches its own sockets' reads), so a host that

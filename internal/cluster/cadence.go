@@ -2,7 +2,10 @@ package cluster
 
 // The monitor's two cadences (monitor): ALERT, the schedule that detection needs (the
 // active host every checkInterval/DefaultActiveProbes, the others every checkInterval),
-// while something about a host looks wrong or just changed; CALM otherwise, one probe
+// while something about a host looks wrong or just changed; WATCHED, every
+// calmCheckInterval/DefaultWatchDivisor, the other hosts while the pool's host looks
+// wrong or the pool just moved (a target must have a recent probe, but a fleet whose
+// primary died must not probe the whole cluster at the alert rate); CALM otherwise, one probe
 // per host every calmCheckInterval, on a grid of this monitor's own random phase, so that
 // an idle fleet costs each host about one statement per instance per calm period and
 // its instances do not probe in step. Traffic is the evidence that needs no probe: a
@@ -14,6 +17,7 @@ package cluster
 // the monitor reads it); the rest is the monitor goroutine's own (cadenceRun).
 
 import (
+	"errors"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -43,8 +47,9 @@ func (a *alerts) noteEvent(e failover.Event, now time.Time) {
 		all = e.Err == nil
 	case failover.EventConnect, failover.EventHostFailed, failover.EventSessionEnded,
 		failover.EventFallBackFailed, failover.EventProbe:
-		if e.Err != nil {
-			host = e.Host
+		var re *RoleError
+		if e.Err != nil && !errors.As(e.Err, &re) {
+			host = e.Host // a host of another role answered: nothing looks wrong with it
 		}
 	case failover.EventHostState:
 		if e.State != failover.HostUp {
@@ -117,10 +122,13 @@ func (c *Cluster) newCadence(now time.Time) *cadenceRun {
 }
 
 // observe looks at the position at now: a move of the pool or a new host list puts
-// every host into alert for DefaultAlertHold.
+// the pool's host into alert and has every other host watched, for DefaultAlertHold.
 func (r *cadenceRun) observe(t *topo, active int, now time.Time) {
 	if r.lastT != nil && (t != r.lastT || active != r.lastA) {
 		r.allUntil = now.Add(DefaultAlertHold)
+		if active >= 0 {
+			r.trouble[active] = now
+		}
 	}
 	r.lastT, r.lastA = t, active
 }
@@ -185,14 +193,16 @@ func (c *Cluster) waitAlert(h *hostState, now time.Time) (alert bool, at time.Ti
 	return false, at
 }
 
-// alerted reports, for every listed host of t, whether it is on the alert cadence at now,
-// and the earliest time a wait under way will cross the grace time (zero: none). A host
-// that looks wrong stays in alert DefaultAlertHold after it last did; every host is in
-// alert while the active host looks wrong or a wait on it crossed the grace time (the
-// pool may have to move, and the target's role must be fresh), and for
-// DefaultAlertHold after the pool moved.
-func (c *Cluster) alerted(r *cadenceRun, t *topo, probes []bool, active int, now time.Time) (alert []bool, wake time.Time) {
-	alert = make([]bool, len(t.hosts))
+// alerted reports, for every listed host of t, whether it is on the alert cadence at now
+// (alert), whether it is watched (watch: probed every watchEvery, not on the alert
+// schedule), and the earliest time a wait under way will cross the grace time (zero:
+// none). A host that looks wrong stays in alert DefaultAlertHold after it last did.
+// While the active host looks wrong or a wait on it crossed the grace time, and for
+// DefaultAlertHold after the pool moved, every other host is watched: the pool may have
+// to move, and a target's liveness and role must be recent, but not at the alert rate
+// (DefaultWatchDivisor).
+func (c *Cluster) alerted(r *cadenceRun, t *topo, probes []bool, active int, now time.Time) (alert, watch []bool, wake time.Time) {
+	alert, watch = make([]bool, len(t.hosts)), make([]bool, len(t.hosts))
 	all := r.allUntil.After(now)
 	if c.cfg.ReplicaReads {
 		c.replicaSet() // the replicas' skip reasons (alertReason) after the last probe
@@ -226,10 +236,16 @@ func (c *Cluster) alerted(r *cadenceRun, t *topo, probes []bool, active int, now
 	}
 	if all {
 		for _, id := range t.list {
-			alert[id] = probes[id]
+			watch[id] = probes[id] && !alert[id]
 		}
 	}
-	return alert, wake
+	return alert, watch, wake
+}
+
+// watchEvery is the probe period of a watched host (alerted): the calm period divided
+// by DefaultWatchDivisor, never less than checkInterval.
+func (c *Cluster) watchEvery() time.Duration {
+	return max(c.calmEvery()/DefaultWatchDivisor, c.cfg.CheckInterval)
 }
 
 // cadenceAt is alerted after a look at the position (observe), with the monitor's local
@@ -237,16 +253,16 @@ func (c *Cluster) alerted(r *cadenceRun, t *topo, probes []bool, active int, now
 // waits at least every grace time, so that a statement that starts while it sleeps for
 // a calm period is seen before its wait crosses the grace time. The tick costs no host
 // anything. With no calm cadence every host is in alert.
-func (c *Cluster) cadenceAt(r *cadenceRun, t *topo, probes []bool, active int, now time.Time) (alert []bool, wake time.Time) {
+func (c *Cluster) cadenceAt(r *cadenceRun, t *topo, probes []bool, active int, now time.Time) (alert, watch []bool, wake time.Time) {
 	if r.calm == 0 {
-		return probes, time.Time{}
+		return probes, make([]bool, len(probes)), time.Time{}
 	}
 	r.observe(t, active, now)
-	alert, wake = c.alerted(r, t, probes, active, now)
+	alert, watch, wake = c.alerted(r, t, probes, active, now)
 	if c.env.Waiting != nil {
 		wake = earliest(wake, now.Add(c.waitGrace()))
 	}
-	return alert, wake
+	return alert, watch, wake
 }
 
 // earliest returns the earlier of a and b, either of which may be zero (none).

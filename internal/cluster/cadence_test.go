@@ -124,8 +124,8 @@ func TestMonitorCalmCadenceWhenIdle(t *testing.T) {
 // checkInterval/2 (the grace time, 50 ms) puts it on the alert schedule at once, though
 // its last probe was a calm period ago and the monitor slept (its local tick sees the
 // wait): its probe starts 50 ms after the wait started, and it is probed every 50 ms
-// while the wait lasts, the other hosts every 100 ms. Once the answer came, the hosts
-// go back to the calm cadence.
+// while the wait lasts, the other hosts are watched (every 500 ms). Once the answer
+// came, the hosts go back to the calm cadence.
 func TestMonitorAlertWhileWaitCrossesGrace(t *testing.T) {
 	c := newCalmRig(t, time.Millisecond, 0)
 	c.runTo(10 * time.Second)
@@ -141,8 +141,12 @@ func TestMonitorAlertWhileWaitCrossesGrace(t *testing.T) {
 	if n := c.count(0, w, w+450*time.Millisecond); n != 9 {
 		t.Errorf("H1 probed %d times in the 400 ms after the wait crossed the grace time, want 9 (every 50 ms): %v", n, c.startsOf(0, time.Hour)[before:])
 	}
-	if n := c.count(1, w+50*time.Millisecond, w+450*time.Millisecond); n < 4 {
-		t.Errorf("H2 probed %d times while the active host's statement waited, want every 100 ms (4)", n)
+	// The other hosts are watched meanwhile: every 500 ms (calm/DefaultWatchDivisor), not
+	// every 100 ms (a fleet whose primary died must not probe every host at the alert
+	// rate), nor once per calm period (a target's liveness and role must be recent).
+	c.runTo(w + 2050*time.Millisecond)
+	if n := c.count(1, w+50*time.Millisecond, w+2050*time.Millisecond); n < 3 || n > 5 {
+		t.Errorf("H2 probed %d times in the 2 s the active host's statement waited, want every 500 ms (4): %v", n, c.startsOf(1, time.Hour))
 	}
 	c.wait(0, false)
 	end := c.now()

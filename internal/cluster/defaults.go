@@ -210,11 +210,22 @@ const (
 const (
 	// DefaultAlertHold is how long a host stays on the alert schedule after it last
 	// looked wrong (its probes failed, a walk's attempt or a session failed on it, its
-	// server said it is not ready, its role changed), and every host after the pool
-	// moved or the host list changed (duration, 3 s: a host that flaps is watched
-	// closely, the probes of the hosts a pool just moved among read their roles
-	// again, and an idle fleet is back to its calm cost within seconds).
+	// server said it is not ready, its role changed), the pool's new host after the
+	// pool moved, and how long the other hosts are watched after the pool moved or the
+	// host list changed (duration, 3 s: a host that flaps is watched closely, the
+	// probes of the hosts a pool just moved among read their roles again, and an idle
+	// fleet is back to its calm cost within seconds).
 	DefaultAlertHold = 3 * time.Second
+	// DefaultWatchDivisor divides the calm period into the probe period of a host that
+	// looks well while the pool's host looks wrong or the pool just moved (count, 4:
+	// every 500 ms at the default calmCheckInterval, never more often than
+	// checkInterval). Such a host is a target the pool may move to, and its liveness
+	// and role must be recent, but a fleet whose primary died must not probe every
+	// other host of the cluster at the alert rate: 100 instances did so at 2,000
+	// statements a second, and that load kept their sessions to the new primary from
+	// opening. Connections find the new writer by their own walks, which read the role
+	// of each host they connect to.
+	DefaultWatchDivisor = 4
 	// DefaultCalmJitter divides the calm period into the most a calm probe is delayed
 	// at random beyond its point of the monitor's grid (count, 16: up to 125 ms of 2 s),
 	// so that a fleet started in step drifts apart even where the phases met.

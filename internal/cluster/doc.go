@@ -200,8 +200,10 @@
 // fixed-rate schedule of its own, on one of two cadences (cadence.go): the alert
 // schedule (the active host twice per checkInterval, the others once) while the host
 // looks wrong or just changed, or a statement has waited for its answer for
-// checkInterval/2 (Env.Waiting); the calm one (once per calmCheckInterval, at a random
-// phase) otherwise, so that an idle fleet costs each host little. It polls the
+// checkInterval/2 (Env.Waiting); watched (every calmCheckInterval/DefaultWatchDivisor)
+// while the pool's host looks wrong or the pool just moved; the calm one (once per
+// calmCheckInterval, at a random phase) otherwise, so that an idle fleet costs each host
+// little. It polls the
 // HostListProvider and moves the pool itself: away from an active host that failed its
 // probes for failoverDelay, back home after switchBackDelay of passed probes (see
 // Check and monitor). A probe waits long enough for a host that answers late (a stall

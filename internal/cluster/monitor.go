@@ -148,7 +148,7 @@ func (c *Cluster) monitor(ctx context.Context) {
 		probes := c.probedHosts(t)
 		c.probes.keepOnly(probes)
 		active := c.Active()
-		alert, wake := c.cadenceAt(cad, t, probes, active, now)
+		alert, watch, wake := c.cadenceAt(cad, t, probes, active, now)
 		if !wake.IsZero() {
 			next = earlier(next, wake) // the moment a wait under way crosses the grace time
 		}
@@ -156,7 +156,11 @@ func (c *Cluster) monitor(ctx context.Context) {
 			if !probes[id] || running[id] {
 				continue
 			}
-			if due := cad.due(id, started[id], c.probeEvery(id == active), alert[id]); due.After(now) {
+			every := c.probeEvery(id == active)
+			if watch[id] {
+				every = max(every, c.watchEvery())
+			}
+			if due := cad.due(id, started[id], every, alert[id] || watch[id]); due.After(now) {
 				next = earlier(next, due)
 				continue
 			}
