@@ -291,7 +291,10 @@
 // it one, and the detection bound below holds. A statement sent to a host that
 // froze while it looked well is answered from the next host (a read run again,
 // as SafeToRetry allows) about checkInterval/2 plus the probe's wait later.
-// calmCheckInterval=0 keeps every host on the alert schedule.
+// calmCheckInterval=0 keeps every host on the alert schedule. A host the pool
+// does not use is declared down once its probes have failed for 1 s (or
+// failoverDelay when longer): the verdict only keeps walks from trying it, and a
+// new primary that a fleet's failover loads for a moment stays in the walks.
 //
 // Failover. When the active host has failed its probes without a pause for
 // failoverDelay (at once when its role stops qualifying, or its server says it

@@ -305,3 +305,25 @@ func TestMonitorSkippedReplicaOnAlert(t *testing.T) {
 		t.Errorf("H2, replicating again, had %d probe round trips in 10 s after the hold, want the calm cadence (at most 6 probes, 12 round trips): %q", n, c.stat(1).ReplicaSkip)
 	}
 }
+
+// A host the pool does not use is declared down by its probes only after they have
+// failed for DefaultTargetDownDelay (1 s), not failoverDelay (100 ms): the verdict only
+// keeps the walks from trying it, and a host that a fleet's failover overloads for a
+// moment must stay in the walks. The pool's host is still left after failoverDelay.
+func TestMonitorTargetDownAfterTargetDelay(t *testing.T) {
+	c := newCalmRig(t, time.Millisecond, time.Millisecond)
+	c.runTo(10 * time.Second)
+	c.down(1)
+	for c.failed(1, 0, time.Hour) == 0 {
+		c.step()
+	}
+	first := c.now()
+	c.runTo(first + 500*time.Millisecond)
+	if s := c.stat(1).State; s == failover.HostDown {
+		t.Errorf("H2 (not the pool's host) declared down 500 ms after its first failed probe, want after %v", cluster.DefaultTargetDownDelay)
+	}
+	c.runTo(first + cluster.DefaultTargetDownDelay + 300*time.Millisecond)
+	if s := c.stat(1).State; s != failover.HostDown {
+		t.Errorf("H2 is %v %v after its first failed probe, want down", s, cluster.DefaultTargetDownDelay+300*time.Millisecond)
+	}
+}

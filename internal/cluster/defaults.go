@@ -226,6 +226,13 @@ const (
 	// opening. Connections find the new writer by their own walks, which read the role
 	// of each host they connect to.
 	DefaultWatchDivisor = 4
+	// DefaultTargetDownDelay is the least time the probes of a host the pool does not
+	// use must fail without a pause before they declare it down (duration, 1 s, or
+	// failoverDelay when that is longer): the verdict only keeps the walks from trying
+	// the host, and a host a fleet's failover overloads for a moment must not be left
+	// out of every walk (a fleet of 100 whose primary was killed saw its new primary's
+	// probes time out at failoverDelay=100ms while sessions to it opened).
+	DefaultTargetDownDelay = time.Second
 	// DefaultCalmJitter divides the calm period into the most a calm probe is delayed
 	// at random beyond its point of the monitor's grid (count, 16: up to 125 ms of 2 s),
 	// so that a fleet started in step drifts apart even where the phases met.

@@ -437,7 +437,7 @@ func (c *Cluster) probeMeasure(ctx context.Context, id int, h *hostState, conn d
 // probes, and the host's transition to suspect or down.
 func (c *Cluster) probeFailed(h *hostState, start, now time.Time, r probeResult) {
 	err := NotBadConn(r.err, "probe failed")
-	down, paused := h.mon.failed(start, now, c.cfg.FailoverDelay, r.timedOut, r.late)
+	down, paused := h.mon.failed(start, now, c.downDelay(h), r.timedOut, r.late)
 	if paused {
 		return
 	}
@@ -525,4 +525,16 @@ func selectOne(ctx context.Context, conn driver.Conn) error {
 		return err
 	}
 	return cerr
+}
+
+// downDelay is how long host h's probes must fail without a pause before they declare
+// it down: failoverDelay for the pool's host, which the pool must leave in time; for
+// another host at least DefaultTargetDownDelay, as its verdict only keeps the walks
+// from trying it, and a host that a fleet's failover overloads for a moment (its
+// probes time out while connections reach it) must not be left out of every walk.
+func (c *Cluster) downDelay(h *hostState) time.Duration {
+	if t := c.topo(); t.host(c.Active()) == h {
+		return c.cfg.FailoverDelay
+	}
+	return max(c.cfg.FailoverDelay, DefaultTargetDownDelay)
 }
