@@ -242,6 +242,17 @@ func (c *Cluster) alerted(r *cadenceRun, t *topo, probes []bool, active int, now
 	return alert, watch, wake
 }
 
+// period returns host id's probe period at this look (alert and watch, from alerted): the
+// alert schedule's (probeEvery), at least watchEvery for a watched host; and whether it
+// is on either (fast), else on the calm cadence.
+func (c *Cluster) period(id, active int, alert, watch []bool) (every time.Duration, fast bool) {
+	every = c.probeEvery(id == active)
+	if watch[id] {
+		every = max(every, c.watchEvery())
+	}
+	return every, alert[id] || watch[id]
+}
+
 // watchEvery is the probe period of a watched host (alerted): the calm period divided
 // by DefaultWatchDivisor, never less than checkInterval.
 func (c *Cluster) watchEvery() time.Duration {

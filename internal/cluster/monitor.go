@@ -156,11 +156,8 @@ func (c *Cluster) monitor(ctx context.Context) {
 			if !probes[id] || running[id] {
 				continue
 			}
-			every := c.probeEvery(id == active)
-			if watch[id] {
-				every = max(every, c.watchEvery())
-			}
-			if due := cad.due(id, started[id], every, alert[id] || watch[id]); due.After(now) {
+			every, fast := c.period(id, active, alert, watch)
+			if due := cad.due(id, started[id], every, fast); due.After(now) {
 				next = earlier(next, due)
 				continue
 			}
@@ -168,15 +165,7 @@ func (c *Cluster) monitor(ctx context.Context) {
 			if cad.calm > 0 {
 				cad.nextCalm[id] = cad.calmDue(now)
 			}
-			c.monitorProbes.Add(1)
-			c.inUse.RLock() // the probe's own hold, released when it ends
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer s.done(id)
-				defer c.inUse.RUnlock()
-				c.probe(ctx, id)
-			}()
+			c.launch(ctx, &wg, &s, id)
 		}
 		c.inUse.RUnlock()
 		if c.env.Provider != nil && !polling {
@@ -194,6 +183,20 @@ func (c *Cluster) monitor(ctx context.Context) {
 		}
 		s.sleep(ctx, c.env.Clock, next.Sub(now))
 	}
+}
+
+// launch starts the monitor's probe of host id in a goroutine of its own, which holds
+// c.inUse until the probe ends and then tells s.
+func (c *Cluster) launch(ctx context.Context, wg *sync.WaitGroup, s *schedule, id int) {
+	c.monitorProbes.Add(1)
+	c.inUse.RLock() // the probe's own hold, released when it ends
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer s.done(id)
+		defer c.inUse.RUnlock()
+		c.probe(ctx, id)
+	}()
 }
 
 // earlier returns the earlier of a and b.
