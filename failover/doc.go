@@ -291,7 +291,9 @@
 // it one, and the detection bound below holds. A statement sent to a host that
 // froze while it looked well is answered from the next host (a read run again,
 // as SafeToRetry allows) about checkInterval/2 plus the probe's wait later.
-// calmCheckInterval=0 keeps every host on the alert schedule. A host the pool
+// calmCheckInterval=0 keeps every host on the alert schedule. A probe that times
+// out while the connector's other sessions read from its host is no failure of the
+// host, which is slow, not down; it is repeated at once. A host the pool
 // does not use is declared down once its probes have failed for 1 s (or
 // failoverDelay when longer): the verdict only keeps walks from trying it, and a
 // new primary that a fleet's failover loads for a moment stays in the walks.

@@ -327,3 +327,41 @@ func TestMonitorTargetDownAfterTargetDelay(t *testing.T) {
 		t.Errorf("H2 is %v %v after its first failed probe, want down", s, cluster.DefaultTargetDownDelay+300*time.Millisecond)
 	}
 }
+
+// Traffic as evidence: probes of H1 (the pool's host) that time out while the
+// connector's other sessions read from H1 are no failure of H1, which is slow, not down
+// (a starved CPU): the pool stays, and each timed-out probe is repeated at once.
+func TestMonitorProbeTimeoutWhileHostAnswers(t *testing.T) {
+	var reads atomic.Uint64
+	c := newCalmRigWith(t, func(o *rigOpts) {
+		o.Answers = func(addr string) uint64 {
+			if addr == "H1:3306" {
+				return reads.Add(1) // a session read from H1 since the last look
+			}
+			return 0
+		}
+	}, time.Millisecond, time.Millisecond)
+	c.runTo(10 * time.Second)
+	c.afterProbe(0)
+	c.lat[0].Store(hung) // H1 answers no probe; its sessions still read
+	c.wait(0, true)
+	n := len(c.startsOf(0, time.Hour))
+	for len(c.startsOf(0, time.Hour)) == n {
+		c.step()
+		fake.WaitFor(t, "the monitor after the step", func() bool {
+			k, _ := c.sc.next()
+			return len(c.startsOf(0, time.Hour)) > n || k == 1 && cluster.MonitorProbes(c.cl) == 0
+		})
+	}
+	fake.WaitFor(t, "four timed-out probes of H1", func() bool { return len(c.startsOf(0, time.Hour)) >= n+4 })
+	var failedH1 []failover.Event // H2's probes may time out too: the rig's clock moves only with H1's
+	for _, e := range c.events(failover.EventProbe) {
+		if e.Host == "H1:3306" {
+			failedH1 = append(failedH1, e)
+		}
+	}
+	if c.cl.Active() != 0 || len(c.events(failover.EventSwitch)) > 0 || len(failedH1) > 0 {
+		t.Fatalf("H1's sessions read answers while its probes timed out, yet: active H%d, switches %v, failed probes of H1 %v",
+			c.cl.Active()+1, c.events(failover.EventSwitch), failedH1)
+	}
+}

@@ -141,6 +141,22 @@ func (m *monitorHost) failed(start, now time.Time, failoverDelay time.Duration, 
 	return down, false
 }
 
+// answeredMeanwhile records a probe that timed out while the host answered other
+// sessions of the connector (traffic as evidence): unless the probes already declared
+// the host down, it is no failure of the host, takes no sample (Karn's rule) and leaves
+// its timeout as it was (a doubled one would delay the verdict on a host that freezes
+// next), and the next probe comes at once. It reports whether the probe was so
+// discounted.
+func (m *monitorHost) answeredMeanwhile() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.down {
+		return false
+	}
+	m.again = true
+	return true
+}
+
 // declare records the verdict of a failed probe's run: down once it lasted failoverDelay
 // (a host declared down stays so until a probe passes). With abort, a host declared down
 // now has its connections closed by decide (replica sessions may be on it).

@@ -197,6 +197,7 @@ func (c *Cluster) probe(ctx context.Context, id int) {
 	h := c.topo().host(id)
 	start := c.env.Clock.Now()
 	b := c.probeBudget(h, start)
+	life0 := c.life(h)
 	r := c.probeConn(ctx, id, h, b)
 	if ctx.Err() != nil {
 		return // Close: not the host's doing
@@ -214,6 +215,12 @@ func (c *Cluster) probe(ctx context.Context, id int) {
 		c.suspectReplicas(id, now.UnixNano())
 	}
 	if r.err != nil {
+		if r.timedOut && c.life(h) != life0 && h.mon.answeredMeanwhile() {
+			// Other sessions of the connector read from the host while the probe waited:
+			// it is slow (a starved CPU, a stall), not down. The probe is repeated at
+			// once.
+			return
+		}
 		c.probeFailed(h, start, now, r)
 		return
 	}
