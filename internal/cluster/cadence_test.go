@@ -78,6 +78,22 @@ func (c *calmRig) afterProbe(h int) {
 	fake.WaitFor(c.t, "the probe seen", func() bool { return cluster.MonitorProbes(c.cl) == 0 })
 }
 
+// untilProbe steps the clock until a new probe of host h has started, for a test whose
+// host h hangs (a hung probe moves the clock itself, so the rig is not idle while it
+// waits), and returns how many probes of h had started before it.
+func (c *calmRig) untilProbe(h int) int {
+	c.t.Helper()
+	n := len(c.startsOf(h, time.Hour))
+	for len(c.startsOf(h, time.Hour)) == n {
+		c.step()
+		fake.WaitFor(c.t, "the monitor after the step", func() bool {
+			k, _ := c.sc.next()
+			return len(c.startsOf(h, time.Hour)) > n || k == 1 && cluster.MonitorProbes(c.cl) == 0
+		})
+	}
+	return n
+}
+
 // count returns how many probe round trips host h had in (from, to], from t0.
 func (c *calmRig) count(h int, from, to time.Duration) int {
 	n := 0
@@ -202,14 +218,7 @@ func TestMonitorFrozenActiveUnderTrafficBound(t *testing.T) {
 	c.lat[0].Store(hung)
 	frozen := c.sc.Now()
 	c.wait(0, true)
-	n := len(c.startsOf(0, time.Hour))
-	for len(c.startsOf(0, time.Hour)) == n {
-		c.step()
-		fake.WaitFor(t, "the monitor after the step", func() bool {
-			k, _ := c.sc.next()
-			return len(c.startsOf(0, time.Hour)) > n || k == 1 && cluster.MonitorProbes(c.cl) == 0
-		})
-	}
+	c.untilProbe(0)
 	fake.WaitFor(t, "the switch from the frozen H1", func() bool { return len(c.events(failover.EventSwitch)) > 0 })
 	sw := c.events(failover.EventSwitch)[0]
 	if sw.From != "H1:3306" || c.cl.Active() != 1 {
@@ -345,14 +354,7 @@ func TestMonitorProbeTimeoutWhileHostAnswers(t *testing.T) {
 	c.afterProbe(0)
 	c.lat[0].Store(hung) // H1 answers no probe; its sessions still read
 	c.wait(0, true)
-	n := len(c.startsOf(0, time.Hour))
-	for len(c.startsOf(0, time.Hour)) == n {
-		c.step()
-		fake.WaitFor(t, "the monitor after the step", func() bool {
-			k, _ := c.sc.next()
-			return len(c.startsOf(0, time.Hour)) > n || k == 1 && cluster.MonitorProbes(c.cl) == 0
-		})
-	}
+	n := c.untilProbe(0)
 	fake.WaitFor(t, "four timed-out probes of H1", func() bool { return len(c.startsOf(0, time.Hour)) >= n+4 })
 	var failedH1 []failover.Event // H2's probes may time out too: the rig's clock moves only with H1's
 	for _, e := range c.events(failover.EventProbe) {

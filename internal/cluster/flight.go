@@ -90,8 +90,7 @@ func (c *Cluster) Failover(ctx context.Context, failed int, cause error, setup S
 		if err == nil {
 			return conn, f.host, nil
 		}
-		var full *fullError
-		if errors.As(err, &full) || sessionClosed(err) {
+		if hostStays(err) {
 			return nil, -1, err // the pool's new host is up but full, or closed this session: it stays there
 		}
 		if cl := Classify(ctx, err); cl != Communication && cl != NotReady && cl != NotReadyMidway {

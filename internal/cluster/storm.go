@@ -84,6 +84,14 @@ func sessionClosed(err error) bool {
 	return errors.As(err, &sc)
 }
 
+// hostStays reports whether err is how attemptPatient gives up on a new session while
+// its host is up: the host is full (*fullError), or it closed this session's handshakes
+// while it answered others (*SessionClosedError). The pool stays on the host.
+func hostStays(err error) bool {
+	var full *fullError
+	return errors.As(err, &full) || sessionClosed(err)
+}
+
 // life is a count that moves whenever host hs shows a sign of life: an attempt of the
 // connector succeeds or is answered (full, refused, of another role), a probe passes
 // (both clear its backoff), or, with the connector's socket tracker (Env.Answers), a

@@ -248,8 +248,7 @@ func (c *Cluster) walkPass(ctx context.Context, w *walkRun, i int, order []int, 
 		w.tried[h] = true
 		w.triedPrimary = w.triedPrimary || h == t.primary
 		conn, lastResort, err := c.walkAttempt(ctx, w, h, setup)
-		var fe *fullError
-		if p.join && h == p.start && (errors.As(err, &fe) || sessionClosed(err)) {
+		if p.join && h == p.start && hostStays(err) {
 			return nil, -1, true, err
 		}
 		if err == nil && lastResort {
