@@ -168,7 +168,7 @@ func NewConnector(cfg *dsn.Config, opts ...Option) (*Connector, error) {
 	var lender *conn.Lender
 	var borrow func(int) (sqldriver.Conn, func(bool))
 	if cfg.CheckInterval > 0 {
-		lender = &conn.Lender{}
+		lender = &conn.Lender{Now: tr.now, MinIdle: conn.DefaultLendIdle}
 		borrow = lender.Borrow
 	}
 	cl, err = cluster.New(cfg, cluster.Env{

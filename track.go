@@ -32,10 +32,17 @@ type tracker struct {
 	mu     sync.Mutex
 	conns  map[string]map[*trackedConn]struct{}
 	byPhys map[sqldriver.Conn]*trackedConn // the sockets of the physical connections bound to them
-	// last is, per address with open sockets, the seq of the last read after a
-	// greeting on one of them (dropped with the address's last socket).
-	last map[string]*atomic.Uint64
+	// last is, per address with open sockets, the last read after a greeting on one of
+	// them (dropped with the address's last socket).
+	last map[string]*lastRead
 	seq  atomic.Uint64 // numbers those reads, across addresses
+}
+
+// lastRead is an address's last read with data after a greeting: its number (seq) and
+// when it returned (at, UnixNano on tracker.now; 0 without a clock).
+type lastRead struct {
+	seq atomic.Uint64
+	at  atomic.Int64
 }
 
 // answers returns the number of the last read with data after the greeting on a
@@ -45,7 +52,7 @@ func (t *tracker) answers(addr string) uint64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if l := t.last[addr]; l != nil {
-		return l.Load()
+		return l.seq.Load()
 	}
 	return 0
 }
@@ -135,10 +142,10 @@ func (t *tracker) dialFunc(next func(ctx context.Context, network, addr string) 
 		}
 		set[tc] = struct{}{}
 		if t.last == nil {
-			t.last = map[string]*atomic.Uint64{}
+			t.last = map[string]*lastRead{}
 		}
 		if t.last[addr] == nil {
-			t.last[addr] = &atomic.Uint64{}
+			t.last[addr] = &lastRead{}
 		}
 		tc.last = t.last[addr]
 		t.mu.Unlock()
@@ -176,10 +183,13 @@ func (t *tracker) closeAll(addr string) int {
 	return len(cs)
 }
 
-// waiting returns when the oldest Read still waiting on a socket to addr started, on
-// the tracker's clock (zero: none waits, or the tracker has no clock): cluster.Env's
-// Waiting. Probe sockets do not count, and an idle socket never waits: go-sql-driver
-// checks idle connections with a non-blocking read through SyscallConn, not Read.
+// waiting returns since when a Read on a socket to addr has waited while addr sent
+// nothing, on the tracker's clock (zero: none waits, or the tracker has no clock):
+// cluster.Env's Waiting. That is when the oldest waiting Read started, or the last
+// answer on any socket to addr if later: a host that answers other sessions is busy,
+// not silent. Probe sockets' waits do not count (their answers do), and an idle socket
+// never waits: go-sql-driver checks idle connections with a non-blocking read through
+// SyscallConn, not Read.
 func (t *tracker) waiting(addr string) time.Time {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -191,6 +201,9 @@ func (t *tracker) waiting(addr string) time.Time {
 	}
 	if oldest == 0 {
 		return time.Time{}
+	}
+	if l := t.last[addr]; l != nil {
+		oldest = max(oldest, l.at.Load())
 	}
 	return time.Unix(0, oldest)
 }
@@ -214,7 +227,7 @@ type trackedConn struct {
 	greet  greeting
 	phys   sqldriver.Conn // under t.mu: the physical connection bound to it (bind)
 	closed bool           // under t.mu: forgotten
-	last   *atomic.Uint64 // the address's last read after a greeting (tracker.last)
+	last   *lastRead      // the address's last read after a greeting (tracker.last)
 	// peerClosed is set when a read found the socket closed or reset by the server (an
 	// EOF, ECONNRESET) or a write found it so (EPIPE, ECONNRESET): not a timeout, not a
 	// close of our own.
@@ -242,7 +255,10 @@ func (c *trackedConn) Read(b []byte) (int, error) {
 			c.sock.SetThread(id)
 		}
 	} else if n > 0 && c.last != nil {
-		c.last.Store(c.t.seq.Add(1)) // the host answers this session
+		c.last.seq.Store(c.t.seq.Add(1)) // the host answers this session
+		if c.t.now != nil {
+			c.last.at.Store(c.t.now().UnixNano())
+		}
 	}
 	if err != nil && (errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET)) {
 		c.peerClosed.Store(true)

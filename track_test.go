@@ -251,6 +251,17 @@ func TestTrackerWaiting(t *testing.T) {
 	if w := tr.waiting("h2:3306"); !w.IsZero() {
 		t.Fatalf("another host: waiting since %v, want none", w)
 	}
+	// Another session of the host answers: the host is busy, not silent, and the wait
+	// counts from that answer.
+	busyServer, busy := dialPipe(context.Background())
+	defer busy.Close()
+	defer busyServer.Close()
+	greetAndAnswer(t, busyServer, busy)
+	answered := clk.Now()
+	clk.Advance(time.Second)
+	if w := tr.waiting("h1:3306"); !w.Equal(answered) {
+		t.Fatalf("the host answered another session at %v: waiting reports %v, want that answer", answered, w)
+	}
 	if _, err := server.Write([]byte("ok")); err != nil {
 		t.Fatal(err)
 	}
@@ -261,4 +272,16 @@ func TestTrackerWaiting(t *testing.T) {
 		t.Fatalf("the answer came: waiting since %v, want none (the probe's wait does not count)", w)
 	}
 	_ = server.Close()
+}
+
+// greetAndAnswer has server send client a greeting and then one answer, and client read
+// both: the host has answered a session since.
+func greetAndAnswer(t *testing.T, server, client net.Conn) {
+	t.Helper()
+	for _, b := range [][]byte{greetingPacket(7, "5.5.5-10.11.19-MariaDB"), {1, 0, 0, 1, 0}} {
+		go func() { _, _ = server.Write(b) }()
+		if _, err := io.ReadFull(client, make([]byte, len(b))); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

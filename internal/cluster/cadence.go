@@ -200,7 +200,7 @@ func (c *Cluster) waitAlert(h *hostState, now time.Time) (alert bool, at time.Ti
 // While the active host looks wrong or a wait on it crossed the grace time, and for
 // DefaultAlertHold after the pool moved, every other host is watched: the pool may have
 // to move, and a target's liveness and role must be recent, but not at the alert rate
-// (DefaultWatchDivisor).
+// (DefaultWatchDivisor). A host declared down, other than the pool's, is watched.
 func (c *Cluster) alerted(r *cadenceRun, t *topo, probes []bool, active int, now time.Time) (alert, watch []bool, wake time.Time) {
 	alert, watch = make([]bool, len(t.hosts)), make([]bool, len(t.hosts))
 	all := r.allUntil.After(now)
@@ -222,6 +222,12 @@ func (c *Cluster) alerted(r *cadenceRun, t *topo, probes []bool, active int, now
 		alert[id] = waiting || held || (ok && now.Sub(last) < DefaultAlertHold) || c.homeAlert(t, id, active)
 		if id == active && alert[id] {
 			all = true
+		}
+		if alert[id] && id != active && h.mon.isDown() {
+			// Declared down, and not the pool's host: watched until it answers. Probing a
+			// dead host at the alert rate learns nothing sooner that matters; it only
+			// costs every instance of a fleet its refused connects.
+			alert[id], watch[id] = false, true
 		}
 	}
 	if _, held := c.alerts.holds("", now); held {

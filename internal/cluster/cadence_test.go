@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mysqlfailover/mysqlfailover/failover"
+	"github.com/mysqlfailover/mysqlfailover/internal/attrs"
 	"github.com/mysqlfailover/mysqlfailover/internal/cluster"
 	"github.com/mysqlfailover/mysqlfailover/internal/fake"
 )
@@ -87,8 +88,11 @@ func (c *calmRig) untilProbe(h int) int {
 	for len(c.startsOf(h, time.Hour)) == n {
 		c.step()
 		fake.WaitFor(c.t, "the monitor after the step", func() bool {
+			// Idle as step reads it: the monitor asleep, and every running probe asleep
+			// on the clock for its answer (another host's probe may be).
 			k, _ := c.sc.next()
-			return len(c.startsOf(h, time.Hour)) > n || k == 1 && cluster.MonitorProbes(c.cl) == 0
+			asleep := int(c.sleeping.Load())
+			return len(c.startsOf(h, time.Hour)) > n || k == 1+asleep && cluster.MonitorProbes(c.cl) == asleep
 		})
 	}
 	return n
@@ -169,6 +173,29 @@ func TestMonitorAlertWhileWaitCrossesGrace(t *testing.T) {
 	c.runTo(end + 20*time.Second)
 	if n := c.count(0, end+time.Second, end+20*time.Second); n > 10 {
 		t.Errorf("H1 probed %d times in the 19 s after the answer came, want the calm cadence (at most 10): %v; %v", n, c.startsOf(0, time.Hour)[before:], c.events(failover.EventProbe))
+	}
+}
+
+// With a write target, a probe reads the server's role: on the pool's own host, on the
+// alert schedule because a statement waits, a probe every 50 ms asks only whether it
+// answers (SELECT 1), and reads the role once per watch period (500 ms). The other hosts
+// have their role read by every probe: the pool may have to move to one.
+func TestMonitorAlertProbesOfActiveAreCheap(t *testing.T) {
+	c := newCalmRigWith(t, func(o *rigOpts) { o.TargetSessionAttrs = attrs.ReadWrite }, time.Millisecond, 0)
+	c.net.SetReadOnly(1, true)
+	c.runTo(10 * time.Second)
+	c.afterProbe(0)
+	w := c.now()
+	c.wait(0, true)
+	c.runTo(w + 2050*time.Millisecond)
+	q := c.queriesOf(0, w, w+2050*time.Millisecond)
+	if q[cluster.RoleQuery] < 3 || q[cluster.RoleQuery] > 5 || q["SELECT 1"] < 30 {
+		t.Errorf("H1 (the pool's host, a statement waiting 2 s): %d role reads and %d SELECT 1, want a role read every 500 ms (4) and SELECT 1 between (about 36)",
+			q[cluster.RoleQuery], q["SELECT 1"])
+	}
+	q2 := c.queriesOf(1, w, w+2050*time.Millisecond)
+	if q2["SELECT 1"] != 0 || q2[cluster.RoleQuery] < 3 {
+		t.Errorf("H2 (watched): %d role reads and %d SELECT 1, want a role read by every probe", q2[cluster.RoleQuery], q2["SELECT 1"])
 	}
 }
 
@@ -266,7 +293,7 @@ func TestMonitorCalmPhaseDiffers(t *testing.T) {
 // Away from home, home's probes decide the return (switchBackDelay of passed probes): once
 // H1 answers again it stays on the alert schedule, past DefaultAlertHold, until the pool
 // is back, so that the return comes switchBackDelay after H1 answered and not up to a calm
-// period later.
+// period later. While H1 is down it is only watched: its refused connects tell nothing.
 func TestMonitorHomeOnAlertWhileAway(t *testing.T) {
 	c := newCalmRigWith(t, func(o *rigOpts) { o.SwitchBackDelay = 6 * time.Second }, time.Millisecond, time.Millisecond)
 	c.net.SetReadOnly(1, true) // a secondary: the pool never returns from a writer to a writer
@@ -274,6 +301,11 @@ func TestMonitorHomeOnAlertWhileAway(t *testing.T) {
 	c.down(0)
 	for c.cl.Active() != 1 {
 		c.step()
+	}
+	gone := c.now() + time.Second
+	c.runTo(gone + 2*time.Second)
+	if n := c.failed(0, gone, gone+2*time.Second); n > 5 {
+		t.Errorf("H1 (home, down, the pool away) failed %d probes in 2 s, want it watched (every %v): %v", n, calmPeriod/cluster.DefaultWatchDivisor, c.startsOf(0, gone+2*time.Second))
 	}
 	c.up(0)
 	back := c.now()
@@ -288,8 +320,8 @@ func TestMonitorHomeOnAlertWhileAway(t *testing.T) {
 	for c.cl.Active() != 0 {
 		c.step()
 	}
-	if took := c.now() - back; took > 6*time.Second+300*time.Millisecond {
-		t.Errorf("the pool returned to H1 %v after it answered again, want within switchBackDelay (6s) and a probe period or two", took)
+	if took := c.now() - back; took > 6*time.Second+800*time.Millisecond {
+		t.Errorf("the pool returned to H1 %v after it answered again, want within switchBackDelay (6s), a watch period (500ms) and a probe period or two", took)
 	}
 }
 

@@ -106,6 +106,7 @@ type schedRig struct {
 	sleeping atomic.Int32   // probe queries asleep on the clock
 	mu       sync.Mutex
 	starts   [][]time.Duration // per host, each probe query's start, from t0
+	texts    [][]string        // per host, each probe query's text, as starts
 }
 
 // schedConn is a probe connection of a schedRig.
@@ -119,6 +120,7 @@ func (c *schedConn) QueryContext(ctx context.Context, q string, args []driver.Na
 	s := c.s
 	s.mu.Lock()
 	s.starts[c.host] = append(s.starts[c.host], s.sc.Now().Sub(s.t0))
+	s.texts[c.host] = append(s.texts[c.host], q)
 	s.mu.Unlock()
 	if lat := time.Duration(s.lat[c.host].Load()); lat == time.Duration(hung) {
 		// A frozen server: the probe's own deadline (wall time) ends the wait; the
@@ -148,7 +150,7 @@ func newSchedRig(t *testing.T, lat ...time.Duration) *schedRig {
 // newSchedRigWith is newSchedRig with set applied to the options last.
 func newSchedRigWith(t *testing.T, set func(*rigOpts), lat ...time.Duration) *schedRig {
 	hosts := len(lat)
-	s := &schedRig{sc: newStepClock(), lat: make([]atomic.Int64, hosts), starts: make([][]time.Duration, hosts)}
+	s := &schedRig{sc: newStepClock(), lat: make([]atomic.Int64, hosts), starts: make([][]time.Duration, hosts), texts: make([][]string, hosts)}
 	for h, d := range lat {
 		s.lat[h].Store(int64(d))
 	}
@@ -215,6 +217,19 @@ func (s *schedRig) runTo(d time.Duration) {
 		s.step()
 	}
 	s.idle()
+}
+
+// queriesOf counts host's probe queries that started in (from, to], from t0, by text.
+func (s *schedRig) queriesOf(host int, from, to time.Duration) map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := map[string]int{}
+	for i, st := range s.starts[host] {
+		if st > from && st <= to {
+			n[s.texts[host][i]]++
+		}
+	}
+	return n
 }
 
 // startsOf returns host's probe starts, from t0, up to and including d.

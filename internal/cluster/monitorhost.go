@@ -30,6 +30,19 @@ type monitorHost struct {
 	abortDue  bool          // a walk moved the pool off it after a failure: abort it if probes declare it down
 	probeLat  time.Duration // how long its last passed probe took
 	rto       rtoEstimator  // its probe round trips, the bound of its next probe (rto.go)
+	stateAt   time.Time     // when a probe last read the server's state (ReadState)
+}
+
+// stateReadBefore reports whether the host's state was last read by a probe before t
+// (or never), and notes, when read, that it is read now.
+func (m *monitorHost) stateReadBefore(t time.Time, now time.Time) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.stateAt.After(t) {
+		return false
+	}
+	m.stateAt = now
+	return true
 }
 
 // status reports whether the probes declared the host down, and whether a run of failed

@@ -409,7 +409,7 @@ func (c *Cluster) probeDial(ctx context.Context, id int, h *hostState, b probeBo
 // failed, as its protocol state is then unknown.
 func (c *Cluster) probeRoundTrip(ctx context.Context, id int, h *hostState, conn driver.Conn, b probeBounds, r *probeResult) (over, keep bool) {
 	rtStart := c.env.Clock.Now()
-	r.st, r.timedOut, r.err = c.roundTrip(ctx, conn, b.wait, b.rto)
+	r.st, r.timedOut, r.err = c.roundTrip(ctx, conn, b.wait, b.rto, c.stateDue(id, h, rtStart))
 	r.rtt = c.env.Clock.Now().Sub(rtStart)
 	if r.timedOut {
 		r.late = r.rtt - b.wait
@@ -481,13 +481,13 @@ func (c *Cluster) probePassed(h *hostState, start, now time.Time, rtt time.Durat
 }
 
 // roundTrip runs the probe's query on conn within wait (see hostProbeTimeout; rto is the
-// host's probe timeout, for the error): ReadState when the probe needs the server's
-// state (probeReads), else probeQuery. st is what ReadState found (nil without it, or
+// host's probe timeout, for the error): ReadState when reads (stateDue), else
+// probeQuery. st is what ReadState found (nil without it, or
 // when it failed).
-func (c *Cluster) roundTrip(ctx context.Context, conn driver.Conn, wait, rto time.Duration) (st *State, timedOut bool, err error) {
+func (c *Cluster) roundTrip(ctx context.Context, conn driver.Conn, wait, rto time.Duration, reads bool) (st *State, timedOut bool, err error) {
 	pctx, cancel := withBudget(ctx, wait)
 	defer cancel()
-	if c.probeReads() {
+	if reads {
 		var s State
 		if s, err = ReadState(pctx, conn, kindOf(c.cfg.Cluster)); err == nil {
 			st = &s
@@ -500,6 +500,23 @@ func (c *Cluster) roundTrip(ctx context.Context, conn driver.Conn, wait, rto tim
 			wait, rto, DefaultProbeVarianceFactor, DefaultProbeMargin, DefaultProbePatience, DefaultMaxStall+DefaultStallMargin, err)
 	}
 	return st, false, err
+}
+
+// stateDue reports whether a probe of host id that starts at now reads the server's
+// state (probeReads). The pool's own host of a replication cluster, while its role
+// qualifies, has it read once per watchEvery, and in between is only asked whether it
+// answers (probeQuery): on the alert schedule, because its statements wait, a role read
+// every probe would cost the server a SHOW GLOBAL VARIABLES twenty times a second per
+// instance, and the pool's statements meet a changed role themselves (1290). A host
+// whose role does not qualify has it read by every probe: the pool waits for it.
+func (c *Cluster) stateDue(id int, h *hostState, now time.Time) bool {
+	if !c.probeReads() {
+		return false
+	}
+	if id != c.Active() || c.Kind() != KindReplication || c.cfg.DiscoverHosts || h.isUnfit() {
+		return true
+	}
+	return h.mon.stateReadBefore(now.Add(-c.watchEvery()), now)
 }
 
 // probeReads reports whether a probe reads the server's state (ReadState) rather than

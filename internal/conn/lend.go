@@ -13,16 +13,29 @@ import (
 	"database/sql/driver"
 	"sync"
 	"sync/atomic"
+	"time"
 )
+
+// DefaultLendIdle is the connector's Lender.MinIdle: 500 ms, the period at which the
+// monitor watches the hosts other than the pool's while something looks wrong (the
+// calm period, 2 s, divided by 4). A session reused more often than that is in use.
+const DefaultLendIdle = 500 * time.Millisecond
 
 // Lender is the registry of one connector's live connections, from which the monitor's
 // probes borrow an idle primary session (Borrow). A connection joins it when it opens
 // and leaves it when it closes, never per statement. Its methods are safe for
 // concurrent use.
 type Lender struct {
-	mu    sync.Mutex
-	conns []*Conn       // the live connections; each knows its index (lendState.slot)
-	tick  atomic.Uint64 // orders idle periods: a connection idle since later has a larger lendState.seq
+	// Now, if set, is the clock of MinIdle: the connector's.
+	Now func() time.Time
+	// MinIdle is how long a session must have sat idle before it is lent (0: at once).
+	// database/sql hands the session put back last to its next user first: a session in
+	// steady use is idle for a few milliseconds at a time, and its user would wait for
+	// the probe's round trip. Its probes then run on the host's own probe session.
+	MinIdle time.Duration
+	mu      sync.Mutex
+	conns   []*Conn       // the live connections; each knows its index (lendState.slot)
+	tick    atomic.Uint64 // orders idle periods: a connection idle since later has a larger lendState.seq
 }
 
 // lendState is what a connection's lending needs. mu guards seq, host and phys, and is
@@ -33,6 +46,7 @@ type lendState struct {
 	phys  driver.Conn // the primary session that may be lent: set while the connection sits idle in the pool (lendIdle)
 	host  int         // phys's host
 	seq   uint64      // when it became idle, from Lender.tick
+	since time.Time   // when it became idle, on Lender.Now (zero without a clock)
 	slot  int         // its index in Lender.conns
 	used  bool        // a caller ran something through it, or ResetSession ran: database/sql resets it before every later use
 	stmts int         // statements prepared through it and not yet closed (Prepared, Unprepared)
@@ -59,7 +73,7 @@ func (l *Lender) remove(c *Conn) {
 
 // Borrow implements cluster.Env.Borrow: it lends the primary session of the connection
 // of host that has sat idle in the pool the longest (database/sql hands out the one put
-// back last first), or returns a nil conn when none is idle there. A connection whose
+// back last first), if for at least MinIdle, or returns a nil conn when none is. A connection whose
 // lend lock is held (a probe, or database/sql taking it) is passed over: Borrow never
 // waits. Until giveBack is called the session is the probe's: the connection's
 // ResetSession and Close wait for it. giveBack(true) closes the session (the probe failed
@@ -67,12 +81,16 @@ func (l *Lender) remove(c *Conn) {
 // closed while it sat idle.
 func (l *Lender) Borrow(host int) (conn driver.Conn, giveBack func(broken bool)) {
 	var best *Conn
+	var idleBefore time.Time // lent only if idle since before it (MinIdle)
+	if l.Now != nil && l.MinIdle > 0 {
+		idleBefore = l.Now().Add(-l.MinIdle)
+	}
 	l.mu.Lock()
 	for _, c := range l.conns {
 		if !c.lend.mu.TryLock() {
 			continue
 		}
-		if c.lend.phys != nil && c.lend.host == host && (best == nil || c.lend.seq < best.lend.seq) {
+		if c.lend.phys != nil && c.lend.host == host && !c.lend.since.After(idleBefore) && (best == nil || c.lend.seq < best.lend.seq) {
 			if best != nil {
 				best.lend.mu.Unlock()
 			}
@@ -114,6 +132,9 @@ func (c *Conn) lendIdle() {
 	c.lend.mu.Lock()
 	c.lend.host, c.lend.phys = c.host, c.phys
 	c.lend.seq = c.cfg.Lender.tick.Add(1)
+	if c.cfg.Lender.Now != nil {
+		c.lend.since = c.cfg.Lender.Now()
+	}
 	c.lend.mu.Unlock()
 }
 

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/mysqlfailover/mysqlfailover/internal/fake"
 )
@@ -288,4 +289,30 @@ func TestProbeAndStatementsNeverShareASession(t *testing.T) {
 	close(stop)
 	fake.Wait(t, "the prober", &wg)
 	_ = e
+}
+
+// TestLenderWaitsMinIdle: a session put back a moment ago is not lent (database/sql hands
+// it to its next user first, who would wait for the probe); once it has sat idle MinIdle,
+// it is.
+func TestLenderWaitsMinIdle(t *testing.T) {
+	clk := fake.NewClock()
+	e := newEnv(t, 1)
+	l := &Lender{Now: clk.Now, MinIdle: DefaultLendIdle}
+	db := e.db(Config{Lender: l}, 1)
+	for range 2 {
+		if err := db.PingContext(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clk.Advance(DefaultLendIdle - time.Millisecond)
+	if c, back := l.Borrow(0); c != nil {
+		back(false)
+		t.Fatalf("a session idle for %v was lent, want at least %v", DefaultLendIdle-time.Millisecond, DefaultLendIdle)
+	}
+	clk.Advance(time.Millisecond)
+	c, back := l.Borrow(0)
+	if c != e.phys(0, 0) {
+		t.Fatalf("a session idle for %v: lent %v, want the pool's session", DefaultLendIdle, c)
+	}
+	back(false)
 }

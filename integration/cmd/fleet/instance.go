@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"log/slog"
 	"os"
 	"strconv"
 	"strings"
@@ -19,6 +20,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/mysqlfailover/mysqlfailover"
+	"github.com/mysqlfailover/mysqlfailover/dsn"
 )
 
 // envInstance, set in a child's environment, makes the binary an instance: envDSN holds
@@ -75,7 +77,7 @@ const maxErrTexts = 5
 func instance() int {
 	mysql.SetLogger(log.New(io.Discard, "", 0)) // a killed server makes go-sql-driver log
 	id, _ := strconv.Atoi(os.Getenv(envID))
-	db, err := sql.Open("mysqlfailover", os.Getenv(envDSN))
+	db, err := openDB(id)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "fleet instance %d: %v\n", id, err)
 		return 1
@@ -275,6 +277,9 @@ func (w *work) write(ctx context.Context, every time.Duration) {
 		w.writes++
 		if err != nil {
 			w.fails++
+			if dbgLog != nil {
+				dbgLog.Info("write failed", "took", time.Since(begin), "err", err.Error())
+			}
 			e := err.Error()
 			e = durationRE.ReplaceAllString(e, "D") // one text for a shape, as the parent counts them
 			if len(e) > 400 {
@@ -285,6 +290,9 @@ func (w *work) write(ctx context.Context, every time.Duration) {
 			}
 			w.errs[e]++
 		} else {
+			if dbgLog != nil && time.Since(begin) > 50*time.Millisecond {
+				dbgLog.Info("write slow", "took", time.Since(begin))
+			}
 			w.oks = append(w.oks, span{begin.UnixNano(), time.Now().UnixNano()})
 		}
 		w.mu.Unlock()
@@ -312,4 +320,30 @@ func cpuTime() int64 {
 		return 0
 	}
 	return ru.Utime.Nano() + ru.Stime.Nano()
+}
+
+// dbgLog is the driver's log of this instance at Debug (WithLogger), and its failed and
+// slow writes, when FLEET_LOG names a directory.
+var dbgLog *slog.Logger
+
+// openDB opens the pool; with FLEET_LOG=DIR, with the driver's debug log in DIR/ID.log.
+func openDB(id int) (*sql.DB, error) {
+	dir := os.Getenv("FLEET_LOG")
+	if dir == "" {
+		return sql.Open("mysqlfailover", os.Getenv(envDSN))
+	}
+	cfg, err := dsn.Parse(os.Getenv(envDSN))
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Create(fmt.Sprintf("%s/%d.log", dir, id))
+	if err != nil {
+		return nil, err
+	}
+	dbgLog = slog.New(slog.NewTextHandler(f, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	c, err := mysqlfailover.NewConnector(cfg, mysqlfailover.WithLogger(dbgLog))
+	if err != nil {
+		return nil, err
+	}
+	return sql.OpenDB(c), nil
 }

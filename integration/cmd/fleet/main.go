@@ -11,8 +11,14 @@
 //
 // The instances are this binary run again with FLEET_INSTANCE=1 (instance.go): each opens
 // sql.Open("mysqlfailover", dsn) with SetMaxOpenConns(4) and SetMaxIdleConns(4), the DSN
-// the cluster's three proxies with -dsnopts, and obeys the parent's commands on its stdin,
-// answering in JSON lines on its stdout. Nothing is shared between instances.
+// the cluster's three servers with -dsnopts, and obeys the parent's commands on its stdin,
+// answering in JSON lines on its stdout. Nothing is shared between instances. The
+// instances dial the servers directly (-via direct, the default), as a service does: with
+// -via proxy they go through the toxiproxy proxies of this one process, which then
+// carries every session of the fleet and, on 2 cores, is what new sessions wait for
+// after a failover (a new session through node 2's proxy took up to 2.1 s, one straight
+// to node 2 40-120 ms). FLEET_LOG=DIR writes each instance's driver log at Debug
+// (WithLogger), with its failed and slow writes, to DIR/ID.log.
 //
 // For each probe variant (-probe: on is -dsnopts as given, off the same with
 // checkInterval=0), on a fresh cluster, the phases (-phases, in this order):
@@ -40,7 +46,7 @@
 // replication), and the server's CPU (utime+stime of its mariadbd process from
 // /proc/PID/stat over the window, as % of one core); and the instances' own CPU
 // (getrusage), resident memory (VmRSS) and pool failovers (Stats().Failovers), and this
-// process's CPU (the toxiproxy proxies). The servers run with max_connections=5000
+// process's CPU (the toxiproxy proxies, with -via proxy). The servers run with max_connections=5000
 // (package harness's 500 would refuse sessions at N=100 before the figures say anything).
 //
 // Linux only: /proc, and the instances get Pdeathsig.
@@ -85,6 +91,15 @@ type settings struct {
 	out    string
 	label  string
 	nodes  int
+	via    string // "direct" or "proxy": how the instances reach the servers
+}
+
+// addr is node n's address as the instances dial it (s.via).
+func (s settings) addr(n *harness.Node) string {
+	if s.via == "proxy" {
+		return n.ProxyAddr()
+	}
+	return n.Addr()
 }
 
 var allPhases = []string{"cold", "idle", "load", "failover"}
@@ -111,7 +126,12 @@ func run() int {
 	flag.DurationVar(&s.outage, "outage", 30*time.Second, "failover: how long after the kill the writes are watched")
 	flag.StringVar(&s.out, "out", "", "also write the markdown to this file")
 	flag.StringVar(&s.label, "label", "", "names the run in the tables (e.g. the commit)")
+	flag.StringVar(&s.via, "via", "direct", "how the instances reach the servers: direct, or proxy (through the toxiproxy proxies of this process)")
 	flag.Parse()
+	if s.via != "direct" && s.via != "proxy" {
+		fmt.Fprintf(os.Stderr, "fleet: -via %q: want direct or proxy\n", s.via)
+		return 2
+	}
 	s.nodes = 3
 	for _, p := range strings.Split(phases, ",") {
 		if p = strings.TrimSpace(p); p == "" {
@@ -248,7 +268,10 @@ func runVariant(ctx context.Context, s settings, v variant) (*variantResult, err
 	}
 	r := &variantResult{v: v}
 	r.version, _ = p.QueryString(ctx, "SELECT VERSION()")
-	dsn := c.DSN(v.opts)
+	dsn := c.DirectClusterDSN(v.opts)
+	if s.via == "proxy" {
+		dsn = c.DSN(v.opts)
+	}
 	logf("%s: cluster up in %v; DSN options %s", v.name, c.BringUp().Round(time.Millisecond), v.opts)
 
 	// Cold starts: the last run's fleet stays.
@@ -266,9 +289,9 @@ func runVariant(ctx context.Context, s settings, v variant) (*variantResult, err
 			f.stop()
 			return nil, fmt.Errorf("cold start %d: %w", run, err)
 		}
-		cr := coldRun{opens: opens, primary: c.Node(1).ProxyAddr()}
+		cr := coldRun{opens: opens, primary: s.addr(c.Node(1))}
 		for _, n := range c.Nodes() {
-			cr.addrs = append(cr.addrs, n.ProxyAddr())
+			cr.addrs = append(cr.addrs, s.addr(n))
 		}
 		r.cold = append(r.cold, cr)
 		logf("%s: cold start %d: %s", v.name, run, cr.summary(c))
@@ -370,7 +393,7 @@ func failoverPhase(ctx context.Context, s settings, c *harness.Cluster, f *fleet
 	}()
 	r := &failoverResult{}
 	for _, n := range c.Nodes() {
-		r.addrs = append(r.addrs, n.ProxyAddr())
+		r.addrs = append(r.addrs, s.addr(n))
 	}
 	r.kill = time.Now()
 	if err := c.Node(1).Kill(); err != nil {
