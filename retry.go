@@ -3,10 +3,9 @@ package mysqlfailover
 import (
 	"errors"
 
-	"github.com/go-sql-driver/mysql"
-
 	"github.com/mysqlfailover/mysqlfailover/failover"
 	"github.com/mysqlfailover/mysqlfailover/internal/cluster"
+	"github.com/mysqlfailover/mysqlfailover/internal/dialect"
 )
 
 // Retry says what SafeToRetry found may be run again without anything running twice.
@@ -65,16 +64,6 @@ func (r Retry) String() string {
 	return "nothing"
 }
 
-// The server's answers that it rolled back a transaction, or one statement of it, for a
-// conflict with other transactions, its session living on: SafeToRetry says what may run
-// again after them, RunInTx how often (RunOptions.ConflictAttempts).
-const (
-	errLockWaitTimeout = 1205 // ER_LOCK_WAIT_TIMEOUT: the statement alone (unless innodb_rollback_on_timeout)
-	errDeadlock        = 1213 // ER_LOCK_DEADLOCK: the transaction (also Galera's certification failure)
-	errXADeadlock      = 1614 // ER_XA_RBDEADLOCK: the XA branch, for a deadlock
-	errGRRollback      = 3101 // ER_TRANSACTION_ROLLBACK_DURING_COMMIT: Group Replication, at COMMIT
-)
-
 // SafeToRetry reports what may be run again after err, an error of a call through this
 // driver: the whole transaction after failover.ErrTxLost, the statement when nothing of it
 // may have run or it was a read (FailoverError.Read), never after another FailoverError
@@ -85,7 +74,6 @@ func SafeToRetry(err error) Retry {
 	var fe *failover.FailoverError
 	var nh *failover.NoHostAvailableError
 	var sc *cluster.SessionClosedError // the host closed a new connection's handshakes
-	var me *mysql.MySQLError
 	switch {
 	case err == nil, errors.Is(err, failover.ErrCommitOutcomeUnknown), errors.Is(err, failover.ErrClosed):
 		return RetryNothing
@@ -100,19 +88,16 @@ func SafeToRetry(err error) Retry {
 		return RetryStatement
 	case errors.As(err, &nh), errors.As(err, &sc):
 		return RetryStatement // a connection that was never opened sent nothing
-	case errors.As(err, &me):
-		switch me.Number {
-		case errDeadlock, errGRRollback, errXADeadlock: // the server rolled the transaction back
-			return RetryTransaction
-		case errLockWaitTimeout: // the statement alone was rolled back
-			return RetryStatement
-		case 1040, 1203: // a full host refused the connection: nothing was sent
-			return RetryStatement
-		case 1047, 3032, 3796, 3799: // a server not ready for application use refused it: it did not run
-			return RetryStatement
-		case 1180: // ER_ERROR_DURING_COMMIT: the commit may have taken effect (Galera: on the other nodes)
-			return RetryNothing
-		}
+	case dialect.RolledBack(err): // the server rolled the transaction back
+		return RetryTransaction
+	case dialect.Number(err) == dialect.ErrLockWaitTimeout: // the statement alone was rolled back
+		return RetryStatement
+	case dialect.TooManySessions(err): // a full host refused the connection: nothing was sent
+		return RetryStatement
+	case dialect.NotReady(err) != nil: // a server not ready for application use refused it: it did not run
+		return RetryStatement
+	case dialect.Number(err) == dialect.ErrErrorDuringCommit: // the commit may have taken effect (Galera: on the other nodes)
+		return RetryNothing
 	}
 	return RetryNothing
 }

@@ -8,10 +8,9 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
-
 	"github.com/mysqlfailover/mysqlfailover/failover"
 	"github.com/mysqlfailover/mysqlfailover/internal/cluster"
+	"github.com/mysqlfailover/mysqlfailover/internal/dialect"
 )
 
 // The defaults of RunOptions.
@@ -148,15 +147,7 @@ func conflict(err error) bool {
 	if errors.Is(err, failover.ErrTxRolledBack) {
 		return true
 	}
-	var me *mysql.MySQLError
-	if !errors.As(err, &me) {
-		return false
-	}
-	switch me.Number {
-	case errDeadlock, errLockWaitTimeout, errGRRollback, errXADeadlock:
-		return true
-	}
-	return false
+	return dialect.Conflict(err)
 }
 
 // withDefaults returns opts (nil: the zero value) with the defaults of RunOptions in

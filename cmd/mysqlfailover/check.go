@@ -16,6 +16,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"github.com/mysqlfailover/mysqlfailover/dsn"
 	"github.com/mysqlfailover/mysqlfailover/failover"
+	"github.com/mysqlfailover/mysqlfailover/internal/dialect"
 )
 
 // Exit codes.
@@ -483,11 +484,11 @@ func failureOf(ctx context.Context, err error) string {
 		return "dns"
 	case errors.As(err, &me):
 		switch me.Number {
-		case 1045, 1044, 1049, 1698:
+		case dialect.ErrAccessDenied, dialect.ErrDBAccessDenied, dialect.ErrBadDB, dialect.ErrAccessDeniedNoPassword:
 			return "auth"
-		case 1040, 1203:
+		case dialect.ErrConCount, dialect.ErrTooManyUserConnections:
 			return "full"
-		case 1129: // ER_HOST_IS_BLOCKED: max_connect_errors
+		case dialect.ErrHostIsBlocked: // max_connect_errors
 			return "blocked"
 		}
 		return "other"
@@ -562,11 +563,11 @@ func roleName(r failover.Role) string {
 // know it).
 func replicaStatus(ctx context.Context, conn *sql.Conn) replication {
 	rows, err := conn.QueryContext(ctx, "SHOW REPLICA STATUS")
-	var me *mysql.MySQLError
-	if errors.As(err, &me) && me.Number == 1064 { // before MySQL 8.0.22, MariaDB 10.5.1
+	if dialect.Number(err) == dialect.ErrParse { // before MySQL 8.0.22, MariaDB 10.5.1
 		rows, err = conn.QueryContext(ctx, "SHOW SLAVE STATUS")
 	}
-	if errors.As(err, &me) && (me.Number == 1227 || me.Number == 1142 || me.Number == 1044) {
+	switch dialect.Number(err) {
+	case dialect.ErrSpecificAccessDenied, dialect.ErrTableAccessDenied, dialect.ErrDBAccessDenied:
 		return replication{Status: "unknown (no privilege)",
 			Privilege: "REPLICATION CLIENT (MySQL, MariaDB before 10.5.9) or REPLICA MONITOR (MariaDB 10.5.9 and later)"}
 	}

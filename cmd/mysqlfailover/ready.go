@@ -16,6 +16,8 @@ import (
 	"strings"
 
 	"github.com/go-sql-driver/mysql"
+
+	"github.com/mysqlfailover/mysqlfailover/internal/dialect"
 )
 
 // galeraStatusQuery reads a Galera node's state; SHOW needs no privilege and works on a
@@ -154,9 +156,9 @@ func refusalReason(err error) string {
 		return ""
 	}
 	switch me.Number {
-	case 1047:
+	case dialect.ErrUnknownCom:
 		return "the node refused the session (Galera: outside the Primary component, not synced, or rejecting queries): " + me.Message
-	case 3032:
+	case dialect.ErrServerOfflineMode:
 		return "offline_mode: the server refuses sessions without CONNECTION_ADMIN"
 	}
 	return ""

@@ -17,6 +17,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"github.com/mysqlfailover/mysqlfailover/failover"
 	"github.com/mysqlfailover/mysqlfailover/internal/attrs"
+	"github.com/mysqlfailover/mysqlfailover/internal/dialect"
 )
 
 // attempt makes one bounded host attempt: dial, the role check of targetSessionAttrs
@@ -157,7 +158,7 @@ func (c *Cluster) attemptDone(ctx context.Context, h int, hs *hostState, start t
 		if !c.needsState(c.topo()) {
 			c.setReady(h, nil) // a refusal's verdict ends with a session that works
 		}
-	case errors.As(err, &re), nr != nil, fullHost(err):
+	case errors.As(err, &re), nr != nil, dialect.Full(err):
 		// The host answers; the walk skips it for its role or its readiness, or it is full.
 		c.attemptSucceeded(hs)
 	case keep && closedHandshake(err):

@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/mysqlfailover/mysqlfailover/failover"
+	"github.com/mysqlfailover/mysqlfailover/internal/dialect"
 )
 
 // Class is what an error says about the host that returned it.
@@ -61,23 +62,6 @@ func (c Class) String() string {
 	}
 }
 
-// commErrnos are MySQL/MariaDB error numbers that end the session although some of them
-// carry no SQLSTATE (error packets sent during the handshake have none) or a SQLSTATE
-// outside class 08 (1927 ER_CONNECTION_KILLED is 70100, 4031 is HY000).
-var commErrnos = map[uint16]bool{
-	1040: true,                                                 // ER_CON_COUNT_ERROR, 08004: too many connections
-	1042: true,                                                 // ER_BAD_HOST_ERROR, 08S01
-	1043: true,                                                 // ER_HANDSHAKE_ERROR, 08S01
-	1053: true,                                                 // ER_SERVER_SHUTDOWN, 08S01
-	1080: true,                                                 // ER_FORCING_CLOSE, 08S01
-	1081: true,                                                 // ER_IPSOCK_ERROR, 08S01
-	1152: true, 1153: true, 1154: true, 1155: true, 1156: true, // ER_ABORTING_CONNECTION .. ER_NET_PACKETS_OUT_OF_ORDER, 08S01
-	1157: true, 1158: true, 1159: true, 1160: true, 1161: true, // ER_NET_UNCOMPRESS_ERROR .. ER_NET_WRITE_INTERRUPTED, 08S01
-	1184: true, // ER_NEW_ABORTING_CONNECTION, 08S01
-	1927: true, // ER_CONNECTION_KILLED (MariaDB), 70100: KILL CONNECTION from another session
-	4031: true, // ER_CLIENT_INTERACTION_TIMEOUT (MySQL 8): disconnected for inactivity
-}
-
 // commErrnosSys are socket errors that mean the peer or the path is gone.
 var commErrnosSys = []syscall.Errno{
 	syscall.ECONNREFUSED, syscall.ECONNRESET, syscall.ECONNABORTED, syscall.EPIPE,
@@ -99,7 +83,7 @@ var commErrnosSys = []syscall.Errno{
 // where both could apply it wins (the statement may have run).
 //
 // Communication: a *mysql.MySQLError whose SQLSTATE class is 08 or whose number ends the
-// session (1040, 1043, 1053, 1152-1161, 1927, ...); mysql.ErrInvalidConn;
+// session (dialect.EndsSession: 1040, 1043, 1053, 1152-1161, 1927, ...); mysql.ErrInvalidConn;
 // driver.ErrBadConn; io.EOF; io.ErrUnexpectedEOF; net.ErrClosed; any net.Error (timeouts,
 // *net.OpError, *net.DNSError); ECONNREFUSED, ECONNRESET, EPIPE and their kin; this
 // package's own *FailoverError and *NoHostAvailableError, and driver.ErrBadConn after
@@ -168,9 +152,8 @@ func communication(err error) bool {
 	if notReady(err) {
 		return false
 	}
-	var me *mysql.MySQLError
-	if errors.As(err, &me) && me != nil { // a typed nil says nothing (and has no fields)
-		return me.SQLState[0] == '0' && me.SQLState[1] == '8' || commErrnos[me.Number]
+	if dialect.ServerError(err) != nil { // a server's error decides alone
+		return dialect.EndsSession(err)
 	}
 	if errors.Is(err, mysql.ErrInvalidConn) || errors.Is(err, driver.ErrBadConn) ||
 		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) {

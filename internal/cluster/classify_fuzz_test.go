@@ -389,7 +389,7 @@ func (m multi) Error() string   { return "multi" }
 func (m multi) Unwrap() []error { return m }
 
 // mysqlClass is the documented rule for one MySQL error (Classify's doc comment,
-// LostPrimary, Refusal and commErrnos): Galera's 1180 "Not connected to Primary
+// LostPrimary, Refusal and dialect.EndsSession): Galera's 1180 "Not connected to Primary
 // Component", a refusal of a server that is not ready (1047, 3032, 3796, 3799), then
 // SQLSTATE class 08, or a number that ends the session.
 func mysqlClass(e *mysql.MySQLError) cluster.Class {

@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/mysqlfailover/mysqlfailover/failover"
+	"github.com/mysqlfailover/mysqlfailover/internal/dialect"
 )
 
 // The queries of discovery, besides ReplicaHostsQuery (SlaveHostsQuery on servers that
@@ -287,8 +288,8 @@ func galeraMembers(rows [][]driver.Value) []Member {
 		if len(r) < 2 {
 			continue
 		}
-		m := Member{Addr: withPort(strings.TrimSpace(text(r[1])))}
-		if u := strings.TrimSpace(text(r[0])); u != "" {
+		m := Member{Addr: withPort(strings.TrimSpace(dialect.Text(r[1])))}
+		if u := strings.TrimSpace(dialect.Text(r[0])); u != "" {
 			m.Ident = identGalera + strings.ToLower(u)
 		}
 		out = append(out, m)
@@ -318,10 +319,10 @@ func groupMembers(rows [][]driver.Value, cols []string) []Member {
 	out := make([]Member, 0, len(rows))
 	for _, r := range rows {
 		m := Member{}
-		if u := strings.TrimSpace(text(r[id])); u != "" {
+		if u := strings.TrimSpace(dialect.Text(r[id])); u != "" {
 			m.Ident = identUUID + strings.ToLower(u)
 		}
-		if h, p := strings.TrimSpace(text(r[host])), text(r[port]); h != "" {
+		if h, p := strings.TrimSpace(dialect.Text(r[host])), dialect.Text(r[port]); h != "" {
 			if n, err := strconv.Atoi(p); err == nil && n > 0 {
 				m.Addr = net.JoinHostPort(h, p)
 			}

@@ -108,7 +108,10 @@
 //     its own lock, and the apply lock taken before Cluster.mu); the topo records where
 //     each member came from (topo.from).
 //   - policy.go, role.go, classify.go, txcount.go: the built-in policies, server roles,
-//     error classification, the counters of transactions run again (atomics).
+//     error classification, the counters of transactions run again (atomics). What a
+//     server's error number or answer means is not decided here: package dialect
+//     (internal/dialect) names each number and reads rows and values; this package
+//     judges what to do.
 //   - settle.go: a COMMIT or a write whose outcome is unknown, settled (Settle: KILL of
 //     the old session's server thread through a new session, then the process list until
 //     it is gone; Kill: the KILL alone, for a read), and Socket, what the connector's

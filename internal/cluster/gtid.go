@@ -9,10 +9,11 @@ import (
 	"context"
 	"database/sql/driver"
 	"errors"
-	"io"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/mysqlfailover/mysqlfailover/internal/dialect"
 )
 
 // Flavour is the server family, which decides the causal-read statements.
@@ -38,10 +39,6 @@ func (f Flavour) String() string {
 	}
 	return "unknown"
 }
-
-// erUnknownSystemVariable is 1193 ER_UNKNOWN_SYSTEM_VARIABLE, MySQL's answer to MariaDB's
-// position variables.
-const erUnknownSystemVariable = 1193
 
 // PositionQuery returns the statement that reads the primary's position after a write.
 // MariaDB (and FlavourUnknown): global "SELECT @@global.gtid_binlog_pos" (every domain's
@@ -76,7 +73,7 @@ func ReadPosition(ctx context.Context, conn driver.Conn, f Flavour, global bool)
 		return "", f, errors.New("mysqlfailover: the connection cannot run the position query (no driver.QueryerContext)")
 	}
 	v, err := queryValue(ctx, q, PositionQuery(f, global))
-	if err != nil && f != FlavourMySQL && isErrno(err, erUnknownSystemVariable) {
+	if err != nil && f != FlavourMySQL && dialect.Number(err) == dialect.ErrUnknownSystemVariable {
 		f = FlavourMySQL
 		v, err = queryValue(ctx, q, PositionQuery(f, global))
 	}
@@ -89,41 +86,20 @@ func ReadPosition(ctx context.Context, conn driver.Conn, f Flavour, global bool)
 	if v == nil {
 		return "", f, nil
 	}
-	return text(v), f, nil
+	return dialect.Text(v), f, nil
 }
 
 // queryValue runs query, returns the first column of its first row, reads the rest to
 // the end and closes the rows. An answer without a row or a column is an error.
 func queryValue(ctx context.Context, q driver.QueryerContext, query string) (driver.Value, error) {
-	rows, err := q.QueryContext(ctx, query, nil)
-	if err != nil {
-		return nil, err
-	}
-	vals := make([]driver.Value, len(rows.Columns()))
-	var first driver.Value
-	n := 0
-	for {
-		if err = rows.Next(vals); err != nil {
-			break
-		}
-		if n == 0 && len(vals) > 0 {
-			first = vals[0]
-			if b, ok := first.([]byte); ok { // the driver may reuse its buffer for the next row
-				first = append([]byte(nil), b...)
-			}
-		}
-		n++
-	}
-	cerr := rows.Close()
+	cols, rows, err := dialect.Query(ctx, q, query, 1)
 	switch {
-	case err != io.EOF:
+	case err != nil:
 		return nil, err
-	case cerr != nil:
-		return nil, cerr
-	case n == 0 || len(vals) == 0:
+	case len(rows) == 0 || len(cols) == 0:
 		return nil, errors.New("mysqlfailover: " + query + " returned no value")
 	}
-	return first, nil
+	return rows[0][0], nil
 }
 
 // WaitQuery returns the statement that makes a replica wait for pos, at most timeout:
@@ -300,7 +276,7 @@ func WaitReplica(ctx context.Context, conn driver.Conn, f Flavour, pos string, t
 	case int64:
 		n = v
 	case []byte, string:
-		n, err = strconv.ParseInt(text(v), 10, 64)
+		n, err = strconv.ParseInt(dialect.Text(v), 10, 64)
 		if err != nil {
 			n = 2 // not a value either function returns
 		}
@@ -317,5 +293,5 @@ func WaitReplica(ctx context.Context, conn driver.Conn, f Flavour, pos string, t
 	case timedOut:
 		return false, nil
 	}
-	return false, errors.New("mysqlfailover: unexpected answer of the causal read wait: " + strconv.Quote(text(v)))
+	return false, errors.New("mysqlfailover: unexpected answer of the causal read wait: " + strconv.Quote(dialect.Text(v)))
 }

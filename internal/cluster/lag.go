@@ -8,13 +8,12 @@ import (
 	"context"
 	"database/sql/driver"
 	"errors"
-	"io"
 	"math"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
+	"github.com/mysqlfailover/mysqlfailover/internal/dialect"
 )
 
 // The two forms of the replica status statement. ReplicaStatusQuery is the one of MySQL
@@ -44,12 +43,6 @@ const LagUnknown time.Duration = -1
 const (
 	ReplicationStopped      = "replication is not running"
 	ReplicationReconnecting = "replication is reconnecting to its source"
-)
-
-// Error numbers ReadLag tells apart.
-const (
-	erParseError           = 1064 // ER_PARSE_ERROR: the server lacks SHOW REPLICA STATUS (or SHOW SLAVE STATUS)
-	erSpecificAccessDenied = 1227 // ER_SPECIFIC_ACCESS_DENIED_ERROR: the user lacks the privilege
 )
 
 // ReadLag reads over conn how far the replica is behind its source, with one query (two
@@ -91,7 +84,7 @@ func ReadLag(ctx context.Context, conn driver.Conn, old bool) (lag time.Duration
 		return LagUnknown, "replica lag unknown: the connection cannot run queries (no driver.QueryerContext)", old, nil
 	}
 	lag, reason, err = readLag(ctx, q, statusQuery(old))
-	if isErrno(err, erParseError) {
+	if dialect.Number(err) == dialect.ErrParse { // the server lacks this form
 		old = !old
 		lag, reason, err = readLag(ctx, q, statusQuery(old))
 	}
@@ -101,7 +94,7 @@ func ReadLag(ctx context.Context, conn driver.Conn, old bool) (lag time.Duration
 	if Classify(ctx, err) != Data {
 		return LagUnknown, "", old, err
 	}
-	if isErrno(err, erSpecificAccessDenied) {
+	if dialect.Number(err) == dialect.ErrSpecificAccessDenied {
 		return LagUnknown, "replica lag unknown: the user lacks the privilege to read the replica status " +
 			"(grant REPLICA MONITOR, alias SLAVE MONITOR, on MariaDB 10.5.9+; REPLICATION SLAVE ADMIN on " +
 			"MariaDB 10.5.0-10.5.8; REPLICATION CLIENT on MySQL and MariaDB before 10.5): " + err.Error(), old, nil
@@ -116,34 +109,17 @@ func statusQuery(old bool) string {
 	return ReplicaStatusQuery
 }
 
-func isErrno(err error, n uint16) bool {
-	var me *mysql.MySQLError
-	return errors.As(err, &me) && me != nil && me.Number == n
-}
-
 // readLag runs one form of the status query and reads its rows. An error is the driver's,
 // or a plain one for an answer without a usable lag column; reason is set for the answers
 // that say the lag is unknown (no rows, NULL).
 func readLag(ctx context.Context, q driver.QueryerContext, query string) (time.Duration, string, error) {
-	rows, err := q.QueryContext(ctx, query, nil)
+	cols, rows, err := dialect.Query(ctx, q, query, dialect.All)
 	if err != nil {
 		return LagUnknown, "", err
 	}
-	cols := rows.Columns()
 	r := lagRows{cols: cols, sc: findStatusCols(cols)}
-	vals := make([]driver.Value, len(cols))
-	for {
-		if err = rows.Next(vals); err != nil {
-			break
-		}
+	for _, vals := range rows {
 		r.add(vals)
-	}
-	cerr := rows.Close()
-	switch {
-	case err != io.EOF:
-		return LagUnknown, "", err
-	case cerr != nil:
-		return LagUnknown, "", cerr
 	}
 	return r.result(query)
 }
@@ -214,7 +190,7 @@ func (r *lagRows) stoppedReason(vals []driver.Value) string {
 	// as fresh as the source's last write. Stopped (an operator, an error) the data
 	// ends where it stopped.
 	stopped := ReplicationStopped
-	if sc.sql >= 0 && strings.EqualFold(text(vals[sc.sql]), "Yes") && sc.io >= 0 && strings.EqualFold(text(vals[sc.io]), "Connecting") {
+	if sc.sql >= 0 && strings.EqualFold(dialect.Text(vals[sc.sql]), "Yes") && sc.io >= 0 && strings.EqualFold(dialect.Text(vals[sc.io]), "Connecting") {
 		stopped = ReplicationReconnecting
 	}
 	stopped += " (Seconds_Behind_Master is NULL"
@@ -222,7 +198,7 @@ func (r *lagRows) stoppedReason(vals []driver.Value) string {
 		if c < 0 || vals[c] == nil {
 			continue
 		}
-		if v := text(vals[c]); v != "0" || c == sc.io || c == sc.sql {
+		if v := dialect.Text(vals[c]); v != "0" || c == sc.io || c == sc.sql {
 			stopped += ", " + r.cols[c] + "=" + v
 		}
 	}
@@ -244,28 +220,12 @@ func (r *lagRows) result(query string) (time.Duration, string, error) {
 	return r.max, "", nil
 }
 
-// seconds reads a lag value: []byte or string from the text protocol, an integer type
+// seconds reads a lag value (dialect.Int): text from the text protocol, an integer type
 // from the binary protocol or another driver.
 func seconds(v driver.Value) (int64, error) {
-	var s int64
-	var err error
-	switch v := v.(type) {
-	case int64:
-		s = v
-	case uint64:
-		if v > math.MaxInt64 {
-			v = math.MaxInt64
-		}
-		s = int64(v)
-	case []byte:
-		s, err = strconv.ParseInt(string(v), 10, 64)
-	case string:
-		s, err = strconv.ParseInt(v, 10, 64)
-	default:
-		err = errors.New("unexpected type")
-	}
-	if err != nil || s < 0 {
-		return 0, errors.New("Seconds_Behind_Master is not a number of seconds: " + strconv.Quote(text(v)))
+	s, ok := dialect.Int(v)
+	if !ok || s < 0 {
+		return 0, errors.New("Seconds_Behind_Master is not a number of seconds: " + strconv.Quote(dialect.Text(v)))
 	}
 	return s, nil
 }

@@ -25,12 +25,12 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
-	"io"
 	"sync"
 	"time"
 
 	"github.com/mysqlfailover/mysqlfailover/failover"
 	"github.com/mysqlfailover/mysqlfailover/internal/attrs"
+	"github.com/mysqlfailover/mysqlfailover/internal/dialect"
 )
 
 // probeQuery is the probe's round trip when it has no state to read (see probeReads);
@@ -295,7 +295,7 @@ func (c *Cluster) probeConn(ctx context.Context, id int, h *hostState, b probeBo
 	for again := conn != nil; ; again = false {
 		if conn == nil {
 			conn = c.probeDial(ctx, id, h, b, &r)
-			if fullHost(r.err) {
+			if dialect.Full(r.err) {
 				// The server answered that it takes no more connections: it is up and
 				// its sessions work (a full host is not a down host). The probe
 				// connection is opened again next round.
@@ -536,19 +536,8 @@ func selectOne(ctx context.Context, conn driver.Conn) error {
 	if !ok {
 		return errors.New("mysqlfailover: the connection cannot run the probe query (no driver.QueryerContext)")
 	}
-	rows, err := q.QueryContext(ctx, probeQuery, nil)
-	if err != nil {
-		return err
-	}
-	vals := make([]driver.Value, len(rows.Columns()))
-	for err == nil {
-		err = rows.Next(vals)
-	}
-	cerr := rows.Close()
-	if err != io.EOF {
-		return err
-	}
-	return cerr
+	_, _, err := dialect.Query(ctx, q, probeQuery, 0)
+	return err
 }
 
 // downDelay is how long host h's probes must fail without a pause before they declare

@@ -14,7 +14,6 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
 
@@ -22,6 +21,7 @@ import (
 
 	"github.com/mysqlfailover/mysqlfailover/failover"
 	"github.com/mysqlfailover/mysqlfailover/internal/attrs"
+	"github.com/mysqlfailover/mysqlfailover/internal/dialect"
 )
 
 // Kind is the kind of cluster the hosts form (dsn's cluster option), which decides how
@@ -101,79 +101,26 @@ func (e *NotReadyError) Unwrap() error { return e.Cause }
 // said, not for a failed connection (a *failover.FailoverError says "left" it).
 func (e *NotReadyError) Demoted() bool { return true }
 
-// The refusals of a server that is not ready for application use. Each is sent instead
-// of running the statement (or before the handshake completes), so nothing of the
-// statement ran.
-const (
-	// erNotPrepared is 1047 ER_UNKNOWN_COM_ERROR (08S01), which Galera sends as "WSREP
-	// has not yet prepared node for application use" from a node outside the Primary
-	// component, not synced, or with wsrep_reject_queries set. (A server without wsrep
-	// sends it for a protocol command it does not know, which did not run either.)
-	erNotPrepared = 1047
-	// erOfflineMode is 3032 ER_SERVER_OFFLINE_MODE (HY000): MySQL's offline_mode refuses
-	// sessions of users without CONNECTION_ADMIN (SUPER), at connect and on their next
-	// statement.
-	erOfflineMode = 3032
-	// erGroupNotOnline is 3796 ER_GRP_TRX_CONSISTENCY_NOT_ALLOWED: a transaction with
-	// group_replication_consistency BEFORE or stronger, refused on a member that is not
-	// ONLINE.
-	erGroupNotOnline = 3796
-	// erGroupStopping is 3799 ER_GRP_TRX_CONSISTENCY_BEGIN_NOT_ALLOWED: Group Replication
-	// is stopping on the member, which takes no new transaction.
-	erGroupStopping = 3799
-)
-
 // Refusal returns the NotReadyError that err says, when err is a server's refusal to run
-// anything because it is not ready (1047, 3032, 3796, 3799), else nil.
+// anything because it is not ready (dialect.NotReady: 1047, 3032, 3796, 3799), else nil.
 func Refusal(err error) *NotReadyError {
-	var me *mysql.MySQLError
-	if !errors.As(err, &me) || me == nil {
-		return nil
-	}
-	switch me.Number {
-	case erNotPrepared:
-		return &NotReadyError{Kind: KindGalera, Reason: "the node refused the statement (Galera: outside the Primary component, not synced, or rejecting queries)", Cause: me}
-	case erOfflineMode:
-		return &NotReadyError{Kind: KindReplication, Reason: "offline_mode: the server refuses sessions without CONNECTION_ADMIN", Cause: me}
-	case erGroupNotOnline:
-		return &NotReadyError{Kind: KindGroup, Reason: "the Group Replication member is not ONLINE", Cause: me}
-	case erGroupStopping:
-		return &NotReadyError{Kind: KindGroup, Reason: "Group Replication is stopping on the member", Cause: me}
-	}
-	return nil
+	return notReadyOf(dialect.NotReady(err))
 }
 
-// erDuringCommit is 1180 ER_ERROR_DURING_COMMIT (HY000). A storage engine answers it to
-// a COMMIT it could not write ("Got error N during COMMIT"); MariaDB's Galera answers it
-// to a commit it could not replicate, with the replication provider's status in the
-// message (see LostPrimary).
-const erDuringCommit = 1180
-
-// notPrimaryStatus is the provider status of a 1180 that a Galera node answers to a
-// commit (or a streaming replication fragment) it could not replicate because it is not
-// in the Primary component: MariaDB 10.4+ writes "Error while appending streaming
-// replication fragment(provider status: Not connected to Primary Component)", whatever
-// was being replicated. The text is the server's own and can be relied on: it is made
-// of two literals (MariaDB's format in wsrep_override_error and wsrep-lib's name of the
-// provider's connection failure), which lc_messages does not translate and no statement
-// or data can put there, and no other 1180 carries it.
-const notPrimaryStatus = "Not connected to Primary Component"
-
 // LostPrimary returns the NotReadyError that err says when it is a Galera node's 1180
-// with the provider status "Not connected to Primary Component": the node lost the
-// Primary component while it replicated the statement's commit, and is not ready. Unlike
-// a Refusal, the commit may have taken effect: the write set may have reached the
-// other nodes before they evicted this one, and they commit what they received (seen
-// on MariaDB 10.11 with galera-4: 8 of 60 such autocommit INSERTs were on the other
-// nodes afterwards). Galera's replication code returns the same status for a write set
-// it never sent, so the error cannot tell the two apart. Else nil.
+// with the provider status "Not connected to Primary Component" (dialect.LostPrimary):
+// the node lost the Primary component while it replicated the statement's commit, and
+// is not ready. Unlike a Refusal, the commit may have taken effect. Else nil.
 func LostPrimary(err error) *NotReadyError {
-	var me *mysql.MySQLError
-	if !errors.As(err, &me) || me == nil || me.Number != erDuringCommit || !strings.Contains(me.Message, notPrimaryStatus) {
+	return notReadyOf(dialect.LostPrimary(err))
+}
+
+// notReadyOf is the NotReadyError of what a server said (nil: nil).
+func notReadyOf(u *dialect.Unready) *NotReadyError {
+	if u == nil {
 		return nil
 	}
-	return &NotReadyError{Kind: KindGalera, Reason: "the node left the Primary component while it replicated the commit " +
-		"(the other nodes may have committed it)", Cause: me}
+	return &NotReadyError{Kind: kindOf(u.Cluster), Reason: u.Reason, Cause: u.Err}
 }
 
 // GaleraStatusQuery reads a Galera node's state, one round trip after RoleQuery. SHOW
@@ -395,9 +342,9 @@ func groupReady(ctx context.Context, conn driver.Conn) (string, error) {
 		return "not a member of its group: no row for @@server_uuid in performance_schema.replication_group_members (Group Replication is not running)", nil
 	}
 	r := rows[0]
-	state := text(r[0])
-	total, _ := strconv.Atoi(text(r[1]))
-	unreachable, _ := strconv.Atoi(text(r[2]))
+	state := dialect.Text(r[0])
+	total, _ := strconv.Atoi(dialect.Text(r[1]))
+	unreachable, _ := strconv.Atoi(dialect.Text(r[2]))
 	if !strings.EqualFold(state, "ONLINE") {
 		return "the Group Replication member is " + orAbsent(state) + ", not ONLINE", nil
 	}
@@ -446,7 +393,7 @@ func showRows(ctx context.Context, conn driver.Conn, query string) (map[string]s
 	m := make(map[string]string, len(rows))
 	for _, r := range rows {
 		if len(r) >= 2 {
-			m[strings.ToLower(text(r[0]))] = text(r[1])
+			m[strings.ToLower(dialect.Text(r[0]))] = dialect.Text(r[1])
 		}
 	}
 	return m, nil
@@ -464,29 +411,8 @@ func queryColumns(ctx context.Context, conn driver.Conn, query string) ([][]driv
 	if !ok {
 		return nil, nil, errors.New("mysqlfailover: the connection cannot run the role query (no driver.QueryerContext)")
 	}
-	rows, err := q.QueryContext(ctx, query, nil)
-	if err != nil {
-		return nil, nil, err
-	}
-	cols := rows.Columns()
-	var out [][]driver.Value
-	for {
-		vals := make([]driver.Value, len(cols))
-		if err = rows.Next(vals); err != nil {
-			break
-		}
-		for i, v := range vals {
-			if b, ok := v.([]byte); ok {
-				vals[i] = string(b) // the driver reuses its buffer
-			}
-		}
-		out = append(out, vals)
-	}
-	cerr := rows.Close()
-	if err != io.EOF {
-		return nil, nil, err
-	}
-	return out, cols, cerr
+	cols, out, err := dialect.Query(ctx, q, query, dialect.All)
+	return out, cols, err
 }
 
 // Kind returns the cluster type: the one dsn's cluster option forces, else the one the

@@ -7,10 +7,6 @@ package cluster
 import (
 	"context"
 	"database/sql/driver"
-	"errors"
-	"fmt"
-
-	"github.com/go-sql-driver/mysql"
 
 	"github.com/mysqlfailover/mysqlfailover/failover"
 	"github.com/mysqlfailover/mysqlfailover/internal/attrs"
@@ -58,16 +54,6 @@ func ReadRole(ctx context.Context, conn driver.Conn) (failover.Role, error) {
 	return roleOf(vars)
 }
 
-func text(v driver.Value) string {
-	switch v := v.(type) {
-	case []byte:
-		return string(v)
-	case string:
-		return v
-	}
-	return fmt.Sprint(v)
-}
-
 // RoleError says that a host was not used because of its role: the role check after
 // connecting found Role where targetSessionAttrs wanted Wanted, or (Cause set) a write on
 // a host believed writable was rejected because the server had become read-only (a
@@ -100,16 +86,6 @@ func (e *RoleError) Unwrap() error { return e.Cause }
 // Demoted reports whether the error is a host found demoted by a rejected write (Cause
 // set), rather than a role check after connecting.
 func (e *RoleError) Demoted() bool { return e.Cause != nil }
-
-// ReadOnlyRejection reports whether err is the server refusing a statement because it is
-// globally read-only: 1290 ER_OPTION_PREVENTS_STATEMENT (which other options, such as
-// --secure-file-priv, also raise: the caller checks the role before acting) or 1836
-// ER_READ_ONLY_MODE. 1792 (a write in a read-only transaction) is not one: the session
-// made itself read-only, not the server.
-func ReadOnlyRejection(err error) bool {
-	var me *mysql.MySQLError
-	return errors.As(err, &me) && (me.Number == 1290 || me.Number == 1836)
-}
 
 // WriteIntent reports whether t asks for a session that can write: read-write and
 // primary. Those walks look for the writer wherever it is (the primary is never left out

@@ -14,12 +14,11 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
-	"io"
 	"strconv"
 	"sync/atomic"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
+	"github.com/mysqlfailover/mysqlfailover/internal/dialect"
 )
 
 // Socket is what the connector's socket tracker learns of one physical connection's
@@ -77,10 +76,6 @@ func (c *Cluster) SocketOf(phys driver.Conn) *Socket {
 	}
 	return c.env.Socket(phys)
 }
-
-// errNoSuchThread is the server's answer to a KILL of a thread that has ended
-// (ER_NO_SUCH_THREAD).
-const errNoSuchThread = 1094
 
 // ProcessQuery is the query of Settle's wait: one row while the thread of the id is in
 // the server's process list. A session sees its own user's threads without the PROCESS
@@ -178,9 +173,8 @@ func (c *Cluster) settle(ctx context.Context, host int, addr string, old *Socket
 				addr, up, age.Round(time.Millisecond))
 		}
 	}
-	var me *mysql.MySQLError
 	if notKilled == "" {
-		if _, err := ex.ExecContext(sctx, "KILL CONNECTION "+id, nil); err != nil && !(errors.As(err, &me) && me.Number == errNoSuchThread) {
+		if _, err := ex.ExecContext(sctx, "KILL CONNECTION "+id, nil); err != nil && dialect.Number(err) != dialect.ErrNoSuchThread {
 			return c.settleErr(ctx, "KILL CONNECTION "+id+" on "+addr+" failed", err)
 		}
 	}
@@ -221,36 +215,23 @@ func (c *Cluster) settleErr(ctx context.Context, what string, err error) error {
 
 // uptime reads the server's uptime (UptimeQuery) on q; the server counts whole seconds.
 func uptime(ctx context.Context, q driver.QueryerContext) (time.Duration, error) {
-	rows, err := q.QueryContext(ctx, UptimeQuery, nil)
+	_, rows, err := dialect.Query(ctx, q, UptimeQuery, 1)
 	if err != nil {
-		return 0, err
-	}
-	defer rows.Close()
-	vals := make([]driver.Value, len(rows.Columns()))
-	if err := rows.Next(vals); err != nil || len(vals) < 2 {
 		return 0, fmt.Errorf("no uptime in the answer to %s (%v)", UptimeQuery, err)
 	}
-	secs, err := strconv.ParseInt(text(vals[1]), 10, 64)
+	if len(rows) == 0 || len(rows[0]) < 2 {
+		return 0, fmt.Errorf("no uptime in the answer to %s", UptimeQuery)
+	}
+	vals := rows[0]
+	secs, err := strconv.ParseInt(dialect.Text(vals[1]), 10, 64)
 	if err != nil {
-		return 0, fmt.Errorf("the uptime %q: %w", text(vals[1]), err)
+		return 0, fmt.Errorf("the uptime %q: %w", dialect.Text(vals[1]), err)
 	}
 	return time.Duration(secs) * time.Second, nil
 }
 
 // threadListed runs query (ProcessQuery) on q and reports whether it returned a row.
 func threadListed(ctx context.Context, q driver.QueryerContext, query string) (bool, error) {
-	rows, err := q.QueryContext(ctx, query, nil)
-	if err != nil {
-		return false, err
-	}
-	vals := make([]driver.Value, len(rows.Columns()))
-	n := 0
-	for err = rows.Next(vals); err == nil; err = rows.Next(vals) {
-		n++
-	}
-	cerr := rows.Close()
-	if err != io.EOF {
-		return false, err
-	}
-	return n > 0, cerr
+	_, rows, err := dialect.Query(ctx, q, query, 1)
+	return len(rows) > 0, err
 }

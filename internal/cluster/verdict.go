@@ -19,6 +19,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/mysqlfailover/mysqlfailover/failover"
+	"github.com/mysqlfailover/mysqlfailover/internal/dialect"
 )
 
 // check is one same-host check after a session on the host ended, which the
@@ -132,20 +133,15 @@ func (c *Cluster) knownDown(hs *hostState, cause error) bool {
 	if v := hs.health(); v.skipped(c.env.Clock.Now().UnixNano()) || v.probeFailing {
 		return true // declared down by probes or failing them, or an attempt failed a moment ago
 	}
-	var me *mysql.MySQLError
-	return errors.As(cause, &me) && (me.Number == 1053 || me.Number == 1080) // shutting down
+	return dialect.ShuttingDown(cause)
 }
 
 // serverEndedSession reports whether cause is the server's own word that it ended this
-// session (an error packet of the 08 class or one of commErrnos, other than a
-// shutdown): the server was up when it said so. A connection found closed before
-// anything was sent (driver.ErrBadConn) is not such proof.
+// session (dialect.EndsSession, other than a shutdown): the server was up when it said
+// so. A connection found closed before anything was sent (driver.ErrBadConn) is not
+// such proof.
 func serverEndedSession(cause error) bool {
-	var me *mysql.MySQLError
-	if !errors.As(cause, &me) || me.Number == 1053 || me.Number == 1080 {
-		return false
-	}
-	return me.SQLState[0] == '0' && me.SQLState[1] == '8' || commErrnos[me.Number]
+	return !dialect.ShuttingDown(cause) && dialect.EndsSession(cause)
 }
 
 // answered reports whether err, from a connection attempt, came from a server that is
@@ -153,36 +149,11 @@ func serverEndedSession(cause error) bool {
 // database), or it closed the handshakes of this session while it answered others
 // (*SessionClosedError).
 func answered(err error) bool {
-	if fullHost(err) || notReady(err) || sessionClosed(err) {
+	if dialect.Full(err) || notReady(err) || sessionClosed(err) {
 		return true
 	}
 	var me *mysql.MySQLError
 	return errors.As(err, &me) && !communication(err)
-}
-
-// fullHost reports whether err is a server's answer that it takes no more connections
-// now: 1040 ER_CON_COUNT_ERROR (max_connections), 1203 ER_TOO_MANY_USER_CONNECTIONS
-// (max_user_connections), 1226 ER_USER_LIMIT_REACHED (max_connections_per_hour and its
-// kin), 1129 ER_HOST_IS_BLOCKED (max_connect_errors, until FLUSH HOSTS). The server is
-// up and its existing sessions work: a full host is not a down host.
-func fullHost(err error) bool {
-	var me *mysql.MySQLError
-	if !errors.As(err, &me) {
-		return false
-	}
-	switch me.Number {
-	case 1040, 1203, 1226, 1129:
-		return true
-	}
-	return false
-}
-
-// fullRetry reports whether a full host may free a slot soon: 1040 and 1203 count open
-// sessions, which end all the time; 1226 (an hourly limit) and 1129 (blocked until an
-// operator runs FLUSH HOSTS) do not.
-func fullRetry(err error) bool {
-	var me *mysql.MySQLError
-	return errors.As(err, &me) && (me.Number == 1040 || me.Number == 1203)
 }
 
 // fullError is the error of a connection that gave up on a full host.
@@ -242,11 +213,11 @@ func (c *Cluster) attemptPatient(ctx context.Context, h int, setup SetupFunc, la
 			}
 			return nil, false, out
 		}
-		if err == nil || !fullHost(err) {
+		if err == nil || !dialect.Full(err) { // a full host is not a down host
 			return conn, lastResort, err
 		}
 		waited := c.env.Clock.Now().Sub(start)
-		if !fullRetry(err) || waited+wait > total {
+		if !dialect.TooManySessions(err) || waited+wait > total { // 1226 and 1129 free no slot soon
 			return nil, false, &fullError{host: c.Host(h), err: err, attempts: n, waited: waited}
 		}
 		if serr := c.env.Clock.Sleep(ctx, wait); serr != nil {
@@ -268,7 +239,7 @@ func (c *Cluster) attemptPatient(ctx context.Context, h int, setup SetupFunc, la
 // ErrOldProtocol, ErrPktSync). ctx is the caller's context; its end is handled by the
 // walk.
 func stopsWalk(ctx context.Context, err error) bool {
-	if fullHost(err) || Classify(ctx, err) != Data {
+	if dialect.Full(err) || Classify(ctx, err) != Data {
 		return false
 	}
 	var re *RoleError

@@ -33,6 +33,7 @@ import (
 
 	"github.com/mysqlfailover/mysqlfailover/failover"
 	"github.com/mysqlfailover/mysqlfailover/internal/attrs"
+	"github.com/mysqlfailover/mysqlfailover/internal/dialect"
 	"github.com/mysqlfailover/mysqlfailover/policy"
 )
 
@@ -390,7 +391,7 @@ func (c *Cluster) readEvidence(ctx context.Context, id int, conn driver.Conn, st
 	}
 	e.read = true
 	if rows, err := queryRows(rctx, conn, ServerIDQuery); err == nil && len(rows) == 1 && len(rows[0]) == 1 {
-		e.serverID, _ = strconv.ParseInt(text(rows[0][0]), 10, 64)
+		e.serverID, _ = strconv.ParseInt(dialect.Text(rows[0][0]), 10, 64)
 	}
 	e.sources, e.status = readSources(rctx, conn)
 	if writable(e.st.Role) {
@@ -406,7 +407,7 @@ func (c *Cluster) readEvidence(ctx context.Context, id int, conn driver.Conn, st
 // and whether the status could be read at all.
 func readSources(ctx context.Context, conn driver.Conn) ([]int64, bool) {
 	rows, cols, err := queryColumns(ctx, conn, ReplicaStatusQuery)
-	if isErrno(err, erParseError) {
+	if dialect.Number(err) == dialect.ErrParse {
 		rows, cols, err = queryColumns(ctx, conn, SlaveStatusQuery)
 	}
 	if err != nil {
@@ -418,7 +419,7 @@ func readSources(ctx context.Context, conn driver.Conn) ([]int64, bool) {
 		if src < 0 {
 			continue
 		}
-		if n, err := strconv.ParseInt(text(r[src]), 10, 64); err == nil && n != 0 {
+		if n, err := strconv.ParseInt(dialect.Text(r[src]), 10, 64); err == nil && n != 0 {
 			out = append(out, n)
 		}
 	}
@@ -454,7 +455,7 @@ type registered struct {
 func registeredReplicas(ctx context.Context, conn driver.Conn) ([]registered, string, error) {
 	query := ReplicaHostsQuery
 	rows, cols, err := queryColumns(ctx, conn, query)
-	if isErrno(err, erParseError) {
+	if dialect.Number(err) == dialect.ErrParse {
 		query = SlaveHostsQuery
 		rows, cols, err = queryColumns(ctx, conn, query)
 	}
@@ -467,16 +468,16 @@ func registeredReplicas(ctx context.Context, conn driver.Conn) ([]registered, st
 	}
 	out := make([]registered, 0, len(rows))
 	for _, r := range rows {
-		n, err := strconv.ParseInt(text(r[id]), 10, 64)
+		n, err := strconv.ParseInt(dialect.Text(r[id]), 10, 64)
 		if err != nil {
 			continue
 		}
 		h := registered{serverID: n}
 		if host >= 0 {
-			h.host = strings.TrimSpace(text(r[host]))
+			h.host = strings.TrimSpace(dialect.Text(r[host]))
 		}
 		if port >= 0 {
-			h.port, _ = strconv.Atoi(text(r[port]))
+			h.port, _ = strconv.Atoi(dialect.Text(r[port]))
 		}
 		out = append(out, h)
 	}

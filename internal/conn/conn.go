@@ -8,11 +8,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
-
 	"github.com/mysqlfailover/mysqlfailover/dsn"
 	"github.com/mysqlfailover/mysqlfailover/failover"
 	"github.com/mysqlfailover/mysqlfailover/internal/cluster"
+	"github.com/mysqlfailover/mysqlfailover/internal/dialect"
 	"github.com/mysqlfailover/mysqlfailover/internal/stmt"
 )
 
@@ -533,7 +532,7 @@ func (c *Conn) fail(ctx context.Context, epoch uint64, err error, r stmt.Retry, 
 		return c.refused(ctx, err, r, true, k)
 	case cluster.Data:
 		c.refusedWrite(err)
-		if c.cfg.WriteIntent && cluster.ReadOnlyRejection(err) && !cluster.Ended(ctx) {
+		if c.cfg.WriteIntent && dialect.ReadOnly(err) && !cluster.Ended(ctx) {
 			return c.rejected(ctx, err, r, c.cfg.MultiStatements, k)
 		}
 		if c.cfg.MultiStatements {
@@ -784,7 +783,7 @@ func (c *Conn) reconnect(ctx context.Context, failed int, err error, notSent boo
 	}
 	fe := &failover.FailoverError{
 		Failed:        c.cl.Host(failed),
-		MaybeExecuted: !notSent && !packetRefused(err),
+		MaybeExecuted: !notSent && !dialect.PacketTooLarge(err),
 		Err:           cluster.NotBadConn(err, broken),
 	}
 	// The cluster decides whether the host or only this session is gone, and returns a
@@ -847,15 +846,6 @@ func (c *Conn) heldErr(ctx context.Context, v verdict, what string, old ended, f
 		return fe
 	}
 	return nil
-}
-
-// packetRefused reports whether err is the server's answer that the request's packet was
-// bigger than its max_allowed_packet (1153, 08S01): the server closes the session
-// without reading the request, so nothing of it ran (but it is not run again: it would
-// be refused again).
-func packetRefused(err error) bool {
-	var me *mysql.MySQLError
-	return errors.As(err, &me) && me.Number == 1153
 }
 
 // dropIfInvalid drops a physical connection that go-sql-driver has closed (after a

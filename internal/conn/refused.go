@@ -4,9 +4,8 @@ import (
 	"database/sql/driver"
 	"errors"
 
-	"github.com/go-sql-driver/mysql"
-
 	"github.com/mysqlfailover/mysqlfailover/failover"
+	"github.com/mysqlfailover/mysqlfailover/internal/dialect"
 )
 
 // refusedWrite counts err in the pool's Stats().WriteRefusals when it says a write could
@@ -84,12 +83,8 @@ func tried(nh *failover.NoHostAvailableError) bool {
 
 // writeRefusal reports whether err is one refusedWrite counts.
 func writeRefusal(err error) bool {
-	var me *mysql.MySQLError
-	if errors.As(err, &me) {
-		switch me.Number {
-		case 1290, 1836, 1792:
-			return true
-		}
+	if dialect.WriteRefused(err) {
+		return true
 	}
 	var nh *failover.NoHostAvailableError
 	return errors.As(err, &nh) && tried(nh)

@@ -22,9 +22,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
-
 	"github.com/mysqlfailover/mysqlfailover/internal/cluster"
+	"github.com/mysqlfailover/mysqlfailover/internal/dialect"
 	"github.com/mysqlfailover/mysqlfailover/internal/stmt"
 )
 
@@ -587,17 +586,16 @@ func (c *Conn) noteFailed(k stmt.Kind, err error) {
 	default:
 		return // not a statement of the transaction (a PREPARE, a session call)
 	}
-	var me *mysql.MySQLError
 	switch {
 	case tr.query == "" || tr.epoch != c.epoch:
 		l.refuse("a statement that failed without being recorded")
 	case k&kClass == kBatch || c.cfg.MultiStatements && multiple(tr.query):
 		l.refuse(unreplayable(kBatch, tr.query))
-	case !errors.As(err, &me) || me == nil:
+	case dialect.ServerError(err) == nil:
 		l.refuse("a statement that failed with an error of the driver's: " + err.Error())
 	default:
 		if e := l.add(k, tr.query, tr.args, tr.prepared, tr.isQuery); e != nil {
-			e.errno = me.Number
+			e.errno = dialect.Number(err)
 		}
 	}
 }
@@ -936,11 +934,10 @@ func (c *Conn) replayFailed(ctx context.Context, e *entry, s driver.Stmt) error 
 	} else {
 		_, err = c.replayExec(ctx, e, s)
 	}
-	var me *mysql.MySQLError
 	switch {
 	case err == nil:
 		return &replayError{why: fmt.Sprintf("it succeeded on replay, the application saw error %d", e.errno)}
-	case errors.As(err, &me) && me.Number == e.errno:
+	case dialect.ServerError(err) != nil && dialect.Number(err) == e.errno:
 		return nil
 	}
 	if m := dataAsMismatch(ctx, err); m != err {

@@ -20,10 +20,9 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/go-sql-driver/mysql"
-
 	"github.com/mysqlfailover/mysqlfailover/failover"
 	"github.com/mysqlfailover/mysqlfailover/internal/cluster"
+	"github.com/mysqlfailover/mysqlfailover/internal/dialect"
 	"github.com/mysqlfailover/mysqlfailover/internal/stmt"
 )
 
@@ -514,7 +513,7 @@ func (c *Conn) failReplica(ctx context.Context, epoch uint64, err error, r stmt.
 		return false, cluster.NotBadConn(err, "")
 	}
 	inTx := k == kTxEnd || c.tx != nil && c.tx.rs == rs
-	if c.galeraCausal() && !inTx && isErrno(err, errLockWaitTimeout) && r != stmt.NoRetry {
+	if c.galeraCausal() && !inTx && dialect.Number(err) == dialect.ErrLockWaitTimeout && r != stmt.NoRetry {
 		// The node's causality check did not catch up within repl.causal_read_timeout
 		// (causalWait): the read ran nowhere; another replica or the primary serves it.
 		c.noteBehind(rs)
@@ -763,15 +762,4 @@ func (c *Conn) causalWait(ctx context.Context, rs *rsession) (bool, error) {
 		rs.reached = pos
 	}
 	return ok, nil
-}
-
-// errDuringCommit is 1180 ER_ERROR_DURING_COMMIT, which a Galera node answers a COMMIT it
-// could not replicate: the others may have committed it (its form "Not connected to
-// Primary Component" also says the node is not ready: cluster.LostPrimary).
-const errDuringCommit = 1180
-
-// isErrno reports whether err is a *mysql.MySQLError numbered n.
-func isErrno(err error, n uint16) bool {
-	var me *mysql.MySQLError
-	return errors.As(err, &me) && me != nil && me.Number == n
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/mysqlfailover/mysqlfailover/failover"
 	"github.com/mysqlfailover/mysqlfailover/internal/cluster"
+	"github.com/mysqlfailover/mysqlfailover/internal/dialect"
 	"github.com/mysqlfailover/mysqlfailover/internal/stmt"
 )
 
@@ -126,7 +127,7 @@ func (t *Tx) Commit() error {
 	}
 	// A COMMIT refused by a server that became read-only, or that is not ready (a Galera
 	// node that left the Primary component: 1047), did not commit.
-	rejected := cluster.ReadOnlyRejection(err)
+	rejected := dialect.ReadOnly(err)
 	old := ended{c.host, c.sock}
 	unsent := errors.Is(err, driver.ErrBadConn)
 	if t.rs == nil && t.epoch == c.epoch {
@@ -142,7 +143,7 @@ func (t *Tx) Commit() error {
 	var fe *failover.FailoverError
 	var he *heldError
 	switch {
-	case !errors.As(out, &fe) && c.cl.Kind() == cluster.KindGalera && isErrno(err, errDuringCommit):
+	case !errors.As(out, &fe) && c.cl.Kind() == cluster.KindGalera && dialect.Number(err) == dialect.ErrErrorDuringCommit:
 		// The node could not replicate the commit for another reason than a lost Primary
 		// component (which moved the connection: cluster.LostPrimary): the rest of the
 		// cluster may have committed it, or not.

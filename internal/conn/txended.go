@@ -10,19 +10,10 @@ package conn
 
 import (
 	"context"
-	"errors"
-
-	"github.com/go-sql-driver/mysql"
 
 	"github.com/mysqlfailover/mysqlfailover/internal/cluster"
+	"github.com/mysqlfailover/mysqlfailover/internal/dialect"
 	"github.com/mysqlfailover/mysqlfailover/internal/stmt"
-)
-
-// The server errors that may end a transaction while its session lives on.
-const (
-	errLockWaitTimeout      = 1205 // ER_LOCK_WAIT_TIMEOUT: the statement, or with innodb_rollback_on_timeout the transaction
-	errDeadlock             = 1213 // ER_LOCK_DEADLOCK: always the whole transaction (InnoDB; Galera's certification failure too)
-	errRollbackDuringCommit = 3101 // ER_TRANSACTION_ROLLBACK_DURING_COMMIT: Group Replication's certification failure
 )
 
 // The session's innodb_rollback_on_timeout (Conn.sess.rbot), read on a server without
@@ -41,15 +32,11 @@ const (
 )
 
 // rollbackErrno returns the number of err when it is a server error that may end a
-// transaction (1205, 1213, 3101), else 0.
+// transaction while its session lives on (dialect.Conflict: 1205, 1213, 3101), else 0.
+// An XA branch's 1614 is left to the server (see failedWith).
 func rollbackErrno(err error) uint16 {
-	var me *mysql.MySQLError
-	if !errors.As(err, &me) || me == nil {
-		return 0
-	}
-	switch me.Number {
-	case errLockWaitTimeout, errDeadlock, errRollbackDuringCommit:
-		return me.Number
+	if n := dialect.Number(err); n != dialect.ErrXARBDeadlock && dialect.Conflict(err) {
+		return n
 	}
 	return 0
 }
@@ -80,7 +67,7 @@ func (c *Conn) failedWith(ctx context.Context, err error, k stmt.Kind) error {
 	}
 	cls := k & kClass
 	if cls == kCommit {
-		if chain, _, _ := c.st.completion(k); n != errLockWaitTimeout && !chain && (k&fNoChain != 0 || c.st.ct != ctUnknown) {
+		if chain, _, _ := c.st.completion(k); n != dialect.ErrLockWaitTimeout && !chain && (k&fNoChain != 0 || c.st.ct != ctUnknown) {
 			c.st.end(false) // rolled back, not committed, and no chain: no transaction is open
 			return err
 		}
@@ -106,7 +93,7 @@ func (c *Conn) failedWith(ctx context.Context, err error, k stmt.Kind) error {
 		}
 	}
 	e := &endedError{host: c.cl.Host(c.host), cause: err}
-	if n == errLockWaitTimeout {
+	if n == dialect.ErrLockWaitTimeout {
 		ended, fact, qerr := c.timeoutEnded(ctx, k)
 		if qerr != nil {
 			c.markEnded(e) // unless the failed question lost the transaction already
@@ -164,13 +151,12 @@ func (c *Conn) timeoutEnded(ctx context.Context, k stmt.Kind) (ended bool, fact 
 	}
 	if !c.sess.noInTrans {
 		v, qerr := c.queryOne(ctx, askInTrx)
-		var me *mysql.MySQLError
 		switch {
 		case qerr == nil && v == "0":
 			return true, "@@in_transaction is 0", nil
 		case qerr == nil && v == "1":
 			return false, "", nil
-		case errors.As(qerr, &me) && me.Number == errUnknownSystemVariable:
+		case dialect.Number(qerr) == dialect.ErrUnknownSystemVariable:
 			c.sess.noInTrans = true
 		case qerr != nil:
 			return c.unanswered(ctx, qerr, k)
@@ -221,7 +207,7 @@ func (c *Conn) queryOne(ctx context.Context, q string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return text(vals[0]), nil
+	return dialect.Text(vals[0]), nil
 }
 
 // whileEnded answers a statement of kind k while the transaction the server rolled back

@@ -520,19 +520,3 @@ func TestLockWaitTimeoutEdges(t *testing.T) {
 }
 
 var _ = sql.ErrTxDone
-
-// go-sql-driver returns MariaDB's @@in_transaction (UNSIGNED BIGINT) as uint64 and
-// @@autocommit (BIGINT) as int64: resolve and timeoutEnded read both (sqlmock turns a
-// scripted uint64 into int64, so the scripts above cannot show it).
-func TestTextOfColumnValues(t *testing.T) {
-	for _, tc := range []struct {
-		v    driver.Value
-		want string
-	}{
-		{uint64(0), "0"}, {uint64(1), "1"}, {int64(1), "1"}, {int64(12), "12"}, {[]byte("ON"), "ON"}, {"CHAIN", "CHAIN"}, {nil, ""},
-	} {
-		if got := text(tc.v); got != tc.want {
-			t.Errorf("text(%T %v) = %q, want %q", tc.v, tc.v, got, tc.want)
-		}
-	}
-}

@@ -5,11 +5,9 @@ import (
 	"database/sql/driver"
 	"errors"
 	"io"
-	"strconv"
-
-	"github.com/go-sql-driver/mysql"
 
 	"github.com/mysqlfailover/mysqlfailover/internal/cluster"
+	"github.com/mysqlfailover/mysqlfailover/internal/dialect"
 	"github.com/mysqlfailover/mysqlfailover/internal/stmt"
 )
 
@@ -129,8 +127,6 @@ const (
 	askNoInTrx = "SELECT @@autocommit, @@completion_type"
 )
 
-const errUnknownSystemVariable = 1193
-
 // resolve asks the session's server what its statements did not tell: autocommit,
 // completion_type and (MariaDB) whether a transaction is open. A server without
 // @@in_transaction is remembered for the session. A communication failure of the
@@ -144,8 +140,7 @@ func (c *Conn) resolve(ctx context.Context) error {
 		q = askNoInTrx
 	}
 	vals, err := c.queryRow(ctx, q, 3)
-	var me *mysql.MySQLError
-	if q == askAll && errors.As(err, &me) && me.Number == errUnknownSystemVariable {
+	if q == askAll && dialect.Number(err) == dialect.ErrUnknownSystemVariable {
 		c.sess.noInTrans = true
 		if c.st.ac != acUnknown && c.st.ct != ctUnknown {
 			return nil
@@ -167,17 +162,17 @@ func (c *Conn) resolve(ctx context.Context) error {
 		_, out := c.move(ctx, err, true, stmt.NoRetry, kPlain)
 		return out
 	}
-	if k := autocommitKind(text(vals[0])); k == kACOn || k == kACOff {
+	if k := autocommitKind(dialect.Text(vals[0])); k == kACOn || k == kACOff {
 		c.st.ac = acOn
 		if k == kACOff {
 			c.st.ac = acOff
 		}
 	}
-	if ct := completionOf(text(vals[1])); text(vals[1]) != "" {
+	if ct := completionOf(dialect.Text(vals[1])); dialect.Text(vals[1]) != "" {
 		c.st.ct = ct
 	}
 	if len(vals) > 2 {
-		switch text(vals[2]) {
+		switch dialect.Text(vals[2]) {
 		case "0":
 			c.st.txn, c.st.began = txnNone, false
 		case "1":
@@ -197,37 +192,12 @@ func (c *Conn) queryRow(ctx context.Context, q string, cols int) ([]driver.Value
 	if c.queryer == nil {
 		return nil, errNoRow
 	}
-	rows, err := c.queryer.QueryContext(ctx, q, nil)
-	if err != nil {
+	_, rows, err := dialect.Query(ctx, c.queryer, q, 1)
+	switch {
+	case err != nil:
 		return nil, err
+	case len(rows) == 0 || len(rows[0]) < cols:
+		return nil, errNoRow // a data error: no answer
 	}
-	defer rows.Close()
-	vals := make([]driver.Value, len(rows.Columns()))
-	if err := rows.Next(vals); err != nil {
-		if err == io.EOF {
-			return nil, errNoRow // a data error: no answer
-		}
-		return nil, err
-	}
-	if len(vals) < cols {
-		return nil, errNoRow
-	}
-	return vals, nil
-}
-
-// text returns a column value as text: the text protocol's []byte, or a number, which
-// go-sql-driver returns for integer columns (int64; uint64 for an unsigned BIGINT such
-// as MariaDB's @@in_transaction).
-func text(v driver.Value) string {
-	switch v := v.(type) {
-	case []byte:
-		return string(v)
-	case string:
-		return v
-	case int64:
-		return strconv.FormatInt(v, 10)
-	case uint64:
-		return strconv.FormatUint(v, 10)
-	}
-	return ""
+	return rows[0], nil
 }

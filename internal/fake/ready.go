@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/go-sql-driver/mysql"
+
+	"github.com/mysqlfailover/mysqlfailover/internal/dialect"
 )
 
 // The answers of real servers that are not ready for application use, as their
@@ -15,20 +17,20 @@ var (
 	// NotPreparedError is what a Galera node outside the Primary component, not synced,
 	// or with wsrep_reject_queries set, answers a statement that touches a table, BEGIN
 	// and COMMIT.
-	NotPreparedError = &mysql.MySQLError{Number: 1047, SQLState: [5]byte{'0', '8', 'S', '0', '1'},
+	NotPreparedError = &mysql.MySQLError{Number: dialect.ErrUnknownCom, SQLState: [5]byte{'0', '8', 'S', '0', '1'},
 		Message: "WSREP has not yet prepared node for application use"}
 	// LostPrimaryError is what a Galera node answers a commit (an autocommit statement's,
 	// a COMMIT, a streaming replication fragment) it could not replicate because it left
 	// the Primary component meanwhile; the other nodes may have committed it.
-	LostPrimaryError = &mysql.MySQLError{Number: 1180, SQLState: [5]byte{'H', 'Y', '0', '0', '0'},
+	LostPrimaryError = &mysql.MySQLError{Number: dialect.ErrErrorDuringCommit, SQLState: [5]byte{'H', 'Y', '0', '0', '0'},
 		Message: "Error while appending streaming replication fragment(provider status: Not connected to Primary Component)"}
 	// OfflineError is what MySQL in offline_mode answers a user without
 	// CONNECTION_ADMIN, at connect and on its next statement.
-	OfflineError = &mysql.MySQLError{Number: 3032, SQLState: [5]byte{'H', 'Y', '0', '0', '0'},
+	OfflineError = &mysql.MySQLError{Number: dialect.ErrServerOfflineMode, SQLState: [5]byte{'H', 'Y', '0', '0', '0'},
 		Message: "The server is currently in offline mode"}
 	// GroupNotOnlineError is what a Group Replication member that is not ONLINE answers
 	// a transaction with group_replication_consistency BEFORE or stronger.
-	GroupNotOnlineError = &mysql.MySQLError{Number: 3796, SQLState: [5]byte{'H', 'Y', '0', '0', '0'},
+	GroupNotOnlineError = &mysql.MySQLError{Number: dialect.ErrGrpTrxConsistencyNotAllowed, SQLState: [5]byte{'H', 'Y', '0', '0', '0'},
 		Message: "The option group_replication_consistency cannot be used on the current member state."}
 )
 

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/go-sql-driver/mysql"
+
+	"github.com/mysqlfailover/mysqlfailover/internal/dialect"
 )
 
 // SetReadOnly sets host i's global read_only (all hosts start OFF). While it is ON, every
@@ -61,12 +63,12 @@ func (n *Net) DenyReplicaStatus(i int, deny bool) {
 
 // ReplicaStatusDenied is MariaDB 10.11's answer to SHOW REPLICA STATUS from a user
 // without SLAVE MONITOR.
-var ReplicaStatusDenied = &mysql.MySQLError{Number: 1227, SQLState: [5]byte{'4', '2', '0', '0', '0'},
+var ReplicaStatusDenied = &mysql.MySQLError{Number: dialect.ErrSpecificAccessDenied, SQLState: [5]byte{'4', '2', '0', '0', '0'},
 	Message: "Access denied; you need (at least one of) the SUPER, SLAVE MONITOR privilege(s) for this operation"}
 
 // ReplicaHostsDenied is MariaDB 10.11's answer to SHOW REPLICA HOSTS from a user
 // without REPLICATION MASTER ADMIN.
-var ReplicaHostsDenied = &mysql.MySQLError{Number: 1227, SQLState: [5]byte{'4', '2', '0', '0', '0'},
+var ReplicaHostsDenied = &mysql.MySQLError{Number: dialect.ErrSpecificAccessDenied, SQLState: [5]byte{'4', '2', '0', '0', '0'},
 	Message: "Access denied; you need (at least one of) the REPLICATION MASTER ADMIN privilege(s) for this operation"}
 
 // SetLag's special values.
@@ -83,7 +85,7 @@ func (n *Net) RoleChecks(i int) int {
 }
 
 // ReadOnlyError is the error a MariaDB server with read_only=ON gives a write.
-var ReadOnlyError = &mysql.MySQLError{Number: 1290, SQLState: [5]byte{'H', 'Y', '0', '0', '0'},
+var ReadOnlyError = &mysql.MySQLError{Number: dialect.ErrOptionPreventsStatement, SQLState: [5]byte{'H', 'Y', '0', '0', '0'},
 	Message: "The MariaDB server is running with the --read-only option so it cannot execute this statement"}
 
 // Probes returns how many probe queries (SELECT 1) host i answered.
