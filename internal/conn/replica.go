@@ -24,6 +24,7 @@ import (
 
 	"github.com/mysqlfailover/mysqlfailover/failover"
 	"github.com/mysqlfailover/mysqlfailover/internal/cluster"
+	"github.com/mysqlfailover/mysqlfailover/internal/dialect"
 	"github.com/mysqlfailover/mysqlfailover/internal/stmt"
 )
 
@@ -102,8 +103,8 @@ func newSplit(cfg Config) *split {
 // the first attempt of a statement: the replicas that failed the last one may serve it.
 // Inside a Tx, the Tx's session; outside one, a replica only for a read intent (the
 // context's, or SetReadOnly(true)) on a plain statement (not a SET, USE or BEGIN, nor
-// one that creates or drops a temporary table: fSession; nor one whose text touches the
-// primary session's own state: fHolds, fReads), with autocommit on, no transaction
+// one that creates or drops a temporary table: dialect.Session; nor one whose text touches the
+// primary session's own state: dialect.Holds, dialect.Reads), with autocommit on, no transaction
 // opened by statements on the primary session, and no temporary table held by it (its
 // reads would not find the table on a replica: MaxScale sends them to the primary too).
 func (c *Conn) route(ctx context.Context, k stmt.Kind, first bool) (*rsession, error) {
@@ -117,7 +118,7 @@ func (c *Conn) route(ctx context.Context, k stmt.Kind, first bool) (*rsession, e
 			if c.tx.lost != nil {
 				return nil, c.tx.lost
 			}
-			if k != kPlain {
+			if k != dialect.Plain {
 				rs.dirty = true // a statement that changes the session: it is not shared again
 			}
 		}
@@ -126,7 +127,7 @@ func (c *Conn) route(ctx context.Context, k stmt.Kind, first bool) (*rsession, e
 	if g := c.gone; g != nil && (g.NamedLocks > 0 || len(g.TempTables) > 0 || g.UserVariables) {
 		return nil, nil // the primary session ended holding state: ready says what it held
 	}
-	if k != kPlain || c.lost != nil || c.st.ac != acOn || c.st.held() || len(c.sess.has.temps) > 0 {
+	if k != dialect.Plain || c.lost != nil || c.st.ac != acOn || c.st.held() || len(c.sess.has.temps) > 0 {
 		return nil, nil
 	}
 	key, ok := readIntent(ctx)
@@ -359,7 +360,7 @@ func (c *Conn) replicaDead(ctx context.Context, rs *rsession, now int64, check b
 // inDB moves replica session rs to the connection's current database.
 func (c *Conn) inDB(ctx context.Context, rs *rsession) (*rsession, error) {
 	if rs.db != c.db && c.db != "" {
-		if err := c.exec(ctx, rs.phys, "USE "+quoteIdent(c.db)); err != nil {
+		if err := c.exec(ctx, rs.phys, "USE "+dialect.QuoteIdent(c.db)); err != nil {
 			c.dropReplica(rs)
 			return nil, err
 		}
@@ -423,7 +424,7 @@ func (c *Conn) rsetup(ctx context.Context, phys driver.Conn, _ int) error {
 		}
 	}
 	if c.db != c.cfg.DBName && c.db != "" {
-		if err := c.exec(ctx, phys, "USE "+quoteIdent(c.db)); err != nil {
+		if err := c.exec(ctx, phys, "USE "+dialect.QuoteIdent(c.db)); err != nil {
 			return err
 		}
 	}
@@ -574,7 +575,7 @@ func (c *Conn) pingReplicaTx(ctx context.Context, t *Tx) error {
 		return nil
 	}
 	if err := p.Ping(ctx); err != nil {
-		_, out := c.fail(ctx, t.rs.epoch, err, stmt.NoRetry, kPlain)
+		_, out := c.fail(ctx, t.rs.epoch, err, stmt.NoRetry, dialect.Plain)
 		return out
 	}
 	return nil
@@ -663,7 +664,7 @@ func (c *Conn) beginReplica(ctx context.Context, opts driver.TxOptions) (driver.
 			rs.holds++ // until Commit or Rollback
 			return c.tx, nil
 		}
-		retry, out := c.failReplica(ctx, rs.epoch, err, retryFor(attempt, retryAlways), kBegin)
+		retry, out := c.failReplica(ctx, rs.epoch, err, retryFor(attempt, retryAlways), dialect.Begin)
 		if !retry {
 			return nil, out
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/mysqlfailover/mysqlfailover/failover"
 	"github.com/mysqlfailover/mysqlfailover/internal/cluster"
+	"github.com/mysqlfailover/mysqlfailover/internal/dialect"
 	"github.com/mysqlfailover/mysqlfailover/internal/stmt"
 )
 
@@ -58,7 +59,7 @@ func (c *Conn) beginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 		}
 	}
 	for attempt := 0; ; attempt++ {
-		if err := c.ready(ctx, false, kBegin); err != nil {
+		if err := c.ready(ctx, false, dialect.Begin); err != nil {
 			return nil, c.saw(err)
 		}
 		var tx driver.Tx
@@ -73,7 +74,7 @@ func (c *Conn) beginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 			// START TRANSACTION committed what statements had opened, released table
 			// locks and used pending characteristics: from here the Tx governs.
 			pending := c.st.pending
-			c.st.apply(kBegin)
+			c.st.apply(dialect.Begin)
 			c.st.end(false)
 			c.tx = &Tx{c: c, inner: tx, ctx: ctx, epoch: c.epoch, held: c.sess.has.any()}
 			if c.log != nil {
@@ -84,7 +85,7 @@ func (c *Conn) beginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 			}
 			return c.tx, nil
 		}
-		retry, out := c.fail(ctx, c.epoch, err, retryFor(attempt, retryAlways), kBegin)
+		retry, out := c.fail(ctx, c.epoch, err, retryFor(attempt, retryAlways), dialect.Begin)
 		if !retry {
 			return nil, c.saw(out)
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/mysqlfailover/mysqlfailover/internal/cluster"
+	"github.com/mysqlfailover/mysqlfailover/internal/dialect"
 	"github.com/mysqlfailover/mysqlfailover/internal/stmt"
 )
 
@@ -78,16 +79,16 @@ func (c *Conn) failedWith(ctx context.Context, err error, k stmt.Kind) error {
 		c.failedData(k)
 		return err
 	}
-	cls := k & kClass
-	if cls == kCommit {
-		if chain, _, _ := c.st.completion(k); n != errLockWaitTimeout && !chain && (k&fNoChain != 0 || c.st.ct != ctUnknown) {
+	cls := k & dialect.Class
+	if cls == dialect.Commit {
+		if chain, _, _ := c.st.completion(k); n != errLockWaitTimeout && !chain && (k&dialect.NoChain != 0 || c.st.ct != ctUnknown) {
 			c.st.end(false) // rolled back, not committed, and no chain: no transaction is open
 			return err
 		}
 		c.failedData(k)
 		return err
 	}
-	if cls != kPlain && cls != kUnknown && cls != kBatch {
+	if cls != dialect.Plain && cls != dialect.Unknown && cls != dialect.Batch {
 		c.failedData(k) // a statement that commits implicitly, or sets the session up
 		return err
 	}
@@ -100,7 +101,7 @@ func (c *Conn) failedWith(ctx context.Context, err error, k stmt.Kind) error {
 		before := c.st
 		c.failedData(k)
 		inside := before.xa == xaNone && c.st.xa == xaNone &&
-			(before.txn != txnNone || before.ac != acOn || cls == kBatch && (c.st.txn != txnNone || c.st.ac == acOff))
+			(before.txn != txnNone || before.ac != acOn || cls == dialect.Batch && (c.st.txn != txnNone || c.st.ac == acOff))
 		if !inside {
 			return err
 		}
@@ -183,10 +184,10 @@ func (c *Conn) timeoutEnded(ctx context.Context, k stmt.Kind) (ended bool, fact 
 		if qerr != nil {
 			return c.unanswered(ctx, qerr, k)
 		}
-		switch autocommitKind(v) { // the same words: 0, 1, ON, OFF
-		case kACOn:
+		switch dialect.AutocommitKind(v) { // the same words: 0, 1, ON, OFF
+		case dialect.AutocommitOn:
 			c.sess.rbot = rbotOn
-		case kACOff:
+		case dialect.AutocommitOff:
 			c.sess.rbot = rbotOff
 		default:
 			return true, "innodb_rollback_on_timeout is " + v, nil
@@ -234,18 +235,18 @@ func (c *Conn) queryOne(ctx context.Context, q string) (string, error) {
 //   - UNLOCK TABLES runs (the rollback kept the table locks) and the state stays.
 //   - Anything else gets e, unsent.
 func (c *Conn) whileEnded(ctx context.Context, e error, k stmt.Kind) error {
-	switch k & kClass {
-	case kRollback:
+	switch k & dialect.Class {
+	case dialect.Rollback:
 		c.lost = nil
 		return nil
-	case kUnlock:
+	case dialect.Unlock:
 		return nil
-	case kCommit:
+	case dialect.Commit:
 	default:
 		return e
 	}
 	c.lost = nil
-	rk := kRollback | k&^kClass
+	rk := dialect.Rollback | k&^dialect.Class
 	if c.phys == nil {
 		return e // the session is gone, and nothing with it
 	}
@@ -265,15 +266,15 @@ func (c *Conn) whileEnded(ctx context.Context, e error, k stmt.Kind) error {
 func rollbackSQL(k stmt.Kind) string {
 	q := "ROLLBACK"
 	switch {
-	case k&fChain != 0:
+	case k&dialect.Chain != 0:
 		q += " AND CHAIN"
-	case k&fNoChain != 0:
+	case k&dialect.NoChain != 0:
 		q += " AND NO CHAIN"
 	}
 	switch {
-	case k&fRelease != 0:
+	case k&dialect.Release != 0:
 		q += " RELEASE"
-	case k&fNoRelease != 0:
+	case k&dialect.NoRelease != 0:
 		q += " NO RELEASE"
 	}
 	return q

@@ -10,7 +10,14 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/mysqlfailover/mysqlfailover/internal/cluster"
+	"github.com/mysqlfailover/mysqlfailover/internal/dialect"
 	"github.com/mysqlfailover/mysqlfailover/internal/stmt"
+)
+
+// The kinds of calls that are not statements, numbered after the statement classes.
+const (
+	kSession = dialect.Calls + iota // SetReadOnly, or the PREPARE of a statement that ends a lost transaction
+	kTxEnd                          // Tx.Commit, Tx.Rollback (the Tx proxy decides)
 )
 
 // ran records that a statement of kind k, query q, succeeded on the physical session:
@@ -19,13 +26,13 @@ import (
 // dropped without blaming its host (what it held goes with it: the caller asked for
 // that), and the next call opens a new one.
 func (c *Conn) ran(k stmt.Kind, q string) {
-	if k == kPlain && c.st.ac == acOn {
+	if k == dialect.Plain && c.st.ac == acOn {
 		return // the hot path: nothing changes
 	}
 	c.track(k, q)
 	var release bool
-	if k&kClass == kBatch {
-		statements(q, func(s string, k stmt.Kind) bool {
+	if k&dialect.Class == dialect.Batch {
+		dialect.Statements(q, func(s string, k stmt.Kind) bool {
 			release = c.ran1(k, s) || release
 			return true
 		})
@@ -39,19 +46,12 @@ func (c *Conn) ran(k stmt.Kind, q string) {
 
 func (c *Conn) ran1(k stmt.Kind, s string) (release bool) {
 	c.trackTables(k, s) // while it holds a temporary table its reads stay on it (route)
-	if k&kClass == kUse {
-		if db, ok := parseUse(skipLead(s)); ok {
+	if k&dialect.Class == dialect.Use {
+		if db, ok := dialect.ParseUse(s); ok {
 			c.db = db
 		}
 	}
 	return c.st.apply(k)
-}
-
-// skipLead returns s after its leading white space and comments.
-func skipLead(s string) string {
-	l := lexer{s: s}
-	l.space()
-	return s[l.i:]
 }
 
 // errAnswered is ready's word for a statement answered without being sent (see
@@ -60,8 +60,8 @@ var errAnswered = errors.New("mysqlfailover: answered without sending")
 
 // endsLost reports whether a statement of kind k ends a lost transaction (whileLost).
 func endsLost(k stmt.Kind) bool {
-	switch k & kClass {
-	case kCommit, kRollback, kXACommit, kXARollback, kUnlock:
+	switch k & dialect.Class {
+	case dialect.Commit, dialect.Rollback, dialect.XACommit, dialect.XARollback, dialect.Unlock:
 		return true
 	}
 	return false
@@ -80,15 +80,15 @@ func (c *Conn) whileLost(ctx context.Context, k stmt.Kind) error {
 	if e, ok := err.(*endedError); ok {
 		return c.whileEnded(ctx, e, k)
 	}
-	switch k & kClass {
-	case kCommit, kXACommit, kUnlock:
-	case kRollback, kXARollback:
+	switch k & dialect.Class {
+	case dialect.Commit, dialect.XACommit, dialect.Unlock:
+	case dialect.Rollback, dialect.XARollback:
 		err = errAnswered
 	default:
 		return err
 	}
 	c.lost = nil
-	if cls := k & kClass; cls == kCommit || cls == kRollback {
+	if cls := k & dialect.Class; cls == dialect.Commit || cls == dialect.Rollback {
 		if _, release, _ := c.st.completion(k); release {
 			c.drop()
 		}
@@ -158,18 +158,18 @@ func (c *Conn) resolve(ctx context.Context) error {
 			c.sess.mute = true
 			return nil
 		case cluster.Canceled:
-			_, out := c.fail(ctx, c.epoch, err, stmt.NoRetry, kPlain)
+			_, out := c.fail(ctx, c.epoch, err, stmt.NoRetry, dialect.Plain)
 			return out
 		case cluster.NotReady:
-			_, out := c.refused(ctx, err, stmt.NoRetry, false, kPlain)
+			_, out := c.refused(ctx, err, stmt.NoRetry, false, dialect.Plain)
 			return out
 		}
-		_, out := c.move(ctx, err, true, stmt.NoRetry, kPlain)
+		_, out := c.move(ctx, err, true, stmt.NoRetry, dialect.Plain)
 		return out
 	}
-	if k := autocommitKind(text(vals[0])); k == kACOn || k == kACOff {
+	if k := dialect.AutocommitKind(text(vals[0])); k == dialect.AutocommitOn || k == dialect.AutocommitOff {
 		c.st.ac = acOn
-		if k == kACOff {
+		if k == dialect.AutocommitOff {
 			c.st.ac = acOff
 		}
 	}
