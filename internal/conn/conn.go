@@ -134,11 +134,11 @@ func (c *Conn) Owner() any { return c.cfg.Owner }
 // Besides the driver interfaces, users reach three methods through (*sql.Conn).Raw:
 // SetReadOnly, ReadOnly and Host.
 //
-// A Conn follows its physical session's transaction state through the statements that
-// run on it (see dialect.Classify): a transaction opened by BEGIN, START TRANSACTION or XA START
-// run as statements, or by any statement while autocommit is off (from the DSN or SET
-// autocommit), is treated as one opened by BeginTx, and so is a state the statements do
-// not tell (CALL, EXECUTE ...), until the server says otherwise (see resolve).
+// A Conn follows its physical session's transaction state through the statements that run
+// on it (see dialect.Classify): a transaction opened by BEGIN, START TRANSACTION or XA
+// START run as statements, or by any statement while autocommit is off (from the DSN or
+// SET autocommit), is treated as one opened by BeginTx, and so is a state the statements
+// do not tell (CALL, EXECUTE ...), until the server says otherwise (see resolve).
 type Conn struct {
 	cl  *cluster.Cluster
 	cfg Config
@@ -481,7 +481,7 @@ func (c *Conn) stale(ctx context.Context, k stmt.Kind) bool {
 		return false
 	}
 	before := c.st
-	c.discard("the server closed the connection while it sat idle", dialect.Plain)
+	c.discard("the server closed the connection while it sat idle", kPlain)
 	return !c.replayIdle(ctx, before, k)
 }
 
@@ -590,7 +590,7 @@ func (c *Conn) sent(err error) bool {
 
 // failedData records a data error of a statement of kind k: the session lives on.
 func (c *Conn) failedData(k stmt.Kind) {
-	if k&dialect.Class == dialect.Batch {
+	if k.Kind() == dialect.Batch {
 		c.st.failedBatch(c.batch)
 	} else {
 		c.st.failed(k)
@@ -600,7 +600,7 @@ func (c *Conn) failedData(k stmt.Kind) {
 // judge says what a communication failure of a call of kind k means for the session's
 // transaction state (notSent: nothing of the call was sent).
 func (c *Conn) judge(k stmt.Kind, notSent bool) verdict {
-	if k&dialect.Class == dialect.Batch {
+	if k.Kind() == dialect.Batch {
 		return c.st.verdictBatch(c.batch, notSent)
 	}
 	return c.st.verdict(k)
@@ -761,11 +761,11 @@ func (c *Conn) settleRun(ctx context.Context, old ended, fe *failover.FailoverEr
 }
 
 // failedRead reports whether the call that failed, of kind k, was a read that may run
-// again (failover.FailoverError.Read): a statement's run or rows (Conn.failing, set
-// just before fail) that dialect.Rereadable accepts. The caller knows that no transaction is
+// again (failover.FailoverError.Read): a statement's run or rows (Conn.failing, set just
+// before fail) that dialect.Rereadable accepts. The caller knows that no transaction is
 // open.
 func (c *Conn) failedRead(k stmt.Kind) bool {
-	return k&dialect.Class == dialect.Plain && c.failing != "" && dialect.Rereadable(c.failing)
+	return k.Kind() == dialect.Plain && c.failing != "" && dialect.Rereadable(c.failing)
 }
 
 // forgetFailing clears Conn.failing when fail is done with it.
@@ -1003,7 +1003,7 @@ func (c *Conn) ExecContext(ctx context.Context, query string, args []driver.Name
 
 func (c *Conn) execContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
 	k := dialect.Classify(query, c.cfg.MultiStatements)
-	if k&dialect.Class == dialect.Batch {
+	if k.Kind() == dialect.Batch {
 		c.batch = query
 	}
 	for attempt := 0; ; attempt++ {
@@ -1069,7 +1069,7 @@ func (c *Conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 
 func (c *Conn) queryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
 	k := dialect.Classify(query, c.cfg.MultiStatements)
-	if k&dialect.Class == dialect.Batch {
+	if k.Kind() == dialect.Batch {
 		c.batch = query
 	}
 	for attempt := 0; ; attempt++ {
@@ -1100,7 +1100,7 @@ func (c *Conn) queryContext(ctx context.Context, query string, args []driver.Nam
 			if c.log != nil {
 				before = c.st
 			}
-			if k&dialect.Class == dialect.Batch {
+			if k.Kind() == dialect.Batch {
 				c.st.mayHaveRun(query) // the statements after the first run while the caller reads
 				c.mayHold(k, query)
 			} else {
@@ -1145,14 +1145,14 @@ func (c *Conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, e
 }
 
 func (c *Conn) prepareContext(ctx context.Context, query string) (driver.Stmt, error) {
-	k := dialect.Classify(query, false)   // a prepared statement is one statement
-	rk := dialect.Plain | k&dialect.Reads // no move before a statement that reads the last one's values
+	k := dialect.Classify(query, false)                         // a prepared statement is one statement
+	rk := dialect.Of(dialect.Plain, 0, k.Flags()&dialect.Reads) // no move before a statement that reads the last one's values
 	if endsLost(k) {
 		rk = kSession
 	}
 	for attempt := 0; ; attempt++ {
 		if c.sp != nil {
-			s, on, err := onReplica(c, ctx, query, k, dialect.Plain, attempt, func(rs *rsession) (driver.Stmt, bool, error) {
+			s, on, err := onReplica(c, ctx, query, k, kPlain, attempt, func(rs *rsession) (driver.Stmt, bool, error) {
 				return c.prepareReplica(ctx, rs, query, k)
 			})
 			if on == replicaAgain {
@@ -1193,7 +1193,7 @@ func (c *Conn) Ping(ctx context.Context) error {
 		c.sp.intent = false
 	}
 	for attempt := 0; ; attempt++ {
-		if err := c.ready(ctx, false, dialect.Plain); err != nil {
+		if err := c.ready(ctx, false, kPlain); err != nil {
 			return c.saw(err)
 		}
 		p, ok := c.phys.(driver.Pinger)
@@ -1205,7 +1205,7 @@ func (c *Conn) Ping(ctx context.Context) error {
 		if err == nil {
 			return nil
 		}
-		retry, out := c.fail(ctx, c.epoch, err, retryFor(attempt, stmt.RetryAlways), dialect.Plain)
+		retry, out := c.fail(ctx, c.epoch, err, retryFor(attempt, stmt.RetryAlways), kPlain)
 		if !retry {
 			return c.saw(out)
 		}
@@ -1257,7 +1257,7 @@ func (c *Conn) ResetSession(ctx context.Context) error {
 		c.drop()
 	}
 	if r, ok := c.phys.(driver.SessionResetter); ok && r.ResetSession(ctx) != nil {
-		c.discard("the server closed the connection while it sat idle in the pool", dialect.Plain)
+		c.discard("the server closed the connection while it sat idle in the pool", kPlain)
 	}
 	c.gone = nil // the last user's: not the next one's to hear
 	c.live.checked = true
@@ -1304,7 +1304,7 @@ func (c *Conn) IsValid() bool {
 			if !c.cfg.AllowSourceDown || c.primaryTx() != nil {
 				return false
 			}
-			c.discard("the connection broke", dialect.Plain)
+			c.discard("the connection broke", kPlain)
 			if c.lost != nil {
 				return false
 			}

@@ -22,8 +22,8 @@ import (
 )
 
 // hold is what a physical session holds that no other session can be given, as its
-// statements told (see track and dialect.ScanHeld). A new session holds nothing (Conn.clean),
-// and so does one database/sql hands to its next user (ResetSession).
+// statements told (see track and dialect.ScanHeld). A new session holds nothing
+// (Conn.clean), and so does one database/sql hands to its next user (ResetSession).
 type hold struct {
 	dialect.Held          // named locks and user variables
 	temps        []string // the temporary tables it created and did not drop, as database.table
@@ -57,13 +57,13 @@ func (h *hold) tables(s, db string) {
 // failover.SessionStateError.Reads.
 func readsOf(k stmt.Kind) string {
 	var names []string
-	if k&dialect.LastID != 0 {
+	if k.Flags()&dialect.LastID != 0 {
 		names = append(names, "LAST_INSERT_ID()")
 	}
-	if k&dialect.RowCount != 0 {
+	if k.Flags()&dialect.RowCount != 0 {
 		names = append(names, "ROW_COUNT()")
 	}
-	if k&dialect.FoundRows != 0 {
+	if k.Flags()&dialect.FoundRows != 0 {
 		names = append(names, "FOUND_ROWS()")
 	}
 	return strings.Join(names, ", ")
@@ -74,7 +74,7 @@ func readsOf(k stmt.Kind) string {
 // variables, over every statement of a batch); ran1 follows the temporary tables
 // statement by statement.
 func (c *Conn) track(k stmt.Kind, q string) {
-	if k&dialect.Holds != 0 {
+	if k.Flags()&dialect.Holds != 0 {
 		dialect.ScanHeld(q, &c.sess.has.Held)
 	}
 }
@@ -82,7 +82,7 @@ func (c *Conn) track(k stmt.Kind, q string) {
 // trackTables is ran1's part for statement s of kind k: the temporary tables it created
 // or dropped (tables), in the current database.
 func (c *Conn) trackTables(k stmt.Kind, s string) {
-	if k&dialect.Temp != 0 || k&dialect.Class == dialect.Implicit && len(c.sess.has.temps) > 0 {
+	if k.Flags()&dialect.Temp != 0 || k.Kind() == dialect.Implicit && len(c.sess.has.temps) > 0 {
 		c.sess.has.tables(s, c.db)
 	}
 }
@@ -93,7 +93,7 @@ func (c *Conn) trackTables(k stmt.Kind, s string) {
 // call reads a value of its last statement. It moves at the first call that finds
 // neither.
 func (c *Conn) stays(k stmt.Kind) bool {
-	return c.phys != nil && (c.sess.has.any() || k&dialect.Reads != 0)
+	return c.phys != nil && (c.sess.has.any() || k.Flags()&dialect.Reads != 0)
 }
 
 // noteGone records, before the physical session is closed without the caller's doing
@@ -120,7 +120,7 @@ func (c *Conn) lostState(k stmt.Kind, cause error) error {
 	if c.tx != nil && !c.tx.held {
 		return nil
 	}
-	if k&dialect.Reads != 0 {
+	if k.Flags()&dialect.Reads != 0 {
 		g.Reads = readsOf(k)
 	}
 	if g.NamedLocks == 0 && len(g.TempTables) == 0 && !g.UserVariables && g.Reads == "" {
@@ -139,8 +139,8 @@ func notSentCause(why string) error {
 }
 
 // mayHold is track for a multi-statement query whose results are being read (k is
-// dialect.Batch): any number of its statements may have run, so each counts as run, with the
-// current database (its USE statements are not followed).
+// dialect.Batch): any number of its statements may have run, so each counts as run, with
+// the current database (its USE statements are not followed).
 func (c *Conn) mayHold(k stmt.Kind, q string) {
 	c.track(k, q)
 	dialect.Statements(q, func(s string, sk stmt.Kind) bool {

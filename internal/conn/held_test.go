@@ -59,10 +59,10 @@ func TestHoldFollowsStatements(t *testing.T) {
 			var h hold
 			for _, q := range tc.qs {
 				k := dialect.Classify(q, false)
-				if k&dialect.Holds != 0 {
+				if k.Flags()&dialect.Holds != 0 {
 					dialect.ScanHeld(q, &h.Held)
 				}
-				if k&dialect.Temp != 0 || k&dialect.Class == dialect.Implicit && len(h.temps) > 0 {
+				if k.Flags()&dialect.Temp != 0 || k.Kind() == dialect.Implicit && len(h.temps) > 0 {
 					h.tables(q, tc.db)
 				}
 			}

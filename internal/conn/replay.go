@@ -115,7 +115,7 @@ func (l *txLog) try(query string, args []driver.NamedValue, prepared, isQuery bo
 type entry struct {
 	query    string
 	args     []driver.NamedValue
-	k        stmt.Kind // its kind: one other than dialect.Plain and dialect.Begin may change the session's own state
+	k        stmt.Kind // its kind: one other than kPlain and kBegin may change the session's own state
 	prepared bool      // run as a prepared statement: re-prepared on replay
 	isQuery  bool
 
@@ -314,8 +314,8 @@ const whyPending = "characteristics set by SET TRANSACTION (a new session does n
 
 // unreplayable says why a statement of kind k, query q, makes its transaction one that
 // cannot be replayed ("" when it does not).
-func unreplayable(k stmt.Kind, q string) string {
-	switch k & dialect.Class {
+func unreplayable(k dialect.Kind, q string) string {
+	switch k {
 	case dialect.Unknown:
 		return "a statement whose effect the driver cannot tell (CALL, EXECUTE, a compound statement, an executable comment)"
 	case dialect.Batch:
@@ -351,7 +351,7 @@ func (c *Conn) noteStmt(before txState, db string, k stmt.Kind, q string, args [
 		}
 	} else if c.tx.rs != nil || !l.on {
 		return res // a read-only transaction on a replica is not replayed
-	} else if commits(k) || k&dialect.Class == dialect.Rollback {
+	} else if commits(k) || k.Kind() == dialect.Rollback {
 		l.refuse("a statement that ends the transaction inside a Tx (COMMIT, ROLLBACK, or one that commits implicitly)")
 	}
 	l.trying = trying{}
@@ -385,7 +385,7 @@ func (c *Conn) noteOutsideTx(before txState, db string, k stmt.Kind, q string) (
 		l.clear()
 		return false
 	}
-	cls := k & dialect.Class
+	cls := k.Kind()
 	if !l.on || before.txn != txnOpen || cls == dialect.Begin || cls == dialect.XAStart || cls == dialect.Commit || cls == dialect.Rollback {
 		l.start(false, driver.TxOptions{}, db)
 		switch {
@@ -403,7 +403,7 @@ func (c *Conn) noteOutsideTx(before txState, db string, k stmt.Kind, q string) (
 // (multiStatements).
 func (c *Conn) refuseUnreplayable(k stmt.Kind, q string) {
 	l := c.log
-	if why := unreplayable(k, q); why != "" {
+	if why := unreplayable(k.Kind(), q); why != "" {
 		l.refuse(why)
 	}
 	if c.st.locks {
@@ -429,7 +429,7 @@ func (c *Conn) noteFailed(k stmt.Kind, err error) {
 		}
 		return
 	}
-	switch k & dialect.Class {
+	switch k.Kind() {
 	case dialect.Plain, dialect.Use, dialect.Unknown, dialect.Batch:
 	default:
 		return // not a statement of the transaction (a PREPARE, a session call)
@@ -438,7 +438,7 @@ func (c *Conn) noteFailed(k stmt.Kind, err error) {
 	switch {
 	case tr.query == "" || tr.epoch != c.epoch:
 		l.refuse("a statement that failed without being recorded")
-	case k&dialect.Class == dialect.Batch || c.cfg.MultiStatements && dialect.Multiple(tr.query):
+	case k.Kind() == dialect.Batch || c.cfg.MultiStatements && dialect.Multiple(tr.query):
 		l.refuse(unreplayable(dialect.Batch, tr.query))
 	case !errors.As(err, &me) || me == nil:
 		l.refuse("a statement that failed with an error of the driver's: " + err.Error())
@@ -491,9 +491,10 @@ var errReplayStopped = errors.New("the replay ran out of time (the caller's cont
 // not, a statement that commits implicitly: the caller gets
 // failover.ErrCommitOutcomeUnknown, as without replay), for a call the caller does not
 // run again (results being read, Commit, Rollback), nor for a transaction that could not
-// be recorded whole (see noteStmt, unreplayable, dialect.SessionState, transactionReplayMaxSize)
-// or that used up transactionReplayAttempts or transactionReplayTimeout. A replay whose
-// session fails too is run again on the next one, within those limits.
+// be recorded whole (see noteStmt, unreplayable, dialect.SessionState,
+// transactionReplayMaxSize) or that used up transactionReplayAttempts or
+// transactionReplayTimeout. A replay whose session fails too is run again on the next
+// one, within those limits.
 func (c *Conn) replayHere(ctx context.Context, k stmt.Kind, r stmt.Retry, werr error, failed string, before txState) (bool, error) {
 	l := c.log
 	if l == nil || !l.on || c.tx != nil && c.tx.rs != nil || r != stmt.RetryAlways && r != stmt.RetryIfNotSent {
@@ -652,8 +653,10 @@ func (c *Conn) abandon(ctx context.Context) {
 // XA COMMIT, and Tx.Commit), a statement that commits implicitly, a BEGIN (which commits
 // what is open), SET autocommit = 1, UNLOCK TABLES.
 func commits(k stmt.Kind) bool {
-	switch k & dialect.Class {
-	case dialect.Commit, dialect.XACommit, dialect.Begin, dialect.XAStart, dialect.Implicit, dialect.Maybe, dialect.LockTables, dialect.Unlock, dialect.AutocommitOn, dialect.AutocommitUnknown, kTxEnd, dialect.Batch, dialect.Unknown:
+	switch k.Kind() {
+	case dialect.Commit, dialect.XACommit, dialect.Begin, dialect.XAStart, dialect.Implicit, dialect.Maybe,
+		dialect.LockTables, dialect.Unlock, dialect.AutocommitOn, dialect.AutocommitUnknown, dialect.Batch,
+		dialect.Unknown, kTxEnd.Kind():
 		return true
 	}
 	return false
@@ -692,7 +695,7 @@ func (c *Conn) replay(ctx context.Context, before txState) error {
 		c.tx.inner, c.tx.epoch = tx, c.epoch
 	}
 	for i, e := range l.entries {
-		if e.k != dialect.Plain && e.k != dialect.Begin {
+		if e.k != kPlain && e.k != kBegin {
 			l.moved = true // USE, SET ...: the session's own state, as it was at this point
 		}
 		if err := c.replayOne(ctx, e); err != nil {

@@ -103,10 +103,11 @@ func newSplit(cfg Config) *split {
 // the first attempt of a statement: the replicas that failed the last one may serve it.
 // Inside a Tx, the Tx's session; outside one, a replica only for a read intent (the
 // context's, or SetReadOnly(true)) on a plain statement (not a SET, USE or BEGIN, nor
-// one that creates or drops a temporary table: dialect.Session; nor one whose text touches the
-// primary session's own state: dialect.Holds, dialect.Reads), with autocommit on, no transaction
-// opened by statements on the primary session, and no temporary table held by it (its
-// reads would not find the table on a replica: MaxScale sends them to the primary too).
+// one that creates or drops a temporary table: dialect.Session; nor one whose text
+// touches the primary session's own state: dialect.Holds, dialect.Reads), with
+// autocommit on, no transaction opened by statements on the primary session, and no
+// temporary table held by it (its reads would not find the table on a replica: MaxScale
+// sends them to the primary too).
 func (c *Conn) route(ctx context.Context, k stmt.Kind, first bool) (*rsession, error) {
 	sp := c.sp
 	if first {
@@ -118,7 +119,7 @@ func (c *Conn) route(ctx context.Context, k stmt.Kind, first bool) (*rsession, e
 			if c.tx.lost != nil {
 				return nil, c.tx.lost
 			}
-			if k != dialect.Plain {
+			if k != kPlain {
 				rs.dirty = true // a statement that changes the session: it is not shared again
 			}
 		}
@@ -127,7 +128,7 @@ func (c *Conn) route(ctx context.Context, k stmt.Kind, first bool) (*rsession, e
 	if g := c.gone; g != nil && (g.NamedLocks > 0 || len(g.TempTables) > 0 || g.UserVariables) {
 		return nil, nil // the primary session ended holding state: ready says what it held
 	}
-	if k != dialect.Plain || c.lost != nil || c.st.ac != acOn || c.st.held() || len(c.sess.has.temps) > 0 {
+	if k != kPlain || c.lost != nil || c.st.ac != acOn || c.st.held() || len(c.sess.has.temps) > 0 {
 		return nil, nil
 	}
 	key, ok := readIntent(ctx)
@@ -575,7 +576,7 @@ func (c *Conn) pingReplicaTx(ctx context.Context, t *Tx) error {
 		return nil
 	}
 	if err := p.Ping(ctx); err != nil {
-		_, out := c.fail(ctx, t.rs.epoch, err, stmt.NoRetry, dialect.Plain)
+		_, out := c.fail(ctx, t.rs.epoch, err, stmt.NoRetry, kPlain)
 		return out
 	}
 	return nil
@@ -664,7 +665,7 @@ func (c *Conn) beginReplica(ctx context.Context, opts driver.TxOptions) (driver.
 			rs.holds++ // until Commit or Rollback
 			return c.tx, nil
 		}
-		retry, out := c.failReplica(ctx, rs.epoch, err, retryFor(attempt, retryAlways), dialect.Begin)
+		retry, out := c.failReplica(ctx, rs.epoch, err, retryFor(attempt, retryAlways), kBegin)
 		if !retry {
 			return nil, out
 		}

@@ -8,7 +8,6 @@ import (
 
 	"github.com/mysqlfailover/mysqlfailover/failover"
 	"github.com/mysqlfailover/mysqlfailover/internal/cluster"
-	"github.com/mysqlfailover/mysqlfailover/internal/dialect"
 	"github.com/mysqlfailover/mysqlfailover/internal/stmt"
 )
 
@@ -59,7 +58,7 @@ func (c *Conn) beginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 		}
 	}
 	for attempt := 0; ; attempt++ {
-		if err := c.ready(ctx, false, dialect.Begin); err != nil {
+		if err := c.ready(ctx, false, kBegin); err != nil {
 			return nil, c.saw(err)
 		}
 		var tx driver.Tx
@@ -74,7 +73,7 @@ func (c *Conn) beginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 			// START TRANSACTION committed what statements had opened, released table
 			// locks and used pending characteristics: from here the Tx governs.
 			pending := c.st.pending
-			c.st.apply(dialect.Begin)
+			c.st.apply(kBegin)
 			c.st.end(false)
 			c.tx = &Tx{c: c, inner: tx, ctx: ctx, epoch: c.epoch, held: c.sess.has.any()}
 			if c.log != nil {
@@ -85,7 +84,7 @@ func (c *Conn) beginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 			}
 			return c.tx, nil
 		}
-		retry, out := c.fail(ctx, c.epoch, err, retryFor(attempt, retryAlways), dialect.Begin)
+		retry, out := c.fail(ctx, c.epoch, err, retryFor(attempt, retryAlways), kBegin)
 		if !retry {
 			return nil, c.saw(out)
 		}

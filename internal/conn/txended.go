@@ -79,9 +79,9 @@ func (c *Conn) failedWith(ctx context.Context, err error, k stmt.Kind) error {
 		c.failedData(k)
 		return err
 	}
-	cls := k & dialect.Class
+	cls := k.Kind()
 	if cls == dialect.Commit {
-		if chain, _, _ := c.st.completion(k); n != errLockWaitTimeout && !chain && (k&dialect.NoChain != 0 || c.st.ct != ctUnknown) {
+		if chain, _, _ := c.st.completion(k); n != errLockWaitTimeout && !chain && (k.Clauses()&dialect.NoChain != 0 || c.st.ct != ctUnknown) {
 			c.st.end(false) // rolled back, not committed, and no chain: no transaction is open
 			return err
 		}
@@ -235,7 +235,7 @@ func (c *Conn) queryOne(ctx context.Context, q string) (string, error) {
 //   - UNLOCK TABLES runs (the rollback kept the table locks) and the state stays.
 //   - Anything else gets e, unsent.
 func (c *Conn) whileEnded(ctx context.Context, e error, k stmt.Kind) error {
-	switch k & dialect.Class {
+	switch k.Kind() {
 	case dialect.Rollback:
 		c.lost = nil
 		return nil
@@ -246,7 +246,7 @@ func (c *Conn) whileEnded(ctx context.Context, e error, k stmt.Kind) error {
 		return e
 	}
 	c.lost = nil
-	rk := dialect.Rollback | k&^dialect.Class
+	rk := dialect.Of(dialect.Rollback, k.Clauses(), k.Flags())
 	if c.phys == nil {
 		return e // the session is gone, and nothing with it
 	}
@@ -266,15 +266,15 @@ func (c *Conn) whileEnded(ctx context.Context, e error, k stmt.Kind) error {
 func rollbackSQL(k stmt.Kind) string {
 	q := "ROLLBACK"
 	switch {
-	case k&dialect.Chain != 0:
+	case k.Clauses()&dialect.Chain != 0:
 		q += " AND CHAIN"
-	case k&dialect.NoChain != 0:
+	case k.Clauses()&dialect.NoChain != 0:
 		q += " AND NO CHAIN"
 	}
 	switch {
-	case k&dialect.Release != 0:
+	case k.Clauses()&dialect.Release != 0:
 		q += " RELEASE"
-	case k&dialect.NoRelease != 0:
+	case k.Clauses()&dialect.NoRelease != 0:
 		q += " NO RELEASE"
 	}
 	return q

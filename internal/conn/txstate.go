@@ -36,8 +36,8 @@ const (
 	xaPrepared // it survives its session on the server (MySQL 5.7.7+, MariaDB 10.5+)
 )
 
-// txState is what the connection knows of its physical session's transaction state:
-// from the DSN, and from every statement that ran on the session (see dialect.Classify). A new
+// txState is what the connection knows of its physical session's transaction state: from
+// the DSN, and from every statement that ran on the session (see dialect.Classify). A new
 // session starts with none open.
 type txState struct {
 	ac      uint8
@@ -85,16 +85,17 @@ func (s *txState) end(chain bool) {
 // completion returns what COMMIT or ROLLBACK of kind k does: chain, release, and whether
 // that is known (completion_type unknown and no explicit clause: not).
 func (s *txState) completion(k stmt.Kind) (chain, release, known bool) {
-	chain = k&dialect.Chain != 0 || k&dialect.NoChain == 0 && s.ct == ctChain
-	release = k&dialect.Release != 0 || k&dialect.NoRelease == 0 && s.ct == ctRelease
-	known = s.ct != ctUnknown || k&(dialect.Chain|dialect.NoChain) != 0 && k&(dialect.Release|dialect.NoRelease) != 0
+	c := k.Clauses()
+	chain = c&dialect.Chain != 0 || c&dialect.NoChain == 0 && s.ct == ctChain
+	release = c&dialect.Release != 0 || c&dialect.NoRelease == 0 && s.ct == ctRelease
+	known = s.ct != ctUnknown || c&(dialect.Chain|dialect.NoChain) != 0 && c&(dialect.Release|dialect.NoRelease) != 0
 	return chain, release, known
 }
 
-// apply records that one statement of kind k (not dialect.Batch) succeeded. It reports whether
-// the server closes the session after it (RELEASE).
+// apply records that one statement of kind k (not dialect.Batch) succeeded. It reports
+// whether the server closes the session after it (RELEASE).
 func (s *txState) apply(k stmt.Kind) (release bool) {
-	switch c := k & dialect.Class; c {
+	switch c := k.Kind(); c {
 	case dialect.Plain, dialect.Use:
 		s.touch()
 	case dialect.Begin, dialect.XAStart, dialect.XAPrepare, dialect.XACommit, dialect.XARollback, dialect.Commit, dialect.Rollback:
@@ -135,7 +136,7 @@ func (s *txState) apply(k stmt.Kind) (release bool) {
 // START, XA PREPARE, XA COMMIT or ROLLBACK, COMMIT, ROLLBACK); it reports whether the
 // server closes the session after it (RELEASE).
 func (s *txState) control(k stmt.Kind) (release bool) {
-	switch k & dialect.Class {
+	switch k.Kind() {
 	case dialect.Begin:
 		s.txn, s.began, s.locks = txnOpen, true, false // BEGIN also releases table locks
 	case dialect.XAStart:
@@ -156,10 +157,10 @@ func (s *txState) control(k stmt.Kind) (release bool) {
 	return false
 }
 
-// setAutocommit records a SET autocommit of class c (dialect.AutocommitOn, dialect.AutocommitOff, dialect.AutocommitUnknown) that
-// succeeded: turning it on from off commits; from unknown, an open transaction may have
-// been committed.
-func (s *txState) setAutocommit(c stmt.Kind) {
+// setAutocommit records a SET autocommit of kind c (dialect.AutocommitOn, AutocommitOff,
+// AutocommitUnknown) that succeeded: turning it on from off commits; from unknown, an
+// open transaction may have been committed.
+func (s *txState) setAutocommit(c dialect.Kind) {
 	switch c {
 	case dialect.AutocommitOn:
 		switch s.ac {
@@ -181,12 +182,12 @@ func (s *txState) setAutocommit(c stmt.Kind) {
 	}
 }
 
-// failed records that a statement of kind k (not dialect.Batch) failed with a data error: the
-// session lives on. A transaction-control statement, or one that commits implicitly,
+// failed records that a statement of kind k (not dialect.Batch) failed with a data error:
+// the session lives on. A transaction-control statement, or one that commits implicitly,
 // leaves the transaction unknown (whether its commit happened cannot be told); a failed
 // SET changes nothing; any other statement counts as one that ran.
 func (s *txState) failed(k stmt.Kind) {
-	switch k & dialect.Class {
+	switch k.Kind() {
 	case dialect.Begin, dialect.XAStart, dialect.XAPrepare, dialect.XACommit, dialect.XARollback, dialect.Commit, dialect.Rollback, dialect.AutocommitOn, dialect.AutocommitUnknown:
 		s.txn, s.began = txnUnknown, false
 	case dialect.Implicit, dialect.Maybe, dialect.LockTables, dialect.Unlock:
@@ -194,7 +195,7 @@ func (s *txState) failed(k stmt.Kind) {
 			s.txn, s.began = txnUnknown, false
 		}
 	case dialect.Unknown:
-		s.apply(dialect.Unknown)
+		s.apply(k)
 	case dialect.Plain, dialect.Use:
 		s.touch()
 	}
@@ -269,8 +270,8 @@ const (
 	vNone     verdict = 0         // nothing was held: the failure is an ordinary one
 )
 
-// verdict judges a communication failure of a statement of kind k (not dialect.Batch) that ran
-// in state s.
+// verdict judges a communication failure of a statement of kind k (not dialect.Batch)
+// that ran in state s.
 func (s *txState) verdict(k stmt.Kind) verdict {
 	if k == kTxEnd || !s.held() {
 		return vNone
@@ -278,7 +279,7 @@ func (s *txState) verdict(k stmt.Kind) verdict {
 	if s.xa == xaPrepared {
 		return vPrepared
 	}
-	c := k & dialect.Class
+	c := k.Kind()
 	open := s.txn != txnNone
 	if open && s.commits(c) {
 		return vCommit
@@ -301,9 +302,9 @@ func (s *txState) mayAutocommit() bool {
 	return s.ac != acOff && s.txn != txnOpen && s.xa == xaNone
 }
 
-// commits reports whether a statement of class c commits the open transaction,
+// commits reports whether a statement of kind c commits the open transaction,
 // explicitly or implicitly (BEGIN commits an open transaction).
-func (s *txState) commits(c stmt.Kind) bool {
+func (s *txState) commits(c dialect.Kind) bool {
 	switch c {
 	case dialect.Commit, dialect.XACommit, dialect.Begin, dialect.XAStart, dialect.Implicit, dialect.Maybe, dialect.LockTables:
 		return true
@@ -315,11 +316,11 @@ func (s *txState) commits(c stmt.Kind) bool {
 	return false
 }
 
-// keeps reports whether something s holds outlives a statement of class c that did not
+// keeps reports whether something s holds outlives a statement of kind c that did not
 // commit (open: a transaction is or may be open): a transaction it does not roll back,
 // locks it neither releases nor replaces, pending characteristics no transaction used or
 // ended, an autocommit or completion_type it does not set.
-func (s *txState) keeps(c stmt.Kind, open bool) bool {
+func (s *txState) keeps(c dialect.Kind, open bool) bool {
 	rollsBack := c == dialect.Rollback || c == dialect.XARollback
 	begins := c == dialect.Begin || c == dialect.XAStart
 	ends := c == dialect.Commit || c == dialect.Rollback || c == dialect.XACommit || c == dialect.XARollback

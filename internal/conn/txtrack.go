@@ -14,10 +14,13 @@ import (
 	"github.com/mysqlfailover/mysqlfailover/internal/stmt"
 )
 
-// The kinds of calls that are not statements, numbered after the statement classes.
+// Call kinds conn names: a plain statement without flags, a BEGIN, and the calls that
+// are not statements, of kinds numbered after the statements' (dialect.Calls).
 const (
-	kSession = dialect.Calls + iota // SetReadOnly, or the PREPARE of a statement that ends a lost transaction
-	kTxEnd                          // Tx.Commit, Tx.Rollback (the Tx proxy decides)
+	kPlain   = stmt.Kind(dialect.Plain)
+	kBegin   = stmt.Kind(dialect.Begin)
+	kSession = stmt.Kind(dialect.Calls) // SetReadOnly, or the PREPARE of a statement that ends a lost transaction
+	kTxEnd   = kSession + 1             // Tx.Commit, Tx.Rollback (the Tx proxy decides)
 )
 
 // ran records that a statement of kind k, query q, succeeded on the physical session:
@@ -26,12 +29,12 @@ const (
 // dropped without blaming its host (what it held goes with it: the caller asked for
 // that), and the next call opens a new one.
 func (c *Conn) ran(k stmt.Kind, q string) {
-	if k == dialect.Plain && c.st.ac == acOn {
+	if k == kPlain && c.st.ac == acOn {
 		return // the hot path: nothing changes
 	}
 	c.track(k, q)
 	var release bool
-	if k&dialect.Class == dialect.Batch {
+	if k.Kind() == dialect.Batch {
 		dialect.Statements(q, func(s string, k stmt.Kind) bool {
 			release = c.ran1(k, s) || release
 			return true
@@ -46,7 +49,7 @@ func (c *Conn) ran(k stmt.Kind, q string) {
 
 func (c *Conn) ran1(k stmt.Kind, s string) (release bool) {
 	c.trackTables(k, s) // while it holds a temporary table its reads stay on it (route)
-	if k&dialect.Class == dialect.Use {
+	if k.Kind() == dialect.Use {
 		if db, ok := dialect.ParseUse(s); ok {
 			c.db = db
 		}
@@ -60,7 +63,7 @@ var errAnswered = errors.New("mysqlfailover: answered without sending")
 
 // endsLost reports whether a statement of kind k ends a lost transaction (whileLost).
 func endsLost(k stmt.Kind) bool {
-	switch k & dialect.Class {
+	switch k.Kind() {
 	case dialect.Commit, dialect.Rollback, dialect.XACommit, dialect.XARollback, dialect.Unlock:
 		return true
 	}
@@ -80,7 +83,7 @@ func (c *Conn) whileLost(ctx context.Context, k stmt.Kind) error {
 	if e, ok := err.(*endedError); ok {
 		return c.whileEnded(ctx, e, k)
 	}
-	switch k & dialect.Class {
+	switch k.Kind() {
 	case dialect.Commit, dialect.XACommit, dialect.Unlock:
 	case dialect.Rollback, dialect.XARollback:
 		err = errAnswered
@@ -88,7 +91,7 @@ func (c *Conn) whileLost(ctx context.Context, k stmt.Kind) error {
 		return err
 	}
 	c.lost = nil
-	if cls := k & dialect.Class; cls == dialect.Commit || cls == dialect.Rollback {
+	if cls := k.Kind(); cls == dialect.Commit || cls == dialect.Rollback {
 		if _, release, _ := c.st.completion(k); release {
 			c.drop()
 		}
@@ -158,13 +161,13 @@ func (c *Conn) resolve(ctx context.Context) error {
 			c.sess.mute = true
 			return nil
 		case cluster.Canceled:
-			_, out := c.fail(ctx, c.epoch, err, stmt.NoRetry, dialect.Plain)
+			_, out := c.fail(ctx, c.epoch, err, stmt.NoRetry, kPlain)
 			return out
 		case cluster.NotReady:
-			_, out := c.refused(ctx, err, stmt.NoRetry, false, dialect.Plain)
+			_, out := c.refused(ctx, err, stmt.NoRetry, false, kPlain)
 			return out
 		}
-		_, out := c.move(ctx, err, true, stmt.NoRetry, dialect.Plain)
+		_, out := c.move(ctx, err, true, stmt.NoRetry, kPlain)
 		return out
 	}
 	if k := dialect.AutocommitKind(text(vals[0])); k == dialect.AutocommitOn || k == dialect.AutocommitOff {

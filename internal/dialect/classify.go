@@ -5,13 +5,10 @@ import (
 	"strings"
 )
 
-// Kind is what a statement does when it succeeds, as Classify reads its text: its class
-// in the low byte (Class), what it does to its session's transaction, and above it the
-// clauses of COMMIT and ROLLBACK and the flags of what it does to the state its session
-// holds. A prepared statement carries its Kind.
-type Kind uint32
+// Kind is what a statement does to its session's transaction state when it succeeds.
+type Kind uint8
 
-// The classes of statements, by what they do to the session's transaction state.
+// The kinds of statements.
 const (
 	Plain             Kind = iota // no effect (SELECT, INSERT, SAVEPOINT, ROLLBACK TO, XA END): with autocommit off it opens a transaction
 	Use                           // USE db: also the current database
@@ -39,46 +36,67 @@ const (
 	Batch                         // several statements (multiStatements): each applies in turn
 	Empty                         // only white space and comments
 
-	// Calls is the first class no statement has: a caller numbers from it the kinds of
+	// Calls is the first Kind no statement has: a caller numbers from it the kinds of
 	// its calls that are not statements.
 	Calls
-
-	// Class masks the class bits.
-	Class Kind = 0xff
 )
 
-// The clauses of COMMIT and ROLLBACK; where a statement has neither AND CHAIN nor AND NO
-// CHAIN (RELEASE nor NO RELEASE), completion_type decides.
+// Clauses are the clauses of a COMMIT or ROLLBACK. Where a statement has neither AND
+// CHAIN nor AND NO CHAIN (RELEASE nor NO RELEASE), completion_type decides.
+type Clauses uint8
+
+// The clauses.
 const (
-	Chain     Kind = 1 << 8
-	NoChain   Kind = 1 << 9
-	Release   Kind = 1 << 10
-	NoRelease Kind = 1 << 11
+	Chain Clauses = 1 << iota
+	NoChain
+	Release
+	NoRelease
 )
 
-// Flags of plain statements that read intent must not take to a replica. Session: the
-// statement changes the session's own state (SET of a variable, the names or the role;
-// CREATE or DROP TEMPORARY TABLE), which the replica sessions would never see. Temp: it
-// creates or drops a temporary table, which only this session has (see TempTables).
-const (
-	Session Kind = 1 << 12
-	Temp    Kind = 1 << 13
-)
+// Flags say what a statement does to the state its session holds, and what it reads of
+// it. Read intent never takes a statement with flags to a replica session.
+type Flags uint8
 
-// Flags of any statement, from its text (heldFlags). Holds: it names a user variable or
-// calls GET_LOCK, RELEASE_LOCK or RELEASE_ALL_LOCKS (see ScanHeld). LastID, RowCount and
+// The flags. Session: the statement changes the session's own state (SET of a
+// variable, the names or the role; CREATE or DROP TEMPORARY TABLE), which the replica
+// sessions would never see. Temp: it creates or drops a temporary table (TempTables).
+// The others come from any statement's text (heldFlags). Holds: it names a user variable
+// or calls GET_LOCK, RELEASE_LOCK or RELEASE_ALL_LOCKS (ScanHeld). LastID, RowCount and
 // FoundRows: it reads LAST_INSERT_ID(), ROW_COUNT() or FOUND_ROWS(), values of the
-// session's last statement (Reads: any of them). Such a statement runs on the primary
-// session, and never as the first on a session the connection moved to.
+// session's last statement (Reads: any of them), so it must run on that session.
 const (
-	Holds     Kind = 1 << 14
-	LastID    Kind = 1 << 15
-	RowCount  Kind = 1 << 16
-	FoundRows Kind = 1 << 17
-	Reads          = LastID | RowCount | FoundRows
+	Session Flags = 1 << iota
+	Temp
+	Holds
+	LastID
+	RowCount
+	FoundRows
+
+	Reads = LastID | RowCount | FoundRows
 )
 
-// Classify returns the kind of query: of its one statement, or Batch when multi
+// Class is what Classify reads of a statement: its Kind, the Clauses of a COMMIT or
+// ROLLBACK and its Flags, in one word. A prepared statement carries its Class.
+type Class uint32
+
+// Of returns the Class of a statement of kind k with clauses c and flags f.
+func Of(k Kind, c Clauses, f Flags) Class {
+	return Class(k) | Class(c)<<8 | Class(f)<<16
+}
+
+// Kind returns the statement's Kind.
+func (c Class) Kind() Kind { return Kind(c) }
+
+// Clauses returns the clauses of a COMMIT or ROLLBACK.
+func (c Class) Clauses() Clauses { return Clauses(c >> 8) }
+
+// Flags returns the statement's Flags.
+func (c Class) Flags() Flags { return Flags(c >> 16) }
+
+// with returns c with flags f added.
+func (c Class) with(f Flags) Class { return c | Class(f)<<16 }
+
+// Classify returns the Class of query: of its one statement, or of kind Batch when multi
 // (multiStatements) is set and query holds several that are not all plain. Without
 // multiStatements only the first statement exists for the server.
 //
@@ -86,12 +104,12 @@ const (
 // DELETE (no leading space or comment) is recognised with one comparison of its first
 // six bytes, and two byte searches for what it does to the state its session holds
 // (heldFlags, here by hand: it is too big to inline).
-func Classify(query string, multi bool) Kind {
+func Classify(query string, multi bool) Class {
 	if !multi && plainStart(query) {
 		if strings.IndexByte(query, '@') < 0 && strings.IndexByte(query, '(') < 0 {
-			return Plain
+			return Class(Plain)
 		}
-		return Plain | heldFlagsSlow(query)
+		return Class(Plain).with(heldFlagsSlow(query))
 	}
 	return classifySlow(query, multi)
 }
@@ -117,28 +135,28 @@ func plainStart(q string) bool {
 }
 
 // classifySlow is Classify without the shortcut.
-func classifySlow(query string, multi bool) Kind {
-	return classifyStatements(query, multi) | heldFlags(query)
+func classifySlow(query string, multi bool) Class {
+	return classifyStatements(query, multi).with(heldFlags(query))
 }
 
 // classifyStatements is classifySlow without the flags of heldFlags.
-func classifyStatements(query string, multi bool) Kind {
+func classifyStatements(query string, multi bool) Class {
 	if !multi || strings.IndexByte(query, ';') < 0 {
 		if plainStart(query) {
-			return Plain
+			return Class(Plain)
 		}
 		return classifyOne(query)
 	}
-	first, n, plain := Empty, 0, true
+	first, n, plain := Class(Empty), 0, true
 	for s, i, ok := nextStatement(query, 0); ; s, i, ok = nextStatement(query, i) {
 		if !ok {
-			return Unknown
+			return Class(Unknown)
 		}
-		if k := classifyOne(s); k != Empty {
+		if k := classifyOne(s); k != Class(Empty) {
 			if n++; n == 1 {
 				first = k
 			}
-			plain = plain && k == Plain
+			plain = plain && k == Class(Plain)
 		}
 		if i > len(query) {
 			break
@@ -148,23 +166,23 @@ func classifyStatements(query string, multi bool) Kind {
 	case n <= 1:
 		return first
 	case plain:
-		return Plain
+		return Class(Plain)
 	}
-	return Batch
+	return Class(Batch)
 }
 
-// Statements calls f with each statement of a multi-statement query and its kind, in
+// Statements calls f with each statement of a multi-statement query and its Class, in
 // order, skipping empty ones; it stops when f returns false, and after a statement of
 // kind Unknown: the ';' that ended it may be inside a compound statement, where the
 // statements after it are not what they seem (IF 0 THEN SELECT 1; COMMIT; END IF). A
 // query that cannot be split is one statement of kind Unknown.
-func Statements(query string, f func(s string, k Kind) bool) {
+func Statements(query string, f func(s string, k Class) bool) {
 	for s, i, ok := nextStatement(query, 0); ; s, i, ok = nextStatement(query, i) {
 		if !ok {
-			f(query, Unknown)
+			f(query, Class(Unknown))
 			return
 		}
-		if k := classifyOne(s); k != Empty && (!f(s, k) || k == Unknown) {
+		if k := classifyOne(s); k != Class(Empty) && (!f(s, k) || k == Class(Unknown)) {
 			return
 		}
 		if i > len(query) {
@@ -173,47 +191,47 @@ func Statements(query string, f func(s string, k Kind) bool) {
 	}
 }
 
-// classifyOne returns the kind of the one statement s (a trailing ';' allowed).
-func classifyOne(s string) Kind {
+// classifyOne returns the Class of the one statement s (a trailing ';' allowed).
+func classifyOne(s string) Class {
 	l := lexer{s: s}
 	k := l.statement()
 	if l.bad {
-		return Unknown
+		return Class(Unknown)
 	}
 	return k
 }
 
-// statement returns the kind of the statement l reads, from its first keyword
+// statement returns the Class of the statement l reads, from its first keyword
 // (keywords), or Plain for a statement the table does not name.
-func (l *lexer) statement() Kind {
+func (l *lexer) statement() Class {
 	w := l.word()
 	if w == "" {
 		switch {
 		case l.end():
-			return Empty
+			return Class(Empty)
 		case l.peek() == '(':
-			return Plain // a parenthesised query
+			return Class(Plain) // a parenthesised query
 		}
-		return Unknown
+		return Class(Unknown)
 	}
 	kw := find(w)
 	switch {
 	case kw == nil:
 		if l.peek() == ':' && !strings.HasPrefix(l.s[l.i:], ":=") {
-			return Unknown // a label: a compound statement
+			return Class(Unknown) // a label: a compound statement
 		}
-		return Plain
+		return Class(Plain)
 	case kw.read != readNone:
 		return l.rest(kw.read)
 	case kw.next != nil:
 		w = l.word()
 		for _, p := range kw.next {
 			if is(w, p.word) {
-				return p.k
+				return Class(p.k)
 			}
 		}
 	}
-	return kw.k
+	return Class(kw.k)
 }
 
 // A keyword is what a statement's first word tells of its kind: k, or with next the
@@ -244,13 +262,14 @@ const (
 	readFlush
 	readCreate
 	readMaintenance
+	readDrop
 )
 
 // rest reads the rest of the statement with r.
-func (l *lexer) rest(r reader) Kind {
+func (l *lexer) rest(r reader) Class {
 	switch r {
 	case readBegin:
-		return l.begin()
+		return Class(l.begin())
 	case readCommit:
 		return l.clauses(Commit)
 	case readRollback:
@@ -258,13 +277,15 @@ func (l *lexer) rest(r reader) Kind {
 	case readSet:
 		return l.setStatement()
 	case readFlush:
-		return l.flush()
+		return Class(l.flush())
 	case readCreate:
 		return l.create()
 	case readMaintenance:
-		return l.maintenance()
+		return Class(l.maintenance())
+	case readDrop:
+		return l.drop()
 	}
-	return Unknown // readNone: not reached
+	return Class(Unknown) // readNone: not reached
 }
 
 // keywords is the statement table, by first keyword in lower case (see find).
@@ -292,10 +313,7 @@ var keywords = map[string]keyword{
 	"unlock":  {k: Unlock},
 	"flush":   {read: readFlush},
 	"create":  {read: readCreate},
-	"drop": {k: Implicit, next: []pick{
-		{"temporary", Plain | Session | Temp},
-		{"prepare", Plain},
-	}},
+	"drop":    {read: readDrop},
 	"alter": {k: Implicit, next: []pick{ // MariaDB: not of a temporary table or sequence
 		{"table", Maybe}, {"online", Maybe}, {"ignore", Maybe}, {"sequence", Maybe},
 		{"instance", Maybe}, {"resource", Maybe},
@@ -358,26 +376,26 @@ func (l *lexer) begin() Kind {
 }
 
 // rollback reads the rest of ROLLBACK: ROLLBACK [WORK] TO SAVEPOINT, or its clauses.
-func (l *lexer) rollback() Kind {
+func (l *lexer) rollback() Class {
 	save := l.i
 	w := l.word()
 	if is(w, "work") {
 		w = l.word()
 	}
 	if is(w, "to") {
-		return Plain // ROLLBACK TO SAVEPOINT: the transaction stays open
+		return Class(Plain) // ROLLBACK TO SAVEPOINT: the transaction stays open
 	}
 	l.i = save
 	return l.clauses(Rollback)
 }
 
 // setStatement reads the rest of SET.
-func (l *lexer) setStatement() Kind {
+func (l *lexer) setStatement() Class {
 	k := l.set()
 	if k == Plain {
-		k |= Session // SET NAMES, SET @x, SET time_zone...: the session's own state
+		return Class(Plain).with(Session) // SET NAMES, SET @x, SET time_zone...: the session's own state
 	}
-	return k
+	return Class(k)
 }
 
 // flush reads the rest of FLUSH.
@@ -391,15 +409,26 @@ func (l *lexer) flush() Kind {
 }
 
 // create reads the rest of CREATE [OR REPLACE].
-func (l *lexer) create() Kind {
+func (l *lexer) create() Class {
 	w := l.word()
 	if is(w, "or") && is(l.word(), "replace") {
 		w = l.word()
 	}
 	if is(w, "temporary") {
-		return Plain | Session | Temp // CREATE TEMPORARY TABLE does not commit
+		return Class(Plain).with(Session | Temp) // CREATE TEMPORARY TABLE does not commit
 	}
-	return Implicit
+	return Class(Implicit)
+}
+
+// drop reads the rest of DROP.
+func (l *lexer) drop() Class {
+	switch w := l.word(); {
+	case is(w, "temporary"):
+		return Class(Plain).with(Session | Temp) // DROP TEMPORARY TABLE does not commit
+	case is(w, "prepare"):
+		return Class(Plain)
+	}
+	return Class(Implicit)
 }
 
 // maintenance reads the rest of ANALYZE, OPTIMIZE, REPAIR and CHECK.
@@ -415,36 +444,37 @@ func (l *lexer) maintenance() Kind {
 }
 
 // clauses reads the rest of COMMIT or ROLLBACK: [WORK] [AND [NO] CHAIN] [[NO] RELEASE].
-func (l *lexer) clauses(k Kind) Kind {
+func (l *lexer) clauses(k Kind) Class {
+	var c Clauses
 	w := l.word()
 	if is(w, "work") {
 		w = l.word()
 	}
 	if is(w, "and") {
 		if w = l.word(); is(w, "no") {
-			k |= NoChain
+			c |= NoChain
 			w = l.word()
 		} else {
-			k |= Chain
+			c |= Chain
 		}
 		if !is(w, "chain") {
-			return Unknown
+			return Class(Unknown)
 		}
 		w = l.word()
 	}
 	switch {
 	case is(w, "no"):
 		if !is(l.word(), "release") {
-			return Unknown
+			return Class(Unknown)
 		}
-		k |= NoRelease
+		c |= NoRelease
 		w = l.word()
 	case is(w, "release"):
-		k |= Release
+		c |= Release
 		w = l.word()
 	}
-	if w != "" || !l.end() || k&Chain != 0 && k&Release != 0 {
-		return Unknown // AND CHAIN RELEASE: the server refuses it
+	if w != "" || !l.end() || c&Chain != 0 && c&Release != 0 {
+		return Class(Unknown) // AND CHAIN RELEASE: the server refuses it
 	}
-	return k
+	return Of(k, c, 0)
 }

@@ -16,18 +16,25 @@ var kindNames = map[Kind]string{
 	Unknown: "unknown", Batch: "batch", Empty: "empty",
 }
 
-func kindName(k Kind) string {
-	s := kindNames[k&Class]
+func kindName(k Class) string {
+	s := kindNames[k.Kind()]
 	if s == "" {
-		s = fmt.Sprintf("kind(%d)", k&Class)
+		s = fmt.Sprintf("kind(%d)", k.Kind())
+	}
+	for _, c := range []struct {
+		bit  Clauses
+		name string
+	}{{Chain, "chain"}, {NoChain, "no-chain"}, {Release, "release"}, {NoRelease, "no-release"}} {
+		if k.Clauses()&c.bit != 0 {
+			s += "+" + c.name
+		}
 	}
 	for _, f := range []struct {
-		bit  Kind
+		bit  Flags
 		name string
-	}{{Chain, "chain"}, {NoChain, "no-chain"}, {Release, "release"}, {NoRelease, "no-release"},
-		{Session, "session"}, {Temp, "temporary"}, {Holds, "holds"}, {LastID, "last-insert-id"},
+	}{{Session, "session"}, {Temp, "temporary"}, {Holds, "holds"}, {LastID, "last-insert-id"},
 		{RowCount, "row-count"}, {FoundRows, "found-rows"}} {
-		if k&f.bit != 0 {
+		if k.Flags()&f.bit != 0 {
 			s += "+" + f.name
 		}
 	}
@@ -39,7 +46,9 @@ func kindName(k Kind) string {
 var classifyCases = []struct {
 	q     string
 	multi bool
-	want  Kind
+	want  Kind    // the statement's kind
+	c     Clauses // its clauses
+	f     Flags   // its flags
 }{
 	// the hot path and plain statements
 	{q: "SELECT 1", want: Plain},
@@ -54,9 +63,9 @@ var classifyCases = []struct {
 	{q: "DO 1", want: Plain},
 	{q: "(SELECT 1) UNION (SELECT 2)", want: Plain},
 	{q: "WITH x AS (SELECT 1) SELECT * FROM x", want: Plain},
-	{q: "SET sql_mode = 'ANSI'", want: Plain | Session},
-	{q: "SET @autocommit = 0", want: Plain | Session | Holds}, // a user variable
-	{q: "SET NAMES utf8mb4", want: Plain | Session},
+	{q: "SET sql_mode = 'ANSI'", want: Plain, f: Session},
+	{q: "SET @autocommit = 0", want: Plain, f: Session | Holds}, // a user variable
+	{q: "SET NAMES utf8mb4", want: Plain, f: Session},
 	{q: "PREPARE s FROM 'COMMIT'", want: Plain},
 	{q: "DEALLOCATE PREPARE s", want: Plain},
 	{q: "DROP PREPARE s", want: Plain},
@@ -98,20 +107,20 @@ var classifyCases = []struct {
 	{q: "COMMIT;", want: Commit},
 	{q: "COMMIT -- done", want: Commit},
 	{q: "/* tx */ COMMIT", want: Commit},
-	{q: "COMMIT AND NO CHAIN", want: Commit | NoChain},
-	{q: "COMMIT AND CHAIN", want: Commit | Chain},
-	{q: "COMMIT WORK AND CHAIN NO RELEASE", want: Commit | Chain | NoRelease},
-	{q: "COMMIT RELEASE", want: Commit | Release},
-	{q: "COMMIT AND NO CHAIN RELEASE", want: Commit | NoChain | Release},
+	{q: "COMMIT AND NO CHAIN", want: Commit, c: NoChain},
+	{q: "COMMIT AND CHAIN", want: Commit, c: Chain},
+	{q: "COMMIT WORK AND CHAIN NO RELEASE", want: Commit, c: Chain | NoRelease},
+	{q: "COMMIT RELEASE", want: Commit, c: Release},
+	{q: "COMMIT AND NO CHAIN RELEASE", want: Commit, c: NoChain | Release},
 	{q: "COMMIT AND CHAIN RELEASE", want: Unknown}, // the server refuses it
 	{q: "COMMIT AND", want: Unknown},
 	{q: "COMMIT x", want: Unknown},
 	{q: "COMMIT /*!50000 AND CHAIN */", want: Unknown},
 	{q: "ROLLBACK", want: Rollback},
 	{q: "rollback work", want: Rollback},
-	{q: "ROLLBACK AND CHAIN", want: Rollback | Chain},
-	{q: "ROLLBACK NO RELEASE", want: Rollback | NoRelease},
-	{q: "ROLLBACK RELEASE", want: Rollback | Release},
+	{q: "ROLLBACK AND CHAIN", want: Rollback, c: Chain},
+	{q: "ROLLBACK NO RELEASE", want: Rollback, c: NoRelease},
+	{q: "ROLLBACK RELEASE", want: Rollback, c: Release},
 	{q: "XA COMMIT 'x'", want: XACommit},
 	{q: "XA COMMIT 'x' ONE PHASE", want: XACommit},
 	{q: "XA ROLLBACK 'x'", want: XARollback},
@@ -136,14 +145,14 @@ var classifyCases = []struct {
 	{q: "SET autocommit = 0;", want: AutocommitOff},
 	{q: "SET autocommit=0, sql_mode='x'", want: AutocommitOff},
 	{q: "SET sql_mode = CONCAT('a', ','), autocommit = 0", want: AutocommitOff},
-	{q: "SET @a = (SELECT 1, 2), autocommit = 1", want: AutocommitOn | Holds},
-	{q: "SET GLOBAL autocommit = 0", want: Plain | Session},
-	{q: "SET @@global.autocommit = 0", want: Plain | Session},
-	{q: "SET PERSIST autocommit = 0", want: Plain | Session},
+	{q: "SET @a = (SELECT 1, 2), autocommit = 1", want: AutocommitOn, f: Holds},
+	{q: "SET GLOBAL autocommit = 0", want: Plain, f: Session},
+	{q: "SET @@global.autocommit = 0", want: Plain, f: Session},
+	{q: "SET PERSIST autocommit = 0", want: Plain, f: Session},
 	{q: "SET GLOBAL sql_mode = '', SESSION autocommit = 0", want: AutocommitOff},
-	{q: "SET GLOBAL sql_mode = '', autocommit = 0", want: Plain | Session},     // GLOBAL holds for what follows
+	{q: "SET GLOBAL sql_mode = '', autocommit = 0", want: Plain, f: Session},   // GLOBAL holds for what follows
 	{q: "SET GLOBAL sql_mode = '', @@autocommit = 0", want: AutocommitUnknown}, // the scope is not clear
-	{q: "SET autocommit = @v", want: AutocommitUnknown | Holds},
+	{q: "SET autocommit = @v", want: AutocommitUnknown, f: Holds},
 	{q: "SET autocommit = DEFAULT", want: AutocommitUnknown},
 	{q: "SET autocommit = '0'", want: AutocommitUnknown},
 	{q: "SET autocommit = 1 + 0", want: AutocommitUnknown},
@@ -161,18 +170,18 @@ var classifyCases = []struct {
 	{q: "SET CHARACTER SET utf8mb4, autocommit = 0", want: AutocommitOff},
 	{q: "set charset 'utf8', @@session.autocommit = 0", want: AutocommitOff},
 	{q: "SET NAMES utf8mb4, NAMES latin1, autocommit = 0", want: AutocommitOff},
-	{q: "SET @a = 1, NAMES utf8, autocommit = 0", want: AutocommitOff | Holds},
+	{q: "SET @a = 1, NAMES utf8, autocommit = 0", want: AutocommitOff, f: Holds},
 	{q: "SET NAMES utf8mb4, sql_mode = CONCAT('a', ','), autocommit = 0", want: AutocommitOff},
 	{q: "SET SESSION sql_mode = '', NAMES utf8mb4, autocommit = 0", want: AutocommitOff},
-	{q: "SET GLOBAL sql_mode = DEFAULT, NAMES utf8mb4, autocommit = 0", want: Plain | Session}, // GLOBAL holds past NAMES
+	{q: "SET GLOBAL sql_mode = DEFAULT, NAMES utf8mb4, autocommit = 0", want: Plain, f: Session}, // GLOBAL holds past NAMES
 	{q: "SET NAMES utf8mb4, autocommit = 0, completion_type = 1", want: Unknown},
 	{q: "SET CHARACTER utf8, autocommit = 0", want: Unknown}, // not CHARACTER SET
 	{q: "SET NAMES 'utf8, autocommit = 0", want: Unknown},
 	{q: "SET ROLE NONE, autocommit = 0", want: AutocommitOff},
 	{q: "SET autocommit = 0, ROLE NONE", want: AutocommitOff},
-	{q: "SET ROLE NONE", want: Plain | Session},
-	{q: "SET ROLE r1, r2", want: Plain | Session}, // MySQL: several roles
-	{q: "SET ROLE ALL EXCEPT 'r1'@'%', 'r2'", want: Plain | Session},
+	{q: "SET ROLE NONE", want: Plain, f: Session},
+	{q: "SET ROLE r1, r2", want: Plain, f: Session}, // MySQL: several roles
+	{q: "SET ROLE ALL EXCEPT 'r1'@'%', 'r2'", want: Plain, f: Session},
 	{q: "SET DEFAULT ROLE NONE", want: Implicit}, // it commits (MariaDB 10.11: @@in_transaction 0 after it)
 	{q: "SET DEFAULT ROLE r FOR u@localhost", want: Implicit},
 	{q: "SET DEFAULT ROLE ALL TO 'u1'@'%', u2", want: Implicit}, // MySQL
@@ -182,30 +191,30 @@ var classifyCases = []struct {
 	{q: "SET PASSWORD = 'x', autocommit = 0", want: Unknown}, // it commits, then autocommit is off
 	{q: "SET DEFAULT ROLE NONE, autocommit = 0", want: Unknown},
 	{q: "SET GLOBAL default.key_buffer_size = 1, SESSION autocommit = 0", want: AutocommitOff},
-	{q: "SET @@global.my_cache.key_buffer_size = 0", want: Plain | Session},
+	{q: "SET @@global.my_cache.key_buffer_size = 0", want: Plain, f: Session},
 	// SET completion_type, SET TRANSACTION
 	{q: "SET completion_type = 1", want: CompletionChain},
 	{q: "SET completion_type = 'RELEASE'", want: CompletionRelease},
 	{q: "SET SESSION completion_type = NO_CHAIN", want: CompletionNoChain},
-	{q: "SET completion_type = @x", want: CompletionUnknown | Holds},
+	{q: "SET completion_type = @x", want: CompletionUnknown, f: Holds},
 	{q: "SET autocommit = 0, completion_type = 1", want: Unknown},
 	{q: "SET TRANSACTION ISOLATION LEVEL SERIALIZABLE", want: SetTx},
 	{q: "set transaction read only", want: SetTx},
 	{q: "SET @@transaction_isolation = 'READ-COMMITTED'", want: SetTx},
-	{q: "SET @@session.transaction_isolation = 'READ-COMMITTED'", want: Plain | Session},
-	{q: "SET SESSION TRANSACTION READ ONLY", want: Plain | Session},
-	{q: "SET GLOBAL TRANSACTION ISOLATION LEVEL READ COMMITTED", want: Plain | Session},
+	{q: "SET @@session.transaction_isolation = 'READ-COMMITTED'", want: Plain, f: Session},
+	{q: "SET SESSION TRANSACTION READ ONLY", want: Plain, f: Session},
+	{q: "SET GLOBAL TRANSACTION ISOLATION LEVEL READ COMMITTED", want: Plain, f: Session},
 	{q: "SET PASSWORD = 'x'", want: Implicit},
 	{q: "SET STATEMENT max_statement_time = 1 FOR SELECT 1", want: Unknown},
 	// implicit commits
 	{q: "CREATE TABLE t (a INT)", want: Implicit},
 	{q: "create or replace view v as select 1", want: Implicit},
 	{q: "CREATE USER 'u'", want: Implicit},
-	{q: "CREATE TEMPORARY TABLE t (a INT)", want: Plain | Session | Temp},
-	{q: "CREATE OR REPLACE TEMPORARY TABLE t (a INT)", want: Plain | Session | Temp},
+	{q: "CREATE TEMPORARY TABLE t (a INT)", want: Plain, f: Session | Temp},
+	{q: "CREATE OR REPLACE TEMPORARY TABLE t (a INT)", want: Plain, f: Session | Temp},
 	{q: "CREATE /*!32312 TEMPORARY */ TABLE t (a INT)", want: Unknown},
 	{q: "DROP TABLE t", want: Implicit},
-	{q: "DROP TEMPORARY TABLE t", want: Plain | Session | Temp},
+	{q: "DROP TEMPORARY TABLE t", want: Plain, f: Session | Temp},
 	{q: "DROP USER u", want: Implicit},
 	{q: "ALTER USER u", want: Implicit},
 	{q: "ALTER DATABASE d CHARACTER SET utf8mb4", want: Implicit},
@@ -270,36 +279,37 @@ var classifyCases = []struct {
 	{q: "USE a; USE b", multi: true, want: Batch},
 
 	// what the text does to the state its session holds (heldFlags), whatever the class
-	{q: "SELECT GET_LOCK('a', 10)", want: Plain | Holds},
-	{q: "select release_lock('a')", want: Plain | Holds},
-	{q: "DO RELEASE_ALL_LOCKS()", want: Plain | Holds},
-	{q: "SELECT get_lock ('a', 1), RELEASE_LOCK('b')", want: Plain | Holds},
+	{q: "SELECT GET_LOCK('a', 10)", want: Plain, f: Holds},
+	{q: "select release_lock('a')", want: Plain, f: Holds},
+	{q: "DO RELEASE_ALL_LOCKS()", want: Plain, f: Holds},
+	{q: "SELECT get_lock ('a', 1), RELEASE_LOCK('b')", want: Plain, f: Holds},
 	{q: "SELECT my_get_lock('a'), 'get_lock(', `get_lock`, get_lock FROM t", want: Plain},
 	{q: "SELECT is_used_lock('a'), is_free_lock('a')", want: Plain},
-	{q: "SELECT @x", want: Plain | Holds},
-	{q: "SELECT a INTO @v FROM t", want: Plain | Holds},
+	{q: "SELECT @x", want: Plain, f: Holds},
+	{q: "SELECT a INTO @v FROM t", want: Plain, f: Holds},
 	{q: "SELECT 'a@b.com', @@port, @@session.sql_mode -- @x", want: Plain},
-	{q: "SELECT /*! @x */ 1", want: Plain | Holds},
+	{q: "SELECT /*! @x */ 1", want: Plain, f: Holds},
 	{q: "INSERT INTO t (a) VALUES (?)", want: Plain},
-	{q: "SELECT LAST_INSERT_ID()", want: Plain | LastID},
-	{q: "SELECT last_insert_id( )", want: Plain | LastID},
+	{q: "SELECT LAST_INSERT_ID()", want: Plain, f: LastID},
+	{q: "SELECT last_insert_id( )", want: Plain, f: LastID},
 	{q: "UPDATE t SET id = LAST_INSERT_ID(id + 1)", want: Plain}, // it sets the value: reads nothing
-	{q: "SELECT ROW_COUNT(), FOUND_ROWS()", want: Plain | RowCount | FoundRows},
+	{q: "SELECT ROW_COUNT(), FOUND_ROWS()", want: Plain, f: RowCount | FoundRows},
 	{q: "SELECT row_count FROM t", want: Plain},
-	{q: "SET @n = LAST_INSERT_ID()", want: Plain | Session | Holds | LastID},
-	{q: "CALL p(@x)", want: Unknown | Holds},
-	{q: "SELECT 1; SELECT GET_LOCK('a', 1)", want: Plain | Holds}, // the text is read whole (the server refuses the rest)
-	{q: "SELECT 1; SELECT GET_LOCK('a', 1)", multi: true, want: Plain | Holds},
-	{q: "BEGIN; SELECT @x := 1", multi: true, want: Batch | Holds},
+	{q: "SET @n = LAST_INSERT_ID()", want: Plain, f: Session | Holds | LastID},
+	{q: "CALL p(@x)", want: Unknown, f: Holds},
+	{q: "SELECT 1; SELECT GET_LOCK('a', 1)", want: Plain, f: Holds}, // the text is read whole (the server refuses the rest)
+	{q: "SELECT 1; SELECT GET_LOCK('a', 1)", multi: true, want: Plain, f: Holds},
+	{q: "BEGIN; SELECT @x := 1", multi: true, want: Batch, f: Holds},
 }
 
 func TestClassify(t *testing.T) {
 	for _, tc := range classifyCases {
-		if got := Classify(tc.q, tc.multi); got != tc.want {
-			t.Errorf("Classify(%q, multi=%v) = %s, want %s", tc.q, tc.multi, kindName(got), kindName(tc.want))
+		want := Of(tc.want, tc.c, tc.f)
+		if got := Classify(tc.q, tc.multi); got != want {
+			t.Errorf("Classify(%q, multi=%v) = %s, want %s", tc.q, tc.multi, kindName(got), kindName(want))
 		}
-		if got := classifySlow(tc.q, tc.multi); got != tc.want {
-			t.Errorf("classifySlow(%q, multi=%v) = %s, want %s", tc.q, tc.multi, kindName(got), kindName(tc.want))
+		if got := classifySlow(tc.q, tc.multi); got != want {
+			t.Errorf("classifySlow(%q, multi=%v) = %s, want %s", tc.q, tc.multi, kindName(got), kindName(want))
 		}
 	}
 }
@@ -318,7 +328,7 @@ func TestStatements(t *testing.T) {
 		{"SELECT 'x", []string{"SELECT 'x:unknown"}},
 	} {
 		var got []string
-		Statements(tc.q, func(s string, k Kind) bool {
+		Statements(tc.q, func(s string, k Class) bool {
 			got = append(got, s+":"+kindName(k))
 			return true
 		})
@@ -342,14 +352,15 @@ func FuzzClassify(f *testing.F) {
 		if slow := classifySlow(q, multi); slow != k {
 			t.Fatalf("Classify(%q, %v) = %s, classifySlow = %s", q, multi, kindName(k), kindName(slow))
 		}
-		flags, class := k&^(Class|Holds|Reads), k&Class
-		if kindNames[class] == "" || flags&^(Session|Temp) != 0 && class != Commit && class != Rollback ||
-			flags&(Session|Temp) != 0 && (class != Plain || flags&Temp != 0 && flags&Session == 0) {
+		flags, kind := k.Flags()&(Session|Temp), k.Kind()
+		if kindNames[kind] == "" || k&^Of(0xff, 0xff, 0xff) != 0 ||
+			k.Clauses() != 0 && kind != Commit && kind != Rollback ||
+			flags != 0 && (kind != Plain || flags&Temp != 0 && flags&Session == 0) {
 			t.Fatalf("Classify(%q, %v) = %s: not a statement kind", q, multi, kindName(k))
 		}
-		if text := k & (Holds | Reads); text != heldFlags(q) || text != ScanHeld(q, nil) {
+		if text := k.Flags() & (Holds | Reads); text != heldFlags(q) || text != ScanHeld(q, nil) {
 			t.Fatalf("Classify(%q, %v) = %s: the flags of its text are %s (ScanHeld: %s)", q, multi, kindName(k),
-				kindName(heldFlags(q)), kindName(ScanHeld(q, nil)))
+				kindName(Of(0, 0, heldFlags(q))), kindName(Of(0, 0, ScanHeld(q, nil))))
 		}
 		ascii := true
 		for i := 0; i < len(q); i++ {
@@ -360,24 +371,24 @@ func FuzzClassify(f *testing.F) {
 				t.Fatalf("Classify(%q): upper case %s, lower case %s", q, kindName(u), kindName(l))
 			}
 		}
-		if k != Empty {
+		if k != Class(Empty) {
 			if c := Classify("/* c */ \n"+q, multi); c != k {
 				t.Fatalf("Classify(%q) = %s, with a leading comment %s", q, kindName(k), kindName(c))
 			}
 		}
 		if multi && strings.IndexByte(q, ';') >= 0 {
-			if _, _, ok := nextStatement(q, 0); !ok && k&Class != Unknown {
+			if _, _, ok := nextStatement(q, 0); !ok && k.Kind() != Unknown {
 				t.Fatalf("Classify(%q, multi) = %s for text that cannot be split", q, kindName(k))
 			}
 		}
 		if len(q) > 4 && is(q[:3], "set") && q[3] == ' ' {
-			switch k & Class {
+			switch k.Kind() {
 			case AutocommitOn, AutocommitOff, AutocommitUnknown, CompletionNoChain, CompletionChain, CompletionRelease, CompletionUnknown, Implicit:
 				for _, item := range []string{"NAMES utf8mb4, ", "NAMES 'utf8mb4' COLLATE 'utf8mb4_bin', ",
 					"CHARACTER SET utf8mb4, ", "CHARSET DEFAULT, ", "ROLE NONE, ", "@u = CONCAT('a', ','), "} {
 					want := k
 					if item[0] == '@' {
-						want |= Holds // a user variable set is state the session holds
+						want = want.with(Holds) // a user variable set is state the session holds
 					}
 					if c := Classify(q[:4]+item+q[4:], multi); c != want {
 						t.Fatalf("Classify(%q) = %s, with %q first in its list %s", q, kindName(want), item, kindName(c))
@@ -385,7 +396,7 @@ func FuzzClassify(f *testing.F) {
 				}
 			}
 		}
-		Statements(q, func(s string, k Kind) bool { return true })
+		Statements(q, func(s string, k Class) bool { return true })
 	})
 }
 
@@ -403,7 +414,7 @@ func BenchmarkClassify(b *testing.B) {
 		b.Run(strings.Fields(q)[0], func(b *testing.B) {
 			multi := strings.Contains(q, ";")
 			for b.Loop() {
-				if Classify(q, multi) == Empty {
+				if Classify(q, multi).Kind() == Empty {
 					b.Fatal("empty")
 				}
 			}

@@ -52,7 +52,7 @@ func heldName(name string) int {
 //
 // It is on every statement's path: a query with neither '@' nor '(' costs two byte
 // searches (inlined into Classify), one with a '(' a look at the word before each.
-func heldFlags(q string) Kind {
+func heldFlags(q string) Flags {
 	if strings.IndexByte(q, '@') < 0 && strings.IndexByte(q, '(') < 0 {
 		return 0
 	}
@@ -60,7 +60,7 @@ func heldFlags(q string) Kind {
 }
 
 // heldFlagsSlow is heldFlags for a query with an '@' or a '('.
-func heldFlagsSlow(q string) Kind {
+func heldFlagsSlow(q string) Flags {
 	if strings.IndexByte(q, '@') < 0 && !heldCall(q) {
 		return 0
 	}
@@ -103,8 +103,8 @@ type Held struct {
 // lock taken (whatever it returned: the driver does not read results), each
 // RELEASE_LOCK one released, RELEASE_ALL_LOCKS all; a user variable, read or set, counts
 // as set.
-func ScanHeld(q string, h *Held) Kind {
-	var flags Kind
+func ScanHeld(q string, h *Held) Flags {
+	var flags Flags
 	for i := 0; i < len(q); i++ {
 		switch c := q[i]; {
 		case c == '\'' || c == '"' || c == '`' || c == '#' || c == '-' || c == '/':
@@ -141,7 +141,7 @@ func ScanHeld(q string, h *Held) Kind {
 
 // call is ScanHeld's step for the name of function fn ending at q[j]: when a call
 // follows, its flag, with its effect recorded in h (if set).
-func call(q string, j, fn int, h *Held) Kind {
+func call(q string, j, fn int, h *Held) Flags {
 	j = spaceEnd(q, j)
 	if j >= len(q) || q[j] != '(' {
 		return 0 // a column or an alias of that name

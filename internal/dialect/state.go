@@ -16,7 +16,7 @@ func SessionState(q string, multi bool) string {
 	}
 	if multi && strings.IndexByte(q, ';') >= 0 {
 		why := ""
-		Statements(q, func(s string, _ Kind) bool {
+		Statements(q, func(s string, _ Class) bool {
 			why = tempTable(s)
 			return why == ""
 		})
@@ -172,11 +172,11 @@ func ParseUse(q string) (string, bool) {
 // Multiple reports whether q holds more than one statement (multiStatements).
 func Multiple(q string) bool {
 	n := 0
-	Statements(q, func(string, Kind) bool { n++; return n < 2 })
+	Statements(q, func(string, Class) bool { n++; return n < 2 })
 	return n > 1
 }
 
-// LoadsData reports whether q, a statement of class Plain, is LOAD DATA or LOAD XML,
+// LoadsData reports whether q, a statement of kind Plain, is LOAD DATA or LOAD XML,
 // whose data is read from a file or the client.
 func LoadsData(q string) bool {
 	l := lexer{s: q}

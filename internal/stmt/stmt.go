@@ -34,12 +34,12 @@ const (
 )
 
 // Kind is what a statement does to its session's transaction state, and to the state
-// its session holds, as the owner classified it (opaque here: dialect.Kind, or a kind of
+// its session holds, as the owner classified it (opaque here: dialect.Class, or a kind of
 // the owner's calls that are not statements). A Stmt gets its Kind from New and hands it
 // back with every run, so that the owner knows whether a transaction is open without
 // reading the query again. The zero Kind is a statement without such an effect; a Rows
 // reports its failures with it.
-type Kind = dialect.Kind
+type Kind = dialect.Class
 
 // Owner is the connection a Stmt or Rows belongs to. The conn package implements it.
 type Owner interface {
