@@ -132,11 +132,11 @@ func (c *Conn) Owner() any { return c.cfg.Owner }
 // Besides the driver interfaces, users reach three methods through (*sql.Conn).Raw:
 // SetReadOnly, ReadOnly and Host.
 //
-// A Conn follows its physical session's transaction state through the statements that
-// run on it (see classify): a transaction opened by BEGIN, START TRANSACTION or XA START
-// run as statements, or by any statement while autocommit is off (from the DSN or SET
-// autocommit), is treated as one opened by BeginTx, and so is a state the statements do
-// not tell (CALL, EXECUTE ...), until the server says otherwise (see resolve).
+// A Conn follows its physical session's transaction state through the statements that run
+// on it (see dialect.Classify): a transaction opened by BEGIN, START TRANSACTION or XA
+// START run as statements, or by any statement while autocommit is off (from the DSN or
+// SET autocommit), is treated as one opened by BeginTx, and so is a state the statements
+// do not tell (CALL, EXECUTE ...), until the server says otherwise (see resolve).
 type Conn struct {
 	cl  *cluster.Cluster
 	cfg Config
@@ -173,7 +173,7 @@ type Conn struct {
 	dsnAC uint8        // the autocommit of a new physical session (Config.Autocommit)
 	dsnCT uint8        // its completion_type (Config.CompletionType)
 	lost  error        // set while a transaction opened by statements is lost (see whileLost)
-	batch string       // the query of the kBatch statement in flight, for fail
+	batch string       // the query of the dialect.Batch statement in flight, for fail
 	sess  sessionFacts // what the physical session's server told, or the session did
 
 	// gone is a session that ended without the caller's doing, with what it held: the
@@ -588,7 +588,7 @@ func (c *Conn) sent(err error) bool {
 
 // failedData records a data error of a statement of kind k: the session lives on.
 func (c *Conn) failedData(k stmt.Kind) {
-	if k&kClass == kBatch {
+	if k.Kind() == dialect.Batch {
 		c.st.failedBatch(c.batch)
 	} else {
 		c.st.failed(k)
@@ -598,7 +598,7 @@ func (c *Conn) failedData(k stmt.Kind) {
 // judge says what a communication failure of a call of kind k means for the session's
 // transaction state (notSent: nothing of the call was sent).
 func (c *Conn) judge(k stmt.Kind, notSent bool) verdict {
-	if k&kClass == kBatch {
+	if k.Kind() == dialect.Batch {
 		return c.st.verdictBatch(c.batch, notSent)
 	}
 	return c.st.verdict(k)
@@ -759,11 +759,11 @@ func (c *Conn) settleRun(ctx context.Context, old ended, fe *failover.FailoverEr
 }
 
 // failedRead reports whether the call that failed, of kind k, was a read that may run
-// again (failover.FailoverError.Read): a statement's run or rows (Conn.failing, set
-// just before fail) that rereadable accepts. The caller knows that no transaction is
+// again (failover.FailoverError.Read): a statement's run or rows (Conn.failing, set just
+// before fail) that dialect.Rereadable accepts. The caller knows that no transaction is
 // open.
 func (c *Conn) failedRead(k stmt.Kind) bool {
-	return k&kClass == kPlain && c.failing != "" && rereadable(c.failing)
+	return k.Kind() == dialect.Plain && c.failing != "" && dialect.Rereadable(c.failing)
 }
 
 // forgetFailing clears Conn.failing when fail is done with it.
@@ -991,8 +991,8 @@ func (c *Conn) ExecContext(ctx context.Context, query string, args []driver.Name
 }
 
 func (c *Conn) execContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
-	k := classify(query, c.cfg.MultiStatements)
-	if k&kClass == kBatch {
+	k := dialect.Classify(query, c.cfg.MultiStatements)
+	if k.Kind() == dialect.Batch {
 		c.batch = query
 	}
 	for attempt := 0; ; attempt++ {
@@ -1057,8 +1057,8 @@ func (c *Conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 }
 
 func (c *Conn) queryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	k := classify(query, c.cfg.MultiStatements)
-	if k&kClass == kBatch {
+	k := dialect.Classify(query, c.cfg.MultiStatements)
+	if k.Kind() == dialect.Batch {
 		c.batch = query
 	}
 	for attempt := 0; ; attempt++ {
@@ -1089,7 +1089,7 @@ func (c *Conn) queryContext(ctx context.Context, query string, args []driver.Nam
 			if c.log != nil {
 				before = c.st
 			}
-			if k&kClass == kBatch {
+			if k.Kind() == dialect.Batch {
 				c.st.mayHaveRun(query) // the statements after the first run while the caller reads
 				c.mayHold(k, query)
 			} else {
@@ -1134,8 +1134,8 @@ func (c *Conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, e
 }
 
 func (c *Conn) prepareContext(ctx context.Context, query string) (driver.Stmt, error) {
-	k := classify(query, false) // a prepared statement is one statement
-	rk := kPlain | k&fReads     // no move before a statement that reads the last one's values
+	k := dialect.Classify(query, false)                         // a prepared statement is one statement
+	rk := dialect.Of(dialect.Plain, 0, k.Flags()&dialect.Reads) // no move before a statement that reads the last one's values
 	if endsLost(k) {
 		rk = kSession
 	}

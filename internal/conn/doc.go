@@ -57,7 +57,7 @@
 // the error.
 //
 // State a session holds that no other session can be given (held.go) is followed the
-// same way: classify flags a statement whose text names a user variable, takes or
+// same way: dialect.Classify flags a statement whose text names a user variable, takes or
 // releases a named lock, or reads LAST_INSERT_ID(), ROW_COUNT() or FOUND_ROWS() (two byte
 // searches on the hot path), and ran records the locks, user variables and temporary
 // tables in sessionFacts.has. While the session holds any, ready keeps it where it is

@@ -14,6 +14,7 @@ import (
 
 	"github.com/mysqlfailover/mysqlfailover/failover"
 	"github.com/mysqlfailover/mysqlfailover/internal/cluster"
+	"github.com/mysqlfailover/mysqlfailover/internal/dialect"
 )
 
 // The state a session holds that no other session can be given, as its statements tell:
@@ -57,17 +58,17 @@ func TestHoldFollowsStatements(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var h hold
 			for _, q := range tc.qs {
-				k := classify(q, false)
-				if k&fHolds != 0 {
-					scanHeld(q, &h)
+				k := dialect.Classify(q, false)
+				if k.Flags()&dialect.Holds != 0 {
+					dialect.ScanHeld(q, &h.Held)
 				}
-				if k&fTemp != 0 || k&kClass == kImplicit && len(h.temps) > 0 {
+				if k.Flags()&dialect.Temp != 0 || k.Kind() == dialect.Implicit && len(h.temps) > 0 {
 					h.tables(q, tc.db)
 				}
 			}
-			if h.locks != tc.locks || !slices.Equal(h.temps, tc.temps) || h.vars != tc.vars {
+			if h.Locks != tc.locks || !slices.Equal(h.temps, tc.temps) || h.Vars != tc.vars {
 				t.Errorf("after %q: locks %d, temporary tables %q, user variables %v; want %d, %q, %v",
-					tc.qs, h.locks, h.temps, h.vars, tc.locks, tc.temps, tc.vars)
+					tc.qs, h.Locks, h.temps, h.Vars, tc.locks, tc.temps, tc.vars)
 			}
 			if h.any() != (tc.locks > 0 || len(tc.temps) > 0 || tc.vars) {
 				t.Errorf("any() = %v", h.any())

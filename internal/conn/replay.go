@@ -301,153 +301,6 @@ func hashRow(d *digest, row []driver.Value) {
 	d.byte1('\n')
 }
 
-// sessionState says why statement q leaves state on its session that a new session
-// would lack, so that no later transaction of the session can be replayed ("" when it
-// does not): a user variable (@name, outside quotes and comments), a named lock
-// (GET_LOCK), a temporary table (CREATE or DROP TEMPORARY TABLE, in any statement of a
-// multi-statement query with multi). It reads the text only, to its end: an executable
-// comment is read as code, and text with a quote or comment that does not end here (a
-// string the server ended at a backslash, under NO_BACKSLASH_ESCAPES) is read again as
-// code throughout, which may find more than there is.
-func sessionState(q string, multi bool) string {
-	if why := tempTable(q); why != "" {
-		return why
-	}
-	if multi && strings.IndexByte(q, ';') >= 0 {
-		why := ""
-		statements(q, func(s string, _ stmt.Kind) bool {
-			why = tempTable(s)
-			return why == ""
-		})
-		if why != "" {
-			return why
-		}
-	}
-	if strings.IndexByte(q, '@') < 0 && !containsFold(q, "get_lock") {
-		return "" // the common case, in two scans
-	}
-	why, whole := sessionUse(q, false)
-	if !whole {
-		why, _ = sessionUse(q, true)
-	}
-	return why
-}
-
-// sessionUse is sessionState's scan for user variables and GET_LOCK, skipping quotes
-// and comments unless raw. whole is false when a quote or comment did not end (the scan
-// stopped there).
-func sessionUse(q string, raw bool) (why string, whole bool) {
-	for i := 0; i < len(q); i++ {
-		switch q[i] {
-		case '\'', '"', '`', '#', '-', '/':
-			if raw {
-				continue
-			}
-			if i = skipText(q, i); i < 0 {
-				return "", false
-			}
-		case '@':
-			if i+1 < len(q) && q[i+1] == '@' {
-				i++ // a system variable
-				continue
-			}
-			if userVar(q, i) {
-				return "a user variable (@" + identAt(q, i+1) + "): a new session has none", true
-			}
-		case 'g', 'G':
-			if namedLock(q, i) {
-				return "a named lock (GET_LOCK): it belongs to the session", true
-			}
-		}
-	}
-	return "", true
-}
-
-// tempTable is sessionState for CREATE [OR REPLACE] TEMPORARY TABLE and DROP TEMPORARY
-// TABLE.
-func tempTable(q string) string {
-	lead := skipLead(q)
-	if len(lead) < 6 {
-		return ""
-	}
-	l := lexer{s: lead}
-	w := l.word()
-	if !is(w, "create") && !is(w, "drop") {
-		return ""
-	}
-	w2 := l.word()
-	if is(w2, "or") && is(l.word(), "replace") {
-		w2 = l.word()
-	}
-	if is(w2, "temporary") {
-		return "a temporary table (" + strings.ToUpper(w) + " TEMPORARY TABLE): a new session has none"
-	}
-	return ""
-}
-
-// skipText returns the index of the last byte of the string, quoted identifier or
-// comment that starts at q[i] (an executable comment's text is code: only "/*!" is
-// skipped), i where none starts there, or -1 when it does not end.
-func skipText(q string, i int) int {
-	switch q[i] {
-	case '\'', '"', '`':
-		if i = skipQuoted(q, i); i < 0 {
-			return -1
-		}
-		return i - 1
-	case '#':
-		return lineEnd(q, i)
-	case '-':
-		if dashComment(q, i) {
-			return lineEnd(q, i)
-		}
-	case '/':
-		if i+1 < len(q) && q[i+1] == '*' && !executable(q[i+2:]) {
-			end := strings.Index(q[i+2:], "*/")
-			if end < 0 {
-				return -1
-			}
-			return i + 2 + end + 1
-		}
-	}
-	return i
-}
-
-// userVar reports whether the '@' at q[i] starts a user variable (@name, @'name').
-func userVar(q string, i int) bool {
-	return i+1 < len(q) && (isIdentByte(q[i+1]) || q[i+1] == '\'' || q[i+1] == '"' || q[i+1] == '`')
-}
-
-// namedLock reports whether a call of GET_LOCK starts at q[i]: the name, then white
-// space and comments (which the server skips there too), then '('. An executable or
-// unterminated comment after the name counts as a call.
-func namedLock(q string, i int) bool {
-	if i > 0 && isIdentByte(q[i-1]) || i+8 > len(q) || !is(q[i:i+8], "get_lock") {
-		return false
-	}
-	l := lexer{s: q, i: i + 8}
-	return l.peek() == '(' || l.bad
-}
-
-// identAt returns the identifier at q[i:] (for a message), at most 32 bytes.
-func identAt(q string, i int) string {
-	j := i
-	for j < len(q) && j-i < 32 && isIdentByte(q[j]) {
-		j++
-	}
-	return q[i:j]
-}
-
-// containsFold reports whether s contains sub (lower case ASCII) in any case.
-func containsFold(s, sub string) bool {
-	for i := 0; i+len(sub) <= len(s); i++ {
-		if is(s[i:i+len(sub)], sub) {
-			return true
-		}
-	}
-	return false
-}
-
 // whyPending is why a transaction begun with characteristics that SET TRANSACTION gave
 // it (a Tx's or one opened by statements) is not replayed. Repeating them exactly would
 // mean repeating every such statement since the last transaction: they add up (an
@@ -459,18 +312,18 @@ const whyPending = "characteristics set by SET TRANSACTION (a new session does n
 
 // unreplayable says why a statement of kind k, query q, makes its transaction one that
 // cannot be replayed ("" when it does not).
-func unreplayable(k stmt.Kind, q string) string {
-	switch k & kClass {
-	case kUnknown:
+func unreplayable(k dialect.Kind, q string) string {
+	switch k {
+	case dialect.Unknown:
 		return "a statement whose effect the driver cannot tell (CALL, EXECUTE, a compound statement, an executable comment)"
-	case kBatch:
+	case dialect.Batch:
 		return "a multi-statement batch"
-	case kLockTables, kLock:
+	case dialect.LockTables, dialect.Lock:
 		return "table locks (LOCK TABLES, FLUSH TABLES ... WITH READ LOCK)"
-	case kXAStart, kXAPrepare, kXACommit, kXARollback:
+	case dialect.XAStart, dialect.XAPrepare, dialect.XACommit, dialect.XARollback:
 		return "XA"
-	case kPlain:
-		if l := (lexer{s: q}); is(l.word(), "load") {
+	case dialect.Plain:
+		if dialect.LoadsData(q) {
 			return "LOAD DATA or LOAD XML (the data is not recorded)"
 		}
 	}
@@ -488,7 +341,7 @@ func unreplayable(k stmt.Kind, q string) string {
 func (c *Conn) noteStmt(before txState, db string, k stmt.Kind, q string, args []driver.NamedValue, res driver.Result, prepared, isQuery bool) driver.Result {
 	l := c.log
 	if l.sess == "" {
-		l.sess = sessionState(q, c.cfg.MultiStatements)
+		l.sess = dialect.SessionState(q, c.cfg.MultiStatements)
 	}
 	if c.tx == nil {
 		if !c.noteOutsideTx(before, db, k, q) {
@@ -496,7 +349,7 @@ func (c *Conn) noteStmt(before txState, db string, k stmt.Kind, q string, args [
 		}
 	} else if c.tx.rs != nil || !l.on {
 		return res // a read-only transaction on a replica is not replayed
-	} else if commits(k) || k&kClass == kRollback {
+	} else if commits(k) || k.Kind() == dialect.Rollback {
 		l.refuse("a statement that ends the transaction inside a Tx (COMMIT, ROLLBACK, or one that commits implicitly)")
 	}
 	l.trying = trying{}
@@ -523,18 +376,18 @@ func (c *Conn) noteOutsideTx(before txState, db string, k stmt.Kind, q string) (
 	if c.st.txn == txnUnknown && l.on {
 		// Whether the transaction goes on cannot be told (CALL, EXECUTE...): it
 		// counts as open, and cannot be replayed.
-		l.refuse(unreplayable(kUnknown, q))
+		l.refuse(unreplayable(dialect.Unknown, q))
 		return false
 	}
 	if c.st.txn != txnOpen {
 		l.clear()
 		return false
 	}
-	cls := k & kClass
-	if !l.on || before.txn != txnOpen || cls == kBegin || cls == kXAStart || cls == kCommit || cls == kRollback {
+	cls := k.Kind()
+	if !l.on || before.txn != txnOpen || cls == dialect.Begin || cls == dialect.XAStart || cls == dialect.Commit || cls == dialect.Rollback {
 		l.start(false, driver.TxOptions{}, db)
 		switch {
-		case cls == kCommit || cls == kRollback:
+		case cls == dialect.Commit || cls == dialect.Rollback:
 			l.refuse("a transaction opened by AND CHAIN (its characteristics are not known)")
 		case before.pending:
 			l.refuse(whyPending)
@@ -548,22 +401,15 @@ func (c *Conn) noteOutsideTx(before txState, db string, k stmt.Kind, q string) (
 // (multiStatements).
 func (c *Conn) refuseUnreplayable(k stmt.Kind, q string) {
 	l := c.log
-	if why := unreplayable(k, q); why != "" {
+	if why := unreplayable(k.Kind(), q); why != "" {
 		l.refuse(why)
 	}
 	if c.st.locks {
-		l.refuse(unreplayable(kLockTables, q))
+		l.refuse(unreplayable(dialect.LockTables, q))
 	}
-	if c.cfg.MultiStatements && strings.IndexByte(q, ';') >= 0 && multiple(q) {
-		l.refuse(unreplayable(kBatch, q))
+	if c.cfg.MultiStatements && strings.IndexByte(q, ';') >= 0 && dialect.Multiple(q) {
+		l.refuse(unreplayable(dialect.Batch, q))
 	}
-}
-
-// multiple reports whether q holds more than one statement (multiStatements).
-func multiple(q string) bool {
-	n := 0
-	statements(q, func(string, stmt.Kind) bool { n++; return n < 2 })
-	return n > 1
 }
 
 // noteFailed records, with replay on, the statement whose data error err fail just
@@ -581,16 +427,16 @@ func (c *Conn) noteFailed(k stmt.Kind, err error) {
 		}
 		return
 	}
-	switch k & kClass {
-	case kPlain, kUse, kUnknown, kBatch:
+	switch k.Kind() {
+	case dialect.Plain, dialect.Use, dialect.Unknown, dialect.Batch:
 	default:
 		return // not a statement of the transaction (a PREPARE, a session call)
 	}
 	switch {
 	case tr.query == "" || tr.epoch != c.epoch:
 		l.refuse("a statement that failed without being recorded")
-	case k&kClass == kBatch || c.cfg.MultiStatements && multiple(tr.query):
-		l.refuse(unreplayable(kBatch, tr.query))
+	case k.Kind() == dialect.Batch || c.cfg.MultiStatements && dialect.Multiple(tr.query):
+		l.refuse(unreplayable(dialect.Batch, tr.query))
 	case dialect.ServerError(err) == nil:
 		l.refuse("a statement that failed with an error of the driver's: " + err.Error())
 	default:
@@ -642,9 +488,10 @@ var errReplayStopped = errors.New("the replay ran out of time (the caller's cont
 // not, a statement that commits implicitly: the caller gets
 // failover.ErrCommitOutcomeUnknown, as without replay), for a call the caller does not
 // run again (results being read, Commit, Rollback), nor for a transaction that could not
-// be recorded whole (see noteStmt, unreplayable, sessionState, transactionReplayMaxSize)
-// or that used up transactionReplayAttempts or transactionReplayTimeout. A replay whose
-// session fails too is run again on the next one, within those limits.
+// be recorded whole (see noteStmt, unreplayable, dialect.SessionState,
+// transactionReplayMaxSize) or that used up transactionReplayAttempts or
+// transactionReplayTimeout. A replay whose session fails too is run again on the next
+// one, within those limits.
 func (c *Conn) replayHere(ctx context.Context, k stmt.Kind, r stmt.Retry, werr error, failed string, before txState) (bool, error) {
 	l := c.log
 	if l == nil || !l.on || c.tx != nil && c.tx.rs != nil || r != stmt.RetryAlways && r != stmt.RetryIfNotSent {
@@ -803,8 +650,10 @@ func (c *Conn) abandon(ctx context.Context) {
 // XA COMMIT, and Tx.Commit), a statement that commits implicitly, a BEGIN (which commits
 // what is open), SET autocommit = 1, UNLOCK TABLES.
 func commits(k stmt.Kind) bool {
-	switch k & kClass {
-	case kCommit, kXACommit, kBegin, kXAStart, kImplicit, kMaybe, kLockTables, kUnlock, kACOn, kACUnknown, kTxEnd, kBatch, kUnknown:
+	switch k.Kind() {
+	case dialect.Commit, dialect.XACommit, dialect.Begin, dialect.XAStart, dialect.Implicit, dialect.Maybe,
+		dialect.LockTables, dialect.Unlock, dialect.AutocommitOn, dialect.AutocommitUnknown, dialect.Batch,
+		dialect.Unknown, kTxEnd.Kind():
 		return true
 	}
 	return false

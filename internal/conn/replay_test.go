@@ -481,50 +481,6 @@ func TestReplayIdleSession(t *testing.T) {
 	}
 }
 
-// The session state a replay cannot see: statements that read or set user variables,
-// named locks and temporary tables, outside quotes and comments.
-func TestSessionState(t *testing.T) {
-	for q, want := range map[string]string{
-		"SELECT 1":                                    "",
-		"SELECT 'a@b.com', \"x@y\", `c@d`":            "",
-		"SELECT @@autocommit, @@session.sql_mode":     "",
-		"SELECT 1 -- @x\n":                            "",
-		"SELECT 1 /* @x */":                           "",
-		"SELECT /*! @x */ 1":                          "user variable (@x)",
-		"SET @x = 1":                                  "user variable (@x)",
-		"SELECT a INTO @v FROM t":                     "user variable (@v)",
-		"SELECT @`quoted`":                            "user variable",
-		"select get_lock('a', 0)":                     "GET_LOCK",
-		"SELECT GET_LOCK ('a', 0)":                    "GET_LOCK",
-		"SELECT my_get_lock('a')":                     "",
-		"SELECT 'get_lock(x)'":                        "",
-		"create temporary table t (a int)":            "temporary table",
-		"CREATE OR REPLACE TEMPORARY TABLE t (a INT)": "temporary table",
-		"/* x */ DROP TEMPORARY TABLE t":              "temporary table",
-		"CREATE TABLE t (a INT)":                      "",
-		// read to the end: a comment between GET_LOCK and its '(' (the server takes
-		// it), a string the server ends at its backslash (NO_BACKSLASH_ESCAPES)
-		"SELECT GET_LOCK/* c */('a', 0)":  "GET_LOCK",
-		"SELECT GET_LOCK -- c\n('a', 0)":  "GET_LOCK",
-		"SELECT GET_LOCK /*! */ ('a', 0)": "GET_LOCK",
-		`SELECT 'C:\', @x := 1`:           "user variable (@x)",
-		`SELECT 'C:\', GET_LOCK('a', 0)`:  "GET_LOCK",
-	} {
-		got := sessionState(q, false)
-		if want == "" && got != "" || want != "" && !strings.Contains(got, want) {
-			t.Errorf("sessionState(%q) = %q, want %q", q, got, want)
-		}
-	}
-	// With multiStatements every statement of a batch is read; without, only the first
-	// exists for the server.
-	for _, multi := range []bool{true, false} {
-		q := "SELECT 1; /* c */ CREATE TEMPORARY TABLE tmp (a INT)"
-		if got := sessionState(q, multi); multi != strings.Contains(got, "temporary table") {
-			t.Errorf("sessionState(%q, multi=%v) = %q", q, multi, got)
-		}
-	}
-}
-
 // A statement that failed inside the transaction (a duplicate key the application
 // handled) is replayed too, and must fail the same way; one that succeeds on the new
 // session is a difference.

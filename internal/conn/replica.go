@@ -101,10 +101,11 @@ func newSplit(cfg Config) *split {
 // the first attempt of a statement: the replicas that failed the last one may serve it.
 // Inside a Tx, the Tx's session; outside one, a replica only for a read intent (the
 // context's, or SetReadOnly(true)) on a plain statement (not a SET, USE or BEGIN, nor
-// one that creates or drops a temporary table: fSession; nor one whose text touches the
-// primary session's own state: fHolds, fReads), with autocommit on, no transaction
-// opened by statements on the primary session, and no temporary table held by it (its
-// reads would not find the table on a replica: MaxScale sends them to the primary too).
+// one that creates or drops a temporary table: dialect.Session; nor one whose text
+// touches the primary session's own state: dialect.Holds, dialect.Reads), with
+// autocommit on, no transaction opened by statements on the primary session, and no
+// temporary table held by it (its reads would not find the table on a replica: MaxScale
+// sends them to the primary too).
 func (c *Conn) route(ctx context.Context, k stmt.Kind, first bool) (*rsession, error) {
 	sp := c.sp
 	if first {
@@ -358,7 +359,7 @@ func (c *Conn) replicaDead(ctx context.Context, rs *rsession, now int64, check b
 // inDB moves replica session rs to the connection's current database.
 func (c *Conn) inDB(ctx context.Context, rs *rsession) (*rsession, error) {
 	if rs.db != c.db && c.db != "" {
-		if err := c.exec(ctx, rs.phys, "USE "+quoteIdent(c.db)); err != nil {
+		if err := c.exec(ctx, rs.phys, "USE "+dialect.QuoteIdent(c.db)); err != nil {
 			c.dropReplica(rs)
 			return nil, err
 		}
@@ -422,7 +423,7 @@ func (c *Conn) rsetup(ctx context.Context, phys driver.Conn, _ int) error {
 		}
 	}
 	if c.db != c.cfg.DBName && c.db != "" {
-		if err := c.exec(ctx, phys, "USE "+quoteIdent(c.db)); err != nil {
+		if err := c.exec(ctx, phys, "USE "+dialect.QuoteIdent(c.db)); err != nil {
 			return err
 		}
 	}

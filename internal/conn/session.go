@@ -3,8 +3,8 @@ package conn
 import (
 	"context"
 	"database/sql/driver"
-	"strings"
 
+	"github.com/mysqlfailover/mysqlfailover/internal/dialect"
 	"github.com/mysqlfailover/mysqlfailover/internal/stmt"
 )
 
@@ -43,7 +43,7 @@ func (c *Conn) setup(ctx context.Context, phys driver.Conn, host int) error {
 		}
 	}
 	if c.db != c.cfg.DBName && c.db != "" {
-		if err := c.exec(ctx, phys, "USE "+quoteIdent(c.db)); err != nil {
+		if err := c.exec(ctx, phys, "USE "+dialect.QuoteIdent(c.db)); err != nil {
 			return err
 		}
 	}
@@ -149,41 +149,4 @@ func (c *Conn) Host() string {
 		return ""
 	}
 	return c.cl.Host(c.host)
-}
-
-// parseUse returns the database of a USE statement that succeeded: its name bare,
-// backquoted, or double-quoted (a USE "db" succeeds only under ANSI_QUOTES, where that is
-// an identifier), with white space and comments anywhere around it, as the server reads
-// it. Anything else (an executable comment, a string) is not understood, so it is not
-// tracked: tracking garbage would make every later switch fail on "USE <garbage>".
-func parseUse(q string) (string, bool) {
-	l := lexer{s: q}
-	if !is(l.word(), "use") {
-		return "", false
-	}
-	t := l.token()
-	if t == "" || l.bad || !l.end() {
-		return "", false
-	}
-	name := t
-	switch t[0] {
-	case '`':
-		name = unquoteIdent(t)
-	case '"':
-		name = strings.ReplaceAll(t[1:len(t)-1], `""`, `"`)
-	default:
-		if !isIdentByte(t[0]) {
-			return "", false // a string, or not a name
-		}
-	}
-	return name, name != ""
-}
-
-func isIdentByte(b byte) bool {
-	return b >= '0' && b <= '9' || b|0x20 >= 'a' && b|0x20 <= 'z' || b == '_' || b == '$' || b >= 0x80
-}
-
-// quoteIdent quotes a MySQL identifier with backticks, doubling any inside.
-func quoteIdent(s string) string {
-	return "`" + strings.ReplaceAll(s, "`", "``") + "`"
 }

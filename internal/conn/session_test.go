@@ -7,6 +7,8 @@ import (
 
 	"github.com/DATA-DOG/go-sqlmock"
 	"github.com/go-sql-driver/mysql"
+
+	"github.com/mysqlfailover/mysqlfailover/internal/dialect"
 )
 
 // Case 13/14, invariant read-only-kept, Connector/J sequence A (failOverReadOnly=true): on a secondary
@@ -220,50 +222,6 @@ func TestCurrentDatabaseSurvivesSwitches(t *testing.T) {
 	}
 }
 
-func TestParseUse(t *testing.T) {
-	for _, tc := range []struct {
-		q    string
-		db   string
-		isDB bool
-	}{
-		{"USE shop", "shop", true},
-		{"use shop", "shop", true},
-		{"uSe shop;", "shop", true},
-		{"  \t\r\nUSE   shop  ", "shop", true},
-		{"USE\tshop", "shop", true},
-		{"USE\nshop -- comment", "shop", true},
-		{"USE `my shop`", "my shop", true},
-		{"USE `a``b`", "a`b", true},
-		{"USE `a````b`;", "a``b", true},
-		{"USE`shop`", "shop", true},
-		{"USE `unterminated", "", false},
-		{"USE ``", "", false},
-		{"USE", "", false},
-		{"USE ", "", false},
-		{"USE ;", "", false},
-		{"USER shop", "", false},
-		{"USERS", "", false},
-		{"UPDATE t SET a = 1", "", false},
-		{"SELECT 'USE x'", "", false},
-		{"/* c */ USE shop", "shop", true},
-		{"USE /*c*/ shop", "shop", true}, // the server reads it so (MariaDB 10.11)
-		{"USE shop/*c*/", "shop", true},
-		{"USE -- c\n`my shop` # c", "my shop", true},
-		{`USE "shop"`, "shop", true}, // it succeeds only under ANSI_QUOTES
-		{"USE /*!shop*/", "", false},
-		{"USE shop junk", "", false},
-		{"USE 'shop'", "", false},
-		{"USE sh$op_2", "sh$op_2", true},
-		{"USE bücher", "bücher", true},
-		{"", "", false},
-	} {
-		db, isDB := parseUse(tc.q)
-		if db != tc.db || isDB != tc.isDB {
-			t.Errorf("parseUse(%q) = %q, %v; want %q, %v", tc.q, db, isDB, tc.db, tc.isDB)
-		}
-	}
-}
-
 // USE is followed with any leading white space or comment, and nothing else is taken
 // for it.
 func TestTrackFollowsUse(t *testing.T) {
@@ -280,7 +238,7 @@ func TestTrackFollowsUse(t *testing.T) {
 		{"USER x", "app"},
 	} {
 		c := &Conn{db: "app"}
-		c.ran(classify(tc.q, false), tc.q)
+		c.ran(dialect.Classify(tc.q, false), tc.q)
 		if c.db != tc.db {
 			t.Errorf("after %q: db %q, want %q", tc.q, c.db, tc.db)
 		}

@@ -815,3 +815,19 @@ func TestStatementTransactionLostOnALiveHost(t *testing.T) {
 	e.wantEvents(failover.EventSessionEnded, h1, 1)
 	e.untouched(0, 1, "A3")
 }
+
+// The DSN's autocommit and completion_type as go-sql-driver sends them.
+func TestDSNValues(t *testing.T) {
+	for v, want := range map[string]uint8{"": acOn, "1": acOn, "ON": acOn, "true": acOn, "'on'": acOn,
+		"0": acOff, "OFF": acOff, "false": acOff, "'OFF'": acOff, "DEFAULT": acUnknown, "2": acUnknown, "@x": acUnknown} {
+		if got := autocommitOf(v); got != want {
+			t.Errorf("autocommitOf(%q) = %d, want %d", v, got, want)
+		}
+	}
+	for v, want := range map[string]uint8{"": ctNoChain, "0": ctNoChain, "NO_CHAIN": ctNoChain, "1": ctChain,
+		"'CHAIN'": ctChain, "2": ctRelease, "release": ctRelease, "3": ctUnknown} {
+		if got := completionOf(v); got != want {
+			t.Errorf("completionOf(%q) = %d, want %d", v, got, want)
+		}
+	}
+}

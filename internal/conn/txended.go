@@ -65,16 +65,16 @@ func (c *Conn) failedWith(ctx context.Context, err error, k stmt.Kind) error {
 		c.failedData(k)
 		return err
 	}
-	cls := k & kClass
-	if cls == kCommit {
-		if chain, _, _ := c.st.completion(k); n != dialect.ErrLockWaitTimeout && !chain && (k&fNoChain != 0 || c.st.ct != ctUnknown) {
+	cls := k.Kind()
+	if cls == dialect.Commit {
+		if chain, _, _ := c.st.completion(k); n != dialect.ErrLockWaitTimeout && !chain && (k.Clauses()&dialect.NoChain != 0 || c.st.ct != ctUnknown) {
 			c.st.end(false) // rolled back, not committed, and no chain: no transaction is open
 			return err
 		}
 		c.failedData(k)
 		return err
 	}
-	if cls != kPlain && cls != kUnknown && cls != kBatch {
+	if cls != dialect.Plain && cls != dialect.Unknown && cls != dialect.Batch {
 		c.failedData(k) // a statement that commits implicitly, or sets the session up
 		return err
 	}
@@ -87,7 +87,7 @@ func (c *Conn) failedWith(ctx context.Context, err error, k stmt.Kind) error {
 		before := c.st
 		c.failedData(k)
 		inside := before.xa == xaNone && c.st.xa == xaNone &&
-			(before.txn != txnNone || before.ac != acOn || cls == kBatch && (c.st.txn != txnNone || c.st.ac == acOff))
+			(before.txn != txnNone || before.ac != acOn || cls == dialect.Batch && (c.st.txn != txnNone || c.st.ac == acOff))
 		if !inside {
 			return err
 		}
@@ -169,10 +169,10 @@ func (c *Conn) timeoutEnded(ctx context.Context, k stmt.Kind) (ended bool, fact 
 		if qerr != nil {
 			return c.unanswered(ctx, qerr, k)
 		}
-		switch autocommitKind(v) { // the same words: 0, 1, ON, OFF
-		case kACOn:
+		switch dialect.AutocommitKind(v) { // the same words: 0, 1, ON, OFF
+		case dialect.AutocommitOn:
 			c.sess.rbot = rbotOn
-		case kACOff:
+		case dialect.AutocommitOff:
 			c.sess.rbot = rbotOff
 		default:
 			return true, "innodb_rollback_on_timeout is " + v, nil
@@ -220,18 +220,18 @@ func (c *Conn) queryOne(ctx context.Context, q string) (string, error) {
 //   - UNLOCK TABLES runs (the rollback kept the table locks) and the state stays.
 //   - Anything else gets e, unsent.
 func (c *Conn) whileEnded(ctx context.Context, e error, k stmt.Kind) error {
-	switch k & kClass {
-	case kRollback:
+	switch k.Kind() {
+	case dialect.Rollback:
 		c.lost = nil
 		return nil
-	case kUnlock:
+	case dialect.Unlock:
 		return nil
-	case kCommit:
+	case dialect.Commit:
 	default:
 		return e
 	}
 	c.lost = nil
-	rk := kRollback | k&^kClass
+	rk := dialect.Of(dialect.Rollback, k.Clauses(), k.Flags())
 	if c.phys == nil {
 		return e // the session is gone, and nothing with it
 	}
@@ -251,15 +251,15 @@ func (c *Conn) whileEnded(ctx context.Context, e error, k stmt.Kind) error {
 func rollbackSQL(k stmt.Kind) string {
 	q := "ROLLBACK"
 	switch {
-	case k&fChain != 0:
+	case k.Clauses()&dialect.Chain != 0:
 		q += " AND CHAIN"
-	case k&fNoChain != 0:
+	case k.Clauses()&dialect.NoChain != 0:
 		q += " AND NO CHAIN"
 	}
 	switch {
-	case k&fRelease != 0:
+	case k.Clauses()&dialect.Release != 0:
 		q += " RELEASE"
-	case k&fNoRelease != 0:
+	case k.Clauses()&dialect.NoRelease != 0:
 		q += " NO RELEASE"
 	}
 	return q

@@ -1,6 +1,10 @@
 package conn
 
-import "github.com/mysqlfailover/mysqlfailover/internal/stmt"
+import (
+	"github.com/mysqlfailover/mysqlfailover/internal/stmt"
+
+	"github.com/mysqlfailover/mysqlfailover/internal/dialect"
+)
 
 // The session's autocommit (txState.ac).
 const (
@@ -32,8 +36,8 @@ const (
 	xaPrepared // it survives its session on the server (MySQL 5.7.7+, MariaDB 10.5+)
 )
 
-// txState is what the connection knows of its physical session's transaction state:
-// from the DSN, and from every statement that ran on the session (see classify). A new
+// txState is what the connection knows of its physical session's transaction state: from
+// the DSN, and from every statement that ran on the session (see dialect.Classify). A new
 // session starts with none open.
 type txState struct {
 	ac      uint8
@@ -81,47 +85,48 @@ func (s *txState) end(chain bool) {
 // completion returns what COMMIT or ROLLBACK of kind k does: chain, release, and whether
 // that is known (completion_type unknown and no explicit clause: not).
 func (s *txState) completion(k stmt.Kind) (chain, release, known bool) {
-	chain = k&fChain != 0 || k&fNoChain == 0 && s.ct == ctChain
-	release = k&fRelease != 0 || k&fNoRelease == 0 && s.ct == ctRelease
-	known = s.ct != ctUnknown || k&(fChain|fNoChain) != 0 && k&(fRelease|fNoRelease) != 0
+	c := k.Clauses()
+	chain = c&dialect.Chain != 0 || c&dialect.NoChain == 0 && s.ct == ctChain
+	release = c&dialect.Release != 0 || c&dialect.NoRelease == 0 && s.ct == ctRelease
+	known = s.ct != ctUnknown || c&(dialect.Chain|dialect.NoChain) != 0 && c&(dialect.Release|dialect.NoRelease) != 0
 	return chain, release, known
 }
 
-// apply records that one statement of kind k (not kBatch) succeeded. It reports whether
-// the server closes the session after it (RELEASE).
+// apply records that one statement of kind k (not dialect.Batch) succeeded. It reports
+// whether the server closes the session after it (RELEASE).
 func (s *txState) apply(k stmt.Kind) (release bool) {
-	switch c := k & kClass; c {
-	case kPlain, kUse:
+	switch c := k.Kind(); c {
+	case dialect.Plain, dialect.Use:
 		s.touch()
-	case kBegin, kXAStart, kXAPrepare, kXACommit, kXARollback, kCommit, kRollback:
+	case dialect.Begin, dialect.XAStart, dialect.XAPrepare, dialect.XACommit, dialect.XARollback, dialect.Commit, dialect.Rollback:
 		return s.control(k)
-	case kACOn, kACOff, kACUnknown:
+	case dialect.AutocommitOn, dialect.AutocommitOff, dialect.AutocommitUnknown:
 		s.setAutocommit(c)
-	case kCTNoChain:
+	case dialect.CompletionNoChain:
 		s.ct = ctNoChain
-	case kCTChain:
+	case dialect.CompletionChain:
 		s.ct = ctChain
-	case kCTRelease:
+	case dialect.CompletionRelease:
 		s.ct = ctRelease
-	case kCTUnknown:
+	case dialect.CompletionUnknown:
 		s.ct = ctUnknown
-	case kSetTx:
+	case dialect.SetTx:
 		s.pending = true
-	case kImplicit:
+	case dialect.Implicit:
 		s.txn, s.began = txnNone, false
-	case kMaybe:
+	case dialect.Maybe:
 		if s.txn != txnNone {
 			s.txn, s.began = txnUnknown, false
 		}
-	case kLockTables:
+	case dialect.LockTables:
 		s.txn, s.began, s.locks = txnNone, false, true
-	case kLock:
+	case dialect.Lock:
 		s.locks = true
-	case kUnlock:
+	case dialect.Unlock:
 		// It commits only after LOCK TABLES (not after FLUSH TABLES WITH READ LOCK);
 		// which one it was is not followed, so the transaction is not taken as ended.
 		s.locks = false
-	case kUnknown:
+	case dialect.Unknown:
 		s.txn, s.began, s.ac, s.ct = txnUnknown, false, acUnknown, ctUnknown
 	}
 	return false
@@ -131,16 +136,16 @@ func (s *txState) apply(k stmt.Kind) (release bool) {
 // START, XA PREPARE, XA COMMIT or ROLLBACK, COMMIT, ROLLBACK); it reports whether the
 // server closes the session after it (RELEASE).
 func (s *txState) control(k stmt.Kind) (release bool) {
-	switch k & kClass {
-	case kBegin:
+	switch k.Kind() {
+	case dialect.Begin:
 		s.txn, s.began, s.locks = txnOpen, true, false // BEGIN also releases table locks
-	case kXAStart:
+	case dialect.XAStart:
 		s.txn, s.began, s.locks, s.xa = txnOpen, true, false, xaActive
-	case kXAPrepare:
+	case dialect.XAPrepare:
 		s.xa = xaPrepared
-	case kXACommit, kXARollback:
+	case dialect.XACommit, dialect.XARollback:
 		s.end(false)
-	case kCommit, kRollback:
+	case dialect.Commit, dialect.Rollback:
 		chain, rel, known := s.completion(k)
 		if !known {
 			s.txn, s.began = txnUnknown, false
@@ -152,12 +157,12 @@ func (s *txState) control(k stmt.Kind) (release bool) {
 	return false
 }
 
-// setAutocommit records a SET autocommit of class c (kACOn, kACOff, kACUnknown) that
-// succeeded: turning it on from off commits; from unknown, an open transaction may have
-// been committed.
-func (s *txState) setAutocommit(c stmt.Kind) {
+// setAutocommit records a SET autocommit of kind c (dialect.AutocommitOn, AutocommitOff,
+// AutocommitUnknown) that succeeded: turning it on from off commits; from unknown, an
+// open transaction may have been committed.
+func (s *txState) setAutocommit(c dialect.Kind) {
 	switch c {
-	case kACOn:
+	case dialect.AutocommitOn:
 		switch s.ac {
 		case acOff:
 			s.txn, s.began = txnNone, false // SET autocommit = 1 commits
@@ -167,9 +172,9 @@ func (s *txState) setAutocommit(c stmt.Kind) {
 			}
 		}
 		s.ac = acOn
-	case kACOff:
+	case dialect.AutocommitOff:
 		s.ac = acOff
-	case kACUnknown:
+	case dialect.AutocommitUnknown:
 		s.ac = acUnknown
 		if s.txn != txnNone {
 			s.txn, s.began = txnUnknown, false
@@ -177,21 +182,21 @@ func (s *txState) setAutocommit(c stmt.Kind) {
 	}
 }
 
-// failed records that a statement of kind k (not kBatch) failed with a data error: the
-// session lives on. A transaction-control statement, or one that commits implicitly,
+// failed records that a statement of kind k (not dialect.Batch) failed with a data error:
+// the session lives on. A transaction-control statement, or one that commits implicitly,
 // leaves the transaction unknown (whether its commit happened cannot be told); a failed
 // SET changes nothing; any other statement counts as one that ran.
 func (s *txState) failed(k stmt.Kind) {
-	switch k & kClass {
-	case kBegin, kXAStart, kXAPrepare, kXACommit, kXARollback, kCommit, kRollback, kACOn, kACUnknown:
+	switch k.Kind() {
+	case dialect.Begin, dialect.XAStart, dialect.XAPrepare, dialect.XACommit, dialect.XARollback, dialect.Commit, dialect.Rollback, dialect.AutocommitOn, dialect.AutocommitUnknown:
 		s.txn, s.began = txnUnknown, false
-	case kImplicit, kMaybe, kLockTables, kUnlock:
+	case dialect.Implicit, dialect.Maybe, dialect.LockTables, dialect.Unlock:
 		if s.txn != txnNone {
 			s.txn, s.began = txnUnknown, false
 		}
-	case kUnknown:
-		s.apply(kUnknown)
-	case kPlain, kUse:
+	case dialect.Unknown:
+		s.apply(k)
+	case dialect.Plain, dialect.Use:
 		s.touch()
 	}
 }
@@ -201,7 +206,7 @@ func (s *txState) failed(k stmt.Kind) {
 func (s *txState) failedBatch(query string) {
 	ran := *s // the statements before the one that failed
 	out, first := *s, true
-	statements(query, func(_ string, k stmt.Kind) bool {
+	dialect.Statements(query, func(_ string, k stmt.Kind) bool {
 		t := ran
 		t.failed(k)
 		if first {
@@ -223,7 +228,7 @@ func (s *txState) mayHaveRun(query string) {
 	ran := *s
 	var out txState
 	first := true
-	statements(query, func(_ string, k stmt.Kind) bool {
+	dialect.Statements(query, func(_ string, k stmt.Kind) bool {
 		ran.apply(k)
 		if first {
 			out, first = ran, false
@@ -265,8 +270,8 @@ const (
 	vNone     verdict = 0         // nothing was held: the failure is an ordinary one
 )
 
-// verdict judges a communication failure of a statement of kind k (not kBatch) that ran
-// in state s.
+// verdict judges a communication failure of a statement of kind k (not dialect.Batch)
+// that ran in state s.
 func (s *txState) verdict(k stmt.Kind) verdict {
 	if k == kTxEnd || !s.held() {
 		return vNone
@@ -274,13 +279,13 @@ func (s *txState) verdict(k stmt.Kind) verdict {
 	if s.xa == xaPrepared {
 		return vPrepared
 	}
-	c := k & kClass
+	c := k.Kind()
 	open := s.txn != txnNone
 	if open && s.commits(c) {
 		return vCommit
 	}
 	if s.keeps(c, open) {
-		if c == kPlain && s.mayAutocommit() {
+		if c == dialect.Plain && s.mayAutocommit() {
 			// What was held is lost, and the statement may have been a transaction of
 			// its own that committed: its outcome is unknown, it must not run again.
 			return vLost | vCommit
@@ -297,33 +302,33 @@ func (s *txState) mayAutocommit() bool {
 	return s.ac != acOff && s.txn != txnOpen && s.xa == xaNone
 }
 
-// commits reports whether a statement of class c commits the open transaction,
+// commits reports whether a statement of kind c commits the open transaction,
 // explicitly or implicitly (BEGIN commits an open transaction).
-func (s *txState) commits(c stmt.Kind) bool {
+func (s *txState) commits(c dialect.Kind) bool {
 	switch c {
-	case kCommit, kXACommit, kBegin, kXAStart, kImplicit, kMaybe, kLockTables:
+	case dialect.Commit, dialect.XACommit, dialect.Begin, dialect.XAStart, dialect.Implicit, dialect.Maybe, dialect.LockTables:
 		return true
-	case kUnlock:
+	case dialect.Unlock:
 		return s.locks
-	case kACOn:
+	case dialect.AutocommitOn:
 		return s.ac != acOn
 	}
 	return false
 }
 
-// keeps reports whether something s holds outlives a statement of class c that did not
+// keeps reports whether something s holds outlives a statement of kind c that did not
 // commit (open: a transaction is or may be open): a transaction it does not roll back,
 // locks it neither releases nor replaces, pending characteristics no transaction used or
 // ended, an autocommit or completion_type it does not set.
-func (s *txState) keeps(c stmt.Kind, open bool) bool {
-	rollsBack := c == kRollback || c == kXARollback
-	begins := c == kBegin || c == kXAStart
-	ends := c == kCommit || c == kRollback || c == kXACommit || c == kXARollback
+func (s *txState) keeps(c dialect.Kind, open bool) bool {
+	rollsBack := c == dialect.Rollback || c == dialect.XARollback
+	begins := c == dialect.Begin || c == dialect.XAStart
+	ends := c == dialect.Commit || c == dialect.Rollback || c == dialect.XACommit || c == dialect.XARollback
 	return open && !rollsBack ||
-		s.locks && c != kUnlock && c != kLockTables && !begins ||
+		s.locks && c != dialect.Unlock && c != dialect.LockTables && !begins ||
 		s.pending && !ends && !begins ||
-		s.ac == acUnknown && c != kACOn && c != kACOff ||
-		s.ct == ctUnknown && (c < kCTNoChain || c > kCTUnknown)
+		s.ac == acUnknown && c != dialect.AutocommitOn && c != dialect.AutocommitOff ||
+		s.ct == ctUnknown && (c < dialect.CompletionNoChain || c > dialect.CompletionUnknown)
 }
 
 // verdictBatch is verdict for a multi-statement query, which may have failed at any of
@@ -331,7 +336,7 @@ func (s *txState) keeps(c stmt.Kind, open bool) bool {
 func (s *txState) verdictBatch(query string, notSent bool) verdict {
 	t := *s
 	var v verdict
-	statements(query, func(_ string, k stmt.Kind) bool {
+	dialect.Statements(query, func(_ string, k stmt.Kind) bool {
 		v |= t.verdict(k)
 		t.apply(k)
 		return !notSent
@@ -366,10 +371,10 @@ func autocommitOf(v string) uint8 {
 	if v == "" {
 		return acOn
 	}
-	switch autocommitKind(v) {
-	case kACOn:
+	switch dialect.AutocommitKind(v) {
+	case dialect.AutocommitOn:
 		return acOn
-	case kACOff:
+	case dialect.AutocommitOff:
 		return acOff
 	}
 	return acUnknown
@@ -380,12 +385,12 @@ func completionOf(v string) uint8 {
 	if v == "" {
 		return ctNoChain
 	}
-	switch completionKind(v) {
-	case kCTNoChain:
+	switch dialect.CompletionKind(v) {
+	case dialect.CompletionNoChain:
 		return ctNoChain
-	case kCTChain:
+	case dialect.CompletionChain:
 		return ctChain
-	case kCTRelease:
+	case dialect.CompletionRelease:
 		return ctRelease
 	}
 	return ctUnknown

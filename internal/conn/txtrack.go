@@ -11,6 +11,15 @@ import (
 	"github.com/mysqlfailover/mysqlfailover/internal/stmt"
 )
 
+// Call kinds conn names: a plain statement without flags, a BEGIN, and the calls that
+// are not statements, of kinds numbered after the statements' (dialect.Calls).
+const (
+	kPlain   = stmt.Kind(dialect.Plain)
+	kBegin   = stmt.Kind(dialect.Begin)
+	kSession = stmt.Kind(dialect.Calls) // SetReadOnly, or the PREPARE of a statement that ends a lost transaction
+	kTxEnd   = kSession + 1             // Tx.Commit, Tx.Rollback (the Tx proxy decides)
+)
+
 // ran records that a statement of kind k, query q, succeeded on the physical session:
 // its effect on the transaction state, the current database and what the session holds
 // (track). After COMMIT or ROLLBACK ... RELEASE the server closes the session: it is
@@ -22,8 +31,8 @@ func (c *Conn) ran(k stmt.Kind, q string) {
 	}
 	c.track(k, q)
 	var release bool
-	if k&kClass == kBatch {
-		statements(q, func(s string, k stmt.Kind) bool {
+	if k.Kind() == dialect.Batch {
+		dialect.Statements(q, func(s string, k stmt.Kind) bool {
 			release = c.ran1(k, s) || release
 			return true
 		})
@@ -37,19 +46,12 @@ func (c *Conn) ran(k stmt.Kind, q string) {
 
 func (c *Conn) ran1(k stmt.Kind, s string) (release bool) {
 	c.trackTables(k, s) // while it holds a temporary table its reads stay on it (route)
-	if k&kClass == kUse {
-		if db, ok := parseUse(skipLead(s)); ok {
+	if k.Kind() == dialect.Use {
+		if db, ok := dialect.ParseUse(s); ok {
 			c.db = db
 		}
 	}
 	return c.st.apply(k)
-}
-
-// skipLead returns s after its leading white space and comments.
-func skipLead(s string) string {
-	l := lexer{s: s}
-	l.space()
-	return s[l.i:]
 }
 
 // errAnswered is ready's word for a statement answered without being sent (see
@@ -58,8 +60,8 @@ var errAnswered = errors.New("mysqlfailover: answered without sending")
 
 // endsLost reports whether a statement of kind k ends a lost transaction (whileLost).
 func endsLost(k stmt.Kind) bool {
-	switch k & kClass {
-	case kCommit, kRollback, kXACommit, kXARollback, kUnlock:
+	switch k.Kind() {
+	case dialect.Commit, dialect.Rollback, dialect.XACommit, dialect.XARollback, dialect.Unlock:
 		return true
 	}
 	return false
@@ -78,15 +80,15 @@ func (c *Conn) whileLost(ctx context.Context, k stmt.Kind) error {
 	if e, ok := err.(*endedError); ok {
 		return c.whileEnded(ctx, e, k)
 	}
-	switch k & kClass {
-	case kCommit, kXACommit, kUnlock:
-	case kRollback, kXARollback:
+	switch k.Kind() {
+	case dialect.Commit, dialect.XACommit, dialect.Unlock:
+	case dialect.Rollback, dialect.XARollback:
 		err = errAnswered
 	default:
 		return err
 	}
 	c.lost = nil
-	if cls := k & kClass; cls == kCommit || cls == kRollback {
+	if cls := k.Kind(); cls == dialect.Commit || cls == dialect.Rollback {
 		if _, release, _ := c.st.completion(k); release {
 			c.drop()
 		}
@@ -162,9 +164,9 @@ func (c *Conn) resolve(ctx context.Context) error {
 		_, out := c.move(ctx, err, true, stmt.NoRetry, kPlain)
 		return out
 	}
-	if k := autocommitKind(dialect.Text(vals[0])); k == kACOn || k == kACOff {
+	if k := dialect.AutocommitKind(dialect.Text(vals[0])); k == dialect.AutocommitOn || k == dialect.AutocommitOff {
 		c.st.ac = acOn
-		if k == kACOff {
+		if k == dialect.AutocommitOff {
 			c.st.ac = acOff
 		}
 	}

@@ -1,6 +1,6 @@
-// Package dialect is what MySQL and MariaDB servers say and what they mean: their error
-// numbers, what each error says of the session and the server, and how their answers
-// read as rows and values. It holds no state and makes no decision: whether to fail
+// Package dialect is what MySQL and MariaDB servers say and what they mean: what a
+// statement's text does, their error numbers, what each error says of the session and
+// the server, and how their answers read as rows and values. It holds no state and makes no decision: whether to fail
 // over, retry or report is judged by its callers (internal/cluster, internal/conn and
 // the module root), from the meanings named here.
 //
@@ -16,4 +16,10 @@
 //     transactions the server rolled back (RolledBack, Conflict).
 //   - rows.go: one reader of a result's rows (Query, ReadRows), bounded and copied.
 //   - values.go: one reader of a column value as text or integer (Text, Int).
+//   - lex.go: the one SQL lexer: comments, quotes, identifiers, whitespace.
+//   - classify.go, set.go: what a statement does (Classify, Statements: a Class packs
+//     its Kind, the Clauses of a COMMIT or ROLLBACK and its routing Flags), and SET.
+//   - held.go, state.go, reread.go: the scanners of session state a statement holds or
+//     changes (ScanHeld, TempTables, SessionState, ParseUse) and whether a failed read
+//     may run again (Rereadable).
 package dialect

@@ -14,6 +14,8 @@ import (
 	"database/sql/driver"
 	"errors"
 	"io"
+
+	"github.com/mysqlfailover/mysqlfailover/internal/dialect"
 )
 
 // Retry says which failures a call may be repeated after, once, on the new host.
@@ -32,11 +34,12 @@ const (
 )
 
 // Kind is what a statement does to its session's transaction state, and to the state
-// its session holds, as the owner classified it (opaque here). A Stmt gets its Kind from
-// New and hands it back with every run, so that the owner knows whether a transaction
-// is open without reading the query again. The zero Kind is a statement without such an
-// effect; a Rows reports its failures with it.
-type Kind uint32
+// its session holds, as the owner classified it (opaque here: dialect.Class, or a kind of
+// the owner's calls that are not statements). A Stmt gets its Kind from New and hands it
+// back with every run, so that the owner knows whether a transaction is open without
+// reading the query again. The zero Kind is a statement without such an effect; a Rows
+// reports its failures with it.
+type Kind = dialect.Class
 
 // Owner is the connection a Stmt or Rows belongs to. The conn package implements it.
 type Owner interface {

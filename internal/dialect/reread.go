@@ -1,4 +1,4 @@
-package conn
+package dialect
 
 // Which failed statements are reads that may run again (failover.FailoverError.Read). A
 // read that failed may have run on the host that failed, but running it again changes
@@ -6,7 +6,7 @@ package conn
 // on purpose: when in doubt, a statement is not a read, and the caller reads the data
 // first as after any other statement that may have run.
 
-// rereadable reports whether query is a read that may run again after it failed: one
+// Rereadable reports whether query is a read that may run again after it failed: one
 // SELECT statement (a trailing ';' allowed; not a multi-statement batch, not a WITH or
 // a parenthesised query) without a locking clause (FOR UPDATE, FOR SHARE, LOCK IN SHARE
 // MODE: no FOR or LOCK anywhere, which also leaves out NEXT VALUE FOR and FOR
@@ -18,7 +18,7 @@ package conn
 // caller's to know: inside one nothing is a read that may run alone.
 //
 // It runs only on a failure, never on a statement's path.
-func rereadable(query string) bool {
+func Rereadable(query string) bool {
 	l := lexer{s: query}
 	if !is(l.word(), "select") || l.bad {
 		return false
