@@ -200,7 +200,7 @@ func (c *Cluster) waitAlert(h *hostState, now time.Time) (alert bool, at time.Ti
 // While the active host looks wrong or a wait on it crossed the grace time, and for
 // DefaultAlertHold after the pool moved, every other host is watched: the pool may have
 // to move, and a target's liveness and role must be recent, but not at the alert rate
-// (DefaultWatchDivisor). A host declared down, other than the pool's, is watched.
+// (DefaultWatchDivisor). A host declared down, the pool's too, is only watched.
 func (c *Cluster) alerted(r *cadenceRun, t *topo, probes []bool, active int, now time.Time) (alert, watch []bool, wake time.Time) {
 	alert, watch = make([]bool, len(t.hosts)), make([]bool, len(t.hosts))
 	all := r.allUntil.After(now)
@@ -223,10 +223,11 @@ func (c *Cluster) alerted(r *cadenceRun, t *topo, probes []bool, active int, now
 		if id == active && alert[id] {
 			all = true
 		}
-		if alert[id] && id != active && h.mon.isDown() {
-			// Declared down, and not the pool's host: watched until it answers. Probing a
-			// dead host at the alert rate learns nothing sooner that matters; it only
-			// costs every instance of a fleet its refused connects.
+		if alert[id] && h.mon.isDown() {
+			// Declared down: watched until it answers. Probing a dead host at the alert
+			// rate learns nothing sooner that matters (a statement waiting for it walks
+			// the hosts itself, every DefaultPassPause); it only costs every instance of a
+			// fleet its refused connects.
 			alert[id], watch[id] = false, true
 		}
 	}

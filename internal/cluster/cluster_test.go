@@ -672,9 +672,10 @@ func TestNewConnectionFallsBackWhenDue(t *testing.T) {
 // TestShortCallerDeadlineStillMovesPastAHungHost: with a caller deadline shorter than
 // HostTimeout, a hung primary gets half of the time left, so the walk still reaches H2
 // inside the caller's deadline (a frozen primary must not hold a pool whose callers all
-// carry short deadlines).
+// carry short deadlines). The first deadline is under twice DefaultMinHostShare, so the
+// share's floor decides, and leaves H2 200 ms of wall time (a loaded machine needs it).
 func TestShortCallerDeadlineStillMovesPastAHungHost(t *testing.T) {
-	for _, deadline := range []time.Duration{300 * time.Millisecond, 4 * cluster.DefaultMinHostShare} {
+	for _, deadline := range []time.Duration{450 * time.Millisecond, 4 * cluster.DefaultMinHostShare} {
 		t.Run(deadline.String(), func(t *testing.T) {
 			var r *rig
 			r = newRig(t, 2, func(o *rigOpts) {

@@ -1,6 +1,12 @@
 package cluster
 
-import "time"
+import (
+	"context"
+	"database/sql/driver"
+	"strings"
+	"sync/atomic"
+	"time"
+)
 
 // CheckWaiters returns how many connections wait for the same-host check of host in
 // progress (Recover), for tests.
@@ -59,3 +65,24 @@ var ClosedHandshake = closedHandshake
 
 // CalmPhase returns the connector's phase on the monitor's calm grid, for tests.
 func CalmPhase(c *Cluster) time.Duration { return c.calmPhase }
+
+// RoleLearner is a host's learned role query (roleselect.go), for tests.
+type RoleLearner struct{ p atomic.Pointer[roleSelect] }
+
+// Read reads the state of a replication server over conn at now through l.
+func (l *RoleLearner) Read(ctx context.Context, conn driver.Conn, now time.Time) (State, error) {
+	return readState(ctx, conn, KindReplication, &l.p, now)
+}
+
+// Query is l's learned query ("": none).
+func (l *RoleLearner) Query() string {
+	if s := l.p.Load(); s != nil {
+		return s.query
+	}
+	return ""
+}
+
+// Set has l learn the SELECT of names at at.
+func (l *RoleLearner) Set(names []string, at time.Time) {
+	l.p.Store(&roleSelect{query: "SELECT @@global." + strings.Join(names, ", @@global."), names: names, at: at})
+}

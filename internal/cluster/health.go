@@ -35,6 +35,8 @@ type hostState struct {
 	// succeeded or was answered, a probe that passed): a closed handshake is blamed on
 	// the host only when it did not move meanwhile (storm.go).
 	answers atomic.Uint64
+	// roleSel is the role query the host's probes learned (roleselect.go); nil: none yet.
+	roleSel atomic.Pointer[roleSelect]
 
 	// lent counts the probes of the host that ran on an idle pooled session (Env.Borrow),
 	// own those that ran on the monitor's own probe session; atomics, written by the

@@ -409,7 +409,11 @@ func (c *Cluster) probeDial(ctx context.Context, id int, h *hostState, b probeBo
 // failed, as its protocol state is then unknown.
 func (c *Cluster) probeRoundTrip(ctx context.Context, id int, h *hostState, conn driver.Conn, b probeBounds, r *probeResult) (over, keep bool) {
 	rtStart := c.env.Clock.Now()
-	r.st, r.timedOut, r.err = c.roundTrip(ctx, conn, b.wait, b.rto, c.stateDue(id, h, rtStart))
+	var read *hostState // whose state the probe reads (nil: SELECT 1)
+	if c.stateDue(id, h, rtStart) {
+		read = h
+	}
+	r.st, r.timedOut, r.err = c.roundTrip(ctx, conn, b, read)
 	r.rtt = c.env.Clock.Now().Sub(rtStart)
 	if r.timedOut {
 		r.late = r.rtt - b.wait
@@ -480,16 +484,17 @@ func (c *Cluster) probePassed(h *hostState, start, now time.Time, rtt time.Durat
 	c.emit(failover.Event{Kind: failover.EventProbePassed, Host: h.addr, Duration: now.Sub(start)})
 }
 
-// roundTrip runs the probe's query on conn within wait (see hostProbeTimeout; rto is the
-// host's probe timeout, for the error): ReadState when reads (stateDue), else
-// probeQuery. st is what ReadState found (nil without it, or
+// roundTrip runs the probe's query on conn within b's wait (see hostProbeTimeout; its rto
+// is the host's probe timeout, for the error): the state of read when it is not nil
+// (stateDue), with the role query read learned (roleselect.go), else probeQuery. st is what ReadState found (nil without it, or
 // when it failed).
-func (c *Cluster) roundTrip(ctx context.Context, conn driver.Conn, wait, rto time.Duration, reads bool) (st *State, timedOut bool, err error) {
+func (c *Cluster) roundTrip(ctx context.Context, conn driver.Conn, b probeBounds, read *hostState) (st *State, timedOut bool, err error) {
+	wait, rto := b.wait, b.rto
 	pctx, cancel := withBudget(ctx, wait)
 	defer cancel()
-	if reads {
+	if read != nil {
 		var s State
-		if s, err = ReadState(pctx, conn, kindOf(c.cfg.Cluster)); err == nil {
+		if s, err = readState(pctx, conn, kindOf(c.cfg.Cluster), &read.roleSel, c.env.Clock.Now()); err == nil {
 			st = &s
 		}
 	} else {

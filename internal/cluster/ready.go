@@ -16,6 +16,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
+	"time"
 
 	"github.com/go-sql-driver/mysql"
 
@@ -174,7 +176,12 @@ type GaleraState struct {
 // whatever its type. The error is the driver's (a broken connection, a refusal), or a
 // plain one when the answer lacks read_only.
 func ReadState(ctx context.Context, conn driver.Conn, want Kind) (State, error) {
-	vars, err := showRows(ctx, conn, RoleQuery)
+	return readState(ctx, conn, want, nil, time.Time{})
+}
+
+// readState is ReadState with the role read through learned (roleVars; nil: RoleQuery).
+func readState(ctx context.Context, conn driver.Conn, want Kind, learned *atomic.Pointer[roleSelect], now time.Time) (State, error) {
+	vars, err := roleVars(ctx, conn, learned, now)
 	if err != nil {
 		return State{}, err
 	}

@@ -138,9 +138,38 @@ func (c *Conn) roleAnswer(query string) (driver.Rows, error, bool) {
 	if r, err, ok := c.stateAnswer(query); ok {
 		return r, err, true
 	}
+	if strings.HasPrefix(query, "SELECT @@global.read_only") { // the learned role query begins so
+		return c.selectGlobals(strings.Split(strings.TrimPrefix(query, "SELECT @@global."), ", @@global."))
+	}
 	if !strings.HasPrefix(query, "SHOW GLOBAL VARIABLES") {
 		return nil, nil, false
 	}
+	return &rows{vals: c.globals()}, nil, true
+}
+
+// selectGlobals answers SELECT @@global.a, @@global.b, ... (the probes' learned role
+// query) from the same variables as SHOW GLOBAL VARIABLES; a role check as that is. A
+// name the host lacks fails with 1193, as a server does.
+func (c *Conn) selectGlobals(names []string) (driver.Rows, error, bool) {
+	vars := map[string]driver.Value{}
+	for _, p := range c.globals() {
+		vars[string(p[0].([]byte))] = p[1]
+	}
+	row := make([]driver.Value, len(names))
+	cols := make([]string, len(names))
+	for i, n := range names {
+		v, ok := vars[n]
+		if !ok {
+			return nil, &mysql.MySQLError{Number: 1193, SQLState: [5]byte{'H', 'Y', '0', '0', '0'}, Message: "Unknown system variable '" + n + "'"}, true
+		}
+		row[i], cols[i] = v, "@@global."+n
+	}
+	return &rows{cols: cols, vals: [][]driver.Value{row}}, nil, true
+}
+
+// globals is the host's answer to SHOW GLOBAL VARIABLES: name-value pairs; each call
+// counts as a role check.
+func (c *Conn) globals() [][]driver.Value {
 	c.net.mu.Lock()
 	h := c.net.hosts[c.Host]
 	h.roleChecks++
@@ -160,7 +189,7 @@ func (c *Conn) roleAnswer(query string) (driver.Rows, error, bool) {
 	c.net.mu.Lock()
 	vals = append(vals, pairs(h.vars)...)
 	c.net.mu.Unlock()
-	return &rows{vals: vals}, nil, true
+	return vals
 }
 
 // rejectWrite returns 1290 for a write while the host is read-only.
