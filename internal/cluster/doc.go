@@ -55,7 +55,7 @@
 //     readiness, backoff after failed attempts, state and last error, typical connect
 //     time, connections out), under hostState.mu; health, the copy walks and checks read;
 //     and Stats.
-//   - monitor.go, cadence.go, probe.go, decide.go, monitorhost.go, rto.go: the
+//   - monitor.go, cadence.go, probe.go, roleselect.go, decide.go, monitorhost.go, rto.go: the
 //     monitor, with checkInterval > 0 (Start, Check). monitor.go schedules probes and
 //     host-list polls; cadence.go says which hosts are on the alert schedule and which
 //     on the calm one (the monitor goroutine's cadenceRun, and alerts, the events'
@@ -64,7 +64,9 @@
 //     pause detection, the host's transition; a failed one, or one whose connection
 //     broke, marks the host's idle replica sessions for a check) and owns the probe
 //     connections (probeSet, its own lock), kept only for hosts where the pool lends
-//     no idle session (Env.Borrow); decide.go moves the pool on the results (and SwitchTo), through
+//     no idle session (Env.Borrow); roleselect.go is the SELECT of @@global values a
+//     host's probes learn from RoleQuery (hostState.roleSel, an atomic pointer);
+//     decide.go moves the pool on the results (and SwitchTo), through
 //     moveFrom under Cluster.mu. monitorhost.go is the monitor's per-host record
 //     (monitorHost: the verdict down, the runs of failed and passed probes, the RTO
 //     estimator of rto.go, the last probe's latency, the requests to probe again and to
@@ -204,9 +206,13 @@
 // schedule (the active host twice per checkInterval, the others once) while the host
 // looks wrong or just changed, or a statement has waited for its answer for
 // checkInterval/2 (Env.Waiting); watched (every calmCheckInterval/DefaultWatchDivisor)
-// while the pool's host looks wrong or the pool just moved; the calm one (once per
-// calmCheckInterval, at a random phase) otherwise, so that an idle fleet costs each host
-// little. It polls the
+// while the pool's host looks wrong or the pool just moved, and while a host is declared
+// down; the calm one (once per calmCheckInterval, at a random phase) otherwise, so that
+// an idle fleet costs each host little. A wait counts from the host's last answer to any
+// session: a host that answers others is busy, not silent. A probe reads the role with
+// the SELECT learned from RoleQuery (roleselect.go); the pool's own host, while its role
+// qualifies, has it read once per watch period and is only pinged (SELECT 1) in between.
+// It polls the
 // HostListProvider and moves the pool itself: away from an active host that failed its
 // probes for failoverDelay, back home after switchBackDelay of passed probes (see
 // Check and monitor). A probe waits long enough for a host that answers late (a stall

@@ -36,7 +36,11 @@ func (r *report) markdown() string {
 	fmt.Fprintf(&b, "| took | %v |\n", time.Since(r.began).Round(time.Second))
 	fmt.Fprintf(&b, "| load average (1, 5, 15 min) | before %s; after %s |\n", r.loadBefore, r.loadAfter)
 	if len(r.variants) > 0 {
-		fmt.Fprintf(&b, "| server | %s, 3 nodes through toxiproxy, max_connections=5000 |\n", r.variants[0].version)
+		via := "the instances dial them directly"
+		if r.s.via == "proxy" {
+			via = "the instances go through toxiproxy"
+		}
+		fmt.Fprintf(&b, "| server | %s, 3 nodes, %s, max_connections=5000 |\n", r.variants[0].version, via)
 	}
 	fmt.Fprintf(&b, "| Go | %s, %d CPUs |\n", r.goVersion, r.cpus)
 	fmt.Fprintf(&b, "| instances | %d processes, each SetMaxOpenConns(%d), SetMaxIdleConns(%d) |\n", r.s.n, poolSize, poolSize)
@@ -119,7 +123,7 @@ func (w *windowResult) markdown(b *strings.Builder, n int) {
 	fmt.Fprintf(b, "| all | | %.0f | %.2f | %.1f | %.3f | %.1f | %.1f | %s |\n\n", sessions, sessions/float64(n), stmts, stmts/float64(n),
 		conns, 100*cpu/secs, perK(cpu, stmts*secs))
 	fmt.Fprintf(b, "The instances themselves: %.1f%% of one core all together (%.2f%% each), %.1f MB resident each (mean). "+
-		"The parent process (the toxiproxy proxies every session goes through, and the meter): %.1f%% of one core.\n\n",
+		"The parent process (the meter, and the toxiproxy proxies, which carry the sessions with -via proxy): %.1f%% of one core.\n\n",
 		100*w.instCPU/w.secs, 100*w.instCPU/w.secs/float64(n), w.rssMB, 100*w.selfCPU/w.secs)
 	fmt.Fprintf(b, "Pools that failed over during the window (Stats().Failovers, no fault injected): %d, %d failovers.\n\n", w.movers, w.moves)
 }
