@@ -995,55 +995,57 @@ func (c *Conn) execContext(ctx context.Context, query string, args []driver.Name
 	if k.Kind() == dialect.Batch {
 		c.batch = query
 	}
-	for attempt := 0; ; attempt++ {
-		if c.sp != nil {
-			res, on, err := onReplica(c, ctx, query, k, k, attempt, func(rs *rsession) (driver.Result, bool, error) {
-				return c.execReplica(ctx, rs, query, args)
-			})
-			if on == replicaAgain {
-				continue
-			} else if on == replicaDone {
-				return res, c.saw(err)
+	var res driver.Result
+	err := c.attempts(ctx, call{kind: k, fails: k, retry: stmt.RetryIfNotSent, counts: true, routes: true, stmt: k, rfails: k},
+		func(rs *rsession) (bool, error) {
+			var final bool
+			var err error
+			if rs != nil {
+				res, final, err = c.execReplica(ctx, rs, query, args)
+			} else {
+				res, final, err = c.execPrimary(ctx, k, query, args)
 			}
-		}
-		if err := c.ready(ctx, attempt == 0, k); err != nil {
-			if err == errAnswered {
-				return driver.RowsAffected(0), nil
-			}
-			return nil, c.saw(err)
-		}
-		if c.execer == nil {
-			return nil, driver.ErrSkip // database/sql prepares instead
-		}
-		c.mark()
-		res, err := c.execer.ExecContext(ctx, query, args)
-		if err == nil {
-			if c.log != nil {
-				before, db := c.st, c.db
-				c.ran(k, query)
-				c.wroteOnPrimary()
-				return c.noteStmt(before, db, k, query, args, res, false, false), nil
-			}
+			return final, err
+		})
+	switch {
+	case err == errAnswered:
+		return driver.RowsAffected(0), nil
+	case err != nil:
+		return nil, err
+	}
+	return res, nil
+}
+
+// execPrimary is ExecContext's run on the primary session, once ready (see attempts).
+func (c *Conn) execPrimary(ctx context.Context, k stmt.Kind, query string, args []driver.NamedValue) (driver.Result, bool, error) {
+	if c.execer == nil {
+		return nil, true, driver.ErrSkip // database/sql prepares instead
+	}
+	c.mark()
+	res, err := c.execer.ExecContext(ctx, query, args)
+	if err == nil {
+		if c.log != nil {
+			before, db := c.st, c.db
 			c.ran(k, query)
 			c.wroteOnPrimary()
-			return res, nil
+			return c.noteStmt(before, db, k, query, args, res, false, false), true, nil
 		}
-		if err == driver.ErrSkip {
-			// go-sql-driver's answer to every statement with arguments unless
-			// interpolateParams is set: database/sql prepares instead, and the
-			// prepared statement counts itself. Nothing was sent.
-			c.uncount()
-			return nil, err
-		}
-		if c.log != nil {
-			c.log.try(query, args, false, false, c.epoch)
-		}
-		c.failing = query
-		retry, out := c.fail(ctx, c.epoch, err, retryFor(attempt, stmt.RetryIfNotSent), k)
-		if !retry {
-			return nil, c.saw(out)
-		}
+		c.ran(k, query)
+		c.wroteOnPrimary()
+		return res, true, nil
 	}
+	if err == driver.ErrSkip {
+		// go-sql-driver's answer to every statement with arguments unless
+		// interpolateParams is set: database/sql prepares instead, and the
+		// prepared statement counts itself. Nothing was sent.
+		c.uncount()
+		return nil, true, err
+	}
+	if c.log != nil {
+		c.log.try(query, args, false, false, c.epoch)
+	}
+	c.failing = query
+	return nil, false, err
 }
 
 // QueryContext implements driver.QueryerContext.
@@ -1061,58 +1063,60 @@ func (c *Conn) queryContext(ctx context.Context, query string, args []driver.Nam
 	if k.Kind() == dialect.Batch {
 		c.batch = query
 	}
-	for attempt := 0; ; attempt++ {
-		if c.sp != nil {
-			rows, on, err := onReplica(c, ctx, query, k, k, attempt, func(rs *rsession) (driver.Rows, bool, error) {
-				return c.queryReplica(ctx, rs, query, args)
-			})
-			if on == replicaAgain {
-				continue
-			} else if on == replicaDone {
-				return rows, c.saw(err)
-			}
-		}
-		if err := c.ready(ctx, attempt == 0, k); err != nil {
-			if err == errAnswered {
-				return noRows{}, nil
-			}
-			return nil, c.saw(err)
-		}
-		if c.queryer == nil {
-			return nil, driver.ErrSkip
-		}
-		c.mark()
-		rows, err := c.queryer.QueryContext(ctx, query, args)
-		if err == nil {
-			c.wroteOnPrimary()
-			var before txState
-			if c.log != nil {
-				before = c.st
-			}
-			if k.Kind() == dialect.Batch {
-				c.st.mayHaveRun(query) // the statements after the first run while the caller reads
-				c.mayHold(k, query)
+	var rows driver.Rows
+	err := c.attempts(ctx, call{kind: k, fails: k, retry: stmt.RetryIfNotSent, counts: true, routes: true, stmt: k, rfails: k},
+		func(rs *rsession) (bool, error) {
+			var final bool
+			var err error
+			if rs != nil {
+				rows, final, err = c.queryReplica(ctx, rs, query, args)
 			} else {
-				c.ran(k, query)
+				rows, final, err = c.queryPrimary(ctx, k, query, args)
 			}
-			if c.log != nil {
-				c.noteStmt(before, c.db, k, query, args, nil, false, true)
-			}
-			return stmt.NewRows((*h)(c), ctx, rows, c.epoch, query), nil
+			return final, err
+		})
+	switch {
+	case err == errAnswered:
+		return noRows{}, nil
+	case err != nil:
+		return nil, err
+	}
+	return rows, nil
+}
+
+// queryPrimary is QueryContext's run on the primary session, once ready (see attempts).
+func (c *Conn) queryPrimary(ctx context.Context, k stmt.Kind, query string, args []driver.NamedValue) (driver.Rows, bool, error) {
+	if c.queryer == nil {
+		return nil, true, driver.ErrSkip
+	}
+	c.mark()
+	rows, err := c.queryer.QueryContext(ctx, query, args)
+	if err == nil {
+		c.wroteOnPrimary()
+		var before txState
+		if c.log != nil {
+			before = c.st
 		}
-		if err == driver.ErrSkip {
-			c.uncount()
-			return nil, err // database/sql prepares instead; see ExecContext
+		if k.Kind() == dialect.Batch {
+			c.st.mayHaveRun(query) // the statements after the first run while the caller reads
+			c.mayHold(k, query)
+		} else {
+			c.ran(k, query)
 		}
 		if c.log != nil {
-			c.log.try(query, args, false, true, c.epoch)
+			c.noteStmt(before, c.db, k, query, args, nil, false, true)
 		}
-		c.failing = query
-		retry, out := c.fail(ctx, c.epoch, err, retryFor(attempt, stmt.RetryIfNotSent), k)
-		if !retry {
-			return nil, c.saw(out)
-		}
+		return stmt.NewRows((*h)(c), ctx, rows, c.epoch, query), true, nil
 	}
+	if err == driver.ErrSkip {
+		c.uncount()
+		return nil, true, err // database/sql prepares instead; see ExecContext
+	}
+	if c.log != nil {
+		c.log.try(query, args, false, true, c.epoch)
+	}
+	c.failing = query
+	return nil, false, err
 }
 
 // Prepare implements driver.Conn.
@@ -1139,36 +1143,25 @@ func (c *Conn) prepareContext(ctx context.Context, query string) (driver.Stmt, e
 	if endsLost(k) {
 		rk = kSession
 	}
-	for attempt := 0; ; attempt++ {
-		if c.sp != nil {
-			s, on, err := onReplica(c, ctx, query, k, kPlain, attempt, func(rs *rsession) (driver.Stmt, bool, error) {
-				return c.prepareReplica(ctx, rs, query, k)
-			})
-			if on == replicaAgain {
-				continue
-			} else if on == replicaDone {
-				return s, c.saw(err)
+	var s driver.Stmt
+	err := c.attempts(ctx, call{kind: rk, fails: kSession, retry: stmt.RetryAlways, routes: true, stmt: k, rfails: kPlain},
+		func(rs *rsession) (bool, error) {
+			var err error
+			if rs != nil {
+				var final bool
+				s, final, err = c.prepareReplica(ctx, rs, query, k)
+				return final, err
 			}
-		}
-		if err := c.ready(ctx, false, rk); err != nil {
-			return nil, c.saw(err)
-		}
-		var s driver.Stmt
-		var err error
-		c.mark()
-		if p, ok := c.phys.(driver.ConnPrepareContext); ok {
-			s, err = p.PrepareContext(ctx, query)
-		} else {
-			s, err = c.phys.Prepare(query)
-		}
-		if err == nil {
-			return c.newStmt(query, s, c.epoch, k), nil
-		}
-		retry, out := c.fail(ctx, c.epoch, err, retryFor(attempt, stmt.RetryAlways), kSession)
-		if !retry {
-			return nil, c.saw(out)
-		}
+			c.mark()
+			if s, err = prepareOn(ctx, c.phys, query); err == nil {
+				s = c.newStmt(query, s, c.epoch, k)
+			}
+			return err == nil, err
+		})
+	if err != nil {
+		return nil, err
 	}
+	return s, nil
 }
 
 // Ping implements driver.Pinger; a failed ping moves the connection and pings the new
@@ -1181,24 +1174,15 @@ func (c *Conn) Ping(ctx context.Context) error {
 		}
 		c.sp.intent = false
 	}
-	for attempt := 0; ; attempt++ {
-		if err := c.ready(ctx, false, kPlain); err != nil {
-			return c.saw(err)
-		}
+	return c.attempts(ctx, call{kind: kPlain, fails: kPlain, retry: stmt.RetryAlways}, func(*rsession) (bool, error) {
 		p, ok := c.phys.(driver.Pinger)
 		if !ok {
-			return nil
+			return true, nil
 		}
 		c.mark()
 		err := p.Ping(ctx)
-		if err == nil {
-			return nil
-		}
-		retry, out := c.fail(ctx, c.epoch, err, retryFor(attempt, stmt.RetryAlways), kPlain)
-		if !retry {
-			return c.saw(out)
-		}
-	}
+		return err == nil, err
+	})
 }
 
 // CheckNamedValue forwards to the physical connection so that go-sql-driver's value
@@ -1330,13 +1314,6 @@ func (c *Conn) Close() error {
 	c.cl.Release(c.host)
 	c.phys, c.execer, c.queryer = nil, nil, nil
 	return cluster.NotBadConn(err, "")
-}
-
-func retryFor(attempt int, r stmt.Retry) stmt.Retry {
-	if attempt > 0 {
-		return stmt.NoRetry
-	}
-	return r
 }
 
 var (

@@ -137,41 +137,7 @@ func (c *Conn) route(ctx context.Context, k stmt.Kind, first bool) (*rsession, e
 	return c.replica(ctx, key)
 }
 
-// Where an attempt of a statement went (onReplica).
-const (
-	onPrimary    = iota // route kept it on the primary: the caller sends it there
-	replicaDone         // it ran on a replica session, or failed there for good: the caller returns
-	replicaAgain        // it failed on a replica session and may run again: the next attempt
-)
-
-// onReplica is the one route-or-primary decision of ExecContext, QueryContext and
-// PrepareContext (with replica sessions): route decides where attempt of statement query
-// of kind k goes. On a replica session run sends it and reports whether its answer is final
-// (a result, or driver.ErrSkip: database/sql prepares next); another error goes to fail,
-// judged as a call of kind failKind that may always run again (a replica session is
-// read-only: nothing was written).
-func onReplica[T any](c *Conn, ctx context.Context, query string, k, failKind stmt.Kind, attempt int,
-	run func(rs *rsession) (res T, final bool, err error)) (T, int, error) {
-	var none T
-	rs, err := c.route(ctx, k, attempt == 0)
-	if err != nil {
-		return none, replicaDone, err
-	}
-	if rs == nil {
-		return none, onPrimary, nil
-	}
-	res, final, err := run(rs)
-	if final {
-		return res, replicaDone, err
-	}
-	retry, out := c.fail(ctx, rs.epoch, err, retryFor(attempt, retryAlways), failKind)
-	if !retry {
-		return none, replicaDone, out
-	}
-	return none, replicaAgain, nil
-}
-
-// execReplica is ExecContext's run on the replica session rs (see onReplica).
+// execReplica is ExecContext's run on the replica session rs (see attempts).
 func (c *Conn) execReplica(ctx context.Context, rs *rsession, query string, args []driver.NamedValue) (driver.Result, bool, error) {
 	if rs.execer == nil {
 		return nil, true, driver.ErrSkip
@@ -182,12 +148,12 @@ func (c *Conn) execReplica(ctx context.Context, rs *rsession, query string, args
 	if err == driver.ErrSkip {
 		c.sp.prefer = rs.host // database/sql prepares it next: on the same replica
 	} else if err != nil {
-		c.failing = query // for fail, which onReplica calls next
+		c.failing = query // for fail, which attempts calls next
 	}
 	return res, err == nil || err == driver.ErrSkip, err
 }
 
-// queryReplica is QueryContext's run on the replica session rs (see onReplica).
+// queryReplica is QueryContext's run on the replica session rs (see attempts).
 func (c *Conn) queryReplica(ctx context.Context, rs *rsession, query string, args []driver.NamedValue) (driver.Rows, bool, error) {
 	if rs.queryer == nil {
 		return nil, true, driver.ErrSkip
@@ -202,11 +168,11 @@ func (c *Conn) queryReplica(ctx context.Context, rs *rsession, query string, arg
 		c.sp.prefer = rs.host // database/sql prepares it next: on the same replica
 		return nil, true, err
 	}
-	c.failing = query // for fail, which onReplica calls next
+	c.failing = query // for fail, which attempts calls next
 	return nil, false, err
 }
 
-// prepareReplica is PrepareContext's run on the replica session rs (see onReplica): a
+// prepareReplica is PrepareContext's run on the replica session rs (see attempts): a
 // read-intent statement is prepared on the replica it will run on (Ready sends its run
 // there too: split.prefer).
 func (c *Conn) prepareReplica(ctx context.Context, rs *rsession, query string, k stmt.Kind) (driver.Stmt, bool, error) {

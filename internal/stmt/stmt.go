@@ -220,55 +220,71 @@ func (s *Stmt) physical(ctx context.Context, phys driver.Conn, epoch uint64) (dr
 // ExecContext runs the statement; a failure that provably sent nothing is retried once
 // on the new host, outside transactions.
 func (s *Stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
-	for attempt := 0; ; attempt++ {
-		phys, epoch, err := s.own.Ready(ctx, attempt == 0, s.kind)
-		if err != nil {
-			return nil, err
+	var res driver.Result
+	answered, err := s.attempts(ctx, func(inner driver.Stmt, _ uint64) (err error) {
+		if res, err = execStmt(ctx, inner, args); err == nil {
+			res = s.own.Ran(s.kind, s.query, args, res)
+			return nil
 		}
-		if phys == nil {
-			return driver.RowsAffected(0), nil // answered by the owner
-		}
-		inner, err := s.physical(ctx, phys, epoch)
-		mode, k := RetryAlways, Kind(0) // only PREPARE was sent: it has no effect, and the statement did not run
-		if err == nil {
-			mode, k = RetryIfNotSent, s.kind
-			var res driver.Result
-			if res, err = execStmt(ctx, inner, args); err == nil {
-				return s.own.Ran(s.kind, s.query, args, res), nil
-			}
-			s.own.Failing(s.query, args, false)
-		}
-		retry, out := s.own.Fail(ctx, epoch, err, retryFor(attempt, mode), k, s.ran(mode))
-		if !retry {
-			return nil, out
-		}
+		s.own.Failing(s.query, args, false)
+		return err
+	})
+	switch {
+	case err != nil:
+		return nil, err
+	case answered:
+		return driver.RowsAffected(0), nil
 	}
+	return res, nil
 }
 
 // QueryContext runs the statement and wraps its rows.
 func (s *Stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
+	var rows driver.Rows
+	answered, err := s.attempts(ctx, func(inner driver.Stmt, epoch uint64) (err error) {
+		if rows, err = queryStmt(ctx, inner, args); err == nil {
+			s.own.Ran(s.kind, s.query, args, nil)
+			rows = NewRows(s.own, ctx, rows, epoch, s.query)
+			return nil
+		}
+		s.own.Failing(s.query, args, true)
+		return err
+	})
+	switch {
+	case err != nil:
+		return nil, err
+	case answered:
+		return noRows{}, nil
+	}
+	return rows, nil
+}
+
+// attempts is the retry loop of a run of the statement, as the owner's own calls have
+// theirs: the owner's Ready before each attempt, and its Fail after a failure, which
+// says whether the statement runs again, once, on the new host. run sends the statement
+// on its physical statement for the session of epoch. The first attempt counts towards
+// queriesBeforeRetryMaster. answered: the owner answered the statement without sending it.
+// run must not keep its closure: attempts holds it on the stack, allocating nothing.
+func (s *Stmt) attempts(ctx context.Context, run func(inner driver.Stmt, epoch uint64) error) (answered bool, err error) {
 	for attempt := 0; ; attempt++ {
 		phys, epoch, err := s.own.Ready(ctx, attempt == 0, s.kind)
 		if err != nil {
-			return nil, err
+			return false, err
 		}
 		if phys == nil {
-			return noRows{}, nil // answered by the owner
+			return true, nil
 		}
 		inner, err := s.physical(ctx, phys, epoch)
 		mode, k := RetryAlways, Kind(0) // only PREPARE was sent: it has no effect, and the statement did not run
 		if err == nil {
 			mode, k = RetryIfNotSent, s.kind
-			var rows driver.Rows
-			if rows, err = queryStmt(ctx, inner, args); err == nil {
-				s.own.Ran(s.kind, s.query, args, nil)
-				return NewRows(s.own, ctx, rows, epoch, s.query), nil
+			if err = run(inner, epoch); err == nil {
+				return false, nil
 			}
-			s.own.Failing(s.query, args, true)
 		}
 		retry, out := s.own.Fail(ctx, epoch, err, retryFor(attempt, mode), k, s.ran(mode))
 		if !retry {
-			return nil, out
+			return false, out
 		}
 	}
 }
