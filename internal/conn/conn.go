@@ -289,10 +289,21 @@ func (c *Conn) clean() {
 // mark.
 func (c *Conn) discard(why string, k stmt.Kind) {
 	if c.primaryTx() == nil && c.lost == nil && c.phys != nil && c.judge(k, false)&vLost != 0 {
-		c.lost = c.lostErr(c.st.what(), c.host, why)
+		c.lose(nil, c.lostErr(c.st.what(), c.host, why))
 	}
 	c.noteGone(notSentCause(why))
 	c.drop()
+}
+
+// lose is the one place that marks a transaction lost: t's, or with t nil the one that
+// statements opened on the primary session. err is the reason: every later statement
+// of it gets err without being sent, until COMMIT or ROLLBACK ends it (whileLost, Tx).
+func (c *Conn) lose(t *Tx, err error) {
+	if t != nil {
+		t.lost = err
+		return
+	}
+	c.lost = err
 }
 
 // lostErr is the error every statement gets while what (see txState.what) is lost: it
@@ -339,7 +350,7 @@ func (c *Conn) ready(ctx context.Context, count bool, k stmt.Kind) error {
 		c.live.checked = false // database/sql's checkout just checked it: no clock read needed
 	} else if c.stale(ctx, k) {
 		if t := c.primaryTx(); t != nil && t.lost == nil {
-			t.lost = lost("the server closed the connection while the transaction sat idle")
+			c.lose(t, lost("the server closed the connection while the transaction sat idle"))
 		}
 	}
 	if c.gone != nil {
@@ -808,10 +819,10 @@ func (c *Conn) moveTx(ctx context.Context, k stmt.Kind, r stmt.Retry, werr error
 	if ok, why := c.replayHere(ctx, k, r, werr, fe.Failed, before); ok {
 		return true, nil // the transaction runs again here: so does the call
 	} else if why != nil {
-		c.tx.lost = lost("the transaction failed earlier on " + fe.Failed + ": " + fe.Err.Error() + "; " + why.Error())
+		c.lose(c.tx, lost("the transaction failed earlier on "+fe.Failed+": "+fe.Err.Error()+"; "+why.Error()))
 		return false, heldWhy(fe, why, failover.ErrTxLost)
 	}
-	c.tx.lost = lost("the transaction failed earlier on " + fe.Failed + ": " + fe.Err.Error())
+	c.lose(c.tx, lost("the transaction failed earlier on "+fe.Failed+": "+fe.Err.Error()))
 	return false, heldBy(fe, "", failover.ErrTxLost)
 }
 
@@ -823,11 +834,11 @@ func (c *Conn) heldErr(ctx context.Context, v verdict, what string, old ended, f
 	failed := old.host
 	switch {
 	case v&vLost != 0:
-		c.lost = c.lostErr(what, failed, fe.Err.Error())
 		if why != nil {
-			c.lost = c.lostErr(what, failed, fe.Err.Error()+"; "+why.Error())
+			c.lose(nil, c.lostErr(what, failed, fe.Err.Error()+"; "+why.Error()))
 			return heldWhy(fe, why, failover.ErrTxLost)
 		}
+		c.lose(nil, c.lostErr(what, failed, fe.Err.Error()))
 		if v&vCommit != 0 && !notSent { // a batch with a COMMIT in it, or a statement that autocommits
 			return heldBy(fe, "", c.settled(ctx, old, fe), failover.ErrTxLost)
 		}
@@ -856,7 +867,7 @@ func (c *Conn) dropIfInvalid(err error, k stmt.Kind) {
 	if v, ok := c.phys.(driver.Validator); ok && !v.IsValid() {
 		c.discard("the connection broke: "+cluster.NotBadConn(err, "").Error(), k)
 		if t := c.primaryTx(); t != nil && t.lost == nil {
-			t.lost = lost("the connection broke earlier: " + cluster.NotBadConn(err, "").Error())
+			c.lose(t, lost("the connection broke earlier: "+cluster.NotBadConn(err, "").Error()))
 		}
 	}
 }

@@ -500,7 +500,7 @@ func (c *Conn) failReplica(ctx context.Context, epoch uint64, err error, r stmt.
 	fe := c.replicaBroken(rs, err, refused)
 	if inTx {
 		if c.tx != nil {
-			c.tx.lost = lost("the read-only transaction failed earlier on replica " + fe.Failed + ": " + fe.Err.Error())
+			c.lose(c.tx, lost("the read-only transaction failed earlier on replica "+fe.Failed+": "+fe.Err.Error()))
 		}
 		return false, heldBy(fe, "", failover.ErrTxLost)
 	}
@@ -566,7 +566,7 @@ func (c *Conn) replicaDataErr(ctx context.Context, rs *rsession, err error, clas
 	if v, ok := rs.phys.(driver.Validator); ok && !v.IsValid() {
 		c.dropReplica(rs)
 		if inTx && c.tx != nil && c.tx.lost == nil {
-			c.tx.lost = lost("the replica session broke earlier: " + cluster.NotBadConn(err, "").Error())
+			c.lose(c.tx, lost("the replica session broke earlier: "+cluster.NotBadConn(err, "").Error()))
 		}
 	}
 	if class == cluster.Canceled {
