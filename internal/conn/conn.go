@@ -700,7 +700,8 @@ func (c *Conn) move(ctx context.Context, err error, notSent bool, r stmt.Retry, 
 		v, what = c.judge(k, notSent), c.st.what()
 	}
 	fe, werr := c.reconnect(ctx, failed, err, notSent)
-	retry, out := c.moved(ctx, k, r, v, what, ended{failed, sock}, fe, werr, before, notSent)
+	m := switched{k: k, r: r, notSent: notSent, v: v, what: what, old: ended{failed, sock}, failed: fe.Failed, before: before, fe: fe, werr: werr}
+	retry, out := c.moved(ctx, &m)
 	if c.gone != nil {
 		// What the session held went with it: the call says so, and does not run again.
 		cause := out
@@ -714,26 +715,41 @@ func (c *Conn) move(ctx context.Context, err error, notSent bool, r stmt.Retry, 
 	return retry, out
 }
 
-// moved is move's answer once the connection has a new session (fe, werr: see
-// reconnect), from the verdict v on what the old one held of a transaction (what; in the
-// session old) and the state before the call failed: the call runs again, or the error.
-func (c *Conn) moved(ctx context.Context, k stmt.Kind, r stmt.Retry, v verdict, what string, old ended,
-	fe *failover.FailoverError, werr error, before txState, notSent bool) (bool, error) {
+// switched is what move knows of a call whose session failed, once the connection has
+// a new one (or the walk failed): what moved, moveTx, heldErr and replayHere decide from.
+type switched struct {
+	k       stmt.Kind  // the call's kind
+	r       stmt.Retry // which failures may run it again
+	notSent bool       // nothing of the call ran
+	v       verdict    // what the old session held of a transaction (judge; none inside a Tx)
+	what    string     // that state, for the error (txState.what)
+	old     ended      // the session that ended
+	failed  string     // its host's address
+	before  txState    // the transaction state when the call failed: what a replay restores
+	fe      *failover.FailoverError
+	werr    error // the walk's error: then there is no new session
+}
+
+// moved is move's answer once the connection has a new session (m.fe, m.werr: see
+// reconnect), from the verdict m.v on what the old one held of a transaction and the
+// state before the call failed: the call runs again, or the error.
+func (c *Conn) moved(ctx context.Context, m *switched) (bool, error) {
+	k, r, v, old, fe, werr, notSent := m.k, m.r, m.v, m.old, m.fe, m.werr, m.notSent
 	if c.primaryTx() != nil {
 		c.settleRun(ctx, old, fe) // before a replay there meets the old thread's locks
-		return c.moveTx(ctx, k, r, werr, fe, before)
+		return c.moveTx(ctx, m)
 	}
 	var why error
 	if v&vLost != 0 && v&(vCommit|vPrepared) == 0 {
 		c.settleRun(ctx, old, fe)
 		var ok bool
-		if ok, why = c.replayHere(ctx, k, r, werr, fe.Failed, before); ok {
+		if ok, why = c.replayHere(ctx, m); ok {
 			return true, nil
 		}
 	} else if c.log != nil {
 		c.log.clear()
 	}
-	if herr := c.heldErr(ctx, v, what, old, fe, why, notSent); herr != nil {
+	if herr := c.heldErr(ctx, m, why); herr != nil {
 		return false, herr
 	}
 	if werr == nil && (r == stmt.RetryAlways || r == stmt.RetryIfNotSent && notSent) {
@@ -815,8 +831,9 @@ func (c *Conn) reconnect(ctx context.Context, failed int, err error, notSent boo
 // moveTx is move's answer inside a Tx (BeginTx): the transaction runs again on the new
 // session (replayHere; so does the call), or it is lost, for this call and the Tx's
 // later ones.
-func (c *Conn) moveTx(ctx context.Context, k stmt.Kind, r stmt.Retry, werr error, fe *failover.FailoverError, before txState) (bool, error) {
-	if ok, why := c.replayHere(ctx, k, r, werr, fe.Failed, before); ok {
+func (c *Conn) moveTx(ctx context.Context, m *switched) (bool, error) {
+	fe := m.fe
+	if ok, why := c.replayHere(ctx, m); ok {
 		return true, nil // the transaction runs again here: so does the call
 	} else if why != nil {
 		c.lose(c.tx, lost("the transaction failed earlier on "+fe.Failed+": "+fe.Err.Error()+"; "+why.Error()))
@@ -827,10 +844,10 @@ func (c *Conn) moveTx(ctx context.Context, k stmt.Kind, r stmt.Retry, werr error
 }
 
 // heldErr returns move's error for a call whose session took something with it, by
-// verdict v (what: the state lost; old: the session that ended; why: why a replay was
-// not possible), or nil when it took nothing (the call may run again). A COMMIT whose
-// outcome is unknown is settled first (see settled).
-func (c *Conn) heldErr(ctx context.Context, v verdict, what string, old ended, fe *failover.FailoverError, why error, notSent bool) error {
+// verdict m.v (why: why a replay was not possible), or nil when it took nothing (the
+// call may run again). A COMMIT whose outcome is unknown is settled first (see settled).
+func (c *Conn) heldErr(ctx context.Context, m *switched, why error) error {
+	v, what, old, fe, notSent := m.v, m.what, m.old, m.fe, m.notSent
 	failed := old.host
 	switch {
 	case v&vLost != 0:
@@ -915,7 +932,11 @@ func (o *h) Ran(k stmt.Kind, query string, args []driver.NamedValue, res driver.
 	if c.log != nil {
 		before, db := c.st, c.db
 		c.ran(k, query)
-		return c.noteStmt(before, db, k, query, args, res, true, res == nil)
+		how := viaPrepared
+		if res == nil {
+			how |= viaQuery
+		}
+		return c.noteStmt(before, db, noted{k, query, args, how}, res)
 	}
 	c.ran(k, query)
 	return res
@@ -924,15 +945,19 @@ func (o *h) Ran(k stmt.Kind, query string, args []driver.NamedValue, res driver.
 // Failing implements stmt.Owner.
 func (o *h) Failing(query string, args []driver.NamedValue, isQuery bool) {
 	if o.log != nil {
-		o.log.try(query, args, true, isQuery, o.epoch)
+		how := viaPrepared
+		if isQuery {
+			how |= viaQuery
+		}
+		o.log.try(query, args, how, o.epoch)
 	}
 }
 
 // Fail implements stmt.Owner.
-func (o *h) Fail(ctx context.Context, epoch uint64, err error, r stmt.Retry, k stmt.Kind, query string) (bool, error) {
+func (o *h) Fail(ctx context.Context, err error, f stmt.Failure) (bool, error) {
 	c := (*Conn)(o)
-	c.failing = query
-	retry, out := c.fail(ctx, epoch, err, r, k)
+	c.failing = f.Query
+	retry, out := c.fail(ctx, f.Epoch, err, f.Retry, f.Kind)
 	if c.sp != nil {
 		c.giveBack()
 	}
@@ -981,7 +1006,7 @@ func (o *h) StmtClosed(s *stmt.Stmt) { o.free.stmt = s }
 // newStmt wraps inner, prepared from query on the physical connection of epoch, in the
 // last closed Stmt proxy, or in a new one.
 func (c *Conn) newStmt(query string, inner driver.Stmt, epoch uint64, k stmt.Kind) *stmt.Stmt {
-	s := stmt.New(c.free.stmt, (*h)(c), query, inner, epoch, k)
+	s := stmt.New(c.free.stmt, (*h)(c), query, k, stmt.Prepared{Inner: inner, Epoch: epoch})
 	c.free.stmt = nil
 	return s
 }
@@ -1039,7 +1064,7 @@ func (c *Conn) execPrimary(ctx context.Context, k stmt.Kind, query string, args 
 			before, db := c.st, c.db
 			c.ran(k, query)
 			c.wroteOnPrimary()
-			return c.noteStmt(before, db, k, query, args, res, false, false), true, nil
+			return c.noteStmt(before, db, noted{k, query, args, viaExec}, res), true, nil
 		}
 		c.ran(k, query)
 		c.wroteOnPrimary()
@@ -1053,7 +1078,7 @@ func (c *Conn) execPrimary(ctx context.Context, k stmt.Kind, query string, args 
 		return nil, true, err
 	}
 	if c.log != nil {
-		c.log.try(query, args, false, false, c.epoch)
+		c.log.try(query, args, viaExec, c.epoch)
 	}
 	c.failing = query
 	return nil, false, err
@@ -1115,7 +1140,7 @@ func (c *Conn) queryPrimary(ctx context.Context, k stmt.Kind, query string, args
 			c.ran(k, query)
 		}
 		if c.log != nil {
-			c.noteStmt(before, c.db, k, query, args, nil, false, true)
+			c.noteStmt(before, c.db, noted{k, query, args, viaQuery}, nil)
 		}
 		return stmt.NewRows((*h)(c), ctx, rows, c.epoch, query), true, nil
 	}
@@ -1124,7 +1149,7 @@ func (c *Conn) queryPrimary(ctx context.Context, k stmt.Kind, query string, args
 		return nil, true, err // database/sql prepares instead; see ExecContext
 	}
 	if c.log != nil {
-		c.log.try(query, args, false, true, c.epoch)
+		c.log.try(query, args, viaQuery, c.epoch)
 	}
 	c.failing = query
 	return nil, false, err

@@ -57,12 +57,10 @@ type Owner interface {
 	// returns the result to give the caller: res, or one that notes what the caller
 	// reads of it (transaction replay).
 	Ran(k Kind, query string, args []driver.NamedValue, res driver.Result) driver.Result
-	// Fail handles err, returned by the physical connection of the given epoch to a
-	// call for a statement of Kind k. query is the statement when err is the failure of
-	// its run or of reading its rows, "" for its PREPARE's: the owner tells a read that
-	// may run again by it. It returns retry=true when the call must be repeated once
-	// (after a successful switch, per r), else the error for the caller.
-	Fail(ctx context.Context, epoch uint64, err error, r Retry, k Kind, query string) (retry bool, out error)
+	// Fail handles err, the failure f of a call of a statement or of its rows. It
+	// returns retry=true when the call must be repeated once (after a successful
+	// switch, per f.Retry), else the error for the caller.
+	Fail(ctx context.Context, err error, f Failure) (retry bool, out error)
 	// Failing is called when the statement itself (not its PREPARE) failed, with the
 	// query and the caller's args, just before Fail: the owner may record it.
 	Failing(query string, args []driver.NamedValue, isQuery bool)
@@ -90,6 +88,16 @@ type Owner interface {
 	CheckNamedValue(nv *driver.NamedValue) error
 }
 
+// Failure says which call failed, for Owner.Fail.
+type Failure struct {
+	Epoch uint64 // the owner's physical connection that returned the error
+	Retry Retry  // which failures may run the call again
+	Kind  Kind   // the statement's Kind; 0 for its PREPARE or a read of its rows
+	// Query is the statement when its run or the reading of its rows failed, "" for
+	// its PREPARE: the owner tells a read that may run again by it.
+	Query string
+}
+
 // RowSink sees what the caller of a Rows reads (transaction replay records it): the
 // column names, each row it read (the values are the caller's buffer: read them at
 // once), and the end of the rows (io.EOF).
@@ -111,13 +119,14 @@ type Stmt struct {
 	// the owner (its replica sessions beside its primary one: replicaReads), so that a
 	// statement run on each in turn is not prepared again every time. One whose
 	// connection is gone is closed when it is evicted, or with the Stmt.
-	spare []prepared
+	spare []Prepared
 }
 
-// prepared is one physical preparation of a Stmt.
-type prepared struct {
-	inner driver.Stmt
-	epoch uint64
+// Prepared is one physical preparation of a Stmt: the physical statement, prepared on
+// the owner's physical connection of Epoch.
+type Prepared struct {
+	Inner driver.Stmt
+	Epoch uint64
 }
 
 // maxSpare bounds Stmt.spare: the replicas a connection uses at once, in practice.
@@ -129,16 +138,15 @@ const maxSpare = 3
 // old connection is gone.
 const SideEpoch = 1 << 63
 
-// New wraps inner, prepared from query, a statement of Kind k, on the owner's physical
-// connection of epoch: in reuse, a closed Stmt the owner got from StmtClosed (no
-// allocation), or in a new one when reuse is nil.
-func New(reuse *Stmt, own Owner, query string, inner driver.Stmt, epoch uint64, k Kind) *Stmt {
+// New wraps p, prepared from query, a statement of Kind k: in reuse, a closed Stmt the
+// owner got from StmtClosed (no allocation), or in a new one when reuse is nil.
+func New(reuse *Stmt, own Owner, query string, k Kind, p Prepared) *Stmt {
 	if reuse == nil {
 		reuse = new(Stmt)
 	}
-	*reuse = Stmt{own: own, query: query, inner: inner, epoch: epoch, numInput: inner.NumInput(), kind: k,
+	*reuse = Stmt{own: own, query: query, inner: p.Inner, epoch: p.Epoch, numInput: p.Inner.NumInput(), kind: k,
 		spare: reuse.spare[:0]}
-	own.Prepared(epoch)
+	own.Prepared(p.Epoch)
 	return reuse
 }
 
@@ -153,9 +161,9 @@ func (s *Stmt) Close() error {
 	s.inner = nil
 	s.own.Unprepared(s.epoch)
 	for i, p := range s.spare {
-		_ = p.inner.Close() // on another session, or on one that is gone
-		s.own.Unprepared(p.epoch)
-		s.spare[i] = prepared{}
+		_ = p.Inner.Close() // on another session, or on one that is gone
+		s.own.Unprepared(p.Epoch)
+		s.spare[i] = Prepared{}
 	}
 	s.spare = s.spare[:0]
 	s.own.StmtClosed(s)
@@ -185,13 +193,13 @@ func (s *Stmt) physical(ctx context.Context, phys driver.Conn, epoch uint64) (dr
 		return s.inner, nil
 	}
 	for i, p := range s.spare {
-		if p.epoch == epoch {
+		if p.Epoch == epoch {
 			if s.inner != nil {
-				s.spare[i] = prepared{s.inner, s.epoch}
+				s.spare[i] = Prepared{s.inner, s.epoch}
 			} else {
 				s.spare = append(s.spare[:i], s.spare[i+1:]...)
 			}
-			s.inner, s.epoch = p.inner, p.epoch
+			s.inner, s.epoch = p.Inner, p.Epoch
 			return s.inner, nil
 		}
 	}
@@ -207,11 +215,11 @@ func (s *Stmt) physical(ctx context.Context, phys driver.Conn, epoch uint64) (dr
 		// One of the two is a side session of the owner (a replica's): the other may
 		// well be used again, so it is kept for a while (see spare).
 		if len(s.spare) == maxSpare {
-			_ = s.spare[0].inner.Close()
-			s.own.Unprepared(s.spare[0].epoch)
+			_ = s.spare[0].Inner.Close()
+			s.own.Unprepared(s.spare[0].Epoch)
 			s.spare = append(s.spare[:0], s.spare[1:]...)
 		}
-		s.spare = append(s.spare, prepared{s.inner, s.epoch})
+		s.spare = append(s.spare, Prepared{s.inner, s.epoch})
 	}
 	s.inner, s.epoch = inner, epoch
 	return inner, nil
@@ -282,7 +290,7 @@ func (s *Stmt) attempts(ctx context.Context, run func(inner driver.Stmt, epoch u
 				return false, nil
 			}
 		}
-		retry, out := s.own.Fail(ctx, epoch, err, retryFor(attempt, mode), k, s.ran(mode))
+		retry, out := s.own.Fail(ctx, err, Failure{epoch, retryFor(attempt, mode), k, s.ran(mode)})
 		if !retry {
 			return false, out
 		}
