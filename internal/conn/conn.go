@@ -734,7 +734,7 @@ type switched struct {
 // reconnect), from the verdict m.v on what the old one held of a transaction and the
 // state before the call failed: the call runs again, or the error.
 func (c *Conn) moved(ctx context.Context, m *switched) (bool, error) {
-	k, r, v, old, fe, werr, notSent := m.k, m.r, m.v, m.old, m.fe, m.werr, m.notSent
+	k, r, v, old, fe, werr := m.k, m.r, m.v, m.old, m.fe, m.werr
 	if c.primaryTx() != nil {
 		c.settleRun(ctx, old, fe) // before a replay there meets the old thread's locks
 		return c.moveTx(ctx, m)
@@ -752,7 +752,7 @@ func (c *Conn) moved(ctx context.Context, m *switched) (bool, error) {
 	if herr := c.heldErr(ctx, m, why); herr != nil {
 		return false, herr
 	}
-	if werr == nil && (r == stmt.RetryAlways || r == stmt.RetryIfNotSent && notSent) {
+	if werr == nil && (r == stmt.RetryAlways || r == stmt.RetryIfNotSent && m.notSent) {
 		return true, nil
 	}
 	fe.Read = c.failedRead(k) // outside any transaction: heldErr found none
