@@ -55,17 +55,9 @@ func (c *Conn) attempts(ctx context.Context, o call, run func(rs *rsession) (fin
 		if rs != nil {
 			epoch, r, k = rs.epoch, stmt.RetryAlways, o.rfails
 		}
-		retry, out := c.fail(ctx, epoch, err, retryFor(attempt, r), k)
+		retry, out := c.fail(ctx, epoch, err, r.At(attempt), k)
 		if !retry {
 			return c.saw(out)
 		}
 	}
-}
-
-// retryFor is the retry class of attempt of a call of class r: a call runs again once.
-func retryFor(attempt int, r stmt.Retry) stmt.Retry {
-	if attempt > 0 {
-		return stmt.NoRetry
-	}
-	return r
 }

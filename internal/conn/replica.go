@@ -629,7 +629,7 @@ func (c *Conn) beginReplica(ctx context.Context, opts driver.TxOptions) (driver.
 			rs.holds++ // until Commit or Rollback
 			return c.tx, nil
 		}
-		retry, out := c.failReplica(ctx, rs.epoch, err, retryFor(attempt, retryAlways), kBegin)
+		retry, out := c.failReplica(ctx, rs.epoch, err, retryAlways.At(attempt), kBegin)
 		if !retry {
 			return nil, out
 		}

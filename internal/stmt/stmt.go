@@ -33,6 +33,15 @@ const (
 	RetryAlways
 )
 
+// At is r for attempt (0 the first) of a call: a call runs again once at most, so a later
+// attempt's is NoRetry.
+func (r Retry) At(attempt int) Retry {
+	if attempt > 0 {
+		return NoRetry
+	}
+	return r
+}
+
 // Kind is what a statement does to its session's transaction state, and to the state
 // its session holds, as the owner classified it (opaque here: dialect.Class, or a kind of
 // the owner's calls that are not statements). A Stmt gets its Kind from New and hands it
@@ -290,7 +299,7 @@ func (s *Stmt) attempts(ctx context.Context, run func(inner driver.Stmt, epoch u
 				return false, nil
 			}
 		}
-		retry, out := s.own.Fail(ctx, err, Failure{epoch, retryFor(attempt, mode), k, s.ran(mode)})
+		retry, out := s.own.Fail(ctx, err, Failure{epoch, mode.At(attempt), k, s.ran(mode)})
 		if !retry {
 			return false, out
 		}
@@ -322,13 +331,6 @@ type noRows struct{}
 func (noRows) Columns() []string         { return nil }
 func (noRows) Close() error              { return nil }
 func (noRows) Next([]driver.Value) error { return io.EOF }
-
-func retryFor(attempt int, r Retry) Retry {
-	if attempt > 0 {
-		return NoRetry
-	}
-	return r
-}
 
 func prepare(ctx context.Context, c driver.Conn, query string) (driver.Stmt, error) {
 	if p, ok := c.(driver.ConnPrepareContext); ok {
