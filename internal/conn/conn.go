@@ -223,7 +223,7 @@ type sessionFacts struct {
 // pass retriesAllDown allows, failing as the walk does.
 func Open(ctx context.Context, cl *cluster.Cluster, cfg Config) (*Conn, error) {
 	c := &Conn{cl: cl, cfg: cfg, explicitRO: cfg.ReadOnly, db: cfg.DBName,
-		dsnAC: autocommitOf(cfg.Autocommit), dsnCT: completionOf(cfg.CompletionType), sp: newSplit(cfg), log: newLog(cfg)}
+		dsnAC: autocommitOf(cfg.Autocommit), dsnCT: completionOf(cfg.CompletionType), sp: newSplit(cfg, cl), log: newLog(cfg)}
 	c.st.ac, c.st.ct = c.dsnAC, c.dsnCT
 	if cfg.AllowSourceDown && cl.AnyReplica() {
 		// The primary session opens with the first statement that needs it.
@@ -896,11 +896,11 @@ func (o *h) Ready(ctx context.Context, count bool, k stmt.Kind) (driver.Conn, ui
 		rs, err := c.route(ctx, k, count) // a prepared statement's kind says what its text does
 		if rs != nil {
 			c.sp.running = rs
-			c.giveBack() // the others it tried
+			c.sp.giveBack() // the others it tried
 			c.cl.ReplicaStart(rs.host)
 			return rs.phys, rs.epoch, nil
 		}
-		c.giveBack()
+		c.sp.giveBack()
 		if err != nil {
 			return nil, 0, err
 		}
@@ -922,7 +922,7 @@ func (o *h) Ran(k stmt.Kind, query string, args []driver.NamedValue, res driver.
 		if rs := c.sp.running; rs != nil {
 			c.sp.running = nil
 			c.cl.ReplicaDone(rs.host, true)
-			c.giveBack() // unless the statement's preparation holds it (it does, as it ran there)
+			c.sp.giveBack() // unless the statement's preparation holds it (it does, as it ran there)
 			return res
 		}
 		if c.tx == nil || c.tx.rs == nil {
@@ -959,7 +959,7 @@ func (o *h) Fail(ctx context.Context, err error, f stmt.Failure) (bool, error) {
 	c.failing = f.Query
 	retry, out := c.fail(ctx, f.Epoch, err, f.Retry, f.Kind)
 	if c.sp != nil {
-		c.giveBack()
+		c.sp.giveBack()
 	}
 	return retry, c.saw(out)
 }
@@ -973,7 +973,7 @@ func (o *h) RowsOpened(epoch uint64) (stmt.RowSink, *stmt.Rows) {
 		reuse = &o.free.rows // every earlier Rows is closed, the one in it too
 	}
 	o.rows++
-	(*Conn)(o).hold(epoch, 1, false) // rows read from a replica session keep it
+	o.sp.hold(epoch, 1, false) // rows read from a replica session keep it
 	if o.log != nil {
 		return o.log.takeSink(), reuse
 	}
@@ -984,20 +984,20 @@ func (o *h) RowsOpened(epoch uint64) (stmt.RowSink, *stmt.Rows) {
 // back in Fail, which first drops a broken one.
 func (o *h) RowsClosed(epoch uint64, failed bool) {
 	o.rows--
-	(*Conn)(o).hold(epoch, -1, !failed)
+	o.sp.hold(epoch, -1, !failed)
 }
 
 // Prepared implements stmt.Owner: a preparation on a replica session keeps it, and no
 // session of the connection is lent while one is open (lendIdle).
 func (o *h) Prepared(epoch uint64) {
 	o.lend.stmts++
-	(*Conn)(o).hold(epoch, 1, false)
+	o.sp.hold(epoch, 1, false)
 }
 
 // Unprepared implements stmt.Owner.
 func (o *h) Unprepared(epoch uint64) {
 	o.lend.stmts--
-	(*Conn)(o).hold(epoch, -1, true)
+	o.sp.hold(epoch, -1, true)
 }
 
 // StmtClosed implements stmt.Owner: the next prepare reuses s.
@@ -1020,7 +1020,7 @@ func (o *h) CheckNamedValue(nv *driver.NamedValue) error {
 func (c *Conn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
 	if c.sp != nil {
 		res, err := c.execContext(ctx, query, args)
-		c.giveBack() // the replica sessions the statement used
+		c.sp.giveBack() // the replica sessions the statement used
 		return res, err
 	}
 	return c.execContext(ctx, query, args)
@@ -1088,7 +1088,7 @@ func (c *Conn) execPrimary(ctx context.Context, k stmt.Kind, query string, args 
 func (c *Conn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
 	if c.sp != nil {
 		rows, err := c.queryContext(ctx, query, args)
-		c.giveBack() // the replica sessions the query used, unless its rows hold one
+		c.sp.giveBack() // the replica sessions the query used, unless its rows hold one
 		return rows, err
 	}
 	return c.queryContext(ctx, query, args)
@@ -1167,7 +1167,7 @@ func (c *Conn) Prepare(query string) (driver.Stmt, error) {
 func (c *Conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
 	if c.sp != nil {
 		s, err := c.prepareContext(ctx, query)
-		c.giveBack() // the replica sessions tried, unless the statement holds one
+		c.sp.giveBack() // the replica sessions tried, unless the statement holds one
 		return s, err
 	}
 	return c.prepareContext(ctx, query)
@@ -1261,7 +1261,7 @@ func (c *Conn) ResetSession(ctx context.Context) error {
 	}
 	c.explicitRO = c.cfg.ReadOnly
 	c.sess.has = hold{}
-	c.resetReplicas(ctx)
+	c.sp.resetReplicas(ctx)
 	if c.phys != nil && !c.st.held() && (c.host != c.cl.Active() || c.cl.Unfit(c.host)) {
 		c.drop()
 	}
@@ -1342,7 +1342,7 @@ func (c *Conn) Close() error {
 	if c.cfg.Closed != nil {
 		defer c.cfg.Closed()
 	}
-	c.closeReplicas()
+	c.sp.closeReplicas()
 	if c.phys == nil {
 		return nil
 	}

@@ -40,7 +40,7 @@ func (c *Conn) Begin() (driver.Tx, error) {
 func (c *Conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
 	if c.sp != nil {
 		tx, err := c.beginTx(ctx, opts)
-		c.giveBack() // the replica sessions tried, but the transaction's
+		c.sp.giveBack() // the replica sessions tried, but the transaction's
 		return tx, err
 	}
 	return c.beginTx(ctx, opts)
@@ -230,10 +230,10 @@ func (t *Tx) releaseReplica() {
 		return // closed already: it broke
 	}
 	if !t.ended || rs.dirty {
-		c.dropReplica(rs)
+		c.sp.dropReplica(rs)
 		return
 	}
-	c.hold(rs.epoch, -1, true)
+	c.sp.hold(rs.epoch, -1, true)
 }
 
 // rollbackEnded sends ROLLBACK for a transaction the server rolled back while its session
