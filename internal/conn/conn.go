@@ -1135,7 +1135,7 @@ func (c *Conn) queryPrimary(ctx context.Context, k stmt.Kind, query string, args
 		}
 		if k.Kind() == dialect.Batch {
 			c.st.mayHaveRun(query) // the statements after the first run while the caller reads
-			c.mayHold(k, query)
+			c.sess.has.mayHold(k, query, c.db)
 		} else {
 			c.ran(k, query)
 		}
