@@ -223,7 +223,7 @@ type sessionFacts struct {
 // pass retriesAllDown allows, failing as the walk does.
 func Open(ctx context.Context, cl *cluster.Cluster, cfg Config) (*Conn, error) {
 	c := &Conn{cl: cl, cfg: cfg, explicitRO: cfg.ReadOnly, db: cfg.DBName,
-		dsnAC: autocommitOf(cfg.Autocommit), dsnCT: completionOf(cfg.CompletionType), sp: newSplit(cfg), log: newLog(cfg)}
+		dsnAC: autocommitOf(cfg.Autocommit), dsnCT: completionOf(cfg.CompletionType), sp: newSplit(cfg, cl), log: newLog(cfg)}
 	c.st.ac, c.st.ct = c.dsnAC, c.dsnCT
 	if cfg.AllowSourceDown && cl.AnyReplica() {
 		// The primary session opens with the first statement that needs it.
@@ -289,10 +289,21 @@ func (c *Conn) clean() {
 // mark.
 func (c *Conn) discard(why string, k stmt.Kind) {
 	if c.primaryTx() == nil && c.lost == nil && c.phys != nil && c.judge(k, false)&vLost != 0 {
-		c.lost = c.lostErr(c.st.what(), c.host, why)
+		c.lose(nil, c.lostErr(c.st.what(), c.host, why))
 	}
 	c.noteGone(notSentCause(why))
 	c.drop()
+}
+
+// lose is the one place that marks a transaction lost: t's, or with t nil the one that
+// statements opened on the primary session. err is the reason: every later statement
+// of it gets err without being sent, until COMMIT or ROLLBACK ends it (whileLost, Tx).
+func (c *Conn) lose(t *Tx, err error) {
+	if t != nil {
+		t.lost = err
+		return
+	}
+	c.lost = err
 }
 
 // lostErr is the error every statement gets while what (see txState.what) is lost: it
@@ -339,7 +350,7 @@ func (c *Conn) ready(ctx context.Context, count bool, k stmt.Kind) error {
 		c.live.checked = false // database/sql's checkout just checked it: no clock read needed
 	} else if c.stale(ctx, k) {
 		if t := c.primaryTx(); t != nil && t.lost == nil {
-			t.lost = lost("the server closed the connection while the transaction sat idle")
+			c.lose(t, lost("the server closed the connection while the transaction sat idle"))
 		}
 	}
 	if c.gone != nil {
@@ -689,7 +700,8 @@ func (c *Conn) move(ctx context.Context, err error, notSent bool, r stmt.Retry, 
 		v, what = c.judge(k, notSent), c.st.what()
 	}
 	fe, werr := c.reconnect(ctx, failed, err, notSent)
-	retry, out := c.moved(ctx, k, r, v, what, ended{failed, sock}, fe, werr, before, notSent)
+	m := switched{k: k, r: r, notSent: notSent, v: v, what: what, old: ended{failed, sock}, failed: fe.Failed, before: before, fe: fe, werr: werr}
+	retry, out := c.moved(ctx, &m)
 	if c.gone != nil {
 		// What the session held went with it: the call says so, and does not run again.
 		cause := out
@@ -703,29 +715,44 @@ func (c *Conn) move(ctx context.Context, err error, notSent bool, r stmt.Retry, 
 	return retry, out
 }
 
-// moved is move's answer once the connection has a new session (fe, werr: see
-// reconnect), from the verdict v on what the old one held of a transaction (what; in the
-// session old) and the state before the call failed: the call runs again, or the error.
-func (c *Conn) moved(ctx context.Context, k stmt.Kind, r stmt.Retry, v verdict, what string, old ended,
-	fe *failover.FailoverError, werr error, before txState, notSent bool) (bool, error) {
+// switched is what move knows of a call whose session failed, once the connection has
+// a new one (or the walk failed): what moved, moveTx, heldErr and replayHere decide from.
+type switched struct {
+	k       stmt.Kind  // the call's kind
+	r       stmt.Retry // which failures may run it again
+	notSent bool       // nothing of the call ran
+	v       verdict    // what the old session held of a transaction (judge; none inside a Tx)
+	what    string     // that state, for the error (txState.what)
+	old     ended      // the session that ended
+	failed  string     // its host's address
+	before  txState    // the transaction state when the call failed: what a replay restores
+	fe      *failover.FailoverError
+	werr    error // the walk's error: then there is no new session
+}
+
+// moved is move's answer once the connection has a new session (m.fe, m.werr: see
+// reconnect), from the verdict m.v on what the old one held of a transaction and the
+// state before the call failed: the call runs again, or the error.
+func (c *Conn) moved(ctx context.Context, m *switched) (bool, error) {
+	k, r, v, old, fe, werr := m.k, m.r, m.v, m.old, m.fe, m.werr
 	if c.primaryTx() != nil {
 		c.settleRun(ctx, old, fe) // before a replay there meets the old thread's locks
-		return c.moveTx(ctx, k, r, werr, fe, before)
+		return c.moveTx(ctx, m)
 	}
 	var why error
 	if v&vLost != 0 && v&(vCommit|vPrepared) == 0 {
 		c.settleRun(ctx, old, fe)
 		var ok bool
-		if ok, why = c.replayHere(ctx, k, r, werr, fe.Failed, before); ok {
+		if ok, why = c.replayHere(ctx, m); ok {
 			return true, nil
 		}
 	} else if c.log != nil {
 		c.log.clear()
 	}
-	if herr := c.heldErr(ctx, v, what, old, fe, why, notSent); herr != nil {
+	if herr := c.heldErr(ctx, m, why); herr != nil {
 		return false, herr
 	}
-	if werr == nil && (r == stmt.RetryAlways || r == stmt.RetryIfNotSent && notSent) {
+	if werr == nil && (r == stmt.RetryAlways || r == stmt.RetryIfNotSent && m.notSent) {
 		return true, nil
 	}
 	fe.Read = c.failedRead(k) // outside any transaction: heldErr found none
@@ -804,30 +831,31 @@ func (c *Conn) reconnect(ctx context.Context, failed int, err error, notSent boo
 // moveTx is move's answer inside a Tx (BeginTx): the transaction runs again on the new
 // session (replayHere; so does the call), or it is lost, for this call and the Tx's
 // later ones.
-func (c *Conn) moveTx(ctx context.Context, k stmt.Kind, r stmt.Retry, werr error, fe *failover.FailoverError, before txState) (bool, error) {
-	if ok, why := c.replayHere(ctx, k, r, werr, fe.Failed, before); ok {
+func (c *Conn) moveTx(ctx context.Context, m *switched) (bool, error) {
+	fe := m.fe
+	if ok, why := c.replayHere(ctx, m); ok {
 		return true, nil // the transaction runs again here: so does the call
 	} else if why != nil {
-		c.tx.lost = lost("the transaction failed earlier on " + fe.Failed + ": " + fe.Err.Error() + "; " + why.Error())
+		c.lose(c.tx, lost("the transaction failed earlier on "+fe.Failed+": "+fe.Err.Error()+"; "+why.Error()))
 		return false, heldWhy(fe, why, failover.ErrTxLost)
 	}
-	c.tx.lost = lost("the transaction failed earlier on " + fe.Failed + ": " + fe.Err.Error())
+	c.lose(c.tx, lost("the transaction failed earlier on "+fe.Failed+": "+fe.Err.Error()))
 	return false, heldBy(fe, "", failover.ErrTxLost)
 }
 
 // heldErr returns move's error for a call whose session took something with it, by
-// verdict v (what: the state lost; old: the session that ended; why: why a replay was
-// not possible), or nil when it took nothing (the call may run again). A COMMIT whose
-// outcome is unknown is settled first (see settled).
-func (c *Conn) heldErr(ctx context.Context, v verdict, what string, old ended, fe *failover.FailoverError, why error, notSent bool) error {
+// verdict m.v (why: why a replay was not possible), or nil when it took nothing (the
+// call may run again). A COMMIT whose outcome is unknown is settled first (see settled).
+func (c *Conn) heldErr(ctx context.Context, m *switched, why error) error {
+	v, what, old, fe, notSent := m.v, m.what, m.old, m.fe, m.notSent
 	failed := old.host
 	switch {
 	case v&vLost != 0:
-		c.lost = c.lostErr(what, failed, fe.Err.Error())
 		if why != nil {
-			c.lost = c.lostErr(what, failed, fe.Err.Error()+"; "+why.Error())
+			c.lose(nil, c.lostErr(what, failed, fe.Err.Error()+"; "+why.Error()))
 			return heldWhy(fe, why, failover.ErrTxLost)
 		}
+		c.lose(nil, c.lostErr(what, failed, fe.Err.Error()))
 		if v&vCommit != 0 && !notSent { // a batch with a COMMIT in it, or a statement that autocommits
 			return heldBy(fe, "", c.settled(ctx, old, fe), failover.ErrTxLost)
 		}
@@ -856,7 +884,7 @@ func (c *Conn) dropIfInvalid(err error, k stmt.Kind) {
 	if v, ok := c.phys.(driver.Validator); ok && !v.IsValid() {
 		c.discard("the connection broke: "+cluster.NotBadConn(err, "").Error(), k)
 		if t := c.primaryTx(); t != nil && t.lost == nil {
-			t.lost = lost("the connection broke earlier: " + cluster.NotBadConn(err, "").Error())
+			c.lose(t, lost("the connection broke earlier: "+cluster.NotBadConn(err, "").Error()))
 		}
 	}
 }
@@ -868,11 +896,11 @@ func (o *h) Ready(ctx context.Context, count bool, k stmt.Kind) (driver.Conn, ui
 		rs, err := c.route(ctx, k, count) // a prepared statement's kind says what its text does
 		if rs != nil {
 			c.sp.running = rs
-			c.giveBack() // the others it tried
+			c.sp.giveBack() // the others it tried
 			c.cl.ReplicaStart(rs.host)
 			return rs.phys, rs.epoch, nil
 		}
-		c.giveBack()
+		c.sp.giveBack()
 		if err != nil {
 			return nil, 0, err
 		}
@@ -894,7 +922,7 @@ func (o *h) Ran(k stmt.Kind, query string, args []driver.NamedValue, res driver.
 		if rs := c.sp.running; rs != nil {
 			c.sp.running = nil
 			c.cl.ReplicaDone(rs.host, true)
-			c.giveBack() // unless the statement's preparation holds it (it does, as it ran there)
+			c.sp.giveBack() // unless the statement's preparation holds it (it does, as it ran there)
 			return res
 		}
 		if c.tx == nil || c.tx.rs == nil {
@@ -904,7 +932,11 @@ func (o *h) Ran(k stmt.Kind, query string, args []driver.NamedValue, res driver.
 	if c.log != nil {
 		before, db := c.st, c.db
 		c.ran(k, query)
-		return c.noteStmt(before, db, k, query, args, res, true, res == nil)
+		how := viaPrepared
+		if res == nil {
+			how |= viaQuery
+		}
+		return c.noteStmt(before, db, noted{k, query, args, how}, res)
 	}
 	c.ran(k, query)
 	return res
@@ -913,17 +945,21 @@ func (o *h) Ran(k stmt.Kind, query string, args []driver.NamedValue, res driver.
 // Failing implements stmt.Owner.
 func (o *h) Failing(query string, args []driver.NamedValue, isQuery bool) {
 	if o.log != nil {
-		o.log.try(query, args, true, isQuery, o.epoch)
+		how := viaPrepared
+		if isQuery {
+			how |= viaQuery
+		}
+		o.log.try(query, args, how, o.epoch)
 	}
 }
 
 // Fail implements stmt.Owner.
-func (o *h) Fail(ctx context.Context, epoch uint64, err error, r stmt.Retry, k stmt.Kind, query string) (bool, error) {
+func (o *h) Fail(ctx context.Context, err error, f stmt.Failure) (bool, error) {
 	c := (*Conn)(o)
-	c.failing = query
-	retry, out := c.fail(ctx, epoch, err, r, k)
+	c.failing = f.Query
+	retry, out := c.fail(ctx, f.Epoch, err, f.Retry, f.Kind)
 	if c.sp != nil {
-		c.giveBack()
+		c.sp.giveBack()
 	}
 	return retry, c.saw(out)
 }
@@ -937,7 +973,7 @@ func (o *h) RowsOpened(epoch uint64) (stmt.RowSink, *stmt.Rows) {
 		reuse = &o.free.rows // every earlier Rows is closed, the one in it too
 	}
 	o.rows++
-	(*Conn)(o).hold(epoch, 1, false) // rows read from a replica session keep it
+	o.sp.hold(epoch, 1, false) // rows read from a replica session keep it
 	if o.log != nil {
 		return o.log.takeSink(), reuse
 	}
@@ -948,20 +984,20 @@ func (o *h) RowsOpened(epoch uint64) (stmt.RowSink, *stmt.Rows) {
 // back in Fail, which first drops a broken one.
 func (o *h) RowsClosed(epoch uint64, failed bool) {
 	o.rows--
-	(*Conn)(o).hold(epoch, -1, !failed)
+	o.sp.hold(epoch, -1, !failed)
 }
 
 // Prepared implements stmt.Owner: a preparation on a replica session keeps it, and no
 // session of the connection is lent while one is open (lendIdle).
 func (o *h) Prepared(epoch uint64) {
 	o.lend.stmts++
-	(*Conn)(o).hold(epoch, 1, false)
+	o.sp.hold(epoch, 1, false)
 }
 
 // Unprepared implements stmt.Owner.
 func (o *h) Unprepared(epoch uint64) {
 	o.lend.stmts--
-	(*Conn)(o).hold(epoch, -1, true)
+	o.sp.hold(epoch, -1, true)
 }
 
 // StmtClosed implements stmt.Owner: the next prepare reuses s.
@@ -970,7 +1006,7 @@ func (o *h) StmtClosed(s *stmt.Stmt) { o.free.stmt = s }
 // newStmt wraps inner, prepared from query on the physical connection of epoch, in the
 // last closed Stmt proxy, or in a new one.
 func (c *Conn) newStmt(query string, inner driver.Stmt, epoch uint64, k stmt.Kind) *stmt.Stmt {
-	s := stmt.New(c.free.stmt, (*h)(c), query, inner, epoch, k)
+	s := stmt.New(c.free.stmt, (*h)(c), query, k, stmt.Prepared{Inner: inner, Epoch: epoch})
 	c.free.stmt = nil
 	return s
 }
@@ -984,7 +1020,7 @@ func (o *h) CheckNamedValue(nv *driver.NamedValue) error {
 func (c *Conn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
 	if c.sp != nil {
 		res, err := c.execContext(ctx, query, args)
-		c.giveBack() // the replica sessions the statement used
+		c.sp.giveBack() // the replica sessions the statement used
 		return res, err
 	}
 	return c.execContext(ctx, query, args)
@@ -995,62 +1031,64 @@ func (c *Conn) execContext(ctx context.Context, query string, args []driver.Name
 	if k.Kind() == dialect.Batch {
 		c.batch = query
 	}
-	for attempt := 0; ; attempt++ {
-		if c.sp != nil {
-			res, on, err := onReplica(c, ctx, query, k, k, attempt, func(rs *rsession) (driver.Result, bool, error) {
-				return c.execReplica(ctx, rs, query, args)
-			})
-			if on == replicaAgain {
-				continue
-			} else if on == replicaDone {
-				return res, c.saw(err)
+	var res driver.Result
+	err := c.attempts(ctx, call{kind: k, fails: k, retry: stmt.RetryIfNotSent, counts: true, routes: true, stmt: k, rfails: k},
+		func(rs *rsession) (bool, error) {
+			var final bool
+			var err error
+			if rs != nil {
+				res, final, err = c.execReplica(ctx, rs, query, args)
+			} else {
+				res, final, err = c.execPrimary(ctx, k, query, args)
 			}
-		}
-		if err := c.ready(ctx, attempt == 0, k); err != nil {
-			if err == errAnswered {
-				return driver.RowsAffected(0), nil
-			}
-			return nil, c.saw(err)
-		}
-		if c.execer == nil {
-			return nil, driver.ErrSkip // database/sql prepares instead
-		}
-		c.mark()
-		res, err := c.execer.ExecContext(ctx, query, args)
-		if err == nil {
-			if c.log != nil {
-				before, db := c.st, c.db
-				c.ran(k, query)
-				c.wroteOnPrimary()
-				return c.noteStmt(before, db, k, query, args, res, false, false), nil
-			}
+			return final, err
+		})
+	switch {
+	case err == errAnswered:
+		return driver.RowsAffected(0), nil
+	case err != nil:
+		return nil, err
+	}
+	return res, nil
+}
+
+// execPrimary is ExecContext's run on the primary session, once ready (see attempts).
+func (c *Conn) execPrimary(ctx context.Context, k stmt.Kind, query string, args []driver.NamedValue) (driver.Result, bool, error) {
+	if c.execer == nil {
+		return nil, true, driver.ErrSkip // database/sql prepares instead
+	}
+	c.mark()
+	res, err := c.execer.ExecContext(ctx, query, args)
+	if err == nil {
+		if c.log != nil {
+			before, db := c.st, c.db
 			c.ran(k, query)
 			c.wroteOnPrimary()
-			return res, nil
+			return c.noteStmt(before, db, noted{k, query, args, viaExec}, res), true, nil
 		}
-		if err == driver.ErrSkip {
-			// go-sql-driver's answer to every statement with arguments unless
-			// interpolateParams is set: database/sql prepares instead, and the
-			// prepared statement counts itself. Nothing was sent.
-			c.uncount()
-			return nil, err
-		}
-		if c.log != nil {
-			c.log.try(query, args, false, false, c.epoch)
-		}
-		c.failing = query
-		retry, out := c.fail(ctx, c.epoch, err, retryFor(attempt, stmt.RetryIfNotSent), k)
-		if !retry {
-			return nil, c.saw(out)
-		}
+		c.ran(k, query)
+		c.wroteOnPrimary()
+		return res, true, nil
 	}
+	if err == driver.ErrSkip {
+		// go-sql-driver's answer to every statement with arguments unless
+		// interpolateParams is set: database/sql prepares instead, and the
+		// prepared statement counts itself. Nothing was sent.
+		c.uncount()
+		return nil, true, err
+	}
+	if c.log != nil {
+		c.log.try(query, args, viaExec, c.epoch)
+	}
+	c.failing = query
+	return nil, false, err
 }
 
 // QueryContext implements driver.QueryerContext.
 func (c *Conn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
 	if c.sp != nil {
 		rows, err := c.queryContext(ctx, query, args)
-		c.giveBack() // the replica sessions the query used, unless its rows hold one
+		c.sp.giveBack() // the replica sessions the query used, unless its rows hold one
 		return rows, err
 	}
 	return c.queryContext(ctx, query, args)
@@ -1061,58 +1099,60 @@ func (c *Conn) queryContext(ctx context.Context, query string, args []driver.Nam
 	if k.Kind() == dialect.Batch {
 		c.batch = query
 	}
-	for attempt := 0; ; attempt++ {
-		if c.sp != nil {
-			rows, on, err := onReplica(c, ctx, query, k, k, attempt, func(rs *rsession) (driver.Rows, bool, error) {
-				return c.queryReplica(ctx, rs, query, args)
-			})
-			if on == replicaAgain {
-				continue
-			} else if on == replicaDone {
-				return rows, c.saw(err)
-			}
-		}
-		if err := c.ready(ctx, attempt == 0, k); err != nil {
-			if err == errAnswered {
-				return noRows{}, nil
-			}
-			return nil, c.saw(err)
-		}
-		if c.queryer == nil {
-			return nil, driver.ErrSkip
-		}
-		c.mark()
-		rows, err := c.queryer.QueryContext(ctx, query, args)
-		if err == nil {
-			c.wroteOnPrimary()
-			var before txState
-			if c.log != nil {
-				before = c.st
-			}
-			if k.Kind() == dialect.Batch {
-				c.st.mayHaveRun(query) // the statements after the first run while the caller reads
-				c.mayHold(k, query)
+	var rows driver.Rows
+	err := c.attempts(ctx, call{kind: k, fails: k, retry: stmt.RetryIfNotSent, counts: true, routes: true, stmt: k, rfails: k},
+		func(rs *rsession) (bool, error) {
+			var final bool
+			var err error
+			if rs != nil {
+				rows, final, err = c.queryReplica(ctx, rs, query, args)
 			} else {
-				c.ran(k, query)
+				rows, final, err = c.queryPrimary(ctx, k, query, args)
 			}
-			if c.log != nil {
-				c.noteStmt(before, c.db, k, query, args, nil, false, true)
-			}
-			return stmt.NewRows((*h)(c), ctx, rows, c.epoch, query), nil
+			return final, err
+		})
+	switch {
+	case err == errAnswered:
+		return noRows{}, nil
+	case err != nil:
+		return nil, err
+	}
+	return rows, nil
+}
+
+// queryPrimary is QueryContext's run on the primary session, once ready (see attempts).
+func (c *Conn) queryPrimary(ctx context.Context, k stmt.Kind, query string, args []driver.NamedValue) (driver.Rows, bool, error) {
+	if c.queryer == nil {
+		return nil, true, driver.ErrSkip
+	}
+	c.mark()
+	rows, err := c.queryer.QueryContext(ctx, query, args)
+	if err == nil {
+		c.wroteOnPrimary()
+		var before txState
+		if c.log != nil {
+			before = c.st
 		}
-		if err == driver.ErrSkip {
-			c.uncount()
-			return nil, err // database/sql prepares instead; see ExecContext
+		if k.Kind() == dialect.Batch {
+			c.st.mayHaveRun(query) // the statements after the first run while the caller reads
+			c.sess.has.mayHold(k, query, c.db)
+		} else {
+			c.ran(k, query)
 		}
 		if c.log != nil {
-			c.log.try(query, args, false, true, c.epoch)
+			c.noteStmt(before, c.db, noted{k, query, args, viaQuery}, nil)
 		}
-		c.failing = query
-		retry, out := c.fail(ctx, c.epoch, err, retryFor(attempt, stmt.RetryIfNotSent), k)
-		if !retry {
-			return nil, c.saw(out)
-		}
+		return stmt.NewRows((*h)(c), ctx, rows, c.epoch, query), true, nil
 	}
+	if err == driver.ErrSkip {
+		c.uncount()
+		return nil, true, err // database/sql prepares instead; see ExecContext
+	}
+	if c.log != nil {
+		c.log.try(query, args, viaQuery, c.epoch)
+	}
+	c.failing = query
+	return nil, false, err
 }
 
 // Prepare implements driver.Conn.
@@ -1127,7 +1167,7 @@ func (c *Conn) Prepare(query string) (driver.Stmt, error) {
 func (c *Conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
 	if c.sp != nil {
 		s, err := c.prepareContext(ctx, query)
-		c.giveBack() // the replica sessions tried, unless the statement holds one
+		c.sp.giveBack() // the replica sessions tried, unless the statement holds one
 		return s, err
 	}
 	return c.prepareContext(ctx, query)
@@ -1139,36 +1179,25 @@ func (c *Conn) prepareContext(ctx context.Context, query string) (driver.Stmt, e
 	if endsLost(k) {
 		rk = kSession
 	}
-	for attempt := 0; ; attempt++ {
-		if c.sp != nil {
-			s, on, err := onReplica(c, ctx, query, k, kPlain, attempt, func(rs *rsession) (driver.Stmt, bool, error) {
-				return c.prepareReplica(ctx, rs, query, k)
-			})
-			if on == replicaAgain {
-				continue
-			} else if on == replicaDone {
-				return s, c.saw(err)
+	var s driver.Stmt
+	err := c.attempts(ctx, call{kind: rk, fails: kSession, retry: stmt.RetryAlways, routes: true, stmt: k, rfails: kPlain},
+		func(rs *rsession) (bool, error) {
+			var err error
+			if rs != nil {
+				var final bool
+				s, final, err = c.prepareReplica(ctx, rs, query, k)
+				return final, err
 			}
-		}
-		if err := c.ready(ctx, false, rk); err != nil {
-			return nil, c.saw(err)
-		}
-		var s driver.Stmt
-		var err error
-		c.mark()
-		if p, ok := c.phys.(driver.ConnPrepareContext); ok {
-			s, err = p.PrepareContext(ctx, query)
-		} else {
-			s, err = c.phys.Prepare(query)
-		}
-		if err == nil {
-			return c.newStmt(query, s, c.epoch, k), nil
-		}
-		retry, out := c.fail(ctx, c.epoch, err, retryFor(attempt, stmt.RetryAlways), kSession)
-		if !retry {
-			return nil, c.saw(out)
-		}
+			c.mark()
+			if s, err = prepareOn(ctx, c.phys, query); err == nil {
+				s = c.newStmt(query, s, c.epoch, k)
+			}
+			return err == nil, err
+		})
+	if err != nil {
+		return nil, err
 	}
+	return s, nil
 }
 
 // Ping implements driver.Pinger; a failed ping moves the connection and pings the new
@@ -1181,24 +1210,15 @@ func (c *Conn) Ping(ctx context.Context) error {
 		}
 		c.sp.intent = false
 	}
-	for attempt := 0; ; attempt++ {
-		if err := c.ready(ctx, false, kPlain); err != nil {
-			return c.saw(err)
-		}
+	return c.attempts(ctx, call{kind: kPlain, fails: kPlain, retry: stmt.RetryAlways}, func(*rsession) (bool, error) {
 		p, ok := c.phys.(driver.Pinger)
 		if !ok {
-			return nil
+			return true, nil
 		}
 		c.mark()
 		err := p.Ping(ctx)
-		if err == nil {
-			return nil
-		}
-		retry, out := c.fail(ctx, c.epoch, err, retryFor(attempt, stmt.RetryAlways), kPlain)
-		if !retry {
-			return c.saw(out)
-		}
-	}
+		return err == nil, err
+	})
 }
 
 // CheckNamedValue forwards to the physical connection so that go-sql-driver's value
@@ -1241,7 +1261,7 @@ func (c *Conn) ResetSession(ctx context.Context) error {
 	}
 	c.explicitRO = c.cfg.ReadOnly
 	c.sess.has = hold{}
-	c.resetReplicas(ctx)
+	c.sp.resetReplicas(ctx)
 	if c.phys != nil && !c.st.held() && (c.host != c.cl.Active() || c.cl.Unfit(c.host)) {
 		c.drop()
 	}
@@ -1322,7 +1342,7 @@ func (c *Conn) Close() error {
 	if c.cfg.Closed != nil {
 		defer c.cfg.Closed()
 	}
-	c.closeReplicas()
+	c.sp.closeReplicas()
 	if c.phys == nil {
 		return nil
 	}
@@ -1330,13 +1350,6 @@ func (c *Conn) Close() error {
 	c.cl.Release(c.host)
 	c.phys, c.execer, c.queryer = nil, nil, nil
 	return cluster.NotBadConn(err, "")
-}
-
-func retryFor(attempt int, r stmt.Retry) stmt.Retry {
-	if attempt > 0 {
-		return stmt.NoRetry
-	}
-	return r
 }
 
 var (

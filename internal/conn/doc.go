@@ -8,7 +8,8 @@
 // the session up there. Before every call that talks to the server the connection passes
 // a safe point (outside a transaction): if the pool has moved, it joins the pool's host,
 // and if the pool is on a secondary and fall-back is due, it tries the primary; nothing
-// has been sent, so the caller sees no error either way.
+// has been sent, so the caller sees no error either way. One loop runs each call
+// (attempts; a prepared statement's is Stmt's own): ready, the call, then fail's verdict.
 //
 // When a call fails, the error goes to one function, fail, which decides:
 //

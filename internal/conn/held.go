@@ -73,17 +73,17 @@ func readsOf(k stmt.Kind) string {
 // session did to what it holds, for the parts read from the whole text (locks and user
 // variables, over every statement of a batch); ran1 follows the temporary tables
 // statement by statement.
-func (c *Conn) track(k stmt.Kind, q string) {
+func (h *hold) track(k stmt.Kind, q string) {
 	if k.Flags()&dialect.Holds != 0 {
-		dialect.ScanHeld(q, &c.sess.has.Held)
+		dialect.ScanHeld(q, &h.Held)
 	}
 }
 
 // trackTables is ran1's part for statement s of kind k: the temporary tables it created
-// or dropped (tables), in the current database.
-func (c *Conn) trackTables(k stmt.Kind, s string) {
-	if k.Flags()&dialect.Temp != 0 || k.Kind() == dialect.Implicit && len(c.sess.has.temps) > 0 {
-		c.sess.has.tables(s, c.db)
+// or dropped (tables), in the current database db.
+func (h *hold) trackTables(k stmt.Kind, s, db string) {
+	if k.Flags()&dialect.Temp != 0 || k.Kind() == dialect.Implicit && len(h.temps) > 0 {
+		h.tables(s, db)
 	}
 }
 
@@ -139,12 +139,12 @@ func notSentCause(why string) error {
 }
 
 // mayHold is track for a multi-statement query whose results are being read (k is
-// dialect.Batch): any number of its statements may have run, so each counts as run, with
-// the current database (its USE statements are not followed).
-func (c *Conn) mayHold(k stmt.Kind, q string) {
-	c.track(k, q)
+// dialect.Batch): any number of its statements may have run, so each counts as run, in
+// the current database db (its USE statements are not followed).
+func (h *hold) mayHold(k stmt.Kind, q, db string) {
+	h.track(k, q)
 	dialect.Statements(q, func(s string, sk stmt.Kind) bool {
-		c.trackTables(sk, s)
+		h.trackTables(sk, s, db)
 		return true
 	})
 }

@@ -93,29 +93,45 @@ type txLog struct {
 	sess, gone string
 }
 
+// via says how a statement ran, for the record: what a replay sends.
+type via uint8
+
+const (
+	viaExec     via = 0         // an Exec on the connection
+	viaQuery    via = 1 << iota // a query: its rows are recorded as they are read
+	viaPrepared                 // through a prepared statement: re-prepared on replay
+)
+
+// noted is a statement that ran, as noteStmt is told it: its kind, text, arguments, and
+// how it ran.
+type noted struct {
+	k     stmt.Kind
+	query string
+	args  []driver.NamedValue
+	how   via
+}
+
 // trying is a statement that failed, kept for noteFailed: fail has only its kind.
 type trying struct {
-	query    string
-	args     []driver.NamedValue
-	prepared bool
-	isQuery  bool
-	epoch    uint64 // of the session it failed on
+	query string
+	args  []driver.NamedValue
+	how   via
+	epoch uint64 // of the session it failed on
 }
 
 // try keeps the statement that just failed on the session of epoch (see noteFailed).
-func (l *txLog) try(query string, args []driver.NamedValue, prepared, isQuery bool, epoch uint64) {
+func (l *txLog) try(query string, args []driver.NamedValue, how via, epoch uint64) {
 	if l.on {
-		l.trying = trying{query, args, prepared, isQuery, epoch}
+		l.trying = trying{query, args, how, epoch}
 	}
 }
 
 // entry is one recorded statement and what the application saw of its result.
 type entry struct {
-	query    string
-	args     []driver.NamedValue
-	k        stmt.Kind // its kind: one other than kPlain and kBegin may change the session's own state
-	prepared bool      // run as a prepared statement: re-prepared on replay
-	isQuery  bool
+	query string
+	args  []driver.NamedValue
+	k     stmt.Kind // its kind: one other than kPlain and kBegin may change the session's own state
+	how   via
 
 	// An Exec's result, and which of it the application read (recResult).
 	affected, insertID int64
@@ -165,7 +181,7 @@ func (l *txLog) refuse(why string) {
 
 // add records a statement of kind k that ran inside the transaction, with a copy of its
 // arguments, and returns the entry (nil when nothing is recorded: over the budget).
-func (l *txLog) add(k stmt.Kind, query string, args []driver.NamedValue, prepared, isQuery bool) *entry {
+func (l *txLog) add(k stmt.Kind, query string, args []driver.NamedValue, how via) *entry {
 	if l.tooBig {
 		return nil
 	}
@@ -182,7 +198,7 @@ func (l *txLog) add(k stmt.Kind, query string, args []driver.NamedValue, prepare
 		l.entries = l.entries[:0]
 		return nil
 	}
-	e := &entry{query: query, args: cp, k: k, prepared: prepared, isQuery: isQuery, digest: fnvOffset}
+	e := &entry{query: query, args: cp, k: k, how: how, digest: fnvOffset}
 	l.entries = append(l.entries, e)
 	return e
 }
@@ -331,14 +347,14 @@ func unreplayable(k dialect.Kind, q string) string {
 }
 
 // noteStmt records, with replay on, a statement that succeeded on the primary session:
-// kind k, query q with args (prepared: through a prepared statement; isQuery: its rows
-// are recorded as they are read), res its result (nil for a query); before and db are
-// the session's transaction state and database before it ran. It returns the result for
+// n (a query's rows are recorded as they are read), res its result (nil for a query);
+// before and db are the session's transaction state and database before it ran. It returns the result for
 // the caller. Only statements inside a transaction are recorded: one the statement
 // opened (BEGIN, the first statement with autocommit off) starts the record, and a
 // statement after which no transaction is open clears it (an autocommit statement is
 // never recorded, so never replayed).
-func (c *Conn) noteStmt(before txState, db string, k stmt.Kind, q string, args []driver.NamedValue, res driver.Result, prepared, isQuery bool) driver.Result {
+func (c *Conn) noteStmt(before txState, db string, n noted, res driver.Result) driver.Result {
+	k, q := n.k, n.query
 	l := c.log
 	if l.sess == "" {
 		l.sess = dialect.SessionState(q, c.cfg.MultiStatements)
@@ -354,11 +370,11 @@ func (c *Conn) noteStmt(before txState, db string, k stmt.Kind, q string, args [
 	}
 	l.trying = trying{}
 	c.refuseUnreplayable(k, q)
-	e := l.add(k, q, args, prepared, isQuery)
+	e := l.add(k, q, n.args, n.how)
 	if e == nil {
 		return res
 	}
-	if isQuery {
+	if n.how&viaQuery != 0 {
 		l.sink = e
 		return nil
 	}
@@ -440,7 +456,7 @@ func (c *Conn) noteFailed(k stmt.Kind, err error) {
 	case dialect.ServerError(err) == nil:
 		l.refuse("a statement that failed with an error of the driver's: " + err.Error())
 	default:
-		if e := l.add(k, tr.query, tr.args, tr.prepared, tr.isQuery); e != nil {
+		if e := l.add(k, tr.query, tr.args, tr.how); e != nil {
 			e.errno = dialect.Number(err)
 		}
 	}
@@ -478,11 +494,12 @@ func (e *replayError) Error() string {
 var errReplayStopped = errors.New("the replay ran out of time (the caller's context or transactionReplayTimeout)")
 
 // replayHere runs the recorded transaction again on the connection's new session, after
-// its session failed with a communication error in a call of kind k that the caller
-// runs again (r). It reports whether it did (the caller then runs its call again, on the
-// new session, inside the replayed transaction), and otherwise why not (a note for the
-// error, "" without replay). before is the session's transaction state when the call
-// failed; werr the error of the walk that should have found the new session.
+// its session (on m.failed) failed with a communication error in a call of kind m.k that
+// the caller runs again (m.r). It reports whether it did (the caller then runs its call
+// again, on the new session, inside the replayed transaction), and otherwise why not (a
+// note for the error, "" without replay). m.before is the session's transaction state
+// when the call failed; m.werr the error of the walk that should have found the new
+// session.
 //
 // Nothing is replayed for a call that may commit (COMMIT in any spelling, prepared or
 // not, a statement that commits implicitly: the caller gets
@@ -492,7 +509,8 @@ var errReplayStopped = errors.New("the replay ran out of time (the caller's cont
 // transactionReplayMaxSize) or that used up transactionReplayAttempts or
 // transactionReplayTimeout. A replay whose session fails too is run again on the next
 // one, within those limits.
-func (c *Conn) replayHere(ctx context.Context, k stmt.Kind, r stmt.Retry, werr error, failed string, before txState) (bool, error) {
+func (c *Conn) replayHere(ctx context.Context, m *switched) (bool, error) {
+	k, r, werr, failed, before := m.k, m.r, m.werr, m.failed, m.before
 	l := c.log
 	if l == nil || !l.on || c.tx != nil && c.tx.rs != nil || r != stmt.RetryAlways && r != stmt.RetryIfNotSent {
 		return false, nil
@@ -712,7 +730,7 @@ func (c *Conn) replay(ctx context.Context, before txState) error {
 // replayOne runs one recorded statement and compares its result with the record.
 func (c *Conn) replayOne(ctx context.Context, e *entry) error {
 	var s driver.Stmt
-	if e.prepared {
+	if e.how&viaPrepared != 0 {
 		var err error
 		if s, err = prepareOn(ctx, c.phys, e.query); err != nil {
 			return dataAsMismatch(ctx, err)
@@ -722,7 +740,7 @@ func (c *Conn) replayOne(ctx context.Context, e *entry) error {
 	if e.errno != 0 {
 		return c.replayFailed(ctx, e, s)
 	}
-	if !e.isQuery {
+	if e.how&viaQuery == 0 {
 		res, err := c.replayExec(ctx, e, s)
 		if err != nil {
 			return dataAsMismatch(ctx, err)
@@ -775,7 +793,7 @@ func (c *Conn) replayOne(ctx context.Context, e *entry) error {
 // prepared): it must fail with the same error.
 func (c *Conn) replayFailed(ctx context.Context, e *entry, s driver.Stmt) error {
 	var err error
-	if e.isQuery {
+	if e.how&viaQuery != 0 {
 		var rows driver.Rows
 		if rows, err = c.replayQuery(ctx, e, s); err == nil {
 			_ = rows.Close()
@@ -846,7 +864,7 @@ func (c *Conn) replayIdle(ctx context.Context, before txState, k stmt.Kind) bool
 		return false
 	}
 	c.attach(phys, host)
-	ok, _ := c.replayHere(ctx, k, stmt.RetryIfNotSent, nil, failed, before)
+	ok, _ := c.replayHere(ctx, &switched{k: k, r: stmt.RetryIfNotSent, failed: failed, before: before})
 	if ok && c.tx == nil {
 		c.lost = nil // discard took the transaction for lost
 	}

@@ -61,6 +61,7 @@ func (rs *rsession) Replica() (driver.Conn, int, int64) { return rs.phys, rs.hos
 // split is a Conn's replica side; nil without replicaReads, which is the one check the
 // statement path makes then.
 type split struct {
+	cl      *cluster.Cluster
 	sess    []*rsession // the replica sessions it holds now, at most one per host
 	tried   uint64      // hosts (bit per id) that failed the statement in progress
 	prefer  int         // the replica the statement in progress went to (its PREPARE, or the ErrSkip before it; -1: none): its next step goes there too
@@ -83,11 +84,11 @@ type split struct {
 }
 
 // newSplit returns the replica side for cfg, nil without ReplicaReads.
-func newSplit(cfg Config) *split {
+func newSplit(cfg Config, cl *cluster.Cluster) *split {
 	if !cfg.ReplicaReads {
 		return nil
 	}
-	sp := &split{prefer: -1, toPrimary: cfg.ReadFromSourceWhenNoReplicas}
+	sp := &split{cl: cl, prefer: -1, toPrimary: cfg.ReadFromSourceWhenNoReplicas}
 	switch cfg.CausalReads {
 	case cluster.CausalLocal, cluster.CausalGlobal:
 		sp.causal = cfg.CausalReads
@@ -137,41 +138,7 @@ func (c *Conn) route(ctx context.Context, k stmt.Kind, first bool) (*rsession, e
 	return c.replica(ctx, key)
 }
 
-// Where an attempt of a statement went (onReplica).
-const (
-	onPrimary    = iota // route kept it on the primary: the caller sends it there
-	replicaDone         // it ran on a replica session, or failed there for good: the caller returns
-	replicaAgain        // it failed on a replica session and may run again: the next attempt
-)
-
-// onReplica is the one route-or-primary decision of ExecContext, QueryContext and
-// PrepareContext (with replica sessions): route decides where attempt of statement query
-// of kind k goes. On a replica session run sends it and reports whether its answer is final
-// (a result, or driver.ErrSkip: database/sql prepares next); another error goes to fail,
-// judged as a call of kind failKind that may always run again (a replica session is
-// read-only: nothing was written).
-func onReplica[T any](c *Conn, ctx context.Context, query string, k, failKind stmt.Kind, attempt int,
-	run func(rs *rsession) (res T, final bool, err error)) (T, int, error) {
-	var none T
-	rs, err := c.route(ctx, k, attempt == 0)
-	if err != nil {
-		return none, replicaDone, err
-	}
-	if rs == nil {
-		return none, onPrimary, nil
-	}
-	res, final, err := run(rs)
-	if final {
-		return res, replicaDone, err
-	}
-	retry, out := c.fail(ctx, rs.epoch, err, retryFor(attempt, retryAlways), failKind)
-	if !retry {
-		return none, replicaDone, out
-	}
-	return none, replicaAgain, nil
-}
-
-// execReplica is ExecContext's run on the replica session rs (see onReplica).
+// execReplica is ExecContext's run on the replica session rs (see attempts).
 func (c *Conn) execReplica(ctx context.Context, rs *rsession, query string, args []driver.NamedValue) (driver.Result, bool, error) {
 	if rs.execer == nil {
 		return nil, true, driver.ErrSkip
@@ -182,12 +149,12 @@ func (c *Conn) execReplica(ctx context.Context, rs *rsession, query string, args
 	if err == driver.ErrSkip {
 		c.sp.prefer = rs.host // database/sql prepares it next: on the same replica
 	} else if err != nil {
-		c.failing = query // for fail, which onReplica calls next
+		c.failing = query // for fail, which attempts calls next
 	}
 	return res, err == nil || err == driver.ErrSkip, err
 }
 
-// queryReplica is QueryContext's run on the replica session rs (see onReplica).
+// queryReplica is QueryContext's run on the replica session rs (see attempts).
 func (c *Conn) queryReplica(ctx context.Context, rs *rsession, query string, args []driver.NamedValue) (driver.Rows, bool, error) {
 	if rs.queryer == nil {
 		return nil, true, driver.ErrSkip
@@ -202,11 +169,11 @@ func (c *Conn) queryReplica(ctx context.Context, rs *rsession, query string, arg
 		c.sp.prefer = rs.host // database/sql prepares it next: on the same replica
 		return nil, true, err
 	}
-	c.failing = query // for fail, which onReplica calls next
+	c.failing = query // for fail, which attempts calls next
 	return nil, false, err
 }
 
-// prepareReplica is PrepareContext's run on the replica session rs (see onReplica): a
+// prepareReplica is PrepareContext's run on the replica session rs (see attempts): a
 // read-intent statement is prepared on the replica it will run on (Ready sends its run
 // there too: split.prefer).
 func (c *Conn) prepareReplica(ctx context.Context, rs *rsession, query string, k stmt.Kind) (driver.Stmt, bool, error) {
@@ -267,7 +234,7 @@ func (c *Conn) replica(ctx context.Context, key string) (*rsession, error) {
 			return nil, nil
 		}
 		if rs != nil {
-			c.dropReplica(rs) // its wait failed: a new session next time
+			sp.dropReplica(rs) // its wait failed: a new session next time
 		}
 		sp.tried |= bit(host)
 	}
@@ -302,7 +269,7 @@ func (c *Conn) rsessionOn(ctx context.Context, host int) (*rsession, error) {
 	now := c.cl.Now().UnixNano()
 	for _, rs := range sp.sess {
 		if rs.host == host {
-			if c.replicaDead(ctx, rs, now, c.cl.ReplicaSuspect(host, rs.lastUsed)) {
+			if sp.replicaDead(ctx, rs, now, c.cl.ReplicaSuspect(host, rs.lastUsed)) {
 				break // dead while it sat idle: another one on the same host
 			}
 			rs.idled = true
@@ -322,10 +289,10 @@ func (c *Conn) rsessionOn(ctx context.Context, host int) (*rsession, error) {
 		if c.db == "" && rs.db != "" {
 			// Another connection moved it to a database, and no statement leaves one:
 			// a connection in none (a DSN without one, no USE) needs a session in none.
-			c.dropReplica(rs)
+			sp.dropReplica(rs)
 			continue
 		}
-		if !c.replicaDead(ctx, rs, now, check) {
+		if !sp.replicaDead(ctx, rs, now, check) {
 			rs.idled = true
 			return c.inDB(ctx, rs)
 		}
@@ -345,10 +312,10 @@ func (c *Conn) rsessionOn(ctx context.Context, host int) (*rsession, error) {
 // replicaDead reports whether replica session rs, which this connection holds, was
 // found dead (and dropped) by the liveness check it gets after sitting idle, or when
 // check (it sat idle while another session of its host broke); else it is used at now.
-func (c *Conn) replicaDead(ctx context.Context, rs *rsession, now int64, check bool) bool {
+func (sp *split) replicaDead(ctx context.Context, rs *rsession, now int64, check bool) bool {
 	if check || now-rs.lastUsed >= int64(cluster.DefaultIdleCheck) {
 		if r, ok := rs.phys.(driver.SessionResetter); ok && r.ResetSession(ctx) != nil {
-			c.dropReplica(rs)
+			sp.dropReplica(rs)
 			return true
 		}
 	}
@@ -360,7 +327,7 @@ func (c *Conn) replicaDead(ctx context.Context, rs *rsession, now int64, check b
 func (c *Conn) inDB(ctx context.Context, rs *rsession) (*rsession, error) {
 	if rs.db != c.db && c.db != "" {
 		if err := c.exec(ctx, rs.phys, "USE "+dialect.QuoteIdent(c.db)); err != nil {
-			c.dropReplica(rs)
+			c.sp.dropReplica(rs)
 			return nil, err
 		}
 		rs.db = c.db
@@ -370,8 +337,7 @@ func (c *Conn) inDB(ctx context.Context, rs *rsession) (*rsession, error) {
 
 // giveBack gives back to the pool, once a call is over, every replica session this
 // connection holds for nothing (no holds, no prepared statement running on it).
-func (c *Conn) giveBack() {
-	sp := c.sp
+func (sp *split) giveBack() {
 	for i := 0; i < len(sp.sess); {
 		rs := sp.sess[i]
 		if rs.holds > 0 || rs == sp.running {
@@ -381,11 +347,11 @@ func (c *Conn) giveBack() {
 		if v, ok := rs.phys.(driver.Validator); ok && !v.IsValid() {
 			// go-sql-driver closed it (a context that ended after the statement's
 			// result was read): never into the pool's shared ones.
-			c.dropReplica(rs)
+			sp.dropReplica(rs)
 			continue
 		}
 		sp.sess = slices.Delete(sp.sess, i, i+1)
-		c.cl.PutReplica(rs) // idle since its last use began (rsessionOn): no clock read per read
+		sp.cl.PutReplica(rs) // idle since its last use began (rsessionOn): no clock read per read
 	}
 }
 
@@ -394,15 +360,15 @@ func (c *Conn) giveBack() {
 // gives back what nothing holds (only once the physical rows, statement or transaction
 // is closed: the next connection may use the session at once). Other epochs (the
 // primary's, a replica session dropped since) count nothing.
-func (c *Conn) hold(epoch uint64, n int, back bool) {
-	if c.sp == nil || epoch&replicaEpoch == 0 {
+func (sp *split) hold(epoch uint64, n int, back bool) {
+	if sp == nil || epoch&replicaEpoch == 0 {
 		return
 	}
-	if rs := c.sp.byEpoch(epoch); rs != nil {
+	if rs := sp.byEpoch(epoch); rs != nil {
 		rs.holds += n
 	}
 	if back {
-		c.giveBack()
+		sp.giveBack()
 	}
 }
 
@@ -415,7 +381,7 @@ func (c *Conn) rsetup(ctx context.Context, phys driver.Conn, _ int) error {
 	if err := c.exec(ctx, phys, readOnlySQL(true)); err != nil {
 		return err
 	}
-	if c.galeraCausal() {
+	if c.sp.galeraCausal() {
 		// Galera's own causality check: each read waits until the node has applied
 		// every write set the cluster committed before the read began (causalWait).
 		if err := c.exec(ctx, phys, "SET SESSION wsrep_sync_wait = 1"); err != nil {
@@ -434,12 +400,11 @@ func (c *Conn) rsetup(ctx context.Context, phys driver.Conn, _ int) error {
 }
 
 // dropReplica closes replica session rs.
-func (c *Conn) dropReplica(rs *rsession) {
-	sp := c.sp
+func (sp *split) dropReplica(rs *rsession) {
 	if i := slices.Index(sp.sess, rs); i >= 0 {
 		sp.sess = slices.Delete(sp.sess, i, i+1)
 		_ = rs.phys.Close()
-		c.cl.ReplicaClosed(rs.host, true)
+		sp.cl.ReplicaClosed(rs.host, true)
 	}
 	if sp.running == rs {
 		sp.running = nil
@@ -448,14 +413,14 @@ func (c *Conn) dropReplica(rs *rsession) {
 
 // closeReplicas gives back the replica sessions this connection holds for nothing and
 // closes the others (Close).
-func (c *Conn) closeReplicas() {
-	if c.sp == nil {
+func (sp *split) closeReplicas() {
+	if sp == nil {
 		return
 	}
-	c.sp.running = nil
-	c.giveBack()
-	for len(c.sp.sess) > 0 {
-		c.dropReplica(c.sp.sess[0])
+	sp.running = nil
+	sp.giveBack()
+	for len(sp.sess) > 0 {
+		sp.dropReplica(sp.sess[0])
 	}
 }
 
@@ -463,24 +428,24 @@ func (c *Conn) closeReplicas() {
 // (go-sql-driver's liveness check), dropping those found dead, and those to a host that
 // left the host list (which would otherwise keep its id held): the next read opens a
 // new one where it must.
-func (c *Conn) resetReplicas(ctx context.Context) {
-	if c.sp == nil {
+func (sp *split) resetReplicas(ctx context.Context) {
+	if sp == nil {
 		return
 	}
-	c.sp.prefer = -1
-	for i := 0; i < len(c.sp.sess); {
-		rs := c.sp.sess[i]
-		if !c.cl.Member(rs.host) {
-			c.dropReplica(rs)
+	sp.prefer = -1
+	for i := 0; i < len(sp.sess); {
+		rs := sp.sess[i]
+		if !sp.cl.Member(rs.host) {
+			sp.dropReplica(rs)
 			continue
 		}
 		if r, ok := rs.phys.(driver.SessionResetter); ok && r.ResetSession(ctx) != nil {
-			c.dropReplica(rs)
+			sp.dropReplica(rs)
 			continue
 		}
 		i++
 	}
-	c.giveBack()
+	sp.giveBack()
 }
 
 // byEpoch returns the replica session of epoch, nil when it is gone.
@@ -514,10 +479,10 @@ func (c *Conn) failReplica(ctx context.Context, epoch uint64, err error, r stmt.
 		return false, cluster.NotBadConn(err, "")
 	}
 	inTx := k == kTxEnd || c.tx != nil && c.tx.rs == rs
-	if c.galeraCausal() && !inTx && dialect.Number(err) == dialect.ErrLockWaitTimeout && r != stmt.NoRetry {
+	if sp.galeraCausal() && !inTx && dialect.Number(err) == dialect.ErrLockWaitTimeout && r != stmt.NoRetry {
 		// The node's causality check did not catch up within repl.causal_read_timeout
 		// (causalWait): the read ran nowhere; another replica or the primary serves it.
-		c.noteBehind(rs)
+		sp.noteBehind(rs)
 		return true, nil
 	}
 	class := cluster.Classify(ctx, err)
@@ -534,12 +499,12 @@ func (c *Conn) failReplica(ctx context.Context, epoch uint64, err error, r stmt.
 	fe := c.replicaBroken(rs, err, refused)
 	if inTx {
 		if c.tx != nil {
-			c.tx.lost = lost("the read-only transaction failed earlier on replica " + fe.Failed + ": " + fe.Err.Error())
+			c.lose(c.tx, lost("the read-only transaction failed earlier on replica "+fe.Failed+": "+fe.Err.Error()))
 		}
 		return false, heldBy(fe, "", failover.ErrTxLost)
 	}
 	if r != stmt.NoRetry {
-		if !refused && c.brokeIdle(rs) {
+		if !refused && sp.brokeIdle(rs) {
 			// It was dead before the read reached it (a replica restarted under its idle
 			// sessions): the host stays a candidate, so that the statement runs there
 			// again on a live session (the others idle beside it are checked first), and
@@ -557,8 +522,8 @@ func (c *Conn) failReplica(ctx context.Context, epoch uint64, err error, r stmt.
 // was an idle one that broke at once: within cluster.DefaultIdleCheck of its take, as a
 // session its server closed while it sat idle (a restart, a KILL) breaks on its first
 // use, where a hung host would have kept the read until readTimeout.
-func (c *Conn) brokeIdle(rs *rsession) bool {
-	return rs.idled && c.cl.Now().UnixNano()-rs.lastUsed < int64(cluster.DefaultIdleCheck)
+func (sp *split) brokeIdle(rs *rsession) bool {
+	return rs.idled && sp.cl.Now().UnixNano()-rs.lastUsed < int64(cluster.DefaultIdleCheck)
 }
 
 // pingReplicaTx is Ping during the read-only transaction t on a replica: it pings t's
@@ -583,12 +548,11 @@ func (c *Conn) pingReplicaTx(ctx context.Context, t *Tx) error {
 // noteBehind records that replica session rs's node did not catch up in time for a
 // causal read: causal reads skip its host for the causal timeout (split.behind), and it
 // counts as tried.
-func (c *Conn) noteBehind(rs *rsession) {
-	sp := c.sp
+func (sp *split) noteBehind(rs *rsession) {
 	if sp.behind == nil {
 		sp.behind = map[int]int64{}
 	}
-	sp.behind[rs.host] = c.cl.Now().Add(c.cl.CausalTimeout()).UnixNano()
+	sp.behind[rs.host] = sp.cl.Now().Add(sp.cl.CausalTimeout()).UnixNano()
 	sp.tried |= bit(rs.host)
 }
 
@@ -598,9 +562,9 @@ func (c *Conn) noteBehind(rs *rsession) {
 // caller's context ending is the context's error.
 func (c *Conn) replicaDataErr(ctx context.Context, rs *rsession, err error, class cluster.Class, inTx bool) error {
 	if v, ok := rs.phys.(driver.Validator); ok && !v.IsValid() {
-		c.dropReplica(rs)
+		c.sp.dropReplica(rs)
 		if inTx && c.tx != nil && c.tx.lost == nil {
-			c.tx.lost = lost("the replica session broke earlier: " + cluster.NotBadConn(err, "").Error())
+			c.lose(c.tx, lost("the replica session broke earlier: "+cluster.NotBadConn(err, "").Error()))
 		}
 	}
 	if class == cluster.Canceled {
@@ -615,7 +579,7 @@ func (c *Conn) replicaDataErr(ctx context.Context, rs *rsession, err error, clas
 // refused), without blaming its host, and returns the error that says so.
 func (c *Conn) replicaBroken(rs *rsession, err error, refused bool) *failover.FailoverError {
 	addr := c.cl.Host(rs.host)
-	c.dropReplica(rs)
+	c.sp.dropReplica(rs)
 	c.sp.tried |= bit(rs.host)
 	c.cl.ReplicaSessionEnded(rs.host, err)
 	return &failover.FailoverError{
@@ -663,7 +627,7 @@ func (c *Conn) beginReplica(ctx context.Context, opts driver.TxOptions) (driver.
 			rs.holds++ // until Commit or Rollback
 			return c.tx, nil
 		}
-		retry, out := c.failReplica(ctx, rs.epoch, err, retryFor(attempt, retryAlways), kBegin)
+		retry, out := c.failReplica(ctx, rs.epoch, err, retryAlways.At(attempt), kBegin)
 		if !retry {
 			return nil, out
 		}
@@ -686,8 +650,8 @@ func (c *Conn) wroteOnPrimary() {
 
 // galeraCausal reports whether causal reads use Galera's causality check (a Galera
 // cluster, causalReads local or global).
-func (c *Conn) galeraCausal() bool {
-	return c.sp != nil && c.sp.causal != "" && c.cl.Kind() == cluster.KindGalera
+func (sp *split) galeraCausal() bool {
+	return sp != nil && sp.causal != "" && sp.cl.Kind() == cluster.KindGalera
 }
 
 // errNoPosition is causalWait's error when the position to wait for cannot be read (the
@@ -711,7 +675,7 @@ var errNoPosition = errors.New("mysqlfailover: the causal position could not be 
 // primary (failReplica).
 func (c *Conn) causalWait(ctx context.Context, rs *rsession) (bool, error) {
 	sp := c.sp
-	if c.galeraCausal() {
+	if sp.galeraCausal() {
 		c.cl.NoteCausal(true) // the read's own causality check: the replica serves it in step
 		return true, nil
 	}

@@ -99,24 +99,17 @@ func (c *Conn) SetReadOnly(ctx context.Context, readOnly bool) error {
 		c.roPending = c.phys != nil
 		return nil
 	}
-	for attempt := 0; ; attempt++ {
-		if err := c.ready(ctx, false, kSession); err != nil {
-			return c.saw(err)
-		}
+	return c.attempts(ctx, call{kind: kSession, fails: kSession, retry: stmt.RetryAlways}, func(*rsession) (bool, error) {
 		want := c.readOnlyOn(c.host)
 		if want == c.appliedRO {
-			return nil // also after a switch: setup applied the new state
+			return true, nil // also after a switch: setup applied the new state
 		}
 		err := c.exec(ctx, c.phys, readOnlySQL(want))
 		if err == nil {
 			c.appliedRO = want
-			return nil
 		}
-		retry, out := c.fail(ctx, c.epoch, err, retryFor(attempt, retryAlways), kSession)
-		if !retry {
-			return c.saw(out)
-		}
-	}
+		return err == nil, err
+	})
 }
 
 // applyReadOnly applies to the primary session, before a statement is sent there, the

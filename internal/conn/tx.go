@@ -40,7 +40,7 @@ func (c *Conn) Begin() (driver.Tx, error) {
 func (c *Conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
 	if c.sp != nil {
 		tx, err := c.beginTx(ctx, opts)
-		c.giveBack() // the replica sessions tried, but the transaction's
+		c.sp.giveBack() // the replica sessions tried, but the transaction's
 		return tx, err
 	}
 	return c.beginTx(ctx, opts)
@@ -58,10 +58,7 @@ func (c *Conn) beginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 			}
 		}
 	}
-	for attempt := 0; ; attempt++ {
-		if err := c.ready(ctx, false, kBegin); err != nil {
-			return nil, c.saw(err)
-		}
+	err := c.attempts(ctx, call{kind: kBegin, fails: kBegin, retry: stmt.RetryAlways}, func(*rsession) (bool, error) {
 		var tx driver.Tx
 		var err error
 		c.mark()
@@ -70,26 +67,27 @@ func (c *Conn) beginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 		} else {
 			tx, err = c.phys.Begin() //nolint:staticcheck // fallback for drivers without ConnBeginTx
 		}
-		if err == nil {
-			// START TRANSACTION committed what statements had opened, released table
-			// locks and used pending characteristics: from here the Tx governs.
-			pending := c.st.pending
-			c.st.apply(kBegin)
-			c.st.end(false)
-			c.tx = &Tx{c: c, inner: tx, ctx: ctx, epoch: c.epoch, held: c.sess.has.any()}
-			if c.log != nil {
-				c.log.start(true, opts, c.db)
-				if pending {
-					c.log.refuse(whyPending) // a replay's BEGIN would have opts only
-				}
+		if err != nil {
+			return false, err
+		}
+		// START TRANSACTION committed what statements had opened, released table
+		// locks and used pending characteristics: from here the Tx governs.
+		pending := c.st.pending
+		c.st.apply(kBegin)
+		c.st.end(false)
+		c.tx = &Tx{c: c, inner: tx, ctx: ctx, epoch: c.epoch, held: c.sess.has.any()}
+		if c.log != nil {
+			c.log.start(true, opts, c.db)
+			if pending {
+				c.log.refuse(whyPending) // a replay's BEGIN would have opts only
 			}
-			return c.tx, nil
 		}
-		retry, out := c.fail(ctx, c.epoch, err, retryFor(attempt, retryAlways), kBegin)
-		if !retry {
-			return nil, c.saw(out)
-		}
+		return true, nil
+	})
+	if err != nil {
+		return nil, err
 	}
+	return c.tx, nil
 }
 
 // Commit commits on the transaction's host. A lost transaction returns its
@@ -232,10 +230,10 @@ func (t *Tx) releaseReplica() {
 		return // closed already: it broke
 	}
 	if !t.ended || rs.dirty {
-		c.dropReplica(rs)
+		c.sp.dropReplica(rs)
 		return
 	}
-	c.hold(rs.epoch, -1, true)
+	c.sp.hold(rs.epoch, -1, true)
 }
 
 // rollbackEnded sends ROLLBACK for a transaction the server rolled back while its session

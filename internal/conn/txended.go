@@ -121,7 +121,7 @@ func (c *Conn) markEnded(e *endedError) {
 	}
 	if c.tx != nil {
 		if c.tx.lost == nil {
-			c.tx.lost = e.refusal()
+			c.lose(c.tx, e.refusal())
 		}
 		return
 	}
@@ -129,7 +129,7 @@ func (c *Conn) markEnded(e *endedError) {
 		return
 	}
 	c.st.txn, c.st.began, c.st.pending = txnNone, false, false
-	c.lost = e.refusal()
+	c.lose(nil, e.refusal())
 }
 
 // timeoutEnded asks the server whether the lock wait timeout (1205) that a statement of

@@ -29,7 +29,7 @@ func (c *Conn) ran(k stmt.Kind, q string) {
 	if k == kPlain && c.st.ac == acOn {
 		return // the hot path: nothing changes
 	}
-	c.track(k, q)
+	c.sess.has.track(k, q)
 	var release bool
 	if k.Kind() == dialect.Batch {
 		dialect.Statements(q, func(s string, k stmt.Kind) bool {
@@ -45,7 +45,7 @@ func (c *Conn) ran(k stmt.Kind, q string) {
 }
 
 func (c *Conn) ran1(k stmt.Kind, s string) (release bool) {
-	c.trackTables(k, s) // while it holds a temporary table its reads stay on it (route)
+	c.sess.has.trackTables(k, s, c.db) // while it holds a temporary table its reads stay on it (route)
 	if k.Kind() == dialect.Use {
 		if db, ok := dialect.ParseUse(s); ok {
 			c.db = db

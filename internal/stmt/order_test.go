@@ -19,7 +19,7 @@ func (o owner) Ready(context.Context, bool, Kind) (driver.Conn, uint64, error) {
 func (o owner) Ran(Kind, string, []driver.NamedValue, driver.Result) driver.Result {
 	return nil
 }
-func (o owner) Fail(context.Context, uint64, error, Retry, Kind, string) (bool, error) {
+func (o owner) Fail(context.Context, error, Failure) (bool, error) {
 	o.add("Fail")
 	return false, io.ErrUnexpectedEOF
 }
@@ -67,7 +67,7 @@ func TestOwnerToldAfterPhysicalClose(t *testing.T) {
 			_ = r.Close()
 		}, []string{"RowsOpened", "physical Close", "RowsClosed failed", "Fail"}},
 		{"statement", func(o owner, l *log) {
-			s := New(nil, o, "SELECT 1", physical{l: l}, SideEpoch|1, 0)
+			s := New(nil, o, "SELECT 1", 0, Prepared{physical{l: l}, SideEpoch | 1})
 			_ = s.Close()
 		}, []string{"Prepared", "physical Close", "Unprepared", "StmtClosed"}},
 	} {

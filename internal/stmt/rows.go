@@ -68,7 +68,7 @@ func (r *Rows) Close() error {
 	err := r.inner.Close()
 	r.own.RowsClosed(r.epoch, err != nil)
 	if err != nil {
-		_, out := r.own.Fail(r.ctx, r.epoch, err, NoRetry, 0, r.query)
+		_, out := r.own.Fail(r.ctx, err, Failure{Epoch: r.epoch, Query: r.query})
 		return out
 	}
 	return nil
@@ -80,7 +80,7 @@ func (r *Rows) Next(dest []driver.Value) error {
 	if err == nil || err == io.EOF {
 		return err
 	}
-	_, out := r.own.Fail(r.ctx, r.epoch, err, NoRetry, 0, r.query)
+	_, out := r.own.Fail(r.ctx, err, Failure{Epoch: r.epoch, Query: r.query})
 	return out
 }
 
@@ -102,7 +102,7 @@ func (r *Rows) NextResultSet() error {
 	if err == nil || err == io.EOF {
 		return err
 	}
-	_, out := r.own.Fail(r.ctx, r.epoch, err, NoRetry, 0, r.query)
+	_, out := r.own.Fail(r.ctx, err, Failure{Epoch: r.epoch, Query: r.query})
 	return out
 }
 

@@ -33,6 +33,15 @@ const (
 	RetryAlways
 )
 
+// At is r for attempt (0 the first) of a call: a call runs again once at most, so a later
+// attempt's is NoRetry.
+func (r Retry) At(attempt int) Retry {
+	if attempt > 0 {
+		return NoRetry
+	}
+	return r
+}
+
 // Kind is what a statement does to its session's transaction state, and to the state
 // its session holds, as the owner classified it (opaque here: dialect.Class, or a kind of
 // the owner's calls that are not statements). A Stmt gets its Kind from New and hands it
@@ -57,12 +66,10 @@ type Owner interface {
 	// returns the result to give the caller: res, or one that notes what the caller
 	// reads of it (transaction replay).
 	Ran(k Kind, query string, args []driver.NamedValue, res driver.Result) driver.Result
-	// Fail handles err, returned by the physical connection of the given epoch to a
-	// call for a statement of Kind k. query is the statement when err is the failure of
-	// its run or of reading its rows, "" for its PREPARE's: the owner tells a read that
-	// may run again by it. It returns retry=true when the call must be repeated once
-	// (after a successful switch, per r), else the error for the caller.
-	Fail(ctx context.Context, epoch uint64, err error, r Retry, k Kind, query string) (retry bool, out error)
+	// Fail handles err, the failure f of a call of a statement or of its rows. It
+	// returns retry=true when the call must be repeated once (after a successful
+	// switch, per f.Retry), else the error for the caller.
+	Fail(ctx context.Context, err error, f Failure) (retry bool, out error)
 	// Failing is called when the statement itself (not its PREPARE) failed, with the
 	// query and the caller's args, just before Fail: the owner may record it.
 	Failing(query string, args []driver.NamedValue, isQuery bool)
@@ -90,6 +97,16 @@ type Owner interface {
 	CheckNamedValue(nv *driver.NamedValue) error
 }
 
+// Failure says which call failed, for Owner.Fail.
+type Failure struct {
+	Epoch uint64 // the owner's physical connection that returned the error
+	Retry Retry  // which failures may run the call again
+	Kind  Kind   // the statement's Kind; 0 for its PREPARE or a read of its rows
+	// Query is the statement when its run or the reading of its rows failed, "" for
+	// its PREPARE: the owner tells a read that may run again by it.
+	Query string
+}
+
 // RowSink sees what the caller of a Rows reads (transaction replay records it): the
 // column names, each row it read (the values are the caller's buffer: read them at
 // once), and the end of the rows (io.EOF).
@@ -111,13 +128,14 @@ type Stmt struct {
 	// the owner (its replica sessions beside its primary one: replicaReads), so that a
 	// statement run on each in turn is not prepared again every time. One whose
 	// connection is gone is closed when it is evicted, or with the Stmt.
-	spare []prepared
+	spare []Prepared
 }
 
-// prepared is one physical preparation of a Stmt.
-type prepared struct {
-	inner driver.Stmt
-	epoch uint64
+// Prepared is one physical preparation of a Stmt: the physical statement, prepared on
+// the owner's physical connection of Epoch.
+type Prepared struct {
+	Inner driver.Stmt
+	Epoch uint64
 }
 
 // maxSpare bounds Stmt.spare: the replicas a connection uses at once, in practice.
@@ -129,16 +147,15 @@ const maxSpare = 3
 // old connection is gone.
 const SideEpoch = 1 << 63
 
-// New wraps inner, prepared from query, a statement of Kind k, on the owner's physical
-// connection of epoch: in reuse, a closed Stmt the owner got from StmtClosed (no
-// allocation), or in a new one when reuse is nil.
-func New(reuse *Stmt, own Owner, query string, inner driver.Stmt, epoch uint64, k Kind) *Stmt {
+// New wraps p, prepared from query, a statement of Kind k: in reuse, a closed Stmt the
+// owner got from StmtClosed (no allocation), or in a new one when reuse is nil.
+func New(reuse *Stmt, own Owner, query string, k Kind, p Prepared) *Stmt {
 	if reuse == nil {
 		reuse = new(Stmt)
 	}
-	*reuse = Stmt{own: own, query: query, inner: inner, epoch: epoch, numInput: inner.NumInput(), kind: k,
+	*reuse = Stmt{own: own, query: query, inner: p.Inner, epoch: p.Epoch, numInput: p.Inner.NumInput(), kind: k,
 		spare: reuse.spare[:0]}
-	own.Prepared(epoch)
+	own.Prepared(p.Epoch)
 	return reuse
 }
 
@@ -153,9 +170,9 @@ func (s *Stmt) Close() error {
 	s.inner = nil
 	s.own.Unprepared(s.epoch)
 	for i, p := range s.spare {
-		_ = p.inner.Close() // on another session, or on one that is gone
-		s.own.Unprepared(p.epoch)
-		s.spare[i] = prepared{}
+		_ = p.Inner.Close() // on another session, or on one that is gone
+		s.own.Unprepared(p.Epoch)
+		s.spare[i] = Prepared{}
 	}
 	s.spare = s.spare[:0]
 	s.own.StmtClosed(s)
@@ -185,13 +202,13 @@ func (s *Stmt) physical(ctx context.Context, phys driver.Conn, epoch uint64) (dr
 		return s.inner, nil
 	}
 	for i, p := range s.spare {
-		if p.epoch == epoch {
+		if p.Epoch == epoch {
 			if s.inner != nil {
-				s.spare[i] = prepared{s.inner, s.epoch}
+				s.spare[i] = Prepared{s.inner, s.epoch}
 			} else {
 				s.spare = append(s.spare[:i], s.spare[i+1:]...)
 			}
-			s.inner, s.epoch = p.inner, p.epoch
+			s.inner, s.epoch = p.Inner, p.Epoch
 			return s.inner, nil
 		}
 	}
@@ -207,11 +224,11 @@ func (s *Stmt) physical(ctx context.Context, phys driver.Conn, epoch uint64) (dr
 		// One of the two is a side session of the owner (a replica's): the other may
 		// well be used again, so it is kept for a while (see spare).
 		if len(s.spare) == maxSpare {
-			_ = s.spare[0].inner.Close()
-			s.own.Unprepared(s.spare[0].epoch)
+			_ = s.spare[0].Inner.Close()
+			s.own.Unprepared(s.spare[0].Epoch)
 			s.spare = append(s.spare[:0], s.spare[1:]...)
 		}
-		s.spare = append(s.spare, prepared{s.inner, s.epoch})
+		s.spare = append(s.spare, Prepared{s.inner, s.epoch})
 	}
 	s.inner, s.epoch = inner, epoch
 	return inner, nil
@@ -220,55 +237,71 @@ func (s *Stmt) physical(ctx context.Context, phys driver.Conn, epoch uint64) (dr
 // ExecContext runs the statement; a failure that provably sent nothing is retried once
 // on the new host, outside transactions.
 func (s *Stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
-	for attempt := 0; ; attempt++ {
-		phys, epoch, err := s.own.Ready(ctx, attempt == 0, s.kind)
-		if err != nil {
-			return nil, err
+	var res driver.Result
+	answered, err := s.attempts(ctx, func(inner driver.Stmt, _ uint64) (err error) {
+		if res, err = execStmt(ctx, inner, args); err == nil {
+			res = s.own.Ran(s.kind, s.query, args, res)
+			return nil
 		}
-		if phys == nil {
-			return driver.RowsAffected(0), nil // answered by the owner
-		}
-		inner, err := s.physical(ctx, phys, epoch)
-		mode, k := RetryAlways, Kind(0) // only PREPARE was sent: it has no effect, and the statement did not run
-		if err == nil {
-			mode, k = RetryIfNotSent, s.kind
-			var res driver.Result
-			if res, err = execStmt(ctx, inner, args); err == nil {
-				return s.own.Ran(s.kind, s.query, args, res), nil
-			}
-			s.own.Failing(s.query, args, false)
-		}
-		retry, out := s.own.Fail(ctx, epoch, err, retryFor(attempt, mode), k, s.ran(mode))
-		if !retry {
-			return nil, out
-		}
+		s.own.Failing(s.query, args, false)
+		return err
+	})
+	switch {
+	case err != nil:
+		return nil, err
+	case answered:
+		return driver.RowsAffected(0), nil
 	}
+	return res, nil
 }
 
 // QueryContext runs the statement and wraps its rows.
 func (s *Stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
+	var rows driver.Rows
+	answered, err := s.attempts(ctx, func(inner driver.Stmt, epoch uint64) (err error) {
+		if rows, err = queryStmt(ctx, inner, args); err == nil {
+			s.own.Ran(s.kind, s.query, args, nil)
+			rows = NewRows(s.own, ctx, rows, epoch, s.query)
+			return nil
+		}
+		s.own.Failing(s.query, args, true)
+		return err
+	})
+	switch {
+	case err != nil:
+		return nil, err
+	case answered:
+		return noRows{}, nil
+	}
+	return rows, nil
+}
+
+// attempts is the retry loop of a run of the statement, as the owner's own calls have
+// theirs: the owner's Ready before each attempt, and its Fail after a failure, which
+// says whether the statement runs again, once, on the new host. run sends the statement
+// on its physical statement for the session of epoch. The first attempt counts towards
+// queriesBeforeRetryMaster. answered: the owner answered the statement without sending it.
+// run must not keep its closure: attempts holds it on the stack, allocating nothing.
+func (s *Stmt) attempts(ctx context.Context, run func(inner driver.Stmt, epoch uint64) error) (answered bool, err error) {
 	for attempt := 0; ; attempt++ {
 		phys, epoch, err := s.own.Ready(ctx, attempt == 0, s.kind)
 		if err != nil {
-			return nil, err
+			return false, err
 		}
 		if phys == nil {
-			return noRows{}, nil // answered by the owner
+			return true, nil
 		}
 		inner, err := s.physical(ctx, phys, epoch)
 		mode, k := RetryAlways, Kind(0) // only PREPARE was sent: it has no effect, and the statement did not run
 		if err == nil {
 			mode, k = RetryIfNotSent, s.kind
-			var rows driver.Rows
-			if rows, err = queryStmt(ctx, inner, args); err == nil {
-				s.own.Ran(s.kind, s.query, args, nil)
-				return NewRows(s.own, ctx, rows, epoch, s.query), nil
+			if err = run(inner, epoch); err == nil {
+				return false, nil
 			}
-			s.own.Failing(s.query, args, true)
 		}
-		retry, out := s.own.Fail(ctx, epoch, err, retryFor(attempt, mode), k, s.ran(mode))
+		retry, out := s.own.Fail(ctx, err, Failure{epoch, mode.At(attempt), k, s.ran(mode)})
 		if !retry {
-			return nil, out
+			return false, out
 		}
 	}
 }
@@ -298,13 +331,6 @@ type noRows struct{}
 func (noRows) Columns() []string         { return nil }
 func (noRows) Close() error              { return nil }
 func (noRows) Next([]driver.Value) error { return io.EOF }
-
-func retryFor(attempt int, r Retry) Retry {
-	if attempt > 0 {
-		return NoRetry
-	}
-	return r
-}
 
 func prepare(ctx context.Context, c driver.Conn, query string) (driver.Stmt, error) {
 	if p, ok := c.(driver.ConnPrepareContext); ok {
