@@ -177,7 +177,10 @@ func (c *Cluster) homeAlert(t *topo, id, active int) bool {
 }
 
 // waitAlert reports whether a statement has waited for h's answer for the grace time at
-// now, and otherwise when the oldest wait under way will have (zero: none).
+// now, and otherwise when the oldest wait under way will have (zero: none). The grace
+// time is the longer of waitGrace and h's usual answer (its probes' smoothed round trip
+// plus 4 deviations): on a host that answers slowly, as a saturated one does, a
+// statement that waits longer than 50 ms is no sign of anything.
 func (c *Cluster) waitAlert(h *hostState, now time.Time) (alert bool, at time.Time) {
 	if c.env.Waiting == nil {
 		return false, time.Time{}
@@ -186,7 +189,7 @@ func (c *Cluster) waitAlert(h *hostState, now time.Time) (alert bool, at time.Ti
 	if w.IsZero() {
 		return false, time.Time{}
 	}
-	at = w.Add(c.waitGrace())
+	at = w.Add(max(c.waitGrace(), h.mon.usualAnswer()))
 	if !at.After(now) {
 		return true, time.Time{}
 	}

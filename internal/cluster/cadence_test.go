@@ -64,15 +64,16 @@ func (c *calmRig) wait(h int, on bool) {
 // now returns the rig's clock, from t0.
 func (c *calmRig) now() time.Duration { return c.sc.Now().Sub(c.t0) }
 
-// afterProbe steps until the clock is 1 ms after a probe of host h started (its answer
-// is in), and waits for the monitor to see it end: h's next calm probe is then at least
-// half a calm period away, whatever the rig's random phase.
+// afterProbe steps until the clock is h's latency (at least 1 ms) after a probe of host
+// h started (its answer is in), and waits for the monitor to see it end: h's next calm
+// probe is then at least half a calm period away, whatever the rig's random phase.
 func (c *calmRig) afterProbe(h int) {
 	c.t.Helper()
+	lat := max(time.Duration(c.lat[h].Load()), time.Millisecond)
 	for {
 		c.step()
 		st := c.startsOf(h, time.Hour)
-		if c.now() == st[len(st)-1]+time.Millisecond {
+		if len(st) > 0 && c.now() == st[len(st)-1]+lat {
 			break
 		}
 	}
@@ -247,6 +248,26 @@ func TestMonitorAlertWhileProbeFailsThenCalm(t *testing.T) {
 	c.runTo(back + cluster.DefaultAlertHold + 20*time.Second)
 	if n := c.count(1, back+cluster.DefaultAlertHold+time.Second, back+cluster.DefaultAlertHold+20*time.Second); n > 10 {
 		t.Errorf("H2 probed %d times in the 19 s after the hold, want the calm cadence (at most 10)", n)
+	}
+}
+
+// On a host that answers in 200 ms (a saturated one), a statement waiting 50 ms is no sign
+// of anything: the host goes on the alert schedule once a wait outlasts its usual answer
+// (its probes' smoothed round trip plus 4 deviations), not after the 50 ms grace time.
+func TestMonitorWaitOnSlowHostOutlastsItsAnswers(t *testing.T) {
+	c := newCalmRig(t, 200*time.Millisecond, 0)
+	c.runTo(20 * time.Second)
+	c.afterProbe(0)
+	w := c.now()
+	before := len(c.startsOf(0, time.Hour))
+	c.wait(0, true)
+	c.runTo(w + 180*time.Millisecond)
+	if got := c.startsOf(0, time.Hour)[before:]; len(got) > 0 {
+		t.Fatalf("a statement waited %v on a host that answers in 200 ms: H1 probed at %v, want no probe yet", c.now()-w, got)
+	}
+	c.runTo(w + 800*time.Millisecond)
+	if got := c.startsOf(0, time.Hour)[before:]; len(got) == 0 || got[0] > w+600*time.Millisecond {
+		t.Fatalf("the wait outlasted H1's usual answer: probes at %v, want the first by %v", got, w+600*time.Millisecond)
 	}
 }
 

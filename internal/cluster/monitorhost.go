@@ -33,6 +33,17 @@ type monitorHost struct {
 	stateAt   time.Time     // when a probe last read the server's state (ReadState)
 }
 
+// usualAnswer is how long the host's answers usually take: its probes' smoothed round
+// trip plus DefaultProbeVarianceFactor deviations (0 before a probe passed).
+func (m *monitorHost) usualAnswer() time.Duration {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.rto.samples == 0 {
+		return 0
+	}
+	return m.rto.srtt + DefaultProbeVarianceFactor*m.rto.rttvar
+}
+
 // stateReadBefore reports whether the host's state was last read by a probe before t
 // (or never), and notes, when read, that it is read now.
 func (m *monitorHost) stateReadBefore(t time.Time, now time.Time) bool {
