@@ -60,7 +60,7 @@ func (c *Cluster) attemptRun(ctx context.Context, h int, setup SetupFunc, lastRe
 		return nil, false, fmt.Errorf("mysqlfailover: no host with id %d", h)
 	}
 	actx := ctx
-	budget, bound := c.attemptBudget(ctx, hs.health(), limit)
+	budget, bound := c.cfg.attemptBudget(ctx, hs.health(), limit)
 	if budget > 0 {
 		var cancel context.CancelFunc
 		actx, cancel = withBudget(ctx, budget) // a wall-clock bound, as every context's
@@ -84,8 +84,8 @@ func (c *Cluster) attemptRun(ctx context.Context, h int, setup SetupFunc, lastRe
 // attemptBudget is the bound of an attempt on a host of health hv within ctx, further
 // bounded by limit (0: none), and its name for the error (see attempt); 0: the caller's
 // context alone.
-func (c *Cluster) attemptBudget(ctx context.Context, hv health, limit time.Duration) (budget time.Duration, bound string) {
-	budget, bound = c.cfg.HostTimeout, "hostTimeout"
+func (cfg settings) attemptBudget(ctx context.Context, hv health, limit time.Duration) (budget time.Duration, bound string) {
+	budget, bound = cfg.HostTimeout, "hostTimeout"
 	if dl, ok := ctx.Deadline(); ok {
 		left := timeLeft(dl) // the caller's deadline is on the wall clock
 		share := max(left/DefaultTimeLeftShare, DefaultMinHostShare, DefaultTypicalFactor*hv.typical)
@@ -96,11 +96,11 @@ func (c *Cluster) attemptBudget(ctx context.Context, hv health, limit time.Durat
 	if limit > 0 && (budget == 0 || limit < budget) {
 		budget, bound = limit, "the check of a host whose session ended"
 	}
-	if hv.down && c.cfg.CheckInterval > 0 {
+	if hv.down && cfg.CheckInterval > 0 {
 		// Declared down by the probes, after this attempt was planned (walks leave such
 		// hosts out): it gets no more than a probe would, so that a socket opened after
 		// the monitor closed the host's connections does not wait for hostTimeout.
-		if pt := c.probeTimeout(); budget == 0 || pt < budget {
+		if pt := cfg.probeTimeout(); budget == 0 || pt < budget {
 			budget, bound = pt, "the probe timeout: the probes declared the host down"
 		}
 	}

@@ -106,7 +106,7 @@ type Cluster struct {
 	// usedHostsPerRemoteDC, checkInterval, failoverDelay, switchBackDelay) and the
 	// first host list. The rest of it (MySQL, FailOverReadOnly, ReadOnly, hostsURL) is
 	// the driver's.
-	cfg *dsn.Config
+	cfg settings
 	env Env // as given to New, with the Clock filled in
 
 	// mu is the Cluster's one lock. It serialises every change of the pool's position
@@ -201,8 +201,8 @@ func New(cfg *dsn.Config, env Env) (*Cluster, error) {
 	if env.Clock == nil {
 		env.Clock = SystemClock
 	}
-	c := &Cluster{cfg: cfg, env: env}
-	if calm := c.calmEvery(); calm > 0 {
+	c := &Cluster{cfg: settings{cfg}, env: env}
+	if calm := c.cfg.calmEvery(); calm > 0 {
 		c.calmPhase = rand.N(calm) // each connector its own phase: a fleet does not probe in step
 	}
 	c.kind.Store(int32(kindOf(cfg.Cluster)))
@@ -220,9 +220,13 @@ func New(cfg *dsn.Config, env Env) (*Cluster, error) {
 	return c, nil
 }
 
+// settings is the configuration and what follows from it alone: the walk's passes, the
+// probes' cadence and timeouts, whether fall-back is on. It embeds the *dsn.Config.
+type settings struct{ *dsn.Config }
+
 // passes is the number of passes of a walk: retriesAllDown, and 0 counts as 1, one full
 // pass. (Connector/J then tries a single host, a quirk not copied.)
-func (c *Cluster) passes() int { return max(c.cfg.RetriesAllDown, 1) }
+func (cfg settings) passes() int { return max(cfg.RetriesAllDown, 1) }
 
 // standbyIntent reports whether the target asks for a standby (standby, read-only,
 // prefer-standby): home is then any local host, and the way home is TryFallBack's

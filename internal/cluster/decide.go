@@ -21,7 +21,7 @@ import (
 
 // healthy reports whether h's probes have passed without a pause for at least d, its
 // role qualifies, and probes have not declared it down.
-func (c *Cluster) healthy(h *hostState, now time.Time, d time.Duration) bool {
+func (h *hostState) healthy(now time.Time, d time.Duration) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return !h.unfitLocked() && h.mon.passedFor(now, d)
@@ -98,8 +98,8 @@ func (c *Cluster) leaveActive(pos *position, now time.Time) {
 	t, a := pos.t, pos.active
 	ha := t.host(a)
 	target := -1
-	for _, id := range c.order(t, plan{start: c.next(t, a), failed: a}, 0, nil, nil) {
-		if id != a && c.healthy(t.hosts[id], now, 0) {
+	for _, id := range c.order(t, plan{start: t.next(a), failed: a}, 0, nil, nil) {
+		if id != a && t.hosts[id].healthy(now, 0) {
 			target = id
 			break
 		}
@@ -138,7 +138,7 @@ func (c *Cluster) returnHome(pos *position, now time.Time) {
 	t, a := pos.t, pos.active
 	ha := t.host(a)
 	for _, id := range c.order(t, plan{start: t.primary, failed: -1}, 0, nil, nil) {
-		if id == a || !t.isHome(id) || !c.healthy(t.hosts[id], now, c.cfg.SwitchBackDelay) {
+		if id == a || !t.isHome(id) || !t.hosts[id].healthy(now, c.cfg.SwitchBackDelay) {
 			continue
 		}
 		if c.returnBlocked(id, a) {

@@ -17,8 +17,8 @@ import (
 
 // fallBackEnabled: both 0 disables fall-back (Connector/J enableFallBackToPrimaryHost);
 // with probing on, the monitor decides instead (SwitchBackDelay).
-func (c *Cluster) fallBackEnabled() bool {
-	return c.cfg.CheckInterval == 0 && (c.cfg.SecondsBeforeRetryMaster > 0 || c.cfg.QueriesBeforeRetryMaster > 0)
+func (cfg settings) fallBackEnabled() bool {
+	return cfg.CheckInterval == 0 && (cfg.SecondsBeforeRetryMaster > 0 || cfg.QueriesBeforeRetryMaster > 0)
 }
 
 // NoteStatement counts one statement run while the pool is away from home, for
@@ -52,7 +52,7 @@ func (c *Cluster) ForgetStatement() {
 // it first): one load of the position, then the counter and a clock reading.
 func (c *Cluster) FallBackDue() bool {
 	p := c.pos.Load()
-	if p.home || !c.fallBackEnabled() {
+	if p.home || !c.cfg.fallBackEnabled() {
 		return false
 	}
 	var now int64

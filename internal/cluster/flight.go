@@ -112,7 +112,7 @@ func (c *Cluster) lead(ctx context.Context, f *flight, cause error, setup SetupF
 		close(f.done)
 	}()
 	t := c.topo()
-	p := plan{start: c.next(t, f.failed), failed: f.failed}
+	p := plan{start: t.next(f.failed), failed: f.failed}
 	if f.failed != t.primary {
 		due := c.FallBackDue()
 		p.primaryFirst = due && !c.standbyIntent()

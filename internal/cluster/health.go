@@ -240,7 +240,7 @@ func (c *Cluster) hostStats(id int, h *hostState, now int64) failover.HostStats 
 		ProbeLatency: h.mon.latency(), Role: h.role, OpenConns: -1,
 		ProbeSession: c.probes.has(id), ProbesBorrowed: h.lent.Load(), ProbesOwn: h.own.Load()}
 	if c.cfg.CheckInterval > 0 {
-		_, hs.ProbeTimeout = c.probeTimeouts(&h.mon)
+		_, hs.ProbeTimeout = c.cfg.probeTimeouts(&h.mon)
 	}
 	hs.ReplicaLag, _ = h.rep.lagNow()
 	if c.cfg.ReplicaReads {

@@ -91,11 +91,11 @@ func (s *schedule) sleep(ctx context.Context, clk Clock, d time.Duration) {
 // probeEvery is the probe period of a host: CheckInterval, or for the active host
 // CheckInterval/DefaultActiveProbes (see DefaultActiveProbes: the period bounds how soon
 // a probe starts after the host froze).
-func (c *Cluster) probeEvery(active bool) time.Duration {
+func (cfg settings) probeEvery(active bool) time.Duration {
 	if active {
-		return c.cfg.CheckInterval / DefaultActiveProbes
+		return cfg.CheckInterval / DefaultActiveProbes
 	}
-	return c.cfg.CheckInterval
+	return cfg.CheckInterval
 }
 
 // monitor is the monitor goroutine (Start). Each probed host has a fixed-rate schedule of
@@ -148,7 +148,7 @@ func (c *Cluster) monitor(ctx context.Context) {
 		probes := c.probedHosts(t)
 		c.probes.keepOnly(probes)
 		active := c.Active()
-		alert, watch, wake := c.cadenceAt(cad, t, probes, active, now)
+		alert, watch, wake := cad.cadenceAt(t, probes, active, now)
 		if !wake.IsZero() {
 			next = earlier(next, wake) // the moment a wait under way crosses the grace time
 		}
@@ -156,7 +156,7 @@ func (c *Cluster) monitor(ctx context.Context) {
 			if !probes[id] || running[id] {
 				continue
 			}
-			every, fast := c.period(id, active, alert, watch)
+			every, fast := c.cfg.period(id, active, alert, watch)
 			if due := cad.due(id, started[id], every, fast); due.After(now) {
 				next = earlier(next, due)
 				continue
@@ -220,7 +220,7 @@ func (c *Cluster) probedHosts(t *topo) []bool {
 
 // pollHosts asks the HostListProvider for the host list, within the fixed probe bound.
 func (c *Cluster) pollHosts(ctx context.Context) ([]failover.ProvidedHost, error) {
-	pctx, cancel := withBudget(ctx, c.probeTimeout())
+	pctx, cancel := withBudget(ctx, c.cfg.probeTimeout())
 	defer cancel()
 	return c.env.Provider.Hosts(pctx)
 }

@@ -132,21 +132,21 @@ func (p *probeSet) closeAll() {
 // most HostTimeout when that is set. It bounds a host-list poll, an attempt on a host the
 // probes declared down, a probe before its host's first passed probe, and the doubling
 // of a host's probe timeout (rtoEstimator.timeout).
-func (c *Cluster) probeTimeout() time.Duration {
-	d := max(c.cfg.CheckInterval, DefaultMinProbeTimeout)
-	if c.cfg.HostTimeout > 0 {
-		d = min(d, c.cfg.HostTimeout)
+func (cfg settings) probeTimeout() time.Duration {
+	d := max(cfg.CheckInterval, DefaultMinProbeTimeout)
+	if cfg.HostTimeout > 0 {
+		d = min(d, cfg.HostTimeout)
 	}
 	return d
 }
 
 // probeCeiling caps every probe timeout: HostTimeout, or DefaultMaxProbeTimeout when
 // that is 0 (never below the fixed bound).
-func (c *Cluster) probeCeiling() time.Duration {
-	if c.cfg.HostTimeout > 0 {
-		return c.cfg.HostTimeout
+func (cfg settings) probeCeiling() time.Duration {
+	if cfg.HostTimeout > 0 {
+		return cfg.HostTimeout
 	}
-	return max(DefaultMaxProbeTimeout, c.probeTimeout())
+	return max(DefaultMaxProbeTimeout, cfg.probeTimeout())
 }
 
 // hostProbeTimeout returns a host's probe timeout from its estimator, rto (see rto.go),
@@ -155,20 +155,20 @@ func (c *Cluster) probeCeiling() time.Duration {
 // DefaultStallMargin) when that is longer, at most the ceiling; or rto alone once the
 // probes have declared the host down (its probes then only watch for its return). m is
 // the host's monitor record; it is called with m.mu held.
-func (c *Cluster) hostProbeTimeout(m *monitorHost) (rto, wait time.Duration) {
-	rto = m.rto.timeout(c.probeTimeout(), c.probeCeiling())
+func (cfg settings) hostProbeTimeout(m *monitorHost) (rto, wait time.Duration) {
+	rto = m.rto.timeout(cfg.probeTimeout(), cfg.probeCeiling())
 	if m.down {
 		return rto, rto
 	}
 	wait = max(DefaultProbePatience*rto, m.rto.stallWait())
-	return rto, min(wait, max(c.probeCeiling(), rto))
+	return rto, min(wait, max(cfg.probeCeiling(), rto))
 }
 
 // probeTimeouts is hostProbeTimeout, taking m's lock.
-func (c *Cluster) probeTimeouts(m *monitorHost) (rto, wait time.Duration) {
+func (cfg settings) probeTimeouts(m *monitorHost) (rto, wait time.Duration) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return c.hostProbeTimeout(m)
+	return cfg.hostProbeTimeout(m)
 }
 
 // probe makes one probe of host id and records the result. The round trip waits as long
@@ -251,7 +251,7 @@ func (c *Cluster) probeBudget(h *hostState, start time.Time) probeBounds {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	b := probeBounds{suspect: !m.failSince.IsZero(), repeat: m.rto.paused, runLeft: -1, typical: typical, borrowed: h.lent.Load() > 0}
-	b.rto, b.wait = c.hostProbeTimeout(m)
+	b.rto, b.wait = c.cfg.hostProbeTimeout(m)
 	// Within a run of failed probes, a probe (its round trip, or the opening of its
 	// connection) waits no longer than the run needs to reach FailoverDelay, and at least
 	// DefaultProbeMargin: the doubling alone would overshoot (225, 450, 900 ms waits for
@@ -356,8 +356,8 @@ func IsProbe(ctx context.Context) bool {
 
 // probeDialBound is how long a probe's opening of its connection waits, and why (see
 // probe).
-func (c *Cluster) probeDialBound(b probeBounds) (bound time.Duration, what string) {
-	bound = min(max(b.rto, DefaultCheckFactor*b.typical), c.probeCeiling())
+func (cfg settings) probeDialBound(b probeBounds) (bound time.Duration, what string) {
+	bound = min(max(b.rto, DefaultCheckFactor*b.typical), cfg.probeCeiling())
 	what = "the host's probe timeout, the host failing its probes"
 	if b.runLeft >= 0 && b.runLeft < bound {
 		bound, what = b.runLeft, "what its run of failed probes has left of failoverDelay"
@@ -366,15 +366,15 @@ func (c *Cluster) probeDialBound(b probeBounds) (bound time.Duration, what strin
 	case !b.suspect && b.repeat:
 		// The connection was closed by the late timeout: a frozen host accepts
 		// the new one and never greets, and must not cost hostTimeout.
-		bound, what = min(max(c.cfg.HostTimeout, c.probeTimeout()), max(bound, b.wait)), "the probe's wait, repeating a probe whose timeout fired late"
+		bound, what = min(max(cfg.HostTimeout, cfg.probeTimeout()), max(bound, b.wait)), "the probe's wait, repeating a probe whose timeout fired late"
 	case !b.suspect && b.borrowed:
 		// The probes ran on pooled sessions, and none is idle now: the pool's sessions
 		// may all be stuck on a host that froze. Had the probe kept a connection, its
 		// round trip would have waited b.wait: so does the opening of one (a frozen host
 		// accepts it and never greets), and a far host still gets its handshake done.
-		bound, what = min(max(c.cfg.HostTimeout, c.probeTimeout()), max(bound, b.wait)), "the probe's wait, every pooled session of the host busy"
+		bound, what = min(max(cfg.HostTimeout, cfg.probeTimeout()), max(bound, b.wait)), "the probe's wait, every pooled session of the host busy"
 	case !b.suspect:
-		bound, what = max(c.cfg.HostTimeout, c.probeTimeout()), "hostTimeout"
+		bound, what = max(cfg.HostTimeout, cfg.probeTimeout()), "hostTimeout"
 	}
 	return bound, what
 }
@@ -382,7 +382,7 @@ func (c *Cluster) probeDialBound(b probeBounds) (bound time.Duration, what strin
 // probeDial opens host id's probe connection within probeDialBound, and records its
 // error, and whether and how late it timed out, in r.
 func (c *Cluster) probeDial(ctx context.Context, id int, h *hostState, b probeBounds, r *probeResult) driver.Conn {
-	bound, what := c.probeDialBound(b)
+	bound, what := c.cfg.probeDialBound(b)
 	dctx, cancel := withBudget(WithProbe(ctx), bound)
 	defer cancel()
 	dialStart := c.env.Clock.Now()
@@ -409,7 +409,7 @@ func (c *Cluster) probeDial(ctx context.Context, id int, h *hostState, b probeBo
 // failed, as its protocol state is then unknown.
 func (c *Cluster) probeRoundTrip(ctx context.Context, id int, h *hostState, conn driver.Conn, b probeBounds, r *probeResult) (over, keep bool) {
 	rtStart := c.env.Clock.Now()
-	r.st, r.timedOut, r.err = c.roundTrip(ctx, conn, b.wait, b.rto, c.stateDue(id, h, rtStart))
+	r.st, r.timedOut, r.err = c.cfg.roundTrip(ctx, conn, b.wait, b.rto, c.stateDue(id, h, rtStart))
 	r.rtt = c.env.Clock.Now().Sub(rtStart)
 	if r.timedOut {
 		r.late = r.rtt - b.wait
@@ -484,12 +484,12 @@ func (c *Cluster) probePassed(h *hostState, start, now time.Time, rtt time.Durat
 // host's probe timeout, for the error): ReadState when reads (stateDue), else
 // probeQuery. st is what ReadState found (nil without it, or
 // when it failed).
-func (c *Cluster) roundTrip(ctx context.Context, conn driver.Conn, wait, rto time.Duration, reads bool) (st *State, timedOut bool, err error) {
+func (cfg settings) roundTrip(ctx context.Context, conn driver.Conn, wait, rto time.Duration, reads bool) (st *State, timedOut bool, err error) {
 	pctx, cancel := withBudget(ctx, wait)
 	defer cancel()
 	if reads {
 		var s State
-		if s, err = ReadState(pctx, conn, kindOf(c.cfg.Cluster)); err == nil {
+		if s, err = ReadState(pctx, conn, kindOf(cfg.Cluster)); err == nil {
 			st = &s
 		}
 	} else {
@@ -516,7 +516,7 @@ func (c *Cluster) stateDue(id int, h *hostState, now time.Time) bool {
 	if id != c.Active() || c.Kind() != KindReplication || c.cfg.DiscoverHosts || h.isUnfit() {
 		return true
 	}
-	return h.mon.stateReadBefore(now.Add(-c.watchEvery()), now)
+	return h.mon.stateReadBefore(now.Add(-c.cfg.watchEvery()), now)
 }
 
 // probeReads reports whether a probe reads the server's state (ReadState) rather than

@@ -39,7 +39,7 @@ type plan struct {
 // backoff, are left out too, unless that would leave nothing to try: then every planned
 // host is tried (all hosts down is when retriesAllDown matters).
 func (c *Cluster) order(t *topo, p plan, i int, tried []bool, buf []int) []int {
-	out := c.planned(t, p, i, buf)
+	out := t.planned(p, i, buf)
 	if i == 0 && p.join && p.start != t.primary && !c.Unfit(p.start) {
 		joinFirst(t, p, out)
 	}
@@ -49,7 +49,7 @@ func (c *Cluster) order(t *topo, p plan, i int, tried []bool, buf []int) []int {
 // planned is the policy's plan for pass i of p in buf, without ignored hosts, hosts not
 // in the list, out-of-range ids and repeats, and in the first pass with the failed host
 // last (see order).
-func (c *Cluster) planned(t *topo, p plan, i int, buf []int) []int {
+func (t *topo) planned(p plan, i int, buf []int) []int {
 	infos := t.infos()
 	w := policy.Walk{Hosts: infos, List: t.list, Primary: t.primary, Start: p.start, Failed: p.failed, Pass: i}
 	if i == 0 {
@@ -134,7 +134,7 @@ func (c *Cluster) dropSkipped(t *topo, p plan, tried []bool, out []int) []int {
 // enabled and not due, unless the walk looks for a writer (targetSessionAttrs read-write
 // or primary), which after a promotion may well be the primary again.
 func (c *Cluster) skipPrimaryNow(due bool) bool {
-	return !due && c.fallBackEnabled() && !WriteIntent(c.Target())
+	return !due && c.cfg.fallBackEnabled() && !WriteIntent(c.Target())
 }
 
 // joinPlan is the plan for a connection that joins the pool: a new connection, or one
@@ -179,7 +179,7 @@ func (c *Cluster) ConnectOnePass(ctx context.Context, setup SetupFunc) (driver.C
 
 // next returns the host after failed in the list (the rotation's start), or the list's
 // first host when failed is not in it.
-func (c *Cluster) next(t *topo, failed int) int {
+func (t *topo) next(failed int) int {
 	if k := slices.Index(t.list, failed); k >= 0 {
 		return t.list[(k+1)%len(t.list)]
 	}
@@ -204,7 +204,7 @@ func (c *Cluster) walk(ctx context.Context, p plan, cause error, setup SetupFunc
 	}()
 	var buf [8]int
 	order := buf[:0]
-	passesAll := c.passes()
+	passesAll := c.cfg.passes()
 	if p.onePass {
 		passesAll = 1
 	}

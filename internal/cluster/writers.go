@@ -372,7 +372,7 @@ func followers(list []int, ev []hostEvidence, writable []int, known bool) []int 
 // bound, over conn or a session it opens (and closes) when conn is nil. What could not
 // be read stays unknown.
 func (c *Cluster) readEvidence(ctx context.Context, id int, conn driver.Conn, st *State) (e hostEvidence) {
-	rctx, cancel := withBudget(ctx, c.probeTimeout())
+	rctx, cancel := withBudget(ctx, c.cfg.probeTimeout())
 	defer cancel()
 	if conn == nil {
 		var err error
@@ -599,7 +599,7 @@ func (c *Cluster) moveToWriter(pos *position, now time.Time) bool {
 		return false
 	}
 	w, why := v.choose(a)
-	if w == a || pos.t.isHome(w) || !c.healthy(pos.t.hosts[w], now, c.cfg.SwitchBackDelay) {
+	if w == a || pos.t.isHome(w) || !pos.t.hosts[w].healthy(now, c.cfg.SwitchBackDelay) {
 		return false
 	}
 	cause := v.err(w, why)
@@ -629,7 +629,7 @@ func (c *Cluster) probeLooks(ctx context.Context, id int, st *State) {
 	}
 	switch {
 	case !pos.home && id == pos.t.primary:
-		if !c.healthy(pos.t.hosts[id], c.env.Clock.Now(), c.cfg.SwitchBackDelay) {
+		if !pos.t.hosts[id].healthy(c.env.Clock.Now(), c.cfg.SwitchBackDelay) {
 			return
 		}
 	case st == nil || !WriteIntent(c.Target()) || !writable(pos.t.hosts[pos.active].health().role):
