@@ -216,6 +216,7 @@ func New(cfg *dsn.Config, env Env) (*Cluster, error) {
 		return nil, err
 	}
 	c.publish(position{t: t, active: t.primary}) // not shared yet: no lock needed
+	c.rpool.ids, c.rpool.size = c, cfg.ReplicaPoolSize
 	c.initDiscovery()
 	return c, nil
 }
@@ -304,7 +305,7 @@ func (c *Cluster) Close() {
 	}
 	c.monitorRun.Wait()
 	c.probes.closeAll() // also those of Check calls made without Start
-	c.closeReplicaPool()
+	c.rpool.close()
 	if p, ok := c.env.Provider.(interface{ CloseIdleConnections() }); ok {
 		p.CloseIdleConnections() // HTTPHostList: no keep-alive goroutine outlives Close
 	}

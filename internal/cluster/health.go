@@ -253,7 +253,7 @@ func (c *Cluster) hostStats(id int, h *hostState, now int64) failover.HostStats 
 	retryAt, unfit, nr := h.retryAt, h.unfit, h.notReady
 	h.mu.Unlock()
 	if c.cfg.ReplicaReads {
-		hs.ReplicaIdle, hs.ReplicaWaits = c.replicaStats(id)
+		hs.ReplicaIdle, hs.ReplicaWaits = c.rpool.stats(id)
 	}
 	if retryAt > now {
 		hs.RetryAt = time.Unix(0, retryAt)

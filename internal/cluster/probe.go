@@ -212,7 +212,7 @@ func (c *Cluster) probe(ctx context.Context, id int) {
 	if c.cfg.ReplicaReads && (r.err != nil || r.broke) {
 		// The host failed, or its server closed the probe's session (a restart): the
 		// replica sessions idle meanwhile are checked before their next use.
-		c.suspectReplicas(id, now.UnixNano())
+		c.rpool.suspect(id, now.UnixNano())
 	}
 	if r.err != nil {
 		if r.timedOut && c.life(h) != life0 && h.mon.answeredMeanwhile() {

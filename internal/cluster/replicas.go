@@ -454,7 +454,7 @@ func (c *Cluster) QualifiesAsReplica(host int) bool {
 // probes, or the next attempt to open a session, decide), as EventSessionEnded. The
 // pool's idle sessions of host get the liveness check before their next use.
 func (c *Cluster) ReplicaSessionEnded(host int, cause error) {
-	c.suspectReplicas(host, c.env.Clock.Now().UnixNano())
+	c.rpool.suspect(host, c.env.Clock.Now().UnixNano())
 	c.emit(failover.Event{Kind: failover.EventSessionEnded, Host: c.Host(host), Err: NotBadConn(cause, "")})
 }
 

@@ -160,7 +160,7 @@ func (c *Cluster) putHosts(entries []listEntry, keepPrimary, provided bool) erro
 	for _, e := range evs {
 		c.emit(e)
 	}
-	c.sweepReplicas() // the idle shared sessions of hosts that left the list
+	c.rpool.sweep(c.env.Clock.Now().UnixNano()) // the idle shared sessions of hosts that left the list
 	return err
 }
 
