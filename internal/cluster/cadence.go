@@ -113,17 +113,17 @@ type cadenceRun struct {
 	lastA    int
 	allUntil time.Time // every host in alert until then: the pool moved, or its host looks wrong
 
-	cfg      settings
-	alerts   *alerts                // the events' holds (Cluster.alerts)
-	waiting  func(string) time.Time // Env.Waiting (nil: traffic not watched)
-	replicas func()                 // refreshes the replica set (Cluster.replicaSet)
+	cfg     settings
+	alerts  *alerts                // the events' holds (Cluster.alerts)
+	waiting func(string) time.Time // Env.Waiting (nil: traffic not watched)
+	rep     *replicaState          // Cluster.rep: the replica set, refreshed before a look
 }
 
 // newCadence returns the cadence state of a monitor that starts at now.
 func (c *Cluster) newCadence(now time.Time) *cadenceRun {
 	r := &cadenceRun{calm: c.cfg.calmEvery(), base: now, nextCalm: map[int]time.Time{},
 		trouble: map[int]time.Time{}, roles: map[int]failover.Role{}, lastA: -1, phase: c.calmPhase,
-		cfg: c.cfg, alerts: &c.alerts, waiting: c.env.Waiting, replicas: func() { c.replicaSet() }}
+		cfg: c.cfg, alerts: &c.alerts, waiting: c.env.Waiting, rep: &c.rep}
 	return r
 }
 
@@ -211,7 +211,7 @@ func (r *cadenceRun) alerted(t *topo, probes []bool, active int, now time.Time) 
 	alert, watch = make([]bool, len(t.hosts)), make([]bool, len(t.hosts))
 	all := r.allUntil.After(now)
 	if r.cfg.ReplicaReads {
-		r.replicas() // the replicas' skip reasons (alertReason) after the last probe
+		r.rep.current() // the replicas' skip reasons (alertReason) after the last probe
 	}
 	for _, id := range t.list {
 		if !probes[id] {

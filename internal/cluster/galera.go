@@ -96,19 +96,19 @@ const OtherHistory = "in another cluster history than the pool's writer"
 func (c *Cluster) noteGaleraLag(h *hostState, writer bool, g GaleraState) {
 	now := c.env.Clock.Now()
 	if g.Seqno < 0 {
-		c.noteLag(h, LagUnknown, "wsrep_last_committed not reported")
+		c.rep.noteLag(h, LagUnknown, "wsrep_last_committed not reported")
 		return
 	}
 	if writer {
 		c.rep.frontier.note(now, g.UUID, g.Seqno)
-		c.noteLag(h, LagUnknown, "the pool's writer: not read")
+		c.rep.noteLag(h, LagUnknown, "the pool's writer: not read")
 		return
 	}
 	if w := c.writerHistory(now); w != "" && g.UUID != w {
-		c.noteLag(h, LagUnknown, OtherHistory+" (wsrep_cluster_state_uuid "+orAbsent(g.UUID)+", the writer's "+w+")")
+		c.rep.noteLag(h, LagUnknown, OtherHistory+" (wsrep_cluster_state_uuid "+orAbsent(g.UUID)+", the writer's "+w+")")
 		return
 	}
-	c.noteLag(h, c.rep.frontier.noteLag(now, g.UUID, g.Seqno), "")
+	c.rep.noteLag(h, c.rep.frontier.noteLag(now, g.UUID, g.Seqno), "")
 }
 
 // writerHistory is the cluster history (wsrep_cluster_state_uuid) of the pool's writer

@@ -214,7 +214,7 @@ func (c *Cluster) Stats() failover.Stats {
 		HandshakeRetries: c.handshakeRetries.Load(), SessionsClosed: c.sessionsClosed.Load(),
 	}
 	if c.cfg.ReplicaReads {
-		c.replicaSet() // the skip reasons of the position now
+		c.rep.current() // the skip reasons of the position now
 	}
 	for _, id := range t.list {
 		hs := c.hostStats(id, t.hosts[id], now)
@@ -335,7 +335,7 @@ func (c *Cluster) setRole(host int, role failover.Role) bool {
 	changed := h.unfit != unfit
 	h.unfit = unfit
 	h.mu.Unlock()
-	c.replicasChanged()
+	c.rep.changed()
 	if changed {
 		c.refit(host) // the position carries the active host's fitness (Place)
 	}

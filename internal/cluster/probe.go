@@ -193,7 +193,7 @@ func (cfg settings) probeTimeouts(m *monitorHost) (rto, wait time.Duration) {
 // the host. A passed round trip is a sample of the host's estimator; a timed-out one
 // doubles its timeout and has the monitor probe the host again at once.
 func (c *Cluster) probe(ctx context.Context, id int) {
-	defer c.replicasChanged() // health, role and lag are what the replica set is made of
+	defer c.rep.changed() // health, role and lag are what the replica set is made of
 	h := c.topo().host(id)
 	start := c.env.Clock.Now()
 	b := c.probeBudget(h, start)
@@ -432,9 +432,9 @@ func (c *Cluster) probeMeasure(ctx context.Context, id int, h *hostState, conn d
 	case st != nil && st.Kind == KindGalera:
 		c.noteGaleraLag(h, id == c.Active(), st.Galera) // the cluster's own counter: no replica status
 	case id == c.Active():
-		c.noteLag(h, LagUnknown, "the pool's writer: not read") // no lag left from its replica days
+		c.rep.noteLag(h, LagUnknown, "the pool's writer: not read") // no lag left from its replica days
 	default:
-		return c.probeLag(ctx, conn, h, wait)
+		return c.rep.probeLag(ctx, conn, h, wait)
 	}
 	return true
 }

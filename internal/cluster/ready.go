@@ -497,7 +497,7 @@ func (c *Cluster) setReady(host int, nr *NotReadyError) {
 		return
 	}
 	c.writers.gen.Add(1) // a look at the writable hosts is out of date
-	c.replicasChanged()
+	c.rep.changed()
 	c.refit(host)
 	if nr != nil {
 		c.emit(failover.Event{Kind: failover.EventHostState, Host: h.addr, State: failover.HostNotReady, Err: nr})

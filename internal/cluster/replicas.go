@@ -50,8 +50,14 @@ type replicaSet struct {
 	seed   []uint64  // by id: the rendezvous seed of the host (a hash of its address)
 }
 
-// replicaState is a Cluster's replica bookkeeping.
+// replicaState is a Cluster's replica bookkeeping. Its first fields are what it reads
+// of the Cluster, set by New.
 type replicaState struct {
+	cfg  settings
+	pos  *atomic.Pointer[position] // Cluster.pos
+	kind *atomic.Int32             // Cluster.kind
+	emit func(failover.Event)      // Cluster.emit
+
 	set     atomic.Pointer[replicaSet]
 	gen     atomic.Uint64 // bumped by every change a replicaSet depends on besides the position
 	buildMu sync.Mutex    // one build at a time: the events of a change are reported once
@@ -67,35 +73,35 @@ type replicaState struct {
 // ReplicaReads reports whether read-intent statements may go to replicas (replicaReads).
 func (c *Cluster) ReplicaReads() bool { return c.cfg.ReplicaReads }
 
-// replicasChanged makes the next choice rebuild the replica set: a probe ended, a role or
+// changed makes the next choice rebuild the replica set: a probe ended, a role or
 // a lag changed.
-func (c *Cluster) replicasChanged() {
-	if c.cfg.ReplicaReads {
-		c.rep.gen.Add(1)
+func (r *replicaState) changed() {
+	if r.cfg.ReplicaReads {
+		r.gen.Add(1)
 	}
 }
 
-// replicaSet returns the replica set in force, rebuilding it when the position or the
+// current returns the replica set in force, rebuilding it when the position or the
 // probes' results changed since it was built.
-func (c *Cluster) replicaSet() *replicaSet {
-	s := c.rep.set.Load()
-	p := c.pos.Load()
-	g := c.rep.gen.Load()
+func (r *replicaState) current() *replicaSet {
+	s := r.set.Load()
+	p := r.pos.Load()
+	g := r.gen.Load()
 	if s != nil && s.pos == p && s.gen == g {
 		return s
 	}
-	return c.buildReplicas()
+	return r.build()
 }
 
-// buildReplicas derives the replica set from the position and each host's state, records
+// build derives the replica set from the position and each host's state, records
 // on each host why it does not qualify (HostStats.ReplicaSkip), and reports the hosts
 // whose verdict changed since the last build (EventReplica; the first is Stats' to show).
-func (c *Cluster) buildReplicas() *replicaSet {
-	c.rep.buildMu.Lock()
-	p := c.pos.Load()
-	g := c.rep.gen.Load()
-	if s := c.rep.set.Load(); s != nil && s.pos == p && s.gen == g {
-		c.rep.buildMu.Unlock()
+func (r *replicaState) build() *replicaSet {
+	r.buildMu.Lock()
+	p := r.pos.Load()
+	g := r.gen.Load()
+	if s := r.set.Load(); s != nil && s.pos == p && s.gen == g {
+		r.buildMu.Unlock()
 		return s
 	}
 	t := p.t
@@ -107,7 +113,7 @@ func (c *Cluster) buildReplicas() *replicaSet {
 		s.seed[id] = hashString(h.addr)
 		dist := t.distance(infos[id])
 		h.mu.Lock()
-		why := c.replicaSkip(p, id, h, dist)
+		why := r.skip(p, id, h, dist)
 		h.mu.Unlock()
 		if h.rep.judge(why) {
 			var err error
@@ -124,18 +130,18 @@ func (c *Cluster) buildReplicas() *replicaSet {
 			s.remote = append(s.remote, id)
 		}
 	}
-	c.rep.set.Store(s)
-	c.rep.buildMu.Unlock()
+	r.set.Store(s)
+	r.buildMu.Unlock()
 	for _, e := range events {
-		c.emit(e)
+		r.emit(e)
 	}
 	return s
 }
 
-// replicaSkip says why host id (state h, locked by the caller; dist its distance) serves
+// skip says why host id (state h, locked by the caller; dist its distance) serves
 // no replica reads at position p, "" when it qualifies. It reads the monitor's verdict
 // before the lag: a probe records the lag before its verdict.
-func (c *Cluster) replicaSkip(p *position, id int, h *hostState, dist policy.Distance) string {
+func (r *replicaState) skip(p *position, id int, h *hostState, dist policy.Distance) string {
 	down, suspect := h.mon.status()
 	lag, lagWhy := h.rep.lagNow()
 	switch {
@@ -149,10 +155,10 @@ func (c *Cluster) replicaSkip(p *position, id int, h *hostState, dist policy.Dis
 		return "suspect: its last probe failed"
 	case h.notReady != nil:
 		return h.notReady.Error()
-	case h.role == failover.RolePrimary && c.Kind() != KindGalera:
+	case h.role == failover.RolePrimary && Kind(r.kind.Load()) != KindGalera:
 		// Every Galera node is writable: the writer is the one the pool writes to.
 		return "writable: not a replica"
-	case h.role == failover.RoleUnknown && c.cfg.CheckInterval > 0:
+	case h.role == failover.RoleUnknown && r.cfg.CheckInterval > 0:
 		// Probing reads every host's role: until the first round has, a host may be a
 		// writer (without probing nothing ever reads it: every host but the writer serves).
 		return "role not read yet: the first probe round has not ended"
@@ -164,7 +170,7 @@ func (c *Cluster) replicaSkip(p *position, id int, h *hostState, dist policy.Dis
 		// Its writes are not the writer's: none of them is a copy of the writer's data.
 		return lagWhy + ": not a replica of it"
 	}
-	if max := c.cfg.MaxReplicaLag; max > 0 {
+	if max := r.cfg.MaxReplicaLag; max > 0 {
 		switch {
 		case lag < 0:
 			why := lagWhy
@@ -187,7 +193,7 @@ func (c *Cluster) replicaSkip(p *position, id int, h *hostState, dist policy.Dis
 // replicaSelection. Without a key, replicaSelection: round-robin (the default) or
 // least-in-flight (fewest read-intent statements running, ties round-robin).
 func (c *Cluster) PickReplica(key string, hasKey bool, tried uint64) int {
-	s := c.replicaSet()
+	s := c.rep.current()
 	if hasKey && len(s.local) > 0 {
 		kh := hashString(key)
 		best, bestScore := -1, uint64(0)
@@ -203,20 +209,20 @@ func (c *Cluster) PickReplica(key string, hasKey bool, tried uint64) int {
 			return best
 		}
 	}
-	if id := c.spread(s, s.local, tried); id >= 0 {
+	if id := c.rep.spread(s, s.local, tried); id >= 0 {
 		return id
 	}
-	return c.spread(s, s.remote, tried)
+	return c.rep.spread(s, s.remote, tried)
 }
 
 // spread chooses among ids by replicaSelection, leaving out the tried ones.
-func (c *Cluster) spread(s *replicaSet, ids []int, tried uint64) int {
+func (r *replicaState) spread(s *replicaSet, ids []int, tried uint64) int {
 	n := len(ids)
 	if n == 0 {
 		return -1
 	}
-	start := int(c.rep.rr.Add(1) % uint64(n))
-	if c.cfg.ReplicaSelection == SelectLeastInFlight {
+	start := int(r.rr.Add(1) % uint64(n))
+	if r.cfg.ReplicaSelection == SelectLeastInFlight {
 		t := s.pos.t
 		best, least := -1, int32(0)
 		for k := range n {
@@ -278,7 +284,7 @@ func (c *Cluster) NoteCausal(waited bool) {
 // NoReplicaError is the error of a read-intent statement that no replica could serve
 // with readFromSourceWhenNoReplicas=false: every host and why it serves no replica reads.
 func (c *Cluster) NoReplicaError() error {
-	c.replicaSet()
+	c.rep.current()
 	t := c.topo()
 	e := &failover.NoHostAvailableError{Passes: 1}
 	for _, id := range t.list {
@@ -317,9 +323,9 @@ func (c *Cluster) OpenReplica(ctx context.Context, host int, setup SetupFunc) (d
 var errReplicaBackoff = errors.New("mysqlfailover: replica in backoff after a failed attempt")
 
 // noteLag records what host h's probe found of its lag, or (lag < 0) why it is unknown.
-func (c *Cluster) noteLag(h *hostState, lag time.Duration, why string) {
+func (r *replicaState) noteLag(h *hostState, lag time.Duration, why string) {
 	h.rep.setLag(lag, why)
-	c.replicasChanged()
+	r.changed()
 }
 
 // hashString is 64-bit FNV-1a of s.
@@ -347,16 +353,16 @@ func mix64(x uint64) uint64 {
 // records it (noteLag). It reports false when the connection broke meanwhile (a
 // communication error): the probe connection is then reopened next round, and the lag
 // is unknown until then.
-func (c *Cluster) probeLag(ctx context.Context, conn driver.Conn, h *hostState, wait time.Duration) bool {
+func (r *replicaState) probeLag(ctx context.Context, conn driver.Conn, h *hostState, wait time.Duration) bool {
 	lctx, cancel := withBudget(ctx, wait)
 	defer cancel()
 	lag, why, useOld, err := ReadLag(lctx, conn, h.rep.oldForm.Load())
 	if err != nil {
-		c.noteLag(h, LagUnknown, "its probe could not read it: "+NotBadConn(err, "").Error())
+		r.noteLag(h, LagUnknown, "its probe could not read it: "+NotBadConn(err, "").Error())
 		return Classify(ctx, err) != Communication
 	}
 	h.rep.oldForm.Store(useOld)
-	c.noteLag(h, lag, strings.TrimPrefix(why, "replica lag unknown: ")) // ReadLag: lag < 0 exactly when why is set
+	r.noteLag(h, lag, strings.TrimPrefix(why, "replica lag unknown: ")) // ReadLag: lag < 0 exactly when why is set
 	return true
 }
 
@@ -439,13 +445,13 @@ func (c *Cluster) AnyReplica() bool {
 	if !c.cfg.ReplicaReads {
 		return false
 	}
-	s := c.replicaSet()
+	s := c.rep.current()
 	return len(s.local) > 0 || len(s.remote) > 0
 }
 
 // QualifiesAsReplica reports whether host serves read-intent statements now.
 func (c *Cluster) QualifiesAsReplica(host int) bool {
-	s := c.replicaSet()
+	s := c.rep.current()
 	return slices.Contains(s.local, host) || slices.Contains(s.remote, host)
 }
 
