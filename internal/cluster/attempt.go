@@ -177,7 +177,7 @@ func (c *Cluster) attemptDone(ctx context.Context, h int, hs *hostState, start t
 // prefer-standby and lastResortOK a non-standby is kept aside (lastResort) instead.
 func (c *Cluster) checkState(ctx context.Context, h int, conn driver.Conn, checkRole, lastResortOK bool) (lastResort bool, err error) {
 	role := checkRole && c.Target() != attrs.Any
-	if !role && (!checkRole && !c.readinessKind() || checkRole && !c.needsState(c.topo())) {
+	if !role && (!checkRole && !c.Kind().readinessKind() || checkRole && !c.needsState(c.topo())) {
 		return false, nil
 	}
 	st, err := ReadState(ctx, conn, kindOf(c.cfg.Cluster))
@@ -201,8 +201,7 @@ func (c *Cluster) checkState(ctx context.Context, h int, conn driver.Conn, check
 
 // readinessKind reports whether the cluster type has a readiness to read beyond a
 // working session: Galera and Group Replication.
-func (c *Cluster) readinessKind() bool {
-	k := c.Kind()
+func (k Kind) readinessKind() bool {
 	return k == KindGalera || k == KindGroup
 }
 

@@ -44,7 +44,7 @@ const (
 // generation of probe results. It is never modified once published.
 type replicaSet struct {
 	pos    *position // the position it was built for
-	gen    uint64    // Cluster.replicaGen when built
+	gen    uint64    // replicaState.gen when built
 	local  []int     // qualifying replicas of the local DC (or all, without localDC), list order
 	remote []int     // qualifying replicas of other DCs, list order
 	seed   []uint64  // by id: the rendezvous seed of the host (a hash of its address)
