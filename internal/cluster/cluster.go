@@ -219,7 +219,7 @@ func New(cfg *dsn.Config, env Env) (*Cluster, error) {
 	c.rpool.ids, c.rpool.size = c, cfg.ReplicaPoolSize
 	c.writers.cl, c.writers.cfg, c.writers.dial = c, c.cfg, env.Dial
 	c.rep.cfg, c.rep.pos, c.rep.kind, c.rep.emit = c.cfg, &c.pos, &c.kind, c.emit
-	c.initDiscovery()
+	c.disc.init(c.cfg, env.MapAddr)
 	return c, nil
 }
 

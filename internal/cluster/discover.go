@@ -65,6 +65,9 @@ type Member struct {
 
 // discovery is the Cluster's discovery state (Cluster.disc).
 type discovery struct {
+	cfg     settings
+	mapAddr func(reported string) string // Env.MapAddr
+
 	apply sync.Mutex // one change of the host list at a time (applyHosts)
 
 	mu       sync.Mutex
@@ -89,12 +92,13 @@ type foundHost struct {
 	missed int // consecutive reads that did not report it
 }
 
-// initDiscovery sets the base list to the DSN's hosts.
-func (c *Cluster) initDiscovery() {
-	for _, h := range c.cfg.Hosts {
-		c.disc.base = append(c.disc.base, failover.ProvidedHost{Addr: h.Addr(), DC: h.DC})
+// init sets the settings and the address map, and the base list to the DSN's hosts.
+func (d *discovery) init(cfg settings, mapAddr func(string) string) {
+	d.cfg, d.mapAddr = cfg, mapAddr
+	for _, h := range cfg.Hosts {
+		d.base = append(d.base, failover.ProvidedHost{Addr: h.Addr(), DC: h.DC})
 	}
-	c.disc.baseFrom = failover.OriginDSN
+	d.baseFrom = failover.OriginDSN
 }
 
 // applyHosts makes the host list the base (provided, when not nil, becomes it: the
@@ -163,7 +167,7 @@ func (c *Cluster) takeDiscovered() {
 // probeDiscover reads the cluster's members over conn, the probe connection of host id,
 // whose probe read st, when discovery is due and id is the host to read: the pool's
 // host, ready, and in a replication cluster writable (the primary the replicas register
-// with). A read the server refuses is recorded (discoveryRefused); one that did not
+// with). A read the server refuses is recorded (discovery.refused); one that did not
 // complete changes nothing. It reports false when conn broke or timed out.
 func (c *Cluster) probeDiscover(ctx context.Context, id int, conn driver.Conn, st *State, wait time.Duration) bool {
 	if !c.cfg.DiscoverHosts || st == nil || st.NotReady != nil || id != c.Active() ||
@@ -179,16 +183,16 @@ func (c *Cluster) probeDiscover(ctx context.Context, id int, conn driver.Conn, s
 	}
 	rctx, cancel := withBudget(ctx, wait)
 	defer cancel()
-	members, query, err := c.readMembers(rctx, conn, st.Kind)
+	members, query, err := c.disc.readMembers(rctx, conn, st.Kind)
 	if err != nil {
 		if Classify(rctx, err) != Data {
 			c.disc.unclaim() // the next probe reads again
 			return false
 		}
-		c.discoveryRefused(c.Host(id), query, st.Kind, err, now)
+		c.disc.refused(c.Host(id), query, st.Kind, err, now)
 		return true
 	}
-	c.noteMembers(members, st.Galera.UUID, now)
+	c.disc.noteMembers(c.topo().listed(), members, st.Galera.UUID, now)
 	return true
 }
 
@@ -214,15 +218,15 @@ func (d *discovery) unclaim() {
 // readMembers reads the members of a cluster of kind k over conn, as ReadMembers does,
 // Galera's members table only until it is refused once (then the status, for the pool's
 // life).
-func (c *Cluster) readMembers(ctx context.Context, conn driver.Conn, k Kind) ([]Member, string, error) {
-	c.disc.mu.Lock()
-	status := c.disc.statusOK
-	c.disc.mu.Unlock()
+func (d *discovery) readMembers(ctx context.Context, conn driver.Conn, k Kind) ([]Member, string, error) {
+	d.mu.Lock()
+	status := d.statusOK
+	d.mu.Unlock()
 	members, status, query, err := readMembers(ctx, conn, k, status)
 	if status {
-		c.disc.mu.Lock()
-		c.disc.statusOK = true
-		c.disc.mu.Unlock()
+		d.mu.Lock()
+		d.statusOK = true
+		d.mu.Unlock()
 	}
 	return members, query, err
 }
@@ -353,8 +357,7 @@ type listedHost struct {
 }
 
 // listed returns the hosts of the list in force.
-func (c *Cluster) listed() []listedHost {
-	t := c.topo()
+func (t *topo) listed() []listedHost {
 	out := make([]listedHost, 0, len(t.list))
 	for _, id := range t.list {
 		h := t.hosts[id]
@@ -370,17 +373,15 @@ func (c *Cluster) listed() []listedHost {
 	return out
 }
 
-// noteMembers records what a read at now found: members new to the list are found
+// noteMembers records what a read at now found, hosts being the list in force (topo.listed): members new to the list are found
 // (unless a base host has not told its identity yet: the member may be it), members
 // found before and reported again stay, and those missing from DefaultDiscoverMisses
 // reads in a row leave. The list is taken later (takeDiscovered). history is the
 // reader's Galera cluster history ("" for another kind): members that report no
 // address nor identity (wsrep_incoming_addresses' AUTO) are taken for the listed nodes
 // of that history that no reported address named, as long as there are enough of them.
-func (c *Cluster) noteMembers(members []Member, history string, now time.Time) {
-	hosts := c.listed()
+func (d *discovery) noteMembers(hosts []listedHost, members []Member, history string, now time.Time) {
 	waiting, byIdent, byKey := indexListed(hosts)
-	d := &c.disc
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for k, to := range d.aliases { // an alias lasts while the host it reaches is listed
@@ -395,7 +396,7 @@ func (c *Cluster) noteMembers(members []Member, history string, now time.Time) {
 		if m.Ident != "" && byIdent[m.Ident] != "" {
 			continue // a listed host, under whatever address
 		}
-		addr, key, ok := c.memberAddr(m)
+		addr, key, ok := d.memberAddr(m)
 		if !ok {
 			unnamed++
 			if m.Ident == "" {
@@ -435,10 +436,10 @@ func indexListed(hosts []listedHost) (waiting bool, byIdent map[string]string, b
 
 // memberAddr returns the address member m is dialled at (mapped by Env.MapAddr) and its
 // key; ok is false when m reported none that can be dialled (none, or Galera's AUTO).
-func (c *Cluster) memberAddr(m Member) (addr, key string, ok bool) {
+func (d *discovery) memberAddr(m Member) (addr, key string, ok bool) {
 	addr = m.Addr
-	if addr != "" && !strings.EqualFold(addr, galeraAuto) && c.env.MapAddr != nil {
-		addr = c.env.MapAddr(addr)
+	if addr != "" && !strings.EqualFold(addr, galeraAuto) && d.mapAddr != nil {
+		addr = d.mapAddr(addr)
 	}
 	if addr == "" || strings.EqualFold(addr, galeraAuto) {
 		return addr, "", false
@@ -547,16 +548,15 @@ func DiscoveryPrivilege(k Kind) string {
 	return "REPLICATION MASTER ADMIN (MariaDB 10.5.2+; REPLICATION SLAVE on MySQL)"
 }
 
-// discoveryRefused records that host refused query, a read of the members of a cluster
+// refused records that host refused query, a read of the members of a cluster
 // of kind k, with err (a missing privilege): every member found leaves the list (the
 // pool works on the base), Stats.Discovery says why, and the next read is in
 // DefaultDiscoverRetry (a grant may come).
-func (c *Cluster) discoveryRefused(host, query string, k Kind, err error, now time.Time) {
+func (d *discovery) refused(host, query string, k Kind, err error, now time.Time) {
 	need := "the privilege to run it"
 	if k == KindReplication || k == KindGroup {
 		need = DiscoveryPrivilege(k)
 	}
-	d := &c.disc
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.next = now.Add(DefaultDiscoverRetry)
@@ -572,14 +572,14 @@ func (c *Cluster) discoveryRefused(host, query string, k Kind, err error, now ti
 	d.tellLocked()
 }
 
-// discoveryNote is Stats.Discovery.
-func (c *Cluster) discoveryNote() string {
-	if !c.cfg.DiscoverHosts {
+// stats is Stats.Discovery.
+func (d *discovery) stats() string {
+	if !d.cfg.DiscoverHosts {
 		return ""
 	}
-	c.disc.mu.Lock()
-	defer c.disc.mu.Unlock()
-	return c.disc.note
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.note
 }
 
 // noteIdent records ident, the identity a read of host id's state found, and returns

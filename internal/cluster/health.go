@@ -207,7 +207,7 @@ func (c *Cluster) Stats() failover.Stats {
 		ReplicaRetries: c.rep.retries.Load(), ReplicaToPrimary: c.rep.toPrimary.Load(),
 		CausalWaits: c.rep.causalWaits.Load(), CausalPrimary: c.rep.causalPrimary.Load(),
 		WriteRefusals: c.writeRefusals.Load(), WriterAvailable: c.writerAvailable(p), CallerErrors: c.callerErrors.Load(),
-		Writers: c.writers.stats(p), Discovery: c.discoveryNote(),
+		Writers: c.writers.stats(p), Discovery: c.disc.stats(),
 		TxReruns: c.tx.reruns.Load(), TxGaveUp: c.tx.gaveUp.Load(), TxCommitChecks: c.tx.checks.Load(),
 		TxReplays: c.tx.replays.Load(), TxReplayMismatches: c.tx.mismatches.Load(),
 		TxReplayTooBig: c.tx.tooBig.Load(), TxReplayUnsafe: c.tx.unsafeTx.Load(),
