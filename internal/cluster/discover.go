@@ -373,8 +373,8 @@ func (t *topo) listed() []listedHost {
 	return out
 }
 
-// noteMembers records what a read at now found, hosts being the list in force (topo.listed): members new to the list are found
-// (unless a base host has not told its identity yet: the member may be it), members
+// noteMembers records what a read at now found (hosts: the list in force, topo.listed):
+// members new to the list are found (unless a base host has not told its identity yet: the member may be it), members
 // found before and reported again stay, and those missing from DefaultDiscoverMisses
 // reads in a row leave. The list is taken later (takeDiscovered). history is the
 // reader's Galera cluster history ("" for another kind): members that report no
