@@ -36,25 +36,42 @@ import (
 // caller's context, not its role, not a full host) puts the host into backoff; a success
 // clears it.
 func (c *Cluster) attempt(ctx context.Context, h int, setup SetupFunc, lastResortOK bool) (driver.Conn, bool, error) {
-	return c.attemptWithin(ctx, h, setup, lastResortOK, 0)
+	var o attemptOpts
+	if lastResortOK {
+		o.flags = attemptLastResort
+	}
+	return c.attemptRun(ctx, h, setup, o)
 }
 
-// attemptWithin is attempt with a further bound, limit (0: none), for the quick
-// same-host check of Recover.
-func (c *Cluster) attemptWithin(ctx context.Context, h int, setup SetupFunc, lastResortOK bool, limit time.Duration) (conn driver.Conn, lastResort bool, err error) {
-	return c.attemptRun(ctx, h, setup, lastResortOK, limit, true, false)
+// attemptFlags shape one host attempt; the zero value is a walk's plain attempt.
+type attemptFlags uint8
+
+const (
+	// attemptLastResort: with prefer-standby, a non-standby is set up and returned
+	// with lastResort true, for the walk to keep aside.
+	attemptLastResort attemptFlags = 1 << iota
+	// attemptNoRole: no role check of targetSessionAttrs (a replica session:
+	// OpenReplica).
+	attemptNoRole
+	// attemptKeep: a handshake the server closed (closedHandshake) leaves the host's
+	// health as it was and is not reported (EventConnect), for attemptPatient to
+	// decide.
+	attemptKeep
+)
+
+// attemptOpts is how one host attempt runs: its flags, and a further bound, limit (0:
+// none), for the quick same-host check of Recover.
+type attemptOpts struct {
+	flags attemptFlags
+	limit time.Duration
 }
 
-// attemptHost is attemptWithin, with the role check of targetSessionAttrs only when
-// checkRole is set (a replica session has none: OpenReplica).
-func (c *Cluster) attemptHost(ctx context.Context, h int, setup SetupFunc, lastResortOK bool, limit time.Duration, checkRole bool) (conn driver.Conn, lastResort bool, err error) {
-	return c.attemptRun(ctx, h, setup, lastResortOK, limit, checkRole, false)
-}
+// has reports whether o has flag f.
+func (o attemptOpts) has(f attemptFlags) bool { return o.flags&f != 0 }
 
-// attemptRun is attemptHost; with keep, a handshake the server closed
-// (closedHandshake) leaves the host's health as it was and is not reported
-// (EventConnect), for attemptPatient to decide.
-func (c *Cluster) attemptRun(ctx context.Context, h int, setup SetupFunc, lastResortOK bool, limit time.Duration, checkRole, keep bool) (conn driver.Conn, lastResort bool, err error) {
+// attemptRun is attempt as o says.
+func (c *Cluster) attemptRun(ctx context.Context, h int, setup SetupFunc, o attemptOpts) (conn driver.Conn, lastResort bool, err error) {
+	limit, keep := o.limit, o.has(attemptKeep)
 	hs := c.topo().host(h)
 	if hs == nil {
 		return nil, false, fmt.Errorf("mysqlfailover: no host with id %d", h)
@@ -73,8 +90,8 @@ func (c *Cluster) attemptRun(ctx context.Context, h int, setup SetupFunc, lastRe
 		return err
 	}
 	start := c.env.Clock.Now()
-	conn, lastResort, err = c.attemptSession(actx, h, setup, lastResortOK, checkRole, timedOut)
-	err = c.attemptDone(ctx, h, hs, start, err, keep)
+	conn, lastResort, err = c.attemptSession(actx, h, setup, o, timedOut)
+	err = c.attemptDone(ctx, attempted{h: h, hs: hs, start: start, keep: keep}, err)
 	if !keep || !closedHandshake(err) {
 		c.emit(failover.Event{Kind: failover.EventConnect, Host: hs.addr, Err: err})
 	} // else attemptPatient reports the attempt once it has decided (closedAgain)
@@ -110,7 +127,7 @@ func (cfg settings) attemptBudget(ctx context.Context, hv health, limit time.Dur
 // attemptSession is the attempt's work within actx, its bound: dial host h, check its
 // state (checkState), set the session up. timedOut words an error as the bound's when
 // actx ended first. conn is nil when err is not.
-func (c *Cluster) attemptSession(actx context.Context, h int, setup SetupFunc, lastResortOK, checkRole bool, timedOut func(error) error) (conn driver.Conn, lastResort bool, err error) {
+func (c *Cluster) attemptSession(actx context.Context, h int, setup SetupFunc, o attemptOpts, timedOut func(error) error) (conn driver.Conn, lastResort bool, err error) {
 	conn, err = c.env.Dial(actx, h)
 	if err != nil {
 		if e := timedOut(err); e != err {
@@ -120,7 +137,7 @@ func (c *Cluster) attemptSession(actx context.Context, h int, setup SetupFunc, l
 		}
 	}
 	if err == nil {
-		if lastResort, err = c.checkState(actx, h, conn, checkRole, lastResortOK); err != nil {
+		if lastResort, err = c.checkState(actx, h, conn, o); err != nil {
 			err = timedOut(err)
 			_ = conn.Close()
 			conn = nil
@@ -136,11 +153,21 @@ func (c *Cluster) attemptSession(actx context.Context, h int, setup SetupFunc, l
 	return conn, lastResort, err
 }
 
-// attemptDone records the outcome err of an attempt on hs, host h, that began at start
-// in the host's health (its backoff, typical connect time, readiness and connections
-// out), and returns err, a refusal as its *NotReadyError. With keep, a closed handshake
-// is not recorded: the caller decides (attemptPatient).
-func (c *Cluster) attemptDone(ctx context.Context, h int, hs *hostState, start time.Time, err error, keep bool) error {
+// attempted is the attempt attemptDone records: on hs, host h, begun at start; with
+// keep, a closed handshake is not recorded (attemptKeep).
+type attempted struct {
+	h     int
+	hs    *hostState
+	start time.Time
+	keep  bool
+}
+
+// attemptDone records the outcome err of attempt a in the host's health (its backoff,
+// typical connect time, readiness and connections out), and returns err, a refusal as
+// its *NotReadyError. With a.keep, a closed handshake is not recorded: the caller
+// decides (attemptPatient).
+func (c *Cluster) attemptDone(ctx context.Context, a attempted, err error) error {
+	h, hs, start, keep := a.h, a.hs, a.start, a.keep
 	var re *RoleError
 	var nr *NotReadyError
 	if err != nil && !errors.As(err, &nr) {
@@ -170,12 +197,13 @@ func (c *Cluster) attemptDone(ctx context.Context, h int, hs *hostState, start t
 }
 
 // checkState reads the state of conn's server, a new session to host h, when the attempt
-// needs it (see needsState; a replica session, without checkRole, only for the
+// needs it (see needsState; a replica session, attemptNoRole, only for the
 // readiness of a Galera or Group Replication cluster), and records it (noteState). It
 // fails the attempt with the *NotReadyError of a server that is not ready, a *RoleError
-// when checkRole is set and the role does not qualify, or the read's own error; with
-// prefer-standby and lastResortOK a non-standby is kept aside (lastResort) instead.
-func (c *Cluster) checkState(ctx context.Context, h int, conn driver.Conn, checkRole, lastResortOK bool) (lastResort bool, err error) {
+// when o checks the role and it does not qualify, or the read's own error; with
+// prefer-standby and attemptLastResort a non-standby is kept aside (lastResort) instead.
+func (c *Cluster) checkState(ctx context.Context, h int, conn driver.Conn, o attemptOpts) (lastResort bool, err error) {
+	checkRole, lastResortOK := !o.has(attemptNoRole), o.has(attemptLastResort)
 	role := checkRole && c.Target() != attrs.Any
 	if !role && (!checkRole && !c.Kind().readinessKind() || checkRole && !c.needsState(c.topo())) {
 		return false, nil
@@ -183,7 +211,7 @@ func (c *Cluster) checkState(ctx context.Context, h int, conn driver.Conn, check
 	st, err := ReadState(ctx, conn, kindOf(c.cfg.Cluster))
 	if err != nil {
 		if Refusal(err) != nil {
-			return false, err // attemptHost records it
+			return false, err // attemptDone records it
 		}
 		return false, NotBadConn(err, "role check failed")
 	}

@@ -130,7 +130,7 @@ func (c *Cluster) applyHosts(provided []failover.ProvidedHost) error {
 	evs := d.evs
 	d.evs, d.changed = nil, false
 	d.mu.Unlock()
-	err := c.putHosts(entries, provided == nil, provided != nil)
+	err := c.putHosts(entries, provided != nil)
 	if err != nil {
 		d.mu.Lock()
 		d.evs = append(evs, d.evs...) // the members' changes are still to take, with the next read

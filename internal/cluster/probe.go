@@ -264,6 +264,14 @@ func (c *Cluster) probeBudget(h *hostState, start time.Time) probeBounds {
 	return b
 }
 
+// probed is the host of a probe's round trip: its id, its state and the session the
+// probe runs on.
+type probed struct {
+	id   int
+	h    *hostState
+	conn driver.Conn
+}
+
 // probeResult is what one probe found. Its fields carry over from one try of the probe
 // to the next (probeConn).
 type probeResult struct {
@@ -310,7 +318,7 @@ func (c *Cluster) probeConn(ctx context.Context, id int, h *hostState, b probeBo
 		if giveBack == nil {
 			h.own.Add(1)
 		}
-		over, keep := c.probeRoundTrip(ctx, id, h, conn, b, &r)
+		over, keep := c.probeRoundTrip(ctx, probed{id, h, conn}, b, &r)
 		switch {
 		case giveBack != nil:
 			giveBack(!keep) // a broken one is closed by its lender
@@ -407,7 +415,8 @@ func (c *Cluster) probeDial(ctx context.Context, id int, h *hostState, b probeBo
 // (probeDiscover). It reports whether the probe is over (when not, it may run again on
 // a new connection), and whether conn may serve the next probe: not when a read on it
 // failed, as its protocol state is then unknown.
-func (c *Cluster) probeRoundTrip(ctx context.Context, id int, h *hostState, conn driver.Conn, b probeBounds, r *probeResult) (over, keep bool) {
+func (c *Cluster) probeRoundTrip(ctx context.Context, p probed, b probeBounds, r *probeResult) (over, keep bool) {
+	id, h, conn := p.id, p.h, p.conn
 	rtStart := c.env.Clock.Now()
 	r.st, r.timedOut, r.err = c.cfg.roundTrip(ctx, conn, b.wait, b.rto, c.stateDue(id, h, rtStart))
 	r.rtt = c.env.Clock.Now().Sub(rtStart)
@@ -417,7 +426,7 @@ func (c *Cluster) probeRoundTrip(ctx context.Context, id int, h *hostState, conn
 	if r.err != nil {
 		return false, false
 	}
-	if !c.probeMeasure(ctx, id, h, conn, r.st, b.wait) || !c.probeDiscover(ctx, id, conn, r.st, b.wait) {
+	if !c.probeMeasure(ctx, p, r.st, b.wait) || !c.probeDiscover(ctx, id, conn, r.st, b.wait) {
 		return true, false // broke while its lag or the cluster's members were read: reopened next round
 	}
 	return true, true
@@ -426,7 +435,8 @@ func (c *Cluster) probeRoundTrip(ctx context.Context, id int, h *hostState, conn
 // probeMeasure records host id's replica lag, with replica reads, after a passed round
 // trip that read st: Galera's own counter, none for the pool's writer, or the replica
 // status read on conn within wait (probeLag). It reports false when conn broke meanwhile.
-func (c *Cluster) probeMeasure(ctx context.Context, id int, h *hostState, conn driver.Conn, st *State, wait time.Duration) bool {
+func (c *Cluster) probeMeasure(ctx context.Context, p probed, st *State, wait time.Duration) bool {
+	id, h, conn := p.id, p.h, p.conn
 	switch {
 	case !c.cfg.ReplicaReads:
 	case st != nil && st.Kind == KindGalera:
@@ -461,7 +471,9 @@ func (c *Cluster) probeFailed(h *hostState, start, now time.Time, r probeResult)
 	}
 	// Replica sessions may be on a host declared down now: decide aborts them, so that
 	// reads in flight there fail at once and run again on another replica.
-	h.mon.declare(down, c.cfg.ReplicaReads)
+	if down {
+		h.mon.declareDown(c.cfg.ReplicaReads)
+	}
 	changed := h.setState(s, err, c.env.Clock.Now())
 	h.mu.Unlock()
 	c.reportState(h, changed, s, err)

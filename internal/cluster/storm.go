@@ -124,14 +124,25 @@ func (c *Cluster) blamed(hs *hostState) bool {
 	return v.failing || v.probeFailing || v.skipped(c.env.Clock.Now().UnixNano())
 }
 
-// closedAgain decides on a closed handshake, the n-th (from 1) of a patient attempt on
-// host hs that began at start when the host's life count was life0. It returns retry
-// true, after the pause, while another try is due within total and nothing blames the
+// handshakeTries is where a patient attempt stands when a handshake was closed (see
+// closedAgain).
+type handshakeTries struct {
+	hs    *hostState    // the host
+	n     int           // the closed handshakes so far, this one included (from 1)
+	start time.Time     // when the patient attempt began
+	total time.Duration // what it may take in all
+	life0 uint64        // the host's life count at start
+}
+
+// closedAgain decides on a closed handshake, the t.n-th of a patient attempt on host
+// t.hs that began at t.start when the host's life count was t.life0. It returns retry
+// true, after the pause, while another try is due within t.total and nothing blames the
 // host (blamed). Otherwise it reports the attempt (EventConnect) and returns the error
 // it ends with: a *SessionClosedError when the host showed a sign of life meanwhile and
 // nothing blames it (the host is left as it is); else err, the host put into backoff as
 // for any failed attempt (unless ctx ended).
-func (c *Cluster) closedAgain(ctx context.Context, hs *hostState, n int, start time.Time, total time.Duration, life0 uint64, err error) (retry bool, out error) {
+func (c *Cluster) closedAgain(ctx context.Context, t handshakeTries, err error) (retry bool, out error) {
+	hs, n, start, total, life0 := t.hs, t.n, t.start, t.total, t.life0
 	waited := c.env.Clock.Now().Sub(start)
 	pause := handshakePause(n)
 	blamed := c.blamed(hs)

@@ -150,13 +150,13 @@ func (c *Cluster) SetHosts(hosts []failover.ProvidedHost) error {
 	return c.applyHosts(hosts)
 }
 
-// putHosts applies entries (a valid list) as the host list, with the primary kept where
-// it is when keepPrimary is set and it stays in the list (a change discovery made), else
-// the first local host; provided says the list comes from the provider
-// (EventHostList). It reports the events once c.mu is released, and closes the idle
+// putHosts applies entries (a valid list) as the host list. provided says the list
+// comes from the provider (EventHostList), with the primary the first local host; else
+// the change is discovery's, and the primary is kept where it is when it stays in the
+// list. It reports the events once c.mu is released, and closes the idle
 // shared sessions of hosts that left the list.
-func (c *Cluster) putHosts(entries []listEntry, keepPrimary, provided bool) error {
-	evs, err := c.setHosts(entries, keepPrimary, provided)
+func (c *Cluster) putHosts(entries []listEntry, provided bool) error {
+	evs, err := c.setHosts(entries, provided)
 	for _, e := range evs {
 		c.emit(e)
 	}
@@ -166,7 +166,8 @@ func (c *Cluster) putHosts(entries []listEntry, keepPrimary, provided bool) erro
 
 // setHosts is putHosts under c.mu. It returns the events to report once the lock is
 // released.
-func (c *Cluster) setHosts(hosts []listEntry, keepPrimary, provided bool) ([]failover.Event, error) {
+func (c *Cluster) setHosts(hosts []listEntry, provided bool) ([]failover.Event, error) {
+	keepPrimary := !provided
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	cur := c.pos.Load()

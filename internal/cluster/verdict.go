@@ -89,7 +89,7 @@ func (c *Cluster) Recover(ctx context.Context, host int, cause error, setup Setu
 			hs.check = nil
 			hs.mu.Unlock()
 			close(k.done)
-			return c.checked(ctx, host, cause, setup, conn, err)
+			return c.checked(ctx, host, cause, setup, checkResult{conn, err})
 		}
 		k.waiters++
 		hs.mu.Unlock()
@@ -106,12 +106,19 @@ func (c *Cluster) Recover(ctx context.Context, host int, cause error, setup Setu
 		}
 		// The host answers: a session of this connection's own, with the usual bounds.
 		conn, _, err := c.attemptPatient(ctx, host, setup, false, 0)
-		return c.checked(ctx, host, cause, setup, conn, err)
+		return c.checked(ctx, host, cause, setup, checkResult{conn, err})
 	}
 }
 
-// checked acts on the outcome of a same-host attempt of Recover.
-func (c *Cluster) checked(ctx context.Context, host int, cause error, setup SetupFunc, conn driver.Conn, err error) (driver.Conn, int, error) {
+// checkResult is the outcome of a same-host attempt of Recover: its session, or err.
+type checkResult struct {
+	conn driver.Conn
+	err  error
+}
+
+// checked acts on the outcome r of a same-host attempt of Recover.
+func (c *Cluster) checked(ctx context.Context, host int, cause error, setup SetupFunc, r checkResult) (driver.Conn, int, error) {
+	conn, err := r.conn, r.err
 	var re *RoleError
 	switch {
 	case err == nil:
@@ -179,7 +186,7 @@ func (e *fullError) Unwrap() error { return e.err }
 // DefaultFullWaitMax, for at most hostTimeout (DefaultFullWait when 0) and within ctx;
 // then, or at once for 1226 and 1129, the caller gets an error naming the host and
 // wrapping the server's answer. The host's state is never touched by it: a full host is
-// up. limit as attemptWithin.
+// up. limit as attemptOpts'.
 //
 // Without limit (not the quick check of a host whose session ended), a handshake the
 // server closed (a *HandshakeClosedError) is tried again on the same host after
@@ -202,12 +209,19 @@ func (c *Cluster) attemptPatient(ctx context.Context, h int, setup SetupFunc, la
 	if keep {
 		life0 = c.life(hs)
 	}
+	o := attemptOpts{limit: limit}
+	if lastResortOK {
+		o.flags |= attemptLastResort
+	}
+	if keep {
+		o.flags |= attemptKeep
+	}
 	closed := 0
 	for n := 1; ; n++ {
-		conn, lastResort, err := c.attemptRun(ctx, h, setup, lastResortOK, limit, true, keep)
+		conn, lastResort, err := c.attemptRun(ctx, h, setup, o)
 		if keep && closedHandshake(err) {
 			closed++
-			retry, out := c.closedAgain(ctx, hs, closed, start, total, life0, err)
+			retry, out := c.closedAgain(ctx, handshakeTries{hs: hs, n: closed, start: start, total: total, life0: life0}, err)
 			if retry {
 				continue
 			}

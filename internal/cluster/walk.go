@@ -211,7 +211,7 @@ func (c *Cluster) walk(ctx context.Context, p plan, cause error, setup SetupFunc
 	for i := 0; i < passesAll; i++ {
 		if i > 0 {
 			if err := c.env.Clock.Sleep(ctx, DefaultPassPause); err != nil {
-				return nil, -1, c.noHost(t, w.passes, w.errs, w.tried, EndErr(ctx), p)
+				return nil, -1, c.noHost(w, EndErr(ctx))
 			}
 		}
 		w.passes++
@@ -220,7 +220,7 @@ func (c *Cluster) walk(ctx context.Context, p plan, cause error, setup SetupFunc
 			return conn, h, err
 		}
 	}
-	return nil, -1, c.noHost(t, w.passes, w.errs, w.tried, nil, p)
+	return nil, -1, c.noHost(w, nil)
 }
 
 // walkRun is what one walk keeps from host to host and pass to pass.
@@ -243,7 +243,7 @@ func (c *Cluster) walkPass(ctx context.Context, w *walkRun, i int, order []int, 
 	t, p := w.t, w.p
 	for _, h := range order {
 		if Ended(ctx) {
-			return nil, -1, true, c.noHost(t, w.passes, w.errs, w.tried, EndErr(ctx), p)
+			return nil, -1, true, c.noHost(w, EndErr(ctx))
 		}
 		w.tried[h] = true
 		w.triedPrimary = w.triedPrimary || h == t.primary
@@ -263,7 +263,7 @@ func (c *Cluster) walkPass(ctx context.Context, w *walkRun, i int, order []int, 
 			}
 		}
 		if err == nil {
-			c.landed(h, w.triedPrimary, p, c.why(w.cause, w.errs), false, w.began)
+			c.landed(w, h, false)
 			return conn, h, true, nil
 		}
 		var we *WritersError
@@ -273,7 +273,7 @@ func (c *Cluster) walkPass(ctx context.Context, w *walkRun, i int, order []int, 
 		}
 		w.errs[h] = err
 		if Ended(ctx) {
-			return nil, -1, true, c.noHost(t, w.passes, w.errs, w.tried, EndErr(ctx), p)
+			return nil, -1, true, c.noHost(w, EndErr(ctx))
 		}
 		if stopsWalk(ctx, err) && !(i == 0 && h == t.primary && p.primaryFirst) {
 			// Access denied, unknown database...: every host would say the same,
@@ -287,7 +287,7 @@ func (c *Cluster) walkPass(ctx context.Context, w *walkRun, i int, order []int, 
 	if w.spare != nil {
 		conn, h := w.spare, w.spareHost
 		w.spare = nil
-		c.landed(h, w.triedPrimary, p, c.why(w.cause, w.errs), true, w.began)
+		c.landed(w, h, true)
 		return conn, h, true, nil
 	}
 	return nil, -1, false, nil
@@ -305,7 +305,8 @@ func (c *Cluster) walkAttempt(ctx context.Context, w *walkRun, h int, setup Setu
 	return c.attempt(ctx, h, setup, w.spare == nil)
 }
 
-func (c *Cluster) noHost(t *topo, passes int, errs []error, tried []bool, ctxErr error, p plan) error {
+func (c *Cluster) noHost(w *walkRun, ctxErr error) error {
+	t, passes, errs, tried, p := w.t, w.passes, w.errs, w.tried, w.p
 	e := &failover.NoHostAvailableError{Passes: passes, Hosts: make([]failover.HostError, 0, len(t.list)), Err: ctxErr}
 	infos := t.infos()
 	now := c.env.Clock.Now().UnixNano()
@@ -347,7 +348,8 @@ func (c *Cluster) why(cause error, errs []error) error {
 // landed records that a walk ended on host h, lastResort when prefer-standby had to
 // take a non-standby, of a walk that began at began. A move away from the pool's host
 // counts as a failover.
-func (c *Cluster) landed(h int, triedPrimary bool, pl plan, cause error, lastResort bool, began time.Time) {
+func (c *Cluster) landed(w *walkRun, h int, lastResort bool) {
+	triedPrimary, pl, cause, began := w.triedPrimary, w.p, c.why(w.cause, w.errs), w.began
 	failed := pl.failed
 	c.mu.Lock()
 	prev := c.pos.Load()
