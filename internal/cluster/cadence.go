@@ -1,6 +1,6 @@
 package cluster
 
-// The monitor's two cadences (monitor): ALERT, the schedule that detection needs (the
+// The monitor's two cadences (monitor.loop): ALERT, the schedule that detection needs (the
 // active host every checkInterval/DefaultActiveProbes, the others every checkInterval),
 // while something about a host looks wrong or just changed; WATCHED, every
 // calmCheckInterval/DefaultWatchDivisor, the other hosts while the pool's host looks
@@ -99,7 +99,7 @@ func (cfg settings) calmEvery() time.Duration {
 // would have started at the latest.
 func (cfg settings) waitGrace() time.Duration { return cfg.probeEvery(true) }
 
-// cadenceRun is the monitor goroutine's cadence state (monitor): the calm grid (base,
+// cadenceRun is the monitor goroutine's cadence state (monitor.loop): the calm grid (base,
 // phase), each host's next calm probe, when each host last looked wrong, and the
 // position seen last.
 type cadenceRun struct {
@@ -120,10 +120,10 @@ type cadenceRun struct {
 }
 
 // newCadence returns the cadence state of a monitor that starts at now.
-func (c *Cluster) newCadence(now time.Time) *cadenceRun {
-	r := &cadenceRun{calm: c.cfg.calmEvery(), base: now, nextCalm: map[int]time.Time{},
-		trouble: map[int]time.Time{}, roles: map[int]failover.Role{}, lastA: -1, phase: c.calmPhase,
-		cfg: c.cfg, alerts: &c.alerts, waiting: c.env.Waiting, rep: &c.rep}
+func (mon *monitor) newCadence(now time.Time) *cadenceRun {
+	r := &cadenceRun{calm: mon.cfg.calmEvery(), base: now, nextCalm: map[int]time.Time{},
+		trouble: map[int]time.Time{}, roles: map[int]failover.Role{}, lastA: -1, phase: mon.calmPhase,
+		cfg: mon.cfg, alerts: &mon.alerts, waiting: mon.env.Waiting, rep: &mon.c.rep}
 	return r
 }
 

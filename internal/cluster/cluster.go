@@ -130,8 +130,6 @@ type Cluster struct {
 	// closed is set once, by Close, and read without the lock at the start of every
 	// walk, check and recovery.
 	closed atomic.Bool
-	// aborted counts the monitor's abort rounds (Stats): no position changes with it.
-	aborted atomic.Int64
 	// writeRefusals counts the callers' errors that say a write could not be served
 	// (NoteWriteRefused; Stats().WriteRefusals).
 	writeRefusals atomic.Int64
@@ -143,16 +141,7 @@ type Cluster struct {
 	// reader.
 	inUse sync.RWMutex
 
-	monitorRun sync.WaitGroup
-	probes     probeSet
-	// monitorProbes counts the probes the monitor goroutine started and has not yet
-	// seen end (monitor), for tests that step its clock.
-	monitorProbes atomic.Int32
-	// alerts is what the events tell the monitor's cadence (cadence.go).
-	alerts alerts
-	// calmPhase is this connector's offset on the calm grid, in [0, calm period),
-	// drawn at random by New (cadence.go); never written after.
-	calmPhase time.Duration
+	mon monitor // the monitor: probes, cadence, decisions (monitor.go)
 
 	rep   replicaState // replica reads (replicas.go)
 	rpool replicaPool  // the replica sessions the pool's connections share (replicapool.go)
@@ -202,8 +191,9 @@ func New(cfg *dsn.Config, env Env) (*Cluster, error) {
 		env.Clock = SystemClock
 	}
 	c := &Cluster{cfg: settings{cfg}, env: env}
+	c.mon.c, c.mon.cfg, c.mon.env = c, c.cfg, &c.env
 	if calm := c.cfg.calmEvery(); calm > 0 {
-		c.calmPhase = rand.N(calm) // each connector its own phase: a fleet does not probe in step
+		c.mon.calmPhase = rand.N(calm) // each connector its own phase: a fleet does not probe in step
 	}
 	c.kind.Store(int32(kindOf(cfg.Cluster)))
 	hosts := make([]*hostState, len(cfg.Hosts))
@@ -305,8 +295,8 @@ func (c *Cluster) Close() {
 	if stop != nil {
 		stop()
 	}
-	c.monitorRun.Wait()
-	c.probes.closeAll() // also those of Check calls made without Start
+	c.mon.run.Wait()
+	c.mon.probes.closeAll() // also those of Check calls made without Start
 	c.rpool.close()
 	if p, ok := c.env.Provider.(interface{ CloseIdleConnections() }); ok {
 		p.CloseIdleConnections() // HTTPHostList: no keep-alive goroutine outlives Close
@@ -317,7 +307,7 @@ func (c *Cluster) Close() {
 // never called with a lock held: both are the caller's code.
 func (c *Cluster) emit(e failover.Event) {
 	if c.cfg.CheckInterval > 0 && c.cfg.CalmCheckInterval > 0 {
-		c.alerts.noteEvent(e, c.env.Clock.Now())
+		c.mon.alerts.noteEvent(e, c.env.Clock.Now())
 	}
 	if c.env.OnEvent == nil && c.env.Logger == nil {
 		return

@@ -152,15 +152,15 @@ func (c *Cluster) applyHosts(provided []failover.ProvidedHost) error {
 // takeDiscovered applies the members found when they changed since the list was last
 // taken. It must be called without c.inUse held (so that ids of hosts that left may be
 // given to new ones).
-func (c *Cluster) takeDiscovered() {
-	if !c.cfg.DiscoverHosts {
+func (mon *monitor) takeDiscovered() {
+	if !mon.cfg.DiscoverHosts {
 		return
 	}
-	c.disc.mu.Lock()
-	changed := c.disc.changed
-	c.disc.mu.Unlock()
+	mon.c.disc.mu.Lock()
+	changed := mon.c.disc.changed
+	mon.c.disc.mu.Unlock()
 	if changed {
-		_ = c.applyHosts(nil)
+		_ = mon.c.applyHosts(nil)
 	}
 }
 
@@ -169,30 +169,30 @@ func (c *Cluster) takeDiscovered() {
 // host, ready, and in a replication cluster writable (the primary the replicas register
 // with). A read the server refuses is recorded (discovery.refused); one that did not
 // complete changes nothing. It reports false when conn broke or timed out.
-func (c *Cluster) probeDiscover(ctx context.Context, id int, conn driver.Conn, st *State, wait time.Duration) bool {
-	if !c.cfg.DiscoverHosts || st == nil || st.NotReady != nil || id != c.Active() ||
+func (mon *monitor) probeDiscover(ctx context.Context, id int, conn driver.Conn, st *State, wait time.Duration) bool {
+	if !mon.cfg.DiscoverHosts || st == nil || st.NotReady != nil || id != mon.c.Active() ||
 		st.Kind == KindUnknown || st.Kind == KindReplication && !writable(st.Role) {
 		return true
 	}
-	now := c.env.Clock.Now()
+	now := mon.env.Clock.Now()
 	// Once per checkInterval: the pool's host is probed twice per checkInterval, and a
 	// read is due again three quarters of one later, so that the jitter of a probe's
 	// round trip never skips a round (and a probe half a period later never reads).
-	if !c.disc.claim(now, c.cfg.CheckInterval-c.cfg.CheckInterval/4) {
+	if !mon.c.disc.claim(now, mon.cfg.CheckInterval-mon.cfg.CheckInterval/4) {
 		return true
 	}
 	rctx, cancel := withBudget(ctx, wait)
 	defer cancel()
-	members, query, err := c.disc.readMembers(rctx, conn, st.Kind)
+	members, query, err := mon.c.disc.readMembers(rctx, conn, st.Kind)
 	if err != nil {
 		if Classify(rctx, err) != Data {
-			c.disc.unclaim() // the next probe reads again
+			mon.c.disc.unclaim() // the next probe reads again
 			return false
 		}
-		c.disc.refused(c.Host(id), query, st.Kind, err, now)
+		mon.c.disc.refused(mon.c.Host(id), query, st.Kind, err, now)
 		return true
 	}
-	c.disc.noteMembers(c.topo().listed(), members, st.Galera.UUID, now)
+	mon.c.disc.noteMembers(mon.c.topo().listed(), members, st.Galera.UUID, now)
 	return true
 }
 

@@ -203,7 +203,7 @@ func (c *Cluster) Stats() failover.Stats {
 	now := c.env.Clock.Now().UnixNano()
 	s := failover.Stats{
 		Active: t.hosts[p.active].addr, Primary: t.hosts[t.primary].addr,
-		Failovers: p.failovers, FallBacks: p.fallBacks, Aborted: c.aborted.Load(),
+		Failovers: p.failovers, FallBacks: p.fallBacks, Aborted: c.mon.aborted.Load(),
 		ReplicaRetries: c.rep.retries.Load(), ReplicaToPrimary: c.rep.toPrimary.Load(),
 		CausalWaits: c.rep.causalWaits.Load(), CausalPrimary: c.rep.causalPrimary.Load(),
 		WriteRefusals: c.writeRefusals.Load(), WriterAvailable: c.writerAvailable(p), CallerErrors: c.callerErrors.Load(),
@@ -238,7 +238,7 @@ func (c *Cluster) hostStats(id int, h *hostState, now int64) failover.HostStats 
 	h.mu.Lock()
 	hs := failover.HostStats{Addr: h.addr, DC: h.dc, State: h.state, LastError: h.lastErr, Changed: h.changed,
 		ProbeLatency: h.mon.latency(), Role: h.role, OpenConns: -1,
-		ProbeSession: c.probes.has(id), ProbesBorrowed: h.lent.Load(), ProbesOwn: h.own.Load()}
+		ProbeSession: c.mon.probes.has(id), ProbesBorrowed: h.lent.Load(), ProbesOwn: h.own.Load()}
 	if c.cfg.CheckInterval > 0 {
 		_, hs.ProbeTimeout = c.cfg.probeTimeouts(&h.mon)
 	}

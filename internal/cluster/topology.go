@@ -181,7 +181,7 @@ func (c *Cluster) setHosts(hosts []listEntry, provided bool) ([]failover.Event, 
 	if c.inUse.TryLock() {
 		defer c.inUse.Unlock()
 		for i, s := range all {
-			if !old.member[i] && i != cur.active && s.refs.Load() == 0 && !c.probes.has(i) {
+			if !old.member[i] && i != cur.active && s.refs.Load() == 0 && !c.mon.probes.has(i) {
 				free = append(free, i)
 			}
 		}

@@ -391,7 +391,7 @@ func (c *Cluster) landed(w *walkRun, h int, lastResort bool) {
 			e.From = c.Host(failed)
 		}
 		c.emit(e)
-		c.leftAfterFailure(prev.active)
+		c.mon.leftAfterFailure(prev.active)
 	}
 }
 

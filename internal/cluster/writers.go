@@ -601,30 +601,30 @@ func (c *Cluster) firstWriter(ctx context.Context, w *walkRun, h int, conn drive
 // (write targets only), once that host's probes have passed for SwitchBackDelay, as a
 // return home waits (a read_only that flaps never draws the pool back and forth), and
 // reports whether it did. A writer that is home is returnHome's to return to.
-func (c *Cluster) moveToWriter(pos *position, now time.Time) bool {
-	if !WriteIntent(c.Target()) || !c.Kind().oneWriter() {
+func (mon *monitor) moveToWriter(pos *position, now time.Time) bool {
+	if !WriteIntent(mon.c.Target()) || !mon.c.Kind().oneWriter() {
 		return false
 	}
-	v := c.writers.fresh()
+	v := mon.c.writers.fresh()
 	a := pos.active
 	if !v.two() || !v.has(a) || v.t != pos.t {
 		return false
 	}
 	w, why := v.choose(a)
-	if w == a || pos.t.isHome(w) || !pos.t.hosts[w].healthy(now, c.cfg.SwitchBackDelay) {
+	if w == a || pos.t.isHome(w) || !pos.t.hosts[w].healthy(now, mon.cfg.SwitchBackDelay) {
 		return false
 	}
 	cause := v.err(w, why)
-	if !c.moveFrom(pos, func(p *position) {
+	if !mon.c.moveFrom(pos, func(p *position) {
 		p.active, p.lastResort = w, false
 		if !p.t.isHome(w) {
-			c.restartClocks(p, false)
+			mon.c.restartClocks(p, false)
 		}
 		p.failovers++
 	}) {
 		return false
 	}
-	c.emit(failover.Event{Kind: failover.EventSwitch, Host: pos.t.hosts[w].addr, From: pos.t.hosts[a].addr, Err: cause})
+	mon.c.emit(failover.Event{Kind: failover.EventSwitch, Host: pos.t.hosts[w].addr, From: pos.t.hosts[a].addr, Err: cause})
 	return true
 }
 
@@ -634,23 +634,23 @@ func (c *Cluster) moveToWriter(pos *position, now time.Time) bool {
 // the look before it returns), or, with a write target, the probe found id writable
 // while the pool's host is writable too (moveToWriter acts on the look). The look is the
 // last one while fresh. The caller holds c.inUse for reading.
-func (c *Cluster) probeLooks(ctx context.Context, id int, st *State) {
-	pos := c.pos.Load()
-	if !c.Kind().oneWriter() || c.standbyIntent() || id == pos.active || st != nil && !writable(st.Role) {
+func (mon *monitor) probeLooks(ctx context.Context, id int, st *State) {
+	pos := mon.c.pos.Load()
+	if !mon.c.Kind().oneWriter() || mon.c.standbyIntent() || id == pos.active || st != nil && !writable(st.Role) {
 		return
 	}
 	switch {
 	case !pos.home && id == pos.t.primary:
-		if !pos.t.hosts[id].healthy(c.env.Clock.Now(), c.cfg.SwitchBackDelay) {
+		if !pos.t.hosts[id].healthy(mon.env.Clock.Now(), mon.cfg.SwitchBackDelay) {
 			return
 		}
-	case st == nil || !WriteIntent(c.Target()) || !writable(pos.t.hosts[pos.active].health().role):
+	case st == nil || !WriteIntent(mon.c.Target()) || !writable(pos.t.hosts[pos.active].health().role):
 		return
 	}
 	if st != nil {
-		c.writers.lookAt(ctx, pos.active, session{id: -1}, id)
+		mon.c.writers.lookAt(ctx, pos.active, session{id: -1}, id)
 	} else {
-		c.writers.lookAt(ctx, pos.active, session{id: -1})
+		mon.c.writers.lookAt(ctx, pos.active, session{id: -1})
 	}
 }
 
@@ -687,10 +687,10 @@ func (ws *writerState) stats(p *position) []string {
 // waits: in a replication cluster, with a target that writes, until a fresh look at the
 // writable hosts (the probes of home make one while the pool is away) says that they are
 // not both writable, or that the cluster follows home.
-func (c *Cluster) returnBlocked(home, from int) bool {
-	if !c.Kind().oneWriter() || c.standbyIntent() {
+func (mon *monitor) returnBlocked(home, from int) bool {
+	if !mon.c.Kind().oneWriter() || mon.c.standbyIntent() {
 		return false
 	}
-	v := c.writers.fresh()
+	v := mon.c.writers.fresh()
 	return v == nil || writerBlocks(v, home, from) != nil
 }
