@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -35,12 +36,26 @@ import (
 // lastResort true, for the walk to keep aside. A failure that is the host's (not the
 // caller's context, not its role, not a full host) puts the host into backoff; a success
 // clears it.
-func (c *Cluster) attempt(ctx context.Context, h int, setup SetupFunc, lastResortOK bool) (driver.Conn, bool, error) {
+func (at *attempter) attempt(ctx context.Context, h int, setup SetupFunc, lastResortOK bool) (driver.Conn, bool, error) {
 	var o attemptOpts
 	if lastResortOK {
 		o.flags = attemptLastResort
 	}
-	return c.attemptRun(ctx, h, setup, o)
+	return at.run(ctx, h, setup, o)
+}
+
+// attempter is one bounded host attempt (attempt.go) and the patience owed to a host
+// that is full or closes new sessions' handshakes (storm.go, patient). It reaches the
+// rest of the Cluster through c.
+type attempter struct {
+	c   *Cluster
+	cfg settings // c.cfg
+	env *Env     // &c.env
+
+	// handshakeRetries counts closed handshakes tried again on the same host, and
+	// sessionsClosed the new sessions that failed so while the host answered others
+	// (storm.go; Stats().HandshakeRetries, SessionsClosed).
+	handshakeRetries, sessionsClosed atomic.Int64
 }
 
 // attemptFlags shape one host attempt; the zero value is a walk's plain attempt.
@@ -54,7 +69,7 @@ const (
 	// OpenReplica).
 	attemptNoRole
 	// attemptKeep: a handshake the server closed (closedHandshake) leaves the host's
-	// health as it was and is not reported (EventConnect), for attemptPatient to
+	// health as it was and is not reported (EventConnect), for attempter.patient to
 	// decide.
 	attemptKeep
 )
@@ -69,15 +84,15 @@ type attemptOpts struct {
 // has reports whether o has flag f.
 func (o attemptOpts) has(f attemptFlags) bool { return o.flags&f != 0 }
 
-// attemptRun is attempt as o says.
-func (c *Cluster) attemptRun(ctx context.Context, h int, setup SetupFunc, o attemptOpts) (conn driver.Conn, lastResort bool, err error) {
+// run is attempt as o says.
+func (at *attempter) run(ctx context.Context, h int, setup SetupFunc, o attemptOpts) (conn driver.Conn, lastResort bool, err error) {
 	limit, keep := o.limit, o.has(attemptKeep)
-	hs := c.topo().host(h)
+	hs := at.c.topo().host(h)
 	if hs == nil {
 		return nil, false, fmt.Errorf("mysqlfailover: no host with id %d", h)
 	}
 	actx := ctx
-	budget, bound := c.cfg.attemptBudget(ctx, hs.health(), limit)
+	budget, bound := at.cfg.attemptBudget(ctx, hs.health(), limit)
 	if budget > 0 {
 		var cancel context.CancelFunc
 		actx, cancel = withBudget(ctx, budget) // a wall-clock bound, as every context's
@@ -89,12 +104,12 @@ func (c *Cluster) attemptRun(ctx context.Context, h int, setup SetupFunc, o atte
 		}
 		return err
 	}
-	start := c.env.Clock.Now()
-	conn, lastResort, err = c.attemptSession(actx, h, setup, o, timedOut)
-	err = c.attemptDone(ctx, attempted{h: h, hs: hs, start: start, keep: keep}, err)
+	start := at.env.Clock.Now()
+	conn, lastResort, err = at.session(actx, h, setup, o, timedOut)
+	err = at.done(ctx, attempted{h: h, hs: hs, start: start, keep: keep}, err)
 	if !keep || !closedHandshake(err) {
-		c.emit(failover.Event{Kind: failover.EventConnect, Host: hs.addr, Err: err})
-	} // else attemptPatient reports the attempt once it has decided (closedAgain)
+		at.c.emit(failover.Event{Kind: failover.EventConnect, Host: hs.addr, Err: err})
+	} // else attempter.patient reports the attempt once it has decided (closedAgain)
 	return conn, lastResort, err
 }
 
@@ -124,11 +139,11 @@ func (cfg settings) attemptBudget(ctx context.Context, hv health, limit time.Dur
 	return budget, bound
 }
 
-// attemptSession is the attempt's work within actx, its bound: dial host h, check its
+// session is the attempt's work within actx, its bound: dial host h, check its
 // state (checkState), set the session up. timedOut words an error as the bound's when
 // actx ended first. conn is nil when err is not.
-func (c *Cluster) attemptSession(actx context.Context, h int, setup SetupFunc, o attemptOpts, timedOut func(error) error) (conn driver.Conn, lastResort bool, err error) {
-	conn, err = c.env.Dial(actx, h)
+func (at *attempter) session(actx context.Context, h int, setup SetupFunc, o attemptOpts, timedOut func(error) error) (conn driver.Conn, lastResort bool, err error) {
+	conn, err = at.env.Dial(actx, h)
 	if err != nil {
 		if e := timedOut(err); e != err {
 			err = e
@@ -137,7 +152,7 @@ func (c *Cluster) attemptSession(actx context.Context, h int, setup SetupFunc, o
 		}
 	}
 	if err == nil {
-		if lastResort, err = c.checkState(actx, h, conn, o); err != nil {
+		if lastResort, err = at.checkState(actx, h, conn, o); err != nil {
 			err = timedOut(err)
 			_ = conn.Close()
 			conn = nil
@@ -153,7 +168,7 @@ func (c *Cluster) attemptSession(actx context.Context, h int, setup SetupFunc, o
 	return conn, lastResort, err
 }
 
-// attempted is the attempt attemptDone records: on hs, host h, begun at start; with
+// attempted is the attempt done records: on hs, host h, begun at start; with
 // keep, a closed handshake is not recorded (attemptKeep).
 type attempted struct {
 	h     int
@@ -162,36 +177,36 @@ type attempted struct {
 	keep  bool
 }
 
-// attemptDone records the outcome err of attempt a in the host's health (its backoff,
+// done records the outcome err of attempt a in the host's health (its backoff,
 // typical connect time, readiness and connections out), and returns err, a refusal as
 // its *NotReadyError. With a.keep, a closed handshake is not recorded: the caller
-// decides (attemptPatient).
-func (c *Cluster) attemptDone(ctx context.Context, a attempted, err error) error {
+// decides (attempter.patient).
+func (at *attempter) done(ctx context.Context, a attempted, err error) error {
 	h, hs, start, keep := a.h, a.hs, a.start, a.keep
 	var re *RoleError
 	var nr *NotReadyError
 	if err != nil && !errors.As(err, &nr) {
 		if nr = Refusal(err); nr != nil {
 			// Refused at connect (offline_mode's 3032), or while the state was read.
-			c.NoteRefusal(h, nr)
+			at.c.NoteRefusal(h, nr)
 			err = nr
 		}
 	}
 	switch {
 	case err == nil:
-		hs.noteConnectTime(c.env.Clock.Now().Sub(start))
+		hs.noteConnectTime(at.env.Clock.Now().Sub(start))
 		hs.refs.Add(1) // until Release
-		c.attemptSucceeded(hs)
-		if !c.needsState(c.topo()) {
-			c.setReady(h, nil) // a refusal's verdict ends with a session that works
+		at.c.attemptSucceeded(hs)
+		if !at.c.needsState(at.c.topo()) {
+			at.c.setReady(h, nil) // a refusal's verdict ends with a session that works
 		}
 	case errors.As(err, &re), nr != nil, dialect.Full(err):
 		// The host answers; the walk skips it for its role or its readiness, or it is full.
-		c.attemptSucceeded(hs)
+		at.c.attemptSucceeded(hs)
 	case keep && closedHandshake(err):
-		// One session's failure, maybe: attemptPatient tries again and decides.
+		// One session's failure, maybe: attempter.patient tries again and decides.
 	case !Ended(ctx):
-		c.attemptFailed(hs, err)
+		at.c.attemptFailed(hs, err)
 	}
 	return err
 }
@@ -202,29 +217,29 @@ func (c *Cluster) attemptDone(ctx context.Context, a attempted, err error) error
 // fails the attempt with the *NotReadyError of a server that is not ready, a *RoleError
 // when o checks the role and it does not qualify, or the read's own error; with
 // prefer-standby and attemptLastResort a non-standby is kept aside (lastResort) instead.
-func (c *Cluster) checkState(ctx context.Context, h int, conn driver.Conn, o attemptOpts) (lastResort bool, err error) {
+func (at *attempter) checkState(ctx context.Context, h int, conn driver.Conn, o attemptOpts) (lastResort bool, err error) {
 	checkRole, lastResortOK := !o.has(attemptNoRole), o.has(attemptLastResort)
-	role := checkRole && c.Target() != attrs.Any
-	if !role && (!checkRole && !c.Kind().readinessKind() || checkRole && !c.needsState(c.topo())) {
+	role := checkRole && at.c.Target() != attrs.Any
+	if !role && (!checkRole && !at.c.Kind().readinessKind() || checkRole && !at.c.needsState(at.c.topo())) {
 		return false, nil
 	}
-	st, err := ReadState(ctx, conn, kindOf(c.cfg.Cluster))
+	st, err := ReadState(ctx, conn, kindOf(at.cfg.Cluster))
 	if err != nil {
 		if Refusal(err) != nil {
 			return false, err // attemptDone records it
 		}
 		return false, NotBadConn(err, "role check failed")
 	}
-	c.noteState(h, st)
+	at.c.noteState(h, st)
 	switch {
 	case st.NotReady != nil:
 		return false, st.NotReady
-	case !role, Accepts(c.Target(), st.Role):
+	case !role, Accepts(at.c.Target(), st.Role):
 		return false, nil
-	case lastResortOK && c.Target() == attrs.PreferStandby:
+	case lastResortOK && at.c.Target() == attrs.PreferStandby:
 		return true, nil
 	}
-	return false, &RoleError{Role: st.Role, Wanted: c.Target()}
+	return false, &RoleError{Role: st.Role, Wanted: at.c.Target()}
 }
 
 // readinessKind reports whether the cluster type has a readiness to read beyond a

@@ -141,7 +141,8 @@ type Cluster struct {
 	// reader.
 	inUse sync.RWMutex
 
-	mon monitor // the monitor: probes, cadence, decisions (monitor.go)
+	mon monitor   // the monitor: probes, cadence, decisions (monitor.go)
+	att attempter // one host attempt, patient with a full host or a storm (attempt.go)
 
 	rep   replicaState // replica reads (replicas.go)
 	rpool replicaPool  // the replica sessions the pool's connections share (replicapool.go)
@@ -158,10 +159,6 @@ type Cluster struct {
 	// callerErrors counts the errors returned to callers for a host that failed,
 	// refused or was missing (NoteCallerError; Stats().CallerErrors).
 	callerErrors atomic.Int64
-	// handshakeRetries counts closed handshakes tried again on the same host, and
-	// sessionsClosed the new sessions that failed so while the host answered others
-	// (storm.go; Stats().HandshakeRetries, SessionsClosed).
-	handshakeRetries, sessionsClosed atomic.Int64
 	// logs is what the logger remembers of the failures that repeat (event.go), so
 	// that an outage is told once per host and state.
 	logs logRuns
@@ -192,6 +189,7 @@ func New(cfg *dsn.Config, env Env) (*Cluster, error) {
 	}
 	c := &Cluster{cfg: settings{cfg}, env: env}
 	c.mon.c, c.mon.cfg, c.mon.env = c, c.cfg, &c.env
+	c.att.c, c.att.cfg, c.att.env = c, c.cfg, &c.env
 	if calm := c.cfg.calmEvery(); calm > 0 {
 		c.mon.calmPhase = rand.N(calm) // each connector its own phase: a fleet does not probe in step
 	}

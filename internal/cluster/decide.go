@@ -211,7 +211,7 @@ func (c *Cluster) SwitchTo(ctx context.Context, host string) error {
 		// policy layer that ignores it.
 		return fmt.Errorf("mysqlfailover: SwitchTo %s: the host policy ignores it (a remote DC beyond usedHostsPerRemoteDC, or a WithPolicy layer), and an ignored host is never connected to", t.hosts[id].addr)
 	}
-	conn, _, err := c.attempt(ctx, id, nil, false)
+	conn, _, err := c.att.attempt(ctx, id, nil, false)
 	if err != nil {
 		return fmt.Errorf("mysqlfailover: SwitchTo %s: %w", t.hosts[id].addr, NotBadConn(err, ""))
 	}

@@ -38,7 +38,7 @@
 //     (under Cluster.mu) and the host's health through attemptSucceeded, attemptFailed
 //     and noteConnectTime (under hostState.mu).
 //   - storm.go: a new session whose handshake the pool's host closed (an overloaded
-//     listener): tried again on the same host with jittered pauses (attemptPatient),
+//     listener): tried again on the same host with jittered pauses (attempter.patient),
 //     and blamed on the host only when it showed no sign of life meanwhile (life: the
 //     host's answers count, which every passed attempt or probe moves, and the socket
 //     tracker's reads, Env.Answers) and nothing else blames it. Owns no state beyond

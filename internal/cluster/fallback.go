@@ -149,7 +149,7 @@ func (c *Cluster) TryFallBack(ctx context.Context, setup SetupFunc) (driver.Conn
 	if c.standbyIntent() {
 		conn, h, err = c.findHome(ctx, from, setup)
 	} else {
-		conn, _, err = c.attempt(ctx, h, setup, false)
+		conn, _, err = c.att.attempt(ctx, h, setup, false)
 		if err == nil {
 			// One writer: never from one writable host to another, unless the cluster
 			// follows home.
@@ -186,7 +186,7 @@ func (c *Cluster) findHome(ctx context.Context, from int, setup SetupFunc) (driv
 		if h == from || !t.isHome(h) {
 			continue
 		}
-		conn, _, aerr := c.attempt(ctx, h, setup, false)
+		conn, _, aerr := c.att.attempt(ctx, h, setup, false)
 		if aerr == nil {
 			return conn, h, nil
 		}

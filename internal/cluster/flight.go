@@ -86,7 +86,7 @@ func (c *Cluster) Failover(ctx context.Context, failed int, cause error, setup S
 		if err := c.env.Clock.Sleep(ctx, jitter(n)); err != nil {
 			return nil, -1, err
 		}
-		conn, _, err := c.attemptPatient(ctx, f.host, setup, false, 0)
+		conn, _, err := c.att.patient(ctx, f.host, setup, false, 0)
 		if err == nil {
 			return conn, f.host, nil
 		}

@@ -211,7 +211,7 @@ func (c *Cluster) Stats() failover.Stats {
 		TxReruns: c.tx.reruns.Load(), TxGaveUp: c.tx.gaveUp.Load(), TxCommitChecks: c.tx.checks.Load(),
 		TxReplays: c.tx.replays.Load(), TxReplayMismatches: c.tx.mismatches.Load(),
 		TxReplayTooBig: c.tx.tooBig.Load(), TxReplayUnsafe: c.tx.unsafeTx.Load(),
-		HandshakeRetries: c.handshakeRetries.Load(), SessionsClosed: c.sessionsClosed.Load(),
+		HandshakeRetries: c.att.handshakeRetries.Load(), SessionsClosed: c.att.sessionsClosed.Load(),
 	}
 	if c.cfg.ReplicaReads {
 		c.rep.current() // the skip reasons of the position now

@@ -197,7 +197,7 @@ func (mon *monitor) probe(ctx context.Context, id int) {
 	h := mon.c.topo().host(id)
 	start := mon.env.Clock.Now()
 	b := mon.probeBudget(h, start)
-	life0 := mon.c.life(h)
+	life0 := mon.c.att.life(h)
 	r := mon.probeConn(ctx, id, h, b)
 	if ctx.Err() != nil {
 		return // Close: not the host's doing
@@ -215,7 +215,7 @@ func (mon *monitor) probe(ctx context.Context, id int) {
 		mon.c.rpool.suspect(id, now.UnixNano())
 	}
 	if r.err != nil {
-		if r.timedOut && mon.c.life(h) != life0 && h.mon.answeredMeanwhile() {
+		if r.timedOut && mon.c.att.life(h) != life0 && h.mon.answeredMeanwhile() {
 			// Other sessions of the connector read from the host while the probe waited:
 			// it is slow (a starved CPU, a stall), not down. The probe is repeated at
 			// once.

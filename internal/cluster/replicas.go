@@ -315,7 +315,7 @@ func (c *Cluster) OpenReplica(ctx context.Context, host int, setup SetupFunc) (d
 	if v := h.health(); v.retryAt > c.env.Clock.Now().UnixNano() {
 		return nil, errReplicaBackoff
 	}
-	conn, _, err := c.attemptRun(ctx, host, setup, attemptOpts{flags: attemptNoRole})
+	conn, _, err := c.att.run(ctx, host, setup, attemptOpts{flags: attemptNoRole})
 	return conn, err
 }
 

@@ -300,9 +300,9 @@ func (c *Cluster) walkPass(ctx context.Context, w *walkRun, i int, order []int, 
 // staying where it is.
 func (c *Cluster) walkAttempt(ctx context.Context, w *walkRun, h int, setup SetupFunc) (driver.Conn, bool, error) {
 	if w.p.join && h == w.p.start {
-		return c.attemptPatient(ctx, h, setup, w.spare == nil, 0)
+		return c.att.patient(ctx, h, setup, w.spare == nil, 0)
 	}
-	return c.attempt(ctx, h, setup, w.spare == nil)
+	return c.att.attempt(ctx, h, setup, w.spare == nil)
 }
 
 func (c *Cluster) noHost(w *walkRun, ctxErr error) error {

@@ -588,7 +588,7 @@ func (c *Cluster) firstWriter(ctx context.Context, w *walkRun, h int, conn drive
 	werr := v.err(writer, why)
 	w.errs[h] = werr // the cause of the switch this walk makes
 	w.tried[writer] = true
-	next, _, err := c.attempt(ctx, writer, setup, false)
+	next, _, err := c.att.attempt(ctx, writer, setup, false)
 	if err != nil {
 		w.errs[writer] = err
 		return nil, h, werr
