@@ -141,8 +141,9 @@ type Cluster struct {
 	// reader.
 	inUse sync.RWMutex
 
-	mon monitor   // the monitor: probes, cadence, decisions (monitor.go)
-	att attempter // one host attempt, patient with a full host or a storm (attempt.go)
+	mon   monitor   // the monitor: probes, cadence, decisions (monitor.go)
+	att   attempter // one host attempt, patient with a full host or a storm (attempt.go)
+	walks walker    // the host walk, the flight's lead, the return home (walk.go)
 
 	rep   replicaState // replica reads (replicas.go)
 	rpool replicaPool  // the replica sessions the pool's connections share (replicapool.go)
@@ -190,6 +191,7 @@ func New(cfg *dsn.Config, env Env) (*Cluster, error) {
 	c := &Cluster{cfg: settings{cfg}, env: env}
 	c.mon.c, c.mon.cfg, c.mon.env = c, c.cfg, &c.env
 	c.att.c, c.att.cfg, c.att.env = c, c.cfg, &c.env
+	c.walks.c, c.walks.cfg, c.walks.env = c, c.cfg, &c.env
 	if calm := c.cfg.calmEvery(); calm > 0 {
 		c.mon.calmPhase = rand.N(calm) // each connector its own phase: a fleet does not probe in step
 	}

@@ -98,7 +98,7 @@ func (mon *monitor) leaveActive(pos *position, now time.Time) {
 	t, a := pos.t, pos.active
 	ha := t.host(a)
 	target := -1
-	for _, id := range mon.c.order(t, plan{start: t.next(a), failed: a}, 0, nil, nil) {
+	for _, id := range mon.c.walks.order(t, plan{start: t.next(a), failed: a}, 0, nil, nil) {
 		if id != a && t.hosts[id].healthy(now, 0) {
 			target = id
 			break
@@ -137,7 +137,7 @@ func (mon *monitor) leaveActive(pos *position, now time.Time) {
 func (mon *monitor) returnHome(pos *position, now time.Time) {
 	t, a := pos.t, pos.active
 	ha := t.host(a)
-	for _, id := range mon.c.order(t, plan{start: t.primary, failed: -1}, 0, nil, nil) {
+	for _, id := range mon.c.walks.order(t, plan{start: t.primary, failed: -1}, 0, nil, nil) {
 		if id == a || !t.isHome(id) || !t.hosts[id].healthy(now, mon.cfg.SwitchBackDelay) {
 			continue
 		}

@@ -147,13 +147,13 @@ func (c *Cluster) TryFallBack(ctx context.Context, setup SetupFunc) (driver.Conn
 	began := c.env.Clock.Now() // Event.Duration of the fall-back
 	h := c.Primary()
 	if c.standbyIntent() {
-		conn, h, err = c.findHome(ctx, from, setup)
+		conn, h, err = c.walks.findHome(ctx, from, setup)
 	} else {
 		conn, _, err = c.att.attempt(ctx, h, setup, false)
 		if err == nil {
 			// One writer: never from one writable host to another, unless the cluster
 			// follows home.
-			if err = c.fallBackGate(ctx, conn, h, from); err != nil {
+			if err = c.walks.fallBackGate(ctx, conn, h, from); err != nil {
 				_ = conn.Close()
 				c.Release(h)
 				conn = nil
@@ -178,15 +178,15 @@ func (c *Cluster) TryFallBack(ctx context.Context, setup SetupFunc) (driver.Conn
 // findHome is TryFallBack's search with a standby target: one pass, in plan order, over
 // the home hosts other than from, each attempt strict (no last resort). It returns the
 // first that qualifies, or the last error (h is then the last host tried, or -1).
-func (c *Cluster) findHome(ctx context.Context, from int, setup SetupFunc) (driver.Conn, int, error) {
+func (wk *walker) findHome(ctx context.Context, from int, setup SetupFunc) (driver.Conn, int, error) {
 	err := errors.New("mysqlfailover: no other local host to return to")
 	last := -1
-	t := c.topo()
-	for _, h := range c.order(t, plan{start: from, failed: -1}, 0, nil, nil) {
+	t := wk.c.topo()
+	for _, h := range wk.order(t, plan{start: from, failed: -1}, 0, nil, nil) {
 		if h == from || !t.isHome(h) {
 			continue
 		}
-		conn, _, aerr := c.att.attempt(ctx, h, setup, false)
+		conn, _, aerr := wk.c.att.attempt(ctx, h, setup, false)
 		if aerr == nil {
 			return conn, h, nil
 		}

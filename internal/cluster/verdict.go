@@ -89,7 +89,7 @@ func (c *Cluster) Recover(ctx context.Context, host int, cause error, setup Setu
 			hs.check = nil
 			hs.mu.Unlock()
 			close(k.done)
-			return c.checked(ctx, host, cause, setup, checkResult{conn, err})
+			return c.walks.checked(ctx, host, cause, setup, checkResult{conn, err})
 		}
 		k.waiters++
 		hs.mu.Unlock()
@@ -106,7 +106,7 @@ func (c *Cluster) Recover(ctx context.Context, host int, cause error, setup Setu
 		}
 		// The host answers: a session of this connection's own, with the usual bounds.
 		conn, _, err := c.att.patient(ctx, host, setup, false, 0)
-		return c.checked(ctx, host, cause, setup, checkResult{conn, err})
+		return c.walks.checked(ctx, host, cause, setup, checkResult{conn, err})
 	}
 }
 
@@ -117,21 +117,21 @@ type checkResult struct {
 }
 
 // checked acts on the outcome r of a same-host attempt of Recover.
-func (c *Cluster) checked(ctx context.Context, host int, cause error, setup SetupFunc, r checkResult) (driver.Conn, int, error) {
+func (wk *walker) checked(ctx context.Context, host int, cause error, setup SetupFunc, r checkResult) (driver.Conn, int, error) {
 	conn, err := r.conn, r.err
 	var re *RoleError
 	switch {
 	case err == nil:
-		c.emit(failover.Event{Kind: failover.EventSessionEnded, Host: c.Host(host), Err: NotBadConn(cause, "")})
+		wk.c.emit(failover.Event{Kind: failover.EventSessionEnded, Host: wk.c.Host(host), Err: NotBadConn(cause, "")})
 		return conn, host, nil
 	case Ended(ctx):
 		return nil, -1, err // the caller's context ended: no verdict on the host
 	case errors.As(err, &re), Classify(ctx, err) == NotReady, Classify(ctx, err) == NotReadyMidway:
-		return c.Failover(ctx, host, cause, setup) // up, but no longer of the wanted role, or not ready
+		return wk.c.Failover(ctx, host, cause, setup) // up, but no longer of the wanted role, or not ready
 	case answered(err):
 		return nil, -1, err // up but refusing (full for longer than we wait, access denied)
 	}
-	return c.Failover(ctx, host, cause, setup)
+	return wk.c.Failover(ctx, host, cause, setup)
 }
 
 // knownDown reports whether what the Cluster already knows says host hs is down after

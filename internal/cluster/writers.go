@@ -514,12 +514,12 @@ func column(cols []string, names ...string) int {
 // not (targetSessionAttrs any), and when home is writable looks at the writable hosts. It
 // returns nil when the fall-back may go on, the *WritersError when two writers keep the
 // pool where it is, or the error that broke conn. The caller holds c.inUse for reading.
-func (c *Cluster) fallBackGate(ctx context.Context, conn driver.Conn, home, from int) error {
-	if !c.Kind().oneWriter() || c.standbyIntent() {
+func (wk *walker) fallBackGate(ctx context.Context, conn driver.Conn, home, from int) error {
+	if !wk.c.Kind().oneWriter() || wk.c.standbyIntent() {
 		return nil
 	}
-	role := c.topo().hosts[home].health().role
-	if c.Target() == attrs.Any {
+	role := wk.c.topo().hosts[home].health().role
+	if wk.c.Target() == attrs.Any {
 		// The attempt read no role (or only the cluster type's, once): one round trip.
 		r, err := ReadRole(ctx, conn)
 		if err != nil {
@@ -529,16 +529,16 @@ func (c *Cluster) fallBackGate(ctx context.Context, conn driver.Conn, home, from
 			return NotBadConn(err, "role check failed")
 		}
 		role = r
-		c.setRole(home, r)
+		wk.c.setRole(home, r)
 	}
 	if !writable(role) {
 		return nil
 	}
 	need := []int{home}
-	if writable(c.topo().hosts[from].health().role) {
+	if writable(wk.c.topo().hosts[from].health().role) {
 		need = append(need, from)
 	}
-	v := c.writers.lookAt(ctx, from, session{home, conn, &State{Role: role, Kind: c.Kind()}}, need...)
+	v := wk.c.writers.lookAt(ctx, from, session{home, conn, &State{Role: role, Kind: wk.c.Kind()}}, need...)
 	if v == nil {
 		return EndErr(ctx)
 	}
@@ -565,8 +565,8 @@ func writerBlocks(v *writerEvidence, home, from int) error {
 // returns the connection and host to land on; when the attempt at the writer fails,
 // conn is closed, the writer's error recorded, and the *WritersError returned: the walk
 // goes on past h. The caller holds c.inUse for reading.
-func (c *Cluster) firstWriter(ctx context.Context, w *walkRun, h int, conn driver.Conn, setup SetupFunc) (driver.Conn, int, error) {
-	if c.pos.Load().settled || !WriteIntent(c.Target()) || !c.Kind().oneWriter() || !writable(w.t.hosts[h].health().role) {
+func (wk *walker) firstWriter(ctx context.Context, w *walkRun, h int, conn driver.Conn, setup SetupFunc) (driver.Conn, int, error) {
+	if wk.c.pos.Load().settled || !WriteIntent(wk.c.Target()) || !wk.c.Kind().oneWriter() || !writable(w.t.hosts[h].health().role) {
 		return conn, h, nil
 	}
 	// The hosts this walk tried before h failed it (unreachable, not ready, of a role
@@ -578,17 +578,17 @@ func (c *Cluster) firstWriter(ctx context.Context, w *walkRun, h int, conn drive
 	if !untried {
 		return conn, h, nil
 	}
-	v := c.writers.lookAt(ctx, -1, session{h, conn, &State{Role: w.t.hosts[h].health().role, Kind: c.Kind()}}, h)
+	v := wk.c.writers.lookAt(ctx, -1, session{h, conn, &State{Role: w.t.hosts[h].health().role, Kind: wk.c.Kind()}}, h)
 	writer, why := v.choose(-1)
 	if !v.two() || writer == h || !v.has(h) {
 		return conn, h, nil
 	}
 	_ = conn.Close()
-	c.Release(h)
+	wk.c.Release(h)
 	werr := v.err(writer, why)
 	w.errs[h] = werr // the cause of the switch this walk makes
 	w.tried[writer] = true
-	next, _, err := c.att.attempt(ctx, writer, setup, false)
+	next, _, err := wk.c.att.attempt(ctx, writer, setup, false)
 	if err != nil {
 		w.errs[writer] = err
 		return nil, h, werr
