@@ -196,17 +196,17 @@ func (at *attempter) done(ctx context.Context, a attempted, err error) error {
 	case err == nil:
 		hs.noteConnectTime(at.env.Clock.Now().Sub(start))
 		hs.refs.Add(1) // until Release
-		at.c.attemptSucceeded(hs)
-		if !at.c.needsState(at.c.topo()) {
-			at.c.setReady(h, nil) // a refusal's verdict ends with a session that works
+		at.c.rec.attemptSucceeded(hs)
+		if !at.c.rec.needsState(at.c.topo()) {
+			at.c.rec.setReady(h, nil) // a refusal's verdict ends with a session that works
 		}
 	case errors.As(err, &re), nr != nil, dialect.Full(err):
 		// The host answers; the walk skips it for its role or its readiness, or it is full.
-		at.c.attemptSucceeded(hs)
+		at.c.rec.attemptSucceeded(hs)
 	case keep && closedHandshake(err):
 		// One session's failure, maybe: attempter.patient tries again and decides.
 	case !Ended(ctx):
-		at.c.attemptFailed(hs, err)
+		at.c.rec.attemptFailed(hs, err)
 	}
 	return err
 }
@@ -220,7 +220,7 @@ func (at *attempter) done(ctx context.Context, a attempted, err error) error {
 func (at *attempter) checkState(ctx context.Context, h int, conn driver.Conn, o attemptOpts) (lastResort bool, err error) {
 	checkRole, lastResortOK := !o.has(attemptNoRole), o.has(attemptLastResort)
 	role := checkRole && at.c.Target() != attrs.Any
-	if !role && (!checkRole && !at.c.Kind().readinessKind() || checkRole && !at.c.needsState(at.c.topo())) {
+	if !role && (!checkRole && !at.c.Kind().readinessKind() || checkRole && !at.c.rec.needsState(at.c.topo())) {
 		return false, nil
 	}
 	st, err := ReadState(ctx, conn, kindOf(at.cfg.Cluster))
@@ -230,7 +230,7 @@ func (at *attempter) checkState(ctx context.Context, h int, conn driver.Conn, o 
 		}
 		return false, NotBadConn(err, "role check failed")
 	}
-	at.c.noteState(h, st)
+	at.c.rec.noteState(h, st)
 	switch {
 	case st.NotReady != nil:
 		return false, st.NotReady

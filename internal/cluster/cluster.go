@@ -144,6 +144,7 @@ type Cluster struct {
 	mon   monitor   // the monitor: probes, cadence, decisions (monitor.go)
 	att   attempter // one host attempt, patient with a full host or a storm (attempt.go)
 	walks walker    // the host walk, the flight's lead, the return home (walk.go)
+	rec   recorder  // what attempts and probes learn of a host (health.go, ready.go)
 
 	rep   replicaState // replica reads (replicas.go)
 	rpool replicaPool  // the replica sessions the pool's connections share (replicapool.go)
@@ -192,6 +193,7 @@ func New(cfg *dsn.Config, env Env) (*Cluster, error) {
 	c.mon.c, c.mon.cfg, c.mon.env = c, c.cfg, &c.env
 	c.att.c, c.att.cfg, c.att.env = c, c.cfg, &c.env
 	c.walks.c, c.walks.cfg, c.walks.env = c, c.cfg, &c.env
+	c.rec.c, c.rec.cfg, c.rec.env = c, c.cfg, &c.env
 	if calm := c.cfg.calmEvery(); calm > 0 {
 		c.mon.calmPhase = rand.N(calm) // each connector its own phase: a fleet does not probe in step
 	}
@@ -207,7 +209,7 @@ func New(cfg *dsn.Config, env Env) (*Cluster, error) {
 	}
 	c.publish(position{t: t, active: t.primary}) // not shared yet: no lock needed
 	c.rpool.ids, c.rpool.size = c, cfg.ReplicaPoolSize
-	c.writers.cl, c.writers.cfg, c.writers.dial = c, c.cfg, env.Dial
+	c.writers.cl, c.writers.rec, c.writers.cfg, c.writers.dial = c, &c.rec, c.cfg, env.Dial
 	c.rep.cfg, c.rep.pos, c.rep.kind, c.rep.emit = c.cfg, &c.pos, &c.kind, c.emit
 	c.disc.init(c.cfg, env.MapAddr)
 	return c, nil

@@ -587,8 +587,8 @@ func (d *discovery) stats() string {
 // listed host has the same identity (the same server, reported under another address:
 // a proxy, NAT): the list drops it when it is next taken. When id is the base host and
 // a member found has its identity, that one is dropped instead (and made unfit now).
-func (c *Cluster) noteIdent(id int, ident string) *NotReadyError {
-	t := c.topo()
+func (rc *recorder) noteIdent(id int, ident string) *NotReadyError {
+	t := rc.c.topo()
 	h := t.host(id)
 	if h == nil {
 		return nil
@@ -596,7 +596,7 @@ func (c *Cluster) noteIdent(id int, ident string) *NotReadyError {
 	h.mu.Lock()
 	h.ident = ident
 	h.mu.Unlock()
-	if !c.cfg.DiscoverHosts || ident == "" || !t.member[id] {
+	if !rc.cfg.DiscoverHosts || ident == "" || !t.member[id] {
 		return nil
 	}
 	mine := t.fromOf(id).origin == failover.OriginDiscovered
@@ -616,13 +616,13 @@ func (c *Cluster) noteIdent(id int, ident string) *NotReadyError {
 		if !mine {
 			drop, keep = o, id
 		}
-		nr := &NotReadyError{Kind: c.Kind(), Reason: fmt.Sprintf(
+		nr := &NotReadyError{Kind: rc.c.Kind(), Reason: fmt.Sprintf(
 			"the same server as %s (%s), reported under another address: not a second host", t.hosts[keep].addr, ident)}
-		c.disc.alias(t.hosts[drop].addr, t.hosts[keep].addr)
+		rc.c.disc.alias(t.hosts[drop].addr, t.hosts[keep].addr)
 		if drop == id {
 			return nr
 		}
-		c.setReady(drop, nr)
+		rc.setReady(drop, nr)
 		return nil
 	}
 	return nil

@@ -50,7 +50,7 @@ func (c *Cluster) Failover(ctx context.Context, failed int, cause error, setup S
 		// Into backoff, unless already there (a failed Reconnect just put it there, or
 		// another connection reported the same failure a moment ago): one failure, one
 		// step of backoff, however many connections saw it.
-		c.backOff(h, NotBadConn(cause, ""), true)
+		c.rec.backOff(h, NotBadConn(cause, ""), true)
 	}
 	for {
 		c.mu.Lock()

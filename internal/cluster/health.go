@@ -76,6 +76,16 @@ func newHostState(addr, dc string) *hostState {
 	return h
 }
 
+// recorder records what the attempts, probes and state reads learn of a host: its
+// backoff and state (health.go), its role, readiness, identity and Galera view
+// (ready.go), each under the host's lock, and reports the changes. It owns no state of
+// its own. It reaches the rest of the Cluster through c.
+type recorder struct {
+	c   *Cluster
+	cfg settings // c.cfg
+	env *Env     // &c.env
+}
+
 // health is what walks, checks and the monitor read of a host: a copy, taken under the
 // host's lock in one go.
 type health struct {
@@ -139,22 +149,22 @@ func (h *hostState) setState(s failover.HostState, err error, now time.Time) (ch
 
 // reportState reports a change of h's state to s that setState made (EventHostState,
 // and the logger).
-func (c *Cluster) reportState(h *hostState, changed bool, s failover.HostState, err error) {
+func (rc *recorder) reportState(h *hostState, changed bool, s failover.HostState, err error) {
 	if changed {
-		c.writers.gen.Add(1) // a look at the writable hosts is out of date
-		c.emit(failover.Event{Kind: failover.EventHostState, Host: h.addr, State: s, Err: err})
+		rc.c.writers.gen.Add(1) // a look at the writable hosts is out of date
+		rc.c.emit(failover.Event{Kind: failover.EventHostState, Host: h.addr, State: s, Err: err})
 	}
 }
 
 // attemptFailed puts h into backoff after a failed connection attempt.
-func (c *Cluster) attemptFailed(h *hostState, err error) { c.backOff(h, err, false) }
+func (rc *recorder) attemptFailed(h *hostState, err error) { rc.backOff(h, err, false) }
 
 // backOff puts h into backoff for err, one step further than the last, unless once is
 // set and h is in backoff already: a connection's report of a failed session (Failover)
 // is one failure, however many connections saw it (a failed reconnection, or another
 // connection's report a moment ago, has put the host there already).
-func (c *Cluster) backOff(h *hostState, err error, once bool) {
-	now := c.env.Clock.Now()
+func (rc *recorder) backOff(h *hostState, err error, once bool) {
+	now := rc.env.Clock.Now()
 	h.mu.Lock()
 	if once && h.retryAt > now.UnixNano() {
 		h.mu.Unlock()
@@ -165,17 +175,17 @@ func (c *Cluster) backOff(h *hostState, err error, once bool) {
 	h.failing = true
 	changed := h.setState(failover.HostDown, err, now)
 	h.mu.Unlock()
-	c.reportState(h, changed, failover.HostDown, err)
+	rc.reportState(h, changed, failover.HostDown, err)
 }
 
 // attemptSucceeded clears h's backoff.
-func (c *Cluster) attemptSucceeded(h *hostState) {
-	now := c.env.Clock.Now()
+func (rc *recorder) attemptSucceeded(h *hostState) {
+	now := rc.env.Clock.Now()
 	h.mu.Lock()
 	h.clearBackoffLocked()
 	changed := !h.mon.isDown() && h.setState(failover.HostUp, nil, now)
 	h.mu.Unlock()
-	c.reportState(h, changed, failover.HostUp, nil)
+	rc.reportState(h, changed, failover.HostUp, nil)
 }
 
 // clearBackoffLocked ends h's backoff: a connection attempt or a probe passed (a sign
@@ -315,29 +325,29 @@ func (c *Cluster) writerAvailable(p *position) bool {
 // for the Target. A host that no longer qualifies is then left by the connection that
 // found out, with Failover and a *RoleError as the cause, which moves the pool.
 func (c *Cluster) NoteRole(host int, role failover.Role) (qualifies bool) {
-	return c.setRole(host, role)
+	return c.rec.setRole(host, role)
 }
 
 // setRole records the role a check found on host and reports whether it qualifies.
-func (c *Cluster) setRole(host int, role failover.Role) bool {
-	ok := Accepts(c.Target(), role)
-	h := c.topo().host(host)
+func (rc *recorder) setRole(host int, role failover.Role) bool {
+	ok := Accepts(rc.c.Target(), role)
+	h := rc.c.topo().host(host)
 	if h == nil {
 		return ok
 	}
 	// prefer-standby takes any host as a last resort: a connection there stays.
-	unfit := !ok && c.Target() != attrs.PreferStandby
+	unfit := !ok && rc.c.Target() != attrs.PreferStandby
 	h.mu.Lock()
 	if h.role != role {
-		c.writers.gen.Add(1) // a look at the writable hosts is out of date
+		rc.c.writers.gen.Add(1) // a look at the writable hosts is out of date
 	}
 	h.role = role
 	changed := h.unfit != unfit
 	h.unfit = unfit
 	h.mu.Unlock()
-	c.rep.changed()
+	rc.c.rep.changed()
 	if changed {
-		c.refit(host) // the position carries the active host's fitness (Place)
+		rc.c.refit(host) // the position carries the active host's fitness (Place)
 	}
 	return ok
 }

@@ -225,7 +225,7 @@ func (mon *monitor) probe(ctx context.Context, id int) {
 		return
 	}
 	if r.st != nil {
-		mon.c.noteState(id, *r.st)
+		mon.c.rec.noteState(id, *r.st)
 	}
 	mon.probePassed(h, start, now, r.rtt)
 	mon.probeLooks(ctx, id, r.st)
@@ -476,7 +476,7 @@ func (mon *monitor) probeFailed(h *hostState, start, now time.Time, r probeResul
 	}
 	changed := h.setState(s, err, mon.env.Clock.Now())
 	h.mu.Unlock()
-	mon.c.reportState(h, changed, s, err)
+	mon.c.rec.reportState(h, changed, s, err)
 }
 
 // probePassed records a passed probe of h that started at start and ended at now, with
@@ -488,7 +488,7 @@ func (mon *monitor) probePassed(h *hostState, start, now time.Time, rtt time.Dur
 	h.clearBackoffLocked()
 	changed := h.setState(failover.HostUp, nil, mon.env.Clock.Now())
 	h.mu.Unlock()
-	mon.c.reportState(h, changed, failover.HostUp, nil)
+	mon.c.rec.reportState(h, changed, failover.HostUp, nil)
 	mon.c.emit(failover.Event{Kind: failover.EventProbePassed, Host: h.addr, Duration: now.Sub(start)})
 }
 

@@ -160,7 +160,7 @@ func (at *attempter) closedAgain(ctx context.Context, t handshakeTries, err erro
 		err = &SessionClosedError{Host: hs.addr, Attempts: n, Waited: waited, Err: err}
 		at.sessionsClosed.Add(1)
 	default:
-		at.c.attemptFailed(hs, err) // no sign of life, or blamed: the host's failure
+		at.c.rec.attemptFailed(hs, err) // no sign of life, or blamed: the host's failure
 	}
 	at.c.emit(failover.Event{Kind: failover.EventConnect, Host: hs.addr, Err: err})
 	return false, err

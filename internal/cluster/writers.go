@@ -71,6 +71,7 @@ type writerState struct {
 	reported string          // the writable hosts and the writer of the last EventTwoWriters
 
 	cl   writersHost // the Cluster
+	rec  *recorder   // the record of what a look reads (Cluster.rec)
 	cfg  settings
 	dial DialFunc // Env.Dial: a look's own sessions
 
@@ -81,11 +82,10 @@ type writerState struct {
 }
 
 // writersHost is what the look at the writers needs of the Cluster: the host list in
-// force, the clock, the record of a state read (noteState) and the events.
+// force, the clock and the events.
 type writersHost interface {
 	topo() *topo
 	Now() time.Time
-	noteState(id int, st State) (ready bool)
 	emit(e failover.Event)
 }
 
@@ -332,7 +332,7 @@ func (ws *writerState) look(ctx context.Context, have session) *writerEvidence {
 		if !e.read {
 			continue
 		}
-		ws.cl.noteState(id, e.st)
+		ws.rec.noteState(id, e.st)
 		known = known || e.status || e.replicas != nil
 		if writable(e.st.Role) && e.st.NotReady == nil {
 			v.writable = append(v.writable, id)
@@ -529,7 +529,7 @@ func (wk *walker) fallBackGate(ctx context.Context, conn driver.Conn, home, from
 			return NotBadConn(err, "role check failed")
 		}
 		role = r
-		wk.c.setRole(home, r)
+		wk.c.rec.setRole(home, r)
 	}
 	if !writable(role) {
 		return nil
