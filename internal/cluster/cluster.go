@@ -226,8 +226,8 @@ func (cfg settings) passes() int { return max(cfg.RetriesAllDown, 1) }
 // standbyIntent reports whether the target asks for a standby (standby, read-only,
 // prefer-standby): home is then any local host, and the way home is TryFallBack's
 // search, not the primary.
-func (c *Cluster) standbyIntent() bool {
-	switch c.Target() {
+func (cfg settings) standbyIntent() bool {
+	switch cfg.target() {
 	case attrs.Standby, attrs.ReadOnly, attrs.PreferStandby:
 		return true
 	}
@@ -267,8 +267,11 @@ func (c *Cluster) Primary() int { return c.topo().primary }
 
 // Target returns the targetSessionAttrs that host attempts check (attrs.Any when
 // none).
-func (c *Cluster) Target() string {
-	if t := c.cfg.TargetSessionAttrs; t != "" {
+func (c *Cluster) Target() string { return c.cfg.target() }
+
+// target is Target.
+func (cfg settings) target() string {
+	if t := cfg.TargetSessionAttrs; t != "" {
 		return t
 	}
 	return attrs.Any
@@ -319,6 +322,6 @@ func (c *Cluster) emit(e failover.Event) {
 		c.env.OnEvent(e)
 	}
 	if c.env.Logger != nil {
-		c.log(e)
+		c.logs.log(c.env.Logger, c.env.Clock, e)
 	}
 }

@@ -146,7 +146,7 @@ func (c *Cluster) TryFallBack(ctx context.Context, setup SetupFunc) (driver.Conn
 	var err error
 	began := c.env.Clock.Now() // Event.Duration of the fall-back
 	h := c.Primary()
-	if c.standbyIntent() {
+	if c.cfg.standbyIntent() {
 		conn, h, err = c.walks.findHome(ctx, from, setup)
 	} else {
 		conn, _, err = c.att.attempt(ctx, h, setup, false)

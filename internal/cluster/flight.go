@@ -115,7 +115,7 @@ func (wk *walker) lead(ctx context.Context, f *flight, cause error, setup SetupF
 	p := plan{start: t.next(f.failed), failed: f.failed}
 	if f.failed != t.primary {
 		due := wk.c.FallBackDue()
-		p.primaryFirst = due && !wk.c.standbyIntent()
+		p.primaryFirst = due && !wk.cfg.standbyIntent()
 		p.skipPrimary = wk.skipPrimaryNow(due)
 	}
 	defer wk.c.probeOnce(&p)()

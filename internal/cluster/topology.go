@@ -95,7 +95,7 @@ func (c *Cluster) newTopo(hosts []*hostState, list []int, primary int) (*topo, e
 		}
 	}
 	t.policy = p
-	standby := c.standbyIntent()
+	standby := c.cfg.standbyIntent()
 	for _, id := range list {
 		if standby {
 			t.home[id] = t.base.Distance(infos[id]) == policy.Local

@@ -157,7 +157,7 @@ func (wk *walker) joinPlan() plan {
 	}
 	due := wk.c.FallBackDue()
 	// With a standby target the way home is TryFallBack's search, not the primary.
-	return plan{start: a, failed: -1, join: true, primaryFirst: due && !wk.c.standbyIntent(), skipPrimary: wk.skipPrimaryNow(due)}
+	return plan{start: a, failed: -1, join: true, primaryFirst: due && !wk.cfg.standbyIntent(), skipPrimary: wk.skipPrimaryNow(due)}
 }
 
 // Connect opens a physical connection for a connection that joins the pool: to the active

@@ -515,7 +515,7 @@ func column(cols []string, names ...string) int {
 // returns nil when the fall-back may go on, the *WritersError when two writers keep the
 // pool where it is, or the error that broke conn. The caller holds c.inUse for reading.
 func (wk *walker) fallBackGate(ctx context.Context, conn driver.Conn, home, from int) error {
-	if !wk.c.Kind().oneWriter() || wk.c.standbyIntent() {
+	if !wk.c.Kind().oneWriter() || wk.cfg.standbyIntent() {
 		return nil
 	}
 	role := wk.c.topo().hosts[home].health().role
@@ -636,7 +636,7 @@ func (mon *monitor) moveToWriter(pos *position, now time.Time) bool {
 // last one while fresh. The caller holds c.inUse for reading.
 func (mon *monitor) probeLooks(ctx context.Context, id int, st *State) {
 	pos := mon.c.pos.Load()
-	if !mon.c.Kind().oneWriter() || mon.c.standbyIntent() || id == pos.active || st != nil && !writable(st.Role) {
+	if !mon.c.Kind().oneWriter() || mon.cfg.standbyIntent() || id == pos.active || st != nil && !writable(st.Role) {
 		return
 	}
 	switch {
@@ -688,7 +688,7 @@ func (ws *writerState) stats(p *position) []string {
 // writable hosts (the probes of home make one while the pool is away) says that they are
 // not both writable, or that the cluster follows home.
 func (mon *monitor) returnBlocked(home, from int) bool {
-	if !mon.c.Kind().oneWriter() || mon.c.standbyIntent() {
+	if !mon.c.Kind().oneWriter() || mon.cfg.standbyIntent() {
 		return false
 	}
 	v := mon.c.writers.fresh()
