@@ -145,6 +145,7 @@ type Cluster struct {
 	att   attempter // one host attempt, patient with a full host or a storm (attempt.go)
 	walks walker    // the host walk, the flight's lead, the return home (walk.go)
 	rec   recorder  // what attempts and probes learn of a host (health.go, ready.go)
+	lists hostLists // the host list's changes (topology.go)
 
 	rep   replicaState // replica reads (replicas.go)
 	rpool replicaPool  // the replica sessions the pool's connections share (replicapool.go)
@@ -194,6 +195,7 @@ func New(cfg *dsn.Config, env Env) (*Cluster, error) {
 	c.att.c, c.att.cfg, c.att.env = c, c.cfg, &c.env
 	c.walks.c, c.walks.cfg, c.walks.env = c, c.cfg, &c.env
 	c.rec.c, c.rec.cfg, c.rec.env = c, c.cfg, &c.env
+	c.lists.c, c.lists.cfg, c.lists.env = c, c.cfg, &c.env
 	if calm := c.cfg.calmEvery(); calm > 0 {
 		c.mon.calmPhase = rand.N(calm) // each connector its own phase: a fleet does not probe in step
 	}
@@ -203,7 +205,7 @@ func New(cfg *dsn.Config, env Env) (*Cluster, error) {
 	for i, h := range cfg.Hosts {
 		hosts[i], list[i] = newHostState(h.Addr(), h.DC), i
 	}
-	t, err := c.newTopo(hosts, list, -1)
+	t, err := c.lists.newTopo(hosts, list, -1)
 	if err != nil {
 		return nil, err
 	}

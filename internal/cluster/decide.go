@@ -219,7 +219,7 @@ func (c *Cluster) SwitchTo(ctx context.Context, host string) error {
 	c.Release(id)
 	c.mu.Lock()
 	cur := c.pos.Load()
-	nt, err := c.newTopo(cur.t.hosts, cur.t.list, id)
+	nt, err := c.lists.newTopo(cur.t.hosts, cur.t.list, id)
 	if err != nil {
 		c.mu.Unlock()
 		return err

@@ -17,7 +17,7 @@ package cluster
 // works on the base, and Stats.Discovery says why.
 //
 // Lock order: discovery.apply (one change of the list at a time) is taken before
-// Cluster.mu (putHosts); discovery.mu is taken alone, or after a hostState's mu is
+// Cluster.mu (hostLists.put); discovery.mu is taken alone, or after a hostState's mu is
 // released, never while another lock is held.
 
 import (
@@ -68,7 +68,7 @@ type discovery struct {
 	cfg     settings
 	mapAddr func(reported string) string // Env.MapAddr
 
-	apply sync.Mutex // one change of the host list at a time (applyHosts)
+	apply sync.Mutex // one change of the host list at a time (hostLists.apply)
 
 	mu       sync.Mutex
 	base     []failover.ProvidedHost // the DSN's hosts, or the provider's last good list
@@ -101,11 +101,11 @@ func (d *discovery) init(cfg settings, mapAddr func(string) string) {
 	d.baseFrom = failover.OriginDSN
 }
 
-// applyHosts makes the host list the base (provided, when not nil, becomes it: the
+// apply makes the host list the base (provided, when not nil, becomes it: the
 // provider's list, valid) followed by the members found that the base does not list.
-// A list the engine refuses (putHosts: with localDC, no local host) changes nothing.
-func (c *Cluster) applyHosts(provided []failover.ProvidedHost) error {
-	d := &c.disc
+// A list the engine refuses (put: with localDC, no local host) changes nothing.
+func (hl *hostLists) apply(provided []failover.ProvidedHost) error {
+	d := &hl.c.disc
 	d.apply.Lock()
 	defer d.apply.Unlock()
 	d.mu.Lock()
@@ -130,7 +130,7 @@ func (c *Cluster) applyHosts(provided []failover.ProvidedHost) error {
 	evs := d.evs
 	d.evs, d.changed = nil, false
 	d.mu.Unlock()
-	err := c.putHosts(entries, provided != nil)
+	err := hl.put(entries, provided != nil)
 	if err != nil {
 		d.mu.Lock()
 		d.evs = append(evs, d.evs...) // the members' changes are still to take, with the next read
@@ -144,7 +144,7 @@ func (c *Cluster) applyHosts(provided []failover.ProvidedHost) error {
 		d.mu.Unlock()
 	}
 	for _, e := range evs {
-		c.emit(e)
+		hl.c.emit(e)
 	}
 	return nil
 }
@@ -160,7 +160,7 @@ func (mon *monitor) takeDiscovered() {
 	changed := mon.c.disc.changed
 	mon.c.disc.mu.Unlock()
 	if changed {
-		_ = mon.c.applyHosts(nil)
+		_ = mon.c.lists.apply(nil)
 	}
 }
 

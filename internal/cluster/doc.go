@@ -101,7 +101,7 @@
 //   - discover.go: discovery (discoverHosts): the members the cluster reports, read
 //     once per checkInterval over the pool's host's probe session (probeDiscover),
 //     join the list after the base (the DSN's hosts or the provider's last list): one
-//     list, composed and applied by applyHosts. A member is known by its address and
+//     list, composed and applied by hostLists.apply. A member is known by its address and
 //     its identity (State.Ident, which every state read records: noteIdent), leaves
 //     after DefaultDiscoverMisses reads that miss it, and a base host never leaves.
 //     Owns Cluster.disc (the base, the members found, the read's schedule and note;
