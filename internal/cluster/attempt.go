@@ -66,7 +66,7 @@ const (
 	// with lastResort true, for the walk to keep aside.
 	attemptLastResort attemptFlags = 1 << iota
 	// attemptNoRole: no role check of targetSessionAttrs (a replica session:
-	// OpenReplica).
+	// Replicas.Open).
 	attemptNoRole
 	// attemptKeep: a handshake the server closed (closedHandshake) leaves the host's
 	// health as it was and is not reported (EventConnect), for attempter.patient to

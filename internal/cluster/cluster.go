@@ -147,9 +147,10 @@ type Cluster struct {
 	rec   recorder  // what attempts and probes learn of a host (health.go, ready.go)
 	lists hostLists // the host list's changes (topology.go)
 
-	rep   replicaState // replica reads (replicas.go)
-	rpool replicaPool  // the replica sessions the pool's connections share (replicapool.go)
-	tx    txCounters   // transactions run again (txcount.go)
+	rep      replicaState // replica reads (replicas.go)
+	replicas Replicas     // their exported side (replicas.go)
+	rpool    replicaPool  // the replica sessions the pool's connections share (replicapool.go)
+	tx       txCounters   // transactions run again (txcount.go)
 
 	writers writerState // the last look at the writable hosts (writers.go)
 	disc    discovery   // the members the cluster reports (discover.go)
@@ -196,6 +197,7 @@ func New(cfg *dsn.Config, env Env) (*Cluster, error) {
 	c.walks.c, c.walks.cfg, c.walks.env = c, c.cfg, &c.env
 	c.rec.c, c.rec.cfg, c.rec.env = c, c.cfg, &c.env
 	c.lists.c, c.lists.cfg, c.lists.env = c, c.cfg, &c.env
+	c.replicas.c = c
 	if calm := c.cfg.calmEvery(); calm > 0 {
 		c.mon.calmPhase = rand.N(calm) // each connector its own phase: a fleet does not probe in step
 	}

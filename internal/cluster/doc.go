@@ -77,7 +77,7 @@
 //     read-only, within maxReplicaLag, local DC first), published whole and rebuilt when
 //     the position or a probe result changes (replicaState: atomics and one build at a
 //     time); the choice of one (rendezvous hashing of a routing key, round-robin,
-//     least-in-flight); replica sessions (OpenReplica) and the pool of them the
+//     least-in-flight); replica sessions (Replicas.Open) and the pool of them the
 //     connections share (replicaPool, its own lock); the lag the probes read (ReadLag);
 //     the GTID positions and waits of causal reads. replicarecord.go is the per-host
 //     record (replicaRecord: lag, the status query's form, the set's verdict, read

@@ -2,7 +2,7 @@ package cluster
 
 // The replica sessions the connections of one pool share (replicaReads). Each replica
 // host has a stack of idle open sessions: an autocommit read-intent statement takes one
-// (TakeReplica) and its connection gives it back when the statement is over (PutReplica),
+// (Replicas.Take) and its connection gives it back when the statement is over (Replicas.Put),
 // so that the sessions open on a replica follow the concurrent read load, not the number
 // of pooled connections (ProxySQL's per-backend connection pool; MaxScale opens backend
 // sessions per client session, lazily). A connection keeps a session only while
@@ -69,22 +69,22 @@ func (h *replicaHost) wakeLocked() {
 	}
 }
 
-// ReplicaEpoch returns a number no other replica session of the pool has (from 1 up).
-func (c *Cluster) ReplicaEpoch() uint64 { return c.rpool.epochs.Add(1) }
+// Epoch returns a number no other replica session of the pool has (from 1 up).
+func (rd *Replicas) Epoch() uint64 { return rd.c.rpool.epochs.Add(1) }
 
-// TakeReplica returns an idle session of host, the most recently used one, or nil when
-// the caller is to open a new one (OpenReplica; then ReplicaClosed if that fails): the
+// Take returns an idle session of host, the most recently used one, or nil when
+// the caller is to open a new one (Replicas.Open; then Replicas.Closed if that fails): the
 // session counts as open from now on. check says the session sat idle while another
-// session of host broke (ReplicaSessionEnded): it may be broken too, and gets the
+// session of host broke (Replicas.SessionEnded): it may be broken too, and gets the
 // liveness check before its use. With replicaPoolSize > 0 and as many sessions open to
 // host, it waits until one is given back or closed, or ctx ends (its error). now is the
 // cluster clock's (UnixNano): idle sessions past DefaultReplicaMaxIdle are closed first,
 // on every host, once a second at most.
-func (c *Cluster) TakeReplica(ctx context.Context, host int, now int64) (r PooledReplica, check bool, err error) {
-	return c.rpool.take(ctx, host, now)
+func (rd *Replicas) Take(ctx context.Context, host int, now int64) (r PooledReplica, check bool, err error) {
+	return rd.c.rpool.take(ctx, host, now)
 }
 
-// take is TakeReplica.
+// take is Replicas.Take.
 func (p *replicaPool) take(ctx context.Context, host int, now int64) (r PooledReplica, check bool, err error) {
 	for waited := false; ; waited = true {
 		p.mu.Lock()
@@ -123,11 +123,11 @@ func (p *replicaPool) take(ctx context.Context, host int, now int64) (r PooledRe
 	}
 }
 
-// PutReplica gives back r, whose statement is over, for any connection of the pool to
+// Put gives back r, whose statement is over, for any connection of the pool to
 // take; r is closed instead when the pool is closed or its host left the host list.
-func (c *Cluster) PutReplica(r PooledReplica) { c.rpool.put(r) }
+func (rd *Replicas) Put(r PooledReplica) { rd.c.rpool.put(r) }
 
-// put is PutReplica.
+// put is Replicas.Put.
 func (p *replicaPool) put(r PooledReplica) {
 	_, host, used := r.Replica()
 	p.mu.Lock()
@@ -143,12 +143,12 @@ func (p *replicaPool) put(r PooledReplica) {
 	p.closeReplicas(stale)
 }
 
-// ReplicaClosed records that a session of host that TakeReplica gave out, or let the
+// Closed records that a session of host that Replicas.Take gave out, or let the
 // caller open, is closed (or failed to open): it no longer counts, and its host id is
 // released (Release) when it was open.
-func (c *Cluster) ReplicaClosed(host int, wasOpen bool) { c.rpool.ended(host, wasOpen) }
+func (rd *Replicas) Closed(host int, wasOpen bool) { rd.c.rpool.ended(host, wasOpen) }
 
-// ended is ReplicaClosed.
+// ended is Replicas.Closed.
 func (p *replicaPool) ended(host int, wasOpen bool) {
 	p.mu.Lock()
 	h := p.host(host)
@@ -169,13 +169,13 @@ func (p *replicaPool) stats(host int) (idle int, waits int64) {
 	return len(h.idle), h.waits
 }
 
-// ReplicaSuspect reports whether a session of host last used at used (cluster clock,
+// Suspect reports whether a session of host last used at used (cluster clock,
 // UnixNano) sat idle while the host was seen failing (see replicaPool.suspect): a session a
-// connection holds gets the liveness check before its next use then, as one TakeReplica
+// connection holds gets the liveness check before its next use then, as one Replicas.Take
 // gives out does.
-func (c *Cluster) ReplicaSuspect(host int, used int64) bool { return c.rpool.suspected(host, used) }
+func (rd *Replicas) Suspect(host int, used int64) bool { return rd.c.rpool.suspected(host, used) }
 
-// suspected is ReplicaSuspect.
+// suspected is Replicas.Suspect.
 func (p *replicaPool) suspected(host int, used int64) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
