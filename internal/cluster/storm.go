@@ -142,7 +142,7 @@ type handshakeTries struct {
 // nothing blames it (the host is left as it is); else err, the host put into backoff as
 // for any failed attempt (unless ctx ended).
 func (at *attempter) closedAgain(ctx context.Context, t handshakeTries, err error) (retry bool, out error) {
-	hs, n, start, total, life0 := t.hs, t.n, t.start, t.total, t.life0
+	hs, n, start, total := t.hs, t.n, t.start, t.total
 	waited := at.env.Clock.Now().Sub(start)
 	pause := handshakePause(n)
 	blamed := at.blamed(hs)
@@ -156,7 +156,7 @@ func (at *attempter) closedAgain(ctx context.Context, t handshakeTries, err erro
 	}
 	switch {
 	case Ended(ctx):
-	case !blamed && at.life(hs) != life0:
+	case !blamed && at.life(hs) != t.life0:
 		err = &SessionClosedError{Host: hs.addr, Attempts: n, Waited: waited, Err: err}
 		at.sessionsClosed.Add(1)
 	default:
