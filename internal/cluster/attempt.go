@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -35,32 +36,63 @@ import (
 // lastResort true, for the walk to keep aside. A failure that is the host's (not the
 // caller's context, not its role, not a full host) puts the host into backoff; a success
 // clears it.
-func (c *Cluster) attempt(ctx context.Context, h int, setup SetupFunc, lastResortOK bool) (driver.Conn, bool, error) {
-	return c.attemptWithin(ctx, h, setup, lastResortOK, 0)
+func (at *attempter) attempt(ctx context.Context, h int, setup SetupFunc, lastResortOK bool) (driver.Conn, bool, error) {
+	var o attemptOpts
+	if lastResortOK {
+		o.flags = attemptLastResort
+	}
+	return at.run(ctx, h, setup, o)
 }
 
-// attemptWithin is attempt with a further bound, limit (0: none), for the quick
-// same-host check of Recover.
-func (c *Cluster) attemptWithin(ctx context.Context, h int, setup SetupFunc, lastResortOK bool, limit time.Duration) (conn driver.Conn, lastResort bool, err error) {
-	return c.attemptRun(ctx, h, setup, lastResortOK, limit, true, false)
+// attempter is one bounded host attempt (attempt.go) and the patience owed to a host
+// that is full or closes new sessions' handshakes (storm.go, patient). It reaches the
+// rest of the Cluster through c.
+type attempter struct {
+	c   *Cluster
+	cfg settings // c.cfg
+	env *Env     // &c.env
+
+	// handshakeRetries counts closed handshakes tried again on the same host, and
+	// sessionsClosed the new sessions that failed so while the host answered others
+	// (storm.go; Stats().HandshakeRetries, SessionsClosed).
+	handshakeRetries, sessionsClosed atomic.Int64
 }
 
-// attemptHost is attemptWithin, with the role check of targetSessionAttrs only when
-// checkRole is set (a replica session has none: OpenReplica).
-func (c *Cluster) attemptHost(ctx context.Context, h int, setup SetupFunc, lastResortOK bool, limit time.Duration, checkRole bool) (conn driver.Conn, lastResort bool, err error) {
-	return c.attemptRun(ctx, h, setup, lastResortOK, limit, checkRole, false)
+// attemptFlags shape one host attempt; the zero value is a walk's plain attempt.
+type attemptFlags uint8
+
+const (
+	// attemptLastResort: with prefer-standby, a non-standby is set up and returned
+	// with lastResort true, for the walk to keep aside.
+	attemptLastResort attemptFlags = 1 << iota
+	// attemptNoRole: no role check of targetSessionAttrs (a replica session:
+	// Replicas.Open).
+	attemptNoRole
+	// attemptKeep: a handshake the server closed (closedHandshake) leaves the host's
+	// health as it was and is not reported (EventConnect), for attempter.patient to
+	// decide.
+	attemptKeep
+)
+
+// attemptOpts is how one host attempt runs: its flags, and a further bound, limit (0:
+// none), for the quick same-host check of Recover.
+type attemptOpts struct {
+	flags attemptFlags
+	limit time.Duration
 }
 
-// attemptRun is attemptHost; with keep, a handshake the server closed
-// (closedHandshake) leaves the host's health as it was and is not reported
-// (EventConnect), for attemptPatient to decide.
-func (c *Cluster) attemptRun(ctx context.Context, h int, setup SetupFunc, lastResortOK bool, limit time.Duration, checkRole, keep bool) (conn driver.Conn, lastResort bool, err error) {
-	hs := c.topo().host(h)
+// has reports whether o has flag f.
+func (o attemptOpts) has(f attemptFlags) bool { return o.flags&f != 0 }
+
+// run is attempt as o says.
+func (at *attempter) run(ctx context.Context, h int, setup SetupFunc, o attemptOpts) (conn driver.Conn, lastResort bool, err error) {
+	limit, keep := o.limit, o.has(attemptKeep)
+	hs := at.c.topo().host(h)
 	if hs == nil {
 		return nil, false, fmt.Errorf("mysqlfailover: no host with id %d", h)
 	}
 	actx := ctx
-	budget, bound := c.attemptBudget(ctx, hs.health(), limit)
+	budget, bound := at.cfg.attemptBudget(ctx, hs.health(), limit)
 	if budget > 0 {
 		var cancel context.CancelFunc
 		actx, cancel = withBudget(ctx, budget) // a wall-clock bound, as every context's
@@ -72,20 +104,20 @@ func (c *Cluster) attemptRun(ctx context.Context, h int, setup SetupFunc, lastRe
 		}
 		return err
 	}
-	start := c.env.Clock.Now()
-	conn, lastResort, err = c.attemptSession(actx, h, setup, lastResortOK, checkRole, timedOut)
-	err = c.attemptDone(ctx, h, hs, start, err, keep)
+	start := at.env.Clock.Now()
+	conn, lastResort, err = at.session(actx, h, setup, o, timedOut)
+	err = at.done(ctx, attempted{h: h, hs: hs, start: start, keep: keep}, err)
 	if !keep || !closedHandshake(err) {
-		c.emit(failover.Event{Kind: failover.EventConnect, Host: hs.addr, Err: err})
-	} // else attemptPatient reports the attempt once it has decided (closedAgain)
+		at.c.emit(failover.Event{Kind: failover.EventConnect, Host: hs.addr, Err: err})
+	} // else attempter.patient reports the attempt once it has decided (closedAgain)
 	return conn, lastResort, err
 }
 
 // attemptBudget is the bound of an attempt on a host of health hv within ctx, further
 // bounded by limit (0: none), and its name for the error (see attempt); 0: the caller's
 // context alone.
-func (c *Cluster) attemptBudget(ctx context.Context, hv health, limit time.Duration) (budget time.Duration, bound string) {
-	budget, bound = c.cfg.HostTimeout, "hostTimeout"
+func (cfg settings) attemptBudget(ctx context.Context, hv health, limit time.Duration) (budget time.Duration, bound string) {
+	budget, bound = cfg.HostTimeout, "hostTimeout"
 	if dl, ok := ctx.Deadline(); ok {
 		left := timeLeft(dl) // the caller's deadline is on the wall clock
 		share := max(left/DefaultTimeLeftShare, DefaultMinHostShare, DefaultTypicalFactor*hv.typical)
@@ -96,22 +128,22 @@ func (c *Cluster) attemptBudget(ctx context.Context, hv health, limit time.Durat
 	if limit > 0 && (budget == 0 || limit < budget) {
 		budget, bound = limit, "the check of a host whose session ended"
 	}
-	if hv.down && c.cfg.CheckInterval > 0 {
+	if hv.down && cfg.CheckInterval > 0 {
 		// Declared down by the probes, after this attempt was planned (walks leave such
 		// hosts out): it gets no more than a probe would, so that a socket opened after
 		// the monitor closed the host's connections does not wait for hostTimeout.
-		if pt := c.probeTimeout(); budget == 0 || pt < budget {
+		if pt := cfg.probeTimeout(); budget == 0 || pt < budget {
 			budget, bound = pt, "the probe timeout: the probes declared the host down"
 		}
 	}
 	return budget, bound
 }
 
-// attemptSession is the attempt's work within actx, its bound: dial host h, check its
+// session is the attempt's work within actx, its bound: dial host h, check its
 // state (checkState), set the session up. timedOut words an error as the bound's when
 // actx ended first. conn is nil when err is not.
-func (c *Cluster) attemptSession(actx context.Context, h int, setup SetupFunc, lastResortOK, checkRole bool, timedOut func(error) error) (conn driver.Conn, lastResort bool, err error) {
-	conn, err = c.env.Dial(actx, h)
+func (at *attempter) session(actx context.Context, h int, setup SetupFunc, o attemptOpts, timedOut func(error) error) (conn driver.Conn, lastResort bool, err error) {
+	conn, err = at.env.Dial(actx, h)
 	if err != nil {
 		if e := timedOut(err); e != err {
 			err = e
@@ -120,7 +152,7 @@ func (c *Cluster) attemptSession(actx context.Context, h int, setup SetupFunc, l
 		}
 	}
 	if err == nil {
-		if lastResort, err = c.checkState(actx, h, conn, checkRole, lastResortOK); err != nil {
+		if lastResort, err = at.checkState(actx, h, conn, o); err != nil {
 			err = timedOut(err)
 			_ = conn.Close()
 			conn = nil
@@ -136,73 +168,83 @@ func (c *Cluster) attemptSession(actx context.Context, h int, setup SetupFunc, l
 	return conn, lastResort, err
 }
 
-// attemptDone records the outcome err of an attempt on hs, host h, that began at start
-// in the host's health (its backoff, typical connect time, readiness and connections
-// out), and returns err, a refusal as its *NotReadyError. With keep, a closed handshake
-// is not recorded: the caller decides (attemptPatient).
-func (c *Cluster) attemptDone(ctx context.Context, h int, hs *hostState, start time.Time, err error, keep bool) error {
+// attempted is the attempt done records: on hs, host h, begun at start; with
+// keep, a closed handshake is not recorded (attemptKeep).
+type attempted struct {
+	h     int
+	hs    *hostState
+	start time.Time
+	keep  bool
+}
+
+// done records the outcome err of attempt a in the host's health (its backoff,
+// typical connect time, readiness and connections out), and returns err, a refusal as
+// its *NotReadyError. With a.keep, a closed handshake is not recorded: the caller
+// decides (attempter.patient).
+func (at *attempter) done(ctx context.Context, a attempted, err error) error {
+	h, hs, start, keep := a.h, a.hs, a.start, a.keep
 	var re *RoleError
 	var nr *NotReadyError
 	if err != nil && !errors.As(err, &nr) {
 		if nr = Refusal(err); nr != nil {
 			// Refused at connect (offline_mode's 3032), or while the state was read.
-			c.NoteRefusal(h, nr)
+			at.c.NoteRefusal(h, nr)
 			err = nr
 		}
 	}
 	switch {
 	case err == nil:
-		hs.noteConnectTime(c.env.Clock.Now().Sub(start))
+		hs.noteConnectTime(at.env.Clock.Now().Sub(start))
 		hs.refs.Add(1) // until Release
-		c.attemptSucceeded(hs)
-		if !c.needsState(c.topo()) {
-			c.setReady(h, nil) // a refusal's verdict ends with a session that works
+		at.c.rec.attemptSucceeded(hs)
+		if !at.c.rec.needsState(at.c.topo()) {
+			at.c.rec.setReady(h, nil) // a refusal's verdict ends with a session that works
 		}
 	case errors.As(err, &re), nr != nil, dialect.Full(err):
 		// The host answers; the walk skips it for its role or its readiness, or it is full.
-		c.attemptSucceeded(hs)
+		at.c.rec.attemptSucceeded(hs)
 	case keep && closedHandshake(err):
-		// One session's failure, maybe: attemptPatient tries again and decides.
+		// One session's failure, maybe: attempter.patient tries again and decides.
 	case !Ended(ctx):
-		c.attemptFailed(hs, err)
+		at.c.rec.attemptFailed(hs, err)
 	}
 	return err
 }
 
 // checkState reads the state of conn's server, a new session to host h, when the attempt
-// needs it (see needsState; a replica session, without checkRole, only for the
+// needs it (see needsState; a replica session, attemptNoRole, only for the
 // readiness of a Galera or Group Replication cluster), and records it (noteState). It
 // fails the attempt with the *NotReadyError of a server that is not ready, a *RoleError
-// when checkRole is set and the role does not qualify, or the read's own error; with
-// prefer-standby and lastResortOK a non-standby is kept aside (lastResort) instead.
-func (c *Cluster) checkState(ctx context.Context, h int, conn driver.Conn, checkRole, lastResortOK bool) (lastResort bool, err error) {
-	role := checkRole && c.Target() != attrs.Any
-	if !role && (!checkRole && !c.readinessKind() || checkRole && !c.needsState(c.topo())) {
+// when o checks the role and it does not qualify, or the read's own error; with
+// prefer-standby and attemptLastResort a non-standby is kept aside (lastResort) instead.
+func (at *attempter) checkState(ctx context.Context, h int, conn driver.Conn, o attemptOpts) (lastResort bool, err error) {
+	checkRole, lastResortOK := !o.has(attemptNoRole), o.has(attemptLastResort)
+	role := checkRole && at.c.Target() != attrs.Any
+	if !role && (!checkRole && !at.c.Kind().readinessKind() || checkRole && !at.c.rec.needsState(at.c.topo())) {
 		return false, nil
 	}
-	st, err := ReadState(ctx, conn, kindOf(c.cfg.Cluster))
+	st, err := ReadState(ctx, conn, kindOf(at.cfg.Cluster))
 	if err != nil {
 		if Refusal(err) != nil {
-			return false, err // attemptHost records it
+			return false, err // attemptDone records it
 		}
 		return false, NotBadConn(err, "role check failed")
 	}
-	c.noteState(h, st)
+	at.c.rec.noteState(h, st)
 	switch {
 	case st.NotReady != nil:
 		return false, st.NotReady
-	case !role, Accepts(c.Target(), st.Role):
+	case !role, Accepts(at.c.Target(), st.Role):
 		return false, nil
-	case lastResortOK && c.Target() == attrs.PreferStandby:
+	case lastResortOK && at.c.Target() == attrs.PreferStandby:
 		return true, nil
 	}
-	return false, &RoleError{Role: st.Role, Wanted: c.Target()}
+	return false, &RoleError{Role: st.Role, Wanted: at.c.Target()}
 }
 
 // readinessKind reports whether the cluster type has a readiness to read beyond a
 // working session: Galera and Group Replication.
-func (c *Cluster) readinessKind() bool {
-	k := c.Kind()
+func (k Kind) readinessKind() bool {
 	return k == KindGalera || k == KindGroup
 }
 

@@ -1,6 +1,6 @@
 package cluster
 
-// The monitor's two cadences (monitor): ALERT, the schedule that detection needs (the
+// The monitor's two cadences (monitor.loop): ALERT, the schedule that detection needs (the
 // active host every checkInterval/DefaultActiveProbes, the others every checkInterval),
 // while something about a host looks wrong or just changed; WATCHED, every
 // calmCheckInterval/DefaultWatchDivisor, the other hosts while the pool's host looks
@@ -86,20 +86,20 @@ func (a *alerts) holds(addr string, now time.Time) (host, all bool) {
 
 // calmEvery returns the calm probe period: CalmCheckInterval, at least CheckInterval;
 // 0 when CalmCheckInterval is 0 (every host always on the alert schedule).
-func (c *Cluster) calmEvery() time.Duration {
-	if c.cfg.CalmCheckInterval <= 0 {
+func (cfg settings) calmEvery() time.Duration {
+	if cfg.CalmCheckInterval <= 0 {
 		return 0
 	}
-	return max(c.cfg.CalmCheckInterval, c.cfg.CheckInterval)
+	return max(cfg.CalmCheckInterval, cfg.CheckInterval)
 }
 
 // waitGrace is how long a statement may wait for its host's answer before the host is
 // put into alert: the active host's alert period, checkInterval/DefaultActiveProbes, so
 // that the probe of a host that froze under traffic starts when the fixed schedule's
 // would have started at the latest.
-func (c *Cluster) waitGrace() time.Duration { return c.probeEvery(true) }
+func (cfg settings) waitGrace() time.Duration { return cfg.probeEvery(true) }
 
-// cadenceRun is the monitor goroutine's cadence state (monitor): the calm grid (base,
+// cadenceRun is the monitor goroutine's cadence state (monitor.loop): the calm grid (base,
 // phase), each host's next calm probe, when each host last looked wrong, and the
 // position seen last.
 type cadenceRun struct {
@@ -112,12 +112,18 @@ type cadenceRun struct {
 	lastT    *topo
 	lastA    int
 	allUntil time.Time // every host in alert until then: the pool moved, or its host looks wrong
+
+	cfg     settings
+	alerts  *alerts                // the events' holds (Cluster.alerts)
+	waiting func(string) time.Time // Env.Waiting (nil: traffic not watched)
+	rep     *replicaState          // Cluster.rep: the replica set, refreshed before a look
 }
 
 // newCadence returns the cadence state of a monitor that starts at now.
-func (c *Cluster) newCadence(now time.Time) *cadenceRun {
-	r := &cadenceRun{calm: c.calmEvery(), base: now, nextCalm: map[int]time.Time{},
-		trouble: map[int]time.Time{}, roles: map[int]failover.Role{}, lastA: -1, phase: c.calmPhase}
+func (mon *monitor) newCadence(now time.Time) *cadenceRun {
+	r := &cadenceRun{calm: mon.cfg.calmEvery(), base: now, nextCalm: map[int]time.Time{},
+		trouble: map[int]time.Time{}, roles: map[int]failover.Role{}, lastA: -1, phase: mon.calmPhase,
+		cfg: mon.cfg, alerts: &mon.alerts, waiting: mon.env.Waiting, rep: &mon.c.rep}
 	return r
 }
 
@@ -158,13 +164,13 @@ func (r *cadenceRun) calmDue(start time.Time) time.Time {
 // changed since the last look (from one known role to another: a host's first role
 // read, and the unknown role of a host down, are no change). (An event's hold is
 // alerts', which is not renewed here.)
-func (c *Cluster) alertReason(r *cadenceRun, h *hostState, id int, active bool, now time.Time) bool {
+func (r *cadenceRun) alertReason(h *hostState, id int, active bool, now time.Time) bool {
 	v := h.health()
 	role, seen := r.roles[id]
 	r.roles[id] = v.role
 	return v.down || v.probeFailing || v.failing || v.notReady || v.retryAt > now.UnixNano() ||
 		(active && v.unfit) || (seen && role != v.role && role != failover.RoleUnknown && v.role != failover.RoleUnknown) ||
-		(!active && c.cfg.ReplicaReads && h.rep.skipNow() != "")
+		(!active && r.cfg.ReplicaReads && h.rep.skipNow() != "")
 }
 
 // homeAlert reports whether host id is a home host that qualifies while the pool is away
@@ -172,7 +178,7 @@ func (c *Cluster) alertReason(r *cadenceRun, h *hostState, id int, active bool, 
 // passed probes), and a calm period between them would delay the return by up to that
 // period. A home host that does not qualify (a demoted primary) stays calm: the pool
 // cannot return to it, and its role is read on the calm cadence.
-func (c *Cluster) homeAlert(t *topo, id, active int) bool {
+func (t *topo) homeAlert(id, active int) bool {
 	return active >= 0 && !t.isHome(active) && t.isHome(id) && !t.hosts[id].isUnfit()
 }
 
@@ -181,15 +187,15 @@ func (c *Cluster) homeAlert(t *topo, id, active int) bool {
 // time is the longer of waitGrace and h's usual answer (its probes' smoothed round trip
 // plus 4 deviations): on a host that answers slowly, as a saturated one does, a
 // statement that waits longer than 50 ms is no sign of anything.
-func (c *Cluster) waitAlert(h *hostState, now time.Time) (alert bool, at time.Time) {
-	if c.env.Waiting == nil {
+func (r *cadenceRun) waitAlert(h *hostState, now time.Time) (alert bool, at time.Time) {
+	if r.waiting == nil {
 		return false, time.Time{}
 	}
-	w := c.env.Waiting(h.addr)
+	w := r.waiting(h.addr)
 	if w.IsZero() {
 		return false, time.Time{}
 	}
-	at = w.Add(max(c.waitGrace(), h.mon.usualAnswer()))
+	at = w.Add(max(r.cfg.waitGrace(), h.mon.usualAnswer()))
 	if !at.After(now) {
 		return true, time.Time{}
 	}
@@ -204,25 +210,25 @@ func (c *Cluster) waitAlert(h *hostState, now time.Time) (alert bool, at time.Ti
 // DefaultAlertHold after the pool moved, every other host is watched: the pool may have
 // to move, and a target's liveness and role must be recent, but not at the alert rate
 // (DefaultWatchDivisor). A host declared down, the pool's too, is only watched.
-func (c *Cluster) alerted(r *cadenceRun, t *topo, probes []bool, active int, now time.Time) (alert, watch []bool, wake time.Time) {
+func (r *cadenceRun) alerted(t *topo, probes []bool, active int, now time.Time) (alert, watch []bool, wake time.Time) {
 	alert, watch = make([]bool, len(t.hosts)), make([]bool, len(t.hosts))
 	all := r.allUntil.After(now)
-	if c.cfg.ReplicaReads {
-		c.replicaSet() // the replicas' skip reasons (alertReason) after the last probe
+	if r.cfg.ReplicaReads {
+		r.rep.current() // the replicas' skip reasons (alertReason) after the last probe
 	}
 	for _, id := range t.list {
 		if !probes[id] {
 			continue
 		}
 		h := t.hosts[id]
-		if c.alertReason(r, h, id, id == active, now) {
+		if r.alertReason(h, id, id == active, now) {
 			r.trouble[id] = now
 		}
-		waiting, at := c.waitAlert(h, now)
+		waiting, at := r.waitAlert(h, now)
 		wake = earliest(wake, at)
 		last, ok := r.trouble[id]
-		held, _ := c.alerts.holds(h.addr, now)
-		alert[id] = waiting || held || (ok && now.Sub(last) < DefaultAlertHold) || c.homeAlert(t, id, active)
+		held, _ := r.alerts.holds(h.addr, now)
+		alert[id] = waiting || held || (ok && now.Sub(last) < DefaultAlertHold) || t.homeAlert(id, active)
 		if id == active && alert[id] {
 			all = true
 		}
@@ -234,7 +240,7 @@ func (c *Cluster) alerted(r *cadenceRun, t *topo, probes []bool, active int, now
 			alert[id], watch[id] = false, true
 		}
 	}
-	if _, held := c.alerts.holds("", now); held {
+	if _, held := r.alerts.holds("", now); held {
 		all = true
 	}
 	for id := range r.roles {
@@ -255,18 +261,18 @@ func (c *Cluster) alerted(r *cadenceRun, t *topo, probes []bool, active int, now
 // period returns host id's probe period at this look (alert and watch, from alerted): the
 // alert schedule's (probeEvery), at least watchEvery for a watched host; and whether it
 // is on either (fast), else on the calm cadence.
-func (c *Cluster) period(id, active int, alert, watch []bool) (every time.Duration, fast bool) {
-	every = c.probeEvery(id == active)
+func (cfg settings) period(id, active int, alert, watch []bool) (every time.Duration, fast bool) {
+	every = cfg.probeEvery(id == active)
 	if watch[id] {
-		every = max(every, c.watchEvery())
+		every = max(every, cfg.watchEvery())
 	}
 	return every, alert[id] || watch[id]
 }
 
 // watchEvery is the probe period of a watched host (alerted): the calm period divided
 // by DefaultWatchDivisor, never less than checkInterval.
-func (c *Cluster) watchEvery() time.Duration {
-	return max(c.calmEvery()/DefaultWatchDivisor, c.cfg.CheckInterval)
+func (cfg settings) watchEvery() time.Duration {
+	return max(cfg.calmEvery()/DefaultWatchDivisor, cfg.CheckInterval)
 }
 
 // cadenceAt is alerted after a look at the position (observe), with the monitor's local
@@ -274,14 +280,14 @@ func (c *Cluster) watchEvery() time.Duration {
 // waits at least every grace time, so that a statement that starts while it sleeps for
 // a calm period is seen before its wait crosses the grace time. The tick costs no host
 // anything. With no calm cadence every host is in alert.
-func (c *Cluster) cadenceAt(r *cadenceRun, t *topo, probes []bool, active int, now time.Time) (alert, watch []bool, wake time.Time) {
+func (r *cadenceRun) cadenceAt(t *topo, probes []bool, active int, now time.Time) (alert, watch []bool, wake time.Time) {
 	if r.calm == 0 {
 		return probes, make([]bool, len(probes)), time.Time{}
 	}
 	r.observe(t, active, now)
-	alert, watch, wake = c.alerted(r, t, probes, active, now)
-	if c.env.Waiting != nil {
-		wake = earliest(wake, now.Add(c.waitGrace()))
+	alert, watch, wake = r.alerted(t, probes, active, now)
+	if r.waiting != nil {
+		wake = earliest(wake, now.Add(r.cfg.waitGrace()))
 	}
 	return alert, watch, wake
 }

@@ -106,7 +106,7 @@ type Cluster struct {
 	// usedHostsPerRemoteDC, checkInterval, failoverDelay, switchBackDelay) and the
 	// first host list. The rest of it (MySQL, FailOverReadOnly, ReadOnly, hostsURL) is
 	// the driver's.
-	cfg *dsn.Config
+	cfg settings
 	env Env // as given to New, with the Clock filled in
 
 	// mu is the Cluster's one lock. It serialises every change of the pool's position
@@ -130,8 +130,6 @@ type Cluster struct {
 	// closed is set once, by Close, and read without the lock at the start of every
 	// walk, check and recovery.
 	closed atomic.Bool
-	// aborted counts the monitor's abort rounds (Stats): no position changes with it.
-	aborted atomic.Int64
 	// writeRefusals counts the callers' errors that say a write could not be served
 	// (NoteWriteRefused; Stats().WriteRefusals).
 	writeRefusals atomic.Int64
@@ -143,20 +141,16 @@ type Cluster struct {
 	// reader.
 	inUse sync.RWMutex
 
-	monitorRun sync.WaitGroup
-	probes     probeSet
-	// monitorProbes counts the probes the monitor goroutine started and has not yet
-	// seen end (monitor), for tests that step its clock.
-	monitorProbes atomic.Int32
-	// alerts is what the events tell the monitor's cadence (cadence.go).
-	alerts alerts
-	// calmPhase is this connector's offset on the calm grid, in [0, calm period),
-	// drawn at random by New (cadence.go); never written after.
-	calmPhase time.Duration
+	mon   monitor   // the monitor: probes, cadence, decisions (monitor.go)
+	att   attempter // one host attempt, patient with a full host or a storm (attempt.go)
+	walks walker    // the host walk, the flight's lead, the return home (walk.go)
+	rec   recorder  // what attempts and probes learn of a host (health.go, ready.go)
+	lists hostLists // the host list's changes (topology.go)
 
-	rep   replicaState // replica reads (replicas.go)
-	rpool replicaPool  // the replica sessions the pool's connections share (replicapool.go)
-	tx    txCounters   // transactions run again (txcount.go)
+	rep      replicaState // replica reads (replicas.go)
+	replicas Replicas     // their exported side (replicas.go)
+	rpool    replicaPool  // the replica sessions the pool's connections share (replicapool.go)
+	tx       txCounters   // transactions run again (txcount.go)
 
 	writers writerState // the last look at the writable hosts (writers.go)
 	disc    discovery   // the members the cluster reports (discover.go)
@@ -169,10 +163,6 @@ type Cluster struct {
 	// callerErrors counts the errors returned to callers for a host that failed,
 	// refused or was missing (NoteCallerError; Stats().CallerErrors).
 	callerErrors atomic.Int64
-	// handshakeRetries counts closed handshakes tried again on the same host, and
-	// sessionsClosed the new sessions that failed so while the host answered others
-	// (storm.go; Stats().HandshakeRetries, SessionsClosed).
-	handshakeRetries, sessionsClosed atomic.Int64
 	// logs is what the logger remembers of the failures that repeat (event.go), so
 	// that an outage is told once per host and state.
 	logs logRuns
@@ -201,9 +191,15 @@ func New(cfg *dsn.Config, env Env) (*Cluster, error) {
 	if env.Clock == nil {
 		env.Clock = SystemClock
 	}
-	c := &Cluster{cfg: cfg, env: env}
-	if calm := c.calmEvery(); calm > 0 {
-		c.calmPhase = rand.N(calm) // each connector its own phase: a fleet does not probe in step
+	c := &Cluster{cfg: settings{cfg}, env: env}
+	c.mon.c, c.mon.cfg, c.mon.env = c, c.cfg, &c.env
+	c.att.c, c.att.cfg, c.att.env = c, c.cfg, &c.env
+	c.walks.c, c.walks.cfg, c.walks.env = c, c.cfg, &c.env
+	c.rec.c, c.rec.cfg, c.rec.env = c, c.cfg, &c.env
+	c.lists.c, c.lists.cfg, c.lists.env = c, c.cfg, &c.env
+	c.replicas.c = c
+	if calm := c.cfg.calmEvery(); calm > 0 {
+		c.mon.calmPhase = rand.N(calm) // each connector its own phase: a fleet does not probe in step
 	}
 	c.kind.Store(int32(kindOf(cfg.Cluster)))
 	hosts := make([]*hostState, len(cfg.Hosts))
@@ -211,24 +207,31 @@ func New(cfg *dsn.Config, env Env) (*Cluster, error) {
 	for i, h := range cfg.Hosts {
 		hosts[i], list[i] = newHostState(h.Addr(), h.DC), i
 	}
-	t, err := c.newTopo(hosts, list, -1)
+	t, err := c.lists.newTopo(hosts, list, -1)
 	if err != nil {
 		return nil, err
 	}
 	c.publish(position{t: t, active: t.primary}) // not shared yet: no lock needed
-	c.initDiscovery()
+	c.rpool.ids, c.rpool.size = c, cfg.ReplicaPoolSize
+	c.writers.cl, c.writers.rec, c.writers.cfg, c.writers.dial = c, &c.rec, c.cfg, env.Dial
+	c.rep.cfg, c.rep.pos, c.rep.kind, c.rep.emit = c.cfg, &c.pos, &c.kind, c.emit
+	c.disc.init(c.cfg, env.MapAddr)
 	return c, nil
 }
 
+// settings is the configuration and what follows from it alone: the walk's passes, the
+// probes' cadence and timeouts, whether fall-back is on. It embeds the *dsn.Config.
+type settings struct{ *dsn.Config }
+
 // passes is the number of passes of a walk: retriesAllDown, and 0 counts as 1, one full
 // pass. (Connector/J then tries a single host, a quirk not copied.)
-func (c *Cluster) passes() int { return max(c.cfg.RetriesAllDown, 1) }
+func (cfg settings) passes() int { return max(cfg.RetriesAllDown, 1) }
 
 // standbyIntent reports whether the target asks for a standby (standby, read-only,
 // prefer-standby): home is then any local host, and the way home is TryFallBack's
 // search, not the primary.
-func (c *Cluster) standbyIntent() bool {
-	switch c.Target() {
+func (cfg settings) standbyIntent() bool {
+	switch cfg.target() {
 	case attrs.Standby, attrs.ReadOnly, attrs.PreferStandby:
 		return true
 	}
@@ -268,8 +271,11 @@ func (c *Cluster) Primary() int { return c.topo().primary }
 
 // Target returns the targetSessionAttrs that host attempts check (attrs.Any when
 // none).
-func (c *Cluster) Target() string {
-	if t := c.cfg.TargetSessionAttrs; t != "" {
+func (c *Cluster) Target() string { return c.cfg.target() }
+
+// target is Target.
+func (cfg settings) target() string {
+	if t := cfg.TargetSessionAttrs; t != "" {
 		return t
 	}
 	return attrs.Any
@@ -298,9 +304,9 @@ func (c *Cluster) Close() {
 	if stop != nil {
 		stop()
 	}
-	c.monitorRun.Wait()
-	c.probes.closeAll() // also those of Check calls made without Start
-	c.closeReplicaPool()
+	c.mon.run.Wait()
+	c.mon.probes.closeAll() // also those of Check calls made without Start
+	c.rpool.close()
 	if p, ok := c.env.Provider.(interface{ CloseIdleConnections() }); ok {
 		p.CloseIdleConnections() // HTTPHostList: no keep-alive goroutine outlives Close
 	}
@@ -310,7 +316,7 @@ func (c *Cluster) Close() {
 // never called with a lock held: both are the caller's code.
 func (c *Cluster) emit(e failover.Event) {
 	if c.cfg.CheckInterval > 0 && c.cfg.CalmCheckInterval > 0 {
-		c.alerts.noteEvent(e, c.env.Clock.Now())
+		c.mon.alerts.noteEvent(e, c.env.Clock.Now())
 	}
 	if c.env.OnEvent == nil && c.env.Logger == nil {
 		return
@@ -320,6 +326,6 @@ func (c *Cluster) emit(e failover.Event) {
 		c.env.OnEvent(e)
 	}
 	if c.env.Logger != nil {
-		c.log(e)
+		c.logs.log(c.env.Logger, c.env.Clock, e)
 	}
 }

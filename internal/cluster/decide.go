@@ -21,7 +21,7 @@ import (
 
 // healthy reports whether h's probes have passed without a pause for at least d, its
 // role qualifies, and probes have not declared it down.
-func (c *Cluster) healthy(h *hostState, now time.Time, d time.Duration) bool {
+func (h *hostState) healthy(now time.Time, d time.Duration) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return !h.unfitLocked() && h.mon.passedFor(now, d)
@@ -32,19 +32,19 @@ func (c *Cluster) healthy(h *hostState, now time.Time, d time.Duration) bool {
 // hung host to a share of 250 ms, the probe timeout is 500 ms): decide then finds the pool
 // already elsewhere, and without this record the connections still on the host (statements
 // in flight, handshakes that hang) would wait for readTimeout and hostTimeout.
-func (c *Cluster) leftAfterFailure(id int) {
-	if h := c.topo().host(id); h != nil {
+func (mon *monitor) leftAfterFailure(id int) {
+	if h := mon.c.topo().host(id); h != nil {
 		h.mon.setAbortDue(true)
 	}
 }
 
 // abortHost closes every connection to h, host id, which probes declared down
 // (Env.Abort), and reports it with cause.
-func (c *Cluster) abortHost(id int, h *hostState, cause error) {
+func (mon *monitor) abortHost(id int, h *hostState, cause error) {
 	h.mon.setAbortDue(false)
-	c.aborted.Add(1)
-	c.emit(failover.Event{Kind: failover.EventAbort, Host: h.addr, Err: cause})
-	c.env.Abort(id)
+	mon.aborted.Add(1)
+	mon.c.emit(failover.Event{Kind: failover.EventAbort, Host: h.addr, Err: cause})
+	mon.env.Abort(id)
 }
 
 // decide acts on the probes' results: see Check.
@@ -52,31 +52,31 @@ func (c *Cluster) abortHost(id int, h *hostState, cause error) {
 // It acts on the position it read: a move made meanwhile (a SwitchTo, a walk that
 // landed, a new host list) stands, and its events name the hosts the pool really left
 // and joined (moveFrom).
-func (c *Cluster) decide() { c.decideAt(c.pos.Load()) }
+func (mon *monitor) decide() { mon.decideAt(mon.c.pos.Load()) }
 
 // decideAt is decide on pos, the position as it was read.
-func (c *Cluster) decideAt(pos *position) {
+func (mon *monitor) decideAt(pos *position) {
 	t := pos.t
-	now := c.env.Clock.Now()
+	now := mon.env.Clock.Now()
 	a := pos.active
 	ha := t.host(a)
-	if c.env.Abort != nil {
-		c.abortLeft(t, a)
+	if mon.env.Abort != nil {
+		mon.abortLeft(t, a)
 	}
 	if v := ha.health(); v.down || v.unfit || !t.member[a] {
-		c.leaveActive(pos, now)
+		mon.leaveActive(pos, now)
 		return
 	}
-	if c.moveToWriter(pos, now) || c.Home(a) {
+	if mon.moveToWriter(pos, now) || mon.c.Home(a) {
 		return
 	}
-	c.returnHome(pos, now)
+	mon.returnHome(pos, now)
 }
 
 // abortLeft closes the connections to the hosts of t but a, the active one, that the
 // probes declared down after a walk had moved the pool off them, as if the monitor had
 // moved the pool (once).
-func (c *Cluster) abortLeft(t *topo, a int) {
+func (mon *monitor) abortLeft(t *topo, a int) {
 	for _, id := range t.list {
 		if id == a {
 			continue
@@ -86,7 +86,7 @@ func (c *Cluster) abortLeft(t *topo, a int) {
 		due, cause := h.mon.takeAbortDue(), h.lastErr
 		h.mu.Unlock()
 		if due {
-			c.abortHost(id, h, cause)
+			mon.abortHost(id, h, cause)
 		}
 	}
 }
@@ -94,12 +94,12 @@ func (c *Cluster) abortLeft(t *topo, a int) {
 // leaveActive moves the pool at pos off its active host, which the probes declared down
 // or which does not qualify, to the first host of the plan whose last probe passed, and
 // closes the old host's connections when it is down; with no such host the pool stays.
-func (c *Cluster) leaveActive(pos *position, now time.Time) {
+func (mon *monitor) leaveActive(pos *position, now time.Time) {
 	t, a := pos.t, pos.active
 	ha := t.host(a)
 	target := -1
-	for _, id := range c.order(t, plan{start: c.next(t, a), failed: a}, 0, nil, nil) {
-		if id != a && c.healthy(t.hosts[id], now, 0) {
+	for _, id := range mon.c.walks.order(t, plan{start: t.next(a), failed: a}, 0, nil, nil) {
+		if id != a && t.hosts[id].healthy(now, 0) {
 			target = id
 			break
 		}
@@ -114,43 +114,43 @@ func (c *Cluster) leaveActive(pos *position, now time.Time) {
 	}
 	ha.mu.Unlock()
 	if cause == nil {
-		cause = &RoleError{Role: role, Wanted: c.Target()}
+		cause = &RoleError{Role: role, Wanted: mon.c.Target()}
 	}
-	if !c.moveFrom(pos, func(p *position) {
+	if !mon.c.moveFrom(pos, func(p *position) {
 		p.active, p.lastResort = target, false
 		if !p.t.isHome(target) {
-			c.restartClocks(p, false)
+			mon.c.restartClocks(p, false)
 		}
 		p.failovers++
 	}) {
 		return
 	}
-	c.emit(failover.Event{Kind: failover.EventSwitch, Host: t.hosts[target].addr, From: ha.addr, Err: cause})
-	if ha.health().down && c.env.Abort != nil {
-		c.abortHost(a, ha, cause)
+	mon.c.emit(failover.Event{Kind: failover.EventSwitch, Host: t.hosts[target].addr, From: ha.addr, Err: cause})
+	if ha.health().down && mon.env.Abort != nil {
+		mon.abortHost(a, ha, cause)
 	}
 }
 
 // returnHome moves the pool at pos, away from home, back to the first home host of the
 // plan whose probes have passed for SwitchBackDelay, unless that would move it from one
 // writable host to another (returnBlocked).
-func (c *Cluster) returnHome(pos *position, now time.Time) {
+func (mon *monitor) returnHome(pos *position, now time.Time) {
 	t, a := pos.t, pos.active
 	ha := t.host(a)
-	for _, id := range c.order(t, plan{start: t.primary, failed: -1}, 0, nil, nil) {
-		if id == a || !t.isHome(id) || !c.healthy(t.hosts[id], now, c.cfg.SwitchBackDelay) {
+	for _, id := range mon.c.walks.order(t, plan{start: t.primary, failed: -1}, 0, nil, nil) {
+		if id == a || !t.isHome(id) || !t.hosts[id].healthy(now, mon.cfg.SwitchBackDelay) {
 			continue
 		}
-		if c.returnBlocked(id, a) {
+		if mon.returnBlocked(id, a) {
 			return // two writers, or not looked at yet: the probes of home look (probeLooks)
 		}
 		h := t.hosts[id]
 		since := h.mon.passedSince() // the first passing probe of the run that brings the pool back
-		if c.moveFrom(pos, func(p *position) {
+		if mon.c.moveFrom(pos, func(p *position) {
 			p.active, p.lastResort = id, false
 			p.fallBacks++
 		}) {
-			c.emit(failover.Event{Kind: failover.EventFallBack, Host: h.addr, From: ha.addr, Duration: now.Sub(since)})
+			mon.c.emit(failover.Event{Kind: failover.EventFallBack, Host: h.addr, From: ha.addr, Duration: now.Sub(since)})
 		}
 		return
 	}
@@ -211,7 +211,7 @@ func (c *Cluster) SwitchTo(ctx context.Context, host string) error {
 		// policy layer that ignores it.
 		return fmt.Errorf("mysqlfailover: SwitchTo %s: the host policy ignores it (a remote DC beyond usedHostsPerRemoteDC, or a WithPolicy layer), and an ignored host is never connected to", t.hosts[id].addr)
 	}
-	conn, _, err := c.attempt(ctx, id, nil, false)
+	conn, _, err := c.att.attempt(ctx, id, nil, false)
 	if err != nil {
 		return fmt.Errorf("mysqlfailover: SwitchTo %s: %w", t.hosts[id].addr, NotBadConn(err, ""))
 	}
@@ -219,7 +219,7 @@ func (c *Cluster) SwitchTo(ctx context.Context, host string) error {
 	c.Release(id)
 	c.mu.Lock()
 	cur := c.pos.Load()
-	nt, err := c.newTopo(cur.t.hosts, cur.t.list, id)
+	nt, err := c.lists.newTopo(cur.t.hosts, cur.t.list, id)
 	if err != nil {
 		c.mu.Unlock()
 		return err

@@ -17,7 +17,7 @@ package cluster
 // works on the base, and Stats.Discovery says why.
 //
 // Lock order: discovery.apply (one change of the list at a time) is taken before
-// Cluster.mu (putHosts); discovery.mu is taken alone, or after a hostState's mu is
+// Cluster.mu (hostLists.put); discovery.mu is taken alone, or after a hostState's mu is
 // released, never while another lock is held.
 
 import (
@@ -65,7 +65,10 @@ type Member struct {
 
 // discovery is the Cluster's discovery state (Cluster.disc).
 type discovery struct {
-	apply sync.Mutex // one change of the host list at a time (applyHosts)
+	cfg     settings
+	mapAddr func(reported string) string // Env.MapAddr
+
+	apply sync.Mutex // one change of the host list at a time (hostLists.apply)
 
 	mu       sync.Mutex
 	base     []failover.ProvidedHost // the DSN's hosts, or the provider's last good list
@@ -89,19 +92,20 @@ type foundHost struct {
 	missed int // consecutive reads that did not report it
 }
 
-// initDiscovery sets the base list to the DSN's hosts.
-func (c *Cluster) initDiscovery() {
-	for _, h := range c.cfg.Hosts {
-		c.disc.base = append(c.disc.base, failover.ProvidedHost{Addr: h.Addr(), DC: h.DC})
+// init sets the settings and the address map, and the base list to the DSN's hosts.
+func (d *discovery) init(cfg settings, mapAddr func(string) string) {
+	d.cfg, d.mapAddr = cfg, mapAddr
+	for _, h := range cfg.Hosts {
+		d.base = append(d.base, failover.ProvidedHost{Addr: h.Addr(), DC: h.DC})
 	}
-	c.disc.baseFrom = failover.OriginDSN
+	d.baseFrom = failover.OriginDSN
 }
 
-// applyHosts makes the host list the base (provided, when not nil, becomes it: the
+// apply makes the host list the base (provided, when not nil, becomes it: the
 // provider's list, valid) followed by the members found that the base does not list.
-// A list the engine refuses (putHosts: with localDC, no local host) changes nothing.
-func (c *Cluster) applyHosts(provided []failover.ProvidedHost) error {
-	d := &c.disc
+// A list the engine refuses (put: with localDC, no local host) changes nothing.
+func (hl *hostLists) apply(provided []failover.ProvidedHost) error {
+	d := &hl.c.disc
 	d.apply.Lock()
 	defer d.apply.Unlock()
 	d.mu.Lock()
@@ -126,7 +130,7 @@ func (c *Cluster) applyHosts(provided []failover.ProvidedHost) error {
 	evs := d.evs
 	d.evs, d.changed = nil, false
 	d.mu.Unlock()
-	err := c.putHosts(entries, provided == nil, provided != nil)
+	err := hl.put(entries, provided != nil)
 	if err != nil {
 		d.mu.Lock()
 		d.evs = append(evs, d.evs...) // the members' changes are still to take, with the next read
@@ -140,7 +144,7 @@ func (c *Cluster) applyHosts(provided []failover.ProvidedHost) error {
 		d.mu.Unlock()
 	}
 	for _, e := range evs {
-		c.emit(e)
+		hl.c.emit(e)
 	}
 	return nil
 }
@@ -148,47 +152,47 @@ func (c *Cluster) applyHosts(provided []failover.ProvidedHost) error {
 // takeDiscovered applies the members found when they changed since the list was last
 // taken. It must be called without c.inUse held (so that ids of hosts that left may be
 // given to new ones).
-func (c *Cluster) takeDiscovered() {
-	if !c.cfg.DiscoverHosts {
+func (mon *monitor) takeDiscovered() {
+	if !mon.cfg.DiscoverHosts {
 		return
 	}
-	c.disc.mu.Lock()
-	changed := c.disc.changed
-	c.disc.mu.Unlock()
+	mon.c.disc.mu.Lock()
+	changed := mon.c.disc.changed
+	mon.c.disc.mu.Unlock()
 	if changed {
-		_ = c.applyHosts(nil)
+		_ = mon.c.lists.apply(nil)
 	}
 }
 
 // probeDiscover reads the cluster's members over conn, the probe connection of host id,
 // whose probe read st, when discovery is due and id is the host to read: the pool's
 // host, ready, and in a replication cluster writable (the primary the replicas register
-// with). A read the server refuses is recorded (discoveryRefused); one that did not
+// with). A read the server refuses is recorded (discovery.refused); one that did not
 // complete changes nothing. It reports false when conn broke or timed out.
-func (c *Cluster) probeDiscover(ctx context.Context, id int, conn driver.Conn, st *State, wait time.Duration) bool {
-	if !c.cfg.DiscoverHosts || st == nil || st.NotReady != nil || id != c.Active() ||
+func (mon *monitor) probeDiscover(ctx context.Context, id int, conn driver.Conn, st *State, wait time.Duration) bool {
+	if !mon.cfg.DiscoverHosts || st == nil || st.NotReady != nil || id != mon.c.Active() ||
 		st.Kind == KindUnknown || st.Kind == KindReplication && !writable(st.Role) {
 		return true
 	}
-	now := c.env.Clock.Now()
+	now := mon.env.Clock.Now()
 	// Once per checkInterval: the pool's host is probed twice per checkInterval, and a
 	// read is due again three quarters of one later, so that the jitter of a probe's
 	// round trip never skips a round (and a probe half a period later never reads).
-	if !c.disc.claim(now, c.cfg.CheckInterval-c.cfg.CheckInterval/4) {
+	if !mon.c.disc.claim(now, mon.cfg.CheckInterval-mon.cfg.CheckInterval/4) {
 		return true
 	}
 	rctx, cancel := withBudget(ctx, wait)
 	defer cancel()
-	members, query, err := c.readMembers(rctx, conn, st.Kind)
+	members, query, err := mon.c.disc.readMembers(rctx, conn, st.Kind)
 	if err != nil {
 		if Classify(rctx, err) != Data {
-			c.disc.unclaim() // the next probe reads again
+			mon.c.disc.unclaim() // the next probe reads again
 			return false
 		}
-		c.discoveryRefused(c.Host(id), query, st.Kind, err, now)
+		mon.c.disc.refused(mon.c.Host(id), query, st.Kind, err, now)
 		return true
 	}
-	c.noteMembers(members, st.Galera.UUID, now)
+	mon.c.disc.noteMembers(mon.c.topo().listed(), members, st.Galera.UUID, now)
 	return true
 }
 
@@ -214,15 +218,15 @@ func (d *discovery) unclaim() {
 // readMembers reads the members of a cluster of kind k over conn, as ReadMembers does,
 // Galera's members table only until it is refused once (then the status, for the pool's
 // life).
-func (c *Cluster) readMembers(ctx context.Context, conn driver.Conn, k Kind) ([]Member, string, error) {
-	c.disc.mu.Lock()
-	status := c.disc.statusOK
-	c.disc.mu.Unlock()
+func (d *discovery) readMembers(ctx context.Context, conn driver.Conn, k Kind) ([]Member, string, error) {
+	d.mu.Lock()
+	status := d.statusOK
+	d.mu.Unlock()
 	members, status, query, err := readMembers(ctx, conn, k, status)
 	if status {
-		c.disc.mu.Lock()
-		c.disc.statusOK = true
-		c.disc.mu.Unlock()
+		d.mu.Lock()
+		d.statusOK = true
+		d.mu.Unlock()
 	}
 	return members, query, err
 }
@@ -353,8 +357,7 @@ type listedHost struct {
 }
 
 // listed returns the hosts of the list in force.
-func (c *Cluster) listed() []listedHost {
-	t := c.topo()
+func (t *topo) listed() []listedHost {
 	out := make([]listedHost, 0, len(t.list))
 	for _, id := range t.list {
 		h := t.hosts[id]
@@ -370,17 +373,15 @@ func (c *Cluster) listed() []listedHost {
 	return out
 }
 
-// noteMembers records what a read at now found: members new to the list are found
-// (unless a base host has not told its identity yet: the member may be it), members
+// noteMembers records what a read at now found (hosts: the list in force, topo.listed):
+// members new to the list are found (unless a base host has not told its identity yet: the member may be it), members
 // found before and reported again stay, and those missing from DefaultDiscoverMisses
 // reads in a row leave. The list is taken later (takeDiscovered). history is the
 // reader's Galera cluster history ("" for another kind): members that report no
 // address nor identity (wsrep_incoming_addresses' AUTO) are taken for the listed nodes
 // of that history that no reported address named, as long as there are enough of them.
-func (c *Cluster) noteMembers(members []Member, history string, now time.Time) {
-	hosts := c.listed()
+func (d *discovery) noteMembers(hosts []listedHost, members []Member, history string, now time.Time) {
 	waiting, byIdent, byKey := indexListed(hosts)
-	d := &c.disc
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for k, to := range d.aliases { // an alias lasts while the host it reaches is listed
@@ -395,7 +396,7 @@ func (c *Cluster) noteMembers(members []Member, history string, now time.Time) {
 		if m.Ident != "" && byIdent[m.Ident] != "" {
 			continue // a listed host, under whatever address
 		}
-		addr, key, ok := c.memberAddr(m)
+		addr, key, ok := d.memberAddr(m)
 		if !ok {
 			unnamed++
 			if m.Ident == "" {
@@ -435,10 +436,10 @@ func indexListed(hosts []listedHost) (waiting bool, byIdent map[string]string, b
 
 // memberAddr returns the address member m is dialled at (mapped by Env.MapAddr) and its
 // key; ok is false when m reported none that can be dialled (none, or Galera's AUTO).
-func (c *Cluster) memberAddr(m Member) (addr, key string, ok bool) {
+func (d *discovery) memberAddr(m Member) (addr, key string, ok bool) {
 	addr = m.Addr
-	if addr != "" && !strings.EqualFold(addr, galeraAuto) && c.env.MapAddr != nil {
-		addr = c.env.MapAddr(addr)
+	if addr != "" && !strings.EqualFold(addr, galeraAuto) && d.mapAddr != nil {
+		addr = d.mapAddr(addr)
 	}
 	if addr == "" || strings.EqualFold(addr, galeraAuto) {
 		return addr, "", false
@@ -547,16 +548,15 @@ func DiscoveryPrivilege(k Kind) string {
 	return "REPLICATION MASTER ADMIN (MariaDB 10.5.2+; REPLICATION SLAVE on MySQL)"
 }
 
-// discoveryRefused records that host refused query, a read of the members of a cluster
+// refused records that host refused query, a read of the members of a cluster
 // of kind k, with err (a missing privilege): every member found leaves the list (the
 // pool works on the base), Stats.Discovery says why, and the next read is in
 // DefaultDiscoverRetry (a grant may come).
-func (c *Cluster) discoveryRefused(host, query string, k Kind, err error, now time.Time) {
+func (d *discovery) refused(host, query string, k Kind, err error, now time.Time) {
 	need := "the privilege to run it"
 	if k == KindReplication || k == KindGroup {
 		need = DiscoveryPrivilege(k)
 	}
-	d := &c.disc
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.next = now.Add(DefaultDiscoverRetry)
@@ -572,14 +572,14 @@ func (c *Cluster) discoveryRefused(host, query string, k Kind, err error, now ti
 	d.tellLocked()
 }
 
-// discoveryNote is Stats.Discovery.
-func (c *Cluster) discoveryNote() string {
-	if !c.cfg.DiscoverHosts {
+// stats is Stats.Discovery.
+func (d *discovery) stats() string {
+	if !d.cfg.DiscoverHosts {
 		return ""
 	}
-	c.disc.mu.Lock()
-	defer c.disc.mu.Unlock()
-	return c.disc.note
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.note
 }
 
 // noteIdent records ident, the identity a read of host id's state found, and returns
@@ -587,8 +587,8 @@ func (c *Cluster) discoveryNote() string {
 // listed host has the same identity (the same server, reported under another address:
 // a proxy, NAT): the list drops it when it is next taken. When id is the base host and
 // a member found has its identity, that one is dropped instead (and made unfit now).
-func (c *Cluster) noteIdent(id int, ident string) *NotReadyError {
-	t := c.topo()
+func (rc *recorder) noteIdent(id int, ident string) *NotReadyError {
+	t := rc.c.topo()
 	h := t.host(id)
 	if h == nil {
 		return nil
@@ -596,7 +596,7 @@ func (c *Cluster) noteIdent(id int, ident string) *NotReadyError {
 	h.mu.Lock()
 	h.ident = ident
 	h.mu.Unlock()
-	if !c.cfg.DiscoverHosts || ident == "" || !t.member[id] {
+	if !rc.cfg.DiscoverHosts || ident == "" || !t.member[id] {
 		return nil
 	}
 	mine := t.fromOf(id).origin == failover.OriginDiscovered
@@ -616,13 +616,13 @@ func (c *Cluster) noteIdent(id int, ident string) *NotReadyError {
 		if !mine {
 			drop, keep = o, id
 		}
-		nr := &NotReadyError{Kind: c.Kind(), Reason: fmt.Sprintf(
+		nr := &NotReadyError{Kind: rc.c.Kind(), Reason: fmt.Sprintf(
 			"the same server as %s (%s), reported under another address: not a second host", t.hosts[keep].addr, ident)}
-		c.disc.alias(t.hosts[drop].addr, t.hosts[keep].addr)
+		rc.c.disc.alias(t.hosts[drop].addr, t.hosts[keep].addr)
 		if drop == id {
 			return nr
 		}
-		c.setReady(drop, nr)
+		rc.setReady(drop, nr)
 		return nil
 	}
 	return nil

@@ -55,7 +55,7 @@ func (r *rig) statOf(addr string) (failover.HostStats, bool) {
 // replica, one is it.
 func (r *rig) serves(addr string) bool {
 	for range 20 {
-		if id := r.cl.PickReplica("", false, 0); id >= 0 && r.cl.Host(id) == addr {
+		if id := r.cl.Replicas().Pick("", false, 0); id >= 0 && r.cl.Host(id) == addr {
 			return true
 		}
 	}

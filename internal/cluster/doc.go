@@ -19,54 +19,71 @@
 // # The mechanisms, by file, and the state each owns
 //
 // Each mechanism is a group of files that owns its state under its own lock and reaches
-// the others through a few methods. What every mechanism needs of a host stays in its
+// the others through a few methods. Its methods belong to its own type, a field of the
+// Cluster (named below); the Cluster is the facade that composes them: the exported
+// methods that package conn and the driver call, the position, and emit. A mechanism
+// that needs much of the others holds a back-pointer to the Cluster (c); one that needs
+// little is given it (settings, a func, a small interface). What every mechanism needs
+// of a host stays in its
 // hostState (health.go); the per-host records of the monitor, of replica reads and of
 // Galera's view are parts of it with locks of their own. The lock order is given at the
 // top of each owning file: the Cluster's mu and inUse first, then a hostState's mu, then
 // the record locks (monitorHost's, replicaRecord's, galeraView's, the Galera frontier's),
 // which are taken one at a time and never held while another lock is taken.
 //
+//   - cluster.go: the Cluster, New, Close, emit; settings (Cluster.cfg), the *dsn.Config
+//     and what follows from it alone (passes, the probes' periods and timeouts, whether
+//     fall-back is on, the target).
 //   - position.go, topology.go: the pool's position (the host list in force and its
 //     versions, SetHosts; the active host, the last-resort flag, the fall-back clock, the
 //     counts of moves). Owns Cluster.pos, changed only under Cluster.mu and published
 //     whole, so that Place, Home and Active, which run before every statement, cost one
-//     atomic load; inUse keeps host ids from being reused while they are held.
+//     atomic load; inUse keeps host ids from being reused while they are held. A new
+//     list is hostLists' (Cluster.lists: newTopo, set, put, apply).
 //   - walk.go, attempt.go: the host walk of Connector/J's FailoverConnectionProxy over
 //     one flat ordered list (a plan, its order per pass, retriesAllDown passes, the error
-//     that names every host) and one bounded host attempt (dial, state check, set-up).
+//     that names every host: walker, Cluster.walks) and one bounded host attempt (dial,
+//     state check, set-up: attempter, Cluster.att; its options are attemptOpts).
 //     A walk owns only its own walkRun; its outcome reaches the position through landed
-//     (under Cluster.mu) and the host's health through attemptSucceeded, attemptFailed
-//     and noteConnectTime (under hostState.mu).
+//     (under Cluster.mu) and the host's health through recorder's attemptSucceeded and
+//     attemptFailed, and noteConnectTime (under hostState.mu).
 //   - storm.go: a new session whose handshake the pool's host closed (an overloaded
-//     listener): tried again on the same host with jittered pauses (attemptPatient),
+//     listener): tried again on the same host with jittered pauses (attempter.patient,
+//     closedAgain),
 //     and blamed on the host only when it showed no sign of life meanwhile (life: the
 //     host's answers count, which every passed attempt or probe moves, and the socket
 //     tracker's reads, Env.Answers) and nothing else blames it. Owns no state beyond
-//     hostState.answers and two Stats counters (atomics).
-//   - flight.go: one walk per pool after a failure (Failover). Owns Cluster.flight,
-//     under Cluster.mu: the other connections that fail meanwhile wait for it.
+//     hostState.answers and two Stats counters (attempter's atomics).
+//   - flight.go: one walk per pool after a failure (Failover; walker.lead). Owns
+//     Cluster.flight, under Cluster.mu: the other connections that fail meanwhile wait
+//     for it.
 //   - fallback.go: the return home without probes: the clock and counter (Cluster.ran,
 //     atomic; the clock is in the position) and the one attempt at a time
-//     (Cluster.fallingBack, under Cluster.mu; TryFallBack).
-//   - verdict.go: whether a failed session means a failed host (Recover), and the
-//     patience owed to a full host. Owns the same-host check in progress (hostState.check,
-//     under hostState.mu, read together with the host's backoff and the monitor's verdict).
+//     (Cluster.fallingBack, under Cluster.mu; TryFallBack; walker.findHome).
+//   - verdict.go: whether a failed session means a failed host (Recover; walker.checked;
+//     attempter.knownDown), and the patience owed to a full host (attempter.patient).
+//     Owns the same-host check in progress (hostState.check, under hostState.mu, read
+//     together with the host's backoff and the monitor's verdict).
 //   - health.go: what every mechanism knows of a host (hostState: its role and fitness,
 //     readiness, backoff after failed attempts, state and last error, typical connect
 //     time, connections out), under hostState.mu; health, the copy walks and checks read;
-//     and Stats.
-//   - monitor.go, cadence.go, probe.go, roleselect.go, decide.go, monitorhost.go, rto.go: the
-//     monitor, with checkInterval > 0 (Start, Check). monitor.go schedules probes and
+//     recorder (Cluster.rec), which records what attempts and probes learn of a host
+//     (backOff, attemptFailed, attemptSucceeded, reportState, setRole; ready.go's
+//     noteState, setReady); and Stats.
+//   - monitor.go, cadence.go, probe.go, roleselect.go, decide.go, monitorhost.go, rto.go:
+//     the monitor, with checkInterval > 0 (Start, Check): the type monitor (Cluster.mon),
+//     which owns the monitor goroutine, the probe connections, the events' alerts, the
+//     calm phase and the abort count. monitor.go schedules probes and
 //     host-list polls; cadence.go says which hosts are on the alert schedule and which
 //     on the calm one (the monitor goroutine's cadenceRun, and alerts, the events'
 //     holds, under its own lock, taken alone; Env.Waiting, the traffic's waits);
 //     probe.go is one probe (its bounds, the probe dial, the round trip, the lag read,
 //     pause detection, the host's transition; a failed one, or one whose connection
 //     broke, marks the host's idle replica sessions for a check) and owns the probe
-//     connections (probeSet, its own lock), kept only for hosts where the pool lends
-//     no idle session (Env.Borrow); roleselect.go is the SELECT of @@global values a
-//     host's probes learn from RoleQuery (hostState.roleSel, an atomic pointer);
-//     decide.go moves the pool on the results (and SwitchTo), through
+//     connections (monitor.probes, a probeSet, its own lock), kept only for hosts where
+//     the pool lends no idle session (Env.Borrow); roleselect.go is the SELECT of
+//     @@global values a host's probes learn from RoleQuery (hostState.roleSel, an
+//     atomic pointer); decide.go moves the pool on the results (and SwitchTo), through
 //     moveFrom under Cluster.mu. monitorhost.go is the monitor's per-host record
 //     (monitorHost: the verdict down, the runs of failed and passed probes, the RTO
 //     estimator of rto.go, the last probe's latency, the requests to probe again and to
@@ -75,19 +92,22 @@
 //     probe's result reaches the host's health under hostState.mu (probeFailed,
 //     probePassed).
 //   - replicas.go, replicarecord.go, replicapool.go, lag.go, gtid.go: replica reads
-//     (replicaReads): the set of hosts that qualify as replicas (not the writer, healthy,
-//     read-only, within maxReplicaLag, local DC first), published whole and rebuilt when
-//     the position or a probe result changes (replicaState: atomics and one build at a
-//     time); the choice of one (rendezvous hashing of a routing key, round-robin,
-//     least-in-flight); replica sessions (OpenReplica) and the pool of them the
-//     connections share (replicaPool, its own lock); the lag the probes read (ReadLag);
+//     (replicaReads; Replicas, Cluster.replicas, is what package conn calls): the set of
+//     hosts that qualify as replicas (not the writer, healthy, read-only, within
+//     maxReplicaLag, local DC first), published whole and rebuilt when the position or a
+//     probe result changes (replicaState, Cluster.rep: atomics and one build at a time);
+//     the choice of one (rendezvous hashing of a routing key, round-robin,
+//     least-in-flight); replica sessions (Replicas.Open) and the pool of them the
+//     connections share (replicaPool, Cluster.rpool, its own lock); the lag the probes
+//     read (ReadLag);
 //     the GTID positions and waits of causal reads. replicarecord.go is the per-host
 //     record (replicaRecord: lag, the status query's form, the set's verdict, read
 //     counters), under its own lock.
 //   - ready.go, galera.go: whether a host is ready for application use, in its server's
 //     words: the cluster type (Kind: dsn's cluster option, or learnt; Cluster.kind,
 //     atomic), ReadState, the refusals of a server that is not ready (Refusal, the
-//     NotReady class), and what the Cluster records of them (noteState, NoteRefusal, into
+//     NotReady class), and what the Cluster records of them (recorder's noteState,
+//     NoteRefusal, into
 //     hostState.notReady and role under hostState.mu). galera.go: Galera's replica reads
 //     and lag (the frontier, its own lock) and each host's view of its cluster
 //     (galeraView, its own lock).
@@ -97,14 +117,16 @@
 //     list's first; it is reported (EventTwoWriters, Stats.Writers). A fall-back never
 //     moves the pool from one writable host to another unless the cluster follows home,
 //     a new pool with a write target goes to the writer, and the monitor moves the pool
-//     to it. Owns Cluster.writers (the last look, its own lock, taken alone).
+//     to it. Owns Cluster.writers (writerState: the last look, its own lock, taken alone;
+//     the look is its method, lookAt). The rules that use the look are the walker's
+//     (firstWriter, fallBackGate) and the monitor's (moveToWriter, returnBlocked).
 //   - hostlist.go: host lists from a provider (HTTPHostList, immutable: it owns no
 //     state) and their validation; the monitor polls it and SetHosts applies the answer.
 //   - discover.go: discovery (discoverHosts): the members the cluster reports, read
-//     once per checkInterval over the pool's host's probe session (probeDiscover),
+//     once per checkInterval over the pool's host's probe session (monitor.probeDiscover),
 //     join the list after the base (the DSN's hosts or the provider's last list): one
-//     list, composed and applied by applyHosts. A member is known by its address and
-//     its identity (State.Ident, which every state read records: noteIdent), leaves
+//     list, composed and applied by hostLists.apply. A member is known by its address and
+//     its identity (State.Ident, which every state read records: recorder.noteIdent), leaves
 //     after DefaultDiscoverMisses reads that miss it, and a base host never leaves.
 //     Owns Cluster.disc (the base, the members found, the read's schedule and note;
 //     its own lock, and the apply lock taken before Cluster.mu); the topo records where
@@ -121,7 +143,7 @@
 //     connection (bytes written, the server's id of the session). It owns no shared
 //     state: a Socket's atomics belong to its physical connection.
 //   - clock.go, errors.go, event.go, defaults.go: time, the engine's error types, log
-//     records, tuning values.
+//     records (logRuns, Cluster.logs), tuning values.
 //
 // # How it is driven
 //

@@ -105,25 +105,25 @@ func (r *logRuns) end(host string) {
 	}
 }
 
-// log writes e to the Cluster's logger: connection attempts and passed probes at Debug;
-// state changes at Info (a host that is not up, an abort, at Warn); failures that repeat
-// at Warn once per host's run (see logRuns).
-func (c *Cluster) log(e failover.Event) {
+// log writes e to l, the Cluster's logger, with times on clk: connection attempts and
+// passed probes at Debug; state changes at Info (a host that is not up, an abort, at
+// Warn); failures that repeat at Warn once per host's run (see logRuns).
+func (r *logRuns) log(l *slog.Logger, clk Clock, e failover.Event) {
 	level, held := slog.LevelInfo, 0
 	switch {
 	case e.Kind == failover.EventConnect, e.Kind == failover.EventProbePassed:
 		level = slog.LevelDebug
 	case e.Kind == failover.EventHostState && e.State == failover.HostUp, e.Kind == failover.EventFallBack:
-		c.logs.end(e.Host)
+		r.end(e.Host)
 	case e.Err != nil && repeats(e.Kind):
-		level, held = c.logs.level(e, c.env.Clock.Now())
+		level, held = r.level(e, clk.Now())
 	case e.Kind == failover.EventHostState && (e.State == failover.HostDown || e.State == failover.HostSuspect):
-		c.logs.down(e.Host, c.env.Clock.Now())
+		r.down(e.Host, clk.Now())
 		level = slog.LevelWarn
 	case e.Err != nil, e.Kind == failover.EventAbort, e.Kind == failover.EventHostState:
 		level = slog.LevelWarn
 	}
-	if !c.env.Logger.Enabled(context.Background(), level) {
+	if !l.Enabled(context.Background(), level) {
 		return
 	}
 	attrs := []slog.Attr{slog.String("event", e.Kind.String()), slog.String("host", e.Host)}
@@ -142,5 +142,5 @@ func (c *Cluster) log(e failover.Event) {
 	if held > 0 {
 		attrs = append(attrs, slog.Int("repeated", held)) // the same failure, at Debug since the last record at Warn
 	}
-	c.env.Logger.LogAttrs(context.Background(), level, "mysqlfailover: "+e.Kind.String(), attrs...)
+	l.LogAttrs(context.Background(), level, "mysqlfailover: "+e.Kind.String(), attrs...)
 }

@@ -48,7 +48,7 @@ func ProbeAgain(c *Cluster) bool {
 
 // MonitorProbes returns how many probes the monitor goroutine started and has not yet
 // seen end, for tests that step its clock.
-func MonitorProbes(c *Cluster) int { return int(c.monitorProbes.Load()) }
+func MonitorProbes(c *Cluster) int { return int(c.mon.running.Load()) }
 
 // Position is the pool's position now, for DecideAt.
 type Position = *position
@@ -58,13 +58,13 @@ func Pos(c *Cluster) Position { return c.pos.Load() }
 
 // DecideAt runs the monitor's decision on pos, a position read earlier, as decide does
 // on the one it read, for tests of a move made meanwhile.
-func DecideAt(c *Cluster, pos Position) { c.decideAt(pos) }
+func DecideAt(c *Cluster, pos Position) { c.mon.decideAt(pos) }
 
 // ClosedHandshake is closedHandshake, for tests.
 var ClosedHandshake = closedHandshake
 
 // CalmPhase returns the connector's phase on the monitor's calm grid, for tests.
-func CalmPhase(c *Cluster) time.Duration { return c.calmPhase }
+func CalmPhase(c *Cluster) time.Duration { return c.mon.calmPhase }
 
 // RoleLearner is a host's learned role query (roleselect.go), for tests.
 type RoleLearner struct{ p atomic.Pointer[roleSelect] }

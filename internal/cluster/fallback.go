@@ -17,8 +17,8 @@ import (
 
 // fallBackEnabled: both 0 disables fall-back (Connector/J enableFallBackToPrimaryHost);
 // with probing on, the monitor decides instead (SwitchBackDelay).
-func (c *Cluster) fallBackEnabled() bool {
-	return c.cfg.CheckInterval == 0 && (c.cfg.SecondsBeforeRetryMaster > 0 || c.cfg.QueriesBeforeRetryMaster > 0)
+func (cfg settings) fallBackEnabled() bool {
+	return cfg.CheckInterval == 0 && (cfg.SecondsBeforeRetryMaster > 0 || cfg.QueriesBeforeRetryMaster > 0)
 }
 
 // NoteStatement counts one statement run while the pool is away from home, for
@@ -52,7 +52,7 @@ func (c *Cluster) ForgetStatement() {
 // it first): one load of the position, then the counter and a clock reading.
 func (c *Cluster) FallBackDue() bool {
 	p := c.pos.Load()
-	if p.home || !c.fallBackEnabled() {
+	if p.home || !c.cfg.fallBackEnabled() {
 		return false
 	}
 	var now int64
@@ -146,14 +146,14 @@ func (c *Cluster) TryFallBack(ctx context.Context, setup SetupFunc) (driver.Conn
 	var err error
 	began := c.env.Clock.Now() // Event.Duration of the fall-back
 	h := c.Primary()
-	if c.standbyIntent() {
-		conn, h, err = c.findHome(ctx, from, setup)
+	if c.cfg.standbyIntent() {
+		conn, h, err = c.walks.findHome(ctx, from, setup)
 	} else {
-		conn, _, err = c.attempt(ctx, h, setup, false)
+		conn, _, err = c.att.attempt(ctx, h, setup, false)
 		if err == nil {
 			// One writer: never from one writable host to another, unless the cluster
 			// follows home.
-			if err = c.fallBackGate(ctx, conn, h, from); err != nil {
+			if err = c.walks.fallBackGate(ctx, conn, h, from); err != nil {
 				_ = conn.Close()
 				c.Release(h)
 				conn = nil
@@ -178,15 +178,15 @@ func (c *Cluster) TryFallBack(ctx context.Context, setup SetupFunc) (driver.Conn
 // findHome is TryFallBack's search with a standby target: one pass, in plan order, over
 // the home hosts other than from, each attempt strict (no last resort). It returns the
 // first that qualifies, or the last error (h is then the last host tried, or -1).
-func (c *Cluster) findHome(ctx context.Context, from int, setup SetupFunc) (driver.Conn, int, error) {
+func (wk *walker) findHome(ctx context.Context, from int, setup SetupFunc) (driver.Conn, int, error) {
 	err := errors.New("mysqlfailover: no other local host to return to")
 	last := -1
-	t := c.topo()
-	for _, h := range c.order(t, plan{start: from, failed: -1}, 0, nil, nil) {
+	t := wk.c.topo()
+	for _, h := range wk.order(t, plan{start: from, failed: -1}, 0, nil, nil) {
 		if h == from || !t.isHome(h) {
 			continue
 		}
-		conn, _, aerr := c.attempt(ctx, h, setup, false)
+		conn, _, aerr := wk.c.att.attempt(ctx, h, setup, false)
 		if aerr == nil {
 			return conn, h, nil
 		}

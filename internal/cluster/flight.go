@@ -50,7 +50,7 @@ func (c *Cluster) Failover(ctx context.Context, failed int, cause error, setup S
 		// Into backoff, unless already there (a failed Reconnect just put it there, or
 		// another connection reported the same failure a moment ago): one failure, one
 		// step of backoff, however many connections saw it.
-		c.backOff(h, NotBadConn(cause, ""), true)
+		c.rec.backOff(h, NotBadConn(cause, ""), true)
 	}
 	for {
 		c.mu.Lock()
@@ -58,16 +58,16 @@ func (c *Cluster) Failover(ctx context.Context, failed int, cause error, setup S
 		if f == nil && c.pos.Load().active != failed {
 			// Another connection already moved the pool: follow it.
 			c.mu.Unlock()
-			p := c.joinPlan()
+			p := c.walks.joinPlan()
 			p.failed = failed
 			defer c.probeOnce(&p)()
-			return c.walk(ctx, p, cause, setup)
+			return c.walks.walk(ctx, p, cause, setup)
 		}
 		if f == nil {
 			f = &flight{failed: failed, done: make(chan struct{})}
 			c.flight = f
 			c.mu.Unlock()
-			return c.lead(ctx, f, cause, setup)
+			return c.walks.lead(ctx, f, cause, setup)
 		}
 		f.waiters++
 		n := f.waiters
@@ -86,7 +86,7 @@ func (c *Cluster) Failover(ctx context.Context, failed int, cause error, setup S
 		if err := c.env.Clock.Sleep(ctx, jitter(n)); err != nil {
 			return nil, -1, err
 		}
-		conn, _, err := c.attemptPatient(ctx, f.host, setup, false, 0)
+		conn, _, err := c.att.patient(ctx, f.host, setup, false, 0)
 		if err == nil {
 			return conn, f.host, nil
 		}
@@ -104,22 +104,22 @@ func (c *Cluster) Failover(ctx context.Context, failed int, cause error, setup S
 }
 
 // lead runs the walk of flight f and publishes its result.
-func (c *Cluster) lead(ctx context.Context, f *flight, cause error, setup SetupFunc) (driver.Conn, int, error) {
+func (wk *walker) lead(ctx context.Context, f *flight, cause error, setup SetupFunc) (driver.Conn, int, error) {
 	defer func() {
-		c.mu.Lock()
-		c.flight = nil
-		c.mu.Unlock()
+		wk.c.mu.Lock()
+		wk.c.flight = nil
+		wk.c.mu.Unlock()
 		close(f.done)
 	}()
-	t := c.topo()
-	p := plan{start: c.next(t, f.failed), failed: f.failed}
+	t := wk.c.topo()
+	p := plan{start: t.next(f.failed), failed: f.failed}
 	if f.failed != t.primary {
-		due := c.FallBackDue()
-		p.primaryFirst = due && !c.standbyIntent()
-		p.skipPrimary = c.skipPrimaryNow(due)
+		due := wk.c.FallBackDue()
+		p.primaryFirst = due && !wk.cfg.standbyIntent()
+		p.skipPrimary = wk.skipPrimaryNow(due)
 	}
-	defer c.probeOnce(&p)()
-	conn, h, err := c.walk(ctx, p, cause, setup)
+	defer wk.c.probeOnce(&p)()
+	conn, h, err := wk.walk(ctx, p, cause, setup)
 	f.host, f.err = h, err
 	var nh *failover.NoHostAvailableError
 	f.ctxEnd = err != nil && (Ended(ctx) || errors.As(err, &nh) && nh.Err != nil)

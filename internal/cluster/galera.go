@@ -93,28 +93,28 @@ const OtherHistory = "in another cluster history than the pool's writer"
 // DefaultClusterViewAge; a node of another history has no lag (OtherHistory). After the
 // cluster is bootstrapped anew, a node that reads the new history before the writer's
 // probe does is skipped until it has (half a checkInterval at most).
-func (c *Cluster) noteGaleraLag(h *hostState, writer bool, g GaleraState) {
-	now := c.env.Clock.Now()
+func (mon *monitor) noteGaleraLag(h *hostState, writer bool, g GaleraState) {
+	now := mon.env.Clock.Now()
 	if g.Seqno < 0 {
-		c.noteLag(h, LagUnknown, "wsrep_last_committed not reported")
+		mon.c.rep.noteLag(h, LagUnknown, "wsrep_last_committed not reported")
 		return
 	}
 	if writer {
-		c.rep.frontier.note(now, g.UUID, g.Seqno)
-		c.noteLag(h, LagUnknown, "the pool's writer: not read")
+		mon.c.rep.frontier.note(now, g.UUID, g.Seqno)
+		mon.c.rep.noteLag(h, LagUnknown, "the pool's writer: not read")
 		return
 	}
-	if w := c.writerHistory(now); w != "" && g.UUID != w {
-		c.noteLag(h, LagUnknown, OtherHistory+" (wsrep_cluster_state_uuid "+orAbsent(g.UUID)+", the writer's "+w+")")
+	if w := mon.writerHistory(now); w != "" && g.UUID != w {
+		mon.c.rep.noteLag(h, LagUnknown, OtherHistory+" (wsrep_cluster_state_uuid "+orAbsent(g.UUID)+", the writer's "+w+")")
 		return
 	}
-	c.noteLag(h, c.rep.frontier.noteLag(now, g.UUID, g.Seqno), "")
+	mon.c.rep.noteLag(h, mon.c.rep.frontier.noteLag(now, g.UUID, g.Seqno), "")
 }
 
 // writerHistory is the cluster history (wsrep_cluster_state_uuid) of the pool's writer
 // as last read within DefaultClusterViewAge of now, "" when none is known.
-func (c *Cluster) writerHistory(now time.Time) string {
-	w := c.topo().host(c.Active())
+func (mon *monitor) writerHistory(now time.Time) string {
+	w := mon.c.topo().host(mon.c.Active())
 	if w == nil {
 		return ""
 	}

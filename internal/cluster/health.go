@@ -78,6 +78,16 @@ func newHostState(addr, dc string) *hostState {
 	return h
 }
 
+// recorder records what the attempts, probes and state reads learn of a host: its
+// backoff and state (health.go), its role, readiness, identity and Galera view
+// (ready.go), each under the host's lock, and reports the changes. It owns no state of
+// its own. It reaches the rest of the Cluster through c.
+type recorder struct {
+	c   *Cluster
+	cfg settings // c.cfg
+	env *Env     // &c.env
+}
+
 // health is what walks, checks and the monitor read of a host: a copy, taken under the
 // host's lock in one go.
 type health struct {
@@ -141,22 +151,22 @@ func (h *hostState) setState(s failover.HostState, err error, now time.Time) (ch
 
 // reportState reports a change of h's state to s that setState made (EventHostState,
 // and the logger).
-func (c *Cluster) reportState(h *hostState, changed bool, s failover.HostState, err error) {
+func (rc *recorder) reportState(h *hostState, changed bool, s failover.HostState, err error) {
 	if changed {
-		c.writers.gen.Add(1) // a look at the writable hosts is out of date
-		c.emit(failover.Event{Kind: failover.EventHostState, Host: h.addr, State: s, Err: err})
+		rc.c.writers.gen.Add(1) // a look at the writable hosts is out of date
+		rc.c.emit(failover.Event{Kind: failover.EventHostState, Host: h.addr, State: s, Err: err})
 	}
 }
 
 // attemptFailed puts h into backoff after a failed connection attempt.
-func (c *Cluster) attemptFailed(h *hostState, err error) { c.backOff(h, err, false) }
+func (rc *recorder) attemptFailed(h *hostState, err error) { rc.backOff(h, err, false) }
 
 // backOff puts h into backoff for err, one step further than the last, unless once is
 // set and h is in backoff already: a connection's report of a failed session (Failover)
 // is one failure, however many connections saw it (a failed reconnection, or another
 // connection's report a moment ago, has put the host there already).
-func (c *Cluster) backOff(h *hostState, err error, once bool) {
-	now := c.env.Clock.Now()
+func (rc *recorder) backOff(h *hostState, err error, once bool) {
+	now := rc.env.Clock.Now()
 	h.mu.Lock()
 	if once && h.retryAt > now.UnixNano() {
 		h.mu.Unlock()
@@ -167,17 +177,17 @@ func (c *Cluster) backOff(h *hostState, err error, once bool) {
 	h.failing = true
 	changed := h.setState(failover.HostDown, err, now)
 	h.mu.Unlock()
-	c.reportState(h, changed, failover.HostDown, err)
+	rc.reportState(h, changed, failover.HostDown, err)
 }
 
 // attemptSucceeded clears h's backoff.
-func (c *Cluster) attemptSucceeded(h *hostState) {
-	now := c.env.Clock.Now()
+func (rc *recorder) attemptSucceeded(h *hostState) {
+	now := rc.env.Clock.Now()
 	h.mu.Lock()
 	h.clearBackoffLocked()
 	changed := !h.mon.isDown() && h.setState(failover.HostUp, nil, now)
 	h.mu.Unlock()
-	c.reportState(h, changed, failover.HostUp, nil)
+	rc.reportState(h, changed, failover.HostUp, nil)
 }
 
 // clearBackoffLocked ends h's backoff: a connection attempt or a probe passed (a sign
@@ -205,18 +215,18 @@ func (c *Cluster) Stats() failover.Stats {
 	now := c.env.Clock.Now().UnixNano()
 	s := failover.Stats{
 		Active: t.hosts[p.active].addr, Primary: t.hosts[t.primary].addr,
-		Failovers: p.failovers, FallBacks: p.fallBacks, Aborted: c.aborted.Load(),
+		Failovers: p.failovers, FallBacks: p.fallBacks, Aborted: c.mon.aborted.Load(),
 		ReplicaRetries: c.rep.retries.Load(), ReplicaToPrimary: c.rep.toPrimary.Load(),
 		CausalWaits: c.rep.causalWaits.Load(), CausalPrimary: c.rep.causalPrimary.Load(),
 		WriteRefusals: c.writeRefusals.Load(), WriterAvailable: c.writerAvailable(p), CallerErrors: c.callerErrors.Load(),
-		Writers: c.writersStats(p), Discovery: c.discoveryNote(),
+		Writers: c.writers.stats(p), Discovery: c.disc.stats(),
 		TxReruns: c.tx.reruns.Load(), TxGaveUp: c.tx.gaveUp.Load(), TxCommitChecks: c.tx.checks.Load(),
 		TxReplays: c.tx.replays.Load(), TxReplayMismatches: c.tx.mismatches.Load(),
 		TxReplayTooBig: c.tx.tooBig.Load(), TxReplayUnsafe: c.tx.unsafeTx.Load(),
-		HandshakeRetries: c.handshakeRetries.Load(), SessionsClosed: c.sessionsClosed.Load(),
+		HandshakeRetries: c.att.handshakeRetries.Load(), SessionsClosed: c.att.sessionsClosed.Load(),
 	}
 	if c.cfg.ReplicaReads {
-		c.replicaSet() // the skip reasons of the position now
+		c.rep.current() // the skip reasons of the position now
 	}
 	for _, id := range t.list {
 		hs := c.hostStats(id, t.hosts[id], now)
@@ -240,9 +250,9 @@ func (c *Cluster) hostStats(id int, h *hostState, now int64) failover.HostStats 
 	h.mu.Lock()
 	hs := failover.HostStats{Addr: h.addr, DC: h.dc, State: h.state, LastError: h.lastErr, Changed: h.changed,
 		ProbeLatency: h.mon.latency(), Role: h.role, OpenConns: -1,
-		ProbeSession: c.probes.has(id), ProbesBorrowed: h.lent.Load(), ProbesOwn: h.own.Load()}
+		ProbeSession: c.mon.probes.has(id), ProbesBorrowed: h.lent.Load(), ProbesOwn: h.own.Load()}
 	if c.cfg.CheckInterval > 0 {
-		_, hs.ProbeTimeout = c.probeTimeouts(&h.mon)
+		_, hs.ProbeTimeout = c.cfg.probeTimeouts(&h.mon)
 	}
 	hs.ReplicaLag, _ = h.rep.lagNow()
 	if c.cfg.ReplicaReads {
@@ -255,7 +265,7 @@ func (c *Cluster) hostStats(id int, h *hostState, now int64) failover.HostStats 
 	retryAt, unfit, nr := h.retryAt, h.unfit, h.notReady
 	h.mu.Unlock()
 	if c.cfg.ReplicaReads {
-		hs.ReplicaIdle, hs.ReplicaWaits = c.replicaStats(id)
+		hs.ReplicaIdle, hs.ReplicaWaits = c.rpool.stats(id)
 	}
 	if retryAt > now {
 		hs.RetryAt = time.Unix(0, retryAt)
@@ -317,29 +327,29 @@ func (c *Cluster) writerAvailable(p *position) bool {
 // for the Target. A host that no longer qualifies is then left by the connection that
 // found out, with Failover and a *RoleError as the cause, which moves the pool.
 func (c *Cluster) NoteRole(host int, role failover.Role) (qualifies bool) {
-	return c.setRole(host, role)
+	return c.rec.setRole(host, role)
 }
 
 // setRole records the role a check found on host and reports whether it qualifies.
-func (c *Cluster) setRole(host int, role failover.Role) bool {
-	ok := Accepts(c.Target(), role)
-	h := c.topo().host(host)
+func (rc *recorder) setRole(host int, role failover.Role) bool {
+	ok := Accepts(rc.c.Target(), role)
+	h := rc.c.topo().host(host)
 	if h == nil {
 		return ok
 	}
 	// prefer-standby takes any host as a last resort: a connection there stays.
-	unfit := !ok && c.Target() != attrs.PreferStandby
+	unfit := !ok && rc.c.Target() != attrs.PreferStandby
 	h.mu.Lock()
 	if h.role != role {
-		c.writers.gen.Add(1) // a look at the writable hosts is out of date
+		rc.c.writers.gen.Add(1) // a look at the writable hosts is out of date
 	}
 	h.role = role
 	changed := h.unfit != unfit
 	h.unfit = unfit
 	h.mu.Unlock()
-	c.replicasChanged()
+	rc.c.rep.changed()
 	if changed {
-		c.refit(host) // the position carries the active host's fitness (Place)
+		rc.c.refit(host) // the position carries the active host's fitness (Place)
 	}
 	return ok
 }

@@ -36,7 +36,7 @@ const LagUnknown time.Duration = -1
 
 // ReplicationStopped starts the reason ReadLag gives (after "replica lag unknown: ") for
 // a replica whose replication thread is stopped or broken: such a host is no replica,
-// whatever maxReplicaLag says (replicaSkip). ReplicationReconnecting starts it for one
+// whatever maxReplicaLag says (replicaState.skip). ReplicationReconnecting starts it for one
 // whose SQL thread runs while its IO thread reconnects to its source (a dead primary): its
 // lag is unknown (with maxReplicaLag it is not used), but it holds all its source sent,
 // and without maxReplicaLag it serves, so that reads go on while no writer answers.

@@ -9,13 +9,14 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mysqlfailover/mysqlfailover/failover"
 	"github.com/mysqlfailover/mysqlfailover/policy"
 )
 
-// Start starts the monitor when CheckInterval > 0: one goroutine (monitor) that probes
+// Start starts the monitor when CheckInterval > 0: one goroutine (monitor.loop) that probes
 // every host on a schedule of its own and polls the host list every CheckInterval, and
 // stops at Close, which waits for it and closes the probe connections. It does nothing
 // when CheckInterval is 0, the monitor already runs, or the Cluster is closed. It is safe
@@ -33,12 +34,35 @@ func (c *Cluster) Start() {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	c.stop = cancel
-	c.monitorRun.Add(1)
+	c.mon.run.Add(1)
 	go func() {
-		defer c.monitorRun.Done()
-		defer c.probes.closeAll()
-		c.monitor(ctx)
+		defer c.mon.run.Done()
+		defer c.mon.probes.closeAll()
+		c.mon.loop(ctx)
 	}()
+}
+
+// monitor is the monitor's own state (the probe connections, the goroutine and its
+// probes, the events' alerts, the calm phase) and the mechanism that probes the hosts
+// and moves the pool on the results (monitor.go, cadence.go, probe.go, decide.go). It
+// reaches the rest of the Cluster through c.
+type monitor struct {
+	c   *Cluster
+	cfg settings // c.cfg
+	env *Env     // &c.env
+
+	run    sync.WaitGroup // the monitor goroutine (Start)
+	probes probeSet
+	// running counts the probes the monitor goroutine started and has not yet seen
+	// end (loop), for tests that step its clock.
+	running atomic.Int32
+	// alerts is what the events tell the monitor's cadence (cadence.go).
+	alerts alerts
+	// calmPhase is this connector's offset on the calm grid, in [0, calm period),
+	// drawn at random by New (cadence.go); never written after.
+	calmPhase time.Duration
+	// aborted counts the monitor's abort rounds (Stats): no position changes with it.
+	aborted atomic.Int64
 }
 
 // pollID stands for the host-list poll among the ids of schedule.ended.
@@ -91,14 +115,14 @@ func (s *schedule) sleep(ctx context.Context, clk Clock, d time.Duration) {
 // probeEvery is the probe period of a host: CheckInterval, or for the active host
 // CheckInterval/DefaultActiveProbes (see DefaultActiveProbes: the period bounds how soon
 // a probe starts after the host froze).
-func (c *Cluster) probeEvery(active bool) time.Duration {
+func (cfg settings) probeEvery(active bool) time.Duration {
 	if active {
-		return c.cfg.CheckInterval / DefaultActiveProbes
+		return cfg.CheckInterval / DefaultActiveProbes
 	}
-	return c.cfg.CheckInterval
+	return cfg.CheckInterval
 }
 
-// monitor is the monitor goroutine (Start). Each probed host has a fixed-rate schedule of
+// loop is the monitor goroutine (Start). Each probed host has a fixed-rate schedule of
 // its own: a probe starts probeEvery after the previous one of the host started (not a
 // period after it ended, which would add the host's round trip to every gap), as soon as
 // that one ends when it took longer, and at once when it asks for that (a timeout before
@@ -107,8 +131,8 @@ func (c *Cluster) probeEvery(active bool) time.Duration {
 // to open its probe connection (up to hostTimeout) delays its own probes only, never the
 // active host's. The host list is polled every CheckInterval the same way. decide runs
 // as soon as a probe ends. Check is one round of the same probes, for callers with a
-// scheduler of their own. When ctx ends, monitor waits for the probes and the poll.
-func (c *Cluster) monitor(ctx context.Context) {
+// scheduler of their own. When ctx ends, loop waits for the probes and the poll.
+func (mon *monitor) loop(ctx context.Context) {
 	var s schedule
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -118,37 +142,37 @@ func (c *Cluster) monitor(ctx context.Context) {
 	var polling bool
 	var hosts []failover.ProvidedHost // the last poll's answer, read once it ended
 	var perr error
-	cad := c.newCadence(c.env.Clock.Now())
+	cad := mon.newCadence(mon.env.Clock.Now())
 	for ctx.Err() == nil {
 		ended := s.take()
 		probed := false
 		for _, id := range ended {
 			if id == pollID {
 				polling = false
-				c.takeHosts(ctx, hosts, perr)
+				mon.takeHosts(ctx, hosts, perr)
 				continue
 			}
 			delete(running, id)
-			c.monitorProbes.Add(-1)
+			mon.running.Add(-1)
 			probed = true
-			if h := c.topo().host(id); h != nil && h.mon.takeAgain() {
+			if h := mon.c.topo().host(id); h != nil && h.mon.takeAgain() {
 				delete(started, id) // at once
 			}
 		}
 		if probed {
-			c.takeDiscovered() // the members the pool's host's probe read, identities the probes read
+			mon.takeDiscovered() // the members the pool's host's probe read, identities the probes read
 		}
-		c.inUse.RLock()
+		mon.c.inUse.RLock()
 		if probed && ctx.Err() == nil {
-			c.decide()
+			mon.decide()
 		}
-		now := c.env.Clock.Now()
-		next := now.Add(c.cfg.CheckInterval) // wakes sooner when a probe ends
-		t := c.topo()
-		probes := c.probedHosts(t)
-		c.probes.keepOnly(probes)
-		active := c.Active()
-		alert, watch, wake := c.cadenceAt(cad, t, probes, active, now)
+		now := mon.env.Clock.Now()
+		next := now.Add(mon.cfg.CheckInterval) // wakes sooner when a probe ends
+		t := mon.c.topo()
+		probes := mon.probedHosts(t)
+		mon.probes.keepOnly(probes)
+		active := mon.c.Active()
+		alert, watch, wake := cad.cadenceAt(t, probes, active, now)
 		if !wake.IsZero() {
 			next = earlier(next, wake) // the moment a wait under way crosses the grace time
 		}
@@ -156,7 +180,7 @@ func (c *Cluster) monitor(ctx context.Context) {
 			if !probes[id] || running[id] {
 				continue
 			}
-			every, fast := c.period(id, active, alert, watch)
+			every, fast := mon.cfg.period(id, active, alert, watch)
 			if due := cad.due(id, started[id], every, fast); due.After(now) {
 				next = earlier(next, due)
 				continue
@@ -165,11 +189,11 @@ func (c *Cluster) monitor(ctx context.Context) {
 			if cad.calm > 0 {
 				cad.nextCalm[id] = cad.calmDue(now)
 			}
-			c.launch(ctx, &wg, &s, id)
+			mon.launch(ctx, &wg, &s, id)
 		}
-		c.inUse.RUnlock()
-		if c.env.Provider != nil && !polling {
-			if due := polled.Add(c.cfg.CheckInterval); due.After(now) {
+		mon.c.inUse.RUnlock()
+		if mon.env.Provider != nil && !polling {
+			if due := polled.Add(mon.cfg.CheckInterval); due.After(now) {
 				next = earlier(next, due)
 			} else {
 				polled, polling = now, true
@@ -177,25 +201,25 @@ func (c *Cluster) monitor(ctx context.Context) {
 				go func() {
 					defer wg.Done()
 					defer s.done(pollID)
-					hosts, perr = c.pollHosts(ctx)
+					hosts, perr = mon.pollHosts(ctx)
 				}()
 			}
 		}
-		s.sleep(ctx, c.env.Clock, next.Sub(now))
+		s.sleep(ctx, mon.env.Clock, next.Sub(now))
 	}
 }
 
 // launch starts the monitor's probe of host id in a goroutine of its own, which holds
 // c.inUse until the probe ends and then tells s.
-func (c *Cluster) launch(ctx context.Context, wg *sync.WaitGroup, s *schedule, id int) {
-	c.monitorProbes.Add(1)
-	c.inUse.RLock() // the probe's own hold, released when it ends
+func (mon *monitor) launch(ctx context.Context, wg *sync.WaitGroup, s *schedule, id int) {
+	mon.running.Add(1)
+	mon.c.inUse.RLock() // the probe's own hold, released when it ends
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		defer s.done(id)
-		defer c.inUse.RUnlock()
-		c.probe(ctx, id)
+		defer mon.c.inUse.RUnlock()
+		mon.probe(ctx, id)
 	}()
 }
 
@@ -209,7 +233,7 @@ func earlier(a, b time.Time) time.Time {
 
 // probedHosts returns, by host id, whether the hosts of t are probed: listed, and not
 // ignored by the policy.
-func (c *Cluster) probedHosts(t *topo) []bool {
+func (mon *monitor) probedHosts(t *topo) []bool {
 	infos := t.infos()
 	probed := make([]bool, len(t.hosts))
 	for _, id := range t.list {
@@ -219,21 +243,21 @@ func (c *Cluster) probedHosts(t *topo) []bool {
 }
 
 // pollHosts asks the HostListProvider for the host list, within the fixed probe bound.
-func (c *Cluster) pollHosts(ctx context.Context) ([]failover.ProvidedHost, error) {
-	pctx, cancel := withBudget(ctx, c.probeTimeout())
+func (mon *monitor) pollHosts(ctx context.Context) ([]failover.ProvidedHost, error) {
+	pctx, cancel := withBudget(ctx, mon.cfg.probeTimeout())
 	defer cancel()
-	return c.env.Provider.Hosts(pctx)
+	return mon.env.Provider.Hosts(pctx)
 }
 
 // takeHosts applies a poll's answer: a failing or invalid one keeps the last good list
 // and is reported as EventHostList with Err. It must be called without c.inUse held (its
 // SetHosts may then give ids of hosts that left the list to new ones).
-func (c *Cluster) takeHosts(ctx context.Context, hosts []failover.ProvidedHost, err error) {
+func (mon *monitor) takeHosts(ctx context.Context, hosts []failover.ProvidedHost, err error) {
 	if err == nil {
-		err = c.SetHosts(hosts)
+		err = mon.c.SetHosts(hosts)
 	}
 	if err != nil && ctx.Err() == nil {
-		c.emit(failover.Event{Kind: failover.EventHostList, Err: fmt.Errorf("host list not taken, the last good list stays: %w", err)})
+		mon.c.emit(failover.Event{Kind: failover.EventHostList, Err: fmt.Errorf("host list not taken, the last good list stays: %w", err)})
 	}
 }
 
@@ -260,7 +284,7 @@ func (c *Cluster) takeHosts(ctx context.Context, hosts []failover.ProvidedHost, 
 // As Pulsar's AutoClusterFailover, with the delays measured from the first failed (or
 // passed) probe of the current run, and cleared by every probe that breaks the run.
 // The monitor goroutine (Start) runs the same probes and decisions on a schedule of its
-// own, each host's probes at their own fixed rate (monitor); Check is exported for tests
+// own, each host's probes at their own fixed rate (monitor.loop); Check is exported for tests
 // and for callers that run the checks from their own scheduler (then leave CheckInterval
 // 0 and give Check a context that ends).
 func (c *Cluster) Check(ctx context.Context) {
@@ -275,7 +299,7 @@ func (c *Cluster) Check(ctx context.Context) {
 	if c.env.Provider != nil {
 		go func() {
 			defer close(fetched)
-			hosts, perr = c.pollHosts(ctx)
+			hosts, perr = c.mon.pollHosts(ctx)
 		}()
 	} else {
 		close(fetched)
@@ -283,15 +307,15 @@ func (c *Cluster) Check(ctx context.Context) {
 	defer func() {
 		<-fetched
 		if c.env.Provider != nil {
-			c.takeHosts(ctx, hosts, perr)
+			c.mon.takeHosts(ctx, hosts, perr)
 		}
-		c.takeDiscovered()
+		c.mon.takeDiscovered()
 	}()
 	c.inUse.RLock()
 	defer c.inUse.RUnlock() // before the host list is applied (the deferred takeHosts)
 	t := c.topo()
-	probed := c.probedHosts(t)
-	c.probes.keepOnly(probed) // hosts that left the list, or are ignored: no probe connection
+	probed := c.mon.probedHosts(t)
+	c.mon.probes.keepOnly(probed) // hosts that left the list, or are ignored: no probe connection
 	// The active host's probe is acted on as soon as it ends: another host slow to open
 	// its probe connection (up to hostTimeout) must not hold back leaving a dead one.
 	var wg sync.WaitGroup
@@ -304,7 +328,7 @@ func (c *Cluster) Check(ctx context.Context) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c.probe(ctx, id)
+			c.mon.probe(ctx, id)
 			if id == active {
 				close(activeDone)
 			}
@@ -314,13 +338,13 @@ func (c *Cluster) Check(ctx context.Context) {
 		select {
 		case <-activeDone:
 			if ctx.Err() == nil {
-				c.decide()
+				c.mon.decide()
 			}
 		case <-ctx.Done():
 		}
 	}
 	wg.Wait()
 	if ctx.Err() == nil {
-		c.decide()
+		c.mon.decide()
 	}
 }

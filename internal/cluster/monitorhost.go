@@ -181,16 +181,16 @@ func (m *monitorHost) answeredMeanwhile() bool {
 	return true
 }
 
-// declare records the verdict of a failed probe's run: down once it lasted failoverDelay
-// (a host declared down stays so until a probe passes). With abort, a host declared down
-// now has its connections closed by decide (replica sessions may be on it).
-func (m *monitorHost) declare(down, abort bool) {
+// declareDown records the verdict of a failed probe's run that lasted failoverDelay:
+// down (a host declared down stays so until a probe passes). With abort, a host declared
+// down now has its connections closed by decide (replica sessions may be on it).
+func (m *monitorHost) declareDown(abort bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if down && !m.down && abort {
+	if !m.down && abort {
 		m.abortDue = true
 	}
-	m.down = m.down || down
+	m.down = true
 }
 
 // passed records a passed probe that started at start and ended at now, with round trip

@@ -132,21 +132,21 @@ func (p *probeSet) closeAll() {
 // most HostTimeout when that is set. It bounds a host-list poll, an attempt on a host the
 // probes declared down, a probe before its host's first passed probe, and the doubling
 // of a host's probe timeout (rtoEstimator.timeout).
-func (c *Cluster) probeTimeout() time.Duration {
-	d := max(c.cfg.CheckInterval, DefaultMinProbeTimeout)
-	if c.cfg.HostTimeout > 0 {
-		d = min(d, c.cfg.HostTimeout)
+func (cfg settings) probeTimeout() time.Duration {
+	d := max(cfg.CheckInterval, DefaultMinProbeTimeout)
+	if cfg.HostTimeout > 0 {
+		d = min(d, cfg.HostTimeout)
 	}
 	return d
 }
 
 // probeCeiling caps every probe timeout: HostTimeout, or DefaultMaxProbeTimeout when
 // that is 0 (never below the fixed bound).
-func (c *Cluster) probeCeiling() time.Duration {
-	if c.cfg.HostTimeout > 0 {
-		return c.cfg.HostTimeout
+func (cfg settings) probeCeiling() time.Duration {
+	if cfg.HostTimeout > 0 {
+		return cfg.HostTimeout
 	}
-	return max(DefaultMaxProbeTimeout, c.probeTimeout())
+	return max(DefaultMaxProbeTimeout, cfg.probeTimeout())
 }
 
 // hostProbeTimeout returns a host's probe timeout from its estimator, rto (see rto.go),
@@ -155,20 +155,20 @@ func (c *Cluster) probeCeiling() time.Duration {
 // DefaultStallMargin) when that is longer, at most the ceiling; or rto alone once the
 // probes have declared the host down (its probes then only watch for its return). m is
 // the host's monitor record; it is called with m.mu held.
-func (c *Cluster) hostProbeTimeout(m *monitorHost) (rto, wait time.Duration) {
-	rto = m.rto.timeout(c.probeTimeout(), c.probeCeiling())
+func (cfg settings) hostProbeTimeout(m *monitorHost) (rto, wait time.Duration) {
+	rto = m.rto.timeout(cfg.probeTimeout(), cfg.probeCeiling())
 	if m.down {
 		return rto, rto
 	}
 	wait = max(DefaultProbePatience*rto, m.rto.stallWait())
-	return rto, min(wait, max(c.probeCeiling(), rto))
+	return rto, min(wait, max(cfg.probeCeiling(), rto))
 }
 
 // probeTimeouts is hostProbeTimeout, taking m's lock.
-func (c *Cluster) probeTimeouts(m *monitorHost) (rto, wait time.Duration) {
+func (cfg settings) probeTimeouts(m *monitorHost) (rto, wait time.Duration) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return c.hostProbeTimeout(m)
+	return cfg.hostProbeTimeout(m)
 }
 
 // probe makes one probe of host id and records the result. The round trip waits as long
@@ -192,43 +192,43 @@ func (c *Cluster) probeTimeouts(m *monitorHost) (rto, wait time.Duration) {
 // opened again at once, in the same probe: a blip of the connection is not a failure of
 // the host. A passed round trip is a sample of the host's estimator; a timed-out one
 // doubles its timeout and has the monitor probe the host again at once.
-func (c *Cluster) probe(ctx context.Context, id int) {
-	defer c.replicasChanged() // health, role and lag are what the replica set is made of
-	h := c.topo().host(id)
-	start := c.env.Clock.Now()
-	b := c.probeBudget(h, start)
-	life0 := c.life(h)
-	r := c.probeConn(ctx, id, h, b)
+func (mon *monitor) probe(ctx context.Context, id int) {
+	defer mon.c.rep.changed() // health, role and lag are what the replica set is made of
+	h := mon.c.topo().host(id)
+	start := mon.env.Clock.Now()
+	b := mon.probeBudget(h, start)
+	life0 := mon.c.att.life(h)
+	r := mon.probeConn(ctx, id, h, b)
 	if ctx.Err() != nil {
 		return // Close: not the host's doing
 	}
 	if nr := Refusal(r.err); nr != nil && !r.timedOut {
 		// The server refused the probe's session or query (offline_mode's 3032 to a user
 		// without CONNECTION_ADMIN, Galera's 1047): it is up, and not ready.
-		c.NoteRefusal(id, nr)
+		mon.c.NoteRefusal(id, nr)
 		r.err = nil
 	}
-	now := c.env.Clock.Now()
-	if c.cfg.ReplicaReads && (r.err != nil || r.broke) {
+	now := mon.env.Clock.Now()
+	if mon.cfg.ReplicaReads && (r.err != nil || r.broke) {
 		// The host failed, or its server closed the probe's session (a restart): the
 		// replica sessions idle meanwhile are checked before their next use.
-		c.suspectReplicas(id, now.UnixNano())
+		mon.c.rpool.suspect(id, now.UnixNano())
 	}
 	if r.err != nil {
-		if r.timedOut && c.life(h) != life0 && h.mon.answeredMeanwhile() {
+		if r.timedOut && mon.c.att.life(h) != life0 && h.mon.answeredMeanwhile() {
 			// Other sessions of the connector read from the host while the probe waited:
 			// it is slow (a starved CPU, a stall), not down. The probe is repeated at
 			// once.
 			return
 		}
-		c.probeFailed(h, start, now, r)
+		mon.probeFailed(h, start, now, r)
 		return
 	}
 	if r.st != nil {
-		c.noteState(id, *r.st)
+		mon.c.rec.noteState(id, *r.st)
 	}
-	c.probePassed(h, start, now, r.rtt)
-	c.probeLooks(ctx, id, r.st)
+	mon.probePassed(h, start, now, r.rtt)
+	mon.probeLooks(ctx, id, r.st)
 }
 
 // probeBounds is what one probe of a host may wait, read at its start (probeBudget).
@@ -245,23 +245,31 @@ type probeBounds struct {
 }
 
 // probeBudget reads h's bounds for a probe that starts at start.
-func (c *Cluster) probeBudget(h *hostState, start time.Time) probeBounds {
+func (mon *monitor) probeBudget(h *hostState, start time.Time) probeBounds {
 	typical := h.health().typical
 	m := &h.mon
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	b := probeBounds{suspect: !m.failSince.IsZero(), repeat: m.rto.paused, runLeft: -1, typical: typical, borrowed: h.lent.Load() > 0}
-	b.rto, b.wait = c.hostProbeTimeout(m)
+	b.rto, b.wait = mon.cfg.hostProbeTimeout(m)
 	// Within a run of failed probes, a probe (its round trip, or the opening of its
 	// connection) waits no longer than the run needs to reach FailoverDelay, and at least
 	// DefaultProbeMargin: the doubling alone would overshoot (225, 450, 900 ms waits for
 	// a 500 ms delay). The first probe of a run keeps its whole wait, stall included: it
 	// is the one that tells a host that answers late from one that does not answer.
 	if b.suspect && !m.down {
-		b.runLeft = max(m.failSince.Add(c.cfg.FailoverDelay).Sub(start), DefaultProbeMargin)
+		b.runLeft = max(m.failSince.Add(mon.cfg.FailoverDelay).Sub(start), DefaultProbeMargin)
 		b.wait = min(b.wait, b.runLeft)
 	}
 	return b
+}
+
+// probed is the host of a probe's round trip: its id, its state and the session the
+// probe runs on.
+type probed struct {
+	id   int
+	h    *hostState
+	conn driver.Conn
 }
 
 // probeResult is what one probe found. Its fields carry over from one try of the probe
@@ -281,20 +289,20 @@ type probeResult struct {
 // on a new probe session, when the session it used broke without a timeout (see probe;
 // a pooled session the server ended while it sat idle, wait_timeout, is no failure of
 // the host either).
-func (c *Cluster) probeConn(ctx context.Context, id int, h *hostState, b probeBounds) (r probeResult) {
-	conn, giveBack := c.borrow(id)
+func (mon *monitor) probeConn(ctx context.Context, id int, h *hostState, b probeBounds) (r probeResult) {
+	conn, giveBack := mon.borrow(id)
 	if conn != nil {
-		if own := c.probes.take(id); own != nil {
+		if own := mon.probes.take(id); own != nil {
 			_ = own.Close() // the pool holds a session there: the probes use it
-			c.probes.done(id)
+			mon.probes.done(id)
 		}
 		h.lent.Add(1)
 	} else {
-		conn = c.probes.take(id)
+		conn = mon.probes.take(id)
 	}
 	for again := conn != nil; ; again = false {
 		if conn == nil {
-			conn = c.probeDial(ctx, id, h, b, &r)
+			conn = mon.probeDial(ctx, id, h, b, &r)
 			if dialect.Full(r.err) {
 				// The server answered that it takes no more connections: it is up and
 				// its sessions work (a full host is not a down host). The probe
@@ -305,21 +313,21 @@ func (c *Cluster) probeConn(ctx context.Context, id int, h *hostState, b probeBo
 			if r.err != nil {
 				return r
 			}
-			c.probes.opened(id)
+			mon.probes.opened(id)
 		}
 		if giveBack == nil {
 			h.own.Add(1)
 		}
-		over, keep := c.probeRoundTrip(ctx, id, h, conn, b, &r)
+		over, keep := mon.probeRoundTrip(ctx, probed{id, h, conn}, b, &r)
 		switch {
 		case giveBack != nil:
 			giveBack(!keep) // a broken one is closed by its lender
 			giveBack = nil
 		case keep:
-			c.probes.put(id, conn)
+			mon.probes.put(id, conn)
 		default:
 			_ = conn.Close()
-			c.probes.done(id)
+			mon.probes.done(id)
 		}
 		if over {
 			return r
@@ -334,11 +342,11 @@ func (c *Cluster) probeConn(ctx context.Context, id int, h *hostState, b probeBo
 
 // borrow returns an idle pooled session of host id and the function that gives it back
 // (Env.Borrow), or a nil conn when none may be lent.
-func (c *Cluster) borrow(id int) (driver.Conn, func(broken bool)) {
-	if c.env.Borrow == nil {
+func (mon *monitor) borrow(id int) (driver.Conn, func(broken bool)) {
+	if mon.env.Borrow == nil {
 		return nil, nil
 	}
-	return c.env.Borrow(id)
+	return mon.env.Borrow(id)
 }
 
 // probeKey marks the context of a probe connection's dial (IsProbe).
@@ -356,8 +364,8 @@ func IsProbe(ctx context.Context) bool {
 
 // probeDialBound is how long a probe's opening of its connection waits, and why (see
 // probe).
-func (c *Cluster) probeDialBound(b probeBounds) (bound time.Duration, what string) {
-	bound = min(max(b.rto, DefaultCheckFactor*b.typical), c.probeCeiling())
+func (cfg settings) probeDialBound(b probeBounds) (bound time.Duration, what string) {
+	bound = min(max(b.rto, DefaultCheckFactor*b.typical), cfg.probeCeiling())
 	what = "the host's probe timeout, the host failing its probes"
 	if b.runLeft >= 0 && b.runLeft < bound {
 		bound, what = b.runLeft, "what its run of failed probes has left of failoverDelay"
@@ -366,33 +374,33 @@ func (c *Cluster) probeDialBound(b probeBounds) (bound time.Duration, what strin
 	case !b.suspect && b.repeat:
 		// The connection was closed by the late timeout: a frozen host accepts
 		// the new one and never greets, and must not cost hostTimeout.
-		bound, what = min(max(c.cfg.HostTimeout, c.probeTimeout()), max(bound, b.wait)), "the probe's wait, repeating a probe whose timeout fired late"
+		bound, what = min(max(cfg.HostTimeout, cfg.probeTimeout()), max(bound, b.wait)), "the probe's wait, repeating a probe whose timeout fired late"
 	case !b.suspect && b.borrowed:
 		// The probes ran on pooled sessions, and none is idle now: the pool's sessions
 		// may all be stuck on a host that froze. Had the probe kept a connection, its
 		// round trip would have waited b.wait: so does the opening of one (a frozen host
 		// accepts it and never greets), and a far host still gets its handshake done.
-		bound, what = min(max(c.cfg.HostTimeout, c.probeTimeout()), max(bound, b.wait)), "the probe's wait, every pooled session of the host busy"
+		bound, what = min(max(cfg.HostTimeout, cfg.probeTimeout()), max(bound, b.wait)), "the probe's wait, every pooled session of the host busy"
 	case !b.suspect:
-		bound, what = max(c.cfg.HostTimeout, c.probeTimeout()), "hostTimeout"
+		bound, what = max(cfg.HostTimeout, cfg.probeTimeout()), "hostTimeout"
 	}
 	return bound, what
 }
 
 // probeDial opens host id's probe connection within probeDialBound, and records its
 // error, and whether and how late it timed out, in r.
-func (c *Cluster) probeDial(ctx context.Context, id int, h *hostState, b probeBounds, r *probeResult) driver.Conn {
-	bound, what := c.probeDialBound(b)
+func (mon *monitor) probeDial(ctx context.Context, id int, h *hostState, b probeBounds, r *probeResult) driver.Conn {
+	bound, what := mon.cfg.probeDialBound(b)
 	dctx, cancel := withBudget(WithProbe(ctx), bound)
 	defer cancel()
-	dialStart := c.env.Clock.Now()
-	conn, err := c.env.Dial(dctx, id)
+	dialStart := mon.env.Clock.Now()
+	conn, err := mon.env.Dial(dctx, id)
 	if err == nil {
-		h.noteConnectTime(c.env.Clock.Now().Sub(dialStart))
+		h.noteConnectTime(mon.env.Clock.Now().Sub(dialStart))
 	}
 	if err != nil {
 		if dctx.Err() != nil && ctx.Err() == nil {
-			r.timedOut, r.late = true, c.env.Clock.Now().Sub(dialStart)-bound
+			r.timedOut, r.late = true, mon.env.Clock.Now().Sub(dialStart)-bound
 			err = fmt.Errorf("probe connection not opened within %v (%s): %w", bound, what, err)
 		} else {
 			err = describeDialError(err)
@@ -407,21 +415,22 @@ func (c *Cluster) probeDial(ctx context.Context, id int, h *hostState, b probeBo
 // (probeDiscover). It reports whether the probe is over (when not, it may run again on
 // a new connection), and whether conn may serve the next probe: not when a read on it
 // failed, as its protocol state is then unknown.
-func (c *Cluster) probeRoundTrip(ctx context.Context, id int, h *hostState, conn driver.Conn, b probeBounds, r *probeResult) (over, keep bool) {
-	rtStart := c.env.Clock.Now()
+func (mon *monitor) probeRoundTrip(ctx context.Context, p probed, b probeBounds, r *probeResult) (over, keep bool) {
+	id, h, conn := p.id, p.h, p.conn
+	rtStart := mon.env.Clock.Now()
 	var read *hostState // whose state the probe reads (nil: SELECT 1)
-	if c.stateDue(id, h, rtStart) {
+	if mon.stateDue(id, h, rtStart) {
 		read = h
 	}
-	r.st, r.timedOut, r.err = c.roundTrip(ctx, conn, b, read)
-	r.rtt = c.env.Clock.Now().Sub(rtStart)
+	r.st, r.timedOut, r.err = mon.roundTrip(ctx, conn, b, read)
+	r.rtt = mon.env.Clock.Now().Sub(rtStart)
 	if r.timedOut {
 		r.late = r.rtt - b.wait
 	}
 	if r.err != nil {
 		return false, false
 	}
-	if !c.probeMeasure(ctx, id, h, conn, r.st, b.wait) || !c.probeDiscover(ctx, id, conn, r.st, b.wait) {
+	if !mon.probeMeasure(ctx, p, r.st, b.wait) || !mon.probeDiscover(ctx, id, conn, r.st, b.wait) {
 		return true, false // broke while its lag or the cluster's members were read: reopened next round
 	}
 	return true, true
@@ -430,15 +439,16 @@ func (c *Cluster) probeRoundTrip(ctx context.Context, id int, h *hostState, conn
 // probeMeasure records host id's replica lag, with replica reads, after a passed round
 // trip that read st: Galera's own counter, none for the pool's writer, or the replica
 // status read on conn within wait (probeLag). It reports false when conn broke meanwhile.
-func (c *Cluster) probeMeasure(ctx context.Context, id int, h *hostState, conn driver.Conn, st *State, wait time.Duration) bool {
+func (mon *monitor) probeMeasure(ctx context.Context, p probed, st *State, wait time.Duration) bool {
+	id, h, conn := p.id, p.h, p.conn
 	switch {
-	case !c.cfg.ReplicaReads:
+	case !mon.cfg.ReplicaReads:
 	case st != nil && st.Kind == KindGalera:
-		c.noteGaleraLag(h, id == c.Active(), st.Galera) // the cluster's own counter: no replica status
-	case id == c.Active():
-		c.noteLag(h, LagUnknown, "the pool's writer: not read") // no lag left from its replica days
+		mon.noteGaleraLag(h, id == mon.c.Active(), st.Galera) // the cluster's own counter: no replica status
+	case id == mon.c.Active():
+		mon.c.rep.noteLag(h, LagUnknown, "the pool's writer: not read") // no lag left from its replica days
 	default:
-		return c.probeLag(ctx, conn, h, wait)
+		return mon.c.rep.probeLag(ctx, conn, h, wait)
 	}
 	return true
 }
@@ -446,13 +456,13 @@ func (c *Cluster) probeMeasure(ctx context.Context, id int, h *hostState, conn d
 // probeFailed records a failed probe of h that started at start and ended at now: unless
 // it was a pause of this process (see monitorHost.failed), a step of the run of failed
 // probes, and the host's transition to suspect or down.
-func (c *Cluster) probeFailed(h *hostState, start, now time.Time, r probeResult) {
+func (mon *monitor) probeFailed(h *hostState, start, now time.Time, r probeResult) {
 	err := NotBadConn(r.err, "probe failed")
-	down, paused := h.mon.failed(start, now, c.downDelay(h), r.timedOut, r.late)
+	down, paused := h.mon.failed(start, now, mon.downDelay(h), r.timedOut, r.late)
 	if paused {
 		return
 	}
-	c.emit(failover.Event{Kind: failover.EventProbe, Host: h.addr, Err: err})
+	mon.c.emit(failover.Event{Kind: failover.EventProbe, Host: h.addr, Err: err})
 	s := failover.HostSuspect
 	if down {
 		s = failover.HostDown
@@ -465,36 +475,38 @@ func (c *Cluster) probeFailed(h *hostState, start, now time.Time, r probeResult)
 	}
 	// Replica sessions may be on a host declared down now: decide aborts them, so that
 	// reads in flight there fail at once and run again on another replica.
-	h.mon.declare(down, c.cfg.ReplicaReads)
-	changed := h.setState(s, err, c.env.Clock.Now())
+	if down {
+		h.mon.declareDown(mon.cfg.ReplicaReads)
+	}
+	changed := h.setState(s, err, mon.env.Clock.Now())
 	h.mu.Unlock()
-	c.reportState(h, changed, s, err)
+	mon.c.rec.reportState(h, changed, s, err)
 }
 
 // probePassed records a passed probe of h that started at start and ended at now, with
 // round trip rtt: in the monitor's record (monitorHost.passed), and the host up, out of
 // backoff.
-func (c *Cluster) probePassed(h *hostState, start, now time.Time, rtt time.Duration) {
+func (mon *monitor) probePassed(h *hostState, start, now time.Time, rtt time.Duration) {
 	h.mu.Lock()
 	h.mon.passed(h.unfitLocked(), start, now, rtt)
 	h.clearBackoffLocked()
-	changed := h.setState(failover.HostUp, nil, c.env.Clock.Now())
+	changed := h.setState(failover.HostUp, nil, mon.env.Clock.Now())
 	h.mu.Unlock()
-	c.reportState(h, changed, failover.HostUp, nil)
-	c.emit(failover.Event{Kind: failover.EventProbePassed, Host: h.addr, Duration: now.Sub(start)})
+	mon.c.rec.reportState(h, changed, failover.HostUp, nil)
+	mon.c.emit(failover.Event{Kind: failover.EventProbePassed, Host: h.addr, Duration: now.Sub(start)})
 }
 
 // roundTrip runs the probe's query on conn within b's wait (see hostProbeTimeout; its rto
 // is the host's probe timeout, for the error): the state of read when it is not nil
-// (stateDue), with the role query read learned (roleselect.go), else probeQuery. st is what ReadState found (nil without it, or
-// when it failed).
-func (c *Cluster) roundTrip(ctx context.Context, conn driver.Conn, b probeBounds, read *hostState) (st *State, timedOut bool, err error) {
+// (stateDue), with the role query read learned (roleselect.go), else probeQuery. st is
+// what ReadState found (nil without it, or when it failed).
+func (mon *monitor) roundTrip(ctx context.Context, conn driver.Conn, b probeBounds, read *hostState) (st *State, timedOut bool, err error) {
 	wait, rto := b.wait, b.rto
 	pctx, cancel := withBudget(ctx, wait)
 	defer cancel()
 	if read != nil {
 		var s State
-		if s, err = readState(pctx, conn, kindOf(c.cfg.Cluster), &read.roleSel, c.env.Clock.Now()); err == nil {
+		if s, err = readState(pctx, conn, kindOf(mon.cfg.Cluster), &read.roleSel, mon.env.Clock.Now()); err == nil {
 			st = &s
 		}
 	} else {
@@ -514,14 +526,14 @@ func (c *Cluster) roundTrip(ctx context.Context, conn driver.Conn, b probeBounds
 // every probe would cost the server a SHOW GLOBAL VARIABLES twenty times a second per
 // instance, and the pool's statements meet a changed role themselves (1290). A host
 // whose role does not qualify has it read by every probe: the pool waits for it.
-func (c *Cluster) stateDue(id int, h *hostState, now time.Time) bool {
-	if !c.probeReads() {
+func (mon *monitor) stateDue(id int, h *hostState, now time.Time) bool {
+	if !mon.probeReads() {
 		return false
 	}
-	if id != c.Active() || c.Kind() != KindReplication || c.cfg.DiscoverHosts || h.isUnfit() {
+	if id != mon.c.Active() || mon.c.Kind() != KindReplication || mon.cfg.DiscoverHosts || h.isUnfit() {
 		return true
 	}
-	return h.mon.stateReadBefore(now.Add(-c.watchEvery()), now)
+	return h.mon.stateReadBefore(now.Add(-mon.cfg.watchEvery()), now)
 }
 
 // probeReads reports whether a probe reads the server's state (ReadState) rather than
@@ -530,9 +542,9 @@ func (c *Cluster) stateDue(id int, h *hostState, now time.Time) bool {
 // readiness (Galera, Group Replication); and, with cluster=auto, until a server has said
 // what the cluster is; and for discovery (a member found is checked before any use, and
 // its identity read).
-func (c *Cluster) probeReads() bool {
-	k := c.Kind()
-	return c.Target() != attrs.Any || c.cfg.ReplicaReads || k != KindReplication || c.cfg.DiscoverHosts
+func (mon *monitor) probeReads() bool {
+	k := mon.c.Kind()
+	return mon.c.Target() != attrs.Any || mon.cfg.ReplicaReads || k != KindReplication || mon.cfg.DiscoverHosts
 }
 
 // selectOne runs probeQuery on conn and reads its row.
@@ -550,9 +562,9 @@ func selectOne(ctx context.Context, conn driver.Conn) error {
 // another host at least DefaultTargetDownDelay, as its verdict only keeps the walks
 // from trying it, and a host that a fleet's failover overloads for a moment (its
 // probes time out while connections reach it) must not be left out of every walk.
-func (c *Cluster) downDelay(h *hostState) time.Duration {
-	if t := c.topo(); t.host(c.Active()) == h {
-		return c.cfg.FailoverDelay
+func (mon *monitor) downDelay(h *hostState) time.Duration {
+	if t := mon.c.topo(); t.host(mon.c.Active()) == h {
+		return mon.cfg.FailoverDelay
 	}
-	return max(c.cfg.FailoverDelay, DefaultTargetDownDelay)
+	return max(mon.cfg.FailoverDelay, DefaultTargetDownDelay)
 }

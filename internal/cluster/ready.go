@@ -433,9 +433,9 @@ func (c *Cluster) MultiWriter() bool { return c.Kind() == KindGalera }
 
 // learnKind records k, what a server reported of itself, as the cluster type when none
 // is known yet (cluster=auto). The first report stands: a DSN names one cluster.
-func (c *Cluster) learnKind(k Kind) {
+func (rc *recorder) learnKind(k Kind) {
 	if k != KindUnknown {
-		c.kind.CompareAndSwap(int32(KindUnknown), int32(k))
+		rc.c.kind.CompareAndSwap(int32(KindUnknown), int32(k))
 	}
 }
 
@@ -444,33 +444,33 @@ func (c *Cluster) learnKind(k Kind) {
 // cluster type has a readiness to read (Galera, Group Replication); and, with
 // cluster=auto, until a server has said what the cluster is (one round trip, once per
 // pool: a single host with no host list has nowhere else to go, and is not asked).
-func (c *Cluster) needsState(t *topo) bool {
-	switch c.Kind() {
+func (rc *recorder) needsState(t *topo) bool {
+	switch rc.c.Kind() {
 	case KindGalera, KindGroup:
 		return true
 	case KindUnknown:
-		if len(t.list) > 1 || c.env.Provider != nil || c.cfg.HostsURL != "" || c.cfg.DiscoverHosts {
+		if len(t.list) > 1 || rc.env.Provider != nil || rc.cfg.HostsURL != "" || rc.cfg.DiscoverHosts {
 			return true
 		}
 	}
-	return c.Target() != attrs.Any
+	return rc.c.Target() != attrs.Any
 }
 
 // noteState records st, what a read of host id's state found (an attempt's or a probe's):
 // its role (as setRole), the cluster type, its readiness, and for Galera its place in
 // the cluster, a node in a smaller cluster than another listed node's being not ready
 // (noteGalera). It reports whether the host is ready and qualifies for the target.
-func (c *Cluster) noteState(id int, st State) bool {
-	c.learnKind(st.Kind)
+func (rc *recorder) noteState(id int, st State) bool {
+	rc.learnKind(st.Kind)
 	nr := st.NotReady
 	if nr == nil && st.Kind == KindGalera {
-		nr = c.noteGalera(id, st.Galera)
+		nr = rc.noteGalera(id, st.Galera)
 	}
-	if dup := c.noteIdent(id, st.Ident); nr == nil {
+	if dup := rc.noteIdent(id, st.Ident); nr == nil {
 		nr = dup
 	}
-	qualifies := c.setRole(id, st.Role)
-	c.setReady(id, nr)
+	qualifies := rc.setRole(id, st.Role)
+	rc.setReady(id, nr)
 	return qualifies && nr == nil
 }
 
@@ -480,16 +480,16 @@ func (c *Cluster) noteState(id int, st State) bool {
 // again. A Galera refusal tells the cluster type when it was not known.
 func (c *Cluster) NoteRefusal(host int, nr *NotReadyError) {
 	if nr.Kind != KindReplication {
-		c.learnKind(nr.Kind)
+		c.rec.learnKind(nr.Kind)
 	}
-	c.setReady(host, nr)
+	c.rec.setReady(host, nr)
 }
 
 // setReady records host's readiness (nr nil: ready), reports a change (EventHostState:
 // HostNotReady with nr, or HostUp), and publishes the position again when the host is
 // the active one, whose fitness it changes (Place).
-func (c *Cluster) setReady(host int, nr *NotReadyError) {
-	h := c.topo().host(host)
+func (rc *recorder) setReady(host int, nr *NotReadyError) {
+	h := rc.c.topo().host(host)
 	if h == nil {
 		return
 	}
@@ -503,13 +503,13 @@ func (c *Cluster) setReady(host int, nr *NotReadyError) {
 	if (was == nil) == (nr == nil) {
 		return
 	}
-	c.writers.gen.Add(1) // a look at the writable hosts is out of date
-	c.replicasChanged()
-	c.refit(host)
+	rc.c.writers.gen.Add(1) // a look at the writable hosts is out of date
+	rc.c.rep.changed()
+	rc.c.refit(host)
 	if nr != nil {
-		c.emit(failover.Event{Kind: failover.EventHostState, Host: h.addr, State: failover.HostNotReady, Err: nr})
+		rc.c.emit(failover.Event{Kind: failover.EventHostState, Host: h.addr, State: failover.HostNotReady, Err: nr})
 	} else {
-		c.emit(failover.Event{Kind: failover.EventHostState, Host: h.addr, State: failover.HostUp})
+		rc.c.emit(failover.Event{Kind: failover.EventHostState, Host: h.addr, State: failover.HostUp})
 	}
 }
 
@@ -520,13 +520,13 @@ func (c *Cluster) setReady(host int, nr *NotReadyError) {
 // bootstrapped a minority (pc.bootstrap) while the majority lived on, and writes to the
 // smaller one would be lost when they meet. MaxScale's galeramon likewise uses only the
 // nodes of the cluster most nodes are in.
-func (c *Cluster) noteGalera(id int, g GaleraState) *NotReadyError {
-	t := c.topo()
+func (rc *recorder) noteGalera(id int, g GaleraState) *NotReadyError {
+	t := rc.c.topo()
 	h := t.host(id)
 	if h == nil {
 		return nil
 	}
-	now := c.env.Clock.Now()
+	now := rc.env.Clock.Now()
 	h.gal.set(g, now)
 	for _, o := range t.list {
 		if o == id {

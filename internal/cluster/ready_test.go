@@ -364,9 +364,9 @@ func TestGaleraReplicaReads(t *testing.T) {
 		o.ReplicaReads, o.MaxReplicaLag = true, time.Second
 	})
 	r.cl.Check(context.Background())
-	if !r.cl.QualifiesAsReplica(1) || !r.cl.QualifiesAsReplica(2) || r.cl.QualifiesAsReplica(0) {
+	if !r.cl.Replicas().Qualifies(1) || !r.cl.Replicas().Qualifies(2) || r.cl.Replicas().Qualifies(0) {
 		t.Fatalf("replicas %v %v %v; want H2 and H3, not the writer H1 (skips %q %q %q)",
-			r.cl.QualifiesAsReplica(0), r.cl.QualifiesAsReplica(1), r.cl.QualifiesAsReplica(2),
+			r.cl.Replicas().Qualifies(0), r.cl.Replicas().Qualifies(1), r.cl.Replicas().Qualifies(2),
 			r.stat(0).ReplicaSkip, r.stat(1).ReplicaSkip, r.stat(2).ReplicaSkip)
 	}
 	// H1 and H2 commit on; H3 applies nothing.
@@ -378,21 +378,21 @@ func TestGaleraReplicaReads(t *testing.T) {
 		}
 		r.tick(monInterval)
 	}
-	if r.cl.QualifiesAsReplica(2) || !strings.Contains(r.stat(2).ReplicaSkip, "over maxReplicaLag") {
+	if r.cl.Replicas().Qualifies(2) || !strings.Contains(r.stat(2).ReplicaSkip, "over maxReplicaLag") {
 		t.Fatalf("H3 %v behind the cluster: skip %q, lag %v; want it left for its lag", 8*monInterval, r.stat(2).ReplicaSkip, r.stat(2).ReplicaLag)
 	}
-	if !r.cl.QualifiesAsReplica(1) || r.stat(1).ReplicaLag != 0 {
-		t.Errorf("H2 in step with the writer: qualifies %v, lag %v; want yes, 0", r.cl.QualifiesAsReplica(1), r.stat(1).ReplicaLag)
+	if !r.cl.Replicas().Qualifies(1) || r.stat(1).ReplicaLag != 0 {
+		t.Errorf("H2 in step with the writer: qualifies %v, lag %v; want yes, 0", r.cl.Replicas().Qualifies(1), r.stat(1).ReplicaLag)
 	}
 	r.net.SetStatus(2, "wsrep_last_committed", fmt.Sprint(seq))
 	r.tick(monInterval)
-	if !r.cl.QualifiesAsReplica(2) {
+	if !r.cl.Replicas().Qualifies(2) {
 		t.Errorf("H3 caught up: skip %q, want it to serve again", r.stat(2).ReplicaSkip)
 	}
 	// A node that leaves the Primary component serves no reads.
 	r.net.Galera(1, "non-primary", galeraUUID, 1)
 	r.tick(monInterval)
-	if r.cl.QualifiesAsReplica(1) || !strings.Contains(r.stat(1).ReplicaSkip, "not ready") {
+	if r.cl.Replicas().Qualifies(1) || !strings.Contains(r.stat(1).ReplicaSkip, "not ready") {
 		t.Errorf("H2 outside the Primary component: skip %q, want not ready", r.stat(1).ReplicaSkip)
 	}
 }
@@ -428,9 +428,9 @@ func TestGaleraLagNewHistory(t *testing.T) {
 			continue // a node read before the writer's probe has read the new history waits a round
 		}
 		for _, h := range []int{1, 2} {
-			if !r.cl.QualifiesAsReplica(h) || r.stat(h).ReplicaLag != 0 {
+			if !r.cl.Replicas().Qualifies(h) || r.stat(h).ReplicaLag != 0 {
 				t.Fatalf("round %d of the new history: H%d qualifies %v, lag %v, skip %q; want it serving with lag 0",
-					round, h+1, r.cl.QualifiesAsReplica(h), r.stat(h).ReplicaLag, r.stat(h).ReplicaSkip)
+					round, h+1, r.cl.Replicas().Qualifies(h), r.stat(h).ReplicaLag, r.stat(h).ReplicaSkip)
 			}
 		}
 	}
@@ -442,7 +442,7 @@ func TestGaleraLagNewHistory(t *testing.T) {
 		}
 		r.tick(monInterval)
 	}
-	if r.cl.QualifiesAsReplica(2) || !strings.Contains(r.stat(2).ReplicaSkip, "over maxReplicaLag") {
+	if r.cl.Replicas().Qualifies(2) || !strings.Contains(r.stat(2).ReplicaSkip, "over maxReplicaLag") {
 		t.Errorf("H3 stuck in the new history: skip %q, lag %v; want it left for its lag", r.stat(2).ReplicaSkip, r.stat(2).ReplicaLag)
 	}
 }
@@ -463,12 +463,12 @@ func TestGaleraLagOtherHistory(t *testing.T) {
 	r.net.SetStatus(2, "wsrep_last_committed", "500")
 	r.cl.Check(context.Background())
 	r.tick(monInterval)
-	if !r.cl.QualifiesAsReplica(1) {
+	if !r.cl.Replicas().Qualifies(1) {
 		t.Errorf("H2, in the writer's history: skip %q, want it serving", r.stat(1).ReplicaSkip)
 	}
-	if r.cl.QualifiesAsReplica(2) || !strings.Contains(r.stat(2).ReplicaSkip, cluster.OtherHistory) ||
+	if r.cl.Replicas().Qualifies(2) || !strings.Contains(r.stat(2).ReplicaSkip, cluster.OtherHistory) ||
 		!strings.Contains(r.stat(2).ReplicaSkip, otherUUID) {
 		t.Errorf("H3 in another history: qualifies %v, skip %q; want it skipped, naming its history",
-			r.cl.QualifiesAsReplica(2), r.stat(2).ReplicaSkip)
+			r.cl.Replicas().Qualifies(2), r.stat(2).ReplicaSkip)
 	}
 }

@@ -3,8 +3,8 @@ package cluster
 // The replica reads' record of each host (replicaRecord): its lag as its probes read it,
 // the form of the status query its server takes, the replica set's last verdict on it,
 // and its read counters. Only the replica mechanism writes it: the probes' lag reads
-// (noteLag, probeLag, noteGaleraLag), the replica set's build (buildReplicas) and the
-// choice of a replica (PickReplica's counters).
+// (noteLag, probeLag, noteGaleraLag), the replica set's build (replicaState.build) and the
+// choice of a replica (Replicas.Pick's counters).
 //
 // Lock order: a replicaRecord's mutex is a leaf. It may be taken while its host's
 // hostState.mu is held (Stats, the replica set's build), never held while another lock is

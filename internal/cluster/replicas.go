@@ -9,7 +9,7 @@ package cluster
 // key ranks the local replicas by rendezvous hashing (the DataStax driver's
 // TokenAwarePolicy order: the replicas that own the key first, then the child policy's
 // plan), otherwise replicaSelection spreads them. Replica sessions are opened by
-// OpenReplica, one bounded attempt without the role check of targetSessionAttrs (a
+// Replicas.Open, one bounded attempt without the role check of targetSessionAttrs (a
 // replica is read-only by design).
 
 import (
@@ -40,18 +40,32 @@ const (
 	CausalGlobal = "global"
 )
 
+// Replicas is the replica reads of a Cluster (replicaReads), as package conn uses them:
+// the choice of a replica, its sessions and the pool of them, the causal reads'
+// positions and waits, and their counters. Cluster.Replicas returns it.
+type Replicas struct{ c *Cluster }
+
+// Replicas returns the Cluster's replica reads.
+func (c *Cluster) Replicas() *Replicas { return &c.replicas }
+
 // replicaSet is the hosts that serve read-intent statements for one position and one
 // generation of probe results. It is never modified once published.
 type replicaSet struct {
 	pos    *position // the position it was built for
-	gen    uint64    // Cluster.replicaGen when built
+	gen    uint64    // replicaState.gen when built
 	local  []int     // qualifying replicas of the local DC (or all, without localDC), list order
 	remote []int     // qualifying replicas of other DCs, list order
 	seed   []uint64  // by id: the rendezvous seed of the host (a hash of its address)
 }
 
-// replicaState is a Cluster's replica bookkeeping.
+// replicaState is a Cluster's replica bookkeeping. Its first fields are what it reads
+// of the Cluster, set by New.
 type replicaState struct {
+	cfg  settings
+	pos  *atomic.Pointer[position] // Cluster.pos
+	kind *atomic.Int32             // Cluster.kind
+	emit func(failover.Event)      // Cluster.emit
+
 	set     atomic.Pointer[replicaSet]
 	gen     atomic.Uint64 // bumped by every change a replicaSet depends on besides the position
 	buildMu sync.Mutex    // one build at a time: the events of a change are reported once
@@ -64,38 +78,38 @@ type replicaState struct {
 	frontier                                       seqFrontier // Galera: when the cluster reached each write (galera.go)
 }
 
-// ReplicaReads reports whether read-intent statements may go to replicas (replicaReads).
-func (c *Cluster) ReplicaReads() bool { return c.cfg.ReplicaReads }
+// Enabled reports whether read-intent statements may go to replicas (replicaReads).
+func (rd *Replicas) Enabled() bool { return rd.c.cfg.ReplicaReads }
 
-// replicasChanged makes the next choice rebuild the replica set: a probe ended, a role or
+// changed makes the next choice rebuild the replica set: a probe ended, a role or
 // a lag changed.
-func (c *Cluster) replicasChanged() {
-	if c.cfg.ReplicaReads {
-		c.rep.gen.Add(1)
+func (r *replicaState) changed() {
+	if r.cfg.ReplicaReads {
+		r.gen.Add(1)
 	}
 }
 
-// replicaSet returns the replica set in force, rebuilding it when the position or the
+// current returns the replica set in force, rebuilding it when the position or the
 // probes' results changed since it was built.
-func (c *Cluster) replicaSet() *replicaSet {
-	s := c.rep.set.Load()
-	p := c.pos.Load()
-	g := c.rep.gen.Load()
+func (r *replicaState) current() *replicaSet {
+	s := r.set.Load()
+	p := r.pos.Load()
+	g := r.gen.Load()
 	if s != nil && s.pos == p && s.gen == g {
 		return s
 	}
-	return c.buildReplicas()
+	return r.build()
 }
 
-// buildReplicas derives the replica set from the position and each host's state, records
+// build derives the replica set from the position and each host's state, records
 // on each host why it does not qualify (HostStats.ReplicaSkip), and reports the hosts
 // whose verdict changed since the last build (EventReplica; the first is Stats' to show).
-func (c *Cluster) buildReplicas() *replicaSet {
-	c.rep.buildMu.Lock()
-	p := c.pos.Load()
-	g := c.rep.gen.Load()
-	if s := c.rep.set.Load(); s != nil && s.pos == p && s.gen == g {
-		c.rep.buildMu.Unlock()
+func (r *replicaState) build() *replicaSet {
+	r.buildMu.Lock()
+	p := r.pos.Load()
+	g := r.gen.Load()
+	if s := r.set.Load(); s != nil && s.pos == p && s.gen == g {
+		r.buildMu.Unlock()
 		return s
 	}
 	t := p.t
@@ -107,7 +121,7 @@ func (c *Cluster) buildReplicas() *replicaSet {
 		s.seed[id] = hashString(h.addr)
 		dist := t.distance(infos[id])
 		h.mu.Lock()
-		why := c.replicaSkip(p, id, h, dist)
+		why := r.skip(p, id, h, dist)
 		h.mu.Unlock()
 		if h.rep.judge(why) {
 			var err error
@@ -124,18 +138,18 @@ func (c *Cluster) buildReplicas() *replicaSet {
 			s.remote = append(s.remote, id)
 		}
 	}
-	c.rep.set.Store(s)
-	c.rep.buildMu.Unlock()
+	r.set.Store(s)
+	r.buildMu.Unlock()
 	for _, e := range events {
-		c.emit(e)
+		r.emit(e)
 	}
 	return s
 }
 
-// replicaSkip says why host id (state h, locked by the caller; dist its distance) serves
+// skip says why host id (state h, locked by the caller; dist its distance) serves
 // no replica reads at position p, "" when it qualifies. It reads the monitor's verdict
 // before the lag: a probe records the lag before its verdict.
-func (c *Cluster) replicaSkip(p *position, id int, h *hostState, dist policy.Distance) string {
+func (r *replicaState) skip(p *position, id int, h *hostState, dist policy.Distance) string {
 	down, suspect := h.mon.status()
 	lag, lagWhy := h.rep.lagNow()
 	switch {
@@ -149,10 +163,10 @@ func (c *Cluster) replicaSkip(p *position, id int, h *hostState, dist policy.Dis
 		return "suspect: its last probe failed"
 	case h.notReady != nil:
 		return h.notReady.Error()
-	case h.role == failover.RolePrimary && c.Kind() != KindGalera:
+	case h.role == failover.RolePrimary && Kind(r.kind.Load()) != KindGalera:
 		// Every Galera node is writable: the writer is the one the pool writes to.
 		return "writable: not a replica"
-	case h.role == failover.RoleUnknown && c.cfg.CheckInterval > 0:
+	case h.role == failover.RoleUnknown && r.cfg.CheckInterval > 0:
 		// Probing reads every host's role: until the first round has, a host may be a
 		// writer (without probing nothing ever reads it: every host but the writer serves).
 		return "role not read yet: the first probe round has not ended"
@@ -164,7 +178,7 @@ func (c *Cluster) replicaSkip(p *position, id int, h *hostState, dist policy.Dis
 		// Its writes are not the writer's: none of them is a copy of the writer's data.
 		return lagWhy + ": not a replica of it"
 	}
-	if max := c.cfg.MaxReplicaLag; max > 0 {
+	if max := r.cfg.MaxReplicaLag; max > 0 {
 		switch {
 		case lag < 0:
 			why := lagWhy
@@ -179,15 +193,15 @@ func (c *Cluster) replicaSkip(p *position, id int, h *hostState, dist policy.Dis
 	return ""
 }
 
-// PickReplica returns the host a read-intent statement goes to: a qualifying replica of
+// Pick returns the host a read-intent statement goes to: a qualifying replica of
 // the local DC, else of another DC; -1 when none qualifies. tried has bit i set for host
 // id i already tried by this statement (ids from 64 on cannot be excluded). With hasKey,
 // the local replicas are ranked by rendezvous hashing of key (one key keeps to one
 // replica while it qualifies; when it stops, only its keys move); the remote ones by
 // replicaSelection. Without a key, replicaSelection: round-robin (the default) or
 // least-in-flight (fewest read-intent statements running, ties round-robin).
-func (c *Cluster) PickReplica(key string, hasKey bool, tried uint64) int {
-	s := c.replicaSet()
+func (rd *Replicas) Pick(key string, hasKey bool, tried uint64) int {
+	s := rd.c.rep.current()
 	if hasKey && len(s.local) > 0 {
 		kh := hashString(key)
 		best, bestScore := -1, uint64(0)
@@ -203,20 +217,20 @@ func (c *Cluster) PickReplica(key string, hasKey bool, tried uint64) int {
 			return best
 		}
 	}
-	if id := c.spread(s, s.local, tried); id >= 0 {
+	if id := rd.c.rep.spread(s, s.local, tried); id >= 0 {
 		return id
 	}
-	return c.spread(s, s.remote, tried)
+	return rd.c.rep.spread(s, s.remote, tried)
 }
 
 // spread chooses among ids by replicaSelection, leaving out the tried ones.
-func (c *Cluster) spread(s *replicaSet, ids []int, tried uint64) int {
+func (r *replicaState) spread(s *replicaSet, ids []int, tried uint64) int {
 	n := len(ids)
 	if n == 0 {
 		return -1
 	}
-	start := int(c.rep.rr.Add(1) % uint64(n))
-	if c.cfg.ReplicaSelection == SelectLeastInFlight {
+	start := int(r.rr.Add(1) % uint64(n))
+	if r.cfg.ReplicaSelection == SelectLeastInFlight {
 		t := s.pos.t
 		best, least := -1, int32(0)
 		for k := range n {
@@ -257,29 +271,29 @@ func (c *Cluster) ReplicaDone(host int, ok bool) {
 	}
 }
 
-// NoteReplicaRetry counts a read-intent statement run again after a replica failed it
-// (Stats.ReplicaRetries); NoteReplicaToPrimary one run on the primary for want of a
+// NoteRetry counts a read-intent statement run again after a replica failed it
+// (Stats.ReplicaRetries); NoteToPrimary one run on the primary for want of a
 // replica (Stats.ReplicaToPrimary).
-func (c *Cluster) NoteReplicaRetry() { c.rep.retries.Add(1) }
+func (rd *Replicas) NoteRetry() { rd.c.rep.retries.Add(1) }
 
-// NoteReplicaToPrimary: see NoteReplicaRetry.
-func (c *Cluster) NoteReplicaToPrimary() { c.rep.toPrimary.Add(1) }
+// NoteToPrimary: see NoteRetry.
+func (rd *Replicas) NoteToPrimary() { rd.c.rep.toPrimary.Add(1) }
 
 // NoteCausal counts a causal read served by a replica after its wait (waited), or sent
 // to the primary (Stats.CausalWaits, Stats.CausalPrimary).
-func (c *Cluster) NoteCausal(waited bool) {
+func (rd *Replicas) NoteCausal(waited bool) {
 	if waited {
-		c.rep.causalWaits.Add(1)
+		rd.c.rep.causalWaits.Add(1)
 	} else {
-		c.rep.causalPrimary.Add(1)
+		rd.c.rep.causalPrimary.Add(1)
 	}
 }
 
-// NoReplicaError is the error of a read-intent statement that no replica could serve
+// NoneError is the error of a read-intent statement that no replica could serve
 // with readFromSourceWhenNoReplicas=false: every host and why it serves no replica reads.
-func (c *Cluster) NoReplicaError() error {
-	c.replicaSet()
-	t := c.topo()
+func (rd *Replicas) NoneError() error {
+	rd.c.rep.current()
+	t := rd.c.topo()
 	e := &failover.NoHostAvailableError{Passes: 1}
 	for _, id := range t.list {
 		h := t.hosts[id]
@@ -297,29 +311,29 @@ func (c *Cluster) NoReplicaError() error {
 	return e
 }
 
-// OpenReplica opens a replica session to host for a read-intent statement: one bounded
+// Open opens a replica session to host for a read-intent statement: one bounded
 // attempt (dial, then setup), as a walk's, without the role check of targetSessionAttrs.
 // A host in backoff after a failed attempt is not dialled: the error says so, and the
 // caller tries another replica. The caller calls Release when the session closes.
-func (c *Cluster) OpenReplica(ctx context.Context, host int, setup SetupFunc) (driver.Conn, error) {
-	h := c.topo().host(host)
+func (rd *Replicas) Open(ctx context.Context, host int, setup SetupFunc) (driver.Conn, error) {
+	h := rd.c.topo().host(host)
 	if h == nil {
 		return nil, fmt.Errorf("mysqlfailover: no host with id %d", host)
 	}
-	if v := h.health(); v.retryAt > c.env.Clock.Now().UnixNano() {
+	if v := h.health(); v.retryAt > rd.c.env.Clock.Now().UnixNano() {
 		return nil, errReplicaBackoff
 	}
-	conn, _, err := c.attemptHost(ctx, host, setup, false, 0, false)
+	conn, _, err := rd.c.att.run(ctx, host, setup, attemptOpts{flags: attemptNoRole})
 	return conn, err
 }
 
-// errReplicaBackoff is OpenReplica's error for a host in backoff: nothing was tried.
+// errReplicaBackoff is Replicas.Open's error for a host in backoff: nothing was tried.
 var errReplicaBackoff = errors.New("mysqlfailover: replica in backoff after a failed attempt")
 
 // noteLag records what host h's probe found of its lag, or (lag < 0) why it is unknown.
-func (c *Cluster) noteLag(h *hostState, lag time.Duration, why string) {
+func (r *replicaState) noteLag(h *hostState, lag time.Duration, why string) {
 	h.rep.setLag(lag, why)
-	c.replicasChanged()
+	r.changed()
 }
 
 // hashString is 64-bit FNV-1a of s.
@@ -347,16 +361,16 @@ func mix64(x uint64) uint64 {
 // records it (noteLag). It reports false when the connection broke meanwhile (a
 // communication error): the probe connection is then reopened next round, and the lag
 // is unknown until then.
-func (c *Cluster) probeLag(ctx context.Context, conn driver.Conn, h *hostState, wait time.Duration) bool {
+func (r *replicaState) probeLag(ctx context.Context, conn driver.Conn, h *hostState, wait time.Duration) bool {
 	lctx, cancel := withBudget(ctx, wait)
 	defer cancel()
 	lag, why, useOld, err := ReadLag(lctx, conn, h.rep.oldForm.Load())
 	if err != nil {
-		c.noteLag(h, LagUnknown, "its probe could not read it: "+NotBadConn(err, "").Error())
+		r.noteLag(h, LagUnknown, "its probe could not read it: "+NotBadConn(err, "").Error())
 		return Classify(ctx, err) != Communication
 	}
 	h.rep.oldForm.Store(useOld)
-	c.noteLag(h, lag, strings.TrimPrefix(why, "replica lag unknown: ")) // ReadLag: lag < 0 exactly when why is set
+	r.noteLag(h, lag, strings.TrimPrefix(why, "replica lag unknown: ")) // ReadLag: lag < 0 exactly when why is set
 	return true
 }
 
@@ -365,10 +379,10 @@ func (c *Cluster) probeLag(ctx context.Context, conn driver.Conn, h *hostState, 
 // @@global.gtid_binlog_pos, MySQL @@global.gtid_executed), else the session's own last
 // write (MariaDB @@last_gtid; MySQL has no session position: gtid_executed). "" means no
 // write is known. The server's flavour, found on the first call, is kept.
-func (c *Cluster) CausalPosition(ctx context.Context, conn driver.Conn, global bool) (string, error) {
-	pos, f, err := ReadPosition(ctx, conn, Flavour(c.rep.flavour.Load()), global)
+func (rd *Replicas) CausalPosition(ctx context.Context, conn driver.Conn, global bool) (string, error) {
+	pos, f, err := ReadPosition(ctx, conn, Flavour(rd.c.rep.flavour.Load()), global)
 	if err == nil {
-		c.rep.flavour.Store(int32(f))
+		rd.c.rep.flavour.Store(int32(f))
 	}
 	return pos, err
 }
@@ -378,9 +392,9 @@ func (c *Cluster) CausalPosition(ctx context.Context, conn driver.Conn, global b
 // WAIT_FOR_EXECUTED_GTID_SET: one round trip), and gives the session up (an error) when
 // the answer has not come twice that long (plus DefaultMinHostShare) later. It reports
 // whether the replica reached it.
-func (c *Cluster) CausalWait(ctx context.Context, conn driver.Conn, pos string) (bool, error) {
-	timeout := c.CausalTimeout()
-	f := Flavour(c.rep.flavour.Load())
+func (rd *Replicas) CausalWait(ctx context.Context, conn driver.Conn, pos string) (bool, error) {
+	timeout := rd.CausalTimeout()
+	f := Flavour(rd.c.rep.flavour.Load())
 	if f == FlavourUnknown {
 		f = FlavourMariaDB // no position read yet: a position from another pool would be MariaDB's
 	}
@@ -397,31 +411,31 @@ func (c *Cluster) CausalWait(ctx context.Context, conn driver.Conn, pos string) 
 
 // NoteWrite counts a statement that ran on the pool's writer (causalReads global): the
 // next causal read reads the position again.
-func (c *Cluster) NoteWrite() { c.rep.writes.Add(1) }
+func (rd *Replicas) NoteWrite() { rd.c.rep.writes.Add(1) }
 
 // GlobalPosition returns the pool's latest known write position and whether it covers
 // every write counted so far (NoteWrite) and was read on the pool's writer now (after a
 // move, the host the pool left knows nothing of the writes since); mark is what
 // SetGlobalPosition takes with a position read after this call.
-func (c *Cluster) GlobalPosition() (pos string, current bool, mark uint64) {
-	mark = c.rep.writes.Load()
-	p := c.rep.global.Load()
+func (rd *Replicas) GlobalPosition() (pos string, current bool, mark uint64) {
+	mark = rd.c.rep.writes.Load()
+	p := rd.c.rep.global.Load()
 	if p == nil {
 		return "", mark == 0, mark
 	}
-	return p.pos, p.at >= mark && p.host == c.Active(), mark
+	return p.pos, p.at >= mark && p.host == rd.c.Active(), mark
 }
 
 // SetGlobalPosition records pos, read on host after GlobalPosition returned mark, unless
 // a position read later is already recorded.
-func (c *Cluster) SetGlobalPosition(pos string, mark uint64, host int) {
+func (rd *Replicas) SetGlobalPosition(pos string, mark uint64, host int) {
 	np := &globalPos{pos: pos, at: mark, host: host}
 	for {
-		old := c.rep.global.Load()
+		old := rd.c.rep.global.Load()
 		if old != nil && old.at >= mark {
 			return
 		}
-		if c.rep.global.CompareAndSwap(old, np) {
+		if rd.c.rep.global.CompareAndSwap(old, np) {
 			return
 		}
 	}
@@ -439,28 +453,28 @@ func (c *Cluster) AnyReplica() bool {
 	if !c.cfg.ReplicaReads {
 		return false
 	}
-	s := c.replicaSet()
+	s := c.rep.current()
 	return len(s.local) > 0 || len(s.remote) > 0
 }
 
-// QualifiesAsReplica reports whether host serves read-intent statements now.
-func (c *Cluster) QualifiesAsReplica(host int) bool {
-	s := c.replicaSet()
+// Qualifies reports whether host serves read-intent statements now.
+func (rd *Replicas) Qualifies(host int) bool {
+	s := rd.c.rep.current()
 	return slices.Contains(s.local, host) || slices.Contains(s.remote, host)
 }
 
-// ReplicaSessionEnded reports a communication error (cause) on a replica session to host:
+// SessionEnded reports a communication error (cause) on a replica session to host:
 // the session is gone, the host is not blamed (a dead session is not a dead host; its
 // probes, or the next attempt to open a session, decide), as EventSessionEnded. The
 // pool's idle sessions of host get the liveness check before their next use.
-func (c *Cluster) ReplicaSessionEnded(host int, cause error) {
-	c.suspectReplicas(host, c.env.Clock.Now().UnixNano())
-	c.emit(failover.Event{Kind: failover.EventSessionEnded, Host: c.Host(host), Err: NotBadConn(cause, "")})
+func (rd *Replicas) SessionEnded(host int, cause error) {
+	rd.c.rpool.suspect(host, rd.c.env.Clock.Now().UnixNano())
+	rd.c.emit(failover.Event{Kind: failover.EventSessionEnded, Host: rd.c.Host(host), Err: NotBadConn(cause, "")})
 }
 
 // CausalTimeout is causalReadsTimeout (DefaultCausalReadsTimeout when unset).
-func (c *Cluster) CausalTimeout() time.Duration {
-	if t := c.cfg.CausalReadsTimeout; t > 0 {
+func (rd *Replicas) CausalTimeout() time.Duration {
+	if t := rd.c.cfg.CausalReadsTimeout; t > 0 {
 		return t
 	}
 	return DefaultCausalReadsTimeout

@@ -29,7 +29,7 @@ func TestRoutingKeyAffinity(t *testing.T) {
 	where := func() []int {
 		out := make([]int, keys)
 		for k := range keys {
-			out[k] = r.cl.PickReplica(fmt.Sprintf("user-%d", k), true, 0)
+			out[k] = r.cl.Replicas().Pick(fmt.Sprintf("user-%d", k), true, 0)
 		}
 		return out
 	}
@@ -84,32 +84,32 @@ func TestReplicaSpread(t *testing.T) {
 	r := replicaRig(t, 3, nil)
 	got := map[int]int{}
 	for range 1000 {
-		got[r.cl.PickReplica("", false, 0)]++
+		got[r.cl.Replicas().Pick("", false, 0)]++
 	}
 	if got[1] != 500 || got[2] != 500 {
 		t.Errorf("round-robin spread %v, want 500 each on H2 and H3", got)
 	}
-	if h := r.cl.PickReplica("", false, 1<<1); h != 2 {
+	if h := r.cl.Replicas().Pick("", false, 1<<1); h != 2 {
 		t.Errorf("H2 tried: got H%d, want H3", h+1)
 	}
-	if h := r.cl.PickReplica("", false, 1<<1|1<<2); h != -1 {
+	if h := r.cl.Replicas().Pick("", false, 1<<1|1<<2); h != -1 {
 		t.Errorf("both tried: got H%d, want none", h+1)
 	}
-	if h := r.cl.PickReplica("k", true, 1<<1|1<<2); h != -1 {
+	if h := r.cl.Replicas().Pick("k", true, 1<<1|1<<2); h != -1 {
 		t.Errorf("both tried, with a key: got H%d, want none", h+1)
 	}
 
 	l := replicaRig(t, 3, func(o *rigOpts) { o.ReplicaSelection = "least-in-flight" })
 	l.cl.ReplicaStart(1)
 	for i := range 10 {
-		if h := l.cl.PickReplica("", false, 0); h != 2 {
+		if h := l.cl.Replicas().Pick("", false, 0); h != 2 {
 			t.Fatalf("pick %d: H%d, want H3 (H2 has a statement in flight)", i, h+1)
 		}
 	}
 	l.cl.ReplicaDone(1, true)
 	got = map[int]int{}
 	for range 100 {
-		got[l.cl.PickReplica("", false, 0)]++
+		got[l.cl.Replicas().Pick("", false, 0)]++
 	}
 	if got[1] != 50 || got[2] != 50 {
 		t.Errorf("least-in-flight with none in flight: %v, want ties split evenly", got)
@@ -137,18 +137,18 @@ func TestReplicaSkipReasons(t *testing.T) {
 	}
 	// The local replica first, the remote one when the local one is tried.
 	for range 10 {
-		if h := r.cl.PickReplica("", false, 0); h != 1 {
+		if h := r.cl.Replicas().Pick("", false, 0); h != 1 {
 			t.Fatalf("got H%d, want the local replica H2", h+1)
 		}
-		if h := r.cl.PickReplica("key", true, 0); h != 1 {
+		if h := r.cl.Replicas().Pick("key", true, 0); h != 1 {
 			t.Fatalf("with a key: got H%d, want the local replica H2", h+1)
 		}
 	}
-	if h := r.cl.PickReplica("", false, 1<<1); h != 2 {
+	if h := r.cl.Replicas().Pick("", false, 1<<1); h != 2 {
 		t.Errorf("local replica tried: got H%d, want the remote H3", h+1)
 	}
-	if !strings.Contains(fmt.Sprint(r.cl.NoReplicaError()), "writable: not a replica") {
-		t.Errorf("NoReplicaError does not say why H4 is no replica: %v", r.cl.NoReplicaError())
+	if !strings.Contains(fmt.Sprint(r.cl.Replicas().NoneError()), "writable: not a replica") {
+		t.Errorf("NoReplicaError does not say why H4 is no replica: %v", r.cl.Replicas().NoneError())
 	}
 }
 
@@ -182,7 +182,7 @@ func TestProbesReadReplicaLag(t *testing.T) {
 			t.Errorf("lag %d: ReplicaSkip %q, want %q...", tc.lag, h.ReplicaSkip, tc.skip)
 		}
 		for range 20 {
-			got := r.cl.PickReplica("", false, 0)
+			got := r.cl.Replicas().Pick("", false, 0)
 			if tc.skip != "" && got != 2 || got < 1 {
 				t.Fatalf("lag %d: read went to H%d", tc.lag, got+1)
 			}
@@ -216,7 +216,7 @@ func TestProbesMarkWritableHosts(t *testing.T) {
 		t.Errorf("writable H2: ReplicaSkip %q", h.ReplicaSkip)
 	}
 	for range 10 {
-		if got := r.cl.PickReplica("", false, 0); got != 2 {
+		if got := r.cl.Replicas().Pick("", false, 0); got != 2 {
 			t.Fatalf("read went to H%d, want H3", got+1)
 		}
 	}
@@ -255,22 +255,22 @@ func TestStoppedReplicationIsNoReplica(t *testing.T) {
 	r.net.SetReadOnly(1, true)
 	r.net.SetReadOnly(2, true)
 	r.cl.Check(context.Background())
-	if !r.cl.QualifiesAsReplica(1) {
+	if !r.cl.Replicas().Qualifies(1) {
 		t.Fatalf("H2 replicating: skip %q, want it used", r.stat(1).ReplicaSkip)
 	}
 	r.net.SetLag(1, fake.LagNull)
 	r.tick(monInterval)
-	if r.cl.QualifiesAsReplica(1) || !strings.HasPrefix(r.stat(1).ReplicaSkip, "replication is not running") {
+	if r.cl.Replicas().Qualifies(1) || !strings.HasPrefix(r.stat(1).ReplicaSkip, "replication is not running") {
 		t.Fatalf("H2 with replication stopped: skip %q, want it left", r.stat(1).ReplicaSkip)
 	}
 	for range 20 {
-		if h := r.cl.PickReplica("", false, 0); h != 2 {
+		if h := r.cl.Replicas().Pick("", false, 0); h != 2 {
 			t.Fatalf("read went to H%d, want H3", h+1)
 		}
 	}
 	r.net.SetLag(1, 0)
 	r.tick(monInterval)
-	if !r.cl.QualifiesAsReplica(1) {
+	if !r.cl.Replicas().Qualifies(1) {
 		t.Errorf("H2 replicating again: skip %q, want it used", r.stat(1).ReplicaSkip)
 	}
 }

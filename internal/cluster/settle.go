@@ -153,7 +153,7 @@ func (c *Cluster) settle(ctx context.Context, host int, addr string, old *Socket
 	defer cancel()
 	conn, err := c.env.Dial(sctx, host)
 	if err != nil {
-		return c.settleErr(ctx, "no new session to "+addr, err)
+		return settleErr(ctx, "no new session to "+addr, err)
 	}
 	defer conn.Close()
 	id := strconv.FormatUint(uint64(thread), 10)
@@ -166,7 +166,7 @@ func (c *Cluster) settle(ctx context.Context, host int, addr string, old *Socket
 	if opened, ok := old.Opened(); ok {
 		up, err := uptime(sctx, q)
 		if err != nil {
-			return c.settleErr(ctx, "reading the uptime of "+addr+" failed", err)
+			return settleErr(ctx, "reading the uptime of "+addr+" failed", err)
 		}
 		if age := c.env.Clock.Now().Sub(opened); up < age {
 			notKilled = fmt.Sprintf(" (not killed: %s has run %v, the session was opened %v ago, and after a restart the id may be another session's)",
@@ -175,7 +175,7 @@ func (c *Cluster) settle(ctx context.Context, host int, addr string, old *Socket
 	}
 	if notKilled == "" {
 		if _, err := ex.ExecContext(sctx, "KILL CONNECTION "+id, nil); err != nil && dialect.Number(err) != dialect.ErrNoSuchThread {
-			return c.settleErr(ctx, "KILL CONNECTION "+id+" on "+addr+" failed", err)
+			return settleErr(ctx, "KILL CONNECTION "+id+" on "+addr+" failed", err)
 		}
 	}
 	if end == untilKilled {
@@ -189,21 +189,21 @@ func (c *Cluster) settle(ctx context.Context, host int, addr string, old *Socket
 		there, err := threadListed(sctx, q, ProcessQuery+id)
 		switch {
 		case err != nil:
-			return c.settleErr(ctx, "reading the process list of "+addr+" failed", err)
+			return settleErr(ctx, "reading the process list of "+addr+" failed", err)
 		case !there:
 			return nil
 		case c.env.Clock.Now().Sub(start) >= DefaultSettleTimeout:
 			return fmt.Errorf("the session's thread %s was still in the process list of %s after %v%s", id, addr, DefaultSettleTimeout, notKilled)
 		}
 		if err := c.env.Clock.Sleep(sctx, wait); err != nil {
-			return c.settleErr(ctx, "waiting for the session's thread "+id+" on "+addr+" to end", err)
+			return settleErr(ctx, "waiting for the session's thread "+id+" on "+addr+" to end", err)
 		}
 	}
 }
 
 // settleErr words Settle's failure to do what, with err: the caller's context error when
 // ctx ended, the bound's when the settle bound ran out.
-func (c *Cluster) settleErr(ctx context.Context, what string, err error) error {
+func settleErr(ctx context.Context, what string, err error) error {
 	switch {
 	case Ended(ctx):
 		return fmt.Errorf("%s: %w", what, EndErr(ctx))

@@ -4,7 +4,7 @@ package cluster
 // an autoscaling step opening every pool at once) closes or resets some handshakes
 // while its other sessions answer; one closed handshake is evidence about that session,
 // not about the host, as a 1040 is (verdict.go). So a connection that must not leave its
-// host (attemptPatient) tries the handshake again on the same host, a few times with
+// host (attempter.patient) tries the handshake again on the same host, a few times with
 // growing, jittered pauses (which also spread the storm), and the host is blamed (its
 // backoff, the walk to the next host) only when it gave no sign of life meanwhile: no
 // other session of the connector opened or read from it, no probe passed. Once
@@ -84,7 +84,7 @@ func sessionClosed(err error) bool {
 	return errors.As(err, &sc)
 }
 
-// hostStays reports whether err is how attemptPatient gives up on a new session while
+// hostStays reports whether err is how attempter.patient gives up on a new session while
 // its host is up: the host is full (*fullError), or it closed this session's handshakes
 // while it answered others (*SessionClosedError). The pool stays on the host.
 func hostStays(err error) bool {
@@ -96,10 +96,10 @@ func hostStays(err error) bool {
 // connector succeeds or is answered (full, refused, of another role), a probe passes
 // (both clear its backoff), or, with the connector's socket tracker (Env.Answers), a
 // session of the connector reads from it.
-func (c *Cluster) life(hs *hostState) uint64 {
+func (at *attempter) life(hs *hostState) uint64 {
 	n := hs.answers.Load()
-	if c.env.Answers != nil {
-		n += c.env.Answers(hs.addr)
+	if at.env.Answers != nil {
+		n += at.env.Answers(hs.addr)
 	}
 	return n
 }
@@ -119,25 +119,36 @@ func handshakePause(n int) time.Duration {
 // blamed reports whether something other than a closed handshake says host hs is down
 // now: an attempt failed (another session's, a failover's report), or the probes
 // declared it down or see it failing.
-func (c *Cluster) blamed(hs *hostState) bool {
+func (at *attempter) blamed(hs *hostState) bool {
 	v := hs.health()
-	return v.failing || v.probeFailing || v.skipped(c.env.Clock.Now().UnixNano())
+	return v.failing || v.probeFailing || v.skipped(at.env.Clock.Now().UnixNano())
 }
 
-// closedAgain decides on a closed handshake, the n-th (from 1) of a patient attempt on
-// host hs that began at start when the host's life count was life0. It returns retry
-// true, after the pause, while another try is due within total and nothing blames the
+// handshakeTries is where a patient attempt stands when a handshake was closed (see
+// closedAgain).
+type handshakeTries struct {
+	hs    *hostState    // the host
+	n     int           // the closed handshakes so far, this one included (from 1)
+	start time.Time     // when the patient attempt began
+	total time.Duration // what it may take in all
+	life0 uint64        // the host's life count at start
+}
+
+// closedAgain decides on a closed handshake, the t.n-th of a patient attempt on host
+// t.hs that began at t.start when the host's life count was t.life0. It returns retry
+// true, after the pause, while another try is due within t.total and nothing blames the
 // host (blamed). Otherwise it reports the attempt (EventConnect) and returns the error
 // it ends with: a *SessionClosedError when the host showed a sign of life meanwhile and
 // nothing blames it (the host is left as it is); else err, the host put into backoff as
 // for any failed attempt (unless ctx ended).
-func (c *Cluster) closedAgain(ctx context.Context, hs *hostState, n int, start time.Time, total time.Duration, life0 uint64, err error) (retry bool, out error) {
-	waited := c.env.Clock.Now().Sub(start)
+func (at *attempter) closedAgain(ctx context.Context, t handshakeTries, err error) (retry bool, out error) {
+	hs, n, start, total := t.hs, t.n, t.start, t.total
+	waited := at.env.Clock.Now().Sub(start)
 	pause := handshakePause(n)
-	blamed := c.blamed(hs)
+	blamed := at.blamed(hs)
 	if !Ended(ctx) && !blamed && n < DefaultHandshakeTries && waited+pause <= total {
-		c.handshakeRetries.Add(1)
-		serr := c.env.Clock.Sleep(ctx, pause)
+		at.handshakeRetries.Add(1)
+		serr := at.env.Clock.Sleep(ctx, pause)
 		if serr == nil {
 			return true, nil
 		}
@@ -145,12 +156,12 @@ func (c *Cluster) closedAgain(ctx context.Context, hs *hostState, n int, start t
 	}
 	switch {
 	case Ended(ctx):
-	case !blamed && c.life(hs) != life0:
+	case !blamed && at.life(hs) != t.life0:
 		err = &SessionClosedError{Host: hs.addr, Attempts: n, Waited: waited, Err: err}
-		c.sessionsClosed.Add(1)
+		at.sessionsClosed.Add(1)
 	default:
-		c.attemptFailed(hs, err) // no sign of life, or blamed: the host's failure
+		at.c.rec.attemptFailed(hs, err) // no sign of life, or blamed: the host's failure
 	}
-	c.emit(failover.Event{Kind: failover.EventConnect, Host: hs.addr, Err: err})
+	at.c.emit(failover.Event{Kind: failover.EventConnect, Host: hs.addr, Err: err})
 	return false, err
 }

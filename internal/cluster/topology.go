@@ -17,6 +17,16 @@ import (
 	"github.com/mysqlfailover/mysqlfailover/policy"
 )
 
+// hostLists makes and applies the host lists (newTopo, set, put, apply: a provider's
+// list, or discovery's change). It owns no state: the list is the position's, applied
+// under Cluster.mu, and one change at a time runs under discovery's apply lock. It
+// reaches the rest of the Cluster through c.
+type hostLists struct {
+	c   *Cluster
+	cfg settings // c.cfg
+	env *Env     // &c.env
+}
+
 // topo is one version of the host list. It is never modified once published: a new list
 // (HostListProvider) or a new primary (SwitchTo) publishes a new topo.
 type topo struct {
@@ -37,7 +47,7 @@ type hostFrom struct {
 	since  time.Time // OriginDiscovered: when first found
 }
 
-// listEntry is one host of a list to apply (setHosts), with where it came from.
+// listEntry is one host of a list to apply (hostLists.set), with where it came from.
 type listEntry struct {
 	failover.ProvidedHost
 	from hostFrom
@@ -53,16 +63,16 @@ func (t *topo) fromOf(id int) hostFrom {
 
 // newTopo builds a topo over hosts (ids; list the current list) for opts's policy
 // settings. primary < 0 means the first local member.
-func (c *Cluster) newTopo(hosts []*hostState, list []int, primary int) (*topo, error) {
+func (hl *hostLists) newTopo(hosts []*hostState, list []int, primary int) (*topo, error) {
 	t := &topo{hosts: hosts, list: list, member: make([]bool, len(hosts)), home: make([]bool, len(hosts))}
 	for _, id := range list {
 		t.member[id] = true
 	}
 	infos := t.infos()
-	if c.cfg.LocalDC != "" {
+	if hl.cfg.LocalDC != "" {
 		found := false
 		for _, id := range list {
-			if dc := hosts[id].dc; dc == "" || dc == c.cfg.LocalDC {
+			if dc := hosts[id].dc; dc == "" || dc == hl.cfg.LocalDC {
 				found = true
 				if primary < 0 {
 					primary = id
@@ -70,7 +80,7 @@ func (c *Cluster) newTopo(hosts []*hostState, list []int, primary int) (*topo, e
 			}
 		}
 		if !found {
-			return nil, fmt.Errorf("mysqlfailover: localDC %q matches no host of the list", c.cfg.LocalDC)
+			return nil, fmt.Errorf("mysqlfailover: localDC %q matches no host of the list", hl.cfg.LocalDC)
 		}
 	}
 	if primary < 0 {
@@ -78,24 +88,24 @@ func (c *Cluster) newTopo(hosts []*hostState, list []int, primary int) (*topo, e
 	}
 	t.primary = primary
 	var p policy.Policy = Rotation{}
-	if c.cfg.LocalDC != "" {
+	if hl.cfg.LocalDC != "" {
 		listed := make([]policy.Host, len(list))
 		for k, id := range list {
 			listed[k] = infos[id]
 		}
-		p = NewDCAware(p, listed, c.cfg.LocalDC, c.cfg.UsedHostsPerRemoteDC)
+		p = NewDCAware(p, listed, hl.cfg.LocalDC, hl.cfg.UsedHostsPerRemoteDC)
 	}
-	if c.Target() != attrs.Any {
-		p = NewRoleAware(p, c.Target())
+	if hl.c.Target() != attrs.Any {
+		p = NewRoleAware(p, hl.c.Target())
 	}
 	t.base = p
-	if c.env.Layer != nil {
-		if p = c.env.Layer(p); p == nil {
+	if hl.env.Layer != nil {
+		if p = hl.env.Layer(p); p == nil {
 			return nil, errors.New("mysqlfailover: a WithPolicy layer returned a nil Policy")
 		}
 	}
 	t.policy = p
-	standby := c.standbyIntent()
+	standby := hl.cfg.standbyIntent()
 	for _, id := range list {
 		if standby {
 			t.home[id] = t.base.Distance(infos[id]) == policy.Local
@@ -147,29 +157,30 @@ func (c *Cluster) SetHosts(hosts []failover.ProvidedHost) error {
 	if err := ValidateHosts(hosts); err != nil {
 		return err
 	}
-	return c.applyHosts(hosts)
+	return c.lists.apply(hosts)
 }
 
-// putHosts applies entries (a valid list) as the host list, with the primary kept where
-// it is when keepPrimary is set and it stays in the list (a change discovery made), else
-// the first local host; provided says the list comes from the provider
-// (EventHostList). It reports the events once c.mu is released, and closes the idle
+// put applies entries (a valid list) as the host list. provided says the list
+// comes from the provider (EventHostList), with the primary the first local host; else
+// the change is discovery's, and the primary is kept where it is when it stays in the
+// list. It reports the events once c.mu is released, and closes the idle
 // shared sessions of hosts that left the list.
-func (c *Cluster) putHosts(entries []listEntry, keepPrimary, provided bool) error {
-	evs, err := c.setHosts(entries, keepPrimary, provided)
+func (hl *hostLists) put(entries []listEntry, provided bool) error {
+	evs, err := hl.set(entries, provided)
 	for _, e := range evs {
-		c.emit(e)
+		hl.c.emit(e)
 	}
-	c.sweepReplicas() // the idle shared sessions of hosts that left the list
+	hl.c.rpool.sweep(hl.env.Clock.Now().UnixNano()) // the idle shared sessions of hosts that left the list
 	return err
 }
 
-// setHosts is putHosts under c.mu. It returns the events to report once the lock is
+// set is put under Cluster.mu. It returns the events to report once the lock is
 // released.
-func (c *Cluster) setHosts(hosts []listEntry, keepPrimary, provided bool) ([]failover.Event, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	cur := c.pos.Load()
+func (hl *hostLists) set(hosts []listEntry, provided bool) ([]failover.Event, error) {
+	keepPrimary := !provided
+	hl.c.mu.Lock()
+	defer hl.c.mu.Unlock()
+	cur := hl.c.pos.Load()
 	old := cur.t
 	all := old.hosts
 	// Ids of hosts that left the list may be given to new hosts when nothing can still
@@ -177,10 +188,10 @@ func (c *Cluster) setHosts(hosts []listEntry, keepPrimary, provided bool) ([]fai
 	// no walk, check or monitor round is running (they hold c.inUse for reading while
 	// they use ids of the list they loaded; taking it for writing never waits).
 	var free []int
-	if c.inUse.TryLock() {
-		defer c.inUse.Unlock()
+	if hl.c.inUse.TryLock() {
+		defer hl.c.inUse.Unlock()
 		for i, s := range all {
-			if !old.member[i] && i != cur.active && s.refs.Load() == 0 && !c.probes.has(i) {
+			if !old.member[i] && i != cur.active && s.refs.Load() == 0 && !hl.c.mon.probes.has(i) {
 				free = append(free, i)
 			}
 		}
@@ -197,7 +208,7 @@ func (c *Cluster) setHosts(hosts []listEntry, keepPrimary, provided bool) ([]fai
 	if keepPrimary && slices.Contains(list, old.primary) {
 		primary = old.primary
 	}
-	t, err := c.newTopo(all, list, primary)
+	t, err := hl.newTopo(all, list, primary)
 	if err != nil {
 		return nil, err
 	}
@@ -210,7 +221,7 @@ func (c *Cluster) setHosts(hosts []listEntry, keepPrimary, provided bool) ([]fai
 		evs = append(evs, failover.Event{Kind: failover.EventSwitch, Host: t.hosts[t.primary].addr, From: t.hosts[from].addr,
 			Err: errors.New("the host list changed")})
 	}
-	c.publish(p)
+	hl.c.publish(p)
 	if !provided {
 		return evs, nil
 	}

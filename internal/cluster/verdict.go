@@ -8,7 +8,7 @@ package cluster
 // asks for a verdict: what the driver already knows (probe state, a failed attempt a
 // moment ago, the server's own words), and otherwise one bounded attempt to open a new
 // session on the same host. A host that answers full (1040, 1203) is up: the
-// connections that must stay on it wait for it (attemptPatient).
+// connections that must stay on it wait for it (attempter.patient).
 
 import (
 	"context"
@@ -62,7 +62,7 @@ func (c *Cluster) Recover(ctx context.Context, host int, cause error, setup Setu
 	hs := t.host(host)
 	var re *RoleError
 	var nr *NotReadyError
-	if hs == nil || !t.member[host] || host != c.Active() || errors.As(cause, &re) || errors.As(cause, &nr) || c.knownDown(hs, cause) {
+	if hs == nil || !t.member[host] || host != c.Active() || errors.As(cause, &re) || errors.As(cause, &nr) || c.att.knownDown(hs, cause) {
 		return c.Failover(ctx, host, cause, setup)
 	}
 	var limit time.Duration
@@ -82,14 +82,14 @@ func (c *Cluster) Recover(ctx context.Context, host int, cause error, setup Setu
 			k = &check{done: make(chan struct{})}
 			hs.check = k
 			hs.mu.Unlock()
-			conn, _, err := c.attemptPatient(ctx, host, setup, false, limit)
+			conn, _, err := c.att.patient(ctx, host, setup, false, limit)
 			k.alive = err == nil || answered(err)
 			k.decided = err == nil || !Ended(ctx)
 			hs.mu.Lock()
 			hs.check = nil
 			hs.mu.Unlock()
 			close(k.done)
-			return c.checked(ctx, host, cause, setup, conn, err)
+			return c.walks.checked(ctx, host, cause, setup, checkResult{conn, err})
 		}
 		k.waiters++
 		hs.mu.Unlock()
@@ -105,32 +105,39 @@ func (c *Cluster) Recover(ctx context.Context, host int, cause error, setup Setu
 			return c.Failover(ctx, host, cause, setup)
 		}
 		// The host answers: a session of this connection's own, with the usual bounds.
-		conn, _, err := c.attemptPatient(ctx, host, setup, false, 0)
-		return c.checked(ctx, host, cause, setup, conn, err)
+		conn, _, err := c.att.patient(ctx, host, setup, false, 0)
+		return c.walks.checked(ctx, host, cause, setup, checkResult{conn, err})
 	}
 }
 
-// checked acts on the outcome of a same-host attempt of Recover.
-func (c *Cluster) checked(ctx context.Context, host int, cause error, setup SetupFunc, conn driver.Conn, err error) (driver.Conn, int, error) {
+// checkResult is the outcome of a same-host attempt of Recover: its session, or err.
+type checkResult struct {
+	conn driver.Conn
+	err  error
+}
+
+// checked acts on the outcome r of a same-host attempt of Recover.
+func (wk *walker) checked(ctx context.Context, host int, cause error, setup SetupFunc, r checkResult) (driver.Conn, int, error) {
+	conn, err := r.conn, r.err
 	var re *RoleError
 	switch {
 	case err == nil:
-		c.emit(failover.Event{Kind: failover.EventSessionEnded, Host: c.Host(host), Err: NotBadConn(cause, "")})
+		wk.c.emit(failover.Event{Kind: failover.EventSessionEnded, Host: wk.c.Host(host), Err: NotBadConn(cause, "")})
 		return conn, host, nil
 	case Ended(ctx):
 		return nil, -1, err // the caller's context ended: no verdict on the host
 	case errors.As(err, &re), Classify(ctx, err) == NotReady, Classify(ctx, err) == NotReadyMidway:
-		return c.Failover(ctx, host, cause, setup) // up, but no longer of the wanted role, or not ready
+		return wk.c.Failover(ctx, host, cause, setup) // up, but no longer of the wanted role, or not ready
 	case answered(err):
 		return nil, -1, err // up but refusing (full for longer than we wait, access denied)
 	}
-	return c.Failover(ctx, host, cause, setup)
+	return wk.c.Failover(ctx, host, cause, setup)
 }
 
 // knownDown reports whether what the Cluster already knows says host hs is down after
 // one of its sessions failed with cause, so that no check is worth making.
-func (c *Cluster) knownDown(hs *hostState, cause error) bool {
-	if v := hs.health(); v.skipped(c.env.Clock.Now().UnixNano()) || v.probeFailing {
+func (at *attempter) knownDown(hs *hostState, cause error) bool {
+	if v := hs.health(); v.skipped(at.env.Clock.Now().UnixNano()) || v.probeFailing {
 		return true // declared down by probes or failing them, or an attempt failed a moment ago
 	}
 	return dialect.ShuttingDown(cause)
@@ -173,13 +180,13 @@ func (e *fullError) Error() string {
 
 func (e *fullError) Unwrap() error { return e.err }
 
-// attemptPatient is attempt for a host the connection must not leave: the pool's own
+// patient is attempt for a host the connection must not leave: the pool's own
 // host for a connection that joins it, or a host whose session ended. A host that
 // answers full (1040, 1203) is tried again after DefaultFullWaitBase, doubling up to
 // DefaultFullWaitMax, for at most hostTimeout (DefaultFullWait when 0) and within ctx;
 // then, or at once for 1226 and 1129, the caller gets an error naming the host and
 // wrapping the server's answer. The host's state is never touched by it: a full host is
-// up. limit as attemptWithin.
+// up. limit as attemptOpts'.
 //
 // Without limit (not the quick check of a host whose session ended), a handshake the
 // server closed (a *HandshakeClosedError) is tried again on the same host after
@@ -189,25 +196,32 @@ func (e *fullError) Unwrap() error { return e.err }
 // meanwhile (life: another session of the connector opened or read, a probe passed) and
 // nothing blames it, else the last error with the host in backoff, as before (see
 // storm.go, closedAgain).
-func (c *Cluster) attemptPatient(ctx context.Context, h int, setup SetupFunc, lastResortOK bool, limit time.Duration) (driver.Conn, bool, error) {
-	total := c.cfg.HostTimeout
+func (at *attempter) patient(ctx context.Context, h int, setup SetupFunc, lastResortOK bool, limit time.Duration) (driver.Conn, bool, error) {
+	total := at.cfg.HostTimeout
 	if total <= 0 {
 		total = DefaultFullWait
 	}
-	start := c.env.Clock.Now()
+	start := at.env.Clock.Now()
 	wait := DefaultFullWaitBase
-	hs := c.topo().host(h)
+	hs := at.c.topo().host(h)
 	keep := limit == 0 && hs != nil
 	var life0 uint64
 	if keep {
-		life0 = c.life(hs)
+		life0 = at.life(hs)
+	}
+	o := attemptOpts{limit: limit}
+	if lastResortOK {
+		o.flags |= attemptLastResort
+	}
+	if keep {
+		o.flags |= attemptKeep
 	}
 	closed := 0
 	for n := 1; ; n++ {
-		conn, lastResort, err := c.attemptRun(ctx, h, setup, lastResortOK, limit, true, keep)
+		conn, lastResort, err := at.run(ctx, h, setup, o)
 		if keep && closedHandshake(err) {
 			closed++
-			retry, out := c.closedAgain(ctx, hs, closed, start, total, life0, err)
+			retry, out := at.closedAgain(ctx, handshakeTries{hs: hs, n: closed, start: start, total: total, life0: life0}, err)
 			if retry {
 				continue
 			}
@@ -216,11 +230,11 @@ func (c *Cluster) attemptPatient(ctx context.Context, h int, setup SetupFunc, la
 		if err == nil || !dialect.Full(err) { // a full host is not a down host
 			return conn, lastResort, err
 		}
-		waited := c.env.Clock.Now().Sub(start)
+		waited := at.env.Clock.Now().Sub(start)
 		if !dialect.TooManySessions(err) || waited+wait > total { // 1226 and 1129 free no slot soon
-			return nil, false, &fullError{host: c.Host(h), err: err, attempts: n, waited: waited}
+			return nil, false, &fullError{host: at.c.Host(h), err: err, attempts: n, waited: waited}
 		}
-		if serr := c.env.Clock.Sleep(ctx, wait); serr != nil {
+		if serr := at.env.Clock.Sleep(ctx, wait); serr != nil {
 			return nil, false, serr
 		}
 		wait = min(2*wait, DefaultFullWaitMax)

@@ -19,6 +19,16 @@ import (
 	"github.com/mysqlfailover/mysqlfailover/policy"
 )
 
+// walker is the host walk (walk.go), the lead of the walk in flight after a failure
+// (flight.go), the search of home (fallback.go), the writer rules a walk applies
+// (writers.go) and the verdict on a same-host check (verdict.go). It owns no state: a
+// walk owns its walkRun. It reaches the rest of the Cluster through c.
+type walker struct {
+	c   *Cluster
+	cfg settings // c.cfg
+	env *Env     // &c.env
+}
+
 // plan is the shape of one walk, which the policy turns into an order per pass (see
 // Walk): the rotation starts at start; in the first pass the primary is either tried
 // first (fall-back due) or left out (fall-back enabled but not due; Connector/J nextHost
@@ -38,18 +48,18 @@ type plan struct {
 // rotation). Hosts declared down by probes, and for joining connections hosts in
 // backoff, are left out too, unless that would leave nothing to try: then every planned
 // host is tried (all hosts down is when retriesAllDown matters).
-func (c *Cluster) order(t *topo, p plan, i int, tried []bool, buf []int) []int {
-	out := c.planned(t, p, i, buf)
-	if i == 0 && p.join && p.start != t.primary && !c.Unfit(p.start) {
+func (wk *walker) order(t *topo, p plan, i int, tried []bool, buf []int) []int {
+	out := t.planned(p, i, buf)
+	if i == 0 && p.join && p.start != t.primary && !wk.c.Unfit(p.start) {
 		joinFirst(t, p, out)
 	}
-	return c.dropSkipped(t, p, tried, out)
+	return wk.dropSkipped(t, p, tried, out)
 }
 
 // planned is the policy's plan for pass i of p in buf, without ignored hosts, hosts not
 // in the list, out-of-range ids and repeats, and in the first pass with the failed host
 // last (see order).
-func (c *Cluster) planned(t *topo, p plan, i int, buf []int) []int {
+func (t *topo) planned(p plan, i int, buf []int) []int {
 	infos := t.infos()
 	w := policy.Walk{Hosts: infos, List: t.list, Primary: t.primary, Start: p.start, Failed: p.failed, Pass: i}
 	if i == 0 {
@@ -96,8 +106,8 @@ func joinFirst(t *topo, p plan, out []int) {
 // dropSkipped removes from out the hosts p's walk skips now (those the probes declared
 // down; for a joining connection, those in backoff or not ready while a healthy host is
 // planned), unless that would leave nothing to try.
-func (c *Cluster) dropSkipped(t *topo, p plan, tried []bool, out []int) []int {
-	now := c.env.Clock.Now().UnixNano()
+func (wk *walker) dropSkipped(t *topo, p plan, tried []bool, out []int) []int {
+	now := wk.env.Clock.Now().UnixNano()
 	// Backoff is for connections that join the pool (new ones, and followers of a pool
 	// that moved): they are many, and must not each pay a dead host's timeout while a
 	// healthy host is in the plan (one that answers with a role the target accepts: a
@@ -133,21 +143,21 @@ func (c *Cluster) dropSkipped(t *topo, p plan, tried []bool, out []int) []int {
 // skipPrimaryNow reports whether a walk's first pass leaves the primary out: fall-back is
 // enabled and not due, unless the walk looks for a writer (targetSessionAttrs read-write
 // or primary), which after a promotion may well be the primary again.
-func (c *Cluster) skipPrimaryNow(due bool) bool {
-	return !due && c.fallBackEnabled() && !WriteIntent(c.Target())
+func (wk *walker) skipPrimaryNow(due bool) bool {
+	return !due && wk.cfg.fallBackEnabled() && !WriteIntent(wk.c.Target())
 }
 
 // joinPlan is the plan for a connection that joins the pool: a new connection, or one
 // whose host is no longer the active one.
-func (c *Cluster) joinPlan() plan {
-	pos := c.pos.Load()
+func (wk *walker) joinPlan() plan {
+	pos := wk.c.pos.Load()
 	a := pos.active
 	if pos.home {
 		return plan{start: a, failed: -1, join: true}
 	}
-	due := c.FallBackDue()
+	due := wk.c.FallBackDue()
 	// With a standby target the way home is TryFallBack's search, not the primary.
-	return plan{start: a, failed: -1, join: true, primaryFirst: due && !c.standbyIntent(), skipPrimary: c.skipPrimaryNow(due)}
+	return plan{start: a, failed: -1, join: true, primaryFirst: due && !wk.cfg.standbyIntent(), skipPrimary: wk.skipPrimaryNow(due)}
 }
 
 // Connect opens a physical connection for a connection that joins the pool: to the active
@@ -159,9 +169,9 @@ func (c *Cluster) joinPlan() plan {
 func (c *Cluster) Connect(ctx context.Context, setup SetupFunc) (driver.Conn, int, error) {
 	c.inUse.RLock()
 	defer c.inUse.RUnlock()
-	p := c.joinPlan()
+	p := c.walks.joinPlan()
 	defer c.probeOnce(&p)()
-	return c.walk(ctx, p, nil, setup)
+	return c.walks.walk(ctx, p, nil, setup)
 }
 
 // ConnectOnePass is Connect with one pass over the host list, whatever retriesAllDown
@@ -171,15 +181,15 @@ func (c *Cluster) Connect(ctx context.Context, setup SetupFunc) (driver.Conn, in
 func (c *Cluster) ConnectOnePass(ctx context.Context, setup SetupFunc) (driver.Conn, int, error) {
 	c.inUse.RLock()
 	defer c.inUse.RUnlock()
-	p := c.joinPlan()
+	p := c.walks.joinPlan()
 	p.onePass = true
 	defer c.probeOnce(&p)()
-	return c.walk(ctx, p, nil, setup)
+	return c.walks.walk(ctx, p, nil, setup)
 }
 
 // next returns the host after failed in the list (the rotation's start), or the list's
 // first host when failed is not in it.
-func (c *Cluster) next(t *topo, failed int) int {
+func (t *topo) next(failed int) int {
 	if k := slices.Index(t.list, failed); k >= 0 {
 		return t.list[(k+1)%len(t.list)]
 	}
@@ -189,38 +199,38 @@ func (c *Cluster) next(t *topo, failed int) int {
 // walk runs plan p. cause describes the failure that started it, for the switch event.
 // With prefer-standby, the first host that answers without being a standby is kept
 // aside and used when no standby answers in the same pass (libpq's last resort).
-func (c *Cluster) walk(ctx context.Context, p plan, cause error, setup SetupFunc) (driver.Conn, int, error) {
-	if c.closed.Load() {
+func (wk *walker) walk(ctx context.Context, p plan, cause error, setup SetupFunc) (driver.Conn, int, error) {
+	if wk.c.closed.Load() {
 		return nil, -1, failover.ErrClosed
 	}
-	t := c.topo()
+	t := wk.c.topo()
 	n := len(t.hosts)
-	w := &walkRun{t: t, p: p, cause: cause, began: c.env.Clock.Now(), errs: make([]error, n), tried: make([]bool, n), spareHost: -1}
+	w := &walkRun{t: t, p: p, cause: cause, began: wk.env.Clock.Now(), errs: make([]error, n), tried: make([]bool, n), spareHost: -1}
 	defer func() {
 		if w.spare != nil {
 			_ = w.spare.Close()
-			c.Release(w.spareHost)
+			wk.c.Release(w.spareHost)
 		}
 	}()
 	var buf [8]int
 	order := buf[:0]
-	passesAll := c.passes()
+	passesAll := wk.cfg.passes()
 	if p.onePass {
 		passesAll = 1
 	}
 	for i := 0; i < passesAll; i++ {
 		if i > 0 {
-			if err := c.env.Clock.Sleep(ctx, DefaultPassPause); err != nil {
-				return nil, -1, c.noHost(t, w.passes, w.errs, w.tried, EndErr(ctx), p)
+			if err := wk.env.Clock.Sleep(ctx, DefaultPassPause); err != nil {
+				return nil, -1, wk.noHost(w, EndErr(ctx))
 			}
 		}
 		w.passes++
-		order = c.order(t, p, i, w.tried, order)
-		if conn, h, over, err := c.walkPass(ctx, w, i, order, setup); over {
+		order = wk.order(t, p, i, w.tried, order)
+		if conn, h, over, err := wk.pass(ctx, w, i, order, setup); over {
 			return conn, h, err
 		}
 	}
-	return nil, -1, c.noHost(t, w.passes, w.errs, w.tried, nil, p)
+	return nil, -1, wk.noHost(w, nil)
 }
 
 // walkRun is what one walk keeps from host to host and pass to pass.
@@ -237,33 +247,33 @@ type walkRun struct {
 	passes       int
 }
 
-// walkPass tries the hosts of order, pass i of w, and reports whether the walk is over
+// pass tries the hosts of order, pass i of w, and reports whether the walk is over
 // (with a connection and its host, or the error that ends it).
-func (c *Cluster) walkPass(ctx context.Context, w *walkRun, i int, order []int, setup SetupFunc) (conn driver.Conn, host int, over bool, err error) {
+func (wk *walker) pass(ctx context.Context, w *walkRun, i int, order []int, setup SetupFunc) (conn driver.Conn, host int, over bool, err error) {
 	t, p := w.t, w.p
 	for _, h := range order {
 		if Ended(ctx) {
-			return nil, -1, true, c.noHost(t, w.passes, w.errs, w.tried, EndErr(ctx), p)
+			return nil, -1, true, wk.noHost(w, EndErr(ctx))
 		}
 		w.tried[h] = true
 		w.triedPrimary = w.triedPrimary || h == t.primary
-		conn, lastResort, err := c.walkAttempt(ctx, w, h, setup)
+		conn, lastResort, err := wk.attempt(ctx, w, h, setup)
 		if p.join && h == p.start && hostStays(err) {
 			return nil, -1, true, err
 		}
 		if err == nil && lastResort {
 			w.spare, w.spareHost = conn, h
-			w.errs[h] = &RoleError{Role: t.hosts[h].health().role, Wanted: c.Target()}
+			w.errs[h] = &RoleError{Role: t.hosts[h].health().role, Wanted: wk.c.Target()}
 			continue
 		}
 		if err == nil {
 			var to int
-			if conn, to, err = c.chooseWriter(ctx, w, h, conn, setup); err == nil {
+			if conn, to, err = wk.chooseWriter(ctx, w, h, conn, setup); err == nil {
 				h = to
 			}
 		}
 		if err == nil {
-			c.landed(h, w.triedPrimary, p, c.why(w.cause, w.errs), false, w.began)
+			wk.landed(w, h, false)
 			return conn, h, true, nil
 		}
 		var we *WritersError
@@ -273,7 +283,7 @@ func (c *Cluster) walkPass(ctx context.Context, w *walkRun, i int, order []int, 
 		}
 		w.errs[h] = err
 		if Ended(ctx) {
-			return nil, -1, true, c.noHost(t, w.passes, w.errs, w.tried, EndErr(ctx), p)
+			return nil, -1, true, wk.noHost(w, EndErr(ctx))
 		}
 		if stopsWalk(ctx, err) && !(i == 0 && h == t.primary && p.primaryFirst) {
 			// Access denied, unknown database...: every host would say the same,
@@ -287,35 +297,36 @@ func (c *Cluster) walkPass(ctx context.Context, w *walkRun, i int, order []int, 
 	if w.spare != nil {
 		conn, h := w.spare, w.spareHost
 		w.spare = nil
-		c.landed(h, w.triedPrimary, p, c.why(w.cause, w.errs), true, w.began)
+		wk.landed(w, h, true)
 		return conn, h, true, nil
 	}
 	return nil, -1, false, nil
 }
 
-// walkAttempt is w's attempt on host h. The pool's own host, for a connection that
+// attempt is w's attempt on host h. The pool's own host, for a connection that
 // joins the pool, is waited for when full rather than left (1040 is not a down host),
 // and its closed handshakes are tried again (storm.go); a lasting refusal, or handshakes
-// closed while the host answered others, is its error (walkPass ends the walk), the pool
+// closed while the host answered others, is its error (pass ends the walk), the pool
 // staying where it is.
-func (c *Cluster) walkAttempt(ctx context.Context, w *walkRun, h int, setup SetupFunc) (driver.Conn, bool, error) {
+func (wk *walker) attempt(ctx context.Context, w *walkRun, h int, setup SetupFunc) (driver.Conn, bool, error) {
 	if w.p.join && h == w.p.start {
-		return c.attemptPatient(ctx, h, setup, w.spare == nil, 0)
+		return wk.c.att.patient(ctx, h, setup, w.spare == nil, 0)
 	}
-	return c.attempt(ctx, h, setup, w.spare == nil)
+	return wk.c.att.attempt(ctx, h, setup, w.spare == nil)
 }
 
-func (c *Cluster) noHost(t *topo, passes int, errs []error, tried []bool, ctxErr error, p plan) error {
+func (wk *walker) noHost(w *walkRun, ctxErr error) error {
+	t, passes, errs, tried, p := w.t, w.passes, w.errs, w.tried, w.p
 	e := &failover.NoHostAvailableError{Passes: passes, Hosts: make([]failover.HostError, 0, len(t.list)), Err: ctxErr}
 	infos := t.infos()
-	now := c.env.Clock.Now().UnixNano()
+	now := wk.env.Clock.Now().UnixNano()
 	for _, i := range t.list {
 		he := failover.HostError{Host: t.hosts[i].addr, Err: errs[i]}
 		if errs[i] == nil {
 			switch {
 			case t.base.Distance(infos[i]) == policy.Ignored:
 				he.Skipped = fmt.Sprintf("ignored: dc %s is remote, and usedHostsPerRemoteDC=%d uses only the first %d host(s) of each remote DC",
-					infos[i].DC, c.cfg.UsedHostsPerRemoteDC, c.cfg.UsedHostsPerRemoteDC)
+					infos[i].DC, wk.cfg.UsedHostsPerRemoteDC, wk.cfg.UsedHostsPerRemoteDC)
 			case t.distance(infos[i]) == policy.Ignored:
 				he.Skipped = "ignored by a policy layer (mysqlfailover.WithPolicy)"
 			case ctxErr != nil && !tried[i]:
@@ -337,8 +348,8 @@ func (c *Cluster) noHost(t *topo, passes int, errs []error, tried []bool, ctxErr
 
 // why is the cause of a switch for its event: the failure that started the walk, or
 // for a connection that joined the pool the error the pool's host gave it in this walk.
-func (c *Cluster) why(cause error, errs []error) error {
-	if a := c.Active(); cause == nil && a < len(errs) {
+func (wk *walker) why(cause error, errs []error) error {
+	if a := wk.c.Active(); cause == nil && a < len(errs) {
 		return errs[a]
 	}
 	return cause
@@ -347,15 +358,16 @@ func (c *Cluster) why(cause error, errs []error) error {
 // landed records that a walk ended on host h, lastResort when prefer-standby had to
 // take a non-standby, of a walk that began at began. A move away from the pool's host
 // counts as a failover.
-func (c *Cluster) landed(h int, triedPrimary bool, pl plan, cause error, lastResort bool, began time.Time) {
+func (wk *walker) landed(w *walkRun, h int, lastResort bool) {
+	triedPrimary, pl, cause, began := w.triedPrimary, w.p, wk.why(w.cause, w.errs), w.began
 	failed := pl.failed
-	c.mu.Lock()
-	prev := c.pos.Load()
+	wk.c.mu.Lock()
+	prev := wk.c.pos.Load()
 	if pl.join && prev.active != pl.start {
 		// The pool moved while this connection was joining it (another connection's
 		// failover, a new host list, SwitchTo, the monitor): the pool's newer position
 		// stands, and this connection joins it at its next safe point.
-		c.mu.Unlock()
+		wk.c.mu.Unlock()
 		return
 	}
 	p := *prev
@@ -366,7 +378,7 @@ func (c *Cluster) landed(h int, triedPrimary bool, pl plan, cause error, lastRes
 	if !home && (prev.home || triedPrimary) {
 		// Left home, or the primary was tried and did not answer: the fall-back clock
 		// starts now (Connector/J resets it when the walk began at or passed the primary).
-		c.restartClocks(&p, triedPrimary)
+		wk.c.restartClocks(&p, triedPrimary)
 	}
 	fellBack := failed < 0 && home && !prev.home // a new connection found fall-back due and home answering
 	switch {
@@ -376,20 +388,20 @@ func (c *Cluster) landed(h int, triedPrimary bool, pl plan, cause error, lastRes
 	default:
 		p.failovers++
 	}
-	c.publish(p)
-	c.mu.Unlock()
+	wk.c.publish(p)
+	wk.c.mu.Unlock()
 	switch {
 	case prev.active == h:
 	case fellBack:
-		c.emit(failover.Event{Kind: failover.EventFallBack, Host: c.Host(h), From: c.Host(prev.active), Duration: c.env.Clock.Now().Sub(began)})
+		wk.c.emit(failover.Event{Kind: failover.EventFallBack, Host: wk.c.Host(h), From: wk.c.Host(prev.active), Duration: wk.env.Clock.Now().Sub(began)})
 	default:
-		e := failover.Event{Kind: failover.EventSwitch, Host: c.Host(h), From: c.Host(prev.active), Err: NotBadConn(cause, ""),
-			Duration: c.env.Clock.Now().Sub(began)}
+		e := failover.Event{Kind: failover.EventSwitch, Host: wk.c.Host(h), From: wk.c.Host(prev.active), Err: NotBadConn(cause, ""),
+			Duration: wk.env.Clock.Now().Sub(began)}
 		if failed >= 0 {
-			e.From = c.Host(failed)
+			e.From = wk.c.Host(failed)
 		}
-		c.emit(e)
-		c.leftAfterFailure(prev.active)
+		wk.c.emit(e)
+		wk.c.mon.leftAfterFailure(prev.active)
 	}
 }
 
@@ -399,21 +411,21 @@ func (c *Cluster) landed(h int, triedPrimary bool, pl plan, cause error, lastRes
 // a new pool's first walk takes the writer the cluster follows (firstWriter). It returns
 // the connection and host to land on, or (nil, h, err) with conn closed: a *WritersError
 // when the walk goes on past h, or the error that broke conn.
-func (c *Cluster) chooseWriter(ctx context.Context, w *walkRun, h int, conn driver.Conn, setup SetupFunc) (driver.Conn, int, error) {
+func (wk *walker) chooseWriter(ctx context.Context, w *walkRun, h int, conn driver.Conn, setup SetupFunc) (driver.Conn, int, error) {
 	p := w.p
 	if p.join && p.failed < 0 && h != p.start && w.t.isHome(h) && !w.t.isHome(p.start) {
-		if err := c.fallBackGate(ctx, conn, h, p.start); err != nil {
+		if err := wk.fallBackGate(ctx, conn, h, p.start); err != nil {
 			_ = conn.Close()
-			c.Release(h)
+			wk.c.Release(h)
 			if !Ended(ctx) {
-				c.update(func(pos *position) { c.restartClocks(pos, true) })
-				c.emit(failover.Event{Kind: failover.EventFallBackFailed, Host: c.Host(h), From: c.Host(p.start), Err: err})
+				wk.c.update(func(pos *position) { wk.c.restartClocks(pos, true) })
+				wk.c.emit(failover.Event{Kind: failover.EventFallBackFailed, Host: wk.c.Host(h), From: wk.c.Host(p.start), Err: err})
 			}
 			return nil, h, err
 		}
 		return conn, h, nil
 	}
-	next, to, err := c.firstWriter(ctx, w, h, conn, setup)
+	next, to, err := wk.firstWriter(ctx, w, h, conn, setup)
 	if err != nil {
 		return nil, h, err
 	}

@@ -3,7 +3,7 @@ package cluster
 // One writer: when more than one host of a replication cluster is writable at once (an
 // old primary back with read_only=OFF after a promotion that did not fence it, a replica
 // whose read_only was forgotten), which one the pool writes to, and the report of it.
-// The look at the writable hosts (lookAtWriters) reads, on a new session to each listed
+// The look at the writable hosts (writerState.lookAt) reads, on a new session to each listed
 // host, its role, its server_id, whom it replicates from, and for a writable host the
 // replicas registered with it; it runs only when two hosts may be writable (a new pool's
 // first walk with a write target, a fall-back to a writable home, a probe that finds a
@@ -58,8 +58,7 @@ func writable(r failover.Role) bool {
 // replication (and a type not read yet). Every Galera node is a writer, and a Group
 // Replication group names its own primary (its secondaries are super_read_only), so
 // neither has two writers to choose between.
-func (c *Cluster) oneWriter() bool {
-	k := c.Kind()
+func (k Kind) oneWriter() bool {
 	return k != KindGalera && k != KindGroup
 }
 
@@ -71,10 +70,23 @@ type writerState struct {
 	reading  chan struct{}   // closed when the look in progress ends; nil: none
 	reported string          // the writable hosts and the writer of the last EventTwoWriters
 
+	cl   writersHost // the Cluster
+	rec  *recorder   // the record of what a look reads (Cluster.rec)
+	cfg  settings
+	dial DialFunc // Env.Dial: a look's own sessions
+
 	// gen counts the changes of what a look reads (a host's role, state or readiness):
 	// an atomic, moved by the mechanisms that record them, so that a look taken before
 	// one is not used after it.
 	gen atomic.Int64
+}
+
+// writersHost is what the look at the writers needs of the Cluster: the host list in
+// force, the clock and the events.
+type writersHost interface {
+	topo() *topo
+	Now() time.Time
+	emit(e failover.Event)
 }
 
 // writerEvidence is what one look found.
@@ -174,14 +186,14 @@ func (e *WritersError) Error() string {
 		fix + ": SET GLOBAL read_only=ON on it (super_read_only=ON on MySQL), or stop it"
 }
 
-// freshWriters returns the last look's evidence when it is about the list in force, no
+// fresh returns the last look's evidence when it is about the list in force, no
 // host's role, state or readiness changed since, and it is younger than
 // DefaultWriterLookAge; else nil.
-func (c *Cluster) freshWriters() *writerEvidence {
-	c.writers.mu.Lock()
-	v := c.writers.last
-	c.writers.mu.Unlock()
-	if v == nil || v.t != c.topo() || v.gen != c.writers.gen.Load() || c.env.Clock.Now().Sub(v.at) >= DefaultWriterLookAge {
+func (ws *writerState) fresh() *writerEvidence {
+	ws.mu.Lock()
+	v := ws.last
+	ws.mu.Unlock()
+	if v == nil || v.t != ws.cl.topo() || v.gen != ws.gen.Load() || ws.cl.Now().Sub(v.at) >= DefaultWriterLookAge {
 		return nil
 	}
 	return v
@@ -195,20 +207,20 @@ type session struct {
 	st   *State
 }
 
-// lookAtWriters returns the evidence of a look at the writable hosts: the last one while
+// lookAt returns the evidence of a look at the writable hosts: the last one while
 // it is fresh and found the hosts of need writable (they are now), else a new one (one at
 // a time: the callers that come meanwhile wait for it within their context), which reads
 // have's host over have's session. inUse is the host the pool writes to (-1: none), for
 // the report. The caller holds c.inUse for reading.
-func (c *Cluster) lookAtWriters(ctx context.Context, inUse int, have session, need ...int) *writerEvidence {
+func (ws *writerState) lookAt(ctx context.Context, inUse int, have session, need ...int) *writerEvidence {
 	waited := false
 	for {
-		if v := c.freshWriters(); v != nil && (waited || hasAll(v, need)) {
+		if v := ws.fresh(); v != nil && (waited || hasAll(v, need)) {
 			return v
 		}
-		c.writers.mu.Lock()
-		if wait := c.writers.reading; wait != nil {
-			c.writers.mu.Unlock()
+		ws.mu.Lock()
+		if wait := ws.reading; wait != nil {
+			ws.mu.Unlock()
 			select {
 			case <-wait:
 				waited = true // a look that ended after the caller came
@@ -218,21 +230,21 @@ func (c *Cluster) lookAtWriters(ctx context.Context, inUse int, have session, ne
 			}
 		}
 		done := make(chan struct{})
-		c.writers.reading = done
-		c.writers.mu.Unlock()
-		v := c.look(ctx, have)
+		ws.reading = done
+		ws.mu.Unlock()
+		v := ws.look(ctx, have)
 		if v != nil {
-			v.gen = c.writers.gen.Load() // after the look's own records of what it read
+			v.gen = ws.gen.Load() // after the look's own records of what it read
 		}
-		c.writers.mu.Lock()
+		ws.mu.Lock()
 		if v != nil {
-			c.writers.last = v
+			ws.last = v
 		}
-		c.writers.reading = nil
+		ws.reading = nil
 		close(done)
-		c.writers.mu.Unlock()
+		ws.mu.Unlock()
 		if v != nil {
-			c.reportWriters(v, inUse)
+			ws.report(v, inUse)
 		}
 		return v
 	}
@@ -248,20 +260,20 @@ func hasAll(v *writerEvidence, ids []int) bool {
 	return true
 }
 
-// reportWriters emits EventTwoWriters for v, once per set of writable hosts and writer.
-func (c *Cluster) reportWriters(v *writerEvidence, inUse int) {
+// report emits EventTwoWriters for v, once per set of writable hosts and writer.
+func (ws *writerState) report(v *writerEvidence, inUse int) {
 	if !v.two() {
-		c.writers.mu.Lock()
-		c.writers.reported = ""
-		c.writers.mu.Unlock()
+		ws.mu.Lock()
+		ws.reported = ""
+		ws.mu.Unlock()
 		return
 	}
 	w, why := v.choose(inUse)
 	key := fmt.Sprint(v.writable, w)
-	c.writers.mu.Lock()
-	same := c.writers.reported == key
-	c.writers.reported = key
-	c.writers.mu.Unlock()
+	ws.mu.Lock()
+	same := ws.reported == key
+	ws.reported = key
+	ws.mu.Unlock()
 	if same {
 		return
 	}
@@ -273,7 +285,7 @@ func (c *Cluster) reportWriters(v *writerEvidence, inUse int) {
 			break
 		}
 	}
-	c.emit(ev)
+	ws.cl.emit(ev)
 }
 
 // hostEvidence is what a look read of one host.
@@ -290,8 +302,8 @@ type hostEvidence struct {
 // declared down, in parallel, each on a new session within the fixed probe bound (have's
 // host on have's session), and returns what it found (nil when ctx ended first). It
 // records each host's state (noteState).
-func (c *Cluster) look(ctx context.Context, have session) *writerEvidence {
-	t := c.topo()
+func (ws *writerState) look(ctx context.Context, have session) *writerEvidence {
+	t := ws.cl.topo()
 	infos := t.infos()
 	ev := make([]hostEvidence, len(t.hosts))
 	var wg sync.WaitGroup
@@ -303,9 +315,9 @@ func (c *Cluster) look(ctx context.Context, have session) *writerEvidence {
 		go func() {
 			defer wg.Done()
 			if id == have.id {
-				ev[id] = c.readEvidence(ctx, id, have.conn, have.st)
+				ev[id] = ws.readEvidence(ctx, id, have.conn, have.st)
 			} else {
-				ev[id] = c.readEvidence(ctx, id, nil, nil)
+				ev[id] = ws.readEvidence(ctx, id, nil, nil)
 			}
 		}()
 	}
@@ -320,14 +332,14 @@ func (c *Cluster) look(ctx context.Context, have session) *writerEvidence {
 		if !e.read {
 			continue
 		}
-		c.noteState(id, e.st)
+		ws.rec.noteState(id, e.st)
 		known = known || e.status || e.replicas != nil
 		if writable(e.st.Role) && e.st.NotReady == nil {
 			v.writable = append(v.writable, id)
 		}
 	}
 	v.followers = followers(t.list, ev, v.writable, known)
-	v.at = c.env.Clock.Now()
+	v.at = ws.cl.Now()
 	return v
 }
 
@@ -371,12 +383,12 @@ func followers(list []int, ev []hostEvidence, writable []int, known bool) []int 
 // and, when it is writable, the replicas registered with it, within the fixed probe
 // bound, over conn or a session it opens (and closes) when conn is nil. What could not
 // be read stays unknown.
-func (c *Cluster) readEvidence(ctx context.Context, id int, conn driver.Conn, st *State) (e hostEvidence) {
-	rctx, cancel := withBudget(ctx, c.probeTimeout())
+func (ws *writerState) readEvidence(ctx context.Context, id int, conn driver.Conn, st *State) (e hostEvidence) {
+	rctx, cancel := withBudget(ctx, ws.cfg.probeTimeout())
 	defer cancel()
 	if conn == nil {
 		var err error
-		if conn, err = c.env.Dial(rctx, id); err != nil {
+		if conn, err = ws.dial(rctx, id); err != nil {
 			return e
 		}
 		defer conn.Close()
@@ -385,7 +397,7 @@ func (c *Cluster) readEvidence(ctx context.Context, id int, conn driver.Conn, st
 		e.st = *st
 	} else {
 		var err error
-		if e.st, err = ReadState(rctx, conn, kindOf(c.cfg.Cluster)); err != nil {
+		if e.st, err = ReadState(rctx, conn, kindOf(ws.cfg.Cluster)); err != nil {
 			return e
 		}
 	}
@@ -502,12 +514,12 @@ func column(cols []string, names ...string) int {
 // not (targetSessionAttrs any), and when home is writable looks at the writable hosts. It
 // returns nil when the fall-back may go on, the *WritersError when two writers keep the
 // pool where it is, or the error that broke conn. The caller holds c.inUse for reading.
-func (c *Cluster) fallBackGate(ctx context.Context, conn driver.Conn, home, from int) error {
-	if !c.oneWriter() || c.standbyIntent() {
+func (wk *walker) fallBackGate(ctx context.Context, conn driver.Conn, home, from int) error {
+	if !wk.c.Kind().oneWriter() || wk.cfg.standbyIntent() {
 		return nil
 	}
-	role := c.topo().hosts[home].health().role
-	if c.Target() == attrs.Any {
+	role := wk.c.topo().hosts[home].health().role
+	if wk.c.Target() == attrs.Any {
 		// The attempt read no role (or only the cluster type's, once): one round trip.
 		r, err := ReadRole(ctx, conn)
 		if err != nil {
@@ -517,16 +529,16 @@ func (c *Cluster) fallBackGate(ctx context.Context, conn driver.Conn, home, from
 			return NotBadConn(err, "role check failed")
 		}
 		role = r
-		c.setRole(home, r)
+		wk.c.rec.setRole(home, r)
 	}
 	if !writable(role) {
 		return nil
 	}
 	need := []int{home}
-	if writable(c.topo().hosts[from].health().role) {
+	if writable(wk.c.topo().hosts[from].health().role) {
 		need = append(need, from)
 	}
-	v := c.lookAtWriters(ctx, from, session{home, conn, &State{Role: role, Kind: c.Kind()}}, need...)
+	v := wk.c.writers.lookAt(ctx, from, session{home, conn, &State{Role: role, Kind: wk.c.Kind()}}, need...)
 	if v == nil {
 		return EndErr(ctx)
 	}
@@ -553,8 +565,8 @@ func writerBlocks(v *writerEvidence, home, from int) error {
 // returns the connection and host to land on; when the attempt at the writer fails,
 // conn is closed, the writer's error recorded, and the *WritersError returned: the walk
 // goes on past h. The caller holds c.inUse for reading.
-func (c *Cluster) firstWriter(ctx context.Context, w *walkRun, h int, conn driver.Conn, setup SetupFunc) (driver.Conn, int, error) {
-	if c.pos.Load().settled || !WriteIntent(c.Target()) || !c.oneWriter() || !writable(w.t.hosts[h].health().role) {
+func (wk *walker) firstWriter(ctx context.Context, w *walkRun, h int, conn driver.Conn, setup SetupFunc) (driver.Conn, int, error) {
+	if wk.c.pos.Load().settled || !WriteIntent(wk.c.Target()) || !wk.c.Kind().oneWriter() || !writable(w.t.hosts[h].health().role) {
 		return conn, h, nil
 	}
 	// The hosts this walk tried before h failed it (unreachable, not ready, of a role
@@ -566,17 +578,17 @@ func (c *Cluster) firstWriter(ctx context.Context, w *walkRun, h int, conn drive
 	if !untried {
 		return conn, h, nil
 	}
-	v := c.lookAtWriters(ctx, -1, session{h, conn, &State{Role: w.t.hosts[h].health().role, Kind: c.Kind()}}, h)
+	v := wk.c.writers.lookAt(ctx, -1, session{h, conn, &State{Role: w.t.hosts[h].health().role, Kind: wk.c.Kind()}}, h)
 	writer, why := v.choose(-1)
 	if !v.two() || writer == h || !v.has(h) {
 		return conn, h, nil
 	}
 	_ = conn.Close()
-	c.Release(h)
+	wk.c.Release(h)
 	werr := v.err(writer, why)
 	w.errs[h] = werr // the cause of the switch this walk makes
 	w.tried[writer] = true
-	next, _, err := c.attempt(ctx, writer, setup, false)
+	next, _, err := wk.c.att.attempt(ctx, writer, setup, false)
 	if err != nil {
 		w.errs[writer] = err
 		return nil, h, werr
@@ -589,30 +601,30 @@ func (c *Cluster) firstWriter(ctx context.Context, w *walkRun, h int, conn drive
 // (write targets only), once that host's probes have passed for SwitchBackDelay, as a
 // return home waits (a read_only that flaps never draws the pool back and forth), and
 // reports whether it did. A writer that is home is returnHome's to return to.
-func (c *Cluster) moveToWriter(pos *position, now time.Time) bool {
-	if !WriteIntent(c.Target()) || !c.oneWriter() {
+func (mon *monitor) moveToWriter(pos *position, now time.Time) bool {
+	if !WriteIntent(mon.c.Target()) || !mon.c.Kind().oneWriter() {
 		return false
 	}
-	v := c.freshWriters()
+	v := mon.c.writers.fresh()
 	a := pos.active
 	if !v.two() || !v.has(a) || v.t != pos.t {
 		return false
 	}
 	w, why := v.choose(a)
-	if w == a || pos.t.isHome(w) || !c.healthy(pos.t.hosts[w], now, c.cfg.SwitchBackDelay) {
+	if w == a || pos.t.isHome(w) || !pos.t.hosts[w].healthy(now, mon.cfg.SwitchBackDelay) {
 		return false
 	}
 	cause := v.err(w, why)
-	if !c.moveFrom(pos, func(p *position) {
+	if !mon.c.moveFrom(pos, func(p *position) {
 		p.active, p.lastResort = w, false
 		if !p.t.isHome(w) {
-			c.restartClocks(p, false)
+			mon.c.restartClocks(p, false)
 		}
 		p.failovers++
 	}) {
 		return false
 	}
-	c.emit(failover.Event{Kind: failover.EventSwitch, Host: pos.t.hosts[w].addr, From: pos.t.hosts[a].addr, Err: cause})
+	mon.c.emit(failover.Event{Kind: failover.EventSwitch, Host: pos.t.hosts[w].addr, From: pos.t.hosts[a].addr, Err: cause})
 	return true
 }
 
@@ -622,33 +634,33 @@ func (c *Cluster) moveToWriter(pos *position, now time.Time) bool {
 // the look before it returns), or, with a write target, the probe found id writable
 // while the pool's host is writable too (moveToWriter acts on the look). The look is the
 // last one while fresh. The caller holds c.inUse for reading.
-func (c *Cluster) probeLooks(ctx context.Context, id int, st *State) {
-	pos := c.pos.Load()
-	if !c.oneWriter() || c.standbyIntent() || id == pos.active || st != nil && !writable(st.Role) {
+func (mon *monitor) probeLooks(ctx context.Context, id int, st *State) {
+	pos := mon.c.pos.Load()
+	if !mon.c.Kind().oneWriter() || mon.cfg.standbyIntent() || id == pos.active || st != nil && !writable(st.Role) {
 		return
 	}
 	switch {
 	case !pos.home && id == pos.t.primary:
-		if !c.healthy(pos.t.hosts[id], c.env.Clock.Now(), c.cfg.SwitchBackDelay) {
+		if !pos.t.hosts[id].healthy(mon.env.Clock.Now(), mon.cfg.SwitchBackDelay) {
 			return
 		}
-	case st == nil || !WriteIntent(c.Target()) || !writable(pos.t.hosts[pos.active].health().role):
+	case st == nil || !WriteIntent(mon.c.Target()) || !writable(pos.t.hosts[pos.active].health().role):
 		return
 	}
 	if st != nil {
-		c.lookAtWriters(ctx, pos.active, session{id: -1}, id)
+		mon.c.writers.lookAt(ctx, pos.active, session{id: -1}, id)
 	} else {
-		c.lookAtWriters(ctx, pos.active, session{id: -1})
+		mon.c.writers.lookAt(ctx, pos.active, session{id: -1})
 	}
 }
 
-// writersStats is Stats.Writers at position p: the hosts the last look found writable,
+// stats is Stats.Writers at position p: the hosts the last look found writable,
 // the pool's writer first, while more than one of them is still writable and up as far
 // as the driver knows; nil otherwise.
-func (c *Cluster) writersStats(p *position) []string {
-	c.writers.mu.Lock()
-	v := c.writers.last
-	c.writers.mu.Unlock()
+func (ws *writerState) stats(p *position) []string {
+	ws.mu.Lock()
+	v := ws.last
+	ws.mu.Unlock()
 	if !v.two() || v.t != p.t {
 		return nil
 	}
@@ -675,10 +687,10 @@ func (c *Cluster) writersStats(p *position) []string {
 // waits: in a replication cluster, with a target that writes, until a fresh look at the
 // writable hosts (the probes of home make one while the pool is away) says that they are
 // not both writable, or that the cluster follows home.
-func (c *Cluster) returnBlocked(home, from int) bool {
-	if !c.oneWriter() || c.standbyIntent() {
+func (mon *monitor) returnBlocked(home, from int) bool {
+	if !mon.c.Kind().oneWriter() || mon.cfg.standbyIntent() {
 		return false
 	}
-	v := c.freshWriters()
+	v := mon.c.writers.fresh()
 	return v == nil || writerBlocks(v, home, from) != nil
 }

@@ -99,7 +99,7 @@
 // # Replica sessions
 //
 // With replicaReads (replica.go) a connection also uses read-only replica sessions, the
-// pool's shared ones (cluster.TakeReplica), holding one only while something needs it.
+// pool's shared ones (cluster.Replicas.Take), holding one only while something needs it.
 // route sends a read-intent statement there (the context's WithReadIntent, a ReadOnly
 // BeginTx, SetReadOnly(true)) when it is a plain statement outside any transaction of
 // the primary session, with autocommit on, using no user variable; the

@@ -166,7 +166,7 @@ func TestCausalGlobalOnConnWithoutPrimarySession(t *testing.T) {
 	t.Cleanup(e.cl.Close)
 	cfg := sourceDown
 	cfg.CausalReads = "global"
-	r := e.cl.PickReplica("k", true, 0)
+	r := e.cl.Replicas().Pick("k", true, 0)
 	e.script(0, ok("INSERT a"), all(gtidRows("SELECT @@global.gtid_binlog_pos", "0-1-9"), trap("SELECT r")))
 	e.script(r, replicaSession(waitRows("0-1-9", 0), queryRows("SELECT r", int64(r+1))))
 	w, rd := e.open(cfg), e.open(cfg)

@@ -246,7 +246,7 @@ func TestGaleraCausalReads(t *testing.T) {
 	e := galeraEnv(t, 3, replicaReads, func(c *dsn.Config) { c.CausalReads = "local" })
 	cfg := splitCfg
 	cfg.CausalReads = "local"
-	r := e.cl.PickReplica("k", true, 0)
+	r := e.cl.Replicas().Pick("k", true, 0)
 	other := 3 - r
 	lockWait := &mysql.MySQLError{Number: 1205, Message: "Lock wait timeout exceeded; try restarting transaction"}
 	e.script(0, all(ok("INSERT a"), ok("INSERT b")))

@@ -4,7 +4,7 @@ package conn
 // routing of read-intent statements to them, what a replica failure means, and causal
 // reads. The design is Connector/J's replication connection: one logical connection, a
 // source session and replica sessions, so that database/sql's one pool serves both
-// intents; but the replica sessions are the pool's, shared (cluster.TakeReplica): a
+// intents; but the replica sessions are the pool's, shared (cluster.Replicas.Take): a
 // statement takes an idle one of the replica it goes to, and its connection gives it
 // back when the statement is over (giveBack), unless something needs that very session
 // still (holds: its rows, a prepared statement, a read-only transaction). The sessions
@@ -194,12 +194,12 @@ func (c *Conn) replica(ctx context.Context, key string) (*rsession, error) {
 		host := -1
 		if p := sp.prefer; p >= 0 {
 			sp.prefer = -1
-			if key == "" && c.cl.QualifiesAsReplica(p) && (p >= 64 || sp.tried&(1<<p) == 0) {
+			if key == "" && c.cl.Replicas().Qualifies(p) && (p >= 64 || sp.tried&(1<<p) == 0) {
 				host = p
 			}
 		}
 		if host < 0 {
-			host = c.cl.PickReplica(key, key != "", sp.tried)
+			host = c.cl.Replicas().Pick(key, key != "", sp.tried)
 		}
 		if host < 0 {
 			break
@@ -217,7 +217,7 @@ func (c *Conn) replica(ctx context.Context, key string) (*rsession, error) {
 				if sp.behind == nil {
 					sp.behind = map[int]int64{}
 				}
-				sp.behind[host] = c.cl.Now().Add(c.cl.CausalTimeout()).UnixNano()
+				sp.behind[host] = c.cl.Now().Add(c.cl.Replicas().CausalTimeout()).UnixNano()
 				sp.tried |= bit(host)
 				behind = true
 				continue
@@ -230,7 +230,7 @@ func (c *Conn) replica(ctx context.Context, key string) (*rsession, error) {
 			return nil, cluster.EndErr(ctx)
 		}
 		if errors.Is(err, errNoPosition) {
-			c.cl.NoteCausal(false)
+			c.cl.Replicas().NoteCausal(false)
 			return nil, nil
 		}
 		if rs != nil {
@@ -239,13 +239,13 @@ func (c *Conn) replica(ctx context.Context, key string) (*rsession, error) {
 		sp.tried |= bit(host)
 	}
 	if behind {
-		c.cl.NoteCausal(false) // no qualifying replica had the write in time: the primary
+		c.cl.Replicas().NoteCausal(false) // no qualifying replica had the write in time: the primary
 		return nil, nil
 	}
 	if !sp.toPrimary {
-		return nil, c.cl.NoReplicaError()
+		return nil, c.cl.Replicas().NoneError()
 	}
-	c.cl.NoteReplicaToPrimary()
+	c.cl.Replicas().NoteToPrimary()
 	return nil, nil
 }
 
@@ -269,7 +269,7 @@ func (c *Conn) rsessionOn(ctx context.Context, host int) (*rsession, error) {
 	now := c.cl.Now().UnixNano()
 	for _, rs := range sp.sess {
 		if rs.host == host {
-			if sp.replicaDead(ctx, rs, now, c.cl.ReplicaSuspect(host, rs.lastUsed)) {
+			if sp.replicaDead(ctx, rs, now, c.cl.Replicas().Suspect(host, rs.lastUsed)) {
 				break // dead while it sat idle: another one on the same host
 			}
 			rs.idled = true
@@ -277,7 +277,7 @@ func (c *Conn) rsessionOn(ctx context.Context, host int) (*rsession, error) {
 		}
 	}
 	for {
-		p, check, err := c.cl.TakeReplica(ctx, host, now)
+		p, check, err := c.cl.Replicas().Take(ctx, host, now)
 		if err != nil {
 			return nil, err
 		}
@@ -297,12 +297,12 @@ func (c *Conn) rsessionOn(ctx context.Context, host int) (*rsession, error) {
 			return c.inDB(ctx, rs)
 		}
 	}
-	phys, err := c.cl.OpenReplica(ctx, host, c.rsetup)
+	phys, err := c.cl.Replicas().Open(ctx, host, c.rsetup)
 	if err != nil {
-		c.cl.ReplicaClosed(host, false)
+		c.cl.Replicas().Closed(host, false)
 		return nil, err
 	}
-	rs := &rsession{phys: phys, host: host, epoch: replicaEpoch | c.cl.ReplicaEpoch(), db: c.db, lastUsed: now}
+	rs := &rsession{phys: phys, host: host, epoch: replicaEpoch | c.cl.Replicas().Epoch(), db: c.db, lastUsed: now}
 	rs.execer, _ = phys.(driver.ExecerContext)
 	rs.queryer, _ = phys.(driver.QueryerContext)
 	sp.sess = append(sp.sess, rs)
@@ -351,7 +351,7 @@ func (sp *split) giveBack() {
 			continue
 		}
 		sp.sess = slices.Delete(sp.sess, i, i+1)
-		sp.cl.PutReplica(rs) // idle since its last use began (rsessionOn): no clock read per read
+		sp.cl.Replicas().Put(rs) // idle since its last use began (rsessionOn): no clock read per read
 	}
 }
 
@@ -404,7 +404,7 @@ func (sp *split) dropReplica(rs *rsession) {
 	if i := slices.Index(sp.sess, rs); i >= 0 {
 		sp.sess = slices.Delete(sp.sess, i, i+1)
 		_ = rs.phys.Close()
-		sp.cl.ReplicaClosed(rs.host, true)
+		sp.cl.Replicas().Closed(rs.host, true)
 	}
 	if sp.running == rs {
 		sp.running = nil
@@ -511,7 +511,7 @@ func (c *Conn) failReplica(ctx context.Context, epoch uint64, err error, r stmt.
 			// a routing key keeps to its replica.
 			sp.tried &^= bit(rs.host)
 		}
-		c.cl.NoteReplicaRetry()
+		c.cl.Replicas().NoteRetry()
 		return true, nil
 	}
 	fe.Read = c.failedRead(k)
@@ -552,7 +552,7 @@ func (sp *split) noteBehind(rs *rsession) {
 	if sp.behind == nil {
 		sp.behind = map[int]int64{}
 	}
-	sp.behind[rs.host] = sp.cl.Now().Add(sp.cl.CausalTimeout()).UnixNano()
+	sp.behind[rs.host] = sp.cl.Now().Add(sp.cl.Replicas().CausalTimeout()).UnixNano()
 	sp.tried |= bit(rs.host)
 }
 
@@ -581,7 +581,7 @@ func (c *Conn) replicaBroken(rs *rsession, err error, refused bool) *failover.Fa
 	addr := c.cl.Host(rs.host)
 	c.sp.dropReplica(rs)
 	c.sp.tried |= bit(rs.host)
-	c.cl.ReplicaSessionEnded(rs.host, err)
+	c.cl.Replicas().SessionEnded(rs.host, err)
 	return &failover.FailoverError{
 		Failed:  addr,
 		Current: c.cl.Host(c.host),
@@ -639,7 +639,7 @@ func (c *Conn) beginReplica(ctx context.Context, opts driver.TxOptions) (driver.
 func (c *Conn) wroteOnPrimary() {
 	if sp := c.sp; sp != nil && sp.causal != "" && !sp.intent {
 		if sp.causal == cluster.CausalGlobal {
-			c.cl.NoteWrite()
+			c.cl.Replicas().NoteWrite()
 		} else if !sp.wrote {
 			// The first write since the position was last read: its session and host
 			// (causalWait reads the position there, or knows it cannot).
@@ -676,12 +676,12 @@ var errNoPosition = errors.New("mysqlfailover: the causal position could not be 
 func (c *Conn) causalWait(ctx context.Context, rs *rsession) (bool, error) {
 	sp := c.sp
 	if sp.galeraCausal() {
-		c.cl.NoteCausal(true) // the read's own causality check: the replica serves it in step
+		c.cl.Replicas().NoteCausal(true) // the read's own causality check: the replica serves it in step
 		return true, nil
 	}
 	var pos string
 	if sp.causal == cluster.CausalGlobal {
-		p, current, mark := c.cl.GlobalPosition()
+		p, current, mark := c.cl.Replicas().GlobalPosition()
 		if !current {
 			if c.phys == nil && c.join(ctx, false) != nil {
 				// Opened without a primary session (AllowSourceDown), and no writer answers:
@@ -692,10 +692,10 @@ func (c *Conn) causalWait(ctx context.Context, rs *rsession) (bool, error) {
 				return false, errNoPosition // only the pool's writer knows its writes
 			}
 			var err error
-			if p, err = c.cl.CausalPosition(ctx, c.phys, true); err != nil {
+			if p, err = c.cl.Replicas().CausalPosition(ctx, c.phys, true); err != nil {
 				return false, errNoPosition
 			}
-			c.cl.SetGlobalPosition(p, mark, c.host)
+			c.cl.Replicas().SetGlobalPosition(p, mark, c.host)
 		}
 		pos = p
 	} else {
@@ -707,7 +707,7 @@ func (c *Conn) causalWait(ctx context.Context, rs *rsession) (bool, error) {
 			// session was replaced since (the host verdict opened a new one), a new one
 			// knows nothing of it, but its host's global position covers every write
 			// committed there.
-			p, err := c.cl.CausalPosition(ctx, c.phys, c.epoch != sp.wroteOn)
+			p, err := c.cl.Replicas().CausalPosition(ctx, c.phys, c.epoch != sp.wroteOn)
 			if err != nil {
 				return false, errNoPosition
 			}
@@ -718,12 +718,12 @@ func (c *Conn) causalWait(ctx context.Context, rs *rsession) (bool, error) {
 	if pos == "" || pos == rs.reached {
 		return true, nil
 	}
-	ok, err := c.cl.CausalWait(ctx, rs.phys, pos)
+	ok, err := c.cl.Replicas().CausalWait(ctx, rs.phys, pos)
 	if err != nil {
 		return false, err
 	}
 	if ok {
-		c.cl.NoteCausal(true)
+		c.cl.Replicas().NoteCausal(true)
 		rs.reached = pos
 	}
 	return ok, nil

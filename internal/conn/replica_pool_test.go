@@ -20,7 +20,7 @@ import (
 func poolEnv(t *testing.T, opts ...func(*dsn.Config)) (e *env, r int, keyed context.Context) {
 	e = newEnv(t, 3, append([]func(*dsn.Config){replicaReads}, opts...)...)
 	t.Cleanup(e.cl.Close)
-	return e, e.cl.PickReplica("k", true, 0), WithReadIntent(fake.Context(t), "k")
+	return e, e.cl.Replicas().Pick("k", true, 0), WithReadIntent(fake.Context(t), "k")
 }
 
 // idle is the number of idle shared sessions of host.
@@ -213,7 +213,7 @@ func TestReplicaSessionIdleExpires(t *testing.T) {
 // keyOf returns a routing key whose replica is host.
 func keyOf(e *env, host int) string {
 	for _, k := range []string{"k", "a", "b", "c", "d", "e", "f", "g", "h", "i"} {
-		if e.cl.PickReplica(k, true, 0) == host {
+		if e.cl.Replicas().Pick(k, true, 0) == host {
 			return k
 		}
 	}

@@ -30,12 +30,12 @@ func (e *env) restart(r int) {
 	e.t.Helper()
 	e.net.Kill(r)
 	e.cl.Check(fake.Context(e.t))
-	if e.cl.QualifiesAsReplica(r) {
+	if e.cl.Replicas().Qualifies(r) {
 		e.t.Fatalf("H%d still qualifies after a failed probe", r+1)
 	}
 	e.net.Up(r)
 	e.cl.Check(fake.Context(e.t))
-	if !e.cl.QualifiesAsReplica(r) {
+	if !e.cl.Replicas().Qualifies(r) {
 		e.t.Fatalf("H%d does not qualify after a passed probe", r+1)
 	}
 }

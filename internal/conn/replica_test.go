@@ -476,7 +476,7 @@ func TestReplicaErrSkipKeepsTheReplica(t *testing.T) {
 // behind the read goes to the primary without another wait. Then it may serve again.
 func TestCausalMissTriesAnotherReplica(t *testing.T) {
 	e := newEnv(t, 3, replicaReads, func(c *dsn.Config) { c.CausalReads, c.CausalReadsTimeout = "local", time.Second })
-	slow := e.cl.PickReplica("k", true, 0) // the key's replica
+	slow := e.cl.Replicas().Pick("k", true, 0) // the key's replica
 	fast := 3 - slow
 	e.script(0, all(ok("INSERT a"), gtidRows("SELECT @@last_gtid", "0-1-6"), ok("INSERT b"), gtidRows("SELECT @@last_gtid", "0-1-7"), queryRows("SELECT r", 1),
 		ok("INSERT c"), gtidRows("SELECT @@last_gtid", "0-1-8")))
@@ -547,7 +547,7 @@ func TestSessionStatementsStayOnPrimary(t *testing.T) {
 func TestCausalLocalAfterSessionChange(t *testing.T) {
 	e := newEnv(t, 3, replicaReads, func(c *dsn.Config) { c.CausalReads = "local" })
 	e.script(0, ok("INSERT a"), all(queryRows("SELECT p", 1), gtidRows("SELECT @@global.gtid_binlog_pos", "0-1-9")))
-	r := e.cl.PickReplica("k", true, 0)
+	r := e.cl.Replicas().Pick("k", true, 0)
 	e.script(r, replicaSession(waitRows("0-1-9", 0), queryRows("SELECT r", int64(r+1))))
 	cfg := splitCfg
 	cfg.CausalReads = "local"
@@ -572,7 +572,7 @@ func TestCausalLocalBatchThatFailed(t *testing.T) {
 	const batch = "INSERT a; INSERT dup"
 	e := newEnv(t, 3, replicaReads, func(c *dsn.Config) { c.CausalReads = "local" })
 	e.script(0, all(fails(batch, &mysql.MySQLError{Number: 1062, Message: "Duplicate entry"}), gtidRows("SELECT @@last_gtid", "0-1-4")))
-	r := e.cl.PickReplica("k", true, 0)
+	r := e.cl.Replicas().Pick("k", true, 0)
 	e.script(r, replicaSession(waitRows("0-1-4", 0), queryRows("SELECT r", int64(r+1))))
 	cfg := splitCfg
 	cfg.CausalReads, cfg.MultiStatements = "local", true
@@ -604,7 +604,7 @@ func TestCausalGlobalAfterMove(t *testing.T) {
 	if err := e.cl.SwitchTo(context.Background(), "H2:3306"); err != nil {
 		t.Fatal(err)
 	}
-	r := e.cl.PickReplica("k", true, 0) // H1 or H3: the key's replica now
+	r := e.cl.Replicas().Pick("k", true, 0) // H1 or H3: the key's replica now
 	replicaSeq := 0
 	if r == 0 {
 		replicaSeq = 2 // after a's and b's sessions
@@ -627,7 +627,7 @@ func TestCausalGlobalAfterMove(t *testing.T) {
 // host's id held), and reads go to the replicas still listed.
 func TestReplicaSessionOfRemovedHost(t *testing.T) {
 	e := newEnv(t, 3, replicaReads)
-	r := e.cl.PickReplica("k", true, 0)
+	r := e.cl.Replicas().Pick("k", true, 0)
 	other := 3 - r
 	e.script(r, replicaSession(queryRows("SELECT r", int64(r+1))))
 	e.script(other, replicaSession(queryRows("SELECT r", int64(other+1))))
@@ -723,7 +723,7 @@ func TestReadsWithoutWriter(t *testing.T) {
 // replaced on the same replica: the keyed read keeps to its replica.
 func TestPinnedReplicaSessionCheckedBeforeReuse(t *testing.T) {
 	e := newEnv(t, 3, replicaReads)
-	r := e.cl.PickReplica("k", true, 0)
+	r := e.cl.Replicas().Pick("k", true, 0)
 	e.script(r, replicaSession(queryRows("SELECT r", int64(r+1))), replicaSession(queryRows("SELECT r", int64(r+1))))
 	c := e.open(splitCfg)
 	keyed := WithReadIntent(context.Background(), "k")
