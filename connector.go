@@ -145,7 +145,7 @@ func NewConnector(cfg *dsn.Config, opts ...Option) (*Connector, error) {
 	if single {
 		cfg.RetriesAllDown = 0
 	}
-	tr := &tracker{now: cluster.SystemClock.Now}
+	tr := &tracker{now: cluster.SystemClock.Now, stampAnswers: cfg.CheckInterval > 0}
 	if o.clock != nil {
 		tr.now = o.clock.Now
 	}

@@ -36,6 +36,10 @@ type tracker struct {
 	// them (dropped with the address's last socket).
 	last map[string]*lastRead
 	seq  atomic.Uint64 // numbers those reads, across addresses
+	// stampAnswers has each read with data stamp its time (lastRead.at), for waiting:
+	// only where a monitor asks (probing on), so that a read costs no clock read more
+	// without one.
+	stampAnswers bool
 }
 
 // lastRead is an address's last read with data after a greeting: its number (seq) and
@@ -256,7 +260,7 @@ func (c *trackedConn) Read(b []byte) (int, error) {
 		}
 	} else if n > 0 && c.last != nil {
 		c.last.seq.Store(c.t.seq.Add(1)) // the host answers this session
-		if c.t.now != nil {
+		if c.t.stampAnswers && c.t.now != nil {
 			c.last.at.Store(c.t.now().UnixNano())
 		}
 	}

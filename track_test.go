@@ -219,7 +219,7 @@ func TestTrackedConnCounts(t *testing.T) {
 // nor does a probe's (its waits are the monitor's own).
 func TestTrackerWaiting(t *testing.T) {
 	clk := fake.NewClock()
-	tr := &tracker{now: clk.Now}
+	tr := &tracker{now: clk.Now, stampAnswers: true}
 	dialPipe := func(ctx context.Context) (net.Conn, net.Conn) {
 		server, client := net.Pipe()
 		nc, err := tr.dialFunc(func(context.Context, string, string) (net.Conn, error) { return client, nil })(ctx, "tcp", "h1:3306")

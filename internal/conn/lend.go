@@ -73,9 +73,9 @@ func (l *Lender) remove(c *Conn) {
 
 // Borrow implements cluster.Env.Borrow: it lends the primary session of the connection
 // of host that has sat idle in the pool the longest (database/sql hands out the one put
-// back last first), if for at least MinIdle, or returns a nil conn when none is. A connection whose
-// lend lock is held (a probe, or database/sql taking it) is passed over: Borrow never
-// waits. Until giveBack is called the session is the probe's: the connection's
+// back last first), if for at least MinIdle, or returns a nil conn when none has. A
+// connection whose lend lock is held (a probe, or database/sql taking it) is passed
+// over: Borrow never waits. Until giveBack is called the session is the probe's: the connection's
 // ResetSession and Close wait for it. giveBack(true) closes the session (the probe failed
 // on it), and the connection's next user gets a new one, as for a session the server
 // closed while it sat idle.
