@@ -44,9 +44,9 @@ func (m *monitorHost) usualAnswer() time.Duration {
 	return m.rto.srtt + DefaultProbeVarianceFactor*m.rto.rttvar
 }
 
-// stateReadBefore reports whether the host's state was last read by a probe before t
-// (or never), and notes, when read, that it is read now.
-func (m *monitorHost) stateReadBefore(t time.Time, now time.Time) bool {
+// claimStateRead reports whether a probe at now is due to read the host's state (no
+// probe has read it since t), and if so records that it reads it now.
+func (m *monitorHost) claimStateRead(t time.Time, now time.Time) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.stateAt.After(t) {

@@ -533,7 +533,7 @@ func (mon *monitor) stateDue(id int, h *hostState, now time.Time) bool {
 	if id != mon.c.Active() || mon.c.Kind() != KindReplication || mon.cfg.DiscoverHosts || h.isUnfit() {
 		return true
 	}
-	return h.mon.stateReadBefore(now.Add(-mon.cfg.watchEvery()), now)
+	return h.mon.claimStateRead(now.Add(-mon.cfg.watchEvery()), now)
 }
 
 // probeReads reports whether a probe reads the server's state (ReadState) rather than
