@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -244,6 +245,7 @@ func TestTrackerWaiting(t *testing.T) {
 	read := make(chan error, 1)
 	go func() { _, err := nc.Read(make([]byte, 4)); read <- err }()
 	fake.WaitFor(t, "the read waiting", func() bool { return !tr.waiting("h1:3306").IsZero() })
+	fake.WaitFor(t, "the probe's read and the statement's under way", func() bool { return readsBlocked() == 2 })
 	clk.Advance(time.Second)
 	if w := tr.waiting("h1:3306"); !w.Equal(start) {
 		t.Fatalf("a statement waiting since %v: waiting reports %v", start, w)
@@ -284,4 +286,17 @@ func greetAndAnswer(t *testing.T, server, client net.Conn) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// readsBlocked counts the goroutines blocked in a trackedConn's Read.
+func readsBlocked() int {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	n := 0
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, "(*trackedConn).Read") {
+			n++
+		}
+	}
+	return n
 }
