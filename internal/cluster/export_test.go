@@ -86,3 +86,6 @@ func (l *RoleLearner) Query() string {
 func (l *RoleLearner) Set(names []string, at time.Time) {
 	l.p.Store(&roleSelect{query: "SELECT @@global." + strings.Join(names, ", @@global."), names: names, at: at})
 }
+
+// RoleVarNames is the list the learned role query selects from.
+func RoleVarNames() []string { return roleVarNames }

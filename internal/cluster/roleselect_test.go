@@ -60,3 +60,17 @@ func TestRoleVarsLearnsTheSelect(t *testing.T) {
 		t.Fatalf("learned %q after 1193, want it learned again from RoleQuery (%q)", got, sel)
 	}
 }
+
+// The learned query selects exactly the variables RoleQuery names: a variable added to
+// RoleQuery and not to the learned list would be read once per DefaultRoleRelearn only.
+func TestRoleSelectNamesRoleQuery(t *testing.T) {
+	names := cluster.RoleVarNames()
+	for _, n := range names {
+		if !strings.Contains(cluster.RoleQuery, "'"+n+"'") {
+			t.Errorf("%s is learned but not in RoleQuery", n)
+		}
+	}
+	if got := strings.Count(cluster.RoleQuery, "'"); got != 2*len(names) {
+		t.Errorf("RoleQuery names %d variables, the learned query knows %d", got/2, len(names))
+	}
+}
