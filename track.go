@@ -124,7 +124,7 @@ func (t *tracker) dialFunc(next func(ctx context.Context, network, addr string) 
 		if nc == nil {
 			return nil, fmt.Errorf("mysqlfailover: the dial function for network %q returned no connection and no error", network)
 		}
-		tc := &trackedConn{Conn: nc, t: t, addr: addr, probe: cluster.IsProbe(ctx)}
+		tc := &trackedConn{Conn: nc, t: t, addr: addr, probe: cluster.ProbeMark(ctx)}
 		if !start.IsZero() {
 			tc.sock.SetOpened(start)
 		}
@@ -236,7 +236,7 @@ type trackedConn struct {
 	// EOF, ECONNRESET) or a write found it so (EPIPE, ECONNRESET): not a timeout, not a
 	// close of our own.
 	peerClosed atomic.Bool
-	probe      bool // a probe connection's socket (cluster.IsProbe): its waits are not traffic
+	probe      *atomic.Bool // set while the socket is a probe connection's (cluster.ProbeMark): its waits are not traffic
 	// waitSince is when the Read under way started (UnixNano on t.now; 0: no Read
 	// waits): a statement waiting for its host's answer (tracker.waiting).
 	waitSince atomic.Int64
@@ -246,7 +246,7 @@ type trackedConn struct {
 // the bytes as they go by. While it blocks, the socket counts as waiting for its host
 // (waitSince), unless it is a probe's.
 func (c *trackedConn) Read(b []byte) (int, error) {
-	watch := !c.probe && c.t.now != nil
+	watch := c.t.now != nil && (c.probe == nil || !c.probe.Load())
 	if watch {
 		c.waitSince.Store(c.t.now().UnixNano())
 	}

@@ -9,6 +9,7 @@ import (
 	"net"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -232,7 +233,8 @@ func TestTrackerWaiting(t *testing.T) {
 	idleServer, idle := dialPipe(context.Background())
 	defer idle.Close()
 	defer idleServer.Close()
-	probeServer, probe := dialPipe(cluster.WithProbe(context.Background()))
+	mark := new(atomic.Bool)
+	probeServer, probe := dialPipe(cluster.WithProbe(context.Background(), mark))
 	defer probe.Close()
 	defer probeServer.Close()
 	if w := tr.waiting("h1:3306"); !w.IsZero() {
@@ -272,6 +274,19 @@ func TestTrackerWaiting(t *testing.T) {
 	}
 	if w := tr.waiting("h1:3306"); !w.IsZero() {
 		t.Fatalf("the answer came: waiting since %v, want none (the probe's wait does not count)", w)
+	}
+	// The pool adopts the probe's session (its mark cleared): its next wait is traffic.
+	mark.Store(false)
+	if _, err := probeServer.Write([]byte("x")); err != nil { // the probe's read returns
+		t.Fatal(err)
+	}
+	fake.WaitFor(t, "the probe's read over", func() bool { return readsBlocked() == 0 })
+	adopted := clk.Now()
+	go func() { _, _ = probe.Read(make([]byte, 1)) }()
+	fake.WaitFor(t, "the adopted session's read waiting", func() bool { return !tr.waiting("h1:3306").IsZero() })
+	clk.Advance(time.Second)
+	if w := tr.waiting("h1:3306"); !w.Equal(adopted) {
+		t.Fatalf("the adopted session waits since %v: waiting reports %v", adopted, w)
 	}
 	_ = server.Close()
 }

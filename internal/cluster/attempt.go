@@ -104,9 +104,9 @@ func (at *attempter) run(ctx context.Context, h int, setup SetupFunc, o attemptO
 		}
 		return err
 	}
-	start := at.env.Clock.Now()
-	conn, lastResort, err = at.session(actx, h, setup, o, timedOut)
-	err = at.done(ctx, attempted{h: h, hs: hs, start: start, keep: keep}, err)
+	a := attempted{h: h, hs: hs, start: at.env.Clock.Now(), keep: keep, timedOut: timedOut}
+	conn, lastResort, err = at.session(actx, &a, setup, o)
+	err = at.done(ctx, a, err)
 	if !keep || !closedHandshake(err) {
 		at.c.emit(failover.Event{Kind: failover.EventConnect, Host: hs.addr, Err: err})
 	} // else attempter.patient reports the attempt once it has decided (closedAgain)
@@ -139,42 +139,73 @@ func (cfg settings) attemptBudget(ctx context.Context, hv health, limit time.Dur
 	return budget, bound
 }
 
-// session is the attempt's work within actx, its bound: dial host h, check its
-// state (checkState), set the session up. timedOut words an error as the bound's when
-// actx ended first. conn is nil when err is not.
-func (at *attempter) session(actx context.Context, h int, setup SetupFunc, o attemptOpts, timedOut func(error) error) (conn driver.Conn, lastResort bool, err error) {
-	conn, err = at.env.Dial(actx, h)
+// session is the attempt's work within actx, its bound: take the probes' idle session
+// of the host, when a probe passed on it within watchEvery (probeSet.adopt), or dial
+// one, and make it ready (ready). An adopted session that fails with a communication
+// error is replaced by a dialled one. conn is nil when err is not.
+func (at *attempter) session(actx context.Context, a *attempted, setup SetupFunc, o attemptOpts) (conn driver.Conn, lastResort bool, err error) {
+	if conn = at.c.mon.probes.adopt(a.h, a.start.Add(-at.cfg.watchEvery())); conn != nil {
+		a.adopted = true
+		if lastResort, err = at.readyAdopted(actx, a, conn, setup, o); err == nil {
+			return conn, lastResort, nil
+		}
+		if Classify(actx, err) != Communication {
+			return nil, false, err
+		}
+		a.adopted = false
+	}
+	conn, err = at.env.Dial(actx, a.h)
 	if err != nil {
-		if e := timedOut(err); e != err {
-			err = e
-		} else {
-			err = describeDialError(err)
+		if e := a.timedOut(err); e != err {
+			return nil, false, e
 		}
+		return nil, false, describeDialError(err)
 	}
-	if err == nil {
-		if lastResort, err = at.checkState(actx, h, conn, o); err != nil {
-			err = timedOut(err)
+	if lastResort, err = at.ready(actx, a, conn, setup, o); err != nil {
+		return nil, false, err
+	}
+	return conn, lastResort, nil
+}
+
+// readyAdopted is ready for a session the probes kept: one that neither the state check
+// nor a set-up will use is pinged first, so that a session that died while it sat idle
+// is not handed to the pool as new.
+func (at *attempter) readyAdopted(actx context.Context, a *attempted, conn driver.Conn, setup SetupFunc, o attemptOpts) (lastResort bool, err error) {
+	if p, ok := conn.(driver.Pinger); ok && setup == nil && !at.readsState(o) {
+		if err = p.Ping(actx); err != nil {
 			_ = conn.Close()
-			conn = nil
+			return false, NotBadConn(a.timedOut(err), "ping of the probes' idle session failed")
 		}
 	}
-	if err == nil && setup != nil {
-		if err = setup(actx, conn, h); err != nil {
+	return at.ready(actx, a, conn, setup, o)
+}
+
+// ready checks the state of conn, a new session of the attempt a, when the attempt
+// needs it (checkState), and sets it up; it closes conn when either fails. timedOut
+// words an error as the bound's when actx ended first.
+func (at *attempter) ready(actx context.Context, a *attempted, conn driver.Conn, setup SetupFunc, o attemptOpts) (lastResort bool, err error) {
+	if lastResort, err = at.checkState(actx, a.h, conn, o); err != nil {
+		_ = conn.Close()
+		return false, a.timedOut(err)
+	}
+	if setup != nil {
+		if err = setup(actx, conn, a.h); err != nil {
 			_ = conn.Close()
-			conn = nil
-			err = NotBadConn(timedOut(err), "session set-up failed")
+			return false, NotBadConn(a.timedOut(err), "session set-up failed")
 		}
 	}
-	return conn, lastResort, err
+	return lastResort, nil
 }
 
 // attempted is the attempt done records: on hs, host h, begun at start; with
 // keep, a closed handshake is not recorded (attemptKeep).
 type attempted struct {
-	h     int
-	hs    *hostState
-	start time.Time
-	keep  bool
+	h        int
+	hs       *hostState
+	start    time.Time
+	keep     bool
+	adopted  bool              // the session is the probes' (session): no connect time to note
+	timedOut func(error) error // words an error as the attempt's bound's
 }
 
 // done records the outcome err of attempt a in the host's health (its backoff,
@@ -194,7 +225,9 @@ func (at *attempter) done(ctx context.Context, a attempted, err error) error {
 	}
 	switch {
 	case err == nil:
-		hs.noteConnectTime(at.env.Clock.Now().Sub(start))
+		if !a.adopted {
+			hs.noteConnectTime(at.env.Clock.Now().Sub(start))
+		}
 		hs.refs.Add(1) // until Release
 		at.c.rec.attemptSucceeded(hs)
 		if !at.c.rec.needsState(at.c.topo()) {
@@ -218,11 +251,10 @@ func (at *attempter) done(ctx context.Context, a attempted, err error) error {
 // when o checks the role and it does not qualify, or the read's own error; with
 // prefer-standby and attemptLastResort a non-standby is kept aside (lastResort) instead.
 func (at *attempter) checkState(ctx context.Context, h int, conn driver.Conn, o attemptOpts) (lastResort bool, err error) {
-	checkRole, lastResortOK := !o.has(attemptNoRole), o.has(attemptLastResort)
-	role := checkRole && at.c.Target() != attrs.Any
-	if !role && (!checkRole && !at.c.Kind().readinessKind() || checkRole && !at.c.rec.needsState(at.c.topo())) {
+	if !at.readsState(o) {
 		return false, nil
 	}
+	role, lastResortOK := !o.has(attemptNoRole) && at.c.Target() != attrs.Any, o.has(attemptLastResort)
 	st, err := ReadState(ctx, conn, kindOf(at.cfg.Cluster))
 	if err != nil {
 		if Refusal(err) != nil {
@@ -240,6 +272,20 @@ func (at *attempter) checkState(ctx context.Context, h int, conn driver.Conn, o 
 		return true, nil
 	}
 	return false, &RoleError{Role: st.Role, Wanted: at.c.Target()}
+}
+
+// readsState reports whether an attempt as o says reads the new session's state
+// (checkState): to check its role, or the readiness of a Galera or Group Replication
+// server.
+func (at *attempter) readsState(o attemptOpts) bool {
+	checkRole := !o.has(attemptNoRole)
+	if checkRole && at.c.Target() != attrs.Any {
+		return true
+	}
+	if checkRole {
+		return at.c.rec.needsState(at.c.topo())
+	}
+	return at.c.Kind().readinessKind()
 }
 
 // readinessKind reports whether the cluster type has a readiness to read beyond a

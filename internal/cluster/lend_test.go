@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mysqlfailover/mysqlfailover/internal/cluster"
 	"github.com/mysqlfailover/mysqlfailover/internal/fake"
 )
 
@@ -220,4 +221,62 @@ func TestProbeDialWhenPoolBusyBoundedByWait(t *testing.T) {
 	if got := time.Duration(left.Load()); got <= 0 || got > time.Minute {
 		t.Errorf("the probe connection's opening had %v, want the probe's wait (well under hostTimeout, 1h)", got)
 	}
+}
+
+// TestPoolAdoptsTheProbeSession: a session that joins the pool on a host where the
+// probes keep an idle session, on which a probe passed within watchEvery, is that
+// session (no handshake: the first session on a host the pool moves to); the host's
+// next probe opens a session of its own again. A probe session idle for longer, or one
+// that fails its set-up, is not used: the attempt dials.
+func TestPoolAdoptsTheProbeSession(t *testing.T) {
+	var marks []*atomic.Bool // the ProbeMark of each probe dial to host 0, in order
+	var r *rig
+	r, _ = monRig(t, 2, func(o *rigOpts) {
+		o.Dial = func(ctx context.Context, h int) (driver.Conn, error) {
+			if m := cluster.ProbeMark(ctx); m != nil && h == 0 {
+				marks = append(marks, m)
+			}
+			return r.net.Dial(ctx, h)
+		}
+	})
+	r.tick(monInterval)
+	probe := r.net.Conns(0)
+	if len(probe) != 1 || !r.stat(0).ProbeSession {
+		t.Fatalf("host 0: %d connections, probe session %v; want its probe session", len(probe), r.stat(0).ProbeSession)
+	}
+	l := r.connect()
+	if l.c != driver.Conn(probe[0]) || len(r.net.Conns(0)) != 1 {
+		t.Fatalf("the new session is not the probe's (%d connections to host 0)", len(r.net.Conns(0)))
+	}
+	if r.stat(0).ProbeSession || len(marks) != 1 || marks[0].Load() {
+		t.Error("the adopted session still counts as the probe session (its socket's waits would not be traffic)")
+	}
+	r.tick(monInterval)
+	if n := len(r.net.Conns(0)); n != 2 || probe[0].Closes() != 0 {
+		t.Errorf("next probe: %d connections to host 0, the adopted one closed %d times; want 2, 0", n, probe[0].Closes())
+	}
+
+	// Idle past watchEvery since its last probe: dialled anew, the probe session kept.
+	r.clock.Advance(2 * time.Second)
+	l2 := r.connect()
+	if n := len(r.net.Conns(0)); n != 3 || l2.c == driver.Conn(r.net.Conns(0)[1]) || !r.stat(0).ProbeSession {
+		t.Errorf("stale probe session: %d connections, adopted %v, probe session kept %v; want 3, false, true",
+			n, l2.c == driver.Conn(r.net.Conns(0)[1]), r.stat(0).ProbeSession)
+	}
+
+	// Broken while idle: its set-up fails, and the attempt dials instead.
+	r.tick(monInterval)
+	stale := r.net.Conns(0)[1]
+	stale.Broken.Store(true)
+	ping := func(ctx context.Context, c driver.Conn, _ int) error { return c.(driver.Pinger).Ping(ctx) }
+	c, h, err := r.cl.Connect(context.Background(), ping)
+	if err != nil || h != 0 {
+		t.Fatalf("Connect with a broken probe session: host %d, %v", h, err)
+	}
+	defer c.Close()
+	if n := len(r.net.Conns(0)); n != 4 || c == driver.Conn(stale) || stale.Closes() != 1 {
+		t.Errorf("broken probe session: %d connections, adopted %v, closed %d times; want 4, false, 1", n, c == driver.Conn(stale), stale.Closes())
+	}
+	_ = l.c.Close()
+	_ = l2.c.Close()
 }

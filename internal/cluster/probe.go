@@ -26,6 +26,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mysqlfailover/mysqlfailover/failover"
@@ -43,6 +44,8 @@ type probeSet struct {
 	mu    sync.Mutex
 	conns map[int]driver.Conn
 	out   map[int]bool
+	marks map[int]*atomic.Bool // each open probe connection's ProbeMark
+	putAt map[int]time.Time    // when each kept connection was put back, its probe passed
 }
 
 // has reports whether a probe connection of host id is open: kept, or in use by a probe.
@@ -64,12 +67,38 @@ func (p *probeSet) take(id int) driver.Conn {
 	return c
 }
 
-// opened records that a probe opened a probe connection of host id, in use until put or
-// done.
-func (p *probeSet) opened(id int) {
+// opened records that a probe opened a probe connection of host id, dialled with mark
+// (WithProbe), in use until put or done.
+func (p *probeSet) opened(id int, mark *atomic.Bool) {
 	p.mu.Lock()
 	p.using(id)
+	if p.marks == nil {
+		p.marks = map[int]*atomic.Bool{}
+	}
+	p.marks[id] = mark
 	p.mu.Unlock()
+}
+
+// adopt hands host id's idle probe connection to a session of the pool, so that the
+// first session on a host the pool moves to needs no handshake: the probes kept one
+// open there, and read its role moments ago. It returns nil when none is idle, or when
+// the last probe on it passed before since (it may have died while it sat idle). Its
+// socket counts as traffic from now on (its mark cleared); the host's next probe
+// borrows a pooled session or opens a probe connection anew.
+func (p *probeSet) adopt(id int, since time.Time) driver.Conn {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c := p.conns[id]
+	if c == nil || p.putAt[id].Before(since) {
+		return nil
+	}
+	delete(p.conns, id)
+	delete(p.putAt, id)
+	if m := p.marks[id]; m != nil {
+		m.Store(false)
+	}
+	delete(p.marks, id)
+	return c
 }
 
 // using marks host id's probe connection as in use; p.mu is held.
@@ -84,16 +113,19 @@ func (p *probeSet) using(id int) {
 func (p *probeSet) done(id int) {
 	p.mu.Lock()
 	delete(p.out, id)
+	delete(p.marks, id)
+	delete(p.putAt, id)
 	p.mu.Unlock()
 }
 
-func (p *probeSet) put(id int, c driver.Conn) {
+// put keeps c, host id's probe connection, idle at now after a probe passed on it.
+func (p *probeSet) put(id int, c driver.Conn, now time.Time) {
 	p.mu.Lock()
 	if p.conns == nil {
-		p.conns = map[int]driver.Conn{}
+		p.conns, p.putAt = map[int]driver.Conn{}, map[int]time.Time{}
 	}
 	old := p.conns[id]
-	p.conns[id] = c
+	p.conns[id], p.putAt[id] = c, now
 	delete(p.out, id)
 	p.mu.Unlock()
 	if old != nil {
@@ -110,6 +142,8 @@ func (p *probeSet) keepOnly(keep []bool) {
 		if id >= len(keep) || !keep[id] {
 			drop = append(drop, c)
 			delete(p.conns, id)
+			delete(p.marks, id)
+			delete(p.putAt, id)
 		}
 	}
 	p.mu.Unlock()
@@ -121,7 +155,7 @@ func (p *probeSet) keepOnly(keep []bool) {
 func (p *probeSet) closeAll() {
 	p.mu.Lock()
 	cs := p.conns
-	p.conns = nil
+	p.conns, p.marks, p.putAt = nil, nil, nil
 	p.mu.Unlock()
 	for _, c := range cs {
 		_ = c.Close()
@@ -313,7 +347,6 @@ func (mon *monitor) probeConn(ctx context.Context, id int, h *hostState, b probe
 			if r.err != nil {
 				return r
 			}
-			mon.probes.opened(id)
 		}
 		if giveBack == nil {
 			h.own.Add(1)
@@ -324,7 +357,7 @@ func (mon *monitor) probeConn(ctx context.Context, id int, h *hostState, b probe
 			giveBack(!keep) // a broken one is closed by its lender
 			giveBack = nil
 		case keep:
-			mon.probes.put(id, conn)
+			mon.probes.put(id, conn, mon.env.Clock.Now())
 		default:
 			_ = conn.Close()
 			mon.probes.done(id)
@@ -349,17 +382,22 @@ func (mon *monitor) borrow(id int) (driver.Conn, func(broken bool)) {
 	return mon.env.Borrow(id)
 }
 
-// probeKey marks the context of a probe connection's dial (IsProbe).
+// probeKey marks the context of a probe connection's dial (ProbeMark).
 type probeKey struct{}
 
-// WithProbe returns ctx marked as the context of a probe connection's dial (IsProbe).
-func WithProbe(ctx context.Context) context.Context { return context.WithValue(ctx, probeKey{}, true) }
+// WithProbe returns ctx marked as the context of a probe connection's dial, with mark
+// set (ProbeMark).
+func WithProbe(ctx context.Context, mark *atomic.Bool) context.Context {
+	mark.Store(true)
+	return context.WithValue(ctx, probeKey{}, mark)
+}
 
-// IsProbe reports whether ctx is that of the dial of a probe connection: the socket
-// tracker does not count the waits of a probe's socket as traffic (Env.Waiting).
-func IsProbe(ctx context.Context) bool {
-	p, _ := ctx.Value(probeKey{}).(bool)
-	return p
+// ProbeMark returns the mark of a probe connection's dial (nil: ctx is not one). While
+// the mark holds, the socket tracker does not count the socket's waits as traffic
+// (Env.Waiting); it is cleared when the pool adopts the connection (probeSet.adopt).
+func ProbeMark(ctx context.Context) *atomic.Bool {
+	m, _ := ctx.Value(probeKey{}).(*atomic.Bool)
+	return m
 }
 
 // probeDialBound is how long a probe's opening of its connection waits, and why (see
@@ -391,7 +429,8 @@ func (cfg settings) probeDialBound(b probeBounds) (bound time.Duration, what str
 // error, and whether and how late it timed out, in r.
 func (mon *monitor) probeDial(ctx context.Context, id int, h *hostState, b probeBounds, r *probeResult) driver.Conn {
 	bound, what := mon.cfg.probeDialBound(b)
-	dctx, cancel := withBudget(WithProbe(ctx), bound)
+	mark := new(atomic.Bool)
+	dctx, cancel := withBudget(WithProbe(ctx, mark), bound)
 	defer cancel()
 	dialStart := mon.env.Clock.Now()
 	conn, err := mon.env.Dial(dctx, id)
@@ -407,6 +446,9 @@ func (mon *monitor) probeDial(ctx context.Context, id int, h *hostState, b probe
 		}
 	}
 	r.err = err
+	if conn != nil {
+		mon.probes.opened(id, mark)
+	}
 	return conn
 }
 
