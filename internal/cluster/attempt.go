@@ -162,7 +162,7 @@ func (at *attempter) session(actx context.Context, h int, setup SetupFunc, o att
 		if err = setup(actx, conn, h); err != nil {
 			_ = conn.Close()
 			conn = nil
-			err = NotBadConn(timedOut(err), "session set-up failed")
+			err = dialect.NotBadConn(timedOut(err), "session set-up failed")
 		}
 	}
 	return conn, lastResort, err
@@ -228,7 +228,7 @@ func (at *attempter) checkState(ctx context.Context, h int, conn driver.Conn, o 
 		if Refusal(err) != nil {
 			return false, err // attemptDone records it
 		}
-		return false, NotBadConn(err, "role check failed")
+		return false, dialect.NotBadConn(err, "role check failed")
 	}
 	at.c.rec.noteState(h, st)
 	switch {
@@ -258,10 +258,10 @@ func describeDialError(err error) error {
 	var hc *HandshakeClosedError
 	if errors.As(err, &hc) {
 		// The connector's tracker saw the server close the socket: the type says it.
-		return &HandshakeClosedError{Err: NotBadConn(hc.Err, "")}
+		return &HandshakeClosedError{Err: dialect.NotBadConn(hc.Err, "")}
 	}
 	if errors.Is(err, driver.ErrBadConn) {
-		return NotBadConn(err, what)
+		return dialect.NotBadConn(err, what)
 	}
 	if errors.Is(err, mysql.ErrInvalidConn) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 		return fmt.Errorf("%s: %w", what, err)

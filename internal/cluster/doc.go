@@ -247,7 +247,7 @@
 // Classify sorts errors into Data (returned untouched), Communication (the session is
 // gone, or a host did not answer in time) and Canceled (the caller's context ended, read
 // from the context itself; the host is fine). Errors this package returns never match
-// driver.ErrBadConn (NotBadConn cuts that chain), because database/sql repeats any call
+// driver.ErrBadConn (dialect.NotBadConn cuts that chain), because database/sql repeats any call
 // that fails with it.
 //
 // # Concurrency

@@ -534,7 +534,7 @@ func (c *Conn) fail(ctx context.Context, epoch uint64, err error, r stmt.Retry, 
 	if epoch != c.epoch {
 		// The physical connection this came from is already gone (a Rows closed after
 		// its failure was handled): nothing more to decide.
-		return false, cluster.NotBadConn(err, "")
+		return false, dialect.NotBadConn(err, "")
 	}
 	switch cluster.Classify(ctx, err) {
 	case cluster.NotReady:
@@ -560,7 +560,7 @@ func (c *Conn) fail(ctx context.Context, epoch uint64, err error, r stmt.Retry, 
 	case cluster.Canceled:
 		c.dropIfInvalid(err, k)
 		if cerr := cluster.EndErr(ctx); !errors.Is(err, cerr) {
-			return false, fmt.Errorf("%w (%v)", cerr, cluster.NotBadConn(err, ""))
+			return false, fmt.Errorf("%w (%v)", cerr, dialect.NotBadConn(err, ""))
 		}
 		return false, err
 	}
@@ -811,7 +811,7 @@ func (c *Conn) reconnect(ctx context.Context, failed int, err error, notSent boo
 	fe := &failover.FailoverError{
 		Failed:        c.cl.Host(failed),
 		MaybeExecuted: !notSent && !dialect.PacketTooLarge(err),
-		Err:           cluster.NotBadConn(err, broken),
+		Err:           dialect.NotBadConn(err, broken),
 	}
 	// The cluster decides whether the host or only this session is gone, and returns a
 	// new session on the same host, or on the next one.
@@ -882,9 +882,9 @@ func (c *Conn) heldErr(ctx context.Context, m *switched, why error) error {
 // Inside a transaction that loses the transaction (k: the failed call's kind).
 func (c *Conn) dropIfInvalid(err error, k stmt.Kind) {
 	if v, ok := c.phys.(driver.Validator); ok && !v.IsValid() {
-		c.discard("the connection broke: "+cluster.NotBadConn(err, "").Error(), k)
+		c.discard("the connection broke: "+dialect.NotBadConn(err, "").Error(), k)
 		if t := c.primaryTx(); t != nil && t.lost == nil {
-			c.lose(t, lost("the connection broke earlier: "+cluster.NotBadConn(err, "").Error()))
+			c.lose(t, lost("the connection broke earlier: "+dialect.NotBadConn(err, "").Error()))
 		}
 	}
 }
@@ -1282,7 +1282,7 @@ func (c *Conn) ResetSession(ctx context.Context) error {
 	if want := c.readOnlyOn(c.host); want != c.appliedRO {
 		if err := c.exec(ctx, c.phys, readOnlySQL(want)); err != nil {
 			// The SET ran or not: a new session starts clean.
-			c.discard("restoring read-only failed: "+cluster.NotBadConn(err, "").Error(), kSession)
+			c.discard("restoring read-only failed: "+dialect.NotBadConn(err, "").Error(), kSession)
 			c.gone = nil
 			return nil
 		}
@@ -1349,7 +1349,7 @@ func (c *Conn) Close() error {
 	err := c.phys.Close()
 	c.cl.Release(c.host)
 	c.phys, c.execer, c.queryer = nil, nil, nil
-	return cluster.NotBadConn(err, "")
+	return dialect.NotBadConn(err, "")
 }
 
 var (

@@ -476,7 +476,7 @@ func (c *Conn) failReplica(ctx context.Context, epoch uint64, err error, r stmt.
 		sp.running = nil
 	}
 	if rs == nil {
-		return false, cluster.NotBadConn(err, "")
+		return false, dialect.NotBadConn(err, "")
 	}
 	inTx := k == kTxEnd || c.tx != nil && c.tx.rs == rs
 	if sp.galeraCausal() && !inTx && dialect.Number(err) == dialect.ErrLockWaitTimeout && r != stmt.NoRetry {
@@ -564,12 +564,12 @@ func (c *Conn) replicaDataErr(ctx context.Context, rs *rsession, err error, clas
 	if v, ok := rs.phys.(driver.Validator); ok && !v.IsValid() {
 		c.sp.dropReplica(rs)
 		if inTx && c.tx != nil && c.tx.lost == nil {
-			c.lose(c.tx, lost("the replica session broke earlier: "+cluster.NotBadConn(err, "").Error()))
+			c.lose(c.tx, lost("the replica session broke earlier: "+dialect.NotBadConn(err, "").Error()))
 		}
 	}
 	if class == cluster.Canceled {
 		if cerr := cluster.EndErr(ctx); !errors.Is(err, cerr) {
-			return fmt.Errorf("%w (%v)", cerr, cluster.NotBadConn(err, ""))
+			return fmt.Errorf("%w (%v)", cerr, dialect.NotBadConn(err, ""))
 		}
 	}
 	return err
@@ -588,7 +588,7 @@ func (c *Conn) replicaBroken(rs *rsession, err error, refused bool) *failover.Fa
 		// A replica session is read-only: what ran there wrote nothing, but a read
 		// that was sent may have run.
 		MaybeExecuted: !errors.Is(err, driver.ErrBadConn) && !refused,
-		Err:           cluster.NotBadConn(err, "the replica connection was broken before the request was sent"),
+		Err:           dialect.NotBadConn(err, "the replica connection was broken before the request was sent"),
 	}
 }
 
