@@ -122,6 +122,30 @@ func Classify(ctx context.Context, err error) Class {
 	return Communication
 }
 
+// Judge classifies err as Classify does and, when it is NotReady or NotReadyMidway, also
+// returns the *NotReadyError that err is or says: all a connection needs of a failure,
+// judged once and carried down (classify-then-judge).
+func Judge(ctx context.Context, err error) (Class, *NotReadyError) {
+	class := Classify(ctx, err)
+	if class != NotReady && class != NotReadyMidway {
+		return class, nil
+	}
+	return class, notReadyIn(err)
+}
+
+// notReadyIn returns the *NotReadyError that err, which Classify calls NotReady or
+// NotReadyMidway, is or says.
+func notReadyIn(err error) *NotReadyError {
+	var nr *NotReadyError
+	if errors.As(err, &nr) {
+		return nr
+	}
+	if nr := Refusal(err); nr != nil {
+		return nr
+	}
+	return LostPrimary(err)
+}
+
 // forced reports whether err holds a value that is a communication error whatever else
 // it holds: a context error, this package's *FailoverError, *NoHostAvailableError, or
 // dialect.NotBadConn's replacement of driver.ErrBadConn.
