@@ -132,7 +132,8 @@
 //     its own lock, and the apply lock taken before Cluster.mu); the topo records where
 //     each member came from (topo.from).
 //   - policy.go, role.go, classify.go, txcount.go: the built-in policies, server roles,
-//     error classification, the counters of transactions run again (atomics). What a
+//     error classification (Classify; Judge adds a refusal's *NotReadyError, for a
+//     connection's failure), the counters of transactions run again (atomics). What a
 //     server's error number or answer means is not decided here: package dialect
 //     (internal/dialect) names each number and reads rows and values; this package
 //     judges what to do.

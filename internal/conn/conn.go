@@ -869,9 +869,10 @@ func (c *Conn) heldErr(ctx context.Context, m *switched, why error) error {
 // Inside a transaction that loses the transaction (k: the failed call's kind).
 func (c *Conn) dropIfInvalid(err error, k stmt.Kind) {
 	if v, ok := c.phys.(driver.Validator); ok && !v.IsValid() {
-		c.discard("the connection broke: "+dialect.NotBadConn(err, "").Error(), k)
+		why := dialect.NotBadConn(err, "").Error()
+		c.discard("the connection broke: "+why, k)
 		if t := c.primaryTx(); t != nil && t.lost == nil {
-			c.lose(t, lost("the connection broke earlier: "+dialect.NotBadConn(err, "").Error()))
+			c.lose(t, lost("the connection broke earlier: "+why))
 		}
 	}
 }

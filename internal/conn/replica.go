@@ -487,12 +487,6 @@ func (c *Conn) failReplica(ctx context.Context, epoch uint64, f failure, r stmt.
 		return true, nil
 	}
 	refused := f.refused()
-	if refused {
-		// The replica's server is not ready (a Galera node outside the Primary
-		// component...): a read-only session wrote nothing; the host serves no reads
-		// until it says it is ready.
-		c.cl.NoteRefusal(rs.host, f.nr)
-	}
 	if f.class != cluster.Communication && !refused {
 		return false, c.replicaDataErr(ctx, rs, f, inTx)
 	}
@@ -577,8 +571,15 @@ func (c *Conn) replicaDataErr(ctx context.Context, rs *rsession, f failure, inTx
 }
 
 // replicaBroken closes replica session rs after failure f (a communication error, or a
-// refusal), without blaming its host, and returns the error that says so.
+// refusal), without blaming its host, tells the engine (Cluster.NoteRefusal for a
+// refusal, then Replicas.SessionEnded), and returns the error that says so.
 func (c *Conn) replicaBroken(rs *rsession, f failure) *failover.FailoverError {
+	if f.refused() {
+		// The replica's server is not ready (a Galera node outside the Primary
+		// component...): a read-only session wrote nothing; the host serves no reads
+		// until it says it is ready.
+		c.cl.NoteRefusal(rs.host, f.nr)
+	}
 	err := f.err
 	addr := c.cl.Host(rs.host)
 	c.sp.dropReplica(rs)
