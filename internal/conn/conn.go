@@ -528,7 +528,7 @@ func (c *Conn) uncount() {
 // transaction opened by statements, what a failure means for it (see move).
 func (c *Conn) fail(ctx context.Context, epoch uint64, err error, r stmt.Retry, k stmt.Kind) (bool, error) {
 	defer c.forgetFailing()
-	f := judge(ctx, err) // once: the helpers below act on f
+	f := failureOf(ctx, err) // once: the helpers below act on f
 	if epoch&replicaEpoch != 0 && c.sp != nil {
 		return c.failReplica(ctx, epoch, f, r, k)
 	}
@@ -627,7 +627,7 @@ func (c *Conn) judge(k stmt.Kind, notSent bool) verdict {
 func (c *Conn) rejected(ctx context.Context, err error, r stmt.Retry, batch bool, k stmt.Kind) (bool, error) {
 	role, rerr := cluster.ReadRole(ctx, c.phys)
 	if rerr != nil {
-		switch f := judge(ctx, rerr); f.class {
+		switch f := failureOf(ctx, rerr); f.class {
 		case cluster.Data:
 			c.failedData(k)
 			return false, err // the role is unknown: leave the rejection as it is
@@ -648,16 +648,16 @@ func (c *Conn) rejected(ctx context.Context, err error, r stmt.Retry, batch bool
 }
 
 // refused handles a server's refusal to run anything because it is not ready (nr, as
-// judge found it: Galera's 1047, offline_mode's 3032, Group Replication's 3796 and
+// failureOf found it: Galera's 1047, offline_mode's 3032, Group Replication's 3796 and
 // 3799). The statement did not run: the host is recorded as not ready
-// (Cluster.NoteRefusal, the one call that tells the engine), which no walk chooses until
-// its server says it is ready again, and the connection leaves it as for a
-// communication error, with nr as the cause, so the pool moves too. Outside a transaction the
-// statement then runs on the new host and the caller sees no error, unless something of
-// the call may have run (ran): a batch (multiStatements: earlier statements of it may
-// have run), or a commit a Galera node could not replicate as it left the Primary
-// component (dialect.LostPrimary: the other nodes may have committed it), whose caller
-// gets the *failover.FailoverError with MaybeExecuted. Inside a transaction the
+// (Cluster.NoteRefusal, the one call that tells the engine), which no walk chooses
+// until its server says it is ready again, and the connection leaves it as for a
+// communication error, with nr as the cause, so the pool moves too. Outside a
+// transaction the statement then runs on the new host and the caller sees no error,
+// unless something of the call may have run (ran): a batch (multiStatements: earlier
+// statements of it may have run), or a commit a Galera node could not replicate as it
+// left the Primary component (dialect.LostPrimary: the other nodes may have committed
+// it), whose caller gets the *failover.FailoverError with MaybeExecuted. Inside a transaction the
 // transaction is lost (failover.ErrTxLost); a refused COMMIT committed nothing, one the
 // node could not replicate has an unknown outcome (failover.ErrCommitOutcomeUnknown).
 func (c *Conn) refused(ctx context.Context, nr *cluster.NotReadyError, r stmt.Retry, ran bool, k stmt.Kind) (bool, error) {

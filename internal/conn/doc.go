@@ -12,7 +12,7 @@
 // (attempts; a prepared statement's is Stmt's own): ready, the call, then fail's verdict.
 //
 // When a call fails, the error goes to one function, fail, which judges it once
-// (failure.go: judge, from cluster.Judge) and carries that judgement to the helpers that
+// (failure.go: failureOf, from cluster.Judge) and carries that judgement to the helpers that
 // act on it; the engine is told of a refusal once (Cluster.NoteRefusal). It decides:
 //
 //   - A data error is returned untouched and the connection stays.

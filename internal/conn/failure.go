@@ -14,8 +14,8 @@ type failure struct {
 	nr    *cluster.NotReadyError // the server's word, with NotReady and NotReadyMidway
 }
 
-// judge classifies err, the error of a call under ctx (invariant classify-then-judge).
-func judge(ctx context.Context, err error) failure {
+// failureOf classifies err, the error of a call under ctx (invariant classify-then-judge).
+func failureOf(ctx context.Context, err error) failure {
 	class, nr := cluster.Judge(ctx, err)
 	return failure{err: err, class: class, nr: nr}
 }

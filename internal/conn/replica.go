@@ -630,7 +630,7 @@ func (c *Conn) beginReplica(ctx context.Context, opts driver.TxOptions) (driver.
 			rs.holds++ // until Commit or Rollback
 			return c.tx, nil
 		}
-		retry, out := c.failReplica(ctx, rs.epoch, judge(ctx, err), retryAlways.At(attempt), kBegin)
+		retry, out := c.failReplica(ctx, rs.epoch, failureOf(ctx, err), retryAlways.At(attempt), kBegin)
 		if !retry {
 			return nil, out
 		}

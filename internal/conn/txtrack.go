@@ -150,7 +150,7 @@ func (c *Conn) resolve(ctx context.Context) error {
 		vals, err = c.queryRow(ctx, askNoInTrx, 2)
 	}
 	if err != nil {
-		switch f := judge(ctx, err); f.class {
+		switch f := failureOf(ctx, err); f.class {
 		case cluster.Data:
 			c.sess.mute = true
 			return nil
