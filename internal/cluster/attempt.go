@@ -174,7 +174,7 @@ func (at *attempter) readyAdopted(actx context.Context, a *attempted, conn drive
 	if p, ok := conn.(driver.Pinger); ok && setup == nil && !at.readsState(o) {
 		if err = p.Ping(actx); err != nil {
 			_ = conn.Close()
-			return false, NotBadConn(a.timedOut(err), "ping of the probes' idle session failed")
+			return false, dialect.NotBadConn(a.timedOut(err), "ping of the probes' idle session failed")
 		}
 	}
 	return at.ready(actx, a, conn, setup, o)
@@ -191,7 +191,7 @@ func (at *attempter) ready(actx context.Context, a *attempted, conn driver.Conn,
 	if setup != nil {
 		if err = setup(actx, conn, a.h); err != nil {
 			_ = conn.Close()
-			return false, NotBadConn(a.timedOut(err), "session set-up failed")
+			return false, dialect.NotBadConn(a.timedOut(err), "session set-up failed")
 		}
 	}
 	return lastResort, nil
@@ -260,7 +260,7 @@ func (at *attempter) checkState(ctx context.Context, h int, conn driver.Conn, o 
 		if Refusal(err) != nil {
 			return false, err // attemptDone records it
 		}
-		return false, NotBadConn(err, "role check failed")
+		return false, dialect.NotBadConn(err, "role check failed")
 	}
 	at.c.rec.noteState(h, st)
 	switch {
@@ -304,10 +304,10 @@ func describeDialError(err error) error {
 	var hc *HandshakeClosedError
 	if errors.As(err, &hc) {
 		// The connector's tracker saw the server close the socket: the type says it.
-		return &HandshakeClosedError{Err: NotBadConn(hc.Err, "")}
+		return &HandshakeClosedError{Err: dialect.NotBadConn(hc.Err, "")}
 	}
 	if errors.Is(err, driver.ErrBadConn) {
-		return NotBadConn(err, what)
+		return dialect.NotBadConn(err, what)
 	}
 	if errors.Is(err, mysql.ErrInvalidConn) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 		return fmt.Errorf("%s: %w", what, err)

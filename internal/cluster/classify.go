@@ -87,7 +87,7 @@ var commErrnosSys = []syscall.Errno{
 // driver.ErrBadConn; io.EOF; io.ErrUnexpectedEOF; net.ErrClosed; any net.Error (timeouts,
 // *net.OpError, *net.DNSError); ECONNREFUSED, ECONNRESET, EPIPE and their kin; this
 // package's own *FailoverError and *NoHostAvailableError, and driver.ErrBadConn after
-// NotBadConn replaced it; and context.Canceled or context.DeadlineExceeded while ctx is
+// dialect.NotBadConn replaced it; and context.Canceled or context.DeadlineExceeded while ctx is
 // still live: a deadline of the driver's own (a dial timeout, a host attempt's budget) is a
 // host that did not answer in time.
 //
@@ -122,17 +122,40 @@ func Classify(ctx context.Context, err error) Class {
 	return Communication
 }
 
+// Judge classifies err as Classify does and, when it is NotReady or NotReadyMidway, also
+// returns the *NotReadyError that err is or says: all a connection needs of a failure,
+// judged once and carried down (classify-then-judge).
+func Judge(ctx context.Context, err error) (Class, *NotReadyError) {
+	class := Classify(ctx, err)
+	if class != NotReady && class != NotReadyMidway {
+		return class, nil
+	}
+	return class, notReadyIn(err)
+}
+
+// notReadyIn returns the *NotReadyError that err, which Classify calls NotReady or
+// NotReadyMidway, is or says.
+func notReadyIn(err error) *NotReadyError {
+	var nr *NotReadyError
+	if errors.As(err, &nr) {
+		return nr
+	}
+	if nr := Refusal(err); nr != nil {
+		return nr
+	}
+	return LostPrimary(err)
+}
+
 // forced reports whether err holds a value that is a communication error whatever else
 // it holds: a context error, this package's *FailoverError, *NoHostAvailableError, or
-// NotBadConn's replacement of driver.ErrBadConn.
+// dialect.NotBadConn's replacement of driver.ErrBadConn.
 func forced(err error) bool {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return true
 	}
 	var fe *failover.FailoverError
 	var nh *failover.NoHostAvailableError
-	var ns *notSentError
-	return errors.As(err, &fe) || errors.As(err, &nh) || errors.As(err, &ns)
+	return errors.As(err, &fe) || errors.As(err, &nh) || dialect.BadConnCut(err)
 }
 
 // notReady reports whether err is a refusal of a server that is not ready, or a

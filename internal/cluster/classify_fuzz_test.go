@@ -16,6 +16,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"github.com/mysqlfailover/mysqlfailover/failover"
 	"github.com/mysqlfailover/mysqlfailover/internal/cluster"
+	"github.com/mysqlfailover/mysqlfailover/internal/dialect"
 )
 
 // FuzzClassify: any error value, built from the fuzzer's bytes as a tree of leaves (nil,
@@ -23,7 +24,7 @@ import (
 // errnos, *net.OpError, *net.DNSError, context errors, driver.ErrBadConn, go-sql-driver's
 // sentinels, this module's own errors) and wrappers (fmt.Errorf with one or two %w,
 // errors.Join, *failover.FailoverError, *failover.NoHostAvailableError, *net.OpError,
-// *os.SyscallError, *cluster.HostTimeoutError, cluster.NotBadConn, Unwrap() error and
+// *os.SyscallError, *cluster.HostTimeoutError, dialect.NotBadConn, Unwrap() error and
 // Unwrap() []error types with nil entries), gets a classification and never a panic, for
 // a live, a nil, a cancelled and a past-deadline context:
 //
@@ -338,7 +339,7 @@ func wrap1(op int, x node, msg string) node {
 	return x
 }
 
-// notBadConn is cluster.NotBadConn, which builds its message from err.Error(): an error
+// notBadConn is dialect.NotBadConn, which builds its message from err.Error(): an error
 // whose Error panics (a typed nil *mysql.MySQLError joined with ErrBadConn) is left as
 // it is, since the property under test is Classify's, not that of the error's text.
 func notBadConn(err error, msg string) (out error, cut bool) {
@@ -347,7 +348,7 @@ func notBadConn(err error, msg string) (out error, cut bool) {
 			out, cut = err, false
 		}
 	}()
-	out = cluster.NotBadConn(err, msg)
+	out = dialect.NotBadConn(err, msg)
 	return out, out != err
 }
 

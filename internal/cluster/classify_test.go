@@ -16,6 +16,7 @@ import (
 	"github.com/mysqlfailover/mysqlfailover/failover"
 	"github.com/mysqlfailover/mysqlfailover/internal/attrs"
 	"github.com/mysqlfailover/mysqlfailover/internal/cluster"
+	"github.com/mysqlfailover/mysqlfailover/internal/dialect"
 )
 
 func myErr(n uint16, state string, msg string) *mysql.MySQLError {
@@ -135,7 +136,7 @@ func dialTimeout(t *testing.T) error {
 }
 
 func TestNotBadConnCutsTheChain(t *testing.T) {
-	err := cluster.NotBadConn(driver.ErrBadConn, "connection closed by the server before it was ready")
+	err := dialect.NotBadConn(driver.ErrBadConn, "connection closed by the server before it was ready")
 	if errors.Is(err, driver.ErrBadConn) {
 		t.Fatal("NotBadConn result still matches driver.ErrBadConn")
 	}
@@ -143,10 +144,10 @@ func TestNotBadConnCutsTheChain(t *testing.T) {
 		t.Fatalf("message = %q", got)
 	}
 	other := mysql.ErrInvalidConn
-	if cluster.NotBadConn(other, "x") != other {
+	if dialect.NotBadConn(other, "x") != other {
 		t.Fatal("NotBadConn changed an error that is not ErrBadConn")
 	}
-	fe := &failover.FailoverError{Failed: "a:1", Current: "b:2", Err: cluster.NotBadConn(fmt.Errorf("w: %w", driver.ErrBadConn), "")}
+	fe := &failover.FailoverError{Failed: "a:1", Current: "b:2", Err: dialect.NotBadConn(fmt.Errorf("w: %w", driver.ErrBadConn), "")}
 	if errors.Is(fe, driver.ErrBadConn) {
 		t.Fatal("FailoverError matches driver.ErrBadConn")
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/mysqlfailover/mysqlfailover/failover"
+	"github.com/mysqlfailover/mysqlfailover/internal/dialect"
 	"github.com/mysqlfailover/mysqlfailover/policy"
 )
 
@@ -213,7 +214,7 @@ func (c *Cluster) SwitchTo(ctx context.Context, host string) error {
 	}
 	conn, _, err := c.att.attempt(ctx, id, nil, false)
 	if err != nil {
-		return fmt.Errorf("mysqlfailover: SwitchTo %s: %w", t.hosts[id].addr, NotBadConn(err, ""))
+		return fmt.Errorf("mysqlfailover: SwitchTo %s: %w", t.hosts[id].addr, dialect.NotBadConn(err, ""))
 	}
 	_ = conn.Close()
 	c.Release(id)

@@ -134,7 +134,8 @@
 //     its own lock, and the apply lock taken before Cluster.mu); the topo records where
 //     each member came from (topo.from).
 //   - policy.go, role.go, classify.go, txcount.go: the built-in policies, server roles,
-//     error classification, the counters of transactions run again (atomics). What a
+//     error classification (Classify; Judge adds a refusal's *NotReadyError, for a
+//     connection's failure), the counters of transactions run again (atomics). What a
 //     server's error number or answer means is not decided here: package dialect
 //     (internal/dialect) names each number and reads rows and values; this package
 //     judges what to do.
@@ -249,7 +250,7 @@
 // Classify sorts errors into Data (returned untouched), Communication (the session is
 // gone, or a host did not answer in time) and Canceled (the caller's context ended, read
 // from the context itself; the host is fine). Errors this package returns never match
-// driver.ErrBadConn (NotBadConn cuts that chain), because database/sql repeats any call
+// driver.ErrBadConn (dialect.NotBadConn cuts that chain), because database/sql repeats any call
 // that fails with it.
 //
 // # Concurrency

@@ -1,14 +1,10 @@
 package cluster
 
-// The engine's own error types and the one place that cuts the driver.ErrBadConn chain
-// (NotBadConn). The errors users test for (NoHostAvailableError, FailoverError,
-// ErrClosed...) are package failover's.
+// The engine's own error types. The errors users test for (NoHostAvailableError,
+// FailoverError, ErrClosed...) are package failover's; the cut of the driver.ErrBadConn
+// chain is dialect.NotBadConn.
 
-import (
-	"database/sql/driver"
-	"errors"
-	"time"
-)
+import "time"
 
 // HostTimeoutError is a host attempt (dial, handshake, session set-up) that did not finish
 // within its bound: hostTimeout, or a share of the caller's remaining time (see
@@ -41,24 +37,3 @@ func (e *HostTimeoutError) Timeout() bool { return true }
 
 // Temporary reports true (net.Error).
 func (e *HostTimeoutError) Temporary() bool { return true }
-
-// notSentError replaces driver.ErrBadConn inside the errors this package returns.
-// database/sql retries any error that matches driver.ErrBadConn (up to three times, on
-// other connections), which is only right while nothing was sent; once the proxy has
-// handled the failure itself, the error must not carry that meaning any more.
-type notSentError struct{ msg string }
-
-func (e *notSentError) Error() string { return e.msg }
-
-// NotBadConn returns err unchanged unless it matches driver.ErrBadConn, in which case it
-// returns an error with the same text (plus what) that does not: the one place where this
-// package cuts the ErrBadConn chain (no silent re-execution).
-func NotBadConn(err error, what string) error {
-	if err == nil || !errors.Is(err, driver.ErrBadConn) {
-		return err
-	}
-	if what == "" {
-		return &notSentError{msg: err.Error()}
-	}
-	return &notSentError{msg: what + " (" + err.Error() + ")"}
-}

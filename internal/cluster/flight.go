@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mysqlfailover/mysqlfailover/failover"
+	"github.com/mysqlfailover/mysqlfailover/internal/dialect"
 )
 
 // flight is one walk that moves the pool after a failure, which the connections that
@@ -44,13 +45,13 @@ type flight struct {
 func (c *Cluster) Failover(ctx context.Context, failed int, cause error, setup SetupFunc) (driver.Conn, int, error) {
 	c.inUse.RLock()
 	defer c.inUse.RUnlock()
-	c.emit(failover.Event{Kind: failover.EventHostFailed, Host: c.Host(failed), Err: NotBadConn(cause, "")})
+	c.emit(failover.Event{Kind: failover.EventHostFailed, Host: c.Host(failed), Err: dialect.NotBadConn(cause, "")})
 	var re *RoleError
 	if h := c.topo().host(failed); h != nil && !errors.As(cause, &re) && communication(cause) {
 		// Into backoff, unless already there (a failed Reconnect just put it there, or
 		// another connection reported the same failure a moment ago): one failure, one
 		// step of backoff, however many connections saw it.
-		c.rec.backOff(h, NotBadConn(cause, ""), true)
+		c.rec.backOff(h, dialect.NotBadConn(cause, ""), true)
 	}
 	for {
 		c.mu.Lock()

@@ -499,7 +499,7 @@ func (mon *monitor) probeMeasure(ctx context.Context, p probed, st *State, wait 
 // it was a pause of this process (see monitorHost.failed), a step of the run of failed
 // probes, and the host's transition to suspect or down.
 func (mon *monitor) probeFailed(h *hostState, start, now time.Time, r probeResult) {
-	err := NotBadConn(r.err, "probe failed")
+	err := dialect.NotBadConn(r.err, "probe failed")
 	down, paused := h.mon.failed(start, now, mon.downDelay(h), r.timedOut, r.late)
 	if paused {
 		return

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/mysqlfailover/mysqlfailover/failover"
+	"github.com/mysqlfailover/mysqlfailover/internal/dialect"
 	"github.com/mysqlfailover/mysqlfailover/policy"
 )
 
@@ -366,7 +367,7 @@ func (r *replicaState) probeLag(ctx context.Context, conn driver.Conn, h *hostSt
 	defer cancel()
 	lag, why, useOld, err := ReadLag(lctx, conn, h.rep.oldForm.Load())
 	if err != nil {
-		r.noteLag(h, LagUnknown, "its probe could not read it: "+NotBadConn(err, "").Error())
+		r.noteLag(h, LagUnknown, "its probe could not read it: "+dialect.NotBadConn(err, "").Error())
 		return Classify(ctx, err) != Communication
 	}
 	h.rep.oldForm.Store(useOld)
@@ -469,7 +470,7 @@ func (rd *Replicas) Qualifies(host int) bool {
 // pool's idle sessions of host get the liveness check before their next use.
 func (rd *Replicas) SessionEnded(host int, cause error) {
 	rd.c.rpool.suspect(host, rd.c.env.Clock.Now().UnixNano())
-	rd.c.emit(failover.Event{Kind: failover.EventSessionEnded, Host: rd.c.Host(host), Err: NotBadConn(cause, "")})
+	rd.c.emit(failover.Event{Kind: failover.EventSessionEnded, Host: rd.c.Host(host), Err: dialect.NotBadConn(cause, "")})
 }
 
 // CausalTimeout is causalReadsTimeout (DefaultCausalReadsTimeout when unset).

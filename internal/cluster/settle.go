@@ -208,9 +208,9 @@ func settleErr(ctx context.Context, what string, err error) error {
 	case Ended(ctx):
 		return fmt.Errorf("%s: %w", what, EndErr(ctx))
 	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled):
-		return fmt.Errorf("%s within %v: %w", what, DefaultSettleTimeout, NotBadConn(err, ""))
+		return fmt.Errorf("%s within %v: %w", what, DefaultSettleTimeout, dialect.NotBadConn(err, ""))
 	}
-	return fmt.Errorf("%s: %w", what, NotBadConn(err, ""))
+	return fmt.Errorf("%s: %w", what, dialect.NotBadConn(err, ""))
 }
 
 // uptime reads the server's uptime (UptimeQuery) on q; the server counts whole seconds.

@@ -122,7 +122,7 @@ func (wk *walker) checked(ctx context.Context, host int, cause error, setup Setu
 	var re *RoleError
 	switch {
 	case err == nil:
-		wk.c.emit(failover.Event{Kind: failover.EventSessionEnded, Host: wk.c.Host(host), Err: NotBadConn(cause, "")})
+		wk.c.emit(failover.Event{Kind: failover.EventSessionEnded, Host: wk.c.Host(host), Err: dialect.NotBadConn(cause, "")})
 		return conn, host, nil
 	case Ended(ctx):
 		return nil, -1, err // the caller's context ended: no verdict on the host

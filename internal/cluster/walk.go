@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/mysqlfailover/mysqlfailover/failover"
+	"github.com/mysqlfailover/mysqlfailover/internal/dialect"
 	"github.com/mysqlfailover/mysqlfailover/policy"
 )
 
@@ -395,7 +396,7 @@ func (wk *walker) landed(w *walkRun, h int, lastResort bool) {
 	case fellBack:
 		wk.c.emit(failover.Event{Kind: failover.EventFallBack, Host: wk.c.Host(h), From: wk.c.Host(prev.active), Duration: wk.env.Clock.Now().Sub(began)})
 	default:
-		e := failover.Event{Kind: failover.EventSwitch, Host: wk.c.Host(h), From: wk.c.Host(prev.active), Err: NotBadConn(cause, ""),
+		e := failover.Event{Kind: failover.EventSwitch, Host: wk.c.Host(h), From: wk.c.Host(prev.active), Err: dialect.NotBadConn(cause, ""),
 			Duration: wk.env.Clock.Now().Sub(began)}
 		if failed >= 0 {
 			e.From = wk.c.Host(failed)

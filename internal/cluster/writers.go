@@ -526,7 +526,7 @@ func (wk *walker) fallBackGate(ctx context.Context, conn driver.Conn, home, from
 			if Classify(ctx, err) == Data {
 				return nil // the role cannot be read: the fall-back goes on as it always did
 			}
-			return NotBadConn(err, "role check failed")
+			return dialect.NotBadConn(err, "role check failed")
 		}
 		role = r
 		wk.c.rec.setRole(home, r)

@@ -510,10 +510,10 @@ func (c *Conn) uncount() {
 //     context error, and a physical connection go-sql-driver closed on cancel is dropped,
 //     to be replaced on the pool's host.
 //   - A server's refusal because it is not ready (Galera's 1047, offline_mode's 3032,
-//     Group Replication's 3796 and 3799: cluster.Refusal) means the statement did not
+//     Group Replication's 3796 and 3799: dialect.NotReady) means the statement did not
 //     run and the host must be left: see refused. A server that stopped being ready
 //     while it ran the statement (Galera's 1180 "Not connected to Primary Component":
-//     cluster.LostPrimary) is left the same way, but the statement may have taken
+//     dialect.LostPrimary) is left the same way, but the statement may have taken
 //     effect: nothing runs again.
 //   - A communication error closes the physical connection, reports the host, walks to
 //     the next one and restores the session there, and only then returns a
@@ -528,19 +528,20 @@ func (c *Conn) uncount() {
 // transaction opened by statements, what a failure means for it (see move).
 func (c *Conn) fail(ctx context.Context, epoch uint64, err error, r stmt.Retry, k stmt.Kind) (bool, error) {
 	defer c.forgetFailing()
+	f := failureOf(ctx, err) // once: the helpers below act on f
 	if epoch&replicaEpoch != 0 && c.sp != nil {
-		return c.failReplica(ctx, epoch, err, r, k)
+		return c.failReplica(ctx, epoch, f, r, k)
 	}
 	if epoch != c.epoch {
 		// The physical connection this came from is already gone (a Rows closed after
 		// its failure was handled): nothing more to decide.
-		return false, cluster.NotBadConn(err, "")
+		return false, dialect.NotBadConn(err, "")
 	}
-	switch cluster.Classify(ctx, err) {
+	switch f.class {
 	case cluster.NotReady:
-		return c.refused(ctx, err, r, c.cfg.MultiStatements, k)
+		return c.refused(ctx, f.nr, r, c.cfg.MultiStatements, k)
 	case cluster.NotReadyMidway:
-		return c.refused(ctx, err, r, true, k)
+		return c.refused(ctx, f.nr, r, true, k)
 	case cluster.Data:
 		c.refusedWrite(err)
 		if c.cfg.WriteIntent && dialect.ReadOnly(err) && !cluster.Ended(ctx) {
@@ -560,7 +561,7 @@ func (c *Conn) fail(ctx context.Context, epoch uint64, err error, r stmt.Retry, 
 	case cluster.Canceled:
 		c.dropIfInvalid(err, k)
 		if cerr := cluster.EndErr(ctx); !errors.Is(err, cerr) {
-			return false, fmt.Errorf("%w (%v)", cerr, cluster.NotBadConn(err, ""))
+			return false, fmt.Errorf("%w (%v)", cerr, dialect.NotBadConn(err, ""))
 		}
 		return false, err
 	}
@@ -626,14 +627,14 @@ func (c *Conn) judge(k stmt.Kind, notSent bool) verdict {
 func (c *Conn) rejected(ctx context.Context, err error, r stmt.Retry, batch bool, k stmt.Kind) (bool, error) {
 	role, rerr := cluster.ReadRole(ctx, c.phys)
 	if rerr != nil {
-		switch cluster.Classify(ctx, rerr) {
+		switch f := failureOf(ctx, rerr); f.class {
 		case cluster.Data:
 			c.failedData(k)
 			return false, err // the role is unknown: leave the rejection as it is
 		case cluster.Canceled:
 			return c.fail(ctx, c.epoch, rerr, stmt.NoRetry, k)
 		case cluster.NotReady:
-			return c.refused(ctx, rerr, r, batch, k) // the rejected statement did not run either
+			return c.refused(ctx, f.nr, r, batch, k) // the rejected statement did not run either
 		}
 		// The connection broke right after the rejection: the rejected statement did
 		// not run, but with multiStatements earlier statements of its batch may have.
@@ -646,36 +647,22 @@ func (c *Conn) rejected(ctx context.Context, err error, r stmt.Retry, batch bool
 	return c.move(ctx, &cluster.RoleError{Role: role, Wanted: c.cl.Target(), Cause: err}, !batch, r, k)
 }
 
-// refused handles a server's refusal to run anything because it is not ready (err, see
-// cluster.Refusal: Galera's 1047, offline_mode's 3032, Group Replication's 3796 and
+// refused handles a server's refusal to run anything because it is not ready (nr, as
+// failureOf found it: Galera's 1047, offline_mode's 3032, Group Replication's 3796 and
 // 3799). The statement did not run: the host is recorded as not ready
-// (Cluster.NoteRefusal), which no walk chooses until its server says it is ready again,
-// and the connection leaves it as for a communication error, with the
-// *cluster.NotReadyError as the cause, so the pool moves too. Outside a transaction the
-// statement then runs on the new host and the caller sees no error, unless something of
-// the call may have run (ran): a batch (multiStatements: earlier statements of it may
-// have run), or a commit a Galera node could not replicate as it left the Primary
-// component (cluster.LostPrimary: the other nodes may have committed it), whose caller
-// gets the *failover.FailoverError with MaybeExecuted. Inside a transaction the
+// (Cluster.NoteRefusal, the one call that tells the engine), which no walk chooses
+// until its server says it is ready again, and the connection leaves it as for a
+// communication error, with nr as the cause, so the pool moves too. Outside a
+// transaction the statement then runs on the new host and the caller sees no error,
+// unless something of the call may have run (ran): a batch (multiStatements: earlier
+// statements of it may have run), or a commit a Galera node could not replicate as it
+// left the Primary component (dialect.LostPrimary: the other nodes may have committed
+// it), whose caller gets the *failover.FailoverError with MaybeExecuted. Inside a transaction the
 // transaction is lost (failover.ErrTxLost); a refused COMMIT committed nothing, one the
 // node could not replicate has an unknown outcome (failover.ErrCommitOutcomeUnknown).
-func (c *Conn) refused(ctx context.Context, err error, r stmt.Retry, ran bool, k stmt.Kind) (bool, error) {
-	nr := refusalOf(err)
+func (c *Conn) refused(ctx context.Context, nr *cluster.NotReadyError, r stmt.Retry, ran bool, k stmt.Kind) (bool, error) {
 	c.cl.NoteRefusal(c.host, nr)
 	return c.move(ctx, nr, !ran, r, k)
-}
-
-// refusalOf returns the *cluster.NotReadyError that err, which Classify calls NotReady
-// or NotReadyMidway, is or says.
-func refusalOf(err error) *cluster.NotReadyError {
-	var nr *cluster.NotReadyError
-	if errors.As(err, &nr) {
-		return nr
-	}
-	if nr := cluster.Refusal(err); nr != nil {
-		return nr
-	}
-	return cluster.LostPrimary(err)
 }
 
 // move closes the physical connection, whose host failed with err, walks to the next
@@ -811,7 +798,7 @@ func (c *Conn) reconnect(ctx context.Context, failed int, err error, notSent boo
 	fe := &failover.FailoverError{
 		Failed:        c.cl.Host(failed),
 		MaybeExecuted: !notSent && !dialect.PacketTooLarge(err),
-		Err:           cluster.NotBadConn(err, broken),
+		Err:           dialect.NotBadConn(err, broken),
 	}
 	// The cluster decides whether the host or only this session is gone, and returns a
 	// new session on the same host, or on the next one.
@@ -882,9 +869,10 @@ func (c *Conn) heldErr(ctx context.Context, m *switched, why error) error {
 // Inside a transaction that loses the transaction (k: the failed call's kind).
 func (c *Conn) dropIfInvalid(err error, k stmt.Kind) {
 	if v, ok := c.phys.(driver.Validator); ok && !v.IsValid() {
-		c.discard("the connection broke: "+cluster.NotBadConn(err, "").Error(), k)
+		why := dialect.NotBadConn(err, "").Error()
+		c.discard("the connection broke: "+why, k)
 		if t := c.primaryTx(); t != nil && t.lost == nil {
-			c.lose(t, lost("the connection broke earlier: "+cluster.NotBadConn(err, "").Error()))
+			c.lose(t, lost("the connection broke earlier: "+why))
 		}
 	}
 }
@@ -1282,7 +1270,7 @@ func (c *Conn) ResetSession(ctx context.Context) error {
 	if want := c.readOnlyOn(c.host); want != c.appliedRO {
 		if err := c.exec(ctx, c.phys, readOnlySQL(want)); err != nil {
 			// The SET ran or not: a new session starts clean.
-			c.discard("restoring read-only failed: "+cluster.NotBadConn(err, "").Error(), kSession)
+			c.discard("restoring read-only failed: "+dialect.NotBadConn(err, "").Error(), kSession)
 			c.gone = nil
 			return nil
 		}
@@ -1349,7 +1337,7 @@ func (c *Conn) Close() error {
 	err := c.phys.Close()
 	c.cl.Release(c.host)
 	c.phys, c.execer, c.queryer = nil, nil, nil
-	return cluster.NotBadConn(err, "")
+	return dialect.NotBadConn(err, "")
 }
 
 var (

@@ -11,7 +11,9 @@
 // has been sent, so the caller sees no error either way. One loop runs each call
 // (attempts; a prepared statement's is Stmt's own): ready, the call, then fail's verdict.
 //
-// When a call fails, the error goes to one function, fail, which decides:
+// When a call fails, the error goes to one function, fail, which judges it once
+// (failure.go: failureOf, from cluster.Judge) and carries that judgement to the helpers that
+// act on it; the engine is told of a refusal once (Cluster.NoteRefusal). It decides:
 //
 //   - A data error is returned untouched and the connection stays.
 //   - The caller's context ending is returned as the context error; the host is not

@@ -270,7 +270,7 @@ func TestGaleraCausalReads(t *testing.T) {
 }
 
 // A Galera node that loses the Primary component while it replicates a commit answers
-// 1180 "Not connected to Primary Component" (cluster.LostPrimary): the node is not ready,
+// 1180 "Not connected to Primary Component" (dialect.LostPrimary): the node is not ready,
 // so the connection and the pool leave it at once, but the other nodes may have committed
 // the write set, so nothing runs again. An autocommit statement gets a FailoverError with
 // MaybeExecuted wrapping the 1180, never the raw 1180, and is not run on H2; a

@@ -630,7 +630,7 @@ func (c *Conn) nextSession(ctx context.Context, err error, host string) error {
 		c.cl.Release(from)
 	}
 	if werr != nil {
-		return fmt.Errorf("not replayed: %s failed during the replay (%v) and no host answered: %w", host, cluster.NotBadConn(err, ""), werr)
+		return fmt.Errorf("not replayed: %s failed during the replay (%v) and no host answered: %w", host, dialect.NotBadConn(err, ""), werr)
 	}
 	c.attach(phys, h)
 	return nil

@@ -462,21 +462,22 @@ func (sp *split) byEpoch(epoch uint64) *rsession {
 // through (the session stays, unless go-sql-driver closed it); the caller's context
 // ending is the context's error. A communication error closes the session without
 // blaming the host (its probes and the next attempt decide that); a refusal of a server
-// that is not ready (cluster.Refusal) marks the host not ready and is handled as one,
+// that is not ready (dialect.NotReady) marks the host not ready and is handled as one,
 // nothing of the statement having run. Either way, outside a
 // transaction, has the statement run once more on another replica (r permitting: a
 // read-only session wrote nothing, so even a statement that was sent may run again, but
 // not one whose results were being read); inside a read-only transaction it loses the
 // transaction (failover.ErrTxLost).
-func (c *Conn) failReplica(ctx context.Context, epoch uint64, err error, r stmt.Retry, k stmt.Kind) (bool, error) {
+func (c *Conn) failReplica(ctx context.Context, epoch uint64, f failure, r stmt.Retry, k stmt.Kind) (bool, error) {
 	sp := c.sp
+	err := f.err
 	rs := sp.byEpoch(epoch)
 	if sp.running != nil && sp.running.epoch == epoch {
 		c.cl.ReplicaDone(sp.running.host, false)
 		sp.running = nil
 	}
 	if rs == nil {
-		return false, cluster.NotBadConn(err, "")
+		return false, dialect.NotBadConn(err, "")
 	}
 	inTx := k == kTxEnd || c.tx != nil && c.tx.rs == rs
 	if sp.galeraCausal() && !inTx && dialect.Number(err) == dialect.ErrLockWaitTimeout && r != stmt.NoRetry {
@@ -485,18 +486,11 @@ func (c *Conn) failReplica(ctx context.Context, epoch uint64, err error, r stmt.
 		sp.noteBehind(rs)
 		return true, nil
 	}
-	class := cluster.Classify(ctx, err)
-	refused := class == cluster.NotReady || class == cluster.NotReadyMidway
-	if refused {
-		// The replica's server is not ready (a Galera node outside the Primary
-		// component...): a read-only session wrote nothing; the host serves no reads
-		// until it says it is ready.
-		c.cl.NoteRefusal(rs.host, refusalOf(err))
+	refused := f.refused()
+	if f.class != cluster.Communication && !refused {
+		return false, c.replicaDataErr(ctx, rs, f, inTx)
 	}
-	if class != cluster.Communication && !refused {
-		return false, c.replicaDataErr(ctx, rs, err, class, inTx)
-	}
-	fe := c.replicaBroken(rs, err, refused)
+	fe := c.replicaBroken(rs, f)
 	if inTx {
 		if c.tx != nil {
 			c.lose(c.tx, lost("the read-only transaction failed earlier on replica "+fe.Failed+": "+fe.Err.Error()))
@@ -556,28 +550,37 @@ func (sp *split) noteBehind(rs *rsession) {
 	sp.tried |= bit(rs.host)
 }
 
-// replicaDataErr is failReplica's answer to err of class (neither a communication error
+// replicaDataErr is failReplica's answer to failure f (neither a communication error
 // nor a refusal) from replica session rs: the session stays unless go-sql-driver closed
 // it (then, inTx, the transaction is lost for the statements after this one), and the
 // caller's context ending is the context's error.
-func (c *Conn) replicaDataErr(ctx context.Context, rs *rsession, err error, class cluster.Class, inTx bool) error {
+func (c *Conn) replicaDataErr(ctx context.Context, rs *rsession, f failure, inTx bool) error {
+	err := f.err
 	if v, ok := rs.phys.(driver.Validator); ok && !v.IsValid() {
 		c.sp.dropReplica(rs)
 		if inTx && c.tx != nil && c.tx.lost == nil {
-			c.lose(c.tx, lost("the replica session broke earlier: "+cluster.NotBadConn(err, "").Error()))
+			c.lose(c.tx, lost("the replica session broke earlier: "+dialect.NotBadConn(err, "").Error()))
 		}
 	}
-	if class == cluster.Canceled {
+	if f.class == cluster.Canceled {
 		if cerr := cluster.EndErr(ctx); !errors.Is(err, cerr) {
-			return fmt.Errorf("%w (%v)", cerr, cluster.NotBadConn(err, ""))
+			return fmt.Errorf("%w (%v)", cerr, dialect.NotBadConn(err, ""))
 		}
 	}
 	return err
 }
 
-// replicaBroken closes replica session rs after communication error err (or a refusal:
-// refused), without blaming its host, and returns the error that says so.
-func (c *Conn) replicaBroken(rs *rsession, err error, refused bool) *failover.FailoverError {
+// replicaBroken closes replica session rs after failure f (a communication error, or a
+// refusal), without blaming its host, tells the engine (Cluster.NoteRefusal for a
+// refusal, then Replicas.SessionEnded), and returns the error that says so.
+func (c *Conn) replicaBroken(rs *rsession, f failure) *failover.FailoverError {
+	if f.refused() {
+		// The replica's server is not ready (a Galera node outside the Primary
+		// component...): a read-only session wrote nothing; the host serves no reads
+		// until it says it is ready.
+		c.cl.NoteRefusal(rs.host, f.nr)
+	}
+	err := f.err
 	addr := c.cl.Host(rs.host)
 	c.sp.dropReplica(rs)
 	c.sp.tried |= bit(rs.host)
@@ -587,8 +590,8 @@ func (c *Conn) replicaBroken(rs *rsession, err error, refused bool) *failover.Fa
 		Current: c.cl.Host(c.host),
 		// A replica session is read-only: what ran there wrote nothing, but a read
 		// that was sent may have run.
-		MaybeExecuted: !errors.Is(err, driver.ErrBadConn) && !refused,
-		Err:           cluster.NotBadConn(err, "the replica connection was broken before the request was sent"),
+		MaybeExecuted: !errors.Is(err, driver.ErrBadConn) && !f.refused(),
+		Err:           dialect.NotBadConn(err, "the replica connection was broken before the request was sent"),
 	}
 }
 
@@ -627,7 +630,7 @@ func (c *Conn) beginReplica(ctx context.Context, opts driver.TxOptions) (driver.
 			rs.holds++ // until Commit or Rollback
 			return c.tx, nil
 		}
-		retry, out := c.failReplica(ctx, rs.epoch, err, retryAlways.At(attempt), kBegin)
+		retry, out := c.failReplica(ctx, rs.epoch, failureOf(ctx, err), retryAlways.At(attempt), kBegin)
 		if !retry {
 			return nil, out
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql/driver"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/mysqlfailover/mysqlfailover/failover"
 	"github.com/mysqlfailover/mysqlfailover/internal/attrs"
 	"github.com/mysqlfailover/mysqlfailover/internal/cluster"
+	"github.com/mysqlfailover/mysqlfailover/internal/fake"
 )
 
 // split is the connection configuration of replicaReads=true (readFromSourceWhenNoReplicas
@@ -139,6 +141,25 @@ func TestReplicaFailureRunsOnAnotherReplica(t *testing.T) {
 		t.Error("H3's broken session not closed")
 	}
 	e.noHostEvents()
+	e.allMet()
+}
+
+// A replica whose server refuses a read because it is not ready (offline_mode's 3032)
+// is recorded as not ready, so that no walk or read chooses it, and the read runs on
+// another replica: a read-only session wrote nothing.
+func TestReplicaRefusalMarksHostNotReady(t *testing.T) {
+	e := newEnv(t, 3, replicaReads)
+	e.script(0, nil)
+	e.script(2, replicaSession(func(m sqlmock.Sqlmock) { m.ExpectQuery("SELECT r").WillReturnError(fake.OfflineError) }))
+	e.script(1, replicaSession(queryRows("SELECT r", 2)))
+	c := e.open(splitCfg)
+	if got := readOne(t, c, read, "SELECT r"); got != 2 {
+		t.Errorf("read ran on H%d, want H2 after H3 refused it", got)
+	}
+	if s := stateOf(e, h3); s.State != failover.HostNotReady || !strings.Contains(s.LastError.Error(), "offline_mode") {
+		t.Errorf("H3: %v (%v), want not-ready for offline_mode", s.State, s.LastError)
+	}
+	e.wantEvents(failover.EventSessionEnded, h3, 1)
 	e.allMet()
 }
 

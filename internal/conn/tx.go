@@ -131,7 +131,7 @@ func (t *Tx) Commit() error {
 	if t.rs == nil && t.epoch == c.epoch {
 		unsent = !c.sent(err) // the COMMIT's own socket
 	}
-	notSent := unsent || rejected || cluster.Refusal(err) != nil
+	notSent := unsent || rejected || dialect.NotReady(err) != nil
 	var out error
 	if rejected && c.cfg.WriteIntent && t.epoch == c.epoch && !cluster.Ended(t.ctx) {
 		_, out = c.rejected(t.ctx, err, stmt.NoRetry, false, kTxEnd) // COMMIT is never a batch
@@ -143,7 +143,7 @@ func (t *Tx) Commit() error {
 	switch {
 	case !errors.As(out, &fe) && c.cl.Kind() == cluster.KindGalera && dialect.Number(err) == dialect.ErrErrorDuringCommit:
 		// The node could not replicate the commit for another reason than a lost Primary
-		// component (which moved the connection: cluster.LostPrimary): the rest of the
+		// component (which moved the connection: dialect.LostPrimary): the rest of the
 		// cluster may have committed it, or not.
 		return c.saw(fmt.Errorf("%w: the Galera node %s could not replicate the COMMIT: %w",
 			failover.ErrCommitOutcomeUnknown, c.cl.Host(c.host), err))

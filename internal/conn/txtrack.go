@@ -150,7 +150,7 @@ func (c *Conn) resolve(ctx context.Context) error {
 		vals, err = c.queryRow(ctx, askNoInTrx, 2)
 	}
 	if err != nil {
-		switch cluster.Classify(ctx, err) {
+		switch f := failureOf(ctx, err); f.class {
 		case cluster.Data:
 			c.sess.mute = true
 			return nil
@@ -158,7 +158,7 @@ func (c *Conn) resolve(ctx context.Context) error {
 			_, out := c.fail(ctx, c.epoch, err, stmt.NoRetry, kPlain)
 			return out
 		case cluster.NotReady:
-			_, out := c.refused(ctx, err, stmt.NoRetry, false, kPlain)
+			_, out := c.refused(ctx, f.nr, stmt.NoRetry, false, kPlain)
 			return out
 		}
 		_, out := c.move(ctx, err, true, stmt.NoRetry, kPlain)

@@ -12,8 +12,9 @@
 //     by MySQL's (or MariaDB's) own name.
 //   - errors.go: what an error means: the server error an error holds (ServerError,
 //     Number), a session the server ended (EndsSession), a refusal of a new session
-//     (Full), a server not ready (NotReady, LostPrimary), read-only refusals, and the
-//     transactions the server rolled back (RolledBack, Conflict).
+//     (Full), a server not ready (NotReady, LostPrimary), read-only refusals, the
+//     transactions the server rolled back (RolledBack, Conflict), and the one cut of the
+//     driver.ErrBadConn chain (NotBadConn), for the engine's errors and the connection's.
 //   - rows.go: one reader of a result's rows (Query, ReadRows), bounded and copied.
 //   - values.go: one reader of a column value as text or integer (Text, Int).
 //   - lex.go: the one SQL lexer: comments, quotes, identifiers, whitespace.

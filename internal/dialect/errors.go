@@ -1,6 +1,7 @@
 package dialect
 
 import (
+	"database/sql/driver"
 	"errors"
 	"strings"
 
@@ -189,4 +190,32 @@ func LostPrimary(err error) *Unready {
 	}
 	return &Unready{Err: me, Cluster: "galera", Reason: "the node left the Primary component while it replicated the commit " +
 		"(the other nodes may have committed it)"}
+}
+
+// notSentError replaces driver.ErrBadConn inside the errors the driver returns.
+// database/sql retries any error that matches driver.ErrBadConn (up to three times, on
+// other connections), which is only right while nothing was sent; once the driver has
+// handled the failure itself, the error must not carry that meaning any more.
+type notSentError struct{ msg string }
+
+func (e *notSentError) Error() string { return e.msg }
+
+// NotBadConn returns err unchanged unless it matches driver.ErrBadConn, in which case it
+// returns an error with the same text (plus what) that does not: the one place where the
+// driver cuts the ErrBadConn chain (invariant no-silent-rerun).
+func NotBadConn(err error, what string) error {
+	if err == nil || !errors.Is(err, driver.ErrBadConn) {
+		return err
+	}
+	if what == "" {
+		return &notSentError{msg: err.Error()}
+	}
+	return &notSentError{msg: what + " (" + err.Error() + ")"}
+}
+
+// BadConnCut reports whether err holds NotBadConn's replacement of driver.ErrBadConn:
+// a connection's failure the driver has already handled.
+func BadConnCut(err error) bool {
+	var ns *notSentError
+	return errors.As(err, &ns)
 }
