@@ -144,7 +144,7 @@ func (cfg settings) attemptBudget(ctx context.Context, hv health, limit time.Dur
 // one, and make it ready (ready). An adopted session that fails with a communication
 // error is replaced by a dialled one. conn is nil when err is not.
 func (at *attempter) session(actx context.Context, a *attempted, setup SetupFunc, o attemptOpts) (conn driver.Conn, lastResort bool, err error) {
-	if conn = at.c.mon.probes.adopt(a.h, a.start.Add(-at.cfg.watchEvery())); conn != nil {
+	if conn = at.adoptable(a, o); conn != nil {
 		a.adopted = true
 		if lastResort, err = at.readyAdopted(actx, a, conn, setup, o); err == nil {
 			return conn, lastResort, nil
@@ -167,11 +167,30 @@ func (at *attempter) session(actx context.Context, a *attempted, setup SetupFunc
 	return conn, lastResort, nil
 }
 
-// readyAdopted is ready for a session the probes kept: one that neither the state check
-// nor a set-up will use is pinged first, so that a session that died while it sat idle
-// is not handed to the pool as new.
+// adoptable returns the probes' idle session of the attempt's host when the attempt may
+// take it (probeSet.adopt): not for the check of a host whose session ended (o.limit:
+// the check asks whether the host takes a new session), and only while nothing says
+// the host is in trouble (its probes pass, its attempts do not fail).
+func (at *attempter) adoptable(a *attempted, o attemptOpts) driver.Conn {
+	if o.limit > 0 {
+		return nil
+	}
+	v := a.hs.health()
+	if v.down || v.probeFailing || v.failing || v.retryAt > a.start.UnixNano() {
+		return nil
+	}
+	conn := at.c.mon.probes.adopt(a.h, a.start.Add(-at.cfg.watchEvery()))
+	if conn != nil {
+		a.hs.adopted.Add(1)
+	}
+	return conn
+}
+
+// readyAdopted is ready for a session the probes kept: one whose state the attempt does
+// not read is pinged first, so that a session that died while it sat idle is never
+// handed to the pool as new.
 func (at *attempter) readyAdopted(actx context.Context, a *attempted, conn driver.Conn, setup SetupFunc, o attemptOpts) (lastResort bool, err error) {
-	if p, ok := conn.(driver.Pinger); ok && setup == nil && !at.readsState(o) {
+	if p, ok := conn.(driver.Pinger); ok && !at.readsState(o) {
 		if err = p.Ping(actx); err != nil {
 			_ = conn.Close()
 			return false, dialect.NotBadConn(a.timedOut(err), "ping of the probes' idle session failed")

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
+
 	"github.com/mysqlfailover/mysqlfailover/internal/cluster"
 	"github.com/mysqlfailover/mysqlfailover/internal/fake"
 )
@@ -264,12 +266,13 @@ func TestPoolAdoptsTheProbeSession(t *testing.T) {
 			n, l2.c == driver.Conn(r.net.Conns(0)[1]), r.stat(0).ProbeSession)
 	}
 
-	// Broken while idle: its set-up fails, and the attempt dials instead.
+	// Broken while idle: the ping that precedes its use fails (a set-up that sends
+	// nothing would not notice), and the attempt dials instead.
 	r.tick(monInterval)
 	stale := r.net.Conns(0)[1]
 	stale.Broken.Store(true)
-	ping := func(ctx context.Context, c driver.Conn, _ int) error { return c.(driver.Pinger).Ping(ctx) }
-	c, h, err := r.cl.Connect(context.Background(), ping)
+	noop := func(context.Context, driver.Conn, int) error { return nil }
+	c, h, err := r.cl.Connect(context.Background(), noop)
 	if err != nil || h != 0 {
 		t.Fatalf("Connect with a broken probe session: host %d, %v", h, err)
 	}
@@ -279,4 +282,41 @@ func TestPoolAdoptsTheProbeSession(t *testing.T) {
 	}
 	_ = l.c.Close()
 	_ = l2.c.Close()
+}
+
+// TestHostCheckDialsAndProbeDialAfterAdoption: the check of a host whose session ended
+// (Recover) asks whether the host takes a new session, so it dials rather than take the
+// probes' idle session; and once the pool took the probes' session, the probe's next
+// opening of one waits no longer than its round trip would have (as when its probes
+// borrowed pooled sessions), not hostTimeout.
+func TestHostCheckDialsAndProbeDialAfterAdoption(t *testing.T) {
+	var left atomic.Int64
+	var r *rig
+	r, _ = monRig(t, 2, func(o *rigOpts) {
+		o.HostTimeout = time.Hour
+		o.Dial = func(ctx context.Context, h int) (driver.Conn, error) {
+			if dl, ok := ctx.Deadline(); ok && h == 0 && cluster.ProbeMark(ctx) != nil {
+				left.Store(int64(time.Until(dl)))
+			}
+			return r.net.Dial(ctx, h)
+		}
+	})
+	r.tick(monInterval)
+	l := r.connect() // adopts the probe session
+	defer l.c.Close()
+	r.tick(monInterval)
+	if got := time.Duration(left.Load()); got <= 0 || got > time.Minute {
+		t.Errorf("the probe connection opened after the adoption had %v, want the probe's wait (well under hostTimeout, 1h)", got)
+	}
+	if n := len(r.net.Conns(0)); n != 2 || !r.stat(0).ProbeSession {
+		t.Fatalf("host 0: %d connections, probe session %v; want 2, true", n, r.stat(0).ProbeSession)
+	}
+	c, h, err := r.cl.Recover(context.Background(), 0, mysql.ErrInvalidConn, nil)
+	if err != nil || h != 0 {
+		t.Fatalf("Recover: host %d, %v", h, err)
+	}
+	defer c.Close()
+	if n := len(r.net.Conns(0)); n != 3 || !r.stat(0).ProbeSession {
+		t.Errorf("the check: host 0 has %d connections, probe session %v; want 3 (dialled), true", n, r.stat(0).ProbeSession)
+	}
 }

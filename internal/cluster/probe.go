@@ -273,8 +273,9 @@ type probeBounds struct {
 	wait    time.Duration // how long the round trip waits (hostProbeTimeout, runLeft)
 	runLeft time.Duration // what the run of failed probes has left of FailoverDelay (-1: no run)
 	typical time.Duration // the host's typical connect time
-	// borrowed: the host's probes have run on pooled sessions, so the monitor has no
-	// probe connection of its own there to wait on (probeDialBound)
+	// borrowed: the host's probes have run on pooled sessions, or the pool took their
+	// session (adopted), so the monitor has no probe connection of its own there to
+	// wait on (probeDialBound)
 	borrowed bool
 }
 
@@ -284,7 +285,7 @@ func (mon *monitor) probeBudget(h *hostState, start time.Time) probeBounds {
 	m := &h.mon
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	b := probeBounds{suspect: !m.failSince.IsZero(), repeat: m.rto.paused, runLeft: -1, typical: typical, borrowed: h.lent.Load() > 0}
+	b := probeBounds{suspect: !m.failSince.IsZero(), repeat: m.rto.paused, runLeft: -1, typical: typical, borrowed: h.lent.Load() > 0 || h.adopted.Load() > 0}
 	b.rto, b.wait = mon.cfg.hostProbeTimeout(m)
 	// Within a run of failed probes, a probe (its round trip, or the opening of its
 	// connection) waits no longer than the run needs to reach FailoverDelay, and at least
