@@ -604,34 +604,34 @@ func (c *Conn) readIntentTx(opts driver.TxOptions) bool {
 
 // beginReplica opens a read-only transaction (BeginTx with ReadOnly) on a replica; nil,
 // nil when it belongs on the primary (no replica qualifies, or the primary session holds
-// a transaction opened by statements, or a temporary table).
+// a transaction opened by statements, or a temporary table). Its errors are counted
+// (saw). A failed BEGIN runs once more on a replica (failReplica), as attempts says.
 func (c *Conn) beginReplica(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
 	if c.lost != nil || c.st.held() || len(c.sess.has.temps) > 0 {
 		return nil, nil // its reads may need the temporary table, which only the primary session has
 	}
-	key, _ := readIntent(ctx)
-	c.sp.tried = 0
-	for attempt := 0; ; attempt++ {
-		rs, err := c.replica(ctx, key)
-		if rs == nil || err != nil {
-			return nil, err
-		}
+	err := c.attempts(ctx, call{at: onReplica, retry: retryAlways, rfails: kBegin}, func(rs *rsession) (bool, error) {
 		var tx driver.Tx
+		var err error
 		if b, ok := rs.phys.(driver.ConnBeginTx); ok {
 			tx, err = b.BeginTx(ctx, opts)
 		} else {
 			tx, err = rs.phys.Begin() //nolint:staticcheck // fallback for drivers without ConnBeginTx
 		}
-		if err == nil {
-			c.tx = &Tx{c: c, inner: tx, ctx: ctx, epoch: rs.epoch, rs: rs, held: c.sess.has.any()}
-			rs.holds++ // until Commit or Rollback
-			return c.tx, nil
+		if err != nil {
+			return false, err
 		}
-		retry, out := c.failReplica(ctx, rs.epoch, err, retryAlways.At(attempt), kBegin)
-		if !retry {
-			return nil, out
-		}
+		c.tx = &Tx{c: c, inner: tx, ctx: ctx, epoch: rs.epoch, rs: rs, held: c.sess.has.any()}
+		rs.holds++ // until Commit or Rollback
+		return true, nil
+	})
+	switch {
+	case err == errNoReplica:
+		return nil, nil
+	case err != nil:
+		return nil, err
 	}
+	return c.tx, nil
 }
 
 // wroteOnPrimary records that a statement ran on the primary session, for causal reads:

@@ -54,7 +54,7 @@ func (c *Conn) beginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 		c.sp.intent = c.readIntentTx(opts) // a read-only one on the primary walks as a read (join)
 		if c.sp.intent {
 			if tx, err := c.beginReplica(ctx, opts); tx != nil || err != nil {
-				return tx, c.saw(err)
+				return tx, err // counted (saw)
 			}
 		}
 	}
