@@ -65,7 +65,7 @@ type split struct {
 	sess    []*rsession // the replica sessions it holds now, at most one per host
 	tried   uint64      // hosts (bit per id) that failed the statement in progress
 	prefer  int         // the replica the statement in progress went to (its PREPARE, or the ErrSkip before it; -1: none): its next step goes there too
-	running *rsession   // the replica session of the prepared statement in progress (Ready to Ran or Fail)
+	running *rsession   // the replica session of the prepared statement in progress (its attempt to Ran or fail)
 	intent  bool        // the statement route last saw has a read intent (wherever it ran: not a write for causal reads)
 
 	causal    string // cluster.CausalLocal or CausalGlobal; "" for none
@@ -174,7 +174,7 @@ func (c *Conn) queryReplica(ctx context.Context, rs *rsession, query string, arg
 }
 
 // prepareReplica is PrepareContext's run on the replica session rs (see attempts): a
-// read-intent statement is prepared on the replica it will run on (Ready sends its run
+// read-intent statement is prepared on the replica it will run on (its runs go
 // there too: split.prefer).
 func (c *Conn) prepareReplica(ctx context.Context, rs *rsession, query string, k stmt.Kind) (driver.Stmt, bool, error) {
 	s, err := prepareOn(ctx, rs.phys, query)
