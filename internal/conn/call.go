@@ -20,9 +20,10 @@ type call struct {
 	stmt   stmt.Kind // the statement's kind, for route
 	rfails stmt.Kind // what fail judges a failure on a replica session as
 
-	// step, for a prepared statement's run (h.Attempts): the run says there how fail
-	// judges its failure (its PREPARE's or its own), instead of retry, fails and rfails.
-	step *stmt.Failure
+	// prepared, for a prepared statement's call (h.Attempts): its attempt says how fail
+	// judges its failure (Stmt.Failed: its PREPARE's or its run's), instead of retry,
+	// fails and rfails.
+	prepared *stmt.Stmt
 }
 
 // where says where the attempts of a call run.
@@ -49,13 +50,13 @@ var errNoReplica = errors.New("mysqlfailover: no replica for this call")
 // attempts returns errAnswered as is when ready answered the call without sending it,
 // and errNoReplica when a call onReplica found none: the caller turns them into its
 // empty result, or its run on the primary. Every other error has been counted (saw).
-// run must not keep its closure: attempts holds it on the stack, allocating nothing.
-func (c *Conn) attempts(ctx context.Context, o call, run func(rs *rsession) (final bool, err error)) error {
+// attempts keeps neither o nor run: both stay on the caller's stack, allocating nothing.
+func (c *Conn) attempts(ctx context.Context, o *call, run func(rs *rsession) (final bool, err error)) error {
 	for attempt := 0; ; attempt++ {
 		var rs *rsession
 		if o.at != onPrimary && c.sp != nil {
 			var err error
-			if rs, err = c.session(ctx, &o, attempt == 0); err != nil {
+			if rs, err = c.session(ctx, o, attempt == 0); err != nil {
 				return c.saw(err)
 			}
 		}
@@ -74,7 +75,7 @@ func (c *Conn) attempts(ctx context.Context, o call, run func(rs *rsession) (fin
 		if final {
 			return c.saw(err)
 		}
-		retry, out := c.failAttempt(ctx, &o, rs, err, attempt)
+		retry, out := c.failAttempt(ctx, o, rs, err, attempt)
 		if !retry {
 			return c.saw(out)
 		}
@@ -97,14 +98,15 @@ func (c *Conn) session(ctx context.Context, o *call, first bool) (*rsession, err
 
 // failAttempt is fail for err, the failure of attempt (0 the first) of call o on replica
 // session rs (nil: the primary session). A later attempt's failure never runs it again.
-// A prepared statement's run says how it is judged (o.step); the replica sessions it
-// tried go back to the pool at once.
+// A prepared statement's attempt says how it is judged (o.prepared); the replica
+// sessions it tried go back to the pool at once.
 func (c *Conn) failAttempt(ctx context.Context, o *call, rs *rsession, err error, attempt int) (bool, error) {
 	epoch, r, k := c.epoch, o.retry, o.fails
 	if rs != nil {
 		epoch, r, k = rs.epoch, stmt.RetryAlways, o.rfails
 	}
-	if f := o.step; f != nil {
+	if o.prepared != nil {
+		f := o.prepared.Failed()
 		c.failing = f.Query
 		retry, out := c.fail(ctx, f.Epoch, err, f.Retry.At(attempt), f.Kind)
 		if c.sp != nil {

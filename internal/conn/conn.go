@@ -896,8 +896,7 @@ func (c *Conn) dropIfInvalid(err error, k stmt.Kind) {
 func (o *h) Attempts(ctx context.Context, s *stmt.Stmt) (bool, error) {
 	c := (*Conn)(o)
 	k := s.Kind()
-	var f stmt.Failure // how the last attempt's failure is judged (Stmt.Attempt)
-	err := c.attempts(ctx, call{kind: k, counts: true, at: routed, stmt: k, step: &f}, func(rs *rsession) (bool, error) {
+	err := c.attempts(ctx, &call{kind: k, counts: true, at: routed, stmt: k, prepared: s}, func(rs *rsession) (bool, error) {
 		phys, epoch := c.phys, c.epoch
 		if rs != nil {
 			c.sp.running = rs
@@ -910,8 +909,7 @@ func (o *h) Attempts(ctx context.Context, s *stmt.Stmt) (bool, error) {
 			}
 			c.mark()
 		}
-		var err error
-		f, err = s.Attempt(ctx, phys, epoch)
+		err := s.Attempt(ctx, phys, epoch)
 		return err == nil, err
 	})
 	if c.sp != nil {
@@ -1040,7 +1038,7 @@ func (c *Conn) execContext(ctx context.Context, query string, args []driver.Name
 		c.batch = query
 	}
 	var res driver.Result
-	err := c.attempts(ctx, call{kind: k, fails: k, retry: stmt.RetryIfNotSent, counts: true, at: routed, stmt: k, rfails: k},
+	err := c.attempts(ctx, &call{kind: k, fails: k, retry: stmt.RetryIfNotSent, counts: true, at: routed, stmt: k, rfails: k},
 		func(rs *rsession) (bool, error) {
 			var final bool
 			var err error
@@ -1108,7 +1106,7 @@ func (c *Conn) queryContext(ctx context.Context, query string, args []driver.Nam
 		c.batch = query
 	}
 	var rows driver.Rows
-	err := c.attempts(ctx, call{kind: k, fails: k, retry: stmt.RetryIfNotSent, counts: true, at: routed, stmt: k, rfails: k},
+	err := c.attempts(ctx, &call{kind: k, fails: k, retry: stmt.RetryIfNotSent, counts: true, at: routed, stmt: k, rfails: k},
 		func(rs *rsession) (bool, error) {
 			var final bool
 			var err error
@@ -1188,7 +1186,7 @@ func (c *Conn) prepareContext(ctx context.Context, query string) (driver.Stmt, e
 		rk = kSession
 	}
 	var s driver.Stmt
-	err := c.attempts(ctx, call{kind: rk, fails: kSession, retry: stmt.RetryAlways, at: routed, stmt: k, rfails: kPlain},
+	err := c.attempts(ctx, &call{kind: rk, fails: kSession, retry: stmt.RetryAlways, at: routed, stmt: k, rfails: kPlain},
 		func(rs *rsession) (bool, error) {
 			var err error
 			if rs != nil {
@@ -1218,7 +1216,7 @@ func (c *Conn) Ping(ctx context.Context) error {
 		}
 		c.sp.intent = false
 	}
-	return c.attempts(ctx, call{kind: kPlain, fails: kPlain, retry: stmt.RetryAlways}, func(*rsession) (bool, error) {
+	return c.attempts(ctx, &call{kind: kPlain, fails: kPlain, retry: stmt.RetryAlways}, func(*rsession) (bool, error) {
 		p, ok := c.phys.(driver.Pinger)
 		if !ok {
 			return true, nil

@@ -610,7 +610,7 @@ func (c *Conn) beginReplica(ctx context.Context, opts driver.TxOptions) (driver.
 	if c.lost != nil || c.st.held() || len(c.sess.has.temps) > 0 {
 		return nil, nil // its reads may need the temporary table, which only the primary session has
 	}
-	err := c.attempts(ctx, call{at: onReplica, retry: retryAlways, rfails: kBegin}, func(rs *rsession) (bool, error) {
+	err := c.attempts(ctx, &call{at: onReplica, retry: retryAlways, rfails: kBegin}, func(rs *rsession) (bool, error) {
 		var tx driver.Tx
 		var err error
 		if b, ok := rs.phys.(driver.ConnBeginTx); ok {

@@ -58,7 +58,7 @@ func (c *Conn) beginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 			}
 		}
 	}
-	err := c.attempts(ctx, call{kind: kBegin, fails: kBegin, retry: stmt.RetryAlways}, func(*rsession) (bool, error) {
+	err := c.attempts(ctx, &call{kind: kBegin, fails: kBegin, retry: stmt.RetryAlways}, func(*rsession) (bool, error) {
 		var tx driver.Tx
 		var err error
 		c.mark()

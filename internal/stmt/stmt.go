@@ -131,11 +131,12 @@ type Stmt struct {
 	spare []Prepared
 
 	// The call under way, for Attempt: its arguments, whether it is a query, and its
-	// answer. They are cleared when the call returns.
+	// answer (cleared when the call returns), or how its last failure is judged (Failed).
 	args    []driver.NamedValue
 	isQuery bool
 	res     driver.Result
 	rows    driver.Rows
+	failed  Failure
 }
 
 // Prepared is one physical preparation of a Stmt: the physical statement, prepared on
@@ -277,19 +278,23 @@ func (s *Stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driv
 
 // Attempt is one attempt of the call under way, for Owner.Attempts: it prepares the
 // statement on phys, the owner's physical connection of epoch, unless it is prepared
-// there already, and runs it. A failure comes with how the owner judges it: only its
-// PREPARE was sent (RetryAlways, Kind 0, no Query: PREPARE has no effect, and the
-// statement did not run), or the statement ran (RetryIfNotSent, its Kind and query).
-func (s *Stmt) Attempt(ctx context.Context, phys driver.Conn, epoch uint64) (Failure, error) {
+// there already, and runs it. A failure records how the owner judges it (Failed).
+func (s *Stmt) Attempt(ctx context.Context, phys driver.Conn, epoch uint64) error {
 	inner, err := s.physical(ctx, phys, epoch)
 	if err != nil {
-		return Failure{Epoch: epoch, Retry: RetryAlways}, err
+		s.failed = Failure{Epoch: epoch, Retry: RetryAlways}
+		return err
 	}
 	if err = s.run(ctx, inner, epoch); err != nil {
-		return Failure{epoch, RetryIfNotSent, s.kind, s.query}, err
+		s.failed = Failure{epoch, RetryIfNotSent, s.kind, s.query}
 	}
-	return Failure{}, nil
+	return err
 }
+
+// Failed says how the owner judges the failure of the last Attempt: only its PREPARE
+// was sent (RetryAlways, Kind 0, no Query: PREPARE has no effect, and the statement did
+// not run), or the statement ran (RetryIfNotSent, its Kind and query).
+func (s *Stmt) Failed() Failure { return s.failed }
 
 // run runs the call under way on inner, the physical statement for the session of
 // epoch, and keeps its answer (res, rows).
