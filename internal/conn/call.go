@@ -83,8 +83,8 @@ func (c *Conn) attempts(ctx context.Context, o *call, run func(rs *rsession) (fi
 }
 
 // session returns the replica session for an attempt of call o (first: its first), or
-// nil for the primary session: route's choice, or onReplica the replica that
-// replica chooses for the context's routing key.
+// nil for the primary session: route's choice (routed), or onReplica the one replica
+// picks for the context's routing key.
 func (c *Conn) session(ctx context.Context, o *call, first bool) (*rsession, error) {
 	if o.at == routed {
 		return c.route(ctx, o.stmt, first)
