@@ -2,44 +2,68 @@ package conn
 
 import (
 	"context"
+	"errors"
 
 	"github.com/mysqlfailover/mysqlfailover/internal/stmt"
 )
 
-// call says what a call on the connection is, for attempts: what ready is told before
-// each attempt, and how fail judges a failure.
+// call says what a call on the connection is, for attempts: where each attempt runs,
+// what ready is told before it, and how fail judges a failure.
 type call struct {
 	kind   stmt.Kind  // what the call does to the session, for ready
 	fails  stmt.Kind  // what fail judges a failure on the primary session as
 	retry  stmt.Retry // which failures of the first attempt may run it again; none of a later one
 	counts bool       // its first attempt counts towards queriesBeforeRetryMaster
+	at     where      // where each attempt runs
 
 	// With replica sessions (replicaReads), a statement that route may send to one.
-	routes bool
 	stmt   stmt.Kind // the statement's kind, for route
 	rfails stmt.Kind // what fail judges a failure on a replica session as
+
+	// prepared, for a prepared statement's call (h.Attempts): its attempt says how fail
+	// judges its failure (Stmt.Failed: its PREPARE's or its run's), instead of retry,
+	// fails and rfails.
+	prepared *stmt.Stmt
 }
 
-// attempts is the one retry loop of a call on the connection. Each attempt first asks
-// route for a replica session (o.routes) and else waits until the primary session is
-// ready. run sends the call there (rs nil: the primary) and reports whether its answer
-// is final: a result, or an error returned as is. Any other error goes to fail, which
-// says whether the call runs again, on the new host. A replica session wrote nothing,
-// so a call that failed there may run again whatever its class (failReplica decides).
+// where says where the attempts of a call run.
+type where uint8
+
+const (
+	onPrimary where = iota // the primary session, once ready
+	routed                 // a replica session when route chooses one, else the primary session
+	onReplica              // a replica session only; none qualifies: attempts returns errNoReplica
+)
+
+// errNoReplica is attempts' word for a call onReplica that no replica could take: the
+// caller runs it on the primary session instead. It never reaches a user.
+var errNoReplica = errors.New("mysqlfailover: no replica for this call")
+
+// attempts is the one retry loop of a call on the connection. Each attempt first takes
+// a replica session where o.at says so (session) and else waits until the primary
+// session is ready. run sends the call there (rs nil: the primary) and reports whether
+// its answer is final: a result, or an error returned as is. Any other error goes to
+// fail (failAttempt), which says whether the call runs again, on the new host. A replica
+// session wrote nothing, so a call that failed there may run again whatever its class
+// (failReplica decides).
 //
-// attempts returns errAnswered as is when ready answered the call without sending it:
-// the caller turns it into its empty result. Every other error has been counted (saw).
-// run must not keep its closure: attempts holds it on the stack, allocating nothing.
-func (c *Conn) attempts(ctx context.Context, o call, run func(rs *rsession) (final bool, err error)) error {
+// attempts returns errAnswered as is when ready answered the call without sending it,
+// and errNoReplica when a call onReplica found none: the caller turns them into its
+// empty result, or its run on the primary. Every other error has been counted (saw).
+// attempts keeps neither o nor run: both stay on the caller's stack, allocating nothing.
+func (c *Conn) attempts(ctx context.Context, o *call, run func(rs *rsession) (final bool, err error)) error {
 	for attempt := 0; ; attempt++ {
 		var rs *rsession
-		if o.routes && c.sp != nil {
+		if o.at != onPrimary && c.sp != nil {
 			var err error
-			if rs, err = c.route(ctx, o.stmt, attempt == 0); err != nil {
+			if rs, err = c.session(ctx, o, attempt == 0); err != nil {
 				return c.saw(err)
 			}
 		}
 		if rs == nil {
+			if o.at == onReplica {
+				return errNoReplica
+			}
 			if err := c.ready(ctx, o.counts && attempt == 0, o.kind); err != nil {
 				if err == errAnswered {
 					return err
@@ -51,13 +75,44 @@ func (c *Conn) attempts(ctx context.Context, o call, run func(rs *rsession) (fin
 		if final {
 			return c.saw(err)
 		}
-		epoch, r, k := c.epoch, o.retry, o.fails
-		if rs != nil {
-			epoch, r, k = rs.epoch, stmt.RetryAlways, o.rfails
-		}
-		retry, out := c.fail(ctx, epoch, err, r.At(attempt), k)
+		retry, out := c.failAttempt(ctx, o, rs, err, attempt)
 		if !retry {
 			return c.saw(out)
 		}
 	}
+}
+
+// session returns the replica session for an attempt of call o (first: its first), or
+// nil for the primary session: route's choice (routed), or onReplica the one replica
+// picks for the context's routing key.
+func (c *Conn) session(ctx context.Context, o *call, first bool) (*rsession, error) {
+	if o.at == routed {
+		return c.route(ctx, o.stmt, first)
+	}
+	if first {
+		c.sp.tried = 0
+	}
+	key, _ := readIntent(ctx)
+	return c.replica(ctx, key)
+}
+
+// failAttempt is fail for err, the failure of attempt (0 the first) of call o on replica
+// session rs (nil: the primary session). A later attempt's failure never runs it again.
+// A prepared statement's attempt says how it is judged (o.prepared); the replica
+// sessions it tried go back to the pool at once.
+func (c *Conn) failAttempt(ctx context.Context, o *call, rs *rsession, err error, attempt int) (bool, error) {
+	epoch, r, k := c.epoch, o.retry, o.fails
+	if rs != nil {
+		epoch, r, k = rs.epoch, stmt.RetryAlways, o.rfails
+	}
+	if o.prepared != nil {
+		f := o.prepared.Failed()
+		c.failing = f.Query
+		retry, out := c.fail(ctx, f.Epoch, err, f.Retry.At(attempt), f.Kind)
+		if c.sp != nil {
+			c.sp.giveBack()
+		}
+		return retry, out
+	}
+	return c.fail(ctx, epoch, err, r.At(attempt), k)
 }

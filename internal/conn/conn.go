@@ -877,30 +877,36 @@ func (c *Conn) dropIfInvalid(err error, k stmt.Kind) {
 	}
 }
 
-// Ready implements stmt.Owner.
-func (o *h) Ready(ctx context.Context, count bool, k stmt.Kind) (driver.Conn, uint64, error) {
+// Attempts implements stmt.Owner: a prepared statement's call is one of the connection's
+// (attempts). A statement routed to a replica session runs there (split.running until Ran
+// or fail), and the replica sessions it tried go back to the pool at once, as after each
+// failure (failAttempt): its own preparations hold those it keeps.
+func (o *h) Attempts(ctx context.Context, s *stmt.Stmt) (bool, error) {
 	c := (*Conn)(o)
-	if c.sp != nil {
-		rs, err := c.route(ctx, k, count) // a prepared statement's kind says what its text does
+	k := s.Kind()
+	err := c.attempts(ctx, &call{kind: k, counts: true, at: routed, stmt: k, prepared: s}, func(rs *rsession) (bool, error) {
+		phys, epoch := c.phys, c.epoch
 		if rs != nil {
 			c.sp.running = rs
 			c.sp.giveBack() // the others it tried
 			c.cl.ReplicaStart(rs.host)
-			return rs.phys, rs.epoch, nil
+			phys, epoch = rs.phys, rs.epoch
+		} else {
+			if c.sp != nil {
+				c.sp.giveBack()
+			}
+			c.mark()
 		}
-		c.sp.giveBack()
-		if err != nil {
-			return nil, 0, err
-		}
+		err := s.Attempt(ctx, phys, epoch)
+		return err == nil, err
+	})
+	if c.sp != nil {
+		c.sp.giveBack() // the replica sessions tried, unless the statement's preparation holds one
 	}
-	if err := c.ready(ctx, count, k); err != nil {
-		if err == errAnswered {
-			return nil, 0, nil
-		}
-		return nil, 0, c.saw(err)
+	if err == errAnswered {
+		return true, nil
 	}
-	c.mark()
-	return c.phys, c.epoch, nil
+	return false, err
 }
 
 // Ran implements stmt.Owner.
@@ -1020,7 +1026,7 @@ func (c *Conn) execContext(ctx context.Context, query string, args []driver.Name
 		c.batch = query
 	}
 	var res driver.Result
-	err := c.attempts(ctx, call{kind: k, fails: k, retry: stmt.RetryIfNotSent, counts: true, routes: true, stmt: k, rfails: k},
+	err := c.attempts(ctx, &call{kind: k, fails: k, retry: stmt.RetryIfNotSent, counts: true, at: routed, stmt: k, rfails: k},
 		func(rs *rsession) (bool, error) {
 			var final bool
 			var err error
@@ -1088,7 +1094,7 @@ func (c *Conn) queryContext(ctx context.Context, query string, args []driver.Nam
 		c.batch = query
 	}
 	var rows driver.Rows
-	err := c.attempts(ctx, call{kind: k, fails: k, retry: stmt.RetryIfNotSent, counts: true, routes: true, stmt: k, rfails: k},
+	err := c.attempts(ctx, &call{kind: k, fails: k, retry: stmt.RetryIfNotSent, counts: true, at: routed, stmt: k, rfails: k},
 		func(rs *rsession) (bool, error) {
 			var final bool
 			var err error
@@ -1168,7 +1174,7 @@ func (c *Conn) prepareContext(ctx context.Context, query string) (driver.Stmt, e
 		rk = kSession
 	}
 	var s driver.Stmt
-	err := c.attempts(ctx, call{kind: rk, fails: kSession, retry: stmt.RetryAlways, routes: true, stmt: k, rfails: kPlain},
+	err := c.attempts(ctx, &call{kind: rk, fails: kSession, retry: stmt.RetryAlways, at: routed, stmt: k, rfails: kPlain},
 		func(rs *rsession) (bool, error) {
 			var err error
 			if rs != nil {
@@ -1198,7 +1204,7 @@ func (c *Conn) Ping(ctx context.Context) error {
 		}
 		c.sp.intent = false
 	}
-	return c.attempts(ctx, call{kind: kPlain, fails: kPlain, retry: stmt.RetryAlways}, func(*rsession) (bool, error) {
+	return c.attempts(ctx, &call{kind: kPlain, fails: kPlain, retry: stmt.RetryAlways}, func(*rsession) (bool, error) {
 		p, ok := c.phys.(driver.Pinger)
 		if !ok {
 			return true, nil

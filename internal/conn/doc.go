@@ -9,7 +9,8 @@
 // a safe point (outside a transaction): if the pool has moved, it joins the pool's host,
 // and if the pool is on a secondary and fall-back is due, it tries the primary; nothing
 // has been sent, so the caller sees no error either way. One loop runs each call
-// (attempts; a prepared statement's is Stmt's own): ready, the call, then fail's verdict.
+// (attempts; a prepared statement's too, through stmt.Owner.Attempts): ready, the call,
+// then fail's verdict.
 //
 // When a call fails, the error goes to one function, fail, which judges it once
 // (failure.go: failureOf, from cluster.Judge) and carries that judgement to the helpers that

@@ -34,7 +34,7 @@ func (c *Conn) refusedWrite(err error) error {
 // because a host failed, refused or was missing (callerError), and returns it unchanged.
 // The methods through which errors leave the driver call it on what they return: the
 // connection's statements, Begin, Commit, Rollback, Ping, SetReadOnly, a Stmt's and a
-// Rows' calls (Owner.Ready and Fail), and Open. What the driver absorbs (a statement it
+// Rows' calls (Owner.Attempts and Fail), and Open. What the driver absorbs (a statement it
 // ran again on the new host) never reaches it.
 func (c *Conn) saw(err error) error {
 	if err != nil {

@@ -65,7 +65,7 @@ type split struct {
 	sess    []*rsession // the replica sessions it holds now, at most one per host
 	tried   uint64      // hosts (bit per id) that failed the statement in progress
 	prefer  int         // the replica the statement in progress went to (its PREPARE, or the ErrSkip before it; -1: none): its next step goes there too
-	running *rsession   // the replica session of the prepared statement in progress (Ready to Ran or Fail)
+	running *rsession   // the replica session of the prepared statement in progress (its attempt to Ran or fail)
 	intent  bool        // the statement route last saw has a read intent (wherever it ran: not a write for causal reads)
 
 	causal    string // cluster.CausalLocal or CausalGlobal; "" for none
@@ -174,7 +174,7 @@ func (c *Conn) queryReplica(ctx context.Context, rs *rsession, query string, arg
 }
 
 // prepareReplica is PrepareContext's run on the replica session rs (see attempts): a
-// read-intent statement is prepared on the replica it will run on (Ready sends its run
+// read-intent statement is prepared on the replica it will run on (its runs go
 // there too: split.prefer).
 func (c *Conn) prepareReplica(ctx context.Context, rs *rsession, query string, k stmt.Kind) (driver.Stmt, bool, error) {
 	s, err := prepareOn(ctx, rs.phys, query)
@@ -607,34 +607,34 @@ func (c *Conn) readIntentTx(opts driver.TxOptions) bool {
 
 // beginReplica opens a read-only transaction (BeginTx with ReadOnly) on a replica; nil,
 // nil when it belongs on the primary (no replica qualifies, or the primary session holds
-// a transaction opened by statements, or a temporary table).
+// a transaction opened by statements, or a temporary table). Its errors are counted
+// (saw). A failed BEGIN runs once more on a replica (failReplica), as attempts says.
 func (c *Conn) beginReplica(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
 	if c.lost != nil || c.st.held() || len(c.sess.has.temps) > 0 {
 		return nil, nil // its reads may need the temporary table, which only the primary session has
 	}
-	key, _ := readIntent(ctx)
-	c.sp.tried = 0
-	for attempt := 0; ; attempt++ {
-		rs, err := c.replica(ctx, key)
-		if rs == nil || err != nil {
-			return nil, err
-		}
+	err := c.attempts(ctx, &call{at: onReplica, retry: retryAlways, rfails: kBegin}, func(rs *rsession) (bool, error) {
 		var tx driver.Tx
+		var err error
 		if b, ok := rs.phys.(driver.ConnBeginTx); ok {
 			tx, err = b.BeginTx(ctx, opts)
 		} else {
 			tx, err = rs.phys.Begin() //nolint:staticcheck // fallback for drivers without ConnBeginTx
 		}
-		if err == nil {
-			c.tx = &Tx{c: c, inner: tx, ctx: ctx, epoch: rs.epoch, rs: rs, held: c.sess.has.any()}
-			rs.holds++ // until Commit or Rollback
-			return c.tx, nil
+		if err != nil {
+			return false, err
 		}
-		retry, out := c.failReplica(ctx, rs.epoch, failureOf(ctx, err), retryAlways.At(attempt), kBegin)
-		if !retry {
-			return nil, out
-		}
+		c.tx = &Tx{c: c, inner: tx, ctx: ctx, epoch: rs.epoch, rs: rs, held: c.sess.has.any()}
+		rs.holds++ // until Commit or Rollback
+		return true, nil
+	})
+	switch {
+	case err == errNoReplica:
+		return nil, nil
+	case err != nil:
+		return nil, err
 	}
+	return c.tx, nil
 }
 
 // wroteOnPrimary records that a statement ran on the primary session, for causal reads:

@@ -208,3 +208,65 @@ func TestSessionBoundReadsNeverShared(t *testing.T) {
 	}
 	e.allMet()
 }
+
+// A statement of a lost read-only transaction on a replica counts once in CallerErrors,
+// a prepared one as a plain one: every error that leaves a call's loop is counted (saw).
+func TestLostReplicaTxStatementsCounted(t *testing.T) {
+	const q = "SELECT a"
+	e, r, keyed := poolEnv(t)
+	e.script(r, replicaSession(begin(), func(m sqlmock.Sqlmock) { m.ExpectPrepare(q).WillBeClosed(); m.ExpectRollback() }))
+	c := e.open(splitCfg)
+	tx, err := c.BeginTx(keyed, driver.TxOptions{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := c.PrepareContext(keyed, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.tx.lost = lost("lost elsewhere") // as a check of another session would have
+	if _, err := c.QueryContext(keyed, q, nil); !errors.Is(err, failover.ErrTxLost) {
+		t.Fatalf("a statement of the lost transaction: %v, want ErrTxLost", err)
+	}
+	if n := e.cl.Stats().CallerErrors; n != 1 {
+		t.Errorf("CallerErrors %d after a statement of the lost transaction, want 1", n)
+	}
+	if _, err := s.(driver.StmtQueryContext).QueryContext(keyed, nil); !errors.Is(err, failover.ErrTxLost) {
+		t.Fatalf("a prepared statement of the lost transaction: %v, want ErrTxLost", err)
+	}
+	if n := e.cl.Stats().CallerErrors; n != 2 {
+		t.Errorf("CallerErrors %d after a prepared statement of the lost transaction, want 2", n)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	e.allMet()
+}
+
+// A read-only transaction that no replica can take (both refuse new sessions) begins on
+// the primary session, with readFromSourceWhenNoReplicas: beginReplica's loop found
+// none, which is not an error.
+func TestReadOnlyTxOnPrimaryWhenNoReplica(t *testing.T) {
+	e := newEnv(t, 3, replicaReads)
+	e.script(0, all(begin(), queryRows("SELECT a", 1), commit(nil)))
+	c := e.open(splitCfg)
+	e.refuse(1)
+	e.refuse(2)
+	tx, err := c.BeginTx(read, driver.TxOptions{ReadOnly: true})
+	if err != nil {
+		t.Fatalf("BeginTx(ReadOnly) with no replica: %v, want it on the primary", err)
+	}
+	if c.tx == nil || c.tx.rs != nil {
+		t.Fatal("the transaction is not on the primary session")
+	}
+	if got := readOne(t, c, read, "SELECT a"); got != 1 {
+		t.Errorf("the transaction's read ran on H%d, want H1", got)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	e.allMet()
+}

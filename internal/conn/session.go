@@ -99,7 +99,7 @@ func (c *Conn) SetReadOnly(ctx context.Context, readOnly bool) error {
 		c.roPending = c.phys != nil
 		return nil
 	}
-	return c.attempts(ctx, call{kind: kSession, fails: kSession, retry: stmt.RetryAlways}, func(*rsession) (bool, error) {
+	return c.attempts(ctx, &call{kind: kSession, fails: kSession, retry: stmt.RetryAlways}, func(*rsession) (bool, error) {
 		want := c.readOnlyOn(c.host)
 		if want == c.appliedRO {
 			return true, nil // also after a switch: setup applied the new state

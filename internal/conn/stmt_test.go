@@ -83,6 +83,32 @@ func TestStmtBadConnIsRetriedOnNewHost(t *testing.T) {
 	e.allMet()
 }
 
+// A prepared statement whose PREPARE fails on the new host, after bytes of it were sent,
+// still ran nowhere (PREPARE has no effect): the call moves on and runs on the next host,
+// prepared there, whatever the error (Stmt.Attempt: RetryAlways for its PREPARE).
+func TestStmtPrepareFailureOnNewHostRunsOnTheNext(t *testing.T) {
+	e := newEnv(t, 3)
+	e.script(0, all(prepared(ins, 1, nil), fails("MOVE", mysql.ErrInvalidConn)))
+	e.script(1, all(ok(setReadOnly), func(m sqlmock.Sqlmock) { m.ExpectPrepare(ins).WillReturnError(mysql.ErrInvalidConn) }))
+	e.script(2, all(ok(setReadOnly), prepared(ins, 2, nil)))
+	c := e.open(seqA)
+	s := prepare(t, c, ins)
+	if err := execStmt(s, 1); err != nil {
+		t.Fatal(err)
+	}
+	e.refuse(0)
+	wantFailover(t, exec(c, "MOVE"), h1, h2, true)
+	e.refuse(1)
+	if err := execStmt(s, 2); err != nil {
+		t.Fatalf("the statement after its PREPARE failed on H2: %v", err)
+	}
+	wantHost(t, c, h3)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e.allMet()
+}
+
 // Invariant one-host-per-transaction for statements: a statement of a lost transaction fails with ErrTxLost and
 // is neither prepared nor run anywhere.
 func TestStmtOfLostTransactionNeverRuns(t *testing.T) {

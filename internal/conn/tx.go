@@ -54,11 +54,11 @@ func (c *Conn) beginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 		c.sp.intent = c.readIntentTx(opts) // a read-only one on the primary walks as a read (join)
 		if c.sp.intent {
 			if tx, err := c.beginReplica(ctx, opts); tx != nil || err != nil {
-				return tx, c.saw(err)
+				return tx, err // counted (saw)
 			}
 		}
 	}
-	err := c.attempts(ctx, call{kind: kBegin, fails: kBegin, retry: stmt.RetryAlways}, func(*rsession) (bool, error) {
+	err := c.attempts(ctx, &call{kind: kBegin, fails: kBegin, retry: stmt.RetryAlways}, func(*rsession) (bool, error) {
 		var tx driver.Tx
 		var err error
 		c.mark()

@@ -15,7 +15,7 @@ type owner struct{ l *log }
 
 func (o owner) add(s string) { *o.l = append(*o.l, s) }
 
-func (o owner) Ready(context.Context, bool, Kind) (driver.Conn, uint64, error) { return nil, 0, nil }
+func (o owner) Attempts(context.Context, *Stmt) (bool, error) { return false, nil }
 func (o owner) Ran(Kind, string, []driver.NamedValue, driver.Result) driver.Result {
 	return nil
 }

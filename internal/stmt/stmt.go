@@ -52,23 +52,23 @@ type Kind = dialect.Class
 
 // Owner is the connection a Stmt or Rows belongs to. The conn package implements it.
 type Owner interface {
-	// Ready is called before a call that talks to the server, with the Kind of the
-	// statement about to run. It moves the connection to the pool's host at a safe
-	// point and returns the physical connection to use and its epoch (which changes
-	// whenever the physical connection does). count is true for statements (Exec,
-	// Query), which count towards queriesBeforeRetryMaster. A nil driver.Conn with a
-	// nil error means the owner answered the statement without sending it (a ROLLBACK
-	// of a transaction the server already rolled back): the call succeeds and returns
-	// no rows.
-	Ready(ctx context.Context, count bool, k Kind) (driver.Conn, uint64, error)
+	// Attempts runs the call of s under way (ExecContext, QueryContext) through the
+	// owner's retry loop. Before each attempt the owner moves the connection to the
+	// pool's host at a safe point, or chooses one of its side sessions, and calls
+	// s.Attempt with the physical connection to use and its epoch (which changes whenever
+	// the physical connection does). A failure goes to the owner's judgment, which says
+	// whether the statement runs again, once, on the new host. The first attempt counts
+	// towards queriesBeforeRetryMaster. answered: the owner answered the statement
+	// without sending it (a ROLLBACK of a transaction the server already rolled back):
+	// the call succeeds and returns no rows.
+	Attempts(ctx context.Context, s *Stmt) (answered bool, err error)
 	// Ran is called after a statement of Kind k succeeded: query, run with args (the
 	// caller's; the owner copies what it keeps); res is its result, nil for a query. It
 	// returns the result to give the caller: res, or one that notes what the caller
 	// reads of it (transaction replay).
 	Ran(k Kind, query string, args []driver.NamedValue, res driver.Result) driver.Result
-	// Fail handles err, the failure f of a call of a statement or of its rows. It
-	// returns retry=true when the call must be repeated once (after a successful
-	// switch, per f.Retry), else the error for the caller.
+	// Fail handles err, the failure f of a reading of a statement's rows. It returns
+	// the error for the caller; retry is false (f.Retry is NoRetry).
 	Fail(ctx context.Context, err error, f Failure) (retry bool, out error)
 	// Failing is called when the statement itself (not its PREPARE) failed, with the
 	// query and the caller's args, just before Fail: the owner may record it.
@@ -97,7 +97,7 @@ type Owner interface {
 	CheckNamedValue(nv *driver.NamedValue) error
 }
 
-// Failure says which call failed, for Owner.Fail.
+// Failure says which call failed, for Owner.Fail, or how a failed Attempt is judged.
 type Failure struct {
 	Epoch uint64 // the owner's physical connection that returned the error
 	Retry Retry  // which failures may run the call again
@@ -129,6 +129,14 @@ type Stmt struct {
 	// statement run on each in turn is not prepared again every time. One whose
 	// connection is gone is closed when it is evicted, or with the Stmt.
 	spare []Prepared
+
+	// The call under way, for Attempt: its arguments, whether it is a query, and its
+	// answer (cleared when the call returns), or how its last failure is judged (Failed).
+	args    []driver.NamedValue
+	isQuery bool
+	res     driver.Result
+	rows    driver.Rows
+	failed  Failure
 }
 
 // Prepared is one physical preparation of a Stmt: the physical statement, prepared on
@@ -181,6 +189,9 @@ func (s *Stmt) Close() error {
 	}
 	return err
 }
+
+// Kind returns the statement's Kind, as New got it.
+func (s *Stmt) Kind() Kind { return s.kind }
 
 // NumInput returns the placeholder count of the first preparation (-1: unknown).
 func (s *Stmt) NumInput() int { return s.numInput }
@@ -237,15 +248,10 @@ func (s *Stmt) physical(ctx context.Context, phys driver.Conn, epoch uint64) (dr
 // ExecContext runs the statement; a failure that provably sent nothing is retried once
 // on the new host, outside transactions.
 func (s *Stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
-	var res driver.Result
-	answered, err := s.attempts(ctx, func(inner driver.Stmt, _ uint64) (err error) {
-		if res, err = execStmt(ctx, inner, args); err == nil {
-			res = s.own.Ran(s.kind, s.query, args, res)
-			return nil
-		}
-		s.own.Failing(s.query, args, false)
-		return err
-	})
+	s.args, s.isQuery = args, false
+	answered, err := s.own.Attempts(ctx, s)
+	res := s.res
+	s.args, s.res = nil, nil
 	switch {
 	case err != nil:
 		return nil, err
@@ -257,16 +263,10 @@ func (s *Stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (drive
 
 // QueryContext runs the statement and wraps its rows.
 func (s *Stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
-	var rows driver.Rows
-	answered, err := s.attempts(ctx, func(inner driver.Stmt, epoch uint64) (err error) {
-		if rows, err = queryStmt(ctx, inner, args); err == nil {
-			s.own.Ran(s.kind, s.query, args, nil)
-			rows = NewRows(s.own, ctx, rows, epoch, s.query)
-			return nil
-		}
-		s.own.Failing(s.query, args, true)
-		return err
-	})
+	s.args, s.isQuery = args, true
+	answered, err := s.own.Attempts(ctx, s)
+	rows := s.rows
+	s.args, s.rows = nil, nil
 	switch {
 	case err != nil:
 		return nil, err
@@ -276,43 +276,44 @@ func (s *Stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driv
 	return rows, nil
 }
 
-// attempts is the retry loop of a run of the statement, as the owner's own calls have
-// theirs: the owner's Ready before each attempt, and its Fail after a failure, which
-// says whether the statement runs again, once, on the new host. run sends the statement
-// on its physical statement for the session of epoch. The first attempt counts towards
-// queriesBeforeRetryMaster. answered: the owner answered the statement without sending it.
-// run must not keep its closure: attempts holds it on the stack, allocating nothing.
-func (s *Stmt) attempts(ctx context.Context, run func(inner driver.Stmt, epoch uint64) error) (answered bool, err error) {
-	for attempt := 0; ; attempt++ {
-		phys, epoch, err := s.own.Ready(ctx, attempt == 0, s.kind)
-		if err != nil {
-			return false, err
-		}
-		if phys == nil {
-			return true, nil
-		}
-		inner, err := s.physical(ctx, phys, epoch)
-		mode, k := RetryAlways, Kind(0) // only PREPARE was sent: it has no effect, and the statement did not run
-		if err == nil {
-			mode, k = RetryIfNotSent, s.kind
-			if err = run(inner, epoch); err == nil {
-				return false, nil
-			}
-		}
-		retry, out := s.own.Fail(ctx, err, Failure{epoch, mode.At(attempt), k, s.ran(mode)})
-		if !retry {
-			return false, out
-		}
+// Attempt is one attempt of the call under way, for Owner.Attempts: it prepares the
+// statement on phys, the owner's physical connection of epoch, unless it is prepared
+// there already, and runs it. A failure records how the owner judges it (Failed).
+func (s *Stmt) Attempt(ctx context.Context, phys driver.Conn, epoch uint64) error {
+	inner, err := s.physical(ctx, phys, epoch)
+	if err != nil {
+		s.failed = Failure{Epoch: epoch, Retry: RetryAlways}
+		return err
 	}
+	if err = s.run(ctx, inner, epoch); err != nil {
+		s.failed = Failure{epoch, RetryIfNotSent, s.kind, s.query}
+	}
+	return err
 }
 
-// ran returns the query for Owner.Fail when the statement itself ran (mode
-// RetryIfNotSent), "" when only its PREPARE did.
-func (s *Stmt) ran(mode Retry) string {
-	if mode == RetryIfNotSent {
-		return s.query
+// Failed says how the owner judges the failure of the last Attempt: only its PREPARE
+// was sent (RetryAlways, Kind 0, no Query: PREPARE has no effect, and the statement did
+// not run), or the statement ran (RetryIfNotSent, its Kind and query).
+func (s *Stmt) Failed() Failure { return s.failed }
+
+// run runs the call under way on inner, the physical statement for the session of
+// epoch, and keeps its answer (res, rows).
+func (s *Stmt) run(ctx context.Context, inner driver.Stmt, epoch uint64) (err error) {
+	if !s.isQuery {
+		if s.res, err = execStmt(ctx, inner, s.args); err == nil {
+			s.res = s.own.Ran(s.kind, s.query, s.args, s.res)
+			return nil
+		}
+		s.own.Failing(s.query, s.args, false)
+		return err
 	}
-	return ""
+	if s.rows, err = queryStmt(ctx, inner, s.args); err == nil {
+		s.own.Ran(s.kind, s.query, s.args, nil)
+		s.rows = NewRows(s.own, ctx, s.rows, epoch, s.query)
+		return nil
+	}
+	s.own.Failing(s.query, s.args, true)
+	return err
 }
 
 // CheckNamedValue forwards to the physical statement, or else to the owner's physical
