@@ -168,11 +168,13 @@ func (at *attempter) session(actx context.Context, a *attempted, setup SetupFunc
 }
 
 // adoptable returns the probes' idle session of the attempt's host when the attempt may
-// take it (probeSet.adopt): not for the check of a host whose session ended (o.limit:
-// the check asks whether the host takes a new session), and only while nothing says
-// the host is in trouble (its probes pass, its attempts do not fail).
+// take it (probeSet.adopt): only a walk's plain attempt on a host the pool moves to (not
+// the pool's own host, attemptKeep, whose closed handshakes are judged by what the host
+// answers meanwhile; not the check of a host whose session ended, o.limit, which asks
+// whether the host takes a new session; not a replica session, attemptNoRole), and only
+// while nothing says the host is in trouble (its probes pass, its attempts do not fail).
 func (at *attempter) adoptable(a *attempted, o attemptOpts) driver.Conn {
-	if o.limit > 0 {
+	if o.limit > 0 || o.has(attemptKeep) || o.has(attemptNoRole) {
 		return nil
 	}
 	v := a.hs.health()

@@ -225,98 +225,115 @@ func TestProbeDialWhenPoolBusyBoundedByWait(t *testing.T) {
 	}
 }
 
-// TestPoolAdoptsTheProbeSession: a session that joins the pool on a host where the
-// probes keep an idle session, on which a probe passed within watchEvery, is that
-// session (no handshake: the first session on a host the pool moves to); the host's
-// next probe opens a session of its own again. A probe session idle for longer, or one
-// that fails its set-up, is not used: the attempt dials.
-func TestPoolAdoptsTheProbeSession(t *testing.T) {
-	var marks []*atomic.Bool // the ProbeMark of each probe dial to host 0, in order
-	var r *rig
-	r, _ = monRig(t, 2, func(o *rigOpts) {
-		o.Dial = func(ctx context.Context, h int) (driver.Conn, error) {
-			if m := cluster.ProbeMark(ctx); m != nil && h == 0 {
-				marks = append(marks, m)
-			}
-			return r.net.Dial(ctx, h)
-		}
-	})
-	r.tick(monInterval)
-	probe := r.net.Conns(0)
-	if len(probe) != 1 || !r.stat(0).ProbeSession {
-		t.Fatalf("host 0: %d connections, probe session %v; want its probe session", len(probe), r.stat(0).ProbeSession)
-	}
-	l := r.connect()
-	if l.c != driver.Conn(probe[0]) || len(r.net.Conns(0)) != 1 {
-		t.Fatalf("the new session is not the probe's (%d connections to host 0)", len(r.net.Conns(0)))
-	}
-	if r.stat(0).ProbeSession || len(marks) != 1 || marks[0].Load() {
-		t.Error("the adopted session still counts as the probe session (its socket's waits would not be traffic)")
-	}
-	r.tick(monInterval)
-	if n := len(r.net.Conns(0)); n != 2 || probe[0].Closes() != 0 {
-		t.Errorf("next probe: %d connections to host 0, the adopted one closed %d times; want 2, 0", n, probe[0].Closes())
-	}
-
-	// Idle past watchEvery since its last probe: dialled anew, the probe session kept.
-	r.clock.Advance(2 * time.Second)
-	l2 := r.connect()
-	if n := len(r.net.Conns(0)); n != 3 || l2.c == driver.Conn(r.net.Conns(0)[1]) || !r.stat(0).ProbeSession {
-		t.Errorf("stale probe session: %d connections, adopted %v, probe session kept %v; want 3, false, true",
-			n, l2.c == driver.Conn(r.net.Conns(0)[1]), r.stat(0).ProbeSession)
-	}
-
-	// Broken while idle: the ping that precedes its use fails (a set-up that sends
-	// nothing would not notice), and the attempt dials instead.
-	r.tick(monInterval)
-	stale := r.net.Conns(0)[1]
-	stale.Broken.Store(true)
-	noop := func(context.Context, driver.Conn, int) error { return nil }
-	c, h, err := r.cl.Connect(context.Background(), noop)
-	if err != nil || h != 0 {
-		t.Fatalf("Connect with a broken probe session: host %d, %v", h, err)
-	}
-	defer c.Close()
-	if n := len(r.net.Conns(0)); n != 4 || c == driver.Conn(stale) || stale.Closes() != 1 {
-		t.Errorf("broken probe session: %d connections, adopted %v, closed %d times; want 4, false, 1", n, c == driver.Conn(stale), stale.Closes())
-	}
-	_ = l.c.Close()
-	_ = l2.c.Close()
-}
-
-// TestHostCheckDialsAndProbeDialAfterAdoption: the check of a host whose session ended
-// (Recover) asks whether the host takes a new session, so it dials rather than take the
-// probes' idle session; and once the pool took the probes' session, the probe's next
-// opening of one waits no longer than its round trip would have (as when its probes
-// borrowed pooled sessions), not hostTimeout.
-func TestHostCheckDialsAndProbeDialAfterAdoption(t *testing.T) {
-	var left atomic.Int64
-	var r *rig
+// adoptRig is a monitor rig of 2 hosts whose probes opened their sessions, with a pool
+// connection on host 0; marks collects the ProbeMark of each probe dial to host 1, and
+// left the time its context had left (hostTimeout 1 h).
+func adoptRig(t *testing.T) (r *rig, l *logical, marks *[]*atomic.Bool, left *atomic.Int64) {
+	t.Helper()
+	marks, left = new([]*atomic.Bool), new(atomic.Int64)
 	r, _ = monRig(t, 2, func(o *rigOpts) {
 		o.HostTimeout = time.Hour
 		o.Dial = func(ctx context.Context, h int) (driver.Conn, error) {
-			if dl, ok := ctx.Deadline(); ok && h == 0 && cluster.ProbeMark(ctx) != nil {
-				left.Store(int64(time.Until(dl)))
+			if m := cluster.ProbeMark(ctx); m != nil && h == 1 {
+				*marks = append(*marks, m)
+				if dl, ok := ctx.Deadline(); ok {
+					left.Store(int64(time.Until(dl)))
+				}
 			}
 			return r.net.Dial(ctx, h)
 		}
 	})
 	r.tick(monInterval)
-	l := r.connect() // adopts the probe session
-	defer l.c.Close()
+	l = r.connect()
+	l.on(0)
+	t.Cleanup(func() { _ = l.c.Close() })
+	if n := len(r.net.Conns(1)); n != 1 || !r.stat(1).ProbeSession {
+		t.Fatalf("host 1: %d connections, probe session %v; want its probe session", n, r.stat(1).ProbeSession)
+	}
+	return r, l, marks, left
+}
+
+// TestPoolAdoptsTheProbeSession: the walk that moves the pool to a host where the probes
+// keep an idle session, on which a probe passed within watchEvery, takes that session (no
+// handshake at the moment a fleet moves); its socket's waits are traffic from then on,
+// and the host's next probe opens a session of its own again. A probe session idle for
+// longer, or one that fails the ping that precedes its use, is not taken: the walk dials.
+func TestPoolAdoptsTheProbeSession(t *testing.T) {
+	t.Run("fresh", func(t *testing.T) {
+		r, l, marks, _ := adoptRig(t)
+		probe := r.net.Conns(1)[0]
+		r.down(0)
+		l.fail()
+		l.on(1)
+		if l.c != driver.Conn(probe) || len(r.net.Conns(1)) != 1 {
+			t.Fatalf("the walk's session is not the probe's (%d connections to host 1)", len(r.net.Conns(1)))
+		}
+		if r.stat(1).ProbeSession || len(*marks) != 1 || (*marks)[0].Load() {
+			t.Error("the adopted session still counts as the probe session (its socket's waits would not be traffic)")
+		}
+		r.tick(monInterval)
+		if n := len(r.net.Conns(1)); n != 2 || probe.Closes() != 0 {
+			t.Errorf("next probe: %d connections to host 1, the adopted one closed %d times; want 2, 0", n, probe.Closes())
+		}
+	})
+	t.Run("stale", func(t *testing.T) {
+		r, l, _, _ := adoptRig(t)
+		probe := r.net.Conns(1)[0]
+		r.clock.Advance(2 * time.Second) // past watchEvery, no probe meanwhile
+		r.down(0)
+		l.fail()
+		l.on(1)
+		if n := len(r.net.Conns(1)); n != 2 || l.c == driver.Conn(probe) || !r.stat(1).ProbeSession {
+			t.Errorf("stale probe session: %d connections, adopted %v, probe session kept %v; want 2, false, true",
+				n, l.c == driver.Conn(probe), r.stat(1).ProbeSession)
+		}
+	})
+	t.Run("broken", func(t *testing.T) {
+		r, l, _, _ := adoptRig(t)
+		probe := r.net.Conns(1)[0]
+		probe.Broken.Store(true)
+		r.down(0)
+		_ = l.c.Close()
+		noop := func(context.Context, driver.Conn, int) error { return nil } // a set-up that sends nothing
+		c, h, err := r.cl.Failover(context.Background(), 0, mysql.ErrInvalidConn, noop)
+		if err != nil || h != 1 {
+			t.Fatalf("Failover with a broken probe session on host 1: host %d, %v", h, err)
+		}
+		l.c = c
+		if n := len(r.net.Conns(1)); n != 2 || c == driver.Conn(probe) || probe.Closes() != 1 {
+			t.Errorf("broken probe session: %d connections, adopted %v, closed %d times; want 2, false, 1", n, c == driver.Conn(probe), probe.Closes())
+		}
+	})
+}
+
+// TestAdoptionOnlyByAWalkThatMoves: once the pool took the probes' session, the probe's
+// next opening of one waits no longer than its round trip would have (as when its probes
+// borrowed pooled sessions), not hostTimeout; a session that joins the pool's host, and
+// the check of a host whose session ended (Recover: does the host take a new session?),
+// dial rather than take the probes' idle session.
+func TestAdoptionOnlyByAWalkThatMoves(t *testing.T) {
+	r, l, _, left := adoptRig(t)
+	r.down(0)
+	l.fail() // adopts host 1's probe session
+	l.on(1)
 	r.tick(monInterval)
 	if got := time.Duration(left.Load()); got <= 0 || got > time.Minute {
 		t.Errorf("the probe connection opened after the adoption had %v, want the probe's wait (well under hostTimeout, 1h)", got)
 	}
-	if n := len(r.net.Conns(0)); n != 2 || !r.stat(0).ProbeSession {
-		t.Fatalf("host 0: %d connections, probe session %v; want 2, true", n, r.stat(0).ProbeSession)
+	if n := len(r.net.Conns(1)); n != 2 || !r.stat(1).ProbeSession {
+		t.Fatalf("host 1: %d connections, probe session %v; want 2, true", n, r.stat(1).ProbeSession)
 	}
-	c, h, err := r.cl.Recover(context.Background(), 0, mysql.ErrInvalidConn, nil)
-	if err != nil || h != 0 {
+	j := r.connect()
+	defer j.c.Close()
+	if n := len(r.net.Conns(1)); n != 3 || !r.stat(1).ProbeSession {
+		t.Errorf("a session joining the pool's host: host 1 has %d connections, probe session %v; want 3 (dialled), true", n, r.stat(1).ProbeSession)
+	}
+	c, h, err := r.cl.Recover(context.Background(), 1, mysql.ErrInvalidConn, nil)
+	if err != nil || h != 1 {
 		t.Fatalf("Recover: host %d, %v", h, err)
 	}
 	defer c.Close()
-	if n := len(r.net.Conns(0)); n != 3 || !r.stat(0).ProbeSession {
-		t.Errorf("the check: host 0 has %d connections, probe session %v; want 3 (dialled), true", n, r.stat(0).ProbeSession)
+	if n := len(r.net.Conns(1)); n != 4 || !r.stat(1).ProbeSession {
+		t.Errorf("the check: host 1 has %d connections, probe session %v; want 4 (dialled), true", n, r.stat(1).ProbeSession)
 	}
 }
