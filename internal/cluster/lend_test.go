@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/mysqlfailover/mysqlfailover/failover"
 	"github.com/mysqlfailover/mysqlfailover/internal/cluster"
 	"github.com/mysqlfailover/mysqlfailover/internal/fake"
 )
@@ -302,6 +303,11 @@ func TestPoolAdoptsTheProbeSession(t *testing.T) {
 		l.c = c
 		if n := len(r.net.Conns(1)); n != 2 || c == driver.Conn(probe) || probe.Closes() != 1 {
 			t.Errorf("broken probe session: %d connections, adopted %v, closed %d times; want 2, false, 1", n, c == driver.Conn(probe), probe.Closes())
+		}
+		for _, e := range r.events(failover.EventConnect) {
+			if e.Host == r.net.Addrs()[1] && e.Err != nil {
+				t.Errorf("an attempt on host 1 failed (%v): a dead idle probe session is no failure of its host", e.Err)
+			}
 		}
 	})
 }
