@@ -925,21 +925,12 @@ func (o *h) Ran(k stmt.Kind, query string, args []driver.NamedValue, res driver.
 			c.sp.giveBack() // unless the statement's preparation holds it (it does, as it ran there)
 			return res
 		}
-		if c.tx == nil || c.tx.rs == nil {
-			c.wroteOnPrimary()
-		}
 	}
-	if c.log != nil {
-		before, db := c.st, c.db
-		c.ran(k, query)
-		how := viaPrepared
-		if res == nil {
-			how |= viaQuery
-		}
-		return c.noteStmt(before, db, noted{k, query, args, how}, res)
+	how := viaPrepared
+	if res == nil {
+		how |= viaQuery
 	}
-	c.ran(k, query)
-	return res
+	return c.ranHere(noted{k, query, args, how}, res)
 }
 
 // Failing implements stmt.Owner.
@@ -1018,141 +1009,88 @@ func (o *h) CheckNamedValue(nv *driver.NamedValue) error {
 
 // ExecContext implements driver.ExecerContext.
 func (c *Conn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
-	if c.sp != nil {
-		res, err := c.execContext(ctx, query, args)
-		c.sp.giveBack() // the replica sessions the statement used
-		return res, err
-	}
-	return c.execContext(ctx, query, args)
-}
-
-func (c *Conn) execContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
-	k := dialect.Classify(query, c.cfg.MultiStatements)
-	if k.Kind() == dialect.Batch {
-		c.batch = query
-	}
-	var res driver.Result
-	err := c.attempts(ctx, call{kind: k, fails: k, retry: stmt.RetryIfNotSent, counts: true, routes: true, stmt: k, rfails: k},
-		func(rs *rsession) (bool, error) {
-			var final bool
-			var err error
-			if rs != nil {
-				res, final, err = c.execReplica(ctx, rs, query, args)
-			} else {
-				res, final, err = c.execPrimary(ctx, k, query, args)
-			}
-			return final, err
-		})
-	switch {
-	case err == errAnswered:
-		return driver.RowsAffected(0), nil
-	case err != nil:
-		return nil, err
-	}
-	return res, nil
-}
-
-// execPrimary is ExecContext's run on the primary session, once ready (see attempts).
-func (c *Conn) execPrimary(ctx context.Context, k stmt.Kind, query string, args []driver.NamedValue) (driver.Result, bool, error) {
-	if c.execer == nil {
-		return nil, true, driver.ErrSkip // database/sql prepares instead
-	}
-	c.mark()
-	res, err := c.execer.ExecContext(ctx, query, args)
-	if err == nil {
-		if c.log != nil {
-			before, db := c.st, c.db
-			c.ran(k, query)
-			c.wroteOnPrimary()
-			return c.noteStmt(before, db, noted{k, query, args, viaExec}, res), true, nil
-		}
-		c.ran(k, query)
-		c.wroteOnPrimary()
-		return res, true, nil
-	}
-	if err == driver.ErrSkip {
-		// go-sql-driver's answer to every statement with arguments unless
-		// interpolateParams is set: database/sql prepares instead, and the
-		// prepared statement counts itself. Nothing was sent.
-		c.uncount()
-		return nil, true, err
-	}
-	if c.log != nil {
-		c.log.try(query, args, viaExec, c.epoch)
-	}
-	c.failing = query
-	return nil, false, err
+	res, _, err := c.statement(ctx, noted{query: query, args: args, how: viaExec})
+	return res, err
 }
 
 // QueryContext implements driver.QueryerContext.
 func (c *Conn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	if c.sp != nil {
-		rows, err := c.queryContext(ctx, query, args)
-		c.sp.giveBack() // the replica sessions the query used, unless its rows hold one
-		return rows, err
-	}
-	return c.queryContext(ctx, query, args)
+	_, rows, err := c.statement(ctx, noted{query: query, args: args, how: viaQuery})
+	return rows, err
 }
 
-func (c *Conn) queryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	k := dialect.Classify(query, c.cfg.MultiStatements)
-	if k.Kind() == dialect.Batch {
-		c.batch = query
+// statement is the one path of ExecContext and QueryContext (n.how says which). The
+// query is classified here, once; its kind goes down with it (n.k), to route, ready, the
+// run and the bookkeeping after it (ranHere). A query's rows may keep a replica session.
+func (c *Conn) statement(ctx context.Context, n noted) (driver.Result, driver.Rows, error) {
+	n.k = dialect.Classify(n.query, c.cfg.MultiStatements)
+	if n.k.Kind() == dialect.Batch {
+		c.batch = n.query
 	}
+	var res driver.Result
 	var rows driver.Rows
-	err := c.attempts(ctx, call{kind: k, fails: k, retry: stmt.RetryIfNotSent, counts: true, routes: true, stmt: k, rfails: k},
+	err := c.attempts(ctx, call{kind: n.k, fails: n.k, retry: stmt.RetryIfNotSent, counts: true, routes: true, stmt: n.k, rfails: n.k},
 		func(rs *rsession) (bool, error) {
 			var final bool
 			var err error
 			if rs != nil {
-				rows, final, err = c.queryReplica(ctx, rs, query, args)
+				res, rows, final, err = c.runReplica(ctx, rs, n)
 			} else {
-				rows, final, err = c.queryPrimary(ctx, k, query, args)
+				res, rows, final, err = c.runPrimary(ctx, n)
 			}
 			return final, err
 		})
-	switch {
-	case err == errAnswered:
-		return noRows{}, nil
-	case err != nil:
-		return nil, err
+	if c.sp != nil {
+		c.sp.giveBack() // the replica sessions the statement used, unless its rows hold one
 	}
-	return rows, nil
+	switch {
+	case err == errAnswered && n.how&viaQuery != 0:
+		return nil, noRows{}, nil
+	case err == errAnswered:
+		return driver.RowsAffected(0), nil, nil
+	case err != nil:
+		return nil, nil, err
+	}
+	return res, rows, nil
 }
 
-// queryPrimary is QueryContext's run on the primary session, once ready (see attempts).
-func (c *Conn) queryPrimary(ctx context.Context, k stmt.Kind, query string, args []driver.NamedValue) (driver.Rows, bool, error) {
-	if c.queryer == nil {
-		return nil, true, driver.ErrSkip
+// runPrimary is a statement's run on the primary session, once ready (see attempts).
+func (c *Conn) runPrimary(ctx context.Context, n noted) (driver.Result, driver.Rows, bool, error) {
+	var res driver.Result
+	var rows driver.Rows
+	var err error
+	if n.how&viaQuery != 0 {
+		if c.queryer == nil {
+			return nil, nil, true, driver.ErrSkip // database/sql prepares instead
+		}
+		c.mark()
+		rows, err = c.queryer.QueryContext(ctx, n.query, n.args)
+	} else {
+		if c.execer == nil {
+			return nil, nil, true, driver.ErrSkip
+		}
+		c.mark()
+		res, err = c.execer.ExecContext(ctx, n.query, n.args)
 	}
-	c.mark()
-	rows, err := c.queryer.QueryContext(ctx, query, args)
-	if err == nil {
-		c.wroteOnPrimary()
-		var before txState
-		if c.log != nil {
-			before = c.st
+	switch {
+	case err == nil:
+		res = c.ranHere(n, res)
+		if n.how&viaQuery != 0 {
+			return nil, stmt.NewRows((*h)(c), ctx, rows, c.epoch, n.query), true, nil
 		}
-		if k.Kind() == dialect.Batch {
-			c.st.mayHaveRun(query) // the statements after the first run while the caller reads
-			c.sess.has.mayHold(k, query, c.db)
-		} else {
-			c.ran(k, query)
-		}
-		if c.log != nil {
-			c.noteStmt(before, c.db, noted{k, query, args, viaQuery}, nil)
-		}
-		return stmt.NewRows((*h)(c), ctx, rows, c.epoch, query), true, nil
-	}
-	if err == driver.ErrSkip {
+		return res, nil, true, nil
+	case err == driver.ErrSkip:
+		// go-sql-driver's answer to every statement with arguments unless
+		// interpolateParams is set: database/sql prepares instead, and the
+		// prepared statement counts itself. Nothing was sent.
 		c.uncount()
-		return nil, true, err // database/sql prepares instead; see ExecContext
+		return nil, nil, true, err
 	}
 	if c.log != nil {
-		c.log.try(query, args, viaQuery, c.epoch)
+		c.log.try(n.query, n.args, n.how, c.epoch)
 	}
-	c.failing = query
-	return nil, false, err
+	c.failing = n.query
+	return nil, nil, false, err
 }
 
 // Prepare implements driver.Conn.

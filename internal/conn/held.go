@@ -138,17 +138,6 @@ func notSentCause(why string) error {
 	return errors.New(why + "; the statement was not sent")
 }
 
-// mayHold is track for a multi-statement query whose results are being read (k is
-// dialect.Batch): any number of its statements may have run, so each counts as run, in
-// the current database db (its USE statements are not followed).
-func (h *hold) mayHold(k stmt.Kind, q, db string) {
-	h.track(k, q)
-	dialect.Statements(q, func(s string, sk stmt.Kind) bool {
-		h.trackTables(sk, s, db)
-		return true
-	})
-}
-
 // lostCause is what ready gives lostState as the cause when the call found its session
 // gone: the transaction's lost error when one went with it, else nil (noteGone's).
 func (c *Conn) lostCause() error {

@@ -138,39 +138,36 @@ func (c *Conn) route(ctx context.Context, k stmt.Kind, first bool) (*rsession, e
 	return c.replica(ctx, key)
 }
 
-// execReplica is ExecContext's run on the replica session rs (see attempts).
-func (c *Conn) execReplica(ctx context.Context, rs *rsession, query string, args []driver.NamedValue) (driver.Result, bool, error) {
-	if rs.execer == nil {
-		return nil, true, driver.ErrSkip
+// runReplica is a statement's run on the replica session rs (see attempts).
+func (c *Conn) runReplica(ctx context.Context, rs *rsession, n noted) (driver.Result, driver.Rows, bool, error) {
+	var res driver.Result
+	var rows driver.Rows
+	var err error
+	if n.how&viaQuery != 0 {
+		if rs.queryer == nil {
+			return nil, nil, true, driver.ErrSkip
+		}
+		c.cl.ReplicaStart(rs.host)
+		rows, err = rs.queryer.QueryContext(ctx, n.query, n.args)
+	} else {
+		if rs.execer == nil {
+			return nil, nil, true, driver.ErrSkip
+		}
+		c.cl.ReplicaStart(rs.host)
+		res, err = rs.execer.ExecContext(ctx, n.query, n.args)
 	}
-	c.cl.ReplicaStart(rs.host)
-	res, err := rs.execer.ExecContext(ctx, query, args)
-	c.cl.ReplicaDone(rs.host, err == nil)
-	if err == driver.ErrSkip {
-		c.sp.prefer = rs.host // database/sql prepares it next: on the same replica
-	} else if err != nil {
-		c.failing = query // for fail, which attempts calls next
-	}
-	return res, err == nil || err == driver.ErrSkip, err
-}
-
-// queryReplica is QueryContext's run on the replica session rs (see attempts).
-func (c *Conn) queryReplica(ctx context.Context, rs *rsession, query string, args []driver.NamedValue) (driver.Rows, bool, error) {
-	if rs.queryer == nil {
-		return nil, true, driver.ErrSkip
-	}
-	c.cl.ReplicaStart(rs.host)
-	rows, err := rs.queryer.QueryContext(ctx, query, args)
 	c.cl.ReplicaDone(rs.host, err == nil)
 	switch {
+	case err == nil && n.how&viaQuery != 0:
+		return nil, stmt.NewRows((*h)(c), ctx, rows, rs.epoch, n.query), true, nil
 	case err == nil:
-		return stmt.NewRows((*h)(c), ctx, rows, rs.epoch, query), true, nil
+		return res, nil, true, nil
 	case err == driver.ErrSkip:
 		c.sp.prefer = rs.host // database/sql prepares it next: on the same replica
-		return nil, true, err
+		return nil, nil, true, err
 	}
-	c.failing = query // for fail, which attempts calls next
-	return nil, false, err
+	c.failing = n.query // for fail, which attempts calls next
+	return nil, nil, false, err
 }
 
 // prepareReplica is PrepareContext's run on the replica session rs (see attempts): a

@@ -238,7 +238,7 @@ func TestTrackFollowsUse(t *testing.T) {
 		{"USER x", "app"},
 	} {
 		c := &Conn{db: "app"}
-		c.ran(dialect.Classify(tc.q, false), tc.q)
+		c.ran(dialect.Classify(tc.q, false), tc.q, false)
 		if c.db != tc.db {
 			t.Errorf("after %q: db %q, want %q", tc.q, c.db, tc.db)
 		}

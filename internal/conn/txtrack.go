@@ -20,26 +20,59 @@ const (
 	kTxEnd   = kSession + 1             // Tx.Commit, Tx.Rollback (the Tx proxy decides)
 )
 
+// ranHere is the one step after a statement n succeeded on the primary session, of
+// every path (ExecContext, QueryContext, a prepared statement's Ran): it applies the
+// statement's effect on the session (ran) and, with replay on, records it (noteStmt). It
+// returns the result for the caller (res; nil for a query).
+func (c *Conn) ranHere(n noted, res driver.Result) driver.Result {
+	if c.tx == nil || c.tx.rs == nil {
+		c.wroteOnPrimary() // for causal reads: it may have written
+	}
+	if c.log == nil {
+		c.ran(n.k, n.query, n.how == viaQuery)
+		return res
+	}
+	before, db := c.st, c.db
+	c.ran(n.k, n.query, n.how == viaQuery)
+	return c.noteStmt(before, db, n, res)
+}
+
 // ran records that a statement of kind k, query q, succeeded on the physical session:
 // its effect on the transaction state, the current database and what the session holds
 // (track). After COMMIT or ROLLBACK ... RELEASE the server closes the session: it is
 // dropped without blaming its host (what it held goes with it: the caller asked for
 // that), and the next call opens a new one.
-func (c *Conn) ran(k stmt.Kind, q string) {
+//
+// A multi-statement query whose results are being read (reading) has run its first
+// statement only; any number of the others may have run, one at least (see
+// txState.mayHaveRun). Its USE statements are not followed, and a RELEASE in it does not
+// drop the session.
+func (c *Conn) ran(k stmt.Kind, q string, reading bool) {
 	if k == kPlain && c.st.ac == acOn {
 		return // the hot path: nothing changes
 	}
 	c.sess.has.track(k, q)
-	var release bool
-	if k.Kind() == dialect.Batch {
-		dialect.Statements(q, func(s string, k stmt.Kind) bool {
-			release = c.ran1(k, s) || release
-			return true
-		})
-	} else {
-		release = c.ran1(k, q)
+	if k.Kind() != dialect.Batch {
+		if c.ran1(k, q) {
+			c.drop()
+		}
+		return
 	}
-	if release {
+	var release bool
+	may := c.st.mayHaveRun()
+	db := c.db
+	dialect.Statements(q, func(s string, k stmt.Kind) bool {
+		if reading {
+			c.sess.has.trackTables(k, s, db)
+			may.next(k)
+		} else {
+			release = c.ran1(k, s) || release
+		}
+		return true
+	})
+	if reading {
+		c.st = may.out
+	} else if release {
 		c.drop()
 	}
 }
