@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql/driver"
 	"errors"
-	"io"
 
 	"github.com/mysqlfailover/mysqlfailover/internal/cluster"
 	"github.com/mysqlfailover/mysqlfailover/internal/dialect"
@@ -19,124 +18,6 @@ const (
 	kSession = stmt.Kind(dialect.Calls) // SetReadOnly, or the PREPARE of a statement that ends a lost transaction
 	kTxEnd   = kSession + 1             // Tx.Commit, Tx.Rollback (the Tx proxy decides)
 )
-
-// ranHere is the one step after a statement n succeeded on the primary session, of
-// every path (ExecContext, QueryContext, a prepared statement's Ran): it applies the
-// statement's effect on the session (ran) and, with replay on, records it (noteStmt). It
-// returns the result for the caller (res; nil for a query).
-func (c *Conn) ranHere(n noted, res driver.Result) driver.Result {
-	if c.tx == nil || c.tx.rs == nil {
-		c.wroteOnPrimary() // for causal reads: it may have written
-	}
-	if c.log == nil {
-		c.ran(n.k, n.query, n.how == viaQuery)
-		return res
-	}
-	before, db := c.st, c.db
-	c.ran(n.k, n.query, n.how == viaQuery)
-	return c.noteStmt(before, db, n, res)
-}
-
-// ran records that a statement of kind k, query q, succeeded on the physical session:
-// its effect on the transaction state, the current database and what the session holds
-// (track). After COMMIT or ROLLBACK ... RELEASE the server closes the session: it is
-// dropped without blaming its host (what it held goes with it: the caller asked for
-// that), and the next call opens a new one.
-//
-// A multi-statement query whose results are being read (reading) has run its first
-// statement only; any number of the others may have run, one at least (see
-// txState.mayHaveRun). Its USE statements are not followed, and a RELEASE in it does not
-// drop the session.
-func (c *Conn) ran(k stmt.Kind, q string, reading bool) {
-	if k == kPlain && c.st.ac == acOn {
-		return // the hot path: nothing changes
-	}
-	c.sess.has.track(k, q)
-	if k.Kind() != dialect.Batch {
-		if c.ran1(k, q) {
-			c.drop()
-		}
-		return
-	}
-	var release bool
-	may := c.st.mayHaveRun()
-	db := c.db
-	dialect.Statements(q, func(s string, k stmt.Kind) bool {
-		if reading {
-			c.sess.has.trackTables(k, s, db)
-			may.next(k)
-		} else {
-			release = c.ran1(k, s) || release
-		}
-		return true
-	})
-	if reading {
-		c.st = may.out
-	} else if release {
-		c.drop()
-	}
-}
-
-func (c *Conn) ran1(k stmt.Kind, s string) (release bool) {
-	c.sess.has.trackTables(k, s, c.db) // while it holds a temporary table its reads stay on it (route)
-	if k.Kind() == dialect.Use {
-		if db, ok := dialect.ParseUse(s); ok {
-			c.db = db
-		}
-	}
-	return c.st.apply(k)
-}
-
-// errAnswered is ready's word for a statement answered without being sent (see
-// whileLost); the callers turn it into success, it never reaches a user.
-var errAnswered = errors.New("mysqlfailover: answered without sending")
-
-// endsLost reports whether a statement of kind k ends a lost transaction (whileLost).
-func endsLost(k stmt.Kind) bool {
-	switch k.Kind() {
-	case dialect.Commit, dialect.Rollback, dialect.XACommit, dialect.XARollback, dialect.Unlock:
-		return true
-	}
-	return false
-}
-
-// whileLost answers a statement of kind k while a transaction opened by statements is
-// lost, without sending it anywhere, as Tx.Commit and Tx.Rollback answer for a lost Tx.
-// COMMIT (XA COMMIT, and UNLOCK TABLES, which commits) gets the lost error; ROLLBACK
-// (XA ROLLBACK) succeeds: the server rolled the transaction back when its session died.
-// Either ends the lost state (after RELEASE the session is dropped, as the server would
-// have closed it). Any other statement gets the lost error and leaves the state as it is.
-// A transaction the server rolled back while the session lived is answered by
-// whileEnded, which may return nil: the statement is then sent.
-func (c *Conn) whileLost(ctx context.Context, k stmt.Kind) error {
-	err := c.lost
-	if e, ok := err.(*endedError); ok {
-		return c.whileEnded(ctx, e, k)
-	}
-	switch k.Kind() {
-	case dialect.Commit, dialect.XACommit, dialect.Unlock:
-	case dialect.Rollback, dialect.XARollback:
-		err = errAnswered
-	default:
-		return err
-	}
-	c.lost = nil
-	if cls := k.Kind(); cls == dialect.Commit || cls == dialect.Rollback {
-		if _, release, _ := c.st.completion(k); release {
-			c.drop()
-		}
-	}
-	return err
-}
-
-// noRows is the result of a query answered without being sent.
-type noRows struct{}
-
-func (noRows) Columns() []string         { return nil }
-func (noRows) Close() error              { return nil }
-func (noRows) Next([]driver.Value) error { return io.EOF }
-
-var _ driver.Rows = noRows{}
 
 // settle is called before a call at a point where the session would move (place: the
 // pool's host is another one, or it is due to fall back) while it holds state. Where
