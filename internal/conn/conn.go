@@ -145,12 +145,7 @@ type Conn struct {
 	host  int         // index of phys's host
 	epoch uint64      // changes with phys; statements prepared on an older one re-prepare
 
-	// What the connector's socket tracker knows of phys's socket (nil: nothing), and
-	// its counts of bytes written and of failed writes when the call in flight began
-	// (see mark and sent).
-	sock    *cluster.Socket
-	wrote   uint64
-	wfailed uint64
+	wire // what the connector's socket tracker knows of phys's socket (see mark and sent)
 
 	// the physical connection's optional interfaces, looked up once per connection
 	execer  driver.ExecerContext
@@ -169,12 +164,7 @@ type Conn struct {
 	live liveness // when the session was last used, for its liveness check (stale)
 	free spares   // the proxies the next statement reuses
 
-	st    txState      // the physical session's transaction state
-	dsnAC uint8        // the autocommit of a new physical session (Config.Autocommit)
-	dsnCT uint8        // its completion_type (Config.CompletionType)
-	lost  error        // set while a transaction opened by statements is lost (see whileLost)
-	batch string       // the query of the dialect.Batch statement in flight, for fail
-	sess  sessionFacts // what the physical session's server told, or the session did
+	tracker // the physical session's transaction state, and what else it told (txtrack.go)
 
 	// gone is a session that ended without the caller's doing, with what it held: the
 	// next call says so (lostState).
@@ -183,7 +173,7 @@ type Conn struct {
 	sp  *split // the replica sessions (replicaReads); nil without
 	log *txLog // the open transaction's record (transactionReplay); nil without
 
-	failing string // the query whose run or rows failed, while fail handles it (FailoverError.Read)
+	failure // the query whose run or rows failed, while fail handles it (FailoverError.Read)
 
 	lend lendState // its primary session's lending to the monitor's probes while it sits idle (lend.go)
 }
@@ -223,7 +213,9 @@ type sessionFacts struct {
 // pass retriesAllDown allows, failing as the walk does.
 func Open(ctx context.Context, cl *cluster.Cluster, cfg Config) (*Conn, error) {
 	c := &Conn{cl: cl, cfg: cfg, explicitRO: cfg.ReadOnly, db: cfg.DBName,
-		dsnAC: autocommitOf(cfg.Autocommit), dsnCT: completionOf(cfg.CompletionType), sp: newSplit(cfg, cl), log: newLog(cfg)}
+		wire:    wire{rejects: cfg.RejectReadOnly && !cfg.MultiStatements},
+		tracker: tracker{dsnAC: autocommitOf(cfg.Autocommit), dsnCT: completionOf(cfg.CompletionType)},
+		sp:      newSplit(cfg, cl), log: newLog(cfg)}
 	c.st.ac, c.st.ct = c.dsnAC, c.dsnCT
 	if cfg.AllowSourceDown && cl.AnyReplica() {
 		// The primary session opens with the first statement that needs it.
@@ -270,19 +262,6 @@ func (c *Conn) drop() {
 	c.clean()
 }
 
-// clean resets what the connection knows of its session to a new session's: no
-// transaction, autocommit and completion_type as restored (the DSN's when unknown).
-func (c *Conn) clean() {
-	c.st = txState{ac: c.st.ac, ct: c.st.ct}
-	if c.st.ac == acUnknown {
-		c.st.ac = c.dsnAC
-	}
-	if c.st.ct == ctUnknown {
-		c.st.ct = c.dsnCT
-	}
-	c.sess = sessionFacts{rbot: rbotUnknown}
-}
-
 // discard drops the physical connection between calls (found dead, or its state could
 // not be restored), without blaming its host. What it held for a call of kind k is lost
 // with it: a transaction opened by statements (see lost); a Tx's is the caller's to
@@ -293,17 +272,6 @@ func (c *Conn) discard(why string, k stmt.Kind) {
 	}
 	c.noteGone(notSentCause(why))
 	c.drop()
-}
-
-// lose is the one place that marks a transaction lost: t's, or with t nil the one that
-// statements opened on the primary session. err is the reason: every later statement
-// of it gets err without being sent, until COMMIT or ROLLBACK ends it (whileLost, Tx).
-func (c *Conn) lose(t *Tx, err error) {
-	if t != nil {
-		t.lost = err
-		return
-	}
-	c.lost = err
 }
 
 // lostErr is the error every statement gets while what (see txState.what) is lost: it
@@ -405,11 +373,21 @@ func (c *Conn) fail(ctx context.Context, epoch uint64, err error, r stmt.Retry, 
 	return c.move(ctx, err, !c.sent(err), r, k)
 }
 
+// wire is what the connector's socket tracker knows of the physical session's socket
+// (sock, nil: nothing), and its counts of bytes written and of failed writes when the
+// call in flight began (see mark and sent).
+type wire struct {
+	sock    *cluster.Socket
+	wrote   uint64
+	wfailed uint64
+	rejects bool // rejectReadOnly without multiStatements: a failed write may be a refusal (sent)
+}
+
 // mark notes, just before a call is sent on the physical connection, how many bytes its
 // socket has taken so far, and how many writes failed, for sent. It allocates nothing.
-func (c *Conn) mark() {
-	if c.sock != nil {
-		c.wrote, c.wfailed = c.sock.Written(), c.sock.WriteFailures()
+func (w *wire) mark() {
+	if w.sock != nil {
+		w.wrote, w.wfailed = w.sock.Written(), w.sock.WriteFailures()
 	}
 }
 
@@ -424,33 +402,33 @@ func (c *Conn) mark() {
 // 1836), its whole answer read and no write failed; unless multiStatements is on (a
 // batch's earlier statements may have run). Without the socket (a dialer the tracker
 // does not see), driver.ErrBadConn says nothing was written.
-func (c *Conn) sent(err error) bool {
+func (w *wire) sent(err error) bool {
 	switch {
 	case !errors.Is(err, driver.ErrBadConn):
 		return true
-	case c.sock == nil || c.sock.Written() == c.wrote:
+	case w.sock == nil || w.sock.Written() == w.wrote:
 		return false
 	}
-	refused := c.cfg.RejectReadOnly && !c.cfg.MultiStatements && c.sock.WriteFailures() == c.wfailed
+	refused := w.rejects && w.sock.WriteFailures() == w.wfailed
 	return !refused
 }
 
 // failedData records a data error of a statement of kind k: the session lives on.
-func (c *Conn) failedData(k stmt.Kind) {
+func (t *tracker) failedData(k stmt.Kind) {
 	if k.Kind() == dialect.Batch {
-		c.st.failedBatch(c.batch)
+		t.st.failedBatch(t.batch)
 	} else {
-		c.st.failed(k)
+		t.st.failed(k)
 	}
 }
 
 // judge says what a communication failure of a call of kind k means for the session's
 // transaction state (notSent: nothing of the call was sent).
-func (c *Conn) judge(k stmt.Kind, notSent bool) verdict {
+func (t *tracker) judge(k stmt.Kind, notSent bool) verdict {
 	if k.Kind() == dialect.Batch {
-		return c.st.verdictBatch(c.batch, notSent)
+		return t.st.verdictBatch(t.batch, notSent)
 	}
-	return c.st.verdict(k)
+	return t.st.verdict(k)
 }
 
 // rejected handles a write the server refused because it is read-only (1290, 1836) on a
@@ -627,12 +605,18 @@ func (c *Conn) settleRun(ctx context.Context, old ended, fe *failover.FailoverEr
 // again (failover.FailoverError.Read): a statement's run or rows (Conn.failing, set just
 // before fail) that dialect.Rereadable accepts. The caller knows that no transaction is
 // open.
-func (c *Conn) failedRead(k stmt.Kind) bool {
-	return k.Kind() == dialect.Plain && c.failing != "" && dialect.Rereadable(c.failing)
+func (f *failure) failedRead(k stmt.Kind) bool {
+	return k.Kind() == dialect.Plain && f.failing != "" && dialect.Rereadable(f.failing)
 }
 
-// forgetFailing clears Conn.failing when fail is done with it.
-func (c *Conn) forgetFailing() { c.failing = "" }
+// forgetFailing clears failing when fail is done with it.
+func (f *failure) forgetFailing() { f.failing = "" }
+
+// failure is the call that failed, while fail handles it: failing is the query whose run
+// or rows failed ("" none, or not a query).
+type failure struct {
+	failing string
+}
 
 // reconnect is move's switch: it closes the physical connection, whose host failed
 // with err, and has the cluster recover (a new session on the same host, or on the next
@@ -832,11 +816,11 @@ func (o *h) Unprepared(epoch uint64) {
 // StmtClosed implements stmt.Owner: the next prepare reuses s.
 func (o *h) StmtClosed(s *stmt.Stmt) { o.free.stmt = s }
 
-// newStmt wraps inner, prepared from query on the physical connection of epoch, in the
-// last closed Stmt proxy, or in a new one.
-func (c *Conn) newStmt(query string, inner driver.Stmt, epoch uint64, k stmt.Kind) *stmt.Stmt {
-	s := stmt.New(c.free.stmt, (*h)(c), query, k, stmt.Prepared{Inner: inner, Epoch: epoch})
-	c.free.stmt = nil
+// newStmt wraps inner, prepared from query on the physical connection of epoch, for
+// own, in the last closed Stmt proxy, or in a new one.
+func (f *spares) newStmt(own stmt.Owner, query string, inner driver.Stmt, epoch uint64, k stmt.Kind) *stmt.Stmt {
+	s := stmt.New(f.stmt, own, query, k, stmt.Prepared{Inner: inner, Epoch: epoch})
+	f.stmt = nil
 	return s
 }
 
@@ -966,7 +950,7 @@ func (c *Conn) prepareContext(ctx context.Context, query string) (driver.Stmt, e
 			}
 			c.mark()
 			if s, err = prepareOn(ctx, c.phys, query); err == nil {
-				s = c.newStmt(query, s, c.epoch, k)
+				s = c.free.newStmt((*h)(c), query, s, c.epoch, k)
 			}
 			return err == nil, err
 		})

@@ -26,7 +26,7 @@ func (c *Conn) ranHere(n noted, res driver.Result) driver.Result {
 	}
 	before, db := c.st, c.db
 	c.ran(n.k, n.query, n.how == viaQuery)
-	return c.noteStmt(before, db, n, res)
+	return c.log.noteStmt(n, res, c.tx, stepped{before, c.st, db})
 }
 
 // ran records that a statement of kind k, query q, succeeded on the physical session:

@@ -179,7 +179,7 @@ func (c *Conn) prepareReplica(ctx context.Context, rs *rsession, query string, k
 		return nil, false, err
 	}
 	c.sp.prefer = rs.host
-	return c.newStmt(query, s, rs.epoch, k), true, nil
+	return c.free.newStmt((*h)(c), query, s, rs.epoch, k), true, nil
 }
 
 // replica returns a replica session for a read-intent statement with routing key key
@@ -595,8 +595,8 @@ func (c *Conn) replicaBroken(rs *rsession, err error, refused bool) *failover.Fa
 // alone does not: a request context that carries one may begin a read-write
 // transaction, whose writes a replica would refuse (1792). The context's routing key
 // still chooses the replica.
-func (c *Conn) readIntentTx(opts driver.TxOptions) bool {
-	return opts.ReadOnly || c.explicitRO
+func readIntentTx(opts driver.TxOptions, explicitRO bool) bool {
+	return opts.ReadOnly || explicitRO
 }
 
 // beginReplica opens a read-only transaction (BeginTx with ReadOnly) on a replica; nil,

@@ -10,6 +10,7 @@ package conn
 
 import (
 	"context"
+	"database/sql/driver"
 
 	"github.com/mysqlfailover/mysqlfailover/internal/cluster"
 	"github.com/mysqlfailover/mysqlfailover/internal/dialect"
@@ -150,7 +151,7 @@ func (c *Conn) timeoutEnded(ctx context.Context, k stmt.Kind) (ended bool, fact 
 		return true, "not asked whether only the statement was rolled back: results were being read", nil
 	}
 	if !c.sess.noInTrans {
-		v, qerr := c.queryOne(ctx, askInTrx)
+		v, qerr := queryOne(ctx, c.queryer, askInTrx)
 		switch {
 		case qerr == nil && v == "0":
 			return true, "@@in_transaction is 0", nil
@@ -165,7 +166,7 @@ func (c *Conn) timeoutEnded(ctx context.Context, k stmt.Kind) (ended bool, fact 
 		}
 	}
 	if c.sess.rbot == rbotUnknown {
-		v, qerr := c.queryOne(ctx, askRbOnTimout)
+		v, qerr := queryOne(ctx, c.queryer, askRbOnTimout)
 		if qerr != nil {
 			return c.unanswered(ctx, qerr, k)
 		}
@@ -200,10 +201,10 @@ func (c *Conn) unanswered(ctx context.Context, qerr error, k stmt.Kind) (bool, s
 	return true, "", out
 }
 
-// queryOne runs q on the physical session and returns the first column of its first row
-// as text.
-func (c *Conn) queryOne(ctx context.Context, q string) (string, error) {
-	vals, err := c.queryRow(ctx, q, 1)
+// queryOne runs q on the physical session (through queryer, nil: none) and returns the
+// first column of its first row as text.
+func queryOne(ctx context.Context, queryer driver.QueryerContext, q string) (string, error) {
+	vals, err := queryRow(ctx, queryer, q, 1)
 	if err != nil {
 		return "", err
 	}

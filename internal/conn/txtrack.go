@@ -19,6 +19,41 @@ const (
 	kTxEnd   = kSession + 1             // Tx.Commit, Tx.Rollback (the Tx proxy decides)
 )
 
+// tracker is what the connection follows of its physical session from the statements
+// that run on it: the transaction state, and what the session's server told.
+type tracker struct {
+	st    txState      // the physical session's transaction state
+	dsnAC uint8        // the autocommit of a new physical session (Config.Autocommit)
+	dsnCT uint8        // its completion_type (Config.CompletionType)
+	lost  error        // set while a transaction opened by statements is lost (see whileLost)
+	batch string       // the query of the dialect.Batch statement in flight, for fail
+	sess  sessionFacts // what the physical session's server told, or the session did
+}
+
+// clean resets what the connection knows of its session to a new session's: no
+// transaction, autocommit and completion_type as restored (the DSN's when unknown).
+func (t *tracker) clean() {
+	t.st = txState{ac: t.st.ac, ct: t.st.ct}
+	if t.st.ac == acUnknown {
+		t.st.ac = t.dsnAC
+	}
+	if t.st.ct == ctUnknown {
+		t.st.ct = t.dsnCT
+	}
+	t.sess = sessionFacts{rbot: rbotUnknown}
+}
+
+// lose is the one place that marks a transaction lost: tx's, or with tx nil the one that
+// statements opened on the primary session. err is the reason: every later statement
+// of it gets err without being sent, until COMMIT or ROLLBACK ends it (whileLost, Tx).
+func (t *tracker) lose(tx *Tx, err error) {
+	if tx != nil {
+		tx.lost = err
+		return
+	}
+	t.lost = err
+}
+
 // settle is called before a call at a point where the session would move (place: the
 // pool's host is another one, or it is due to fall back) while it holds state. Where
 // only unknowns hold it, the server is asked (resolve), off the hot path; a session whose
@@ -55,13 +90,13 @@ func (c *Conn) resolve(ctx context.Context) error {
 	if c.sess.noInTrans {
 		q = askNoInTrx
 	}
-	vals, err := c.queryRow(ctx, q, 3)
+	vals, err := queryRow(ctx, c.queryer, q, 3)
 	if q == askAll && dialect.Number(err) == dialect.ErrUnknownSystemVariable {
 		c.sess.noInTrans = true
 		if c.st.ac != acUnknown && c.st.ct != ctUnknown {
 			return nil
 		}
-		vals, err = c.queryRow(ctx, askNoInTrx, 2)
+		vals, err = queryRow(ctx, c.queryer, askNoInTrx, 2)
 	}
 	if err != nil {
 		switch cluster.Classify(ctx, err) {
@@ -102,13 +137,13 @@ func (c *Conn) resolve(ctx context.Context) error {
 
 var errNoRow = errors.New("mysqlfailover: no row")
 
-// queryRow runs q on the physical session and returns its first row, which must have
-// cols columns at least.
-func (c *Conn) queryRow(ctx context.Context, q string, cols int) ([]driver.Value, error) {
-	if c.queryer == nil {
+// queryRow runs q on the physical session (through queryer, nil: none) and returns its
+// first row, which must have cols columns at least.
+func queryRow(ctx context.Context, queryer driver.QueryerContext, q string, cols int) ([]driver.Value, error) {
+	if queryer == nil {
 		return nil, errNoRow
 	}
-	_, rows, err := dialect.Query(ctx, c.queryer, q, 1)
+	_, rows, err := dialect.Query(ctx, queryer, q, 1)
 	switch {
 	case err != nil:
 		return nil, err
