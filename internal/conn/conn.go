@@ -752,7 +752,7 @@ func (o *h) Ran(k stmt.Kind, query string, args []driver.NamedValue, res driver.
 	if res == nil {
 		how |= viaQuery
 	}
-	return c.ranHere(noted{k, query, args, how}, res)
+	return c.ranHere(k, query, args, how, res)
 }
 
 // Failing implements stmt.Owner.
@@ -831,34 +831,34 @@ func (o *h) CheckNamedValue(nv *driver.NamedValue) error {
 
 // ExecContext implements driver.ExecerContext.
 func (c *Conn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
-	res, _, err := c.statement(ctx, noted{query: query, args: args, how: viaExec})
+	res, _, err := c.statement(ctx, query, args, viaExec)
 	return res, err
 }
 
 // QueryContext implements driver.QueryerContext.
 func (c *Conn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	_, rows, err := c.statement(ctx, noted{query: query, args: args, how: viaQuery})
+	_, rows, err := c.statement(ctx, query, args, viaQuery)
 	return rows, err
 }
 
-// statement is the one path of ExecContext and QueryContext (n.how says which). The
-// query is classified here, once; its kind goes down with it (n.k), to route, ready, the
-// run and the bookkeeping after it (ranHere). A query's rows may keep a replica session.
-func (c *Conn) statement(ctx context.Context, n noted) (driver.Result, driver.Rows, error) {
-	n.k = dialect.Classify(n.query, c.cfg.MultiStatements)
-	if n.k.Kind() == dialect.Batch {
-		c.batch = n.query
+// statement is the one path of ExecContext and QueryContext (how says which). The query
+// is classified here, once; its kind k goes down with it, to route, ready, the run and
+// the bookkeeping after it (ranHere). A query's rows may keep a replica session.
+func (c *Conn) statement(ctx context.Context, query string, args []driver.NamedValue, how via) (driver.Result, driver.Rows, error) {
+	k := dialect.Classify(query, c.cfg.MultiStatements)
+	if k.Kind() == dialect.Batch {
+		c.batch = query
 	}
 	var res driver.Result
 	var rows driver.Rows
-	err := c.attempts(ctx, call{kind: n.k, fails: n.k, retry: stmt.RetryIfNotSent, counts: true, routes: true, stmt: n.k, rfails: n.k},
+	err := c.attempts(ctx, call{kind: k, fails: k, retry: stmt.RetryIfNotSent, counts: true, routes: true, stmt: k, rfails: k},
 		func(rs *rsession) (bool, error) {
 			var final bool
 			var err error
 			if rs != nil {
-				res, rows, final, err = c.runReplica(ctx, rs, n)
+				res, rows, final, err = c.runReplica(ctx, rs, query, args, how)
 			} else {
-				res, rows, final, err = c.runPrimary(ctx, n)
+				res, rows, final, err = c.runPrimary(ctx, k, query, args, how)
 			}
 			return final, err
 		})
@@ -866,7 +866,7 @@ func (c *Conn) statement(ctx context.Context, n noted) (driver.Result, driver.Ro
 		c.sp.giveBack() // the replica sessions the statement used, unless its rows hold one
 	}
 	switch {
-	case err == errAnswered && n.how&viaQuery != 0:
+	case err == errAnswered && how&viaQuery != 0:
 		return nil, noRows{}, nil
 	case err == errAnswered:
 		return driver.RowsAffected(0), nil, nil
@@ -877,28 +877,28 @@ func (c *Conn) statement(ctx context.Context, n noted) (driver.Result, driver.Ro
 }
 
 // runPrimary is a statement's run on the primary session, once ready (see attempts).
-func (c *Conn) runPrimary(ctx context.Context, n noted) (driver.Result, driver.Rows, bool, error) {
+func (c *Conn) runPrimary(ctx context.Context, k stmt.Kind, query string, args []driver.NamedValue, how via) (driver.Result, driver.Rows, bool, error) {
 	var res driver.Result
 	var rows driver.Rows
 	var err error
-	if n.how&viaQuery != 0 {
+	if how&viaQuery != 0 {
 		if c.queryer == nil {
 			return nil, nil, true, driver.ErrSkip // database/sql prepares instead
 		}
 		c.mark()
-		rows, err = c.queryer.QueryContext(ctx, n.query, n.args)
+		rows, err = c.queryer.QueryContext(ctx, query, args)
 	} else {
 		if c.execer == nil {
 			return nil, nil, true, driver.ErrSkip
 		}
 		c.mark()
-		res, err = c.execer.ExecContext(ctx, n.query, n.args)
+		res, err = c.execer.ExecContext(ctx, query, args)
 	}
 	switch {
 	case err == nil:
-		res = c.ranHere(n, res)
-		if n.how&viaQuery != 0 {
-			return nil, stmt.NewRows((*h)(c), ctx, rows, c.epoch, n.query), true, nil
+		res = c.ranHere(k, query, args, how, res)
+		if how&viaQuery != 0 {
+			return nil, stmt.NewRows((*h)(c), ctx, rows, c.epoch, query), true, nil
 		}
 		return res, nil, true, nil
 	case err == driver.ErrSkip:
@@ -909,9 +909,9 @@ func (c *Conn) runPrimary(ctx context.Context, n noted) (driver.Result, driver.R
 		return nil, nil, true, err
 	}
 	if c.log != nil {
-		c.log.try(n.query, n.args, n.how, c.epoch)
+		c.log.try(query, args, how, c.epoch)
 	}
-	c.failing = n.query
+	c.failing = query
 	return nil, nil, false, err
 }
 

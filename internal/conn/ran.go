@@ -12,21 +12,21 @@ import (
 	"github.com/mysqlfailover/mysqlfailover/internal/stmt"
 )
 
-// ranHere is the one step after a statement n succeeded on the primary session, of
-// every path (ExecContext, QueryContext, a prepared statement's Ran): it applies the
-// statement's effect on the session (ran) and, with replay on, records it (noteStmt). It
-// returns the result for the caller (res; nil for a query).
-func (c *Conn) ranHere(n noted, res driver.Result) driver.Result {
+// ranHere is the one step after a statement succeeded on the primary session, of every
+// path (ExecContext, QueryContext, a prepared statement's Ran): kind k, query, run with
+// args, how. It applies the statement's effect on the session (ran) and, with replay on,
+// records it (noteStmt). It returns the result for the caller (res; nil for a query).
+func (c *Conn) ranHere(k stmt.Kind, query string, args []driver.NamedValue, how via, res driver.Result) driver.Result {
 	if c.tx == nil || c.tx.rs == nil {
 		c.wroteOnPrimary() // for causal reads: it may have written
 	}
 	if c.log == nil {
-		c.ran(n.k, n.query, n.how == viaQuery)
+		c.ran(k, query, how == viaQuery)
 		return res
 	}
 	before, db := c.st, c.db
-	c.ran(n.k, n.query, n.how == viaQuery)
-	return c.log.noteStmt(n, res, c.tx, stepped{before, c.st, db})
+	c.ran(k, query, how == viaQuery)
+	return c.log.noteStmt(noted{k, query, args, how}, res, c.tx, stepped{before, c.st, db})
 }
 
 // ran records that a statement of kind k, query q, succeeded on the physical session:
@@ -43,14 +43,21 @@ func (c *Conn) ran(k stmt.Kind, q string, reading bool) {
 	if k == kPlain && c.st.ac == acOn {
 		return // the hot path: nothing changes
 	}
-	c.sess.has.track(k, q)
-	if k.Kind() != dialect.Batch {
-		if c.ran1(k, q) {
-			c.drop()
-		}
-		return
-	}
 	var release bool
+	if k.Kind() != dialect.Batch {
+		release = c.ran1(k, q)
+	} else {
+		release = c.ranBatch(q, reading)
+	}
+	c.sess.has.track(k, q) // the locks and user variables, over the whole text
+	if release {
+		c.drop()
+	}
+}
+
+// ranBatch is ran's step for the statements of a multi-statement query q, in turn; it
+// reports whether the server closes the session after them (RELEASE: not when reading).
+func (c *Conn) ranBatch(q string, reading bool) (release bool) {
 	may := c.st.mayHaveRun()
 	db := c.db
 	dialect.Statements(q, func(s string, k stmt.Kind) bool {
@@ -64,9 +71,8 @@ func (c *Conn) ran(k stmt.Kind, q string, reading bool) {
 	})
 	if reading {
 		c.st = may.out
-	} else if release {
-		c.drop()
 	}
+	return release
 }
 
 func (c *Conn) ran1(k stmt.Kind, s string) (release bool) {

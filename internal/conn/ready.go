@@ -308,11 +308,12 @@ func (c *Conn) whileEnded(ctx context.Context, e error, k stmt.Kind) error {
 		return e
 	}
 	c.lost = nil
+	q := rollbackSQL(k)
 	rk := dialect.Of(dialect.Rollback, k.Clauses(), k.Flags())
 	if c.phys == nil {
 		return e // the session is gone, and nothing with it
 	}
-	if err := c.exec(ctx, c.phys, rollbackSQL(k)); err != nil {
+	if err := c.exec(ctx, c.phys, q); err != nil {
 		// Whatever the failure, the transaction is over; a communication failure
 		// moves the connection as for any statement.
 		_, _ = c.fail(ctx, c.epoch, err, stmt.NoRetry, rk)

@@ -139,34 +139,34 @@ func (c *Conn) route(ctx context.Context, k stmt.Kind, first bool) (*rsession, e
 }
 
 // runReplica is a statement's run on the replica session rs (see attempts).
-func (c *Conn) runReplica(ctx context.Context, rs *rsession, n noted) (driver.Result, driver.Rows, bool, error) {
+func (c *Conn) runReplica(ctx context.Context, rs *rsession, query string, args []driver.NamedValue, how via) (driver.Result, driver.Rows, bool, error) {
 	var res driver.Result
 	var rows driver.Rows
 	var err error
-	if n.how&viaQuery != 0 {
+	if how&viaQuery != 0 {
 		if rs.queryer == nil {
 			return nil, nil, true, driver.ErrSkip
 		}
 		c.cl.ReplicaStart(rs.host)
-		rows, err = rs.queryer.QueryContext(ctx, n.query, n.args)
+		rows, err = rs.queryer.QueryContext(ctx, query, args)
 	} else {
 		if rs.execer == nil {
 			return nil, nil, true, driver.ErrSkip
 		}
 		c.cl.ReplicaStart(rs.host)
-		res, err = rs.execer.ExecContext(ctx, n.query, n.args)
+		res, err = rs.execer.ExecContext(ctx, query, args)
 	}
 	c.cl.ReplicaDone(rs.host, err == nil)
 	switch {
-	case err == nil && n.how&viaQuery != 0:
-		return nil, stmt.NewRows((*h)(c), ctx, rows, rs.epoch, n.query), true, nil
+	case err == nil && how&viaQuery != 0:
+		return nil, stmt.NewRows((*h)(c), ctx, rows, rs.epoch, query), true, nil
 	case err == nil:
 		return res, nil, true, nil
 	case err == driver.ErrSkip:
 		c.sp.prefer = rs.host // database/sql prepares it next: on the same replica
 		return nil, nil, true, err
 	}
-	c.failing = n.query // for fail, which attempts calls next
+	c.failing = query // for fail, which attempts calls next
 	return nil, nil, false, err
 }
 
@@ -270,7 +270,7 @@ func (c *Conn) rsessionOn(ctx context.Context, host int) (*rsession, error) {
 				break // dead while it sat idle: another one on the same host
 			}
 			rs.idled = true
-			return c.inDB(ctx, rs)
+			return sp.inDB(ctx, rs, c.db)
 		}
 	}
 	for {
@@ -291,7 +291,7 @@ func (c *Conn) rsessionOn(ctx context.Context, host int) (*rsession, error) {
 		}
 		if !sp.replicaDead(ctx, rs, now, check) {
 			rs.idled = true
-			return c.inDB(ctx, rs)
+			return sp.inDB(ctx, rs, c.db)
 		}
 	}
 	phys, err := c.cl.Replicas().Open(ctx, host, c.rsetup)
@@ -320,14 +320,14 @@ func (sp *split) replicaDead(ctx context.Context, rs *rsession, now int64, check
 	return false
 }
 
-// inDB moves replica session rs to the connection's current database.
-func (c *Conn) inDB(ctx context.Context, rs *rsession) (*rsession, error) {
-	if rs.db != c.db && c.db != "" {
-		if err := c.exec(ctx, rs.phys, "USE "+dialect.QuoteIdent(c.db)); err != nil {
-			c.sp.dropReplica(rs)
+// inDB moves replica session rs to the connection's current database db.
+func (sp *split) inDB(ctx context.Context, rs *rsession, db string) (*rsession, error) {
+	if rs.db != db && db != "" {
+		if err := execOn(ctx, rs.phys, "USE "+dialect.QuoteIdent(db)); err != nil {
+			sp.dropReplica(rs)
 			return nil, err
 		}
-		rs.db = c.db
+		rs.db = db
 	}
 	return rs, nil
 }
@@ -493,7 +493,7 @@ func (c *Conn) failReplica(ctx context.Context, epoch uint64, err error, r stmt.
 	if class != cluster.Communication && !refused {
 		return false, c.replicaDataErr(ctx, rs, err, class, inTx)
 	}
-	fe := c.replicaBroken(rs, err, refused)
+	fe := c.sp.replicaBroken(rs, err, refused, c.cl.Host(c.host))
 	if inTx {
 		if c.tx != nil {
 			c.lose(c.tx, lost("the read-only transaction failed earlier on replica "+fe.Failed+": "+fe.Err.Error()))
@@ -574,14 +574,15 @@ func (c *Conn) replicaDataErr(ctx context.Context, rs *rsession, err error, clas
 
 // replicaBroken closes replica session rs after communication error err (or a refusal:
 // refused), without blaming its host, and returns the error that says so.
-func (c *Conn) replicaBroken(rs *rsession, err error, refused bool) *failover.FailoverError {
-	addr := c.cl.Host(rs.host)
-	c.sp.dropReplica(rs)
-	c.sp.tried |= bit(rs.host)
-	c.cl.Replicas().SessionEnded(rs.host, err)
+// current is the address of the connection's primary session's host.
+func (sp *split) replicaBroken(rs *rsession, err error, refused bool, current string) *failover.FailoverError {
+	addr := sp.cl.Host(rs.host)
+	sp.dropReplica(rs)
+	sp.tried |= bit(rs.host)
+	sp.cl.Replicas().SessionEnded(rs.host, err)
 	return &failover.FailoverError{
 		Failed:  addr,
-		Current: c.cl.Host(c.host),
+		Current: current,
 		// A replica session is read-only: what ran there wrote nothing, but a read
 		// that was sent may have run.
 		MaybeExecuted: !errors.Is(err, driver.ErrBadConn) && !refused,
