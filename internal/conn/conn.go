@@ -152,23 +152,17 @@ type Conn struct {
 	queryer driver.QueryerContext
 	checker driver.NamedValueChecker // kept from the last physical connection: it is stateless
 
-	explicitRO bool   // the last SetReadOnly value, or Config.ReadOnly
-	appliedRO  bool   // the read-only state of the physical session
-	roPending  bool   // with replica reads: appliedRO may differ from the state wanted now; ready applies it (applyReadOnly)
-	db         string // the current database: the DSN's or the last USE
-	tx         *Tx    // the open transaction, if any
-	rows       int    // open result sets: no switch while results are being read
-	counted    bool   // the last ready counted a statement towards queriesBeforeRetryMaster
+	explicitRO bool // the last SetReadOnly value, or Config.ReadOnly
+	appliedRO  bool // the read-only state of the physical session
+	roPending  bool // with replica reads: appliedRO may differ from the state wanted now; ready applies it (applyReadOnly)
+	rows       int  // open result sets: no switch while results are being read
+	counted    bool // the last ready counted a statement towards queriesBeforeRetryMaster
 	closed     bool
 
 	live liveness // when the session was last used, for its liveness check (stale)
 	free spares   // the proxies the next statement reuses
 
-	tracker // the physical session's transaction state, and what else it told (txtrack.go)
-
-	// gone is a session that ended without the caller's doing, with what it held: the
-	// next call says so (lostState).
-	gone *failover.SessionStateError
+	tracker // the session's transaction state, database, and what else it told (txtrack.go)
 
 	sp  *split // the replica sessions (replicaReads); nil without
 	log *txLog // the open transaction's record (transactionReplay); nil without
@@ -212,9 +206,9 @@ type sessionFacts struct {
 // first statement that needs the primary opens the session then (ready), with every
 // pass retriesAllDown allows, failing as the walk does.
 func Open(ctx context.Context, cl *cluster.Cluster, cfg Config) (*Conn, error) {
-	c := &Conn{cl: cl, cfg: cfg, explicitRO: cfg.ReadOnly, db: cfg.DBName,
+	c := &Conn{cl: cl, cfg: cfg, explicitRO: cfg.ReadOnly,
 		wire:    wire{rejects: cfg.RejectReadOnly && !cfg.MultiStatements},
-		tracker: tracker{dsnAC: autocommitOf(cfg.Autocommit), dsnCT: completionOf(cfg.CompletionType)},
+		tracker: tracker{db: cfg.DBName, dsnAC: autocommitOf(cfg.Autocommit), dsnCT: completionOf(cfg.CompletionType)},
 		sp:      newSplit(cfg, cl), log: newLog(cfg)}
 	c.st.ac, c.st.ct = c.dsnAC, c.dsnCT
 	if cfg.AllowSourceDown && cl.AnyReplica() {

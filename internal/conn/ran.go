@@ -21,68 +21,69 @@ func (c *Conn) ranHere(k stmt.Kind, query string, args []driver.NamedValue, how 
 		c.wroteOnPrimary() // for causal reads: it may have written
 	}
 	if c.log == nil {
-		c.ran(k, query, how == viaQuery)
+		if c.tracker.ran(k, query, how == viaQuery) {
+			c.drop() // RELEASE: the server closed the session
+		}
 		return res
 	}
 	before, db := c.st, c.db
-	c.ran(k, query, how == viaQuery)
+	if c.tracker.ran(k, query, how == viaQuery) {
+		c.drop()
+	}
 	return c.log.noteStmt(noted{k, query, args, how}, res, c.tx, stepped{before, c.st, db})
 }
 
 // ran records that a statement of kind k, query q, succeeded on the physical session:
 // its effect on the transaction state, the current database and what the session holds
-// (track). After COMMIT or ROLLBACK ... RELEASE the server closes the session: it is
-// dropped without blaming its host (what it held goes with it: the caller asked for
-// that), and the next call opens a new one.
+// (track). It reports whether the server closes the session after it (COMMIT or
+// ROLLBACK ... RELEASE): the caller drops it without blaming its host (what it held goes
+// with it: the caller asked for that), and the next call opens a new one.
 //
 // A multi-statement query whose results are being read (reading) has run its first
 // statement only; any number of the others may have run, one at least (see
 // txState.mayHaveRun). Its USE statements are not followed, and a RELEASE in it does not
 // drop the session.
-func (c *Conn) ran(k stmt.Kind, q string, reading bool) {
-	if k == kPlain && c.st.ac == acOn {
-		return // the hot path: nothing changes
+func (t *tracker) ran(k stmt.Kind, q string, reading bool) (release bool) {
+	if k == kPlain && t.st.ac == acOn {
+		return false // the hot path: nothing changes
 	}
-	var release bool
 	if k.Kind() != dialect.Batch {
-		release = c.ran1(k, q)
+		release = t.ran1(k, q)
 	} else {
-		release = c.ranBatch(q, reading)
+		release = t.ranBatch(q, reading)
 	}
-	c.sess.has.track(k, q) // the locks and user variables, over the whole text
-	if release {
-		c.drop()
-	}
+	t.sess.has.track(k, q) // the locks and user variables, over the whole text
+	return release
 }
 
 // ranBatch is ran's step for the statements of a multi-statement query q, in turn; it
 // reports whether the server closes the session after them (RELEASE: not when reading).
-func (c *Conn) ranBatch(q string, reading bool) (release bool) {
-	may := c.st.mayHaveRun()
-	db := c.db
+func (t *tracker) ranBatch(q string, reading bool) (release bool) {
+	may := t.st.mayHaveRun()
+	db := t.db
 	dialect.Statements(q, func(s string, k stmt.Kind) bool {
 		if reading {
-			c.sess.has.trackTables(k, s, db)
+			t.sess.has.trackTables(k, s, db)
 			may.next(k)
 		} else {
-			release = c.ran1(k, s) || release
+			release = t.ran1(k, s) || release
 		}
 		return true
 	})
 	if reading {
-		c.st = may.out
+		t.st = may.out
 	}
 	return release
 }
 
-func (c *Conn) ran1(k stmt.Kind, s string) (release bool) {
-	c.sess.has.trackTables(k, s, c.db) // while it holds a temporary table its reads stay on it (route)
+func (t *tracker) ran1(k stmt.Kind, s string) (release bool) {
+	t.sess.has.trackTables(k, s, t.db) // while it holds a temporary table its reads stay on it (route)
 	if k.Kind() == dialect.Use {
 		if db, ok := dialect.ParseUse(s); ok {
-			c.db = db
+			t.db = db
 		}
 	}
-	return c.st.apply(k)
+	return t.st.apply(k)
 }
 
 // tables records a statement s that succeeded in database db and creates or drops

@@ -38,7 +38,7 @@ func (c *Conn) ready(ctx context.Context, count bool, k stmt.Kind) error {
 		}
 	}
 	if c.gone != nil {
-		if err := c.lostState(k, c.lostCause()); err != nil {
+		if err := c.tracker.lostState(k, c.lostCause()); err != nil {
 			return err
 		}
 	}
@@ -88,9 +88,9 @@ func (c *Conn) ready(ctx context.Context, count bool, k stmt.Kind) error {
 // primaryTx returns the open Tx when it runs on the primary session; nil when none is
 // open, or when it is a read-only transaction on a replica session (replica reads),
 // which lives and dies with that session alone.
-func (c *Conn) primaryTx() *Tx {
-	if c.tx != nil && c.tx.rs == nil {
-		return c.tx
+func (t *tracker) primaryTx() *Tx {
+	if t.tx != nil && t.tx.rs == nil {
+		return t.tx
 	}
 	return nil
 }
@@ -208,10 +208,10 @@ func (c *Conn) stays(k stmt.Kind) bool {
 // when the session held nothing and the call reads nothing of it. Either way the loss
 // is said once. State taken inside a Tx that was lost with it is said by the Tx's
 // failover.ErrTxLost alone: running the transaction again takes it again.
-func (c *Conn) lostState(k stmt.Kind, cause error) error {
-	g := c.gone
-	c.gone = nil
-	if c.tx != nil && !c.tx.held {
+func (t *tracker) lostState(k stmt.Kind, cause error) error {
+	g := t.gone
+	t.gone = nil
+	if t.tx != nil && !t.tx.held {
 		return nil
 	}
 	if k.Flags()&dialect.Reads != 0 {
@@ -228,12 +228,12 @@ func (c *Conn) lostState(k stmt.Kind, cause error) error {
 
 // lostCause is what ready gives lostState as the cause when the call found its session
 // gone: the transaction's lost error when one went with it, else nil (noteGone's).
-func (c *Conn) lostCause() error {
+func (t *tracker) lostCause() error {
 	switch {
-	case c.tx != nil && c.tx.lost != nil:
-		return c.tx.lost
-	case c.tx == nil && c.lost != nil:
-		return c.lost
+	case t.tx != nil && t.tx.lost != nil:
+		return t.tx.lost
+	case t.tx == nil && t.lost != nil:
+		return t.lost
 	}
 	return nil
 }

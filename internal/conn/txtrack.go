@@ -5,6 +5,7 @@ import (
 	"database/sql/driver"
 	"errors"
 
+	"github.com/mysqlfailover/mysqlfailover/failover"
 	"github.com/mysqlfailover/mysqlfailover/internal/cluster"
 	"github.com/mysqlfailover/mysqlfailover/internal/dialect"
 	"github.com/mysqlfailover/mysqlfailover/internal/stmt"
@@ -23,11 +24,17 @@ const (
 // that run on it: the transaction state, and what the session's server told.
 type tracker struct {
 	st    txState      // the physical session's transaction state
+	tx    *Tx          // the open transaction (BeginTx), if any
+	db    string       // the current database: the DSN's or the last USE
 	dsnAC uint8        // the autocommit of a new physical session (Config.Autocommit)
 	dsnCT uint8        // its completion_type (Config.CompletionType)
 	lost  error        // set while a transaction opened by statements is lost (see whileLost)
 	batch string       // the query of the dialect.Batch statement in flight, for fail
 	sess  sessionFacts // what the physical session's server told, or the session did
+
+	// gone is a session that ended without the caller's doing, with what it held: the
+	// next call says so (lostState).
+	gone *failover.SessionStateError
 }
 
 // clean resets what the connection knows of its session to a new session's: no
