@@ -11,6 +11,13 @@
 // has been sent, so the caller sees no error either way. One loop runs each call
 // (attempts; a prepared statement's is Stmt's own): ready, the call, then fail's verdict.
 //
+// ExecContext and QueryContext share one path (statement): the query is classified once
+// there (dialect.Classify), and its kind goes down with it. ready.go holds the safe point
+// and what the kind meets there; ran.go the one step after a statement succeeded on the
+// primary session (ranHere), for every path: the tracker (txtrack.go) applies its effect
+// on the transaction state, the database and what the session holds, and the txLog
+// records it for replay.
+//
 // When a call fails, the error goes to one function, fail, which decides:
 //
 //   - A data error is returned untouched and the connection stays.
