@@ -17,11 +17,11 @@ import (
 // args, how. It applies the statement's effect on the session (ran) and, with replay on,
 // records it (noteStmt). It returns the result for the caller (res; nil for a query).
 func (c *Conn) ranHere(k stmt.Kind, query string, args []driver.NamedValue, how via, res driver.Result) driver.Result {
-	if c.tx == nil || c.tx.rs == nil {
+	if c.sp != nil && (c.tx == nil || c.tx.rs == nil) {
 		c.wroteOnPrimary() // for causal reads: it may have written
 	}
 	if c.log == nil {
-		if c.tracker.ran(k, query, how == viaQuery) {
+		if (k != kPlain || c.st.ac != acOn) && c.tracker.ran(k, query, how == viaQuery) {
 			c.drop() // RELEASE: the server closed the session
 		}
 		return res
