@@ -47,21 +47,13 @@ func (t *tracker) ran(k stmt.Kind, q string, reading bool) (release bool) {
 	if k == kPlain && t.st.ac == acOn {
 		return false // the hot path: nothing changes
 	}
-	if k.Kind() != dialect.Batch {
-		release = t.ran1(k, q)
-	} else {
-		release = t.ranBatch(q, reading)
-	}
 	t.sess.has.track(k, q) // the locks and user variables, over the whole text
-	return release
-}
-
-// ranBatch is ran's step for the statements of a multi-statement query q, in turn; it
-// reports whether the server closes the session after them (RELEASE: not when reading).
-func (t *tracker) ranBatch(q string, reading bool) (release bool) {
-	may := t.st.mayHaveRun()
+	var may mayRun
+	if reading = reading && k.Kind() == dialect.Batch; reading {
+		may = t.st.mayHaveRun()
+	}
 	db := t.db
-	dialect.Statements(q, func(s string, k stmt.Kind) bool {
+	dialect.Each(q, k, func(s string, k stmt.Kind) bool {
 		if reading {
 			t.sess.has.trackTables(k, s, db)
 			may.next(k)

@@ -75,27 +75,6 @@ const (
 	Reads = LastID | RowCount | FoundRows
 )
 
-// Class is what Classify reads of a statement: its Kind, the Clauses of a COMMIT or
-// ROLLBACK and its Flags, in one word. A prepared statement carries its Class.
-type Class uint32
-
-// Of returns the Class of a statement of kind k with clauses c and flags f.
-func Of(k Kind, c Clauses, f Flags) Class {
-	return Class(k) | Class(c)<<8 | Class(f)<<16
-}
-
-// Kind returns the statement's Kind.
-func (c Class) Kind() Kind { return Kind(c) }
-
-// Clauses returns the clauses of a COMMIT or ROLLBACK.
-func (c Class) Clauses() Clauses { return Clauses(c >> 8) }
-
-// Flags returns the statement's Flags.
-func (c Class) Flags() Flags { return Flags(c >> 16) }
-
-// with returns c with flags f added.
-func (c Class) with(f Flags) Class { return c | Class(f)<<16 }
-
 // A keyword is what a statement's first word tells of its kind: k, or with next the
 // kind its second word picks (k for any other), or with read the method that reads the
 // rest of the statement (rest).

@@ -345,6 +345,16 @@ func Statements(query string, f func(s string, k Class) bool) {
 	}
 }
 
+// Each calls f with the statements of query, of Class k, and their Classes: query itself
+// when k is not of kind Batch, else each of its statements, as Statements does.
+func Each(query string, k Class, f func(s string, k Class) bool) {
+	if k.Kind() != Batch {
+		f(query, k)
+		return
+	}
+	Statements(query, f)
+}
+
 // classifyOne returns the Class of the one statement s (a trailing ';' allowed).
 func classifyOne(s string) Class {
 	l := lexer{s: s}
@@ -684,3 +694,24 @@ func ParseUse(q string) (string, bool) {
 	}
 	return name, name != ""
 }
+
+// Class is what Classify reads of a statement: its Kind, the Clauses of a COMMIT or
+// ROLLBACK and its Flags, in one word. A prepared statement carries its Class.
+type Class uint32
+
+// Of returns the Class of a statement of kind k with clauses c and flags f.
+func Of(k Kind, c Clauses, f Flags) Class {
+	return Class(k) | Class(c)<<8 | Class(f)<<16
+}
+
+// Kind returns the statement's Kind.
+func (c Class) Kind() Kind { return Kind(c) }
+
+// Clauses returns the clauses of a COMMIT or ROLLBACK.
+func (c Class) Clauses() Clauses { return Clauses(c >> 8) }
+
+// Flags returns the statement's Flags.
+func (c Class) Flags() Flags { return Flags(c >> 16) }
+
+// with returns c with flags f added.
+func (c Class) with(f Flags) Class { return c | Class(f)<<16 }
