@@ -145,45 +145,29 @@ type Conn struct {
 	host  int         // index of phys's host
 	epoch uint64      // changes with phys; statements prepared on an older one re-prepare
 
-	// What the connector's socket tracker knows of phys's socket (nil: nothing), and
-	// its counts of bytes written and of failed writes when the call in flight began
-	// (see mark and sent).
-	sock    *cluster.Socket
-	wrote   uint64
-	wfailed uint64
+	wire // what the connector's socket tracker knows of phys's socket (see mark and sent)
 
 	// the physical connection's optional interfaces, looked up once per connection
 	execer  driver.ExecerContext
 	queryer driver.QueryerContext
 	checker driver.NamedValueChecker // kept from the last physical connection: it is stateless
 
-	explicitRO bool   // the last SetReadOnly value, or Config.ReadOnly
-	appliedRO  bool   // the read-only state of the physical session
-	roPending  bool   // with replica reads: appliedRO may differ from the state wanted now; ready applies it (applyReadOnly)
-	db         string // the current database: the DSN's or the last USE
-	tx         *Tx    // the open transaction, if any
-	rows       int    // open result sets: no switch while results are being read
-	counted    bool   // the last ready counted a statement towards queriesBeforeRetryMaster
+	explicitRO bool // the last SetReadOnly value, or Config.ReadOnly
+	appliedRO  bool // the read-only state of the physical session
+	roPending  bool // with replica reads: appliedRO may differ from the state wanted now; ready applies it (applyReadOnly)
+	rows       int  // open result sets: no switch while results are being read
+	counted    bool // the last ready counted a statement towards queriesBeforeRetryMaster
 	closed     bool
 
 	live liveness // when the session was last used, for its liveness check (stale)
 	free spares   // the proxies the next statement reuses
 
-	st    txState      // the physical session's transaction state
-	dsnAC uint8        // the autocommit of a new physical session (Config.Autocommit)
-	dsnCT uint8        // its completion_type (Config.CompletionType)
-	lost  error        // set while a transaction opened by statements is lost (see whileLost)
-	batch string       // the query of the dialect.Batch statement in flight, for fail
-	sess  sessionFacts // what the physical session's server told, or the session did
-
-	// gone is a session that ended without the caller's doing, with what it held: the
-	// next call says so (lostState).
-	gone *failover.SessionStateError
+	tracker // the session's transaction state, database, and what else it told (txtrack.go)
 
 	sp  *split // the replica sessions (replicaReads); nil without
 	log *txLog // the open transaction's record (transactionReplay); nil without
 
-	failing string // the query whose run or rows failed, while fail handles it (FailoverError.Read)
+	failingCall // the query whose run or rows failed, while fail handles it (FailoverError.Read)
 
 	lend lendState // its primary session's lending to the monitor's probes while it sits idle (lend.go)
 }
@@ -222,8 +206,10 @@ type sessionFacts struct {
 // first statement that needs the primary opens the session then (ready), with every
 // pass retriesAllDown allows, failing as the walk does.
 func Open(ctx context.Context, cl *cluster.Cluster, cfg Config) (*Conn, error) {
-	c := &Conn{cl: cl, cfg: cfg, explicitRO: cfg.ReadOnly, db: cfg.DBName,
-		dsnAC: autocommitOf(cfg.Autocommit), dsnCT: completionOf(cfg.CompletionType), sp: newSplit(cfg, cl), log: newLog(cfg)}
+	c := &Conn{cl: cl, cfg: cfg, explicitRO: cfg.ReadOnly,
+		wire:    wire{rejects: cfg.RejectReadOnly && !cfg.MultiStatements},
+		tracker: tracker{db: cfg.DBName, dsnAC: autocommitOf(cfg.Autocommit), dsnCT: completionOf(cfg.CompletionType)},
+		sp:      newSplit(cfg, cl), log: newLog(cfg)}
 	c.st.ac, c.st.ct = c.dsnAC, c.dsnCT
 	if cfg.AllowSourceDown && cl.AnyReplica() {
 		// The primary session opens with the first statement that needs it.
@@ -270,19 +256,6 @@ func (c *Conn) drop() {
 	c.clean()
 }
 
-// clean resets what the connection knows of its session to a new session's: no
-// transaction, autocommit and completion_type as restored (the DSN's when unknown).
-func (c *Conn) clean() {
-	c.st = txState{ac: c.st.ac, ct: c.st.ct}
-	if c.st.ac == acUnknown {
-		c.st.ac = c.dsnAC
-	}
-	if c.st.ct == ctUnknown {
-		c.st.ct = c.dsnCT
-	}
-	c.sess = sessionFacts{rbot: rbotUnknown}
-}
-
 // discard drops the physical connection between calls (found dead, or its state could
 // not be restored), without blaming its host. What it held for a call of kind k is lost
 // with it: a transaction opened by statements (see lost); a Tx's is the caller's to
@@ -293,17 +266,6 @@ func (c *Conn) discard(why string, k stmt.Kind) {
 	}
 	c.noteGone(notSentCause(why))
 	c.drop()
-}
-
-// lose is the one place that marks a transaction lost: t's, or with t nil the one that
-// statements opened on the primary session. err is the reason: every later statement
-// of it gets err without being sent, until COMMIT or ROLLBACK ends it (whileLost, Tx).
-func (c *Conn) lose(t *Tx, err error) {
-	if t != nil {
-		t.lost = err
-		return
-	}
-	c.lost = err
 }
 
 // lostErr is the error every statement gets while what (see txState.what) is lost: it
@@ -331,168 +293,6 @@ func (c *Conn) closePhys() bool {
 // h exposes the stmt.Owner methods without adding them to Conn's method set, which users
 // see through (*sql.Conn).Raw. The conversion costs nothing.
 type h Conn
-
-// ready is the safe-point check before every call that talks to the server, for a call
-// of kind k (a statement's, or kSession). It first replaces a physical connection that
-// went stale while idle (see stale; skipped right after database/sql's checkout, which
-// ran the same check). Outside a transaction it then moves the connection to the pool's
-// host (nothing has been sent, so the caller sees no error) and falls back to the
-// primary when that is due; inside one, a Tx or one opened by statements (see
-// txState.held), it only refuses statements of a lost transaction (see whileLost:
-// errAnswered means the call succeeds without being sent). count marks statements.
-//
-// A read-only transaction on a replica session is not the primary session's: the
-// primary session's liveness, moves and failures never touch it (primaryTx).
-func (c *Conn) ready(ctx context.Context, count bool, k stmt.Kind) error {
-	c.counted = false
-	c.lend.used = true // database/sql resets it before its next use (lendIdle)
-	if c.live.checked {
-		c.live.checked = false // database/sql's checkout just checked it: no clock read needed
-	} else if c.stale(ctx, k) {
-		if t := c.primaryTx(); t != nil && t.lost == nil {
-			c.lose(t, lost("the server closed the connection while the transaction sat idle"))
-		}
-	}
-	if c.gone != nil {
-		if err := c.lostState(k, c.lostCause()); err != nil {
-			return err
-		}
-	}
-	if t := c.primaryTx(); t != nil {
-		if t.lost != nil {
-			return t.lost
-		}
-		c.countAway(count)
-		return c.synced(ctx)
-	}
-	if c.lost != nil && k != kSession {
-		if err := c.whileLost(ctx, k); err != nil {
-			return err
-		}
-	}
-	place := cluster.PlaceAway
-	if c.phys != nil {
-		place = c.cl.Place(c.host)
-	}
-	if place == cluster.PlaceHome {
-		return c.synced(ctx) // the hot path
-	}
-	if c.st.held() {
-		if err := c.settle(ctx, place); err != nil {
-			return err
-		}
-		if c.st.held() {
-			// Inside a transaction opened by statements: as inside a Tx, the session
-			// stays on its host until it reaches a real safe point.
-			c.countAway(count)
-			return c.synced(ctx)
-		}
-	}
-	if c.stays(k) {
-		// It holds what a new session would lack, or the call reads a value of its last
-		// statement: as inside a transaction, it stays until a call finds neither.
-		c.countAway(count)
-		return c.synced(ctx)
-	}
-	if place == cluster.PlaceActive {
-		c.fallBack(ctx, count)
-		return c.synced(ctx)
-	}
-	return c.join(ctx, count)
-}
-
-// primaryTx returns the open Tx when it runs on the primary session; nil when none is
-// open, or when it is a read-only transaction on a replica session (replica reads),
-// which lives and dies with that session alone.
-func (c *Conn) primaryTx() *Tx {
-	if c.tx != nil && c.tx.rs == nil {
-		return c.tx
-	}
-	return nil
-}
-
-// synced is ready's last step on the primary session: it applies a read-only state
-// that SetReadOnly or ResetSession left pending (replica reads; see applyReadOnly).
-func (c *Conn) synced(ctx context.Context) error {
-	if !c.roPending || c.phys == nil {
-		return nil
-	}
-	return c.applyReadOnly(ctx)
-}
-
-// countAway counts a statement (count) towards queriesBeforeRetryMaster when the
-// session is not on the primary.
-func (c *Conn) countAway(count bool) {
-	if count && !c.cl.Home(c.host) {
-		c.counted = c.cl.NoteStatement()
-	}
-}
-
-// fallBack is ready's step on the pool's host when it is a secondary: it falls back to
-// the primary when that is due (cluster.Cluster.TryFallBack) and no results are being
-// read here; where the session stays, the statement (count) counts.
-func (c *Conn) fallBack(ctx context.Context, count bool) {
-	if c.rows == 0 {
-		if phys, host, _ := c.cl.TryFallBack(ctx, c.setup); phys != nil {
-			c.drop()
-			c.attach(phys, host)
-			return
-		}
-	}
-	if count {
-		c.counted = c.cl.NoteStatement()
-	}
-}
-
-// join is ready's step away from the pool's host, outside a transaction: it moves the
-// connection to the pool's host (or walks), unless results are still being read here.
-func (c *Conn) join(ctx context.Context, count bool) error {
-	if c.closed {
-		return driver.ErrBadConn
-	}
-	if c.phys != nil && c.rows > 0 {
-		return nil // results are still being read here; move at the next safe point
-	}
-	// The pool moved (another connection saw this host fail, or fell back), or this
-	// connection lost its physical one, or its host no longer has the wanted role (a
-	// demoted primary: another connection is looking for the writer): join the pool's
-	// host, or the walk.
-	c.drop()
-	connect := c.cl.Connect
-	if c.cfg.AllowSourceDown && c.sp != nil && c.sp.intent {
-		// For a read (no replica could serve it, or a causal read needs the writer's
-		// position): one pass, not the passes a write waits for while no writer answers.
-		connect = c.cl.ConnectOnePass
-	}
-	phys, host, err := connect(ctx, c.setup)
-	if err != nil {
-		return c.refusedWrite(err)
-	}
-	c.attach(phys, host)
-	c.countAway(count)
-	return nil
-}
-
-// stale runs the liveness check on a connection idle for cluster.DefaultIdleCheck or more and drops a
-// physical connection that fails it, without blaming its host (the next call joins the
-// pool's host). It reports whether it dropped one, and with it whatever the session
-// held: with transactionReplay an open transaction is replayed on a new session instead
-// (replayIdle; k is the kind of the call about to be sent), and then it reports false.
-func (c *Conn) stale(ctx context.Context, k stmt.Kind) bool {
-	now := c.cl.Now().UnixNano()
-	idle := now-c.live.lastUsed >= int64(cluster.DefaultIdleCheck)
-	c.live.lastUsed = now
-	if !idle || c.phys == nil || c.rows > 0 {
-		return false
-	}
-	r, ok := c.phys.(driver.SessionResetter)
-	if !ok || r.ResetSession(ctx) == nil {
-		return false
-	}
-	before := c.st
-	c.discard("the server closed the connection while it sat idle", kPlain)
-	return !c.replayIdle(ctx, before, k)
-}
 
 // uncount takes back the statement the last ready counted.
 func (c *Conn) uncount() {
@@ -568,11 +368,21 @@ func (c *Conn) fail(ctx context.Context, epoch uint64, err error, r stmt.Retry, 
 	return c.move(ctx, err, !c.sent(err), r, k)
 }
 
+// wire is what the connector's socket tracker knows of the physical session's socket
+// (sock, nil: nothing), and its counts of bytes written and of failed writes when the
+// call in flight began (see mark and sent).
+type wire struct {
+	sock    *cluster.Socket
+	wrote   uint64
+	wfailed uint64
+	rejects bool // rejectReadOnly without multiStatements: a failed write may be a refusal (sent)
+}
+
 // mark notes, just before a call is sent on the physical connection, how many bytes its
 // socket has taken so far, and how many writes failed, for sent. It allocates nothing.
-func (c *Conn) mark() {
-	if c.sock != nil {
-		c.wrote, c.wfailed = c.sock.Written(), c.sock.WriteFailures()
+func (w *wire) mark() {
+	if w.sock != nil {
+		w.wrote, w.wfailed = w.sock.Written(), w.sock.WriteFailures()
 	}
 }
 
@@ -587,33 +397,33 @@ func (c *Conn) mark() {
 // 1836), its whole answer read and no write failed; unless multiStatements is on (a
 // batch's earlier statements may have run). Without the socket (a dialer the tracker
 // does not see), driver.ErrBadConn says nothing was written.
-func (c *Conn) sent(err error) bool {
+func (w *wire) sent(err error) bool {
 	switch {
 	case !errors.Is(err, driver.ErrBadConn):
 		return true
-	case c.sock == nil || c.sock.Written() == c.wrote:
+	case w.sock == nil || w.sock.Written() == w.wrote:
 		return false
 	}
-	refused := c.cfg.RejectReadOnly && !c.cfg.MultiStatements && c.sock.WriteFailures() == c.wfailed
+	refused := w.rejects && w.sock.WriteFailures() == w.wfailed
 	return !refused
 }
 
 // failedData records a data error of a statement of kind k: the session lives on.
-func (c *Conn) failedData(k stmt.Kind) {
+func (t *tracker) failedData(k stmt.Kind) {
 	if k.Kind() == dialect.Batch {
-		c.st.failedBatch(c.batch)
+		t.st.failedBatch(t.batch)
 	} else {
-		c.st.failed(k)
+		t.st.failed(k)
 	}
 }
 
 // judge says what a communication failure of a call of kind k means for the session's
 // transaction state (notSent: nothing of the call was sent).
-func (c *Conn) judge(k stmt.Kind, notSent bool) verdict {
+func (t *tracker) judge(k stmt.Kind, notSent bool) verdict {
 	if k.Kind() == dialect.Batch {
-		return c.st.verdictBatch(c.batch, notSent)
+		return t.st.verdictBatch(t.batch, notSent)
 	}
-	return c.st.verdict(k)
+	return t.st.verdict(k)
 }
 
 // rejected handles a write the server refused because it is read-only (1290, 1836) on a
@@ -776,12 +586,18 @@ func (c *Conn) settleRun(ctx context.Context, old ended, fe *failover.FailoverEr
 // again (failover.FailoverError.Read): a statement's run or rows (Conn.failing, set just
 // before fail) that dialect.Rereadable accepts. The caller knows that no transaction is
 // open.
-func (c *Conn) failedRead(k stmt.Kind) bool {
-	return k.Kind() == dialect.Plain && c.failing != "" && dialect.Rereadable(c.failing)
+func (f *failingCall) failedRead(k stmt.Kind) bool {
+	return k.Kind() == dialect.Plain && f.failing != "" && dialect.Rereadable(f.failing)
 }
 
-// forgetFailing clears Conn.failing when fail is done with it.
-func (c *Conn) forgetFailing() { c.failing = "" }
+// forgetFailing clears failing when fail is done with it.
+func (f *failingCall) forgetFailing() { f.failing = "" }
+
+// failingCall is the call that failed, while fail handles it: failing is the query whose
+// run or rows failed ("" none, or not a query).
+type failingCall struct {
+	failing string
+}
 
 // reconnect is move's switch: it closes the physical connection, whose host failed
 // with err, and has the cluster recover (a new session on the same host, or on the next
@@ -919,21 +735,12 @@ func (o *h) Ran(k stmt.Kind, query string, args []driver.NamedValue, res driver.
 			c.sp.giveBack() // unless the statement's preparation holds it (it does, as it ran there)
 			return res
 		}
-		if c.tx == nil || c.tx.rs == nil {
-			c.wroteOnPrimary()
-		}
 	}
-	if c.log != nil {
-		before, db := c.st, c.db
-		c.ran(k, query)
-		how := viaPrepared
-		if res == nil {
-			how |= viaQuery
-		}
-		return c.noteStmt(before, db, noted{k, query, args, how}, res)
+	how := viaPrepared
+	if res == nil {
+		how |= viaQuery
 	}
-	c.ran(k, query)
-	return res
+	return c.ranHere(k, query, args, how, res)
 }
 
 // Failing implements stmt.Owner.
@@ -997,11 +804,11 @@ func (o *h) Unprepared(epoch uint64) {
 // StmtClosed implements stmt.Owner: the next prepare reuses s.
 func (o *h) StmtClosed(s *stmt.Stmt) { o.free.stmt = s }
 
-// newStmt wraps inner, prepared from query on the physical connection of epoch, in the
-// last closed Stmt proxy, or in a new one.
-func (c *Conn) newStmt(query string, inner driver.Stmt, epoch uint64, k stmt.Kind) *stmt.Stmt {
-	s := stmt.New(c.free.stmt, (*h)(c), query, k, stmt.Prepared{Inner: inner, Epoch: epoch})
-	c.free.stmt = nil
+// newStmt wraps inner, prepared from query on the physical connection of epoch, for
+// own, in the last closed Stmt proxy, or in a new one.
+func (f *spares) newStmt(own stmt.Owner, query string, inner driver.Stmt, epoch uint64, k stmt.Kind) *stmt.Stmt {
+	s := stmt.New(f.stmt, own, query, k, stmt.Prepared{Inner: inner, Epoch: epoch})
+	f.stmt = nil
 	return s
 }
 
@@ -1012,141 +819,88 @@ func (o *h) CheckNamedValue(nv *driver.NamedValue) error {
 
 // ExecContext implements driver.ExecerContext.
 func (c *Conn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
-	if c.sp != nil {
-		res, err := c.execContext(ctx, query, args)
-		c.sp.giveBack() // the replica sessions the statement used
-		return res, err
-	}
-	return c.execContext(ctx, query, args)
+	res, _, err := c.statement(ctx, query, args, viaExec)
+	return res, err
 }
 
-func (c *Conn) execContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+// QueryContext implements driver.QueryerContext.
+func (c *Conn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	_, rows, err := c.statement(ctx, query, args, viaQuery)
+	return rows, err
+}
+
+// statement is the one path of ExecContext and QueryContext (how says which). The query
+// is classified here, once; its kind k goes down with it, to route, ready, the run and
+// the bookkeeping after it (ranHere). A query's rows may keep a replica session.
+func (c *Conn) statement(ctx context.Context, query string, args []driver.NamedValue, how via) (driver.Result, driver.Rows, error) {
 	k := dialect.Classify(query, c.cfg.MultiStatements)
 	if k.Kind() == dialect.Batch {
 		c.batch = query
 	}
 	var res driver.Result
-	err := c.attempts(ctx, &call{kind: k, fails: k, retry: stmt.RetryIfNotSent, counts: true, at: routed, stmt: k, rfails: k},
-		func(rs *rsession) (bool, error) {
-			var final bool
-			var err error
-			if rs != nil {
-				res, final, err = c.execReplica(ctx, rs, query, args)
-			} else {
-				res, final, err = c.execPrimary(ctx, k, query, args)
-			}
-			return final, err
-		})
-	switch {
-	case err == errAnswered:
-		return driver.RowsAffected(0), nil
-	case err != nil:
-		return nil, err
-	}
-	return res, nil
-}
-
-// execPrimary is ExecContext's run on the primary session, once ready (see attempts).
-func (c *Conn) execPrimary(ctx context.Context, k stmt.Kind, query string, args []driver.NamedValue) (driver.Result, bool, error) {
-	if c.execer == nil {
-		return nil, true, driver.ErrSkip // database/sql prepares instead
-	}
-	c.mark()
-	res, err := c.execer.ExecContext(ctx, query, args)
-	if err == nil {
-		if c.log != nil {
-			before, db := c.st, c.db
-			c.ran(k, query)
-			c.wroteOnPrimary()
-			return c.noteStmt(before, db, noted{k, query, args, viaExec}, res), true, nil
-		}
-		c.ran(k, query)
-		c.wroteOnPrimary()
-		return res, true, nil
-	}
-	if err == driver.ErrSkip {
-		// go-sql-driver's answer to every statement with arguments unless
-		// interpolateParams is set: database/sql prepares instead, and the
-		// prepared statement counts itself. Nothing was sent.
-		c.uncount()
-		return nil, true, err
-	}
-	if c.log != nil {
-		c.log.try(query, args, viaExec, c.epoch)
-	}
-	c.failing = query
-	return nil, false, err
-}
-
-// QueryContext implements driver.QueryerContext.
-func (c *Conn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	if c.sp != nil {
-		rows, err := c.queryContext(ctx, query, args)
-		c.sp.giveBack() // the replica sessions the query used, unless its rows hold one
-		return rows, err
-	}
-	return c.queryContext(ctx, query, args)
-}
-
-func (c *Conn) queryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	k := dialect.Classify(query, c.cfg.MultiStatements)
-	if k.Kind() == dialect.Batch {
-		c.batch = query
-	}
 	var rows driver.Rows
 	err := c.attempts(ctx, &call{kind: k, fails: k, retry: stmt.RetryIfNotSent, counts: true, at: routed, stmt: k, rfails: k},
 		func(rs *rsession) (bool, error) {
 			var final bool
 			var err error
 			if rs != nil {
-				rows, final, err = c.queryReplica(ctx, rs, query, args)
+				res, rows, final, err = c.runReplica(ctx, rs, query, args, how)
 			} else {
-				rows, final, err = c.queryPrimary(ctx, k, query, args)
+				res, rows, final, err = c.runPrimary(ctx, k, query, args, how)
 			}
 			return final, err
 		})
-	switch {
-	case err == errAnswered:
-		return noRows{}, nil
-	case err != nil:
-		return nil, err
+	if c.sp != nil {
+		c.sp.giveBack() // the replica sessions the statement used, unless its rows hold one
 	}
-	return rows, nil
+	switch {
+	case err == errAnswered && how&viaQuery != 0:
+		return nil, noRows{}, nil
+	case err == errAnswered:
+		return driver.RowsAffected(0), nil, nil
+	case err != nil:
+		return nil, nil, err
+	}
+	return res, rows, nil
 }
 
-// queryPrimary is QueryContext's run on the primary session, once ready (see attempts).
-func (c *Conn) queryPrimary(ctx context.Context, k stmt.Kind, query string, args []driver.NamedValue) (driver.Rows, bool, error) {
-	if c.queryer == nil {
-		return nil, true, driver.ErrSkip
+// runPrimary is a statement's run on the primary session, once ready (see attempts).
+func (c *Conn) runPrimary(ctx context.Context, k stmt.Kind, query string, args []driver.NamedValue, how via) (driver.Result, driver.Rows, bool, error) {
+	var res driver.Result
+	var rows driver.Rows
+	var err error
+	if how&viaQuery != 0 {
+		if c.queryer == nil {
+			return nil, nil, true, driver.ErrSkip // database/sql prepares instead
+		}
+		c.mark()
+		rows, err = c.queryer.QueryContext(ctx, query, args)
+	} else {
+		if c.execer == nil {
+			return nil, nil, true, driver.ErrSkip
+		}
+		c.mark()
+		res, err = c.execer.ExecContext(ctx, query, args)
 	}
-	c.mark()
-	rows, err := c.queryer.QueryContext(ctx, query, args)
-	if err == nil {
-		c.wroteOnPrimary()
-		var before txState
-		if c.log != nil {
-			before = c.st
+	switch {
+	case err == nil:
+		res = c.ranHere(k, query, args, how, res)
+		if how&viaQuery != 0 {
+			return nil, stmt.NewRows((*h)(c), ctx, rows, c.epoch, query), true, nil
 		}
-		if k.Kind() == dialect.Batch {
-			c.st.mayHaveRun(query) // the statements after the first run while the caller reads
-			c.sess.has.mayHold(k, query, c.db)
-		} else {
-			c.ran(k, query)
-		}
-		if c.log != nil {
-			c.noteStmt(before, c.db, noted{k, query, args, viaQuery}, nil)
-		}
-		return stmt.NewRows((*h)(c), ctx, rows, c.epoch, query), true, nil
-	}
-	if err == driver.ErrSkip {
+		return res, nil, true, nil
+	case err == driver.ErrSkip:
+		// go-sql-driver's answer to every statement with arguments unless
+		// interpolateParams is set: database/sql prepares instead, and the
+		// prepared statement counts itself. Nothing was sent.
 		c.uncount()
-		return nil, true, err // database/sql prepares instead; see ExecContext
+		return nil, nil, true, err
 	}
 	if c.log != nil {
-		c.log.try(query, args, viaQuery, c.epoch)
+		c.log.try(query, args, how, c.epoch)
 	}
 	c.failing = query
-	return nil, false, err
+	return nil, nil, false, err
 }
 
 // Prepare implements driver.Conn.
@@ -1184,7 +938,7 @@ func (c *Conn) prepareContext(ctx context.Context, query string) (driver.Stmt, e
 			}
 			c.mark()
 			if s, err = prepareOn(ctx, c.phys, query); err == nil {
-				s = c.newStmt(query, s, c.epoch, k)
+				s = c.free.newStmt((*h)(c), query, s, c.epoch, k)
 			}
 			return err == nil, err
 		})

@@ -12,6 +12,13 @@
 // (attempts; a prepared statement's too, through stmt.Owner.Attempts): ready, the call,
 // then fail's verdict.
 //
+// ExecContext and QueryContext share one path (statement): the query is classified once
+// there (dialect.Classify), and its kind goes down with it. ready.go holds the safe point
+// and what the kind meets there; ran.go the one step after a statement succeeded on the
+// primary session (ranHere), for every path: the tracker (txtrack.go) applies its effect
+// on the transaction state, the database and what the session holds, and the txLog
+// records it for replay.
+//
 // When a call fails, the error goes to one function, fail, which judges it once
 // (failure.go: failureOf, from cluster.Judge) and carries that judgement to the helpers that
 // act on it; the engine is told of a refusal once (Cluster.NoteRefusal). It decides:

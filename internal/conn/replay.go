@@ -71,6 +71,7 @@ type txLog struct {
 	maxSize  int           // transactionReplayMaxSize, bytes
 	attempts int           // transactionReplayAttempts, count
 	timeout  time.Duration // transactionReplayTimeout, 0: none
+	multi    bool          // multiStatements: a query may hold several statements
 
 	on       bool // a transaction is being recorded
 	tx       bool // opened by BeginTx (opts); else by its first entry
@@ -153,7 +154,7 @@ func newLog(cfg Config) *txLog {
 	if !cfg.Replay {
 		return nil
 	}
-	return &txLog{maxSize: cfg.ReplayMaxSize, attempts: cfg.ReplayAttempts, timeout: cfg.ReplayTimeout}
+	return &txLog{maxSize: cfg.ReplayMaxSize, attempts: cfg.ReplayAttempts, timeout: cfg.ReplayTimeout, multi: cfg.MultiStatements}
 }
 
 // start begins recording a transaction, in database db; opts for one opened by BeginTx
@@ -346,30 +347,36 @@ func unreplayable(k dialect.Kind, q string) string {
 	return ""
 }
 
-// noteStmt records, with replay on, a statement that succeeded on the primary session:
-// n (a query's rows are recorded as they are read), res its result (nil for a query);
-// before and db are the session's transaction state and database before it ran. It returns the result for
-// the caller. Only statements inside a transaction are recorded: one the statement
-// opened (BEGIN, the first statement with autocommit off) starts the record, and a
-// statement after which no transaction is open clears it (an autocommit statement is
-// never recorded, so never replayed).
-func (c *Conn) noteStmt(before txState, db string, n noted, res driver.Result) driver.Result {
+// stepped is the physical session's state across one statement, for noteStmt: its
+// transaction state before and after, and its database before.
+type stepped struct {
+	before, after txState
+	db            string
+}
+
+// noteStmt records a statement that succeeded on the primary session: n (a query's rows
+// are recorded as they are read), res its result (nil for a query), tx the open Tx (nil:
+// none), st the session's state across it. It returns the result for the caller. Only
+// statements inside a transaction are recorded: one the statement opened (BEGIN, the
+// first statement with autocommit off) starts the record, and a statement after which no
+// transaction is open clears it (an autocommit statement is never recorded, so never
+// replayed).
+func (l *txLog) noteStmt(n noted, res driver.Result, tx *Tx, st stepped) driver.Result {
 	k, q := n.k, n.query
-	l := c.log
 	if l.sess == "" {
-		l.sess = dialect.SessionState(q, c.cfg.MultiStatements)
+		l.sess = dialect.SessionState(q, l.multi)
 	}
-	if c.tx == nil {
-		if !c.noteOutsideTx(before, db, k, q) {
+	if tx == nil {
+		if !l.noteOutsideTx(st, k, q) {
 			return res
 		}
-	} else if c.tx.rs != nil || !l.on {
+	} else if tx.rs != nil || !l.on {
 		return res // a read-only transaction on a replica is not replayed
 	} else if commits(k) || k.Kind() == dialect.Rollback {
 		l.refuse("a statement that ends the transaction inside a Tx (COMMIT, ROLLBACK, or one that commits implicitly)")
 	}
 	l.trying = trying{}
-	c.refuseUnreplayable(k, q)
+	l.refuseUnreplayable(k, q, st.after)
 	e := l.add(k, q, n.args, n.how)
 	if e == nil {
 		return res
@@ -384,28 +391,27 @@ func (c *Conn) noteStmt(before txState, db string, n noted, res driver.Result) d
 }
 
 // noteOutsideTx is noteStmt's decision for a statement run outside a Tx (kind k, query
-// q; before and db as for noteStmt): it reports whether the statement is to be recorded.
-// With no transaction open after it the record is cleared; with one whose state cannot
-// be told it is refused; a statement that opened the transaction starts the record.
-func (c *Conn) noteOutsideTx(before txState, db string, k stmt.Kind, q string) (record bool) {
-	l := c.log
-	if c.st.txn == txnUnknown && l.on {
+// q; st as for noteStmt): it reports whether the statement is to be recorded. With no
+// transaction open after it the record is cleared; with one whose state cannot be told
+// it is refused; a statement that opened the transaction starts the record.
+func (l *txLog) noteOutsideTx(st stepped, k stmt.Kind, q string) (record bool) {
+	if st.after.txn == txnUnknown && l.on {
 		// Whether the transaction goes on cannot be told (CALL, EXECUTE...): it
 		// counts as open, and cannot be replayed.
 		l.refuse(unreplayable(dialect.Unknown, q))
 		return false
 	}
-	if c.st.txn != txnOpen {
+	if st.after.txn != txnOpen {
 		l.clear()
 		return false
 	}
 	cls := k.Kind()
-	if !l.on || before.txn != txnOpen || cls == dialect.Begin || cls == dialect.XAStart || cls == dialect.Commit || cls == dialect.Rollback {
-		l.start(false, driver.TxOptions{}, db)
+	if !l.on || st.before.txn != txnOpen || cls == dialect.Begin || cls == dialect.XAStart || cls == dialect.Commit || cls == dialect.Rollback {
+		l.start(false, driver.TxOptions{}, st.db)
 		switch {
 		case cls == dialect.Commit || cls == dialect.Rollback:
 			l.refuse("a transaction opened by AND CHAIN (its characteristics are not known)")
-		case before.pending:
+		case st.before.pending:
 			l.refuse(whyPending)
 		}
 	}
@@ -413,17 +419,16 @@ func (c *Conn) noteOutsideTx(before txState, db string, k stmt.Kind, q string) (
 }
 
 // refuseUnreplayable refuses the record for a statement of kind k, query q, that cannot
-// be replayed: by its kind or text, under table locks, or several statements in one
-// (multiStatements).
-func (c *Conn) refuseUnreplayable(k stmt.Kind, q string) {
-	l := c.log
+// be replayed: by its kind or text, under table locks (after: the state after it), or
+// several statements in one (multiStatements).
+func (l *txLog) refuseUnreplayable(k stmt.Kind, q string, after txState) {
 	if why := unreplayable(k.Kind(), q); why != "" {
 		l.refuse(why)
 	}
-	if c.st.locks {
+	if after.locks {
 		l.refuse(unreplayable(dialect.LockTables, q))
 	}
-	if c.cfg.MultiStatements && strings.IndexByte(q, ';') >= 0 && dialect.Multiple(q) {
+	if l.multi && strings.IndexByte(q, ';') >= 0 && dialect.Multiple(q) {
 		l.refuse(unreplayable(dialect.Batch, q))
 	}
 }
@@ -519,7 +524,7 @@ func (c *Conn) replayHere(ctx context.Context, m *switched) (bool, error) {
 		l.clear()
 		return false, nil
 	}
-	if err := c.unreplayable(werr, failed); err != nil {
+	if err := l.refusal(werr, failed, c.cl, c.cl.Host(c.host)); err != nil {
 		l.clear()
 		return false, err
 	}
@@ -532,24 +537,23 @@ func (c *Conn) replayHere(ctx context.Context, m *switched) (bool, error) {
 	return c.replayRounds(ctx, rctx, before, failed)
 }
 
-// unreplayable says why the recorded transaction cannot be replayed (nil when it can):
-// it is too big, it used what a new session lacks, or the walk (werr) found no new
-// session. The first two are reported (cluster.Cluster.NoteReplay) as failures on the
-// session's host of a call that failed on the host failed.
-func (c *Conn) unreplayable(werr error, failed string) error {
-	l := c.log
+// refusal says why the record cannot be replayed (nil when it can): it is too big, it
+// used what a new session lacks, or the walk (werr) found no new session. The first two
+// are reported to cl (cluster.Cluster.NoteReplay) as failures on the session's host
+// (here) of a call that failed on the host failed.
+func (l *txLog) refusal(werr error, failed string, cl *cluster.Cluster, here string) error {
 	why := ""
 	switch {
 	case l.tooBig:
 		why = fmt.Sprintf("not replayed: the transaction recorded more than transactionReplayMaxSize (%d bytes)", l.maxSize)
-		c.cl.NoteReplay(cluster.ReplayTooBig, failed, c.cl.Host(c.host), errors.New(why))
+		cl.NoteReplay(cluster.ReplayTooBig, failed, here, errors.New(why))
 	case l.unsafe != "" || l.gone != "":
 		why = l.unsafe
 		if why == "" {
 			why = l.gone
 		}
 		why = "not replayed: the transaction used " + why
-		c.cl.NoteReplay(cluster.ReplayUnsafe, failed, c.cl.Host(c.host), errors.New(why))
+		cl.NoteReplay(cluster.ReplayUnsafe, failed, here, errors.New(why))
 	case werr != nil:
 		why = "not replayed: no new session"
 	}
@@ -709,11 +713,12 @@ func (c *Conn) replay(ctx context.Context, before txState) error {
 		}
 		c.tx.inner, c.tx.epoch = tx, c.epoch
 	}
+	r := replayer{c.phys, c.execer, c.queryer}
 	for i, e := range l.entries {
 		if e.k != kPlain && e.k != kBegin {
 			l.moved = true // USE, SET ...: the session's own state, as it was at this point
 		}
-		if err := c.replayOne(ctx, e); err != nil {
+		if err := r.one(ctx, e); err != nil {
 			var re *replayError
 			if errors.As(err, &re) {
 				re.n, re.query, re.host = i+1, e.query, host
@@ -727,21 +732,29 @@ func (c *Conn) replay(ctx context.Context, before txState) error {
 	return nil
 }
 
-// replayOne runs one recorded statement and compares its result with the record.
-func (c *Conn) replayOne(ctx context.Context, e *entry) error {
+// replayer runs the recorded statements on the new physical session phys, through its
+// optional interfaces (nil where it lacks one).
+type replayer struct {
+	phys    driver.Conn
+	execer  driver.ExecerContext
+	queryer driver.QueryerContext
+}
+
+// one runs one recorded statement and compares its result with the record.
+func (r replayer) one(ctx context.Context, e *entry) error {
 	var s driver.Stmt
 	if e.how&viaPrepared != 0 {
 		var err error
-		if s, err = prepareOn(ctx, c.phys, e.query); err != nil {
+		if s, err = prepareOn(ctx, r.phys, e.query); err != nil {
 			return dataAsMismatch(ctx, err)
 		}
 		defer s.Close()
 	}
 	if e.errno != 0 {
-		return c.replayFailed(ctx, e, s)
+		return r.failed(ctx, e, s)
 	}
 	if e.how&viaQuery == 0 {
-		res, err := c.replayExec(ctx, e, s)
+		res, err := r.exec(ctx, e, s)
 		if err != nil {
 			return dataAsMismatch(ctx, err)
 		}
@@ -756,7 +769,7 @@ func (c *Conn) replayOne(ctx context.Context, e *entry) error {
 		e.affected, e.insertID = affected, id // what the result answers from now on
 		return nil
 	}
-	rows, err := c.replayQuery(ctx, e, s)
+	rows, err := r.query(ctx, e, s)
 	if err != nil {
 		return dataAsMismatch(ctx, err)
 	}
@@ -789,17 +802,17 @@ func (c *Conn) replayOne(ctx context.Context, e *entry) error {
 	return nil
 }
 
-// replayFailed runs a recorded statement that failed (e.errno) through s (nil: not
+// failed runs a recorded statement that failed (e.errno) through s (nil: not
 // prepared): it must fail with the same error.
-func (c *Conn) replayFailed(ctx context.Context, e *entry, s driver.Stmt) error {
+func (r replayer) failed(ctx context.Context, e *entry, s driver.Stmt) error {
 	var err error
 	if e.how&viaQuery != 0 {
 		var rows driver.Rows
-		if rows, err = c.replayQuery(ctx, e, s); err == nil {
+		if rows, err = r.query(ctx, e, s); err == nil {
 			_ = rows.Close()
 		}
 	} else {
-		_, err = c.replayExec(ctx, e, s)
+		_, err = r.exec(ctx, e, s)
 	}
 	switch {
 	case err == nil:
@@ -813,25 +826,24 @@ func (c *Conn) replayFailed(ctx context.Context, e *entry, s driver.Stmt) error 
 	return err
 }
 
-// replayExec runs the recorded statement e through s (nil: not prepared) or the
-// connection.
-func (c *Conn) replayExec(ctx context.Context, e *entry, s driver.Stmt) (driver.Result, error) {
+// exec runs the recorded statement e through s (nil: not prepared) or the session.
+func (r replayer) exec(ctx context.Context, e *entry, s driver.Stmt) (driver.Result, error) {
 	switch {
 	case s != nil:
 		return s.(driver.StmtExecContext).ExecContext(ctx, e.args)
-	case c.execer != nil:
-		return c.execer.ExecContext(ctx, e.query, e.args)
+	case r.execer != nil:
+		return r.execer.ExecContext(ctx, e.query, e.args)
 	}
 	return nil, &replayError{why: "the connection cannot run statements directly"}
 }
 
-// replayQuery runs the recorded query e through s (nil: not prepared) or the connection.
-func (c *Conn) replayQuery(ctx context.Context, e *entry, s driver.Stmt) (driver.Rows, error) {
+// query runs the recorded query e through s (nil: not prepared) or the session.
+func (r replayer) query(ctx context.Context, e *entry, s driver.Stmt) (driver.Rows, error) {
 	switch {
 	case s != nil:
 		return s.(driver.StmtQueryContext).QueryContext(ctx, e.args)
-	case c.queryer != nil:
-		return c.queryer.QueryContext(ctx, e.query, e.args)
+	case r.queryer != nil:
+		return r.queryer.QueryContext(ctx, e.query, e.args)
 	}
 	return nil, &replayError{why: "the connection cannot run queries directly"}
 }

@@ -138,39 +138,36 @@ func (c *Conn) route(ctx context.Context, k stmt.Kind, first bool) (*rsession, e
 	return c.replica(ctx, key)
 }
 
-// execReplica is ExecContext's run on the replica session rs (see attempts).
-func (c *Conn) execReplica(ctx context.Context, rs *rsession, query string, args []driver.NamedValue) (driver.Result, bool, error) {
-	if rs.execer == nil {
-		return nil, true, driver.ErrSkip
+// runReplica is a statement's run on the replica session rs (see attempts).
+func (c *Conn) runReplica(ctx context.Context, rs *rsession, query string, args []driver.NamedValue, how via) (driver.Result, driver.Rows, bool, error) {
+	var res driver.Result
+	var rows driver.Rows
+	var err error
+	if how&viaQuery != 0 {
+		if rs.queryer == nil {
+			return nil, nil, true, driver.ErrSkip
+		}
+		c.cl.ReplicaStart(rs.host)
+		rows, err = rs.queryer.QueryContext(ctx, query, args)
+	} else {
+		if rs.execer == nil {
+			return nil, nil, true, driver.ErrSkip
+		}
+		c.cl.ReplicaStart(rs.host)
+		res, err = rs.execer.ExecContext(ctx, query, args)
 	}
-	c.cl.ReplicaStart(rs.host)
-	res, err := rs.execer.ExecContext(ctx, query, args)
-	c.cl.ReplicaDone(rs.host, err == nil)
-	if err == driver.ErrSkip {
-		c.sp.prefer = rs.host // database/sql prepares it next: on the same replica
-	} else if err != nil {
-		c.failing = query // for fail, which attempts calls next
-	}
-	return res, err == nil || err == driver.ErrSkip, err
-}
-
-// queryReplica is QueryContext's run on the replica session rs (see attempts).
-func (c *Conn) queryReplica(ctx context.Context, rs *rsession, query string, args []driver.NamedValue) (driver.Rows, bool, error) {
-	if rs.queryer == nil {
-		return nil, true, driver.ErrSkip
-	}
-	c.cl.ReplicaStart(rs.host)
-	rows, err := rs.queryer.QueryContext(ctx, query, args)
 	c.cl.ReplicaDone(rs.host, err == nil)
 	switch {
+	case err == nil && how&viaQuery != 0:
+		return nil, stmt.NewRows((*h)(c), ctx, rows, rs.epoch, query), true, nil
 	case err == nil:
-		return stmt.NewRows((*h)(c), ctx, rows, rs.epoch, query), true, nil
+		return res, nil, true, nil
 	case err == driver.ErrSkip:
 		c.sp.prefer = rs.host // database/sql prepares it next: on the same replica
-		return nil, true, err
+		return nil, nil, true, err
 	}
 	c.failing = query // for fail, which attempts calls next
-	return nil, false, err
+	return nil, nil, false, err
 }
 
 // prepareReplica is PrepareContext's run on the replica session rs (see attempts): a
@@ -182,7 +179,7 @@ func (c *Conn) prepareReplica(ctx context.Context, rs *rsession, query string, k
 		return nil, false, err
 	}
 	c.sp.prefer = rs.host
-	return c.newStmt(query, s, rs.epoch, k), true, nil
+	return c.free.newStmt((*h)(c), query, s, rs.epoch, k), true, nil
 }
 
 // replica returns a replica session for a read-intent statement with routing key key
@@ -273,7 +270,7 @@ func (c *Conn) rsessionOn(ctx context.Context, host int) (*rsession, error) {
 				break // dead while it sat idle: another one on the same host
 			}
 			rs.idled = true
-			return c.inDB(ctx, rs)
+			return sp.inDB(ctx, rs, c.db)
 		}
 	}
 	for {
@@ -294,7 +291,7 @@ func (c *Conn) rsessionOn(ctx context.Context, host int) (*rsession, error) {
 		}
 		if !sp.replicaDead(ctx, rs, now, check) {
 			rs.idled = true
-			return c.inDB(ctx, rs)
+			return sp.inDB(ctx, rs, c.db)
 		}
 	}
 	phys, err := c.cl.Replicas().Open(ctx, host, c.rsetup)
@@ -323,14 +320,14 @@ func (sp *split) replicaDead(ctx context.Context, rs *rsession, now int64, check
 	return false
 }
 
-// inDB moves replica session rs to the connection's current database.
-func (c *Conn) inDB(ctx context.Context, rs *rsession) (*rsession, error) {
-	if rs.db != c.db && c.db != "" {
-		if err := c.exec(ctx, rs.phys, "USE "+dialect.QuoteIdent(c.db)); err != nil {
-			c.sp.dropReplica(rs)
+// inDB moves replica session rs to the connection's current database db.
+func (sp *split) inDB(ctx context.Context, rs *rsession, db string) (*rsession, error) {
+	if rs.db != db && db != "" {
+		if err := execOn(ctx, rs.phys, "USE "+dialect.QuoteIdent(db)); err != nil {
+			sp.dropReplica(rs)
 			return nil, err
 		}
-		rs.db = c.db
+		rs.db = db
 	}
 	return rs, nil
 }
@@ -490,7 +487,7 @@ func (c *Conn) failReplica(ctx context.Context, epoch uint64, f failure, r stmt.
 	if f.class != cluster.Communication && !refused {
 		return false, c.replicaDataErr(ctx, rs, f, inTx)
 	}
-	fe := c.replicaBroken(rs, f)
+	fe := c.sp.replicaBroken(rs, f, c.cl.Host(c.host))
 	if inTx {
 		if c.tx != nil {
 			c.lose(c.tx, lost("the read-only transaction failed earlier on replica "+fe.Failed+": "+fe.Err.Error()))
@@ -572,22 +569,23 @@ func (c *Conn) replicaDataErr(ctx context.Context, rs *rsession, f failure, inTx
 
 // replicaBroken closes replica session rs after failure f (a communication error, or a
 // refusal), without blaming its host, tells the engine (Cluster.NoteRefusal for a
-// refusal, then Replicas.SessionEnded), and returns the error that says so.
-func (c *Conn) replicaBroken(rs *rsession, f failure) *failover.FailoverError {
+// refusal, then Replicas.SessionEnded), and returns the error that says so. current is
+// the address of the connection's primary session's host.
+func (sp *split) replicaBroken(rs *rsession, f failure, current string) *failover.FailoverError {
 	if f.refused() {
 		// The replica's server is not ready (a Galera node outside the Primary
 		// component...): a read-only session wrote nothing; the host serves no reads
 		// until it says it is ready.
-		c.cl.NoteRefusal(rs.host, f.nr)
+		sp.cl.NoteRefusal(rs.host, f.nr)
 	}
 	err := f.err
-	addr := c.cl.Host(rs.host)
-	c.sp.dropReplica(rs)
-	c.sp.tried |= bit(rs.host)
-	c.cl.Replicas().SessionEnded(rs.host, err)
+	addr := sp.cl.Host(rs.host)
+	sp.dropReplica(rs)
+	sp.tried |= bit(rs.host)
+	sp.cl.Replicas().SessionEnded(rs.host, err)
 	return &failover.FailoverError{
 		Failed:  addr,
-		Current: c.cl.Host(c.host),
+		Current: current,
 		// A replica session is read-only: what ran there wrote nothing, but a read
 		// that was sent may have run.
 		MaybeExecuted: !errors.Is(err, driver.ErrBadConn) && !f.refused(),
@@ -601,8 +599,8 @@ func (c *Conn) replicaBroken(rs *rsession, f failure) *failover.FailoverError {
 // alone does not: a request context that carries one may begin a read-write
 // transaction, whose writes a replica would refuse (1792). The context's routing key
 // still chooses the replica.
-func (c *Conn) readIntentTx(opts driver.TxOptions) bool {
-	return opts.ReadOnly || c.explicitRO
+func readIntentTx(opts driver.TxOptions, explicitRO bool) bool {
+	return opts.ReadOnly || explicitRO
 }
 
 // beginReplica opens a read-only transaction (BeginTx with ReadOnly) on a replica; nil,

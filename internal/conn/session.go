@@ -70,6 +70,11 @@ func (c *Conn) exec(ctx context.Context, phys driver.Conn, query string) error {
 	if phys == c.phys {
 		c.mark()
 	}
+	return execOn(ctx, phys, query)
+}
+
+// execOn runs an internal statement on phys, a physical connection of any session.
+func execOn(ctx context.Context, phys driver.Conn, query string) error {
 	if e, ok := phys.(driver.ExecerContext); ok {
 		_, err := e.ExecContext(ctx, query, nil)
 		return err

@@ -2,6 +2,7 @@ package conn
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -237,10 +238,31 @@ func TestTrackFollowsUse(t *testing.T) {
 		{"-- c\nuse f;", "f"},
 		{"USER x", "app"},
 	} {
-		c := &Conn{db: "app"}
-		c.ran(dialect.Classify(tc.q, false), tc.q)
+		c := &Conn{tracker: tracker{db: "app"}}
+		c.ran(dialect.Classify(tc.q, false), tc.q, false)
 		if c.db != tc.db {
 			t.Errorf("after %q: db %q, want %q", tc.q, c.db, tc.db)
+		}
+	}
+}
+
+// A multi-statement query that ran (Exec) is followed statement by statement, its USE
+// included; one whose results are being read may have run every statement: the
+// temporary tables they create count as held, in the database it started in.
+func TestBatchHoldsItsTemporaryTables(t *testing.T) {
+	const q = "SELECT 1; CREATE TEMPORARY TABLE a (x INT); USE other; CREATE TEMPORARY TABLE b (x INT)"
+	for _, tc := range []struct {
+		reading bool
+		db      string
+		temps   []string
+	}{
+		{reading: false, db: "other", temps: []string{"app.a", "other.b"}},
+		{reading: true, db: "app", temps: []string{"app.a", "app.b"}},
+	} {
+		tr := tracker{db: "app"}
+		tr.ran(dialect.Classify(q, true), q, tc.reading)
+		if tr.db != tc.db || !slices.Equal(tr.sess.has.temps, tc.temps) {
+			t.Errorf("reading %v: db %q, temporary tables %q; want %q, %q", tc.reading, tr.db, tr.sess.has.temps, tc.db, tc.temps)
 		}
 	}
 }

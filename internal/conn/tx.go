@@ -51,7 +51,7 @@ func (c *Conn) beginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 		return nil, errors.New("mysqlfailover: a transaction is already open on this connection")
 	}
 	if c.sp != nil {
-		c.sp.intent = c.readIntentTx(opts) // a read-only one on the primary walks as a read (join)
+		c.sp.intent = readIntentTx(opts, c.explicitRO) // a read-only one on the primary walks as a read (join)
 		if c.sp.intent {
 			if tx, err := c.beginReplica(ctx, opts); tx != nil || err != nil {
 				return tx, err // counted (saw)

@@ -10,6 +10,7 @@ package conn
 
 import (
 	"context"
+	"database/sql/driver"
 
 	"github.com/mysqlfailover/mysqlfailover/internal/cluster"
 	"github.com/mysqlfailover/mysqlfailover/internal/dialect"
@@ -150,7 +151,7 @@ func (c *Conn) timeoutEnded(ctx context.Context, k stmt.Kind) (ended bool, fact 
 		return true, "not asked whether only the statement was rolled back: results were being read", nil
 	}
 	if !c.sess.noInTrans {
-		v, qerr := c.queryOne(ctx, askInTrx)
+		v, qerr := queryOne(ctx, c.queryer, askInTrx)
 		switch {
 		case qerr == nil && v == "0":
 			return true, "@@in_transaction is 0", nil
@@ -165,7 +166,7 @@ func (c *Conn) timeoutEnded(ctx context.Context, k stmt.Kind) (ended bool, fact 
 		}
 	}
 	if c.sess.rbot == rbotUnknown {
-		v, qerr := c.queryOne(ctx, askRbOnTimout)
+		v, qerr := queryOne(ctx, c.queryer, askRbOnTimout)
 		if qerr != nil {
 			return c.unanswered(ctx, qerr, k)
 		}
@@ -200,67 +201,12 @@ func (c *Conn) unanswered(ctx context.Context, qerr error, k stmt.Kind) (bool, s
 	return true, "", out
 }
 
-// queryOne runs q on the physical session and returns the first column of its first row
-// as text.
-func (c *Conn) queryOne(ctx context.Context, q string) (string, error) {
-	vals, err := c.queryRow(ctx, q, 1)
+// queryOne runs q on the physical session (through queryer, nil: none) and returns the
+// first column of its first row as text.
+func queryOne(ctx context.Context, queryer driver.QueryerContext, q string) (string, error) {
+	vals, err := queryRow(ctx, queryer, q, 1)
 	if err != nil {
 		return "", err
 	}
 	return dialect.Text(vals[0]), nil
-}
-
-// whileEnded answers a statement of kind k while the transaction the server rolled back
-// (e, the refusal) holds the connection (see whileLost):
-//
-//   - ROLLBACK (with its clauses) runs, and ends the state (nil: send it).
-//   - COMMIT is not sent: ROLLBACK with the same clauses runs instead, so that nothing
-//     commits even if the server still held a transaction the driver took for ended,
-//     and the caller gets e (never success); the state ends.
-//   - UNLOCK TABLES runs (the rollback kept the table locks) and the state stays.
-//   - Anything else gets e, unsent.
-func (c *Conn) whileEnded(ctx context.Context, e error, k stmt.Kind) error {
-	switch k.Kind() {
-	case dialect.Rollback:
-		c.lost = nil
-		return nil
-	case dialect.Unlock:
-		return nil
-	case dialect.Commit:
-	default:
-		return e
-	}
-	c.lost = nil
-	rk := dialect.Of(dialect.Rollback, k.Clauses(), k.Flags())
-	if c.phys == nil {
-		return e // the session is gone, and nothing with it
-	}
-	if err := c.exec(ctx, c.phys, rollbackSQL(k)); err != nil {
-		// Whatever the failure, the transaction is over; a communication failure
-		// moves the connection as for any statement.
-		_, _ = c.fail(ctx, c.epoch, err, stmt.NoRetry, rk)
-		return e
-	}
-	if c.st.apply(rk) {
-		c.drop() // RELEASE: the server closed the session
-	}
-	return e
-}
-
-// rollbackSQL returns the ROLLBACK with the clauses of COMMIT statement kind k.
-func rollbackSQL(k stmt.Kind) string {
-	q := "ROLLBACK"
-	switch {
-	case k.Clauses()&dialect.Chain != 0:
-		q += " AND CHAIN"
-	case k.Clauses()&dialect.NoChain != 0:
-		q += " AND NO CHAIN"
-	}
-	switch {
-	case k.Clauses()&dialect.Release != 0:
-		q += " RELEASE"
-	case k.Clauses()&dialect.NoRelease != 0:
-		q += " NO RELEASE"
-	}
-	return q
 }

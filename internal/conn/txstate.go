@@ -220,24 +220,29 @@ func (s *txState) failedBatch(query string) {
 	*s = out
 }
 
-// mayHaveRun records a multi-statement query whose results are being read: go-sql-driver
-// has read the first result only, so any number of its statements (one at least) may
-// have run; what differs between those states becomes unknown (see merge). Its USE
-// statements are not followed, and a RELEASE in it does not drop the session.
-func (s *txState) mayHaveRun(query string) {
-	ran := *s
-	var out txState
-	first := true
-	dialect.Statements(query, func(_ string, k stmt.Kind) bool {
-		ran.apply(k)
-		if first {
-			out, first = ran, false
-		} else {
-			out.merge(ran)
-		}
-		return true
-	})
-	*s = out
+// mayHaveRun starts the record of a multi-statement query whose results are being read:
+// go-sql-driver has read the first result only, so any number of its statements (one at
+// least) may have run; what differs between those states becomes unknown (see merge).
+// Each statement goes to next in turn; out is then the session's state.
+func (s *txState) mayHaveRun() mayRun {
+	return mayRun{ran: *s, first: true}
+}
+
+// mayRun is the record mayHaveRun starts: ran the state after the statements so far,
+// out the merge of the states after each.
+type mayRun struct {
+	ran, out txState
+	first    bool
+}
+
+// next records the next statement, of kind k.
+func (m *mayRun) next(k stmt.Kind) {
+	m.ran.apply(k)
+	if m.first {
+		m.out, m.first = m.ran, false
+	} else {
+		m.out.merge(m.ran)
+	}
 }
 
 // merge makes s the state that may be s or t: what differs becomes unknown, and locks,

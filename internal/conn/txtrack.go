@@ -4,8 +4,8 @@ import (
 	"context"
 	"database/sql/driver"
 	"errors"
-	"io"
 
+	"github.com/mysqlfailover/mysqlfailover/failover"
 	"github.com/mysqlfailover/mysqlfailover/internal/cluster"
 	"github.com/mysqlfailover/mysqlfailover/internal/dialect"
 	"github.com/mysqlfailover/mysqlfailover/internal/stmt"
@@ -20,90 +20,46 @@ const (
 	kTxEnd   = kSession + 1             // Tx.Commit, Tx.Rollback (the Tx proxy decides)
 )
 
-// ran records that a statement of kind k, query q, succeeded on the physical session:
-// its effect on the transaction state, the current database and what the session holds
-// (track). After COMMIT or ROLLBACK ... RELEASE the server closes the session: it is
-// dropped without blaming its host (what it held goes with it: the caller asked for
-// that), and the next call opens a new one.
-func (c *Conn) ran(k stmt.Kind, q string) {
-	if k == kPlain && c.st.ac == acOn {
-		return // the hot path: nothing changes
-	}
-	c.sess.has.track(k, q)
-	var release bool
-	if k.Kind() == dialect.Batch {
-		dialect.Statements(q, func(s string, k stmt.Kind) bool {
-			release = c.ran1(k, s) || release
-			return true
-		})
-	} else {
-		release = c.ran1(k, q)
-	}
-	if release {
-		c.drop()
-	}
+// tracker is what the connection follows of its physical session from the statements
+// that run on it: the transaction state, and what the session's server told.
+type tracker struct {
+	st    txState      // the physical session's transaction state
+	tx    *Tx          // the open transaction (BeginTx), if any
+	db    string       // the current database: the DSN's or the last USE
+	dsnAC uint8        // the autocommit of a new physical session (Config.Autocommit)
+	dsnCT uint8        // its completion_type (Config.CompletionType)
+	lost  error        // set while a transaction opened by statements is lost (see whileLost)
+	batch string       // the query of the dialect.Batch statement in flight, for fail
+	sess  sessionFacts // what the physical session's server told, or the session did
+
+	// gone is a session that ended without the caller's doing, with what it held: the
+	// next call says so (lostState).
+	gone *failover.SessionStateError
 }
 
-func (c *Conn) ran1(k stmt.Kind, s string) (release bool) {
-	c.sess.has.trackTables(k, s, c.db) // while it holds a temporary table its reads stay on it (route)
-	if k.Kind() == dialect.Use {
-		if db, ok := dialect.ParseUse(s); ok {
-			c.db = db
-		}
+// clean resets what the connection knows of its session to a new session's: no
+// transaction, autocommit and completion_type as restored (the DSN's when unknown).
+func (t *tracker) clean() {
+	t.st = txState{ac: t.st.ac, ct: t.st.ct}
+	if t.st.ac == acUnknown {
+		t.st.ac = t.dsnAC
 	}
-	return c.st.apply(k)
+	if t.st.ct == ctUnknown {
+		t.st.ct = t.dsnCT
+	}
+	t.sess = sessionFacts{rbot: rbotUnknown}
 }
 
-// errAnswered is ready's word for a statement answered without being sent (see
-// whileLost); the callers turn it into success, it never reaches a user.
-var errAnswered = errors.New("mysqlfailover: answered without sending")
-
-// endsLost reports whether a statement of kind k ends a lost transaction (whileLost).
-func endsLost(k stmt.Kind) bool {
-	switch k.Kind() {
-	case dialect.Commit, dialect.Rollback, dialect.XACommit, dialect.XARollback, dialect.Unlock:
-		return true
+// lose is the one place that marks a transaction lost: tx's, or with tx nil the one that
+// statements opened on the primary session. err is the reason: every later statement
+// of it gets err without being sent, until COMMIT or ROLLBACK ends it (whileLost, Tx).
+func (t *tracker) lose(tx *Tx, err error) {
+	if tx != nil {
+		tx.lost = err
+		return
 	}
-	return false
+	t.lost = err
 }
-
-// whileLost answers a statement of kind k while a transaction opened by statements is
-// lost, without sending it anywhere, as Tx.Commit and Tx.Rollback answer for a lost Tx.
-// COMMIT (XA COMMIT, and UNLOCK TABLES, which commits) gets the lost error; ROLLBACK
-// (XA ROLLBACK) succeeds: the server rolled the transaction back when its session died.
-// Either ends the lost state (after RELEASE the session is dropped, as the server would
-// have closed it). Any other statement gets the lost error and leaves the state as it is.
-// A transaction the server rolled back while the session lived is answered by
-// whileEnded, which may return nil: the statement is then sent.
-func (c *Conn) whileLost(ctx context.Context, k stmt.Kind) error {
-	err := c.lost
-	if e, ok := err.(*endedError); ok {
-		return c.whileEnded(ctx, e, k)
-	}
-	switch k.Kind() {
-	case dialect.Commit, dialect.XACommit, dialect.Unlock:
-	case dialect.Rollback, dialect.XARollback:
-		err = errAnswered
-	default:
-		return err
-	}
-	c.lost = nil
-	if cls := k.Kind(); cls == dialect.Commit || cls == dialect.Rollback {
-		if _, release, _ := c.st.completion(k); release {
-			c.drop()
-		}
-	}
-	return err
-}
-
-// noRows is the result of a query answered without being sent.
-type noRows struct{}
-
-func (noRows) Columns() []string         { return nil }
-func (noRows) Close() error              { return nil }
-func (noRows) Next([]driver.Value) error { return io.EOF }
-
-var _ driver.Rows = noRows{}
 
 // settle is called before a call at a point where the session would move (place: the
 // pool's host is another one, or it is due to fall back) while it holds state. Where
@@ -141,13 +97,13 @@ func (c *Conn) resolve(ctx context.Context) error {
 	if c.sess.noInTrans {
 		q = askNoInTrx
 	}
-	vals, err := c.queryRow(ctx, q, 3)
+	vals, err := queryRow(ctx, c.queryer, q, 3)
 	if q == askAll && dialect.Number(err) == dialect.ErrUnknownSystemVariable {
 		c.sess.noInTrans = true
 		if c.st.ac != acUnknown && c.st.ct != ctUnknown {
 			return nil
 		}
-		vals, err = c.queryRow(ctx, askNoInTrx, 2)
+		vals, err = queryRow(ctx, c.queryer, askNoInTrx, 2)
 	}
 	if err != nil {
 		switch f := failureOf(ctx, err); f.class {
@@ -188,13 +144,13 @@ func (c *Conn) resolve(ctx context.Context) error {
 
 var errNoRow = errors.New("mysqlfailover: no row")
 
-// queryRow runs q on the physical session and returns its first row, which must have
-// cols columns at least.
-func (c *Conn) queryRow(ctx context.Context, q string, cols int) ([]driver.Value, error) {
-	if c.queryer == nil {
+// queryRow runs q on the physical session (through queryer, nil: none) and returns its
+// first row, which must have cols columns at least.
+func queryRow(ctx context.Context, queryer driver.QueryerContext, q string, cols int) ([]driver.Value, error) {
+	if queryer == nil {
 		return nil, errNoRow
 	}
-	_, rows, err := dialect.Query(ctx, c.queryer, q, 1)
+	_, rows, err := dialect.Query(ctx, queryer, q, 1)
 	switch {
 	case err != nil:
 		return nil, err

@@ -17,10 +17,13 @@
 //     driver.ErrBadConn chain (NotBadConn), for the engine's errors and the connection's.
 //   - rows.go: one reader of a result's rows (Query, ReadRows), bounded and copied.
 //   - values.go: one reader of a column value as text or integer (Text, Int).
-//   - lex.go: the one SQL lexer: comments, quotes, identifiers, whitespace.
-//   - classify.go, set.go: what a statement does (Classify, Statements: a Class packs
-//     its Kind, the Clauses of a COMMIT or ROLLBACK and its routing Flags), and SET.
-//   - held.go, state.go, reread.go: the scanners of session state a statement holds or
-//     changes (ScanHeld, TempTables, SessionState, ParseUse) and whether a failed read
-//     may run again (Rereadable).
+//   - lex.go: the reading of a statement's text, in one place: the one SQL lexer
+//     (comments, quotes, identifiers, whitespace), Classify, Statements and Each (a
+//     Class packs a statement's Kind, the Clauses of a COMMIT or ROLLBACK and its routing
+//     Flags), and the scanners of what it holds or changes (ScanHeld, TempTables,
+//     ParseUse).
+//   - classify.go, set.go: the kinds, clauses and flags, the keyword table and the
+//     readers of each statement's rest, and SET.
+//   - state.go, reread.go: what a statement leaves on its session that a replay lacks
+//     (SessionState), and whether a failed read may run again (Rereadable).
 package dialect

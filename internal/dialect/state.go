@@ -86,31 +86,6 @@ func tempTable(q string) string {
 	return ""
 }
 
-// skipText returns the index of the last byte of the string, quoted identifier or
-// comment that starts at q[i] (an executable comment's text is code: it is not
-// skipped), i where none starts there, or -1 when it does not end.
-func skipText(q string, i int) int {
-	if c := q[i]; c == '\'' || c == '"' || c == '`' {
-		if i = skipQuoted(q, i); i < 0 {
-			return -1
-		}
-		return i - 1
-	}
-	end, exec := commentEnd(q, i)
-	switch {
-	case end == i || exec:
-		return i
-	case end < 0:
-		return -1
-	}
-	return end - 1
-}
-
-// userVar reports whether the '@' at q[i] starts a user variable (@name, @'name').
-func userVar(q string, i int) bool {
-	return i+1 < len(q) && (isIdentByte(q[i+1]) || q[i+1] == '\'' || q[i+1] == '"' || q[i+1] == '`')
-}
-
 // namedLock reports whether a call of GET_LOCK starts at q[i]: the name, then white
 // space and comments (which the server skips there too), then '('. An executable or
 // unterminated comment after the name counts as a call.
@@ -139,34 +114,6 @@ func containsFold(s, sub string) bool {
 		}
 	}
 	return false
-}
-
-// ParseUse returns the database of a USE statement that succeeded: its name bare,
-// backquoted, or double-quoted (a USE "db" succeeds only under ANSI_QUOTES, where that is
-// an identifier), with white space and comments anywhere around it, as the server reads
-// it. Anything else (an executable comment, a string) is not understood, so it is not
-// tracked: tracking garbage would make every later switch fail on "USE <garbage>".
-func ParseUse(q string) (string, bool) {
-	l := lexer{s: q}
-	if !is(l.word(), "use") {
-		return "", false
-	}
-	t := l.token()
-	if t == "" || l.bad || !l.end() {
-		return "", false
-	}
-	name := t
-	switch t[0] {
-	case '`':
-		name = unquoteIdent(t)
-	case '"':
-		name = strings.ReplaceAll(t[1:len(t)-1], `""`, `"`)
-	default:
-		if !isIdentByte(t[0]) {
-			return "", false // a string, or not a name
-		}
-	}
-	return name, name != ""
 }
 
 // Multiple reports whether q holds more than one statement (multiStatements).
