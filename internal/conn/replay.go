@@ -169,7 +169,7 @@ func (l *txLog) clear() {
 	for i := range l.entries {
 		l.entries[i] = nil
 	}
-	*l = txLog{maxSize: l.maxSize, attempts: l.attempts, timeout: l.timeout, entries: l.entries[:0], sess: l.sess, gone: l.gone}
+	*l = txLog{maxSize: l.maxSize, attempts: l.attempts, timeout: l.timeout, multi: l.multi, entries: l.entries[:0], sess: l.sess, gone: l.gone}
 }
 
 // refuse marks the transaction as one that cannot be replayed, for why (the first

@@ -295,6 +295,7 @@ func TestReplayRefused(t *testing.T) {
 		arg    any      // an argument for the prepared INSERT, nil: none
 		why    string
 		tooBig bool
+		multi  bool // multiStatements
 	}{
 		{name: "user variable before", before: []string{"SET @x = 5"}, in: []string{"INSERT INTO t VALUES (@x)"}, why: "user variable (@x)"},
 		{name: "user variable inside", in: []string{"SELECT @n := COUNT(*) FROM t"}, why: "user variable (@n)"},
@@ -303,6 +304,7 @@ func TestReplayRefused(t *testing.T) {
 		{name: "CALL", in: []string{"CALL p()"}, why: "CALL"},
 		{name: "LOAD DATA", in: []string{"LOAD DATA LOCAL INFILE 'f' INTO TABLE t"}, why: "LOAD DATA"},
 		{name: "XA", before: nil, in: []string{"XA START 'x'", "INSERT INTO t VALUES (2)"}, why: "XA"},
+		{name: "multi-statement batch", in: []string{"INSERT INTO t VALUES (2); INSERT INTO t VALUES (3)"}, multi: true, why: "multi-statement batch"},
 		{name: "too big", in: []string{"INSERT INTO t VALUES (2)"}, arg: big, tooBig: true, why: "transactionReplayMaxSize"},
 		{name: "an argument that cannot be copied", in: []string{"INSERT INTO t VALUES (2)"}, arg: []int{1}, why: "argument of type []int"},
 	} {
@@ -316,7 +318,9 @@ func TestReplayRefused(t *testing.T) {
 			}
 			e.script(0, on1)
 			e.script(1, all(ok("SELECT 1"), trap("BEGIN")))
-			c := e.open(replayCfg)
+			cfg := replayCfg
+			cfg.MultiStatements = tc.multi
+			c := e.open(cfg)
 			mustExecAll(t, c, tc.before...)
 			begin := "BEGIN"
 			if strings.HasPrefix(tc.in[0], "XA") {
