@@ -839,17 +839,23 @@ func (c *Conn) statement(ctx context.Context, query string, args []driver.NamedV
 	}
 	var res driver.Result
 	var rows driver.Rows
+	var epoch uint64 // the session's the rows come from
 	err := c.attempts(ctx, &call{kind: k, fails: k, retry: stmt.RetryIfNotSent, counts: true, at: routed, stmt: k, rfails: k},
 		func(rs *rsession) (bool, error) {
 			var final bool
 			var err error
 			if rs != nil {
 				res, rows, final, err = c.runReplica(ctx, rs, query, args, how)
+				epoch = rs.epoch
 			} else {
 				res, rows, final, err = c.runPrimary(ctx, k, query, args, how)
+				epoch = c.epoch
 			}
 			return final, err
 		})
+	if err == nil && how&viaQuery != 0 {
+		rows = stmt.NewRows((*h)(c), ctx, rows, epoch, query)
+	}
 	if c.sp != nil {
 		c.sp.giveBack() // the replica sessions the statement used, unless its rows hold one
 	}
@@ -862,45 +868,6 @@ func (c *Conn) statement(ctx context.Context, query string, args []driver.NamedV
 		return nil, nil, err
 	}
 	return res, rows, nil
-}
-
-// runPrimary is a statement's run on the primary session, once ready (see attempts).
-func (c *Conn) runPrimary(ctx context.Context, k stmt.Kind, query string, args []driver.NamedValue, how via) (driver.Result, driver.Rows, bool, error) {
-	var res driver.Result
-	var rows driver.Rows
-	var err error
-	if how&viaQuery != 0 {
-		if c.queryer == nil {
-			return nil, nil, true, driver.ErrSkip // database/sql prepares instead
-		}
-		c.mark()
-		rows, err = c.queryer.QueryContext(ctx, query, args)
-	} else {
-		if c.execer == nil {
-			return nil, nil, true, driver.ErrSkip
-		}
-		c.mark()
-		res, err = c.execer.ExecContext(ctx, query, args)
-	}
-	switch {
-	case err == nil:
-		res = c.ranHere(k, query, args, how, res)
-		if how&viaQuery != 0 {
-			return nil, stmt.NewRows((*h)(c), ctx, rows, c.epoch, query), true, nil
-		}
-		return res, nil, true, nil
-	case err == driver.ErrSkip:
-		// go-sql-driver's answer to every statement with arguments unless
-		// interpolateParams is set: database/sql prepares instead, and the
-		// prepared statement counts itself. Nothing was sent.
-		c.uncount()
-		return nil, nil, true, err
-	}
-	if c.log != nil {
-		c.log.try(query, args, how, c.epoch)
-	}
-	c.failing = query
-	return nil, nil, false, err
 }
 
 // Prepare implements driver.Conn.

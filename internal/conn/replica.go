@@ -138,38 +138,6 @@ func (c *Conn) route(ctx context.Context, k stmt.Kind, first bool) (*rsession, e
 	return c.replica(ctx, key)
 }
 
-// runReplica is a statement's run on the replica session rs (see attempts).
-func (c *Conn) runReplica(ctx context.Context, rs *rsession, query string, args []driver.NamedValue, how via) (driver.Result, driver.Rows, bool, error) {
-	var res driver.Result
-	var rows driver.Rows
-	var err error
-	if how&viaQuery != 0 {
-		if rs.queryer == nil {
-			return nil, nil, true, driver.ErrSkip
-		}
-		c.cl.ReplicaStart(rs.host)
-		rows, err = rs.queryer.QueryContext(ctx, query, args)
-	} else {
-		if rs.execer == nil {
-			return nil, nil, true, driver.ErrSkip
-		}
-		c.cl.ReplicaStart(rs.host)
-		res, err = rs.execer.ExecContext(ctx, query, args)
-	}
-	c.cl.ReplicaDone(rs.host, err == nil)
-	switch {
-	case err == nil && how&viaQuery != 0:
-		return nil, stmt.NewRows((*h)(c), ctx, rows, rs.epoch, query), true, nil
-	case err == nil:
-		return res, nil, true, nil
-	case err == driver.ErrSkip:
-		c.sp.prefer = rs.host // database/sql prepares it next: on the same replica
-		return nil, nil, true, err
-	}
-	c.failing = query // for fail, which attempts calls next
-	return nil, nil, false, err
-}
-
 // prepareReplica is PrepareContext's run on the replica session rs (see attempts): a
 // read-intent statement is prepared on the replica it will run on (its runs go
 // there too: split.prefer).
