@@ -211,24 +211,22 @@ func Open(ctx context.Context, cl *cluster.Cluster, cfg Config) (*Conn, error) {
 		tracker: tracker{db: cfg.DBName, dsnAC: autocommitOf(cfg.Autocommit), dsnCT: completionOf(cfg.CompletionType)},
 		sp:      newSplit(cfg, cl), log: newLog(cfg)}
 	c.st.ac, c.st.ct = c.dsnAC, c.dsnCT
-	if cfg.AllowSourceDown && cl.AnyReplica() {
-		// The primary session opens with the first statement that needs it.
-		return c.registered(), nil
+	if c.sp != nil {
+		c.sp.setup = c.rsetup // its replica sessions' (sessionOn)
 	}
-	phys, host, err := cl.Connect(ctx, c.setup)
-	if err != nil {
-		return nil, c.saw(c.refusedWrite(err))
+	// With AllowSourceDown and a replica, the primary session opens with the first
+	// statement that needs it.
+	if !cfg.AllowSourceDown || !cl.AnyReplica() {
+		phys, host, err := cl.Connect(ctx, c.setup)
+		if err != nil {
+			return nil, c.saw(c.refusedWrite(err))
+		}
+		c.attach(phys, host)
 	}
-	c.attach(phys, host)
-	return c.registered(), nil
-}
-
-// registered adds c to its Lender, if any, and returns it.
-func (c *Conn) registered() *Conn {
-	if c.cfg.Lender != nil {
-		c.cfg.Lender.add(c)
+	if cfg.Lender != nil {
+		cfg.Lender.add(c)
 	}
-	return c
+	return c, nil
 }
 
 // attach makes phys, on host, the physical connection.
@@ -262,16 +260,18 @@ func (c *Conn) drop() {
 // mark.
 func (c *Conn) discard(why string, k stmt.Kind) {
 	if c.primaryTx() == nil && c.lost == nil && c.phys != nil && c.judge(k, false)&vLost != 0 {
-		c.lose(nil, c.lostErr(c.st.what(), c.host, why))
+		c.lose(nil, lostOn(c.st.what(), c.cl.Host(c.host), why))
 	}
-	c.noteGone(notSentCause(why))
+	if c.phys != nil {
+		c.tracker.noteGone(c.cl.Host(c.host), notSentCause(why))
+	}
 	c.drop()
 }
 
-// lostErr is the error every statement gets while what (see txState.what) is lost: it
+// lostOn is the error every statement gets while what (see txState.what) is lost: it
 // was held by the session on host, which ended with cause.
-func (c *Conn) lostErr(what string, host int, cause string) error {
-	return lost(what + " failed earlier on " + c.cl.Host(host) + ": " + cause)
+func lostOn(what, host, cause string) error {
+	return lost(what + " failed earlier on " + host + ": " + cause)
 }
 
 // closePhys closes the physical connection without releasing its host's id (see
@@ -350,7 +350,7 @@ func (c *Conn) fail(ctx context.Context, epoch uint64, err error, r stmt.Retry, 
 		if c.cfg.MultiStatements {
 			// A query of several statements may have written before the one that failed
 			// (a failed statement alone writes nothing): for causal reads it is a write.
-			c.wroteOnPrimary()
+			c.sp.wroteOnPrimary(c.epoch, c.host)
 		}
 		out := c.failedWith(ctx, err, k) // a transaction the server rolled back is over
 		if c.log != nil {
@@ -604,7 +604,9 @@ type failingCall struct {
 // one), and attaches to the new session. It returns the *failover.FailoverError that
 // says so (notSent: nothing of the call ran), and Recover's error (then no session).
 func (c *Conn) reconnect(ctx context.Context, failed int, err error, notSent bool) (*failover.FailoverError, error) {
-	c.noteGone(nil)       // move says why
+	if c.phys != nil {
+		c.tracker.noteGone(c.cl.Host(c.host), nil) // move says why
+	}
 	held := c.closePhys() // the id stays held until Recover has used it
 	c.clean()
 	broken := "the connection was broken before the request was sent"
@@ -655,12 +657,12 @@ func (c *Conn) heldErr(ctx context.Context, m *switched, why error) error {
 	switch {
 	case v&vLost != 0:
 		if why != nil {
-			c.lose(nil, c.lostErr(what, failed, fe.Err.Error()+"; "+why.Error()))
+			c.lose(nil, lostOn(what, c.cl.Host(failed), fe.Err.Error()+"; "+why.Error()))
 			return heldWhy(fe, why, failover.ErrTxLost)
 		}
-		c.lose(nil, c.lostErr(what, failed, fe.Err.Error()))
+		c.lose(nil, lostOn(what, c.cl.Host(failed), fe.Err.Error()))
 		if v&vCommit != 0 && !notSent { // a batch with a COMMIT in it, or a statement that autocommits
-			return heldBy(fe, "", c.settled(ctx, old, fe), failover.ErrTxLost)
+			return heldBy(fe, "", settled(ctx, c.cl, old, fe), failover.ErrTxLost)
 		}
 		if v&vPrepared != 0 {
 			return heldBy(fe, "", failover.ErrCommitOutcomeUnknown, failover.ErrTxLost)
@@ -672,7 +674,7 @@ func (c *Conn) heldErr(ctx context.Context, m *switched, why error) error {
 	case v&vCommit != 0 && notSent:
 		return heldBy(fe, "", failover.ErrTxLost)
 	case v&vCommit != 0:
-		return heldBy(fe, "", c.settled(ctx, old, fe))
+		return heldBy(fe, "", settled(ctx, c.cl, old, fe))
 	case v&vEnded != 0:
 		return fe
 	}
@@ -969,7 +971,9 @@ func (c *Conn) CheckNamedValue(nv *driver.NamedValue) error {
 // the idle session (lend.go; at most the probe's bound); a session the probe broke is
 // gone, and the next call opens a new one.
 func (c *Conn) ResetSession(ctx context.Context) error {
-	c.lendBusy() // a probe on its session first ends (it may have closed it)
+	if c.cfg.Lender != nil {
+		c.lend.busy() // a probe on its session first ends (it may have closed it)
+	}
 	c.lend.used = true
 	if c.closed {
 		return driver.ErrBadConn // database/sql never resets a closed connection
@@ -1051,7 +1055,7 @@ func (c *Conn) Close() error {
 	}
 	c.closed = true
 	if c.cfg.Lender != nil {
-		c.lendBusy() // a probe on its session first ends (it may have closed it)
+		c.lend.busy() // a probe on its session first ends (it may have closed it)
 		c.cfg.Lender.remove(c)
 	}
 	if c.cfg.Closed != nil {
