@@ -354,7 +354,7 @@ func (c *Conn) fail(ctx context.Context, epoch uint64, err error, r stmt.Retry, 
 		}
 		out := c.failedWith(ctx, err, k) // a transaction the server rolled back is over
 		if c.log != nil {
-			c.noteFailed(k, err)
+			c.log.noteFailed(k, err, &c.tracker, c.epoch)
 		}
 		c.dropIfInvalid(err, k)
 		return false, out
@@ -533,12 +533,12 @@ type switched struct {
 func (c *Conn) moved(ctx context.Context, m *switched) (bool, error) {
 	k, r, v, old, fe, werr := m.k, m.r, m.v, m.old, m.fe, m.werr
 	if c.primaryTx() != nil {
-		c.settleRun(ctx, old, fe) // before a replay there meets the old thread's locks
+		c.failingCall.settleRun(ctx, c.cl, old, fe) // before a replay there meets the old thread's locks
 		return c.moveTx(ctx, m)
 	}
 	var why error
 	if v&vLost != 0 && v&(vCommit|vPrepared) == 0 {
-		c.settleRun(ctx, old, fe)
+		c.failingCall.settleRun(ctx, c.cl, old, fe)
 		var ok bool
 		if ok, why = c.replayHere(ctx, m); ok {
 			return true, nil
@@ -546,20 +546,20 @@ func (c *Conn) moved(ctx context.Context, m *switched) (bool, error) {
 	} else if c.log != nil {
 		c.log.clear()
 	}
-	if herr := c.heldErr(ctx, m, why); herr != nil {
+	if herr := c.tracker.heldErr(ctx, c.cl, m, why); herr != nil {
 		return false, herr
 	}
 	if werr == nil && (r == stmt.RetryAlways || r == stmt.RetryIfNotSent && m.notSent) {
 		return true, nil
 	}
 	fe.Read = c.failedRead(k) // outside any transaction: heldErr found none
-	c.settleRun(ctx, old, fe)
+	c.failingCall.settleRun(ctx, c.cl, old, fe)
 	return false, fe
 }
 
 // settleRun ends the server thread of session old, whose statement failed with fe,
 // when that statement may still be running there: it may have run (MaybeExecuted), it
-// is a statement (Conn.failing; not a PING, PREPARE, BEGIN or SET the driver sent),
+// is a statement (failing; not a PING, PREPARE, BEGIN or SET the driver sent),
 // and its host answered the new session the connection now has (Current == Failed: a
 // read past readTimeout, a network cut, a KILL). A host that did not answer is not
 // tried. An autocommit write is its own COMMIT, and a statement of a lost transaction
@@ -570,15 +570,15 @@ func (c *Conn) moved(ctx context.Context, m *switched) (bool, error) {
 // is only killed (cluster.Cluster.Kill), without the wait: its outcome changes
 // nothing, but its server would go on with work nobody waits for, once more for every
 // retry. It runs only on a failure.
-func (c *Conn) settleRun(ctx context.Context, old ended, fe *failover.FailoverError) {
+func (f *failingCall) settleRun(ctx context.Context, cl *cluster.Cluster, old ended, fe *failover.FailoverError) {
 	switch {
-	case !fe.MaybeExecuted || c.failing == "" || fe.Current != fe.Failed:
+	case !fe.MaybeExecuted || f.failing == "" || fe.Current != fe.Failed:
 		return
 	case fe.Read:
-		_ = c.cl.Kill(ctx, old.host, fe.Failed, old.sock)
+		_ = cl.Kill(ctx, old.host, fe.Failed, old.sock)
 		return
 	}
-	fe.Unsettled = c.cl.Settle(ctx, old.host, fe.Failed, old.sock)
+	fe.Unsettled = cl.Settle(ctx, old.host, fe.Failed, old.sock)
 	fe.Settled = fe.Unsettled == nil
 }
 
@@ -650,19 +650,20 @@ func (c *Conn) moveTx(ctx context.Context, m *switched) (bool, error) {
 
 // heldErr returns move's error for a call whose session took something with it, by
 // verdict m.v (why: why a replay was not possible), or nil when it took nothing (the
-// call may run again). A COMMIT whose outcome is unknown is settled first (see settled).
-func (c *Conn) heldErr(ctx context.Context, m *switched, why error) error {
+// call may run again). A COMMIT whose outcome is unknown is settled first (see settled;
+// cl settles it).
+func (t *tracker) heldErr(ctx context.Context, cl *cluster.Cluster, m *switched, why error) error {
 	v, what, old, fe, notSent := m.v, m.what, m.old, m.fe, m.notSent
 	failed := old.host
 	switch {
 	case v&vLost != 0:
 		if why != nil {
-			c.lose(nil, lostOn(what, c.cl.Host(failed), fe.Err.Error()+"; "+why.Error()))
+			t.lose(nil, lostOn(what, cl.Host(failed), fe.Err.Error()+"; "+why.Error()))
 			return heldWhy(fe, why, failover.ErrTxLost)
 		}
-		c.lose(nil, lostOn(what, c.cl.Host(failed), fe.Err.Error()))
+		t.lose(nil, lostOn(what, cl.Host(failed), fe.Err.Error()))
 		if v&vCommit != 0 && !notSent { // a batch with a COMMIT in it, or a statement that autocommits
-			return heldBy(fe, "", settled(ctx, c.cl, old, fe), failover.ErrTxLost)
+			return heldBy(fe, "", settled(ctx, cl, old, fe), failover.ErrTxLost)
 		}
 		if v&vPrepared != 0 {
 			return heldBy(fe, "", failover.ErrCommitOutcomeUnknown, failover.ErrTxLost)
@@ -674,7 +675,7 @@ func (c *Conn) heldErr(ctx context.Context, m *switched, why error) error {
 	case v&vCommit != 0 && notSent:
 		return heldBy(fe, "", failover.ErrTxLost)
 	case v&vCommit != 0:
-		return heldBy(fe, "", settled(ctx, c.cl, old, fe))
+		return heldBy(fe, "", settled(ctx, cl, old, fe))
 	case v&vEnded != 0:
 		return fe
 	}

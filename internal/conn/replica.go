@@ -454,7 +454,7 @@ func (c *Conn) failReplica(ctx context.Context, epoch uint64, f failure, r stmt.
 	}
 	refused := f.refused()
 	if f.class != cluster.Communication && !refused {
-		return false, c.replicaDataErr(ctx, rs, f, inTx)
+		return false, c.tracker.replicaDataErr(ctx, sp, rs, f, inTx)
 	}
 	fe := c.sp.replicaBroken(rs, f, c.cl.Host(c.host))
 	if inTx {
@@ -518,14 +518,14 @@ func (sp *split) noteBehind(rs *rsession) {
 
 // replicaDataErr is failReplica's answer to failure f (neither a communication error
 // nor a refusal) from replica session rs: the session stays unless go-sql-driver closed
-// it (then, inTx, the transaction is lost for the statements after this one), and the
-// caller's context ending is the context's error.
-func (c *Conn) replicaDataErr(ctx context.Context, rs *rsession, f failure, inTx bool) error {
+// it (sp drops it; then, inTx, the transaction is lost for the statements after this
+// one), and the caller's context ending is the context's error.
+func (t *tracker) replicaDataErr(ctx context.Context, sp *split, rs *rsession, f failure, inTx bool) error {
 	err := f.err
 	if v, ok := rs.phys.(driver.Validator); ok && !v.IsValid() {
-		c.sp.dropReplica(rs)
-		if inTx && c.tx != nil && c.tx.lost == nil {
-			c.lose(c.tx, lost("the replica session broke earlier: "+dialect.NotBadConn(err, "").Error()))
+		sp.dropReplica(rs)
+		if inTx && t.tx != nil && t.tx.lost == nil {
+			t.lose(t.tx, lost("the replica session broke earlier: "+dialect.NotBadConn(err, "").Error()))
 		}
 	}
 	if f.class == cluster.Canceled {
