@@ -30,9 +30,9 @@ type hold struct {
 // any reports whether the session holds anything a new session would lack.
 func (h *hold) any() bool { return h.Locks > 0 || len(h.temps) > 0 || h.Vars }
 
-// noteGone records, before the physical session is closed without the caller's doing
-// (found dead, broken, or its host failed), what it held, with cause (nil: the caller
-// adds it): the next call says so (lostState). An earlier loss not said yet is kept
+// noteGone records, before the physical session (on host) is closed without the
+// caller's doing (found dead, broken, or its host failed), what it held, with cause
+// (nil: the caller adds it): the next call says so (lostState). An earlier loss not said yet is kept
 // unless this session holds something itself.
 func (t *tracker) noteGone(host string, cause error) {
 	if t.gone != nil && !t.sess.has.any() {
