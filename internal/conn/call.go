@@ -1,7 +1,12 @@
 package conn
 
+// A call on the connection: its attempts (the one retry loop), where each runs (a
+// replica session, or the primary session's host: join, fallBack), the run of a
+// statement there, and how a failed attempt is judged.
+
 import (
 	"context"
+	"database/sql/driver"
 	"errors"
 
 	"github.com/mysqlfailover/mysqlfailover/internal/stmt"
@@ -96,6 +101,59 @@ func (c *Conn) session(ctx context.Context, o *call, first bool) (*rsession, err
 	return c.replica(ctx, key)
 }
 
+// countAway counts a statement (count) towards queriesBeforeRetryMaster when the
+// session is not on the primary.
+func (c *Conn) countAway(count bool) {
+	if count && !c.cl.Home(c.host) {
+		c.counted = c.cl.NoteStatement()
+	}
+}
+
+// fallBack is ready's step on the pool's host when it is a secondary: it falls back to
+// the primary when that is due (cluster.Cluster.TryFallBack) and no results are being
+// read here; where the session stays, the statement (count) counts.
+func (c *Conn) fallBack(ctx context.Context, count bool) {
+	if c.rows == 0 {
+		if phys, host, _ := c.cl.TryFallBack(ctx, c.setup); phys != nil {
+			c.drop()
+			c.attach(phys, host)
+			return
+		}
+	}
+	if count {
+		c.counted = c.cl.NoteStatement()
+	}
+}
+
+// join is ready's step away from the pool's host, outside a transaction: it moves the
+// connection to the pool's host (or walks), unless results are still being read here.
+func (c *Conn) join(ctx context.Context, count bool) error {
+	if c.closed {
+		return driver.ErrBadConn
+	}
+	if c.phys != nil && c.rows > 0 {
+		return nil // results are still being read here; move at the next safe point
+	}
+	// The pool moved (another connection saw this host fail, or fell back), or this
+	// connection lost its physical one, or its host no longer has the wanted role (a
+	// demoted primary: another connection is looking for the writer): join the pool's
+	// host, or the walk.
+	c.drop()
+	connect := c.cl.Connect
+	if c.cfg.AllowSourceDown && c.sp != nil && c.sp.intent {
+		// For a read (no replica could serve it, or a causal read needs the writer's
+		// position): one pass, not the passes a write waits for while no writer answers.
+		connect = c.cl.ConnectOnePass
+	}
+	phys, host, err := connect(ctx, c.setup)
+	if err != nil {
+		return c.refusedWrite(err)
+	}
+	c.attach(phys, host)
+	c.countAway(count)
+	return nil
+}
+
 // failAttempt is fail for err, the failure of attempt (0 the first) of call o on replica
 // session rs (nil: the primary session). A later attempt's failure never runs it again.
 // A prepared statement's attempt says how it is judged (o.prepared); the replica
@@ -115,4 +173,69 @@ func (c *Conn) failAttempt(ctx context.Context, o *call, rs *rsession, err error
 		return retry, out
 	}
 	return c.fail(ctx, epoch, err, r.At(attempt), k)
+}
+
+// runPrimary is a statement's run on the primary session, once ready (see attempts).
+func (c *Conn) runPrimary(ctx context.Context, k stmt.Kind, query string, args []driver.NamedValue, how via) (driver.Result, driver.Rows, bool, error) {
+	var res driver.Result
+	var rows driver.Rows
+	var err error
+	if how&viaQuery != 0 {
+		if c.queryer == nil {
+			return nil, nil, true, driver.ErrSkip // database/sql prepares instead
+		}
+		c.mark()
+		rows, err = c.queryer.QueryContext(ctx, query, args)
+	} else {
+		if c.execer == nil {
+			return nil, nil, true, driver.ErrSkip
+		}
+		c.mark()
+		res, err = c.execer.ExecContext(ctx, query, args)
+	}
+	switch {
+	case err == nil:
+		return c.ranHere(k, query, args, how, res), rows, true, nil
+	case err == driver.ErrSkip:
+		// go-sql-driver's answer to every statement with arguments unless
+		// interpolateParams is set: database/sql prepares instead, and the
+		// prepared statement counts itself. Nothing was sent.
+		c.uncount()
+		return nil, nil, true, err
+	}
+	if c.log != nil {
+		c.log.try(query, args, how, c.epoch)
+	}
+	c.failing = query
+	return nil, nil, false, err
+}
+
+// runReplica is a statement's run on the replica session rs (see attempts).
+func (c *Conn) runReplica(ctx context.Context, rs *rsession, query string, args []driver.NamedValue, how via) (driver.Result, driver.Rows, bool, error) {
+	var res driver.Result
+	var rows driver.Rows
+	var err error
+	if how&viaQuery != 0 {
+		if rs.queryer == nil {
+			return nil, nil, true, driver.ErrSkip
+		}
+		c.cl.ReplicaStart(rs.host)
+		rows, err = rs.queryer.QueryContext(ctx, query, args)
+	} else {
+		if rs.execer == nil {
+			return nil, nil, true, driver.ErrSkip
+		}
+		c.cl.ReplicaStart(rs.host)
+		res, err = rs.execer.ExecContext(ctx, query, args)
+	}
+	c.cl.ReplicaDone(rs.host, err == nil)
+	switch {
+	case err == nil:
+		return res, rows, true, nil
+	case err == driver.ErrSkip:
+		c.sp.prefer = rs.host // database/sql prepares it next: on the same replica
+		return nil, nil, true, err
+	}
+	c.failing = query // for fail, which attempts calls next
+	return nil, nil, false, err
 }

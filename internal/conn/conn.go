@@ -211,24 +211,22 @@ func Open(ctx context.Context, cl *cluster.Cluster, cfg Config) (*Conn, error) {
 		tracker: tracker{db: cfg.DBName, dsnAC: autocommitOf(cfg.Autocommit), dsnCT: completionOf(cfg.CompletionType)},
 		sp:      newSplit(cfg, cl), log: newLog(cfg)}
 	c.st.ac, c.st.ct = c.dsnAC, c.dsnCT
-	if cfg.AllowSourceDown && cl.AnyReplica() {
-		// The primary session opens with the first statement that needs it.
-		return c.registered(), nil
+	if c.sp != nil {
+		c.sp.setup = c.rsetup // its replica sessions' (sessionOn)
 	}
-	phys, host, err := cl.Connect(ctx, c.setup)
-	if err != nil {
-		return nil, c.saw(c.refusedWrite(err))
+	// With AllowSourceDown and a replica, the primary session opens with the first
+	// statement that needs it.
+	if !cfg.AllowSourceDown || !cl.AnyReplica() {
+		phys, host, err := cl.Connect(ctx, c.setup)
+		if err != nil {
+			return nil, c.saw(c.refusedWrite(err))
+		}
+		c.attach(phys, host)
 	}
-	c.attach(phys, host)
-	return c.registered(), nil
-}
-
-// registered adds c to its Lender, if any, and returns it.
-func (c *Conn) registered() *Conn {
-	if c.cfg.Lender != nil {
-		c.cfg.Lender.add(c)
+	if cfg.Lender != nil {
+		cfg.Lender.add(c)
 	}
-	return c
+	return c, nil
 }
 
 // attach makes phys, on host, the physical connection.
@@ -262,16 +260,18 @@ func (c *Conn) drop() {
 // mark.
 func (c *Conn) discard(why string, k stmt.Kind) {
 	if c.primaryTx() == nil && c.lost == nil && c.phys != nil && c.judge(k, false)&vLost != 0 {
-		c.lose(nil, c.lostErr(c.st.what(), c.host, why))
+		c.lose(nil, lostOn(c.st.what(), c.cl.Host(c.host), why))
 	}
-	c.noteGone(notSentCause(why))
+	if c.phys != nil {
+		c.tracker.noteGone(c.cl.Host(c.host), notSentCause(why))
+	}
 	c.drop()
 }
 
-// lostErr is the error every statement gets while what (see txState.what) is lost: it
+// lostOn is the error every statement gets while what (see txState.what) is lost: it
 // was held by the session on host, which ended with cause.
-func (c *Conn) lostErr(what string, host int, cause string) error {
-	return lost(what + " failed earlier on " + c.cl.Host(host) + ": " + cause)
+func lostOn(what, host, cause string) error {
+	return lost(what + " failed earlier on " + host + ": " + cause)
 }
 
 // closePhys closes the physical connection without releasing its host's id (see
@@ -350,11 +350,11 @@ func (c *Conn) fail(ctx context.Context, epoch uint64, err error, r stmt.Retry, 
 		if c.cfg.MultiStatements {
 			// A query of several statements may have written before the one that failed
 			// (a failed statement alone writes nothing): for causal reads it is a write.
-			c.wroteOnPrimary()
+			c.sp.wroteOnPrimary(c.epoch, c.host)
 		}
 		out := c.failedWith(ctx, err, k) // a transaction the server rolled back is over
 		if c.log != nil {
-			c.noteFailed(k, err)
+			c.log.noteFailed(k, err, &c.tracker, c.epoch)
 		}
 		c.dropIfInvalid(err, k)
 		return false, out
@@ -533,12 +533,12 @@ type switched struct {
 func (c *Conn) moved(ctx context.Context, m *switched) (bool, error) {
 	k, r, v, old, fe, werr := m.k, m.r, m.v, m.old, m.fe, m.werr
 	if c.primaryTx() != nil {
-		c.settleRun(ctx, old, fe) // before a replay there meets the old thread's locks
+		c.failingCall.settleRun(ctx, c.cl, old, fe) // before a replay there meets the old thread's locks
 		return c.moveTx(ctx, m)
 	}
 	var why error
 	if v&vLost != 0 && v&(vCommit|vPrepared) == 0 {
-		c.settleRun(ctx, old, fe)
+		c.failingCall.settleRun(ctx, c.cl, old, fe)
 		var ok bool
 		if ok, why = c.replayHere(ctx, m); ok {
 			return true, nil
@@ -546,20 +546,20 @@ func (c *Conn) moved(ctx context.Context, m *switched) (bool, error) {
 	} else if c.log != nil {
 		c.log.clear()
 	}
-	if herr := c.heldErr(ctx, m, why); herr != nil {
+	if herr := c.tracker.heldErr(ctx, c.cl, m, why); herr != nil {
 		return false, herr
 	}
 	if werr == nil && (r == stmt.RetryAlways || r == stmt.RetryIfNotSent && m.notSent) {
 		return true, nil
 	}
 	fe.Read = c.failedRead(k) // outside any transaction: heldErr found none
-	c.settleRun(ctx, old, fe)
+	c.failingCall.settleRun(ctx, c.cl, old, fe)
 	return false, fe
 }
 
 // settleRun ends the server thread of session old, whose statement failed with fe,
 // when that statement may still be running there: it may have run (MaybeExecuted), it
-// is a statement (Conn.failing; not a PING, PREPARE, BEGIN or SET the driver sent),
+// is a statement (failing; not a PING, PREPARE, BEGIN or SET the driver sent),
 // and its host answered the new session the connection now has (Current == Failed: a
 // read past readTimeout, a network cut, a KILL). A host that did not answer is not
 // tried. An autocommit write is its own COMMIT, and a statement of a lost transaction
@@ -570,15 +570,15 @@ func (c *Conn) moved(ctx context.Context, m *switched) (bool, error) {
 // is only killed (cluster.Cluster.Kill), without the wait: its outcome changes
 // nothing, but its server would go on with work nobody waits for, once more for every
 // retry. It runs only on a failure.
-func (c *Conn) settleRun(ctx context.Context, old ended, fe *failover.FailoverError) {
+func (f *failingCall) settleRun(ctx context.Context, cl *cluster.Cluster, old ended, fe *failover.FailoverError) {
 	switch {
-	case !fe.MaybeExecuted || c.failing == "" || fe.Current != fe.Failed:
+	case !fe.MaybeExecuted || f.failing == "" || fe.Current != fe.Failed:
 		return
 	case fe.Read:
-		_ = c.cl.Kill(ctx, old.host, fe.Failed, old.sock)
+		_ = cl.Kill(ctx, old.host, fe.Failed, old.sock)
 		return
 	}
-	fe.Unsettled = c.cl.Settle(ctx, old.host, fe.Failed, old.sock)
+	fe.Unsettled = cl.Settle(ctx, old.host, fe.Failed, old.sock)
 	fe.Settled = fe.Unsettled == nil
 }
 
@@ -604,7 +604,9 @@ type failingCall struct {
 // one), and attaches to the new session. It returns the *failover.FailoverError that
 // says so (notSent: nothing of the call ran), and Recover's error (then no session).
 func (c *Conn) reconnect(ctx context.Context, failed int, err error, notSent bool) (*failover.FailoverError, error) {
-	c.noteGone(nil)       // move says why
+	if c.phys != nil {
+		c.tracker.noteGone(c.cl.Host(c.host), nil) // move says why
+	}
 	held := c.closePhys() // the id stays held until Recover has used it
 	c.clean()
 	broken := "the connection was broken before the request was sent"
@@ -648,19 +650,20 @@ func (c *Conn) moveTx(ctx context.Context, m *switched) (bool, error) {
 
 // heldErr returns move's error for a call whose session took something with it, by
 // verdict m.v (why: why a replay was not possible), or nil when it took nothing (the
-// call may run again). A COMMIT whose outcome is unknown is settled first (see settled).
-func (c *Conn) heldErr(ctx context.Context, m *switched, why error) error {
+// call may run again). A COMMIT whose outcome is unknown is settled first (see settled;
+// cl settles it).
+func (t *tracker) heldErr(ctx context.Context, cl *cluster.Cluster, m *switched, why error) error {
 	v, what, old, fe, notSent := m.v, m.what, m.old, m.fe, m.notSent
 	failed := old.host
 	switch {
 	case v&vLost != 0:
 		if why != nil {
-			c.lose(nil, c.lostErr(what, failed, fe.Err.Error()+"; "+why.Error()))
+			t.lose(nil, lostOn(what, cl.Host(failed), fe.Err.Error()+"; "+why.Error()))
 			return heldWhy(fe, why, failover.ErrTxLost)
 		}
-		c.lose(nil, c.lostErr(what, failed, fe.Err.Error()))
+		t.lose(nil, lostOn(what, cl.Host(failed), fe.Err.Error()))
 		if v&vCommit != 0 && !notSent { // a batch with a COMMIT in it, or a statement that autocommits
-			return heldBy(fe, "", c.settled(ctx, old, fe), failover.ErrTxLost)
+			return heldBy(fe, "", settled(ctx, cl, old, fe), failover.ErrTxLost)
 		}
 		if v&vPrepared != 0 {
 			return heldBy(fe, "", failover.ErrCommitOutcomeUnknown, failover.ErrTxLost)
@@ -672,7 +675,7 @@ func (c *Conn) heldErr(ctx context.Context, m *switched, why error) error {
 	case v&vCommit != 0 && notSent:
 		return heldBy(fe, "", failover.ErrTxLost)
 	case v&vCommit != 0:
-		return heldBy(fe, "", c.settled(ctx, old, fe))
+		return heldBy(fe, "", settled(ctx, cl, old, fe))
 	case v&vEnded != 0:
 		return fe
 	}
@@ -839,17 +842,23 @@ func (c *Conn) statement(ctx context.Context, query string, args []driver.NamedV
 	}
 	var res driver.Result
 	var rows driver.Rows
+	var epoch uint64 // the session's the rows come from
 	err := c.attempts(ctx, &call{kind: k, fails: k, retry: stmt.RetryIfNotSent, counts: true, at: routed, stmt: k, rfails: k},
 		func(rs *rsession) (bool, error) {
 			var final bool
 			var err error
 			if rs != nil {
 				res, rows, final, err = c.runReplica(ctx, rs, query, args, how)
+				epoch = rs.epoch
 			} else {
 				res, rows, final, err = c.runPrimary(ctx, k, query, args, how)
+				epoch = c.epoch
 			}
 			return final, err
 		})
+	if err == nil && how&viaQuery != 0 {
+		rows = stmt.NewRows((*h)(c), ctx, rows, epoch, query)
+	}
 	if c.sp != nil {
 		c.sp.giveBack() // the replica sessions the statement used, unless its rows hold one
 	}
@@ -862,45 +871,6 @@ func (c *Conn) statement(ctx context.Context, query string, args []driver.NamedV
 		return nil, nil, err
 	}
 	return res, rows, nil
-}
-
-// runPrimary is a statement's run on the primary session, once ready (see attempts).
-func (c *Conn) runPrimary(ctx context.Context, k stmt.Kind, query string, args []driver.NamedValue, how via) (driver.Result, driver.Rows, bool, error) {
-	var res driver.Result
-	var rows driver.Rows
-	var err error
-	if how&viaQuery != 0 {
-		if c.queryer == nil {
-			return nil, nil, true, driver.ErrSkip // database/sql prepares instead
-		}
-		c.mark()
-		rows, err = c.queryer.QueryContext(ctx, query, args)
-	} else {
-		if c.execer == nil {
-			return nil, nil, true, driver.ErrSkip
-		}
-		c.mark()
-		res, err = c.execer.ExecContext(ctx, query, args)
-	}
-	switch {
-	case err == nil:
-		res = c.ranHere(k, query, args, how, res)
-		if how&viaQuery != 0 {
-			return nil, stmt.NewRows((*h)(c), ctx, rows, c.epoch, query), true, nil
-		}
-		return res, nil, true, nil
-	case err == driver.ErrSkip:
-		// go-sql-driver's answer to every statement with arguments unless
-		// interpolateParams is set: database/sql prepares instead, and the
-		// prepared statement counts itself. Nothing was sent.
-		c.uncount()
-		return nil, nil, true, err
-	}
-	if c.log != nil {
-		c.log.try(query, args, how, c.epoch)
-	}
-	c.failing = query
-	return nil, nil, false, err
 }
 
 // Prepare implements driver.Conn.
@@ -1002,7 +972,9 @@ func (c *Conn) CheckNamedValue(nv *driver.NamedValue) error {
 // the idle session (lend.go; at most the probe's bound); a session the probe broke is
 // gone, and the next call opens a new one.
 func (c *Conn) ResetSession(ctx context.Context) error {
-	c.lendBusy() // a probe on its session first ends (it may have closed it)
+	if c.cfg.Lender != nil {
+		c.lend.busy() // a probe on its session first ends (it may have closed it)
+	}
 	c.lend.used = true
 	if c.closed {
 		return driver.ErrBadConn // database/sql never resets a closed connection
@@ -1084,7 +1056,7 @@ func (c *Conn) Close() error {
 	}
 	c.closed = true
 	if c.cfg.Lender != nil {
-		c.lendBusy() // a probe on its session first ends (it may have closed it)
+		c.lend.busy() // a probe on its session first ends (it may have closed it)
 		c.cfg.Lender.remove(c)
 	}
 	if c.cfg.Closed != nil {

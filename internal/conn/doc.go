@@ -13,11 +13,13 @@
 // then fail's verdict.
 //
 // ExecContext and QueryContext share one path (statement): the query is classified once
-// there (dialect.Classify), and its kind goes down with it. ready.go holds the safe point
-// and what the kind meets there; ran.go the one step after a statement succeeded on the
-// primary session (ranHere), for every path: the tracker (txtrack.go) applies its effect
-// on the transaction state, the database and what the session holds, and the txLog
-// records it for replay.
+// there (dialect.Classify), and its kind goes down with it, each file once: call.go runs
+// the attempts; ready.go holds the safe point, txtrack.go what the kind meets there (a
+// lost session state, a lost or ended transaction); call.go where the session goes
+// (join, fallBack) and the run itself (runPrimary, runReplica); ran.go the one step after
+// a statement succeeded on the primary session (ranHere), for every path: the tracker
+// applies its effect on the transaction state, the database and what the session holds,
+// and the txLog records it for replay. The rows are wrapped once, by statement.
 //
 // When a call fails, the error goes to one function, fail, which judges it once
 // (failure.go: failureOf, from cluster.Judge) and carries that judgement to the helpers that

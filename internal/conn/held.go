@@ -30,16 +30,16 @@ type hold struct {
 // any reports whether the session holds anything a new session would lack.
 func (h *hold) any() bool { return h.Locks > 0 || len(h.temps) > 0 || h.Vars }
 
-// noteGone records, before the physical session is closed without the caller's doing
-// (found dead, broken, or its host failed), what it held, with cause (nil: the caller
-// adds it): the next call says so (lostState). An earlier loss not said yet is kept
+// noteGone records, before the physical session (on host) is closed without the
+// caller's doing (found dead, broken, or its host failed), what it held, with cause
+// (nil: the caller adds it): the next call says so (lostState). An earlier loss not said yet is kept
 // unless this session holds something itself.
-func (c *Conn) noteGone(cause error) {
-	if c.phys == nil || c.gone != nil && !c.sess.has.any() {
+func (t *tracker) noteGone(host string, cause error) {
+	if t.gone != nil && !t.sess.has.any() {
 		return
 	}
-	h := &c.sess.has
-	c.gone = &failover.SessionStateError{Host: c.cl.Host(c.host), NamedLocks: h.Locks,
+	h := &t.sess.has
+	t.gone = &failover.SessionStateError{Host: host, NamedLocks: h.Locks,
 		TempTables: slices.Clone(h.temps), UserVariables: h.Vars, Err: cause}
 }
 

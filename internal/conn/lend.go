@@ -138,13 +138,11 @@ func (c *Conn) lendIdle() {
 	c.lend.mu.Unlock()
 }
 
-// lendBusy marks c busy, for ResetSession and Close: it waits for a probe that uses its
-// session (at most the probe's bound), after which c is its own again.
-func (c *Conn) lendBusy() {
-	if c.cfg.Lender == nil {
-		return
-	}
-	c.lend.mu.Lock()
-	c.lend.phys = nil
-	c.lend.mu.Unlock()
+// busy marks the connection busy, for ResetSession and Close (with a Lender): it waits
+// for a probe that uses its session (at most the probe's bound), after which the
+// connection is its own again.
+func (l *lendState) busy() {
+	l.mu.Lock()
+	l.phys = nil
+	l.mu.Unlock()
 }

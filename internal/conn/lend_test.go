@@ -179,7 +179,7 @@ func TestResetSessionWaitsForProbe(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- db.PingContext(context.Background()) }()
-	fake.WaitFor(t, "the checkout to wait for the probe", blockedIn("(*Conn).lendBusy"))
+	fake.WaitFor(t, "the checkout to wait for the probe", blockedIn("(*lendState).busy"))
 	if err := probeOn(t, c); err != nil {
 		t.Fatal(err)
 	}
@@ -232,7 +232,7 @@ func TestCloseDuringProbeClosesOnce(t *testing.T) {
 		}
 		done := make(chan error, 1)
 		go func() { done <- db.Close() }()
-		fake.WaitFor(t, "Close to wait for the probe", blockedIn("(*Conn).lendBusy"))
+		fake.WaitFor(t, "Close to wait for the probe", blockedIn("(*lendState).busy"))
 		back(broken)
 		if err := fake.Recv(t, "Close", done); err != nil {
 			t.Fatal(err)

@@ -18,7 +18,7 @@ import (
 // records it (noteStmt). It returns the result for the caller (res; nil for a query).
 func (c *Conn) ranHere(k stmt.Kind, query string, args []driver.NamedValue, how via, res driver.Result) driver.Result {
 	if c.sp != nil && (c.tx == nil || c.tx.rs == nil) {
-		c.wroteOnPrimary() // for causal reads: it may have written
+		c.sp.wroteOnPrimary(c.epoch, c.host) // for causal reads: it may have written
 	}
 	if c.log == nil {
 		if (k != kPlain || c.st.ac != acOn) && c.tracker.ran(k, query, how == viaQuery) {

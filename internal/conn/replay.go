@@ -434,16 +434,15 @@ func (l *txLog) refuseUnreplayable(k stmt.Kind, q string, after txState) {
 }
 
 // noteFailed records, with replay on, the statement whose data error err fail just
-// judged (kind k; see txLog.try): inside a transaction the application saw that error,
+// judged (kind k; see txLog.try), on the primary session of epoch, t its tracker: inside a transaction the application saw that error,
 // so a replay must get it too (a failed statement changes nothing, but it may take
 // locks, and the application acted on the error). A failure that is not the server's
 // own error, or of a batch, makes the transaction one that cannot be replayed.
-func (c *Conn) noteFailed(k stmt.Kind, err error) {
-	l := c.log
+func (l *txLog) noteFailed(k stmt.Kind, err error, t *tracker, epoch uint64) {
 	tr := l.trying
 	l.trying = trying{}
-	if !l.on || c.tx == nil && c.st.txn != txnOpen {
-		if l.on && c.tx == nil && c.st.txn == txnNone {
+	if !l.on || t.tx == nil && t.st.txn != txnOpen {
+		if l.on && t.tx == nil && t.st.txn == txnNone {
 			l.clear()
 		}
 		return
@@ -454,9 +453,9 @@ func (c *Conn) noteFailed(k stmt.Kind, err error) {
 		return // not a statement of the transaction (a PREPARE, a session call)
 	}
 	switch {
-	case tr.query == "" || tr.epoch != c.epoch:
+	case tr.query == "" || tr.epoch != epoch:
 		l.refuse("a statement that failed without being recorded")
-	case k.Kind() == dialect.Batch || c.cfg.MultiStatements && dialect.Multiple(tr.query):
+	case k.Kind() == dialect.Batch || l.multi && dialect.Multiple(tr.query):
 		l.refuse(unreplayable(dialect.Batch, tr.query))
 	case dialect.ServerError(err) == nil:
 		l.refuse("a statement that failed with an error of the driver's: " + err.Error())

@@ -68,6 +68,8 @@ type split struct {
 	running *rsession   // the replica session of the prepared statement in progress (its attempt to Ran or fail)
 	intent  bool        // the statement route last saw has a read intent (wherever it ran: not a write for causal reads)
 
+	setup cluster.SetupFunc // a new replica session's (Conn.rsetup)
+
 	causal    string // cluster.CausalLocal or CausalGlobal; "" for none
 	wrote     bool   // local: a statement ran on the primary since pos was read
 	wroteOn   uint64 // local: the epoch of the primary session the first write since pos ran on
@@ -138,38 +140,6 @@ func (c *Conn) route(ctx context.Context, k stmt.Kind, first bool) (*rsession, e
 	return c.replica(ctx, key)
 }
 
-// runReplica is a statement's run on the replica session rs (see attempts).
-func (c *Conn) runReplica(ctx context.Context, rs *rsession, query string, args []driver.NamedValue, how via) (driver.Result, driver.Rows, bool, error) {
-	var res driver.Result
-	var rows driver.Rows
-	var err error
-	if how&viaQuery != 0 {
-		if rs.queryer == nil {
-			return nil, nil, true, driver.ErrSkip
-		}
-		c.cl.ReplicaStart(rs.host)
-		rows, err = rs.queryer.QueryContext(ctx, query, args)
-	} else {
-		if rs.execer == nil {
-			return nil, nil, true, driver.ErrSkip
-		}
-		c.cl.ReplicaStart(rs.host)
-		res, err = rs.execer.ExecContext(ctx, query, args)
-	}
-	c.cl.ReplicaDone(rs.host, err == nil)
-	switch {
-	case err == nil && how&viaQuery != 0:
-		return nil, stmt.NewRows((*h)(c), ctx, rows, rs.epoch, query), true, nil
-	case err == nil:
-		return res, nil, true, nil
-	case err == driver.ErrSkip:
-		c.sp.prefer = rs.host // database/sql prepares it next: on the same replica
-		return nil, nil, true, err
-	}
-	c.failing = query // for fail, which attempts calls next
-	return nil, nil, false, err
-}
-
 // prepareReplica is PrepareContext's run on the replica session rs (see attempts): a
 // read-intent statement is prepared on the replica it will run on (its runs go
 // there too: split.prefer).
@@ -206,7 +176,7 @@ func (c *Conn) replica(ctx context.Context, key string) (*rsession, error) {
 			behind = true
 			continue
 		}
-		rs, err := c.rsessionOn(ctx, host)
+		rs, err := sp.sessionOn(ctx, host, c.db)
 		if err == nil && sp.causal != "" {
 			var ok bool
 			if ok, err = c.causalWait(ctx, rs); err == nil && !ok {
@@ -254,27 +224,26 @@ func bit(host int) uint64 {
 	return 1 << host
 }
 
-// rsessionOn returns a replica session on host for this connection, in its current
-// database: the one it holds there, else an idle one of the pool's, else a new one. A
+// sessionOn returns a replica session on host for this connection, in its current
+// database db: the one it holds there, else an idle one of the pool's, else a new one. A
 // session idle for cluster.DefaultIdleCheck or more first gets go-sql-driver's liveness
 // check, as the primary session does (stale): a replica restarted or a wait_timeout
 // meanwhile leaves dead sessions, and database/sql checks a pooled connection only when
 // it hands it out, never between the calls of a pinned *sql.Conn. A dead one is replaced
 // on the same host, so that a routing key keeps to its replica.
-func (c *Conn) rsessionOn(ctx context.Context, host int) (*rsession, error) {
-	sp := c.sp
-	now := c.cl.Now().UnixNano()
+func (sp *split) sessionOn(ctx context.Context, host int, db string) (*rsession, error) {
+	now := sp.cl.Now().UnixNano()
 	for _, rs := range sp.sess {
 		if rs.host == host {
-			if sp.replicaDead(ctx, rs, now, c.cl.Replicas().Suspect(host, rs.lastUsed)) {
+			if sp.replicaDead(ctx, rs, now, sp.cl.Replicas().Suspect(host, rs.lastUsed)) {
 				break // dead while it sat idle: another one on the same host
 			}
 			rs.idled = true
-			return sp.inDB(ctx, rs, c.db)
+			return sp.inDB(ctx, rs, db)
 		}
 	}
 	for {
-		p, check, err := c.cl.Replicas().Take(ctx, host, now)
+		p, check, err := sp.cl.Replicas().Take(ctx, host, now)
 		if err != nil {
 			return nil, err
 		}
@@ -283,7 +252,7 @@ func (c *Conn) rsessionOn(ctx context.Context, host int) (*rsession, error) {
 		}
 		rs := p.(*rsession)
 		sp.sess = append(sp.sess, rs)
-		if c.db == "" && rs.db != "" {
+		if db == "" && rs.db != "" {
 			// Another connection moved it to a database, and no statement leaves one:
 			// a connection in none (a DSN without one, no USE) needs a session in none.
 			sp.dropReplica(rs)
@@ -291,15 +260,15 @@ func (c *Conn) rsessionOn(ctx context.Context, host int) (*rsession, error) {
 		}
 		if !sp.replicaDead(ctx, rs, now, check) {
 			rs.idled = true
-			return sp.inDB(ctx, rs, c.db)
+			return sp.inDB(ctx, rs, db)
 		}
 	}
-	phys, err := c.cl.Replicas().Open(ctx, host, c.rsetup)
+	phys, err := sp.cl.Replicas().Open(ctx, host, sp.setup)
 	if err != nil {
-		c.cl.Replicas().Closed(host, false)
+		sp.cl.Replicas().Closed(host, false)
 		return nil, err
 	}
-	rs := &rsession{phys: phys, host: host, epoch: replicaEpoch | c.cl.Replicas().Epoch(), db: c.db, lastUsed: now}
+	rs := &rsession{phys: phys, host: host, epoch: replicaEpoch | sp.cl.Replicas().Epoch(), db: db, lastUsed: now}
 	rs.execer, _ = phys.(driver.ExecerContext)
 	rs.queryer, _ = phys.(driver.QueryerContext)
 	sp.sess = append(sp.sess, rs)
@@ -348,7 +317,7 @@ func (sp *split) giveBack() {
 			continue
 		}
 		sp.sess = slices.Delete(sp.sess, i, i+1)
-		sp.cl.Replicas().Put(rs) // idle since its last use began (rsessionOn): no clock read per read
+		sp.cl.Replicas().Put(rs) // idle since its last use began (sessionOn): no clock read per read
 	}
 }
 
@@ -485,7 +454,7 @@ func (c *Conn) failReplica(ctx context.Context, epoch uint64, f failure, r stmt.
 	}
 	refused := f.refused()
 	if f.class != cluster.Communication && !refused {
-		return false, c.replicaDataErr(ctx, rs, f, inTx)
+		return false, c.tracker.replicaDataErr(ctx, sp, rs, f, inTx)
 	}
 	fe := c.sp.replicaBroken(rs, f, c.cl.Host(c.host))
 	if inTx {
@@ -549,14 +518,14 @@ func (sp *split) noteBehind(rs *rsession) {
 
 // replicaDataErr is failReplica's answer to failure f (neither a communication error
 // nor a refusal) from replica session rs: the session stays unless go-sql-driver closed
-// it (then, inTx, the transaction is lost for the statements after this one), and the
-// caller's context ending is the context's error.
-func (c *Conn) replicaDataErr(ctx context.Context, rs *rsession, f failure, inTx bool) error {
+// it (sp drops it; then, inTx, the transaction is lost for the statements after this
+// one), and the caller's context ending is the context's error.
+func (t *tracker) replicaDataErr(ctx context.Context, sp *split, rs *rsession, f failure, inTx bool) error {
 	err := f.err
 	if v, ok := rs.phys.(driver.Validator); ok && !v.IsValid() {
-		c.sp.dropReplica(rs)
-		if inTx && c.tx != nil && c.tx.lost == nil {
-			c.lose(c.tx, lost("the replica session broke earlier: "+dialect.NotBadConn(err, "").Error()))
+		sp.dropReplica(rs)
+		if inTx && t.tx != nil && t.tx.lost == nil {
+			t.lose(t.tx, lost("the replica session broke earlier: "+dialect.NotBadConn(err, "").Error()))
 		}
 	}
 	if f.class == cluster.Canceled {
@@ -635,16 +604,17 @@ func (c *Conn) beginReplica(ctx context.Context, opts driver.TxOptions) (driver.
 	return c.tx, nil
 }
 
-// wroteOnPrimary records that a statement ran on the primary session, for causal reads:
-// it may have written, unless it had a read intent (no replica served it).
-func (c *Conn) wroteOnPrimary() {
-	if sp := c.sp; sp != nil && sp.causal != "" && !sp.intent {
+// wroteOnPrimary records that a statement ran on the primary session (epoch, on host),
+// for causal reads: it may have written, unless it had a read intent (no replica
+// served it).
+func (sp *split) wroteOnPrimary(epoch uint64, host int) {
+	if sp != nil && sp.causal != "" && !sp.intent {
 		if sp.causal == cluster.CausalGlobal {
-			c.cl.Replicas().NoteWrite()
+			sp.cl.Replicas().NoteWrite()
 		} else if !sp.wrote {
 			// The first write since the position was last read: its session and host
 			// (causalWait reads the position there, or knows it cannot).
-			sp.wrote, sp.wroteOn, sp.wroteHost = true, c.epoch, c.host
+			sp.wrote, sp.wroteOn, sp.wroteHost = true, epoch, host
 		}
 	}
 }

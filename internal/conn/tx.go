@@ -119,7 +119,7 @@ func (t *Tx) Commit() error {
 		t.ended = true
 		if t.rs == nil && c.sp != nil {
 			c.sp.intent = false // a transaction on the primary counts as a write, whatever its intent
-			c.wroteOnPrimary()
+			c.sp.wroteOnPrimary(c.epoch, c.host)
 		}
 		return nil
 	}
@@ -154,7 +154,7 @@ func (t *Tx) Commit() error {
 	case notSent:
 		return c.saw(heldBy(fe, "", failover.ErrTxLost))
 	}
-	return c.saw(heldBy(fe, "", c.settled(t.ctx, old, fe)))
+	return c.saw(heldBy(fe, "", settled(t.ctx, c.cl, old, fe)))
 }
 
 // ended is a physical session that a communication failure ended: its host and what the
@@ -173,7 +173,7 @@ type ended struct {
 // within ctx and a bound of its own. A host the connection could not open a new session
 // on again (fe: it moved elsewhere, or nowhere) is not tried once more, and a session
 // whose id on the server the tracker did not read cannot be settled.
-func (c *Conn) settled(ctx context.Context, old ended, fe *failover.FailoverError) error {
+func settled(ctx context.Context, cl *cluster.Cluster, old ended, fe *failover.FailoverError) error {
 	e := &failover.CommitUnknownError{Host: fe.Failed}
 	switch {
 	case fe.Current == "":
@@ -181,7 +181,7 @@ func (c *Conn) settled(ctx context.Context, old ended, fe *failover.FailoverErro
 	case fe.Current != fe.Failed:
 		e.Why = errors.New("it did not answer a new session; the connection moved to " + fe.Current)
 	default:
-		e.Why = c.cl.Settle(ctx, old.host, fe.Failed, old.sock)
+		e.Why = cl.Settle(ctx, old.host, fe.Failed, old.sock)
 		fe.Settled, fe.Unsettled = e.Why == nil, e.Why
 	}
 	e.Settled = e.Why == nil

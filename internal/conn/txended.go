@@ -97,7 +97,7 @@ func (c *Conn) failedWith(ctx context.Context, err error, k stmt.Kind) error {
 	if n == dialect.ErrLockWaitTimeout {
 		ended, fact, qerr := c.timeoutEnded(ctx, k)
 		if qerr != nil {
-			c.markEnded(e) // unless the failed question lost the transaction already
+			c.tracker.markEnded(e, c.log, c.phys != nil) // unless the failed question lost the transaction already
 			return qerr
 		}
 		if !ended {
@@ -105,32 +105,33 @@ func (c *Conn) failedWith(ctx context.Context, err error, k stmt.Kind) error {
 			return err
 		}
 		e.fact = fact
-		c.markEnded(e)
+		c.tracker.markEnded(e, c.log, c.phys != nil)
 		return e
 	}
-	c.markEnded(e)
+	c.tracker.markEnded(e, c.log, c.phys != nil)
 	return err
 }
 
 // markEnded records that the server rolled back the open transaction (e): a Tx refuses
 // its later statements, and so does the connection for a transaction opened by
-// statements, whose session now holds none. A transaction already lost (a failed
+// statements, whose session (live: still there) now holds none; l, the replay record,
+// forgets it. A transaction already lost (a failed
 // question after the error) stays lost.
-func (c *Conn) markEnded(e *endedError) {
-	if c.log != nil {
-		c.log.clear() // nothing of it is left to replay
+func (t *tracker) markEnded(e *endedError, l *txLog, live bool) {
+	if l != nil {
+		l.clear() // nothing of it is left to replay
 	}
-	if c.tx != nil {
-		if c.tx.lost == nil {
-			c.lose(c.tx, e.refusal())
+	if t.tx != nil {
+		if t.tx.lost == nil {
+			t.lose(t.tx, e.refusal())
 		}
 		return
 	}
-	if c.lost != nil || c.phys == nil {
+	if t.lost != nil || !live {
 		return
 	}
-	c.st.txn, c.st.began, c.st.pending = txnNone, false, false
-	c.lose(nil, e.refusal())
+	t.st.txn, t.st.began, t.st.pending = txnNone, false, false
+	t.lose(nil, e.refusal())
 }
 
 // timeoutEnded asks the server whether the lock wait timeout (1205) that a statement of

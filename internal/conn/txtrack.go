@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql/driver"
 	"errors"
+	"strings"
 
 	"github.com/mysqlfailover/mysqlfailover/failover"
 	"github.com/mysqlfailover/mysqlfailover/internal/cluster"
@@ -158,4 +159,140 @@ func queryRow(ctx context.Context, queryer driver.QueryerContext, q string, cols
 		return nil, errNoRow // a data error: no answer
 	}
 	return rows[0], nil
+}
+
+// lostState is the error of a call of kind k on a connection whose session ended since
+// its last call (c.gone), with cause as why (nil: the reason noteGone recorded), or nil
+// when the session held nothing and the call reads nothing of it. Either way the loss
+// is said once. State taken inside a Tx that was lost with it is said by the Tx's
+// failover.ErrTxLost alone: running the transaction again takes it again.
+func (t *tracker) lostState(k stmt.Kind, cause error) error {
+	g := t.gone
+	t.gone = nil
+	if t.tx != nil && !t.tx.held {
+		return nil
+	}
+	if k.Flags()&dialect.Reads != 0 {
+		g.Reads = readsOf(k)
+	}
+	if g.NamedLocks == 0 && len(g.TempTables) == 0 && !g.UserVariables && g.Reads == "" {
+		return nil
+	}
+	if cause != nil {
+		g.Err = cause
+	}
+	return g
+}
+
+// lostCause is what ready gives lostState as the cause when the call found its session
+// gone: the transaction's lost error when one went with it, else nil (noteGone's).
+func (t *tracker) lostCause() error {
+	switch {
+	case t.tx != nil && t.tx.lost != nil:
+		return t.tx.lost
+	case t.tx == nil && t.lost != nil:
+		return t.lost
+	}
+	return nil
+}
+
+// readsOf names the values of the last statement a call of kind k reads, for
+// failover.SessionStateError.Reads.
+func readsOf(k stmt.Kind) string {
+	var names []string
+	if k.Flags()&dialect.LastID != 0 {
+		names = append(names, "LAST_INSERT_ID()")
+	}
+	if k.Flags()&dialect.RowCount != 0 {
+		names = append(names, "ROW_COUNT()")
+	}
+	if k.Flags()&dialect.FoundRows != 0 {
+		names = append(names, "FOUND_ROWS()")
+	}
+	return strings.Join(names, ", ")
+}
+
+// whileLost answers a statement of kind k while a transaction opened by statements is
+// lost, without sending it anywhere, as Tx.Commit and Tx.Rollback answer for a lost Tx.
+// COMMIT (XA COMMIT, and UNLOCK TABLES, which commits) gets the lost error; ROLLBACK
+// (XA ROLLBACK) succeeds: the server rolled the transaction back when its session died.
+// Either ends the lost state (after RELEASE the session is dropped, as the server would
+// have closed it). Any other statement gets the lost error and leaves the state as it is.
+// A transaction the server rolled back while the session lived is answered by
+// whileEnded, which may return nil: the statement is then sent.
+func (c *Conn) whileLost(ctx context.Context, k stmt.Kind) error {
+	err := c.lost
+	if e, ok := err.(*endedError); ok {
+		return c.whileEnded(ctx, e, k)
+	}
+	switch k.Kind() {
+	case dialect.Commit, dialect.XACommit, dialect.Unlock:
+	case dialect.Rollback, dialect.XARollback:
+		err = errAnswered
+	default:
+		return err
+	}
+	c.lost = nil
+	if cls := k.Kind(); cls == dialect.Commit || cls == dialect.Rollback {
+		if _, release, _ := c.st.completion(k); release {
+			c.drop()
+		}
+	}
+	return err
+}
+
+// whileEnded answers a statement of kind k while the transaction the server rolled back
+// (e, the refusal) holds the connection (see whileLost):
+//
+//   - ROLLBACK (with its clauses) runs, and ends the state (nil: send it).
+//   - COMMIT is not sent: ROLLBACK with the same clauses runs instead, so that nothing
+//     commits even if the server still held a transaction the driver took for ended,
+//     and the caller gets e (never success); the state ends.
+//   - UNLOCK TABLES runs (the rollback kept the table locks) and the state stays.
+//   - Anything else gets e, unsent.
+func (c *Conn) whileEnded(ctx context.Context, e error, k stmt.Kind) error {
+	switch k.Kind() {
+	case dialect.Rollback:
+		c.lost = nil
+		return nil
+	case dialect.Unlock:
+		return nil
+	case dialect.Commit:
+	default:
+		return e
+	}
+	c.lost = nil
+	q := rollbackSQL(k)
+	rk := dialect.Of(dialect.Rollback, k.Clauses(), k.Flags())
+	if c.phys == nil {
+		return e // the session is gone, and nothing with it
+	}
+	if err := c.exec(ctx, c.phys, q); err != nil {
+		// Whatever the failure, the transaction is over; a communication failure
+		// moves the connection as for any statement.
+		_, _ = c.fail(ctx, c.epoch, err, stmt.NoRetry, rk)
+		return e
+	}
+	if c.st.apply(rk) {
+		c.drop() // RELEASE: the server closed the session
+	}
+	return e
+}
+
+// rollbackSQL returns the ROLLBACK with the clauses of COMMIT statement kind k.
+func rollbackSQL(k stmt.Kind) string {
+	q := "ROLLBACK"
+	switch {
+	case k.Clauses()&dialect.Chain != 0:
+		q += " AND CHAIN"
+	case k.Clauses()&dialect.NoChain != 0:
+		q += " AND NO CHAIN"
+	}
+	switch {
+	case k.Clauses()&dialect.Release != 0:
+		q += " RELEASE"
+	case k.Clauses()&dialect.NoRelease != 0:
+		q += " NO RELEASE"
+	}
+	return q
 }
