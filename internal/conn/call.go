@@ -62,7 +62,7 @@ func (c *Conn) attempts(ctx context.Context, o *call, run func(rs *rsession) (fi
 		if o.at != onPrimary && c.sp != nil {
 			var err error
 			if rs, err = c.session(ctx, o, attempt == 0); err != nil {
-				return c.saw(err)
+				return c.prim.saw(err)
 			}
 		}
 		if rs == nil {
@@ -73,16 +73,16 @@ func (c *Conn) attempts(ctx context.Context, o *call, run func(rs *rsession) (fi
 				if err == errAnswered {
 					return err
 				}
-				return c.saw(err)
+				return c.prim.saw(err)
 			}
 		}
 		final, err := run(rs)
 		if final {
-			return c.saw(err)
+			return c.prim.saw(err)
 		}
 		retry, out := c.failAttempt(ctx, o, rs, err, attempt)
 		if !retry {
-			return c.saw(out)
+			return c.prim.saw(out)
 		}
 	}
 }
@@ -103,25 +103,25 @@ func (c *Conn) session(ctx context.Context, o *call, first bool) (*rsession, err
 
 // countAway counts a statement (count) towards queriesBeforeRetryMaster when the
 // session is not on the primary.
-func (c *Conn) countAway(count bool) {
-	if count && !c.cl.Home(c.host) {
-		c.counted = c.cl.NoteStatement()
+func (p *prim) countAway(count bool) {
+	if count && !p.cl.Home(p.host) {
+		p.counted = p.cl.NoteStatement()
 	}
 }
 
 // fallBack is ready's step on the pool's host when it is a secondary: it falls back to
 // the primary when that is due (cluster.Cluster.TryFallBack) and no results are being
 // read here; where the session stays, the statement (count) counts.
-func (c *Conn) fallBack(ctx context.Context, count bool) {
-	if c.rows == 0 {
-		if phys, host, _ := c.cl.TryFallBack(ctx, c.setup); phys != nil {
-			c.drop()
-			c.attach(phys, host)
+func (p *prim) fallBack(ctx context.Context, count bool) {
+	if p.rows == 0 {
+		if phys, host, _ := p.cl.TryFallBack(ctx, p.setup); phys != nil {
+			p.drop()
+			p.attach(phys, host)
 			return
 		}
 	}
 	if count {
-		c.counted = c.cl.NoteStatement()
+		p.counted = p.cl.NoteStatement()
 	}
 }
 
@@ -138,19 +138,19 @@ func (c *Conn) join(ctx context.Context, count bool) error {
 	// connection lost its physical one, or its host no longer has the wanted role (a
 	// demoted primary: another connection is looking for the writer): join the pool's
 	// host, or the walk.
-	c.drop()
+	c.prim.drop()
 	connect := c.cl.Connect
 	if c.cfg.AllowSourceDown && c.sp != nil && c.sp.intent {
 		// For a read (no replica could serve it, or a causal read needs the writer's
 		// position): one pass, not the passes a write waits for while no writer answers.
 		connect = c.cl.ConnectOnePass
 	}
-	phys, host, err := connect(ctx, c.setup)
+	phys, host, err := connect(ctx, c.prim.setup)
 	if err != nil {
-		return c.refusedWrite(err)
+		return c.prim.refusedWrite(err)
 	}
-	c.attach(phys, host)
-	c.countAway(count)
+	c.prim.attach(phys, host)
+	c.prim.countAway(count)
 	return nil
 }
 
@@ -200,7 +200,7 @@ func (c *Conn) runPrimary(ctx context.Context, k stmt.Kind, query string, args [
 		// go-sql-driver's answer to every statement with arguments unless
 		// interpolateParams is set: database/sql prepares instead, and the
 		// prepared statement counts itself. Nothing was sent.
-		c.uncount()
+		c.prim.uncount()
 		return nil, nil, true, err
 	}
 	if c.log != nil {

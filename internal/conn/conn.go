@@ -138,6 +138,21 @@ func (c *Conn) Owner() any { return c.cfg.Owner }
 // SET autocommit), is treated as one opened by BeginTx, and so is a state the statements
 // do not tell (CALL, EXECUTE ...), until the server says otherwise (see resolve).
 type Conn struct {
+	prim // the primary session: written out (c.prim.x) where its methods are called
+
+	closed bool
+
+	free spares // the proxies the next statement reuses
+
+	sp *split // the replica sessions (replicaReads); nil without
+
+	failingCall // the query whose run or rows failed, while fail handles it (FailoverError.Read)
+}
+
+// prim is a connection's primary session: the cluster it runs in, the physical
+// connection, and what the connection knows of that session. Its methods act on that
+// state alone: they attach, drop, replace, set up and replay the session.
+type prim struct {
 	cl  *cluster.Cluster
 	cfg Config
 
@@ -157,29 +172,24 @@ type Conn struct {
 	roPending  bool // with replica reads: appliedRO may differ from the state wanted now; ready applies it (applyReadOnly)
 	rows       int  // open result sets: no switch while results are being read
 	counted    bool // the last ready counted a statement towards queriesBeforeRetryMaster
-	closed     bool
 
 	live liveness // when the session was last used, for its liveness check (stale)
-	free spares   // the proxies the next statement reuses
 
 	tracker // the session's transaction state, database, and what else it told (txtrack.go)
 
-	sp  *split // the replica sessions (replicaReads); nil without
 	log *txLog // the open transaction's record (transactionReplay); nil without
 
-	failingCall // the query whose run or rows failed, while fail handles it (FailoverError.Read)
-
-	lend lendState // its primary session's lending to the monitor's probes while it sits idle (lend.go)
+	lend lendState // its lending to the monitor's probes while it sits idle (lend.go)
 }
 
-// liveness is what the liveness check of an idle physical session (Conn.stale) knows.
+// liveness is what the liveness check of an idle physical session (prim.stale) knows.
 type liveness struct {
 	lastUsed int64 // cluster clock (UnixNano) of the last call that talked to the server
 	checked  bool  // ResetSession just ran the liveness check: the next ready skips its own
 }
 
 // spares holds the proxies the next statement reuses: rows, the Rows proxy the next
-// result set reuses when none is open (Conn.rows is 0), and stmt the last closed Stmt
+// result set reuses when none is open (prim.rows is 0), and stmt the last closed Stmt
 // proxy, which the next prepare reuses: a statement through the proxy allocates nothing
 // go-sql-driver does not.
 type spares struct {
@@ -206,10 +216,10 @@ type sessionFacts struct {
 // first statement that needs the primary opens the session then (ready), with every
 // pass retriesAllDown allows, failing as the walk does.
 func Open(ctx context.Context, cl *cluster.Cluster, cfg Config) (*Conn, error) {
-	c := &Conn{cl: cl, cfg: cfg, explicitRO: cfg.ReadOnly,
+	c := &Conn{prim: prim{cl: cl, cfg: cfg, explicitRO: cfg.ReadOnly,
 		wire:    wire{rejects: cfg.RejectReadOnly && !cfg.MultiStatements},
 		tracker: tracker{db: cfg.DBName, dsnAC: autocommitOf(cfg.Autocommit), dsnCT: completionOf(cfg.CompletionType)},
-		sp:      newSplit(cfg, cl), log: newLog(cfg)}
+		log:     newLog(cfg)}, sp: newSplit(cfg, cl)}
 	c.st.ac, c.st.ct = c.dsnAC, c.dsnCT
 	if c.sp != nil {
 		c.sp.setup = c.rsetup // its replica sessions' (sessionOn)
@@ -217,11 +227,11 @@ func Open(ctx context.Context, cl *cluster.Cluster, cfg Config) (*Conn, error) {
 	// With AllowSourceDown and a replica, the primary session opens with the first
 	// statement that needs it.
 	if !cfg.AllowSourceDown || !cl.AnyReplica() {
-		phys, host, err := cl.Connect(ctx, c.setup)
+		phys, host, err := cl.Connect(ctx, c.prim.setup)
 		if err != nil {
-			return nil, c.saw(c.refusedWrite(err))
+			return nil, c.prim.saw(c.prim.refusedWrite(err))
 		}
-		c.attach(phys, host)
+		c.prim.attach(phys, host)
 	}
 	if cfg.Lender != nil {
 		cfg.Lender.add(c)
@@ -230,42 +240,42 @@ func Open(ctx context.Context, cl *cluster.Cluster, cfg Config) (*Conn, error) {
 }
 
 // attach makes phys, on host, the physical connection.
-func (c *Conn) attach(phys driver.Conn, host int) {
-	c.phys, c.host = phys, host
-	c.sock = c.cl.SocketOf(phys)
-	c.appliedRO = c.readOnlyOn(host) // setup applied it
-	c.roPending = false
-	c.live.lastUsed = c.cl.Now().UnixNano()
-	c.epoch++
-	c.execer, _ = phys.(driver.ExecerContext)
-	c.queryer, _ = phys.(driver.QueryerContext)
+func (p *prim) attach(phys driver.Conn, host int) {
+	p.phys, p.host = phys, host
+	p.sock = p.cl.SocketOf(phys)
+	p.appliedRO = p.readOnlyOn(host) // setup applied it
+	p.roPending = false
+	p.live.lastUsed = p.cl.Now().UnixNano()
+	p.epoch++
+	p.execer, _ = phys.(driver.ExecerContext)
+	p.queryer, _ = phys.(driver.QueryerContext)
 	if ch, ok := phys.(driver.NamedValueChecker); ok {
-		c.checker = ch
+		p.checker = ch
 	}
 }
 
 // drop closes the physical connection; the logical one lives on. The next physical
 // session starts with no transaction and, where the old one's was unknown, the DSN's
 // autocommit and completion_type (setup restores known ones).
-func (c *Conn) drop() {
-	if c.closePhys() {
-		c.cl.Release(c.host)
+func (p *prim) drop() {
+	if p.closePhys() {
+		p.cl.Release(p.host)
 	}
-	c.clean()
+	p.clean()
 }
 
 // discard drops the physical connection between calls (found dead, or its state could
 // not be restored), without blaming its host. What it held for a call of kind k is lost
 // with it: a transaction opened by statements (see lost); a Tx's is the caller's to
 // mark.
-func (c *Conn) discard(why string, k stmt.Kind) {
-	if c.primaryTx() == nil && c.lost == nil && c.phys != nil && c.judge(k, false)&vLost != 0 {
-		c.lose(nil, lostOn(c.st.what(), c.cl.Host(c.host), why))
+func (p *prim) discard(why string, k stmt.Kind) {
+	if p.primaryTx() == nil && p.lost == nil && p.phys != nil && p.judge(k, false)&vLost != 0 {
+		p.lose(nil, lostOn(p.st.what(), p.cl.Host(p.host), why))
 	}
-	if c.phys != nil {
-		c.tracker.noteGone(c.cl.Host(c.host), notSentCause(why))
+	if p.phys != nil {
+		p.tracker.noteGone(p.cl.Host(p.host), notSentCause(why))
 	}
-	c.drop()
+	p.drop()
 }
 
 // lostOn is the error every statement gets while what (see txState.what) is lost: it
@@ -276,16 +286,16 @@ func lostOn(what, host, cause string) error {
 
 // closePhys closes the physical connection without releasing its host's id (see
 // cluster.Cluster.Release), and reports whether there was one.
-func (c *Conn) closePhys() bool {
-	if c.phys == nil {
+func (p *prim) closePhys() bool {
+	if p.phys == nil {
 		return false
 	}
-	_ = c.phys.Close()
-	c.phys, c.execer, c.queryer, c.sock = nil, nil, nil, nil
-	c.epoch++
-	if c.log != nil {
+	_ = p.phys.Close()
+	p.phys, p.execer, p.queryer, p.sock = nil, nil, nil, nil
+	p.epoch++
+	if p.log != nil {
 		// What the session held goes with it; a replay needs to know (see replayHere).
-		c.log.gone, c.log.sess = c.log.sess, ""
+		p.log.gone, p.log.sess = p.log.sess, ""
 	}
 	return true
 }
@@ -295,10 +305,10 @@ func (c *Conn) closePhys() bool {
 type h Conn
 
 // uncount takes back the statement the last ready counted.
-func (c *Conn) uncount() {
-	if c.counted {
-		c.cl.ForgetStatement()
-		c.counted = false
+func (p *prim) uncount() {
+	if p.counted {
+		p.cl.ForgetStatement()
+		p.counted = false
 	}
 }
 
@@ -343,7 +353,7 @@ func (c *Conn) fail(ctx context.Context, epoch uint64, err error, r stmt.Retry, 
 	case cluster.NotReadyMidway:
 		return c.refused(ctx, f.nr, r, true, k)
 	case cluster.Data:
-		c.refusedWrite(err)
+		c.prim.refusedWrite(err)
 		if c.cfg.WriteIntent && dialect.ReadOnly(err) && !cluster.Ended(ctx) {
 			return c.rejected(ctx, err, r, c.cfg.MultiStatements, k)
 		}
@@ -356,10 +366,10 @@ func (c *Conn) fail(ctx context.Context, epoch uint64, err error, r stmt.Retry, 
 		if c.log != nil {
 			c.log.noteFailed(k, err, &c.tracker, c.epoch)
 		}
-		c.dropIfInvalid(err, k)
+		c.prim.dropIfInvalid(err, k)
 		return false, out
 	case cluster.Canceled:
-		c.dropIfInvalid(err, k)
+		c.prim.dropIfInvalid(err, k)
 		if cerr := cluster.EndErr(ctx); !errors.Is(err, cerr) {
 			return false, fmt.Errorf("%w (%v)", cerr, dialect.NotBadConn(err, ""))
 		}
@@ -496,7 +506,7 @@ func (c *Conn) move(ctx context.Context, err error, notSent bool, r stmt.Retry, 
 	if c.primaryTx() == nil {
 		v, what = c.judge(k, notSent), c.st.what()
 	}
-	fe, werr := c.reconnect(ctx, failed, err, notSent)
+	fe, werr := c.prim.reconnect(ctx, failed, err, notSent)
 	m := switched{k: k, r: r, notSent: notSent, v: v, what: what, old: ended{failed, sock}, failed: fe.Failed, before: before, fe: fe, werr: werr}
 	retry, out := c.moved(ctx, &m)
 	if c.gone != nil {
@@ -534,13 +544,13 @@ func (c *Conn) moved(ctx context.Context, m *switched) (bool, error) {
 	k, r, v, old, fe, werr := m.k, m.r, m.v, m.old, m.fe, m.werr
 	if c.primaryTx() != nil {
 		c.failingCall.settleRun(ctx, c.cl, old, fe) // before a replay there meets the old thread's locks
-		return c.moveTx(ctx, m)
+		return c.prim.moveTx(ctx, m)
 	}
 	var why error
 	if v&vLost != 0 && v&(vCommit|vPrepared) == 0 {
 		c.failingCall.settleRun(ctx, c.cl, old, fe)
 		var ok bool
-		if ok, why = c.replayHere(ctx, m); ok {
+		if ok, why = c.prim.replayHere(ctx, m); ok {
 			return true, nil
 		}
 	} else if c.log != nil {
@@ -603,32 +613,32 @@ type failingCall struct {
 // with err, and has the cluster recover (a new session on the same host, or on the next
 // one), and attaches to the new session. It returns the *failover.FailoverError that
 // says so (notSent: nothing of the call ran), and Recover's error (then no session).
-func (c *Conn) reconnect(ctx context.Context, failed int, err error, notSent bool) (*failover.FailoverError, error) {
-	if c.phys != nil {
-		c.tracker.noteGone(c.cl.Host(c.host), nil) // move says why
+func (p *prim) reconnect(ctx context.Context, failed int, err error, notSent bool) (*failover.FailoverError, error) {
+	if p.phys != nil {
+		p.tracker.noteGone(p.cl.Host(p.host), nil) // move says why
 	}
-	held := c.closePhys() // the id stays held until Recover has used it
-	c.clean()
+	held := p.closePhys() // the id stays held until Recover has used it
+	p.clean()
 	broken := "the connection was broken before the request was sent"
 	if !notSent {
 		broken = "the connection broke while the request was being sent"
 	}
 	fe := &failover.FailoverError{
-		Failed:        c.cl.Host(failed),
+		Failed:        p.cl.Host(failed),
 		MaybeExecuted: !notSent && !dialect.PacketTooLarge(err),
 		Err:           dialect.NotBadConn(err, broken),
 	}
 	// The cluster decides whether the host or only this session is gone, and returns a
 	// new session on the same host, or on the next one.
-	phys, host, werr := c.cl.Recover(ctx, failed, err, c.setup)
+	phys, host, werr := p.cl.Recover(ctx, failed, err, p.setup)
 	if held {
-		c.cl.Release(failed)
+		p.cl.Release(failed)
 	}
 	if werr != nil {
-		fe.Reconnect = c.refusedWrite(werr)
+		fe.Reconnect = p.refusedWrite(werr)
 	} else {
-		c.attach(phys, host)
-		fe.Current = c.cl.Host(host)
+		p.attach(phys, host)
+		fe.Current = p.cl.Host(host)
 	}
 	return fe, werr
 }
@@ -636,15 +646,15 @@ func (c *Conn) reconnect(ctx context.Context, failed int, err error, notSent boo
 // moveTx is move's answer inside a Tx (BeginTx): the transaction runs again on the new
 // session (replayHere; so does the call), or it is lost, for this call and the Tx's
 // later ones.
-func (c *Conn) moveTx(ctx context.Context, m *switched) (bool, error) {
+func (p *prim) moveTx(ctx context.Context, m *switched) (bool, error) {
 	fe := m.fe
-	if ok, why := c.replayHere(ctx, m); ok {
+	if ok, why := p.replayHere(ctx, m); ok {
 		return true, nil // the transaction runs again here: so does the call
 	} else if why != nil {
-		c.lose(c.tx, lost("the transaction failed earlier on "+fe.Failed+": "+fe.Err.Error()+"; "+why.Error()))
+		p.lose(p.tx, lost("the transaction failed earlier on "+fe.Failed+": "+fe.Err.Error()+"; "+why.Error()))
 		return false, heldWhy(fe, why, failover.ErrTxLost)
 	}
-	c.lose(c.tx, lost("the transaction failed earlier on "+fe.Failed+": "+fe.Err.Error()))
+	p.lose(p.tx, lost("the transaction failed earlier on "+fe.Failed+": "+fe.Err.Error()))
 	return false, heldBy(fe, "", failover.ErrTxLost)
 }
 
@@ -686,12 +696,12 @@ func (t *tracker) heldErr(ctx context.Context, cl *cluster.Cluster, m *switched,
 // cancel, or a protocol error): the host is fine, the next call reconnects to the pool's
 // host.
 // Inside a transaction that loses the transaction (k: the failed call's kind).
-func (c *Conn) dropIfInvalid(err error, k stmt.Kind) {
-	if v, ok := c.phys.(driver.Validator); ok && !v.IsValid() {
+func (p *prim) dropIfInvalid(err error, k stmt.Kind) {
+	if v, ok := p.phys.(driver.Validator); ok && !v.IsValid() {
 		why := dialect.NotBadConn(err, "").Error()
-		c.discard("the connection broke: "+why, k)
-		if t := c.primaryTx(); t != nil && t.lost == nil {
-			c.lose(t, lost("the connection broke earlier: "+why))
+		p.discard("the connection broke: "+why, k)
+		if t := p.primaryTx(); t != nil && t.lost == nil {
+			p.lose(t, lost("the connection broke earlier: "+why))
 		}
 	}
 }
@@ -765,7 +775,7 @@ func (o *h) Fail(ctx context.Context, err error, f stmt.Failure) (bool, error) {
 	if c.sp != nil {
 		c.sp.giveBack()
 	}
-	return retry, c.saw(out)
+	return retry, c.prim.saw(out)
 }
 
 // RowsOpened implements stmt.Owner: every Rows, of a plain query or of a prepared
@@ -983,10 +993,10 @@ func (c *Conn) ResetSession(ctx context.Context) error {
 	c.sess.has = hold{}
 	c.sp.resetReplicas(ctx)
 	if c.phys != nil && !c.st.held() && (c.host != c.cl.Active() || c.cl.Unfit(c.host)) {
-		c.drop()
+		c.prim.drop()
 	}
 	if r, ok := c.phys.(driver.SessionResetter); ok && r.ResetSession(ctx) != nil {
-		c.discard("the server closed the connection while it sat idle in the pool", kPlain)
+		c.prim.discard("the server closed the connection while it sat idle in the pool", kPlain)
 	}
 	c.gone = nil // the last user's: not the next one's to hear
 	c.live.checked = true
@@ -996,13 +1006,13 @@ func (c *Conn) ResetSession(ctx context.Context) error {
 	if c.sp != nil {
 		// With replica reads the next user may only read, on the replicas: the primary
 		// session gets the flag before its next statement (ready), not a round trip now.
-		c.roPending = c.readOnlyOn(c.host) != c.appliedRO
+		c.roPending = c.prim.readOnlyOn(c.host) != c.appliedRO
 		return nil
 	}
-	if want := c.readOnlyOn(c.host); want != c.appliedRO {
-		if err := c.exec(ctx, c.phys, readOnlySQL(want)); err != nil {
+	if want := c.prim.readOnlyOn(c.host); want != c.appliedRO {
+		if err := c.prim.exec(ctx, c.phys, readOnlySQL(want)); err != nil {
 			// The SET ran or not: a new session starts clean.
-			c.discard("restoring read-only failed: "+dialect.NotBadConn(err, "").Error(), kSession)
+			c.prim.discard("restoring read-only failed: "+dialect.NotBadConn(err, "").Error(), kSession)
 			c.gone = nil
 			return nil
 		}
@@ -1033,7 +1043,7 @@ func (c *Conn) IsValid() bool {
 			if !c.cfg.AllowSourceDown || c.primaryTx() != nil {
 				return false
 			}
-			c.discard("the connection broke", kPlain)
+			c.prim.discard("the connection broke", kPlain)
 			if c.lost != nil {
 				return false
 			}
@@ -1044,7 +1054,7 @@ func (c *Conn) IsValid() bool {
 		// (AllowSourceDown); its next statement that needs the primary walks (ready).
 		return c.cfg.AllowSourceDown && c.cl.AnyReplica()
 	}
-	c.lendIdle()
+	c.prim.lendIdle()
 	return true
 }
 

@@ -21,6 +21,10 @@
 // applies its effect on the transaction state, the database and what the session holds,
 // and the txLog records it for replay. The rows are wrapped once, by statement.
 //
+// The primary session is a prim, which Conn embeds: the cluster handle, the physical
+// connection, its tracker and txLog, and the methods that attach, drop, replace, set up
+// and replay it. Conn keeps the driver's methods and those that decide (ready, fail).
+//
 // When a call fails, the error goes to one function, fail, which judges it once
 // (failure.go: failureOf, from cluster.Judge) and carries that judgement to the helpers that
 // act on it; the engine is told of a refusal once (Cluster.NoteRefusal). It decides:
@@ -84,7 +88,7 @@
 // session found dead while the transaction sat idle. A replay that differs is abandoned:
 // its session is rolled back, or closed when the replay changed it beyond the
 // transaction (a USE, a SET), so that no session is left in a state the connection does
-// not believe. Without the option Conn.log is nil.
+// not believe. Without the option prim.log is nil.
 //
 // # Read-only
 //

@@ -103,17 +103,17 @@ func (l *Lender) Borrow(host int) (conn driver.Conn, giveBack func(broken bool))
 	if best == nil {
 		return nil, nil
 	}
-	return best.lend.phys, best.lendBack
+	return best.lend.phys, best.prim.lendBack
 }
 
 // lendBack ends a probe's use of c's session (Borrow's giveBack): a broken one is
 // closed and dropped, as one that died idle in the pool.
-func (c *Conn) lendBack(broken bool) {
+func (p *prim) lendBack(broken bool) {
 	if broken {
-		c.lend.phys = nil
-		c.drop()
+		p.lend.phys = nil
+		p.drop()
 	}
-	c.lend.mu.Unlock()
+	p.lend.mu.Unlock()
 }
 
 // lendIdle marks c idle, for IsValid when database/sql puts it back into its pool: its
@@ -124,18 +124,18 @@ func (c *Conn) lendBack(broken bool) {
 // probe's read of a transactional table would open one), it holds no session state
 // (held.go), and no result set or prepared statement of it is open (database/sql may
 // close a statement while the connection sits idle).
-func (c *Conn) lendIdle() {
-	if c.cfg.Lender == nil || !c.lend.used || c.phys == nil || c.tx != nil || c.rows > 0 || c.lend.stmts > 0 ||
-		c.lost != nil || c.st.held() || c.st.ac != acOn || c.sess.has.any() {
+func (p *prim) lendIdle() {
+	if p.cfg.Lender == nil || !p.lend.used || p.phys == nil || p.tx != nil || p.rows > 0 || p.lend.stmts > 0 ||
+		p.lost != nil || p.st.held() || p.st.ac != acOn || p.sess.has.any() {
 		return
 	}
-	c.lend.mu.Lock()
-	c.lend.host, c.lend.phys = c.host, c.phys
-	c.lend.seq = c.cfg.Lender.tick.Add(1)
-	if c.cfg.Lender.Now != nil {
-		c.lend.since = c.cfg.Lender.Now()
+	p.lend.mu.Lock()
+	p.lend.host, p.lend.phys = p.host, p.phys
+	p.lend.seq = p.cfg.Lender.tick.Add(1)
+	if p.cfg.Lender.Now != nil {
+		p.lend.since = p.cfg.Lender.Now()
 	}
-	c.lend.mu.Unlock()
+	p.lend.mu.Unlock()
 }
 
 // busy marks the connection busy, for ResetSession and Close (with a Lender): it waits

@@ -22,13 +22,13 @@ func (c *Conn) ranHere(k stmt.Kind, query string, args []driver.NamedValue, how 
 	}
 	if c.log == nil {
 		if (k != kPlain || c.st.ac != acOn) && c.tracker.ran(k, query, how == viaQuery) {
-			c.drop() // RELEASE: the server closed the session
+			c.prim.drop() // RELEASE: the server closed the session
 		}
 		return res
 	}
 	before, db := c.st, c.db
 	if c.tracker.ran(k, query, how == viaQuery) {
-		c.drop()
+		c.prim.drop()
 	}
 	return c.log.noteStmt(noted{k, query, args, how}, res, c.tx, stepped{before, c.st, db})
 }

@@ -32,7 +32,7 @@ func (c *Conn) ready(ctx context.Context, count bool, k stmt.Kind) error {
 	c.lend.used = true // database/sql resets it before its next use (lendIdle)
 	if c.live.checked {
 		c.live.checked = false // database/sql's checkout just checked it: no clock read needed
-	} else if c.stale(ctx, k) {
+	} else if c.prim.stale(ctx, k) {
 		if t := c.primaryTx(); t != nil && t.lost == nil {
 			c.lose(t, lost("the server closed the connection while the transaction sat idle"))
 		}
@@ -51,7 +51,7 @@ func (c *Conn) ready(ctx context.Context, count bool, k stmt.Kind) error {
 		if t.lost != nil {
 			return t.lost
 		}
-		c.countAway(count)
+		c.prim.countAway(count)
 		return c.synced(ctx)
 	}
 	place := cluster.PlaceAway
@@ -68,18 +68,18 @@ func (c *Conn) ready(ctx context.Context, count bool, k stmt.Kind) error {
 		if c.st.held() {
 			// Inside a transaction opened by statements: as inside a Tx, the session
 			// stays on its host until it reaches a real safe point.
-			c.countAway(count)
+			c.prim.countAway(count)
 			return c.synced(ctx)
 		}
 	}
-	if c.stays(k) {
+	if c.prim.stays(k) {
 		// It holds what a new session would lack, or the call reads a value of its last
 		// statement: as inside a transaction, it stays until a call finds neither.
-		c.countAway(count)
+		c.prim.countAway(count)
 		return c.synced(ctx)
 	}
 	if place == cluster.PlaceActive {
-		c.fallBack(ctx, count)
+		c.prim.fallBack(ctx, count)
 		return c.synced(ctx)
 	}
 	return c.join(ctx, count)
@@ -109,20 +109,20 @@ func (c *Conn) synced(ctx context.Context) error {
 // pool's host). It reports whether it dropped one, and with it whatever the session
 // held: with transactionReplay an open transaction is replayed on a new session instead
 // (replayIdle; k is the kind of the call about to be sent), and then it reports false.
-func (c *Conn) stale(ctx context.Context, k stmt.Kind) bool {
-	now := c.cl.Now().UnixNano()
-	idle := now-c.live.lastUsed >= int64(cluster.DefaultIdleCheck)
-	c.live.lastUsed = now
-	if !idle || c.phys == nil || c.rows > 0 {
+func (p *prim) stale(ctx context.Context, k stmt.Kind) bool {
+	now := p.cl.Now().UnixNano()
+	idle := now-p.live.lastUsed >= int64(cluster.DefaultIdleCheck)
+	p.live.lastUsed = now
+	if !idle || p.phys == nil || p.rows > 0 {
 		return false
 	}
-	r, ok := c.phys.(driver.SessionResetter)
+	r, ok := p.phys.(driver.SessionResetter)
 	if !ok || r.ResetSession(ctx) == nil {
 		return false
 	}
-	before := c.st
-	c.discard("the server closed the connection while it sat idle", kPlain)
-	return !c.replayIdle(ctx, before, k)
+	before := p.st
+	p.discard("the server closed the connection while it sat idle", kPlain)
+	return !p.replayIdle(ctx, before, k)
 }
 
 // stays reports whether the physical session must stay where it is for a call of kind
@@ -130,8 +130,8 @@ func (c *Conn) stale(ctx context.Context, k stmt.Kind) bool {
 // fall-back is due): it holds named locks, temporary tables or user variables, or the
 // call reads a value of its last statement. It moves at the first call that finds
 // neither.
-func (c *Conn) stays(k stmt.Kind) bool {
-	return c.phys != nil && (c.sess.has.any() || k.Flags()&dialect.Reads != 0)
+func (p *prim) stays(k stmt.Kind) bool {
+	return p.phys != nil && (p.sess.has.any() || k.Flags()&dialect.Reads != 0)
 }
 
 // errAnswered is ready's word for a statement answered without being sent (see

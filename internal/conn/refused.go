@@ -23,9 +23,9 @@ import (
 // The connection calls it where those errors reach it: fail (the server's refusals, seen
 // before a demoted host's rejection is acted on), move (no host after a failure), ready
 // and Open (no host for a connection that joins the pool).
-func (c *Conn) refusedWrite(err error) error {
+func (p *prim) refusedWrite(err error) error {
 	if err != nil && writeRefusal(err) {
-		c.cl.NoteWriteRefused()
+		p.cl.NoteWriteRefused()
 	}
 	return err
 }
@@ -36,9 +36,9 @@ func (c *Conn) refusedWrite(err error) error {
 // connection's statements, Begin, Commit, Rollback, Ping, SetReadOnly, a Stmt's and a
 // Rows' calls (Owner.Attempts and Fail), and Open. What the driver absorbs (a statement it
 // ran again on the new host) never reaches it.
-func (c *Conn) saw(err error) error {
+func (p *prim) saw(err error) error {
 	if err != nil {
-		c.sawErr(err) // out of line: saw inlines to a nil check where errors leave
+		p.sawErr(err) // out of line: saw inlines to a nil check where errors leave
 	}
 	return err
 }
@@ -46,9 +46,9 @@ func (c *Conn) saw(err error) error {
 // sawErr counts err, not nil, when callerError says so.
 //
 //go:noinline
-func (c *Conn) sawErr(err error) {
+func (p *prim) sawErr(err error) {
 	if err != driver.ErrSkip && callerError(err) {
-		c.cl.NoteCallerError()
+		p.cl.NoteCallerError()
 	}
 }
 

@@ -7,7 +7,7 @@ package conn
 // statement, before the interrupted statement runs there. The anchors are MaxScale
 // readwritesplit's transaction_replay (a checksum of every result, compared during the
 // replay) and MariaDB Connector/J's transactionReplay (statements only); see
-// replayHere for what is never replayed. Without the option Conn.log is nil and none of
+// replayHere for what is never replayed. Without the option prim.log is nil and none of
 // this runs.
 
 import (
@@ -513,27 +513,27 @@ var errReplayStopped = errors.New("the replay ran out of time (the caller's cont
 // transactionReplayMaxSize) or that used up transactionReplayAttempts or
 // transactionReplayTimeout. A replay whose session fails too is run again on the next
 // one, within those limits.
-func (c *Conn) replayHere(ctx context.Context, m *switched) (bool, error) {
+func (p *prim) replayHere(ctx context.Context, m *switched) (bool, error) {
 	k, r, werr, failed, before := m.k, m.r, m.werr, m.failed, m.before
-	l := c.log
-	if l == nil || !l.on || c.tx != nil && c.tx.rs != nil || r != stmt.RetryAlways && r != stmt.RetryIfNotSent {
+	l := p.log
+	if l == nil || !l.on || p.tx != nil && p.tx.rs != nil || r != stmt.RetryAlways && r != stmt.RetryIfNotSent {
 		return false, nil
 	}
 	if commits(k) {
 		l.clear()
 		return false, nil
 	}
-	if err := l.refusal(werr, failed, c.cl, c.cl.Host(c.host)); err != nil {
+	if err := l.refusal(werr, failed, p.cl, p.cl.Host(p.host)); err != nil {
 		l.clear()
 		return false, err
 	}
-	rctx, cancel, err := l.deadline(ctx, c.cl.Now())
+	rctx, cancel, err := l.deadline(ctx, p.cl.Now())
 	if err != nil {
 		l.clear()
 		return false, err
 	}
 	defer cancel()
-	return c.replayRounds(ctx, rctx, before, failed)
+	return p.replayRounds(ctx, rctx, before, failed)
 }
 
 // refusal says why the record cannot be replayed (nil when it can): it is too big, it
@@ -584,18 +584,18 @@ func (l *txLog) deadline(ctx context.Context, now time.Time) (context.Context, c
 // session each time the session fails during the replay, up to transactionReplayAttempts
 // replays in all. before is the state the failed call left (see replayHere). A replay
 // that differed or failed otherwise is abandoned (within ctx: see abandon).
-func (c *Conn) replayRounds(ctx, rctx context.Context, before txState, failed string) (bool, error) {
-	l := c.log
+func (p *prim) replayRounds(ctx, rctx context.Context, before txState, failed string) (bool, error) {
+	l := p.log
 	for {
 		if n := l.replays; n >= l.attempts {
 			l.clear()
 			return false, fmt.Errorf("not replayed: %d replays already (transactionReplayAttempts)", n)
 		}
 		l.replays++
-		host := c.cl.Host(c.host)
-		err := c.replay(rctx, before)
+		host := p.cl.Host(p.host)
+		err := p.replay(rctx, before)
 		if err == nil {
-			c.cl.NoteReplay(cluster.Replayed, failed, host, nil)
+			p.cl.NoteReplay(cluster.Replayed, failed, host, nil)
 			return true, nil
 		}
 		var re *replayError
@@ -605,7 +605,7 @@ func (c *Conn) replayRounds(ctx, rctx context.Context, before txState, failed st
 			err = errReplayStopped
 		case cluster.Classify(rctx, err) == cluster.Communication:
 			// The new session failed during the replay: the next one, if any.
-			if err := c.nextSession(rctx, err, host); err != nil {
+			if err := p.nextSession(rctx, err, host); err != nil {
 				l.clear()
 				return false, err
 			}
@@ -613,9 +613,9 @@ func (c *Conn) replayRounds(ctx, rctx context.Context, before txState, failed st
 		default:
 			err = &replayError{host: host, why: "the replay failed: " + err.Error()}
 		}
-		c.abandon(ctx)
+		p.abandon(ctx)
 		if errors.As(err, &re) {
-			c.cl.NoteReplay(cluster.ReplayMismatch, failed, host, err)
+			p.cl.NoteReplay(cluster.ReplayMismatch, failed, host, err)
 		}
 		l.clear()
 		return false, err
@@ -624,18 +624,18 @@ func (c *Conn) replayRounds(ctx, rctx context.Context, before txState, failed st
 
 // nextSession replaces the session that failed with err during a replay on host by the
 // next one (cluster.Cluster.Recover), or says why there is none.
-func (c *Conn) nextSession(ctx context.Context, err error, host string) error {
-	from := c.host
-	held := c.closePhys()
-	c.clean()
-	phys, h, werr := c.cl.Recover(ctx, from, err, c.setup)
+func (p *prim) nextSession(ctx context.Context, err error, host string) error {
+	from := p.host
+	held := p.closePhys()
+	p.clean()
+	phys, h, werr := p.cl.Recover(ctx, from, err, p.setup)
 	if held {
-		c.cl.Release(from)
+		p.cl.Release(from)
 	}
 	if werr != nil {
 		return fmt.Errorf("not replayed: %s failed during the replay (%v) and no host answered: %w", host, dialect.NotBadConn(err, ""), werr)
 	}
-	c.attach(phys, h)
+	p.attach(phys, h)
 	return nil
 }
 
@@ -646,25 +646,25 @@ func (c *Conn) nextSession(ctx context.Context, err error, host string) error {
 // transaction (the USE of the transaction's first database, a statement that sets the
 // session's state) left it elsewhere, so that session is dropped instead (the next call
 // opens one set up from what the connection knows), as is one whose ROLLBACK fails.
-func (c *Conn) abandon(ctx context.Context) {
-	if c.phys == nil {
+func (p *prim) abandon(ctx context.Context) {
+	if p.phys == nil {
 		return
 	}
-	if v, ok := c.phys.(driver.Validator); ok && !v.IsValid() || c.log.moved {
-		c.drop()
+	if v, ok := p.phys.(driver.Validator); ok && !v.IsValid() || p.log.moved {
+		p.drop()
 		return
 	}
 	var err error
-	if c.tx != nil && c.tx.epoch == c.epoch {
-		err = c.tx.inner.Rollback()
+	if p.tx != nil && p.tx.epoch == p.epoch {
+		err = p.tx.inner.Rollback()
 	} else {
-		err = c.exec(context.WithoutCancel(ctx), c.phys, "ROLLBACK")
+		err = p.exec(context.WithoutCancel(ctx), p.phys, "ROLLBACK")
 	}
 	if err != nil {
-		c.drop()
+		p.drop()
 		return
 	}
-	c.st.end(false)
+	p.st.end(false)
 }
 
 // commits reports whether a call of kind k may commit the open transaction: COMMIT (also
@@ -686,33 +686,33 @@ func commits(k stmt.Kind) bool {
 // holds the part that ran, and l.moved says whether it changed the session beyond the
 // transaction), or the session's own error. Once it succeeded the session holds the
 // transaction again, in the state before (the failed call runs next).
-func (c *Conn) replay(ctx context.Context, before txState) error {
-	l := c.log
-	host := c.cl.Host(c.host)
+func (p *prim) replay(ctx context.Context, before txState) error {
+	l := p.log
+	host := p.cl.Host(p.host)
 	l.moved = false
-	if l.db != c.db {
+	if l.db != p.db {
 		if l.db == "" {
 			return &replayError{host: host, why: "the transaction began without a database and chose one with USE"}
 		}
 		l.moved = true // the session is in l.db until the record's own USE, if it gets there
-		if err := c.exec(ctx, c.phys, "USE `"+strings.ReplaceAll(l.db, "`", "``")+"`"); err != nil {
+		if err := p.exec(ctx, p.phys, "USE `"+strings.ReplaceAll(l.db, "`", "``")+"`"); err != nil {
 			return err
 		}
 	}
 	if l.tx {
 		var tx driver.Tx
 		var err error
-		if b, ok := c.phys.(driver.ConnBeginTx); ok {
+		if b, ok := p.phys.(driver.ConnBeginTx); ok {
 			tx, err = b.BeginTx(ctx, l.opts)
 		} else {
-			tx, err = c.phys.Begin() //nolint:staticcheck // fallback for drivers without ConnBeginTx
+			tx, err = p.phys.Begin() //nolint:staticcheck // fallback for drivers without ConnBeginTx
 		}
 		if err != nil {
 			return err
 		}
-		c.tx.inner, c.tx.epoch = tx, c.epoch
+		p.tx.inner, p.tx.epoch = tx, p.epoch
 	}
-	r := replayer{c.phys, c.execer, c.queryer}
+	r := replayer{p.phys, p.execer, p.queryer}
 	for i, e := range l.entries {
 		if e.k != kPlain && e.k != kBegin {
 			l.moved = true // USE, SET ...: the session's own state, as it was at this point
@@ -726,7 +726,7 @@ func (c *Conn) replay(ctx context.Context, before txState) error {
 		}
 	}
 	if !l.tx {
-		c.st = before
+		p.st = before
 	}
 	return nil
 }
@@ -860,24 +860,24 @@ func dataAsMismatch(ctx context.Context, err error) error {
 // dead before a call of kind k was sent (wait_timeout, a KILL of the idle session, a
 // restart): on a new session on the pool's host, nothing of the call having run. before
 // is the state the dead session held. It reports whether the transaction runs again.
-func (c *Conn) replayIdle(ctx context.Context, before txState, k stmt.Kind) bool {
-	l := c.log
-	if l == nil || !l.on || c.phys != nil || c.tx != nil && (c.tx.rs != nil || c.tx.lost != nil) {
+func (p *prim) replayIdle(ctx context.Context, before txState, k stmt.Kind) bool {
+	l := p.log
+	if l == nil || !l.on || p.phys != nil || p.tx != nil && (p.tx.rs != nil || p.tx.lost != nil) {
 		return false
 	}
-	if c.tx == nil && before.txn != txnOpen {
+	if p.tx == nil && before.txn != txnOpen {
 		return false
 	}
-	failed := c.cl.Host(c.host)
-	phys, host, err := c.cl.Connect(ctx, c.setup)
+	failed := p.cl.Host(p.host)
+	phys, host, err := p.cl.Connect(ctx, p.setup)
 	if err != nil {
 		l.clear()
 		return false
 	}
-	c.attach(phys, host)
-	ok, _ := c.replayHere(ctx, &switched{k: k, r: stmt.RetryIfNotSent, failed: failed, before: before})
-	if ok && c.tx == nil {
-		c.lost = nil // discard took the transaction for lost
+	p.attach(phys, host)
+	ok, _ := p.replayHere(ctx, &switched{k: k, r: stmt.RetryIfNotSent, failed: failed, before: before})
+	if ok && p.tx == nil {
+		p.lost = nil // discard took the transaction for lost
 	}
 	return ok
 }

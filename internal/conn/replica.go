@@ -344,23 +344,23 @@ func (sp *split) hold(epoch uint64, n int, back bool) {
 // turns it off (a routed statement runs with autocommit on: route). go-sql-driver
 // applies the DSN's variables itself.
 func (c *Conn) rsetup(ctx context.Context, phys driver.Conn, _ int) error {
-	if err := c.exec(ctx, phys, readOnlySQL(true)); err != nil {
+	if err := c.prim.exec(ctx, phys, readOnlySQL(true)); err != nil {
 		return err
 	}
 	if c.sp.galeraCausal() {
 		// Galera's own causality check: each read waits until the node has applied
 		// every write set the cluster committed before the read began (causalWait).
-		if err := c.exec(ctx, phys, "SET SESSION wsrep_sync_wait = 1"); err != nil {
+		if err := c.prim.exec(ctx, phys, "SET SESSION wsrep_sync_wait = 1"); err != nil {
 			return err
 		}
 	}
 	if c.db != c.cfg.DBName && c.db != "" {
-		if err := c.exec(ctx, phys, "USE "+dialect.QuoteIdent(c.db)); err != nil {
+		if err := c.prim.exec(ctx, phys, "USE "+dialect.QuoteIdent(c.db)); err != nil {
 			return err
 		}
 	}
 	if c.dsnAC != acOn {
-		return c.exec(ctx, phys, autocommitSQL[acOn])
+		return c.prim.exec(ctx, phys, autocommitSQL[acOn])
 	}
 	return nil
 }

@@ -13,13 +13,13 @@ import (
 // on a secondary true with failOverReadOnly (sequence A), else the explicit flag
 // (sequence B: the explicit flag, or else the previous connection's state, which here is
 // always the explicit flag because nothing else changes it).
-func (c *Conn) readOnlyOn(host int) bool {
+func (p *prim) readOnlyOn(host int) bool {
 	// failOverReadOnly is for a secondary that is a replica: a Galera node is as much a
 	// writer as the primary it stands in for (cluster.MultiWriter).
-	if host != c.cl.Primary() && c.cfg.FailOverReadOnly && !c.cl.MultiWriter() {
+	if host != p.cl.Primary() && p.cfg.FailOverReadOnly && !p.cl.MultiWriter() {
 		return true
 	}
-	return c.explicitRO
+	return p.explicitRO
 }
 
 func readOnlySQL(ro bool) string {
@@ -36,24 +36,24 @@ func readOnlySQL(ro bool) string {
 // server's default), so READ WRITE is not sent. Everything set through DSN parameters
 // (system variables, charset, collation, time zone) go-sql-driver applies itself on
 // every new physical connection.
-func (c *Conn) setup(ctx context.Context, phys driver.Conn, host int) error {
-	if c.readOnlyOn(host) {
-		if err := c.exec(ctx, phys, readOnlySQL(true)); err != nil {
+func (p *prim) setup(ctx context.Context, phys driver.Conn, host int) error {
+	if p.readOnlyOn(host) {
+		if err := p.exec(ctx, phys, readOnlySQL(true)); err != nil {
 			return err
 		}
 	}
-	if c.db != c.cfg.DBName && c.db != "" {
-		if err := c.exec(ctx, phys, "USE "+dialect.QuoteIdent(c.db)); err != nil {
+	if p.db != p.cfg.DBName && p.db != "" {
+		if err := p.exec(ctx, phys, "USE "+dialect.QuoteIdent(p.db)); err != nil {
 			return err
 		}
 	}
-	if ac := c.st.ac; ac != c.dsnAC && ac != acUnknown {
-		if err := c.exec(ctx, phys, autocommitSQL[ac]); err != nil {
+	if ac := p.st.ac; ac != p.dsnAC && ac != acUnknown {
+		if err := p.exec(ctx, phys, autocommitSQL[ac]); err != nil {
 			return err
 		}
 	}
-	if ct := c.st.ct; ct != c.dsnCT && ct != ctUnknown {
-		if err := c.exec(ctx, phys, completionSQL[ct]); err != nil {
+	if ct := p.st.ct; ct != p.dsnCT && ct != ctUnknown {
+		if err := p.exec(ctx, phys, completionSQL[ct]); err != nil {
 			return err
 		}
 	}
@@ -66,9 +66,9 @@ var (
 )
 
 // exec runs an internal statement on phys.
-func (c *Conn) exec(ctx context.Context, phys driver.Conn, query string) error {
-	if phys == c.phys {
-		c.mark()
+func (p *prim) exec(ctx context.Context, phys driver.Conn, query string) error {
+	if phys == p.phys {
+		p.mark()
 	}
 	return execOn(ctx, phys, query)
 }
@@ -105,11 +105,11 @@ func (c *Conn) SetReadOnly(ctx context.Context, readOnly bool) error {
 		return nil
 	}
 	return c.attempts(ctx, &call{kind: kSession, fails: kSession, retry: stmt.RetryAlways}, func(*rsession) (bool, error) {
-		want := c.readOnlyOn(c.host)
+		want := c.prim.readOnlyOn(c.host)
 		if want == c.appliedRO {
 			return true, nil // also after a switch: setup applied the new state
 		}
-		err := c.exec(ctx, c.phys, readOnlySQL(want))
+		err := c.prim.exec(ctx, c.phys, readOnlySQL(want))
 		if err == nil {
 			c.appliedRO = want
 		}
@@ -123,8 +123,8 @@ func (c *Conn) SetReadOnly(ctx context.Context, readOnly bool) error {
 // session gets the state from setup), and the statement runs there unless it was inside
 // a transaction; another error is returned.
 func (c *Conn) applyReadOnly(ctx context.Context) error {
-	if want := c.readOnlyOn(c.host); want != c.appliedRO {
-		if err := c.exec(ctx, c.phys, readOnlySQL(want)); err != nil {
+	if want := c.prim.readOnlyOn(c.host); want != c.appliedRO {
+		if err := c.prim.exec(ctx, c.phys, readOnlySQL(want)); err != nil {
 			if retry, out := c.fail(ctx, c.epoch, err, stmt.RetryAlways, kSession); !retry {
 				return out
 			}
@@ -137,7 +137,7 @@ func (c *Conn) applyReadOnly(ctx context.Context) error {
 }
 
 // ReadOnly reports the connection's effective read-only state on its current host.
-func (c *Conn) ReadOnly() bool { return c.readOnlyOn(c.host) }
+func (c *Conn) ReadOnly() bool { return c.prim.readOnlyOn(c.host) }
 
 // Host returns the host:port the connection is on now: "" while it has no physical
 // connection (after a failover that found no host, or a cancel that closed it), until the

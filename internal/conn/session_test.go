@@ -238,7 +238,7 @@ func TestTrackFollowsUse(t *testing.T) {
 		{"-- c\nuse f;", "f"},
 		{"USER x", "app"},
 	} {
-		c := &Conn{tracker: tracker{db: "app"}}
+		c := &Conn{prim: prim{tracker: tracker{db: "app"}}}
 		c.ran(dialect.Classify(tc.q, false), tc.q, false)
 		if c.db != tc.db {
 			t.Errorf("after %q: db %q, want %q", tc.q, c.db, tc.db)

@@ -111,7 +111,7 @@ func (t *Tx) Commit() error {
 	if t.lost != nil {
 		t.forgetGone()
 		t.rollbackEnded()
-		return c.saw(t.lost)
+		return c.prim.saw(t.lost)
 	}
 	c.mark()
 	err := t.inner.Commit()
@@ -145,16 +145,16 @@ func (t *Tx) Commit() error {
 		// The node could not replicate the commit for another reason than a lost Primary
 		// component (which moved the connection: dialect.LostPrimary): the rest of the
 		// cluster may have committed it, or not.
-		return c.saw(fmt.Errorf("%w: the Galera node %s could not replicate the COMMIT: %w",
+		return c.prim.saw(fmt.Errorf("%w: the Galera node %s could not replicate the COMMIT: %w",
 			failover.ErrCommitOutcomeUnknown, c.cl.Host(c.host), err))
 	case !errors.As(out, &fe):
-		return c.saw(out) // a data error (deadlock...) or the caller's context
+		return c.prim.saw(out) // a data error (deadlock...) or the caller's context
 	case errors.As(out, &he):
-		return c.saw(out) // already says what became of the transaction
+		return c.prim.saw(out) // already says what became of the transaction
 	case notSent:
-		return c.saw(heldBy(fe, "", failover.ErrTxLost))
+		return c.prim.saw(heldBy(fe, "", failover.ErrTxLost))
 	}
-	return c.saw(heldBy(fe, "", settled(t.ctx, c.cl, old, fe)))
+	return c.prim.saw(heldBy(fe, "", settled(t.ctx, c.cl, old, fe)))
 }
 
 // ended is a physical session that a communication failure ended: its host and what the
@@ -214,7 +214,7 @@ func (t *Tx) Rollback() error {
 		return nil
 	}
 	_, out := c.fail(t.ctx, t.epoch, err, stmt.NoRetry, kTxEnd)
-	return c.saw(out)
+	return c.prim.saw(out)
 }
 
 // releaseReplica ends what the read-only transaction t holds of its replica session,

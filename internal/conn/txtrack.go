@@ -235,7 +235,7 @@ func (c *Conn) whileLost(ctx context.Context, k stmt.Kind) error {
 	c.lost = nil
 	if cls := k.Kind(); cls == dialect.Commit || cls == dialect.Rollback {
 		if _, release, _ := c.st.completion(k); release {
-			c.drop()
+			c.prim.drop()
 		}
 	}
 	return err
@@ -267,14 +267,14 @@ func (c *Conn) whileEnded(ctx context.Context, e error, k stmt.Kind) error {
 	if c.phys == nil {
 		return e // the session is gone, and nothing with it
 	}
-	if err := c.exec(ctx, c.phys, q); err != nil {
+	if err := c.prim.exec(ctx, c.phys, q); err != nil {
 		// Whatever the failure, the transaction is over; a communication failure
 		// moves the connection as for any statement.
 		_, _ = c.fail(ctx, c.epoch, err, stmt.NoRetry, rk)
 		return e
 	}
 	if c.st.apply(rk) {
-		c.drop() // RELEASE: the server closed the session
+		c.prim.drop() // RELEASE: the server closed the session
 	}
 	return e
 }
