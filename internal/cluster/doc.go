@@ -81,8 +81,8 @@
 //     pause detection, the host's transition; a failed one, or one whose connection
 //     broke, marks the host's idle replica sessions for a check) and owns the probe
 //     connections (monitor.probes, a probeSet, its own lock), kept only for hosts where
-//     the pool lends no idle session (Env.Borrow), and handed to the pool's first new
-//     session on their host when a probe passed on them within watchEvery (probeSet.adopt,
+//     the pool lends no idle session (Env.Borrow), and handed to the walk that moves the
+//     pool to their host when a probe passed on them within watchEvery (probeSet.adopt,
 //     from attempter.session: a fleet that moves needs no handshake); roleselect.go is the SELECT of
 //     @@global values a host's probes learn from RoleQuery (hostState.roleSel, an
 //     atomic pointer); decide.go moves the pool on the results (and SwitchTo), through
