@@ -183,7 +183,7 @@ func (at *attempter) adoptable(a *attempted, o attemptOpts) driver.Conn {
 	}
 	conn := at.c.mon.probes.adopt(a.h, a.start.Add(-at.cfg.watchEvery()))
 	if conn != nil {
-		a.hs.adopted.Add(1)
+		a.hs.adopted.Store(true)
 	}
 	return conn
 }

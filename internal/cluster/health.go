@@ -42,9 +42,9 @@ type hostState struct {
 	// own those that ran on the monitor's own probe session; atomics, written by the
 	// host's probes and read by Stats.
 	lent, own atomic.Uint64
-	// adopted counts the probe sessions of the host that the pool took
-	// (attempter.adoptable): the probes then have no session of their own there.
-	adopted atomic.Uint64
+	// adopted: the pool took a probe session of the host (attempter.adoptable), so
+	// its probes may have no session of their own there (probeDialBound).
+	adopted atomic.Bool
 
 	// mu guards the fields from here to check (mon, gal and rep have locks of their
 	// own, taken after mu when both are held). What one attempt, probe or role check

@@ -285,7 +285,7 @@ func (mon *monitor) probeBudget(h *hostState, start time.Time) probeBounds {
 	m := &h.mon
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	b := probeBounds{suspect: !m.failSince.IsZero(), repeat: m.rto.paused, runLeft: -1, typical: typical, borrowed: h.lent.Load() > 0 || h.adopted.Load() > 0}
+	b := probeBounds{suspect: !m.failSince.IsZero(), repeat: m.rto.paused, runLeft: -1, typical: typical, borrowed: h.lent.Load() > 0 || h.adopted.Load()}
 	b.rto, b.wait = mon.cfg.hostProbeTimeout(m)
 	// Within a run of failed probes, a probe (its round trip, or the opening of its
 	// connection) waits no longer than the run needs to reach FailoverDelay, and at least
