@@ -181,9 +181,10 @@ func (at *attempter) adoptable(a *attempted, o attemptOpts) driver.Conn {
 	if v.down || v.probeFailing || v.failing || v.retryAt > a.start.UnixNano() {
 		return nil
 	}
-	conn := at.c.mon.probes.adopt(a.h, a.start.Add(-at.cfg.watchEvery()))
+	conn, mark := at.c.mon.probes.adopt(a.h, a.start.Add(-at.cfg.watchEvery()))
 	if conn != nil {
 		a.hs.adopted.Store(true)
+		a.mark = mark
 	}
 	return conn
 }
@@ -206,7 +207,12 @@ func (at *attempter) readyAdopted(actx context.Context, a *attempted, conn drive
 // words an error as the bound's when actx ended first.
 func (at *attempter) ready(actx context.Context, a *attempted, conn driver.Conn, setup SetupFunc, o attemptOpts) (lastResort bool, err error) {
 	if lastResort, err = at.checkState(actx, a.h, conn, o); err != nil {
-		_ = conn.Close()
+		var re *RoleError
+		if a.adopted && errors.As(err, &re) {
+			at.c.mon.probes.giveBack(a.h, conn, a.mark, at.env.Clock.Now())
+		} else {
+			_ = conn.Close()
+		}
 		return false, a.timedOut(err)
 	}
 	if setup != nil {
@@ -226,6 +232,7 @@ type attempted struct {
 	start    time.Time
 	keep     bool
 	adopted  bool              // the session is the probes' (session): no connect time to note
+	mark     *atomic.Bool      // an adopted session's probe mark (probeSet.adopt), for giveBack
 	timedOut func(error) error // words an error as the attempt's bound's
 }
 

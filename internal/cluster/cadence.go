@@ -2,7 +2,7 @@ package cluster
 
 // The monitor's two cadences (monitor.loop): ALERT, the schedule that detection needs (the
 // active host every checkInterval/DefaultActiveProbes, the others every checkInterval),
-// while something about a host looks wrong or just changed; WATCHED, every
+// while something about a host looks wrong or just changed for the worse; WATCHED, every
 // calmCheckInterval/DefaultWatchDivisor, the other hosts while the pool's host looks
 // wrong or the pool just moved (a target must have a recent probe, but a fleet whose
 // primary died must not probe the whole cluster at the alert rate); CALM otherwise, one probe
@@ -127,14 +127,14 @@ func (mon *monitor) newCadence(now time.Time) *cadenceRun {
 	return r
 }
 
-// observe looks at the position at now: a move of the pool or a new host list puts
-// the pool's host into alert and has every other host watched, for DefaultAlertHold.
+// observe looks at the position at now: a move of the pool or a new host list has
+// every host watched for DefaultAlertHold, the pool's new host too. Not on alert: a
+// fleet's instances all move to a promoted primary within a moment of each other, and
+// would each probe it every checkInterval/DefaultActiveProbes just when their first
+// writes arrive; their waits put it on alert if it does not answer them.
 func (r *cadenceRun) observe(t *topo, active int, now time.Time) {
 	if r.lastT != nil && (t != r.lastT || active != r.lastA) {
 		r.allUntil = now.Add(DefaultAlertHold)
-		if active >= 0 {
-			r.trouble[active] = now
-		}
 	}
 	r.lastT, r.lastA = t, active
 }
@@ -160,16 +160,19 @@ func (r *cadenceRun) calmDue(start time.Time) time.Time {
 // fail or declared it down, a walk's attempt failed on it (failing, backoff), its server
 // said it is not ready, it is the active host and its role does not qualify, with
 // replica reads it is skipped as a replica (replication stopped, lagging: the reading
-// that lets it serve again must be fresh), its role
-// changed since the last look (from one known role to another: a host's first role
-// read, and the unknown role of a host down, are no change). (An event's hold is
-// alerts', which is not renewed here.)
+// that lets it serve again must be fresh), its role changed since the last look to one
+// that does not qualify (from one known role to another: a host's first role read, and
+// the unknown role of a host down, are no change). A change to a role that qualifies is
+// no reason: the host is where the pool goes (every host is watched while the pool's
+// host looks wrong and after a move), and after a promotion every instance of a fleet
+// would otherwise probe the new primary at the alert rate for DefaultAlertHold, just
+// when its first writes arrive. (An event's hold is alerts', which is not renewed here.)
 func (r *cadenceRun) alertReason(h *hostState, id int, active bool, now time.Time) bool {
 	v := h.health()
 	role, seen := r.roles[id]
 	r.roles[id] = v.role
 	return v.down || v.probeFailing || v.failing || v.notReady || v.retryAt > now.UnixNano() ||
-		(active && v.unfit) || (seen && role != v.role && role != failover.RoleUnknown && v.role != failover.RoleUnknown) ||
+		(active && v.unfit) || (v.unfit && seen && role != v.role && role != failover.RoleUnknown && v.role != failover.RoleUnknown) ||
 		(!active && r.cfg.ReplicaReads && h.rep.skipNow() != "")
 }
 

@@ -439,3 +439,26 @@ func TestMonitorProbeTimeoutWhileHostAnswers(t *testing.T) {
 			c.cl.Active()+1, c.events(failover.EventSwitch), failedH1)
 	}
 }
+
+// The pool's new host is not put on the alert schedule because its role changed: after
+// the primary died and a standby was promoted, the pool moves to the new primary, which
+// is then watched (every calm/DefaultWatchDivisor) for the hold that follows a move, like
+// every other host, and not probed every checkInterval/DefaultActiveProbes: a fleet's
+// instances would all do so just when their first writes reach it.
+func TestMonitorNewPrimaryNotOnAlert(t *testing.T) {
+	c := newCalmRigWith(t, func(o *rigOpts) { o.TargetSessionAttrs = attrs.ReadWrite }, time.Millisecond, time.Millisecond)
+	c.net.SetReadOnly(1, true)
+	c.runTo(10 * time.Second)
+	c.down(0)
+	c.net.SetReadOnly(1, false) // promoted
+	for c.cl.Active() != 1 {
+		c.step()
+	}
+	moved := c.now()
+	from, to := moved+100*time.Millisecond, moved+cluster.DefaultAlertHold-100*time.Millisecond
+	c.runTo(to)
+	if n := c.count(1, from, to); n > 12 {
+		t.Errorf("H2, the new primary the pool moved to, had %d probe round trips in the %v after the move, want it watched (every %v): %v",
+			n, to-from, calmPeriod/cluster.DefaultWatchDivisor, c.startsOf(1, to))
+	}
+}

@@ -130,6 +130,9 @@ type Cluster struct {
 	// closed is set once, by Close, and read without the lock at the start of every
 	// walk, check and recovery.
 	closed atomic.Bool
+	// news ends the pause of the walks between two passes when the pool moved or a host
+	// came to qualify (walk.go).
+	news passNews
 	// writeRefusals counts the callers' errors that say a write could not be served
 	// (NoteWriteRefused; Stats().WriteRefusals).
 	writeRefusals atomic.Int64

@@ -229,10 +229,11 @@
 // With checkInterval > 0, Start runs a monitor that probes every host, each on a
 // fixed-rate schedule of its own, on one of two cadences (cadence.go): the alert
 // schedule (the active host twice per checkInterval, the others once) while the host
-// looks wrong or just changed, or a statement has waited for its answer for
-// checkInterval/2 (Env.Waiting); watched (every calmCheckInterval/DefaultWatchDivisor)
-// while the pool's host looks wrong or the pool just moved, and while a host is declared
-// down; the calm one (once per calmCheckInterval, at a random phase) otherwise, so that
+// looks wrong or just changed to a role that does not qualify, or a statement has waited
+// for its answer for checkInterval/2 (Env.Waiting); watched (every
+// calmCheckInterval/DefaultWatchDivisor) while the pool's host looks wrong or the pool
+// just moved (its new host too: every instance of a fleet moves to the new primary at
+// once), and while a host is declared down; the calm one (once per calmCheckInterval, at a random phase) otherwise, so that
 // an idle fleet costs each host little. A wait counts from the host's last answer to any
 // session: a host that answers others is busy, not silent. A probe reads the role with
 // the SELECT learned from RoleQuery (roleselect.go); the pool's own host, while its role

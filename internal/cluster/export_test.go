@@ -89,3 +89,7 @@ func (l *RoleLearner) Set(names []string, at time.Time) {
 
 // RoleVarNames is the list the learned role query selects from.
 func RoleVarNames() []string { return roleVarNames }
+
+// News returns how much news ended or would end the walks' pauses so far (passNews), for
+// tests.
+func News(c *Cluster) uint64 { return c.news.seen() }

@@ -353,6 +353,9 @@ func (rc *recorder) setRole(host int, role failover.Role) bool {
 	rc.c.rep.changed()
 	if changed {
 		rc.c.refit(host) // the position carries the active host's fitness (Place)
+		if !unfit {
+			rc.c.news.post() // a walk that pauses for a host of this role may take it
+		}
 	}
 	return ok
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/mysqlfailover/mysqlfailover/failover"
+	"github.com/mysqlfailover/mysqlfailover/internal/attrs"
 	"github.com/mysqlfailover/mysqlfailover/internal/cluster"
 	"github.com/mysqlfailover/mysqlfailover/internal/fake"
 )
@@ -310,6 +311,54 @@ func TestPoolAdoptsTheProbeSession(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestWalkGivesTheProbeSessionBack: a walk that waits for a writer (the primary dead, the
+// standby not promoted yet) reads the standby's role on the probes' idle session and
+// gives it back when the role does not qualify, pass after pass: the standby takes no
+// handshake from the walk, and the probes keep their session (and its mark: its waits
+// are the probes', not traffic).
+func TestWalkGivesTheProbeSessionBack(t *testing.T) {
+	var mark *atomic.Bool
+	var r *rig
+	r, _ = monRig(t, 2, func(o *rigOpts) {
+		o.TargetSessionAttrs = attrs.ReadWrite
+		o.RetriesAllDown = 3
+		o.CalmCheckInterval = 4 * time.Second // a probe session is fresh for watchEvery, 1 s: the three passes
+		o.Dial = func(ctx context.Context, h int) (driver.Conn, error) {
+			if m := cluster.ProbeMark(ctx); m != nil && h == 1 {
+				mark = m
+			}
+			return r.net.Dial(ctx, h)
+		}
+	})
+	r.net.SetReadOnly(1, true)
+	r.tick(monInterval)
+	l := r.connect()
+	l.on(0)
+	defer l.c.Close()
+	var probe *fake.Conn
+	for _, c := range r.net.Conns(1) {
+		if c.Closes() == 0 {
+			probe = c
+		}
+	}
+	if probe == nil || !r.stat(1).ProbeSession {
+		t.Fatalf("host 1: open connection %v, probe session %v; want its probe session", probe != nil, r.stat(1).ProbeSession)
+	}
+	before := len(r.net.Conns(1))
+	r.down(0)
+	_ = l.c.Close()
+	_, _, err := r.cl.Failover(context.Background(), 0, mysql.ErrInvalidConn, nil)
+	if err == nil {
+		t.Fatal("Failover found a writer; want none (host 1 a standby)")
+	}
+	if n := len(r.net.Conns(1)) - before; n != 0 || probe.Closes() != 0 {
+		t.Errorf("after 3 passes: %d new connections to host 1, its probe session closed %d times; want 0, 0", n, probe.Closes())
+	}
+	if !r.stat(1).ProbeSession || mark == nil || !mark.Load() {
+		t.Errorf("host 1's probe session kept %v, marked %v; want it back with the probes", r.stat(1).ProbeSession, mark != nil && mark.Load())
+	}
 }
 
 // TestAdoptionOnlyByAWalkThatMoves: once the pool took the probes' session, the probe's

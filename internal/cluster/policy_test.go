@@ -410,6 +410,86 @@ func TestAllHostsWrongRoleSaysWhy(t *testing.T) {
 	}
 }
 
+// TestWalkPauseEndsOnNews: a walk that found no host of its role pauses DefaultPassPause
+// before its next pass, unless news came meanwhile: a host came to qualify (a probe read
+// its new role) or the pool moved (another walk, the monitor, an operator's SwitchTo).
+// Then the next pass starts at once and takes the promoted host. Here the news comes
+// while the first pass tries its last host, H3.
+func TestWalkPauseEndsOnNews(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		news func(r *rig)
+	}{
+		{"host qualifies", func(r *rig) { r.cl.NoteRole(1, failover.RolePrimary) }},
+		{"pool moves", func(r *rig) {
+			if err := r.cl.SwitchTo(context.Background(), "H2:3306"); err != nil {
+				r.t.Errorf("SwitchTo(H2): %v", err)
+			}
+		}},
+		{"none", func(*rig) {}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var r *rig
+			once := false
+			r = roleRig(t, attrs.ReadWrite, func(o *rigOpts) {
+				o.Dial = func(ctx context.Context, h int) (driver.Conn, error) {
+					if h == 2 && !once {
+						once = true
+						r.net.SetReadOnly(1, false) // H2 promoted
+						tc.news(r)
+					}
+					return r.net.Dial(ctx, h)
+				}
+			})
+			for i := range 3 {
+				r.net.SetReadOnly(i, true)
+			}
+			c, h, err := r.cl.Connect(context.Background(), nil)
+			if err != nil || h != 1 {
+				t.Fatalf("Connect: H%d, %v; want H2, promoted during the first pass", h+1, err)
+			}
+			_ = c.Close()
+			want := []time.Duration(nil)
+			if tc.name == "none" {
+				want = []time.Duration{cluster.DefaultPassPause}
+			}
+			if got := r.clock.Sleeps(); !slices.Equal(got, want) {
+				t.Errorf("sleeps %v, want %v", got, want)
+			}
+		})
+	}
+}
+
+// TestNewsIsGoodNews: what ends a walk's pause is news that a pass may find a host there:
+// a host that came to qualify, a move of the pool (here an operator's SwitchTo to a host
+// already known to qualify, so that no role change says it); not a host that lost its
+// role or failed a probe.
+func TestNewsIsGoodNews(t *testing.T) {
+	r := roleRig(t, attrs.ReadWrite, nil)
+	r.net.SetReadOnly(1, true)
+	l := r.connect() // H1, the writer
+	defer l.c.Close()
+	r.cl.NoteRole(1, failover.RoleStandby)
+	n := cluster.News(r.cl)
+	r.cl.NoteRole(2, failover.RoleStandby) // H3's first role read: it does not qualify
+	r.cl.NoteRole(1, failover.RoleStandby) // no change
+	if got := cluster.News(r.cl); got != n {
+		t.Errorf("roles that do not qualify made %d news", got-n)
+	}
+	r.net.SetReadOnly(1, false)
+	r.cl.NoteRole(1, failover.RolePrimary) // H2 came to qualify
+	if cluster.News(r.cl) == n {
+		t.Error("a host that came to qualify made no news")
+	}
+	n = cluster.News(r.cl)
+	if err := r.cl.SwitchTo(context.Background(), "H2:3306"); err != nil || r.cl.Active() != 1 {
+		t.Fatalf("SwitchTo(H2): %v, the pool on H%d", err, r.cl.Active()+1)
+	}
+	if cluster.News(r.cl) == n {
+		t.Error("the pool's move to H2 made no news")
+	}
+}
+
 // TestPrimaryNotSkippedWithWriteIntent: a walk that looks for a writer tries the primary
 // in its first pass even when fall-back is not due, and tries hosts known to be of the
 // wrong role last.

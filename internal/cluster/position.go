@@ -41,6 +41,9 @@ func (c *Cluster) publish(p position) *position {
 	default:
 		p.place = PlaceActive
 	}
+	if prev := c.pos.Load(); prev != nil && (prev.active != p.active || prev.t != p.t) {
+		defer c.news.post() // a walk that pauses may find the pool's new host
+	}
 	c.pos.Store(&p)
 	return &p
 }

@@ -85,20 +85,48 @@ func (p *probeSet) opened(id int, mark *atomic.Bool) {
 // the last probe on it passed before since (it may have died while it sat idle). Its
 // socket counts as traffic from now on (its mark cleared); the host's next probe
 // borrows a pooled session or opens a probe connection anew.
-func (p *probeSet) adopt(id int, since time.Time) driver.Conn {
+func (p *probeSet) adopt(id int, since time.Time) (driver.Conn, *atomic.Bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	c := p.conns[id]
 	if c == nil || p.putAt[id].Before(since) {
-		return nil
+		return nil, nil
 	}
+	m := p.marks[id]
 	delete(p.conns, id)
 	delete(p.putAt, id)
-	if m := p.marks[id]; m != nil {
+	if m != nil {
 		m.Store(false)
 	}
 	delete(p.marks, id)
-	return c
+	return c, m
+}
+
+// giveBack returns c, host id's probe connection that adopt handed out, with its mark,
+// to the probes at now, after the attempt that took it found the host of a role the
+// pool does not want (it answered: the session is sound). A walk that waits for a
+// promotion then reads the standbys' roles on the probes' sessions, pass after pass,
+// instead of each pass costing every standby a handshake and the probes another. When
+// the probes opened another connection meanwhile, c is closed.
+func (p *probeSet) giveBack(id int, c driver.Conn, mark *atomic.Bool, now time.Time) {
+	p.mu.Lock()
+	if p.conns[id] != nil || p.out[id] {
+		p.mu.Unlock()
+		_ = c.Close()
+		return
+	}
+	if p.conns == nil {
+		p.conns, p.putAt = map[int]driver.Conn{}, map[int]time.Time{}
+	}
+	if p.marks == nil {
+		p.marks = map[int]*atomic.Bool{}
+	}
+	p.conns[id], p.putAt[id] = c, now
+	if mark != nil {
+		mark.Store(true)
+		p.marks[id] = mark
+	}
+	p.mu.Unlock()
 }
 
 // using marks host id's probe connection as in use; p.mu is held.

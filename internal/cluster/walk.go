@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/mysqlfailover/mysqlfailover/failover"
@@ -219,13 +220,15 @@ func (wk *walker) walk(ctx context.Context, p plan, cause error, setup SetupFunc
 	if p.onePass {
 		passesAll = 1
 	}
+	var seen uint64 // the news when the last pass began
 	for i := 0; i < passesAll; i++ {
 		if i > 0 {
-			if err := wk.env.Clock.Sleep(ctx, DefaultPassPause); err != nil {
+			if err := wk.c.news.pause(ctx, wk.env.Clock, DefaultPassPause, seen); err != nil {
 				return nil, -1, wk.noHost(w, EndErr(ctx))
 			}
 		}
 		w.passes++
+		seen = wk.c.news.seen()
 		order = wk.order(t, p, i, w.tried, order)
 		if conn, h, over, err := wk.pass(ctx, w, i, order, setup); over {
 			return conn, h, err
@@ -431,4 +434,60 @@ func (wk *walker) chooseWriter(ctx context.Context, w *walkRun, h int, conn driv
 		return nil, h, err
 	}
 	return next, to, nil
+}
+
+// passNews ends the pause between two passes of a walk early when something happened
+// that the next pass may find (see Cluster.news): the pool moved to another host (a
+// walk landed, the monitor moved it, SwitchTo, a new host list), or a host came to
+// qualify (a probe or an attempt read a role the target accepts where the last read
+// did not). A walk waiting for a writer after its primary died then takes the promoted
+// host as soon as this process learns of it, not up to DefaultPassPause later. Bad news
+// (a host down, a role lost) does not end a pause: the next pass would find nothing
+// new. A host that answers probes again after it was down is not news either: its
+// walks' own attempts find it at the next pass.
+type passNews struct {
+	mu    sync.Mutex
+	n     uint64                           // news so far
+	wakes map[*context.CancelFunc]struct{} // the pauses under way
+}
+
+// seen returns the news so far, for a later pause.
+func (pn *passNews) seen() uint64 {
+	pn.mu.Lock()
+	defer pn.mu.Unlock()
+	return pn.n
+}
+
+// post records news and ends every pause under way. It never blocks (it may be called
+// under Cluster.mu).
+func (pn *passNews) post() {
+	pn.mu.Lock()
+	pn.n++
+	for w := range pn.wakes {
+		(*w)()
+	}
+	clear(pn.wakes)
+	pn.mu.Unlock()
+}
+
+// pause waits d on clk, unless news came after since (at once) or comes meanwhile; it
+// returns ctx.Err() when ctx ended.
+func (pn *passNews) pause(ctx context.Context, clk Clock, d time.Duration, since uint64) error {
+	pn.mu.Lock()
+	if pn.n != since {
+		pn.mu.Unlock()
+		return ctx.Err()
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	if pn.wakes == nil {
+		pn.wakes = map[*context.CancelFunc]struct{}{}
+	}
+	pn.wakes[&cancel] = struct{}{}
+	pn.mu.Unlock()
+	_ = clk.Sleep(sctx, d)
+	pn.mu.Lock()
+	delete(pn.wakes, &cancel)
+	pn.mu.Unlock()
+	cancel()
+	return ctx.Err()
 }
