@@ -121,7 +121,10 @@
 // retriesAllDown is the number of passes over the whole host list, 250 ms
 // apart, before a walk that finds no host gives up; 0 means one pass
 // (Connector/J would try a single host). With every host refusing, 120 passes
-// take about 30 s: give calls a context, or lower it. With a single host and
+// take about 30 s: give calls a context, or lower it. A pause ends early when
+// the pool moves or a host comes to qualify, and with probing on a walk that
+// waits for a host of its role (a writer being promoted) reads the roles of the
+// hosts that answered every 100 ms of the pause, on the probes' sessions. With a single host and
 // no hostsURL it does not apply (package mysqlfailover, Networks and dialers).
 //
 // secondsBeforeRetryMaster and queriesBeforeRetryMaster: once the pool is on a

@@ -189,6 +189,27 @@ func (at *attempter) adoptable(a *attempted, o attemptOpts) driver.Conn {
 	return conn
 }
 
+// peek reads host h's state on the probes' idle session, when they keep one, records it
+// (noteState: a role that now qualifies is news for the walks that pause, passNews) and
+// gives the session back; it reports whether the host qualifies now. With no idle probe
+// session it reads nothing and reports false: a peek never opens a session. Unlike an
+// adoption it takes a session however long it sat idle: a read that fails only closes
+// it, as a dead idle probe session, without a verdict on the host (the probes give one).
+func (at *attempter) peek(ctx context.Context, h int) bool {
+	conn, mark := at.c.mon.probes.adopt(h, time.Time{})
+	if conn == nil {
+		return false
+	}
+	st, err := ReadState(ctx, conn, kindOf(at.cfg.Cluster))
+	if err != nil {
+		_ = conn.Close()
+		return false
+	}
+	ok := at.c.rec.noteState(h, st)
+	at.c.mon.probes.giveBack(h, conn, mark, at.env.Clock.Now())
+	return ok
+}
+
 // readyAdopted is ready for a session the probes kept: one whose state the attempt does
 // not read is pinged first, so that a session that died while it sat idle is never
 // handed to the pool as new.

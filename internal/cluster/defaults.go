@@ -17,6 +17,13 @@ const (
 	// down.
 	DefaultPassPause = 250 * time.Millisecond
 
+	// DefaultRolePeek is how often a walk that waits for a host of its role (the
+	// hosts that answered its last pass did so with a role the target does not want: a
+	// writer is being promoted) reads their roles again during the pass pause, on the
+	// probes' idle sessions and never on a new one (duration, 100 ms: a promotion is seen
+	// within that, without a handshake; with monitoring off, the pass pause alone).
+	DefaultRolePeek = 100 * time.Millisecond
+
 	// DefaultFallBackPause is how long after a failed attempt to return to the primary
 	// the statement count (queriesBeforeRetryMaster) may trigger the next one (duration,
 	// 250 ms, the pass pause): a busy pool runs 50 statements in milliseconds, and a dead

@@ -179,7 +179,10 @@
 // fall-back is enabled but not due, the primary is skipped in the first pass and included
 // from the second; when fall-back is due, the primary is tried first. Each pass may be
 // followed by another, retriesAllDown in all, with DefaultPassPause (250 ms) between
-// them. Every host attempt (dial, handshake, session set-up) is bounded by hostTimeout
+// them; the pause ends early when the pool moves or a host comes to qualify (passNews),
+// and while hosts answered with a role the target does not want it reads their roles
+// again every DefaultRolePeek on the probes' idle sessions (walker.pause): a promotion is
+// taken within that, without a handshake. Every host attempt (dial, handshake, session set-up) is bounded by hostTimeout
 // and by the caller's context, which also bounds the walk. A failure that belongs to the
 // host (it is unreachable, slow, full, of the wrong role, fails the TLS handshake, greets
 // wrongly) moves the walk to the next host; a server's refusal every host would repeat

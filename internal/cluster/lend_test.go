@@ -3,6 +3,7 @@ package cluster_test
 import (
 	"context"
 	"database/sql/driver"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -358,6 +359,59 @@ func TestWalkGivesTheProbeSessionBack(t *testing.T) {
 	}
 	if !r.stat(1).ProbeSession || mark == nil || !mark.Load() {
 		t.Errorf("host 1's probe session kept %v, marked %v; want it back with the probes", r.stat(1).ProbeSession, mark != nil && mark.Load())
+	}
+}
+
+// hookClock is a fake clock that calls onSleep (when set) before each Sleep.
+type hookClock struct {
+	*fake.Clock
+	onSleep func()
+}
+
+func (c *hookClock) Sleep(ctx context.Context, d time.Duration) error {
+	if c.onSleep != nil {
+		c.onSleep()
+	}
+	return c.Clock.Sleep(ctx, d)
+}
+
+// TestWalkPeeksAtTheStandbys: a walk whose last pass found only a standby (the primary
+// dead) reads the standby's role again every DefaultRolePeek of its pause, on the probes'
+// idle session, however long it sat idle (here too long for the pool to adopt it: the
+// first pass dials): the promotion that comes during the pause is seen at the first
+// peek, and the next pass takes the new primary then, not after DefaultPassPause, and
+// without another handshake. With monitoring off there is no probe session to peek on:
+// the pause is DefaultPassPause (TestAllHostsWrongRoleSaysWhy).
+func TestWalkPeeksAtTheStandbys(t *testing.T) {
+	hc := &hookClock{}
+	var r *rig
+	r, _ = monRig(t, 2, func(o *rigOpts) {
+		o.TargetSessionAttrs = attrs.ReadWrite
+		hc.Clock = o.Clock.(*fake.Clock)
+		o.Clock = hc
+	})
+	r.net.SetReadOnly(1, true)
+	r.tick(monInterval)
+	l := r.connect()
+	l.on(0)
+	defer l.c.Close()
+	before := len(r.net.Conns(1))
+	r.down(0)
+	_ = l.c.Close()
+	r.clock.Advance(2 * time.Second) // the probe session is stale
+	from := len(r.clock.Sleeps())
+	hc.onSleep = func() { r.net.SetReadOnly(1, false) } // promoted during the pause
+	c, h, err := r.cl.Failover(context.Background(), 0, mysql.ErrInvalidConn, nil)
+	hc.onSleep = nil
+	if err != nil || h != 1 {
+		t.Fatalf("Failover: host %d, %v; want host 1, promoted during the pause", h, err)
+	}
+	l.c = c
+	if got := r.clock.Sleeps()[from:]; !slices.Equal(got, []time.Duration{cluster.DefaultRolePeek}) {
+		t.Errorf("the walk slept %v, want one DefaultRolePeek (%v) before the pass that took host 1", got, cluster.DefaultRolePeek)
+	}
+	if n := len(r.net.Conns(1)) - before; n != 1 {
+		t.Errorf("%d new connections to host 1; want 1, the first pass's (the peek and the second pass use the probes' session)", n)
 	}
 }
 

@@ -223,7 +223,7 @@ func (wk *walker) walk(ctx context.Context, p plan, cause error, setup SetupFunc
 	var seen uint64 // the news when the last pass began
 	for i := 0; i < passesAll; i++ {
 		if i > 0 {
-			if err := wk.c.news.pause(ctx, wk.env.Clock, DefaultPassPause, seen); err != nil {
+			if err := wk.pause(ctx, w, seen); err != nil {
 				return nil, -1, wk.noHost(w, EndErr(ctx))
 			}
 		}
@@ -235,6 +235,40 @@ func (wk *walker) walk(ctx context.Context, p plan, cause error, setup SetupFunc
 		}
 	}
 	return nil, -1, wk.noHost(w, nil)
+}
+
+// pause is the pause before w's next pass: DefaultPassPause, ended early by news
+// (passNews). While hosts answered the last pass with a role the target does not want
+// (a standby, for read-write), and the monitor keeps their probes' sessions, their roles
+// are read again every DefaultRolePeek on those sessions (attempter.peek): a role that
+// now qualifies is news, and the next pass takes the host. A fleet whose primary died
+// then sees the promotion within DefaultRolePeek, and costs the standbys one SELECT a
+// peek and no handshake. It returns ctx's error when ctx ended.
+func (wk *walker) pause(ctx context.Context, w *walkRun, seen uint64) error {
+	var buf [8]int
+	peek := buf[:0]
+	for _, h := range w.t.list {
+		var re *RoleError
+		if w.tried[h] && errors.As(w.errs[h], &re) {
+			peek = append(peek, h)
+		}
+	}
+	if len(peek) == 0 || wk.cfg.CheckInterval <= 0 {
+		return wk.c.news.pause(ctx, wk.env.Clock, DefaultPassPause, seen)
+	}
+	for left := DefaultPassPause; left > 0; left -= DefaultRolePeek {
+		if err := wk.c.news.pause(ctx, wk.env.Clock, min(DefaultRolePeek, left), seen); err != nil || wk.c.news.seen() != seen {
+			return err
+		}
+		if left > DefaultRolePeek {
+			for _, h := range peek {
+				if wk.c.att.peek(ctx, h) {
+					return nil
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // walkRun is what one walk keeps from host to host and pass to pass.
