@@ -195,12 +195,20 @@ func (at *attempter) adoptable(a *attempted, o attemptOpts) driver.Conn {
 // session it reads nothing and reports false: a peek never opens a session. Unlike an
 // adoption it takes a session however long it sat idle: a read that fails only closes
 // it, as a dead idle probe session, without a verdict on the host (the probes give one).
+// The read waits as long as a probe of the host would (its probe wait, rto.go).
 func (at *attempter) peek(ctx context.Context, h int) bool {
+	hs := at.c.topo().host(h)
+	if hs == nil {
+		return false
+	}
 	conn, mark := at.c.mon.probes.adopt(h, time.Time{})
 	if conn == nil {
 		return false
 	}
-	st, err := ReadState(ctx, conn, kindOf(at.cfg.Cluster))
+	_, wait := at.cfg.probeTimeouts(&hs.mon)
+	rctx, cancel := withBudget(ctx, wait)
+	defer cancel()
+	st, err := ReadState(rctx, conn, kindOf(at.cfg.Cluster))
 	if err != nil {
 		_ = conn.Close()
 		return false
