@@ -130,3 +130,91 @@ func hostStats(s failover.Stats, c *harness.Cluster, i int) failover.HostStats {
 	}
 	panic(fmt.Sprintf("no Stats entry for node %d", i))
 }
+
+// TestWaitForPromotionOnProbeSessions: a write whose primary died waits for a writer
+// (targetSessionAttrs=read-write, checkInterval=100ms) while nothing is promoted for
+// 1.5 s: its walk passes every 250 ms and, in between, reads the standbys' roles every
+// 100 ms on the probes' idle sessions, giving each back. Asserted on the servers' own
+// counters: node 3, the standby never promoted, takes at most 1 new session in that
+// time (before, every pass closed the probes' session and the next pass or probe opened
+// another: one or more a pass). Then node 2 is promoted: the write succeeds on it.
+// Then, the pool idle on node 2, node 2 runs at most 12 SELECTs in 2 s: it is watched
+// after the move, not on the alert schedule (before: about 40, every 50 ms). Reported:
+// the new sessions on node 3 while the write waited, the time from the promotion to the
+// write's end, and node 2's SELECTs.
+func TestWaitForPromotionOnProbeSessions(t *testing.T) {
+	c := harness.Start(t, 3)
+	ctx := ctxT(t, time.Minute)
+	must(t, c.Node(1).Exec(ctx, "CREATE TABLE app.promo (v INT PRIMARY KEY)"))
+	p := openFaultPool(t, c.DSN("targetSessionAttrs=read-write&checkInterval=100ms&failoverDelay=100ms"))
+	p.db.SetMaxOpenConns(1)
+	p.db.SetMaxIdleConns(1)
+	_, err := p.db.ExecContext(ctx, "INSERT INTO app.promo VALUES (1)")
+	must(t, err)
+	if !waitFor(10*time.Second, func() bool {
+		s := p.cn.Stats()
+		return hostStats(s, c, 2).ProbeSession && hostStats(s, c, 3).ProbeSession
+	}) {
+		t.Fatalf("the standbys have no probe sessions: %+v", p.cn.Stats().Hosts)
+	}
+	admin, err := c.Node(3).Admin().Conn(ctx) // one session, opened before the count starts
+	must(t, err)
+	defer admin.Close()
+	connections := func() int64 {
+		var name string
+		var n int64
+		must(t, admin.QueryRowContext(ctx, "SHOW GLOBAL STATUS LIKE 'Connections'").Scan(&name, &n))
+		return n
+	}
+	before := connections()
+	must(t, c.Node(1).Kill())
+	done := make(chan error, 1)
+	go func() {
+		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		_, err := p.db.ExecContext(wctx, "INSERT INTO app.promo VALUES (2)")
+		done <- err
+	}()
+	time.Sleep(1500 * time.Millisecond) // the write waits: 6 passes, 12 peeks
+	grown := connections() - before
+	select {
+	case err := <-done:
+		t.Fatalf("the write ended before any promotion: %v", err)
+	default:
+	}
+	must(t, c.Switchover(ctx, 2))
+	promoted := time.Now()
+	werr := <-done
+	took := time.Since(promoted)
+	if werr != nil {
+		// The write was sent to node 1 as it died: it may have run there, and its error
+		// says so; the pool is on node 2 all the same, and the next write works.
+		t.Logf("the write after the kill: %v", werr)
+		_, werr = p.db.ExecContext(ctx, "INSERT INTO app.promo VALUES (3)")
+	}
+	if werr != nil || p.active(c) != 2 {
+		t.Fatalf("after node 2's promotion: write %v, the pool on node %d; want it written on node 2", werr, p.active(c))
+	}
+	// The pool, idle now, has just moved to node 2: every host is watched (every 500 ms)
+	// for DefaultAlertHold, node 2 too; it is not probed at the alert rate (every 50 ms).
+	a2, err := c.Node(2).Admin().Conn(ctx)
+	must(t, err)
+	defer a2.Close()
+	selects := func() int64 {
+		var name string
+		var n int64
+		must(t, a2.QueryRowContext(ctx, "SHOW GLOBAL STATUS LIKE 'Com_select'").Scan(&name, &n))
+		return n
+	}
+	s0 := selects()
+	time.Sleep(2 * time.Second)
+	probes := selects() - s0
+	t.Logf("FIGURE TestWaitForPromotionOnProbeSessions: node3_new_sessions_while_waiting_1500ms=%d write_end_after_promotion=%v node2_selects_in_2s_after_move=%d",
+		grown, took.Round(time.Millisecond), probes)
+	if grown > 1 {
+		t.Errorf("node 3 took %d new sessions while the write waited 1.5 s for a writer, want at most 1 (the walk reads its role on the probes' session)", grown)
+	}
+	if probes > 12 {
+		t.Errorf("node 2, the pool's new host, ran %d SELECTs in the 2 s after the move with the pool idle, want at most 12 (watched every 500 ms: a ping and a role read each; at the alert rate, about 40)", probes)
+	}
+}
