@@ -182,10 +182,10 @@
 // them; the pause ends early when the pool moves or a host comes to qualify (passNews),
 // and while hosts answered with a role the target does not want it reads their roles
 // again every DefaultRolePeek on the probes' idle sessions (walker.pause): a promotion is
-// taken within that, without a handshake. Every host attempt (dial, handshake, session set-up) is bounded by hostTimeout
-// and by the caller's context, which also bounds the walk. A failure that belongs to the
-// host (it is unreachable, slow, full, of the wrong role, fails the TLS handshake, greets
-// wrongly) moves the walk to the next host; a server's refusal every host would repeat
+// taken within that, without a handshake. Every host attempt (dial, handshake, session
+// set-up) is bounded by hostTimeout and by the caller's context, which also bounds the
+// walk. A failure that belongs to the host (it is unreachable, slow, full, of the wrong
+// role, fails the TLS handshake, greets wrongly) moves the walk to the next host; a server's refusal every host would repeat
 // (access denied, unknown database) ends it. A walk that finds no host returns a
 // *failover.NoHostAvailableError naming every host and its last error, or why it was not
 // tried.
@@ -236,9 +236,10 @@
 // for its answer for checkInterval/2 (Env.Waiting); watched (every
 // calmCheckInterval/DefaultWatchDivisor) while the pool's host looks wrong or the pool
 // just moved (its new host too: every instance of a fleet moves to the new primary at
-// once), and while a host is declared down; the calm one (once per calmCheckInterval, at a random phase) otherwise, so that
-// an idle fleet costs each host little. A wait counts from the host's last answer to any
-// session: a host that answers others is busy, not silent. A probe reads the role with
+// once), and while a host is declared down; the calm one (once per calmCheckInterval, at
+// a random phase) otherwise, so that an idle fleet costs each host little. A wait counts
+// from the host's last answer to any session: a host that answers others is busy, not
+// silent. A probe reads the role with
 // the SELECT learned from RoleQuery (roleselect.go); the pool's own host, while its role
 // qualifies, has it read once per watch period and is only pinged (SELECT 1) in between.
 // It polls the
