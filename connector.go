@@ -186,6 +186,7 @@ func NewConnector(cfg *dsn.Config, opts ...Option) (*Connector, error) {
 		Answers: tr.answers,
 		Borrow:  borrow,
 		Waiting: tr.waiting,
+		ArmWait: tr.armWait,
 	})
 	if err != nil {
 		return nil, err

@@ -40,6 +40,9 @@ type tracker struct {
 	// only where a monitor asks (probing on), so that a read costs no clock read more
 	// without one.
 	stampAnswers bool
+	// armed is the monitor's wake while it sleeps without looking at the waits
+	// (armWait): the next Read that starts to wait takes it and calls it.
+	armed atomic.Pointer[func()]
 }
 
 // lastRead is an address's last read with data after a greeting: its number (seq) and
@@ -212,6 +215,28 @@ func (t *tracker) waiting(addr string) time.Time {
 	return time.Unix(0, oldest)
 }
 
+// armWait arms wake for the next Read that starts to wait on a socket of the pool's
+// connections (cluster.Env's ArmWait), unless one waits already: then it keeps nothing and
+// reports true. The Read stores its wait before it looks at armed, and armWait arms
+// before it looks at the waits: one of the two sees the other.
+func (t *tracker) armWait(wake func()) (waiting bool) {
+	t.armed.Store(&wake)
+	t.mu.Lock()
+	for _, conns := range t.conns {
+		for tc := range conns {
+			if tc.waitSince.Load() != 0 {
+				waiting = true
+				break
+			}
+		}
+	}
+	t.mu.Unlock()
+	if waiting {
+		t.armed.CompareAndSwap(&wake, nil)
+	}
+	return waiting
+}
+
 // open returns the number of open sockets to addr.
 func (t *tracker) open(addr string) int {
 	t.mu.Lock()
@@ -249,6 +274,9 @@ func (c *trackedConn) Read(b []byte) (int, error) {
 	watch := c.t.now != nil && (c.probe == nil || !c.probe.Load())
 	if watch {
 		c.waitSince.Store(c.t.now().UnixNano())
+		if w := c.t.armed.Load(); w != nil && c.t.armed.CompareAndSwap(w, nil) {
+			(*w)() // the monitor sleeps without looking: this wait wakes it
+		}
 	}
 	n, err := c.Conn.Read(b)
 	if watch {

@@ -315,3 +315,61 @@ func readsBlocked() int {
 	}
 	return n
 }
+
+// TestTrackerArmWait: the monitor's wake, armed while no read waits, is called once by
+// the next read that starts to wait on a socket of the pool, not by a probe's read; armed
+// while a read waits already, it is not kept (the monitor looks every grace time then).
+func TestTrackerArmWait(t *testing.T) {
+	clk := fake.NewClock()
+	tr := &tracker{now: clk.Now, stampAnswers: true}
+	dialPipe := func(ctx context.Context) (net.Conn, net.Conn) {
+		server, client := net.Pipe()
+		nc, err := tr.dialFunc(func(context.Context, string, string) (net.Conn, error) { return client, nil })(ctx, "tcp", "h1:3306")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return server, nc
+	}
+	var woken atomic.Int64
+	wake := func() { woken.Add(1) }
+	if tr.armWait(wake) {
+		t.Fatal("armWait with no socket reports a wait")
+	}
+	probeServer, probe := dialPipe(cluster.WithProbe(context.Background(), new(atomic.Bool)))
+	defer probe.Close()
+	defer probeServer.Close()
+	go func() { _, _ = probe.Read(make([]byte, 1)) }()
+	fake.WaitFor(t, "the probe's read under way", func() bool { return readsBlocked() == 1 })
+	if n := woken.Load(); n != 0 {
+		t.Fatalf("a probe's read woke the monitor %d times, want 0 (its waits are not traffic)", n)
+	}
+	server, nc := dialPipe(context.Background())
+	defer nc.Close()
+	defer server.Close()
+	read := func() chan error {
+		ch := make(chan error, 1)
+		go func() { _, err := nc.Read(make([]byte, 1)); ch <- err }()
+		fake.WaitFor(t, "the read waiting", func() bool { return !tr.waiting("h1:3306").IsZero() })
+		return ch
+	}
+	answer := func(ch chan error) {
+		if _, err := server.Write([]byte("x")); err != nil {
+			t.Fatal(err)
+		}
+		if err := fake.Recv(t, "the read", ch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := read()
+	if n := woken.Load(); n != 1 {
+		t.Fatalf("the statement's read woke the monitor %d times, want 1", n)
+	}
+	if !tr.armWait(wake) {
+		t.Error("armWait while a read waits reports none")
+	}
+	answer(r)
+	answer(read())
+	if n := woken.Load(); n != 1 {
+		t.Errorf("the monitor was woken %d times, want 1: once woken, or armed while a read waited, the wake is not kept", n)
+	}
+}

@@ -32,6 +32,14 @@ type alerts struct {
 	mu    sync.Mutex
 	until map[string]time.Time // by host address
 	all   time.Time
+	kick  func() // wakes the monitor (schedule.poke; nil: not running); never blocks
+}
+
+// setKick sets the monitor's wake for noteEvent (nil: none).
+func (a *alerts) setKick(k func()) {
+	a.mu.Lock()
+	a.kick = k
+	a.mu.Unlock()
 }
 
 // noteEvent puts the host of e into alert for DefaultAlertHold when e reports a failure
@@ -61,6 +69,9 @@ func (a *alerts) noteEvent(e failover.Event, now time.Time) {
 	}
 	until := now.Add(DefaultAlertHold)
 	a.mu.Lock()
+	if a.kick != nil {
+		defer a.kick() // after the unlock: an idle monitor looks now, not at its next probe
+	}
 	defer a.mu.Unlock()
 	if all {
 		a.all = until
@@ -117,6 +128,12 @@ type cadenceRun struct {
 	alerts  *alerts                // the events' holds (Cluster.alerts)
 	waiting func(string) time.Time // Env.Waiting (nil: traffic not watched)
 	rep     *replicaState          // Cluster.rep: the replica set, refreshed before a look
+
+	// arm arms the wake of the monitor by the next wait (Env.ArmWait, with the
+	// monitor's poke) and reports whether one is under way (nil: no ArmWait); lastWait is
+	// when the monitor last saw a wait, or was woken by one.
+	arm      func() bool
+	lastWait time.Time
 }
 
 // newCadence returns the cadence state of a monitor that starts at now.
@@ -198,6 +215,7 @@ func (r *cadenceRun) waitAlert(h *hostState, now time.Time) (alert bool, at time
 	if w.IsZero() {
 		return false, time.Time{}
 	}
+	r.lastWait = now
 	at = w.Add(max(r.cfg.waitGrace(), h.mon.usualAnswer()))
 	if !at.After(now) {
 		return true, time.Time{}
@@ -282,17 +300,22 @@ func (cfg settings) watchEvery() time.Duration {
 // tick folded into wake: while calm and watching traffic, the monitor looks at the
 // waits at least every grace time, so that a statement that starts while it sleeps for
 // a calm period is seen before its wait crosses the grace time. The tick costs no host
-// anything. With no calm cadence every host is in alert.
-func (r *cadenceRun) cadenceAt(t *topo, probes []bool, active int, now time.Time) (alert, watch []bool, wake time.Time) {
+// anything, but each wake-up costs the process CPU: once no wait has been seen for
+// DefaultIdleAfter, and Env.ArmWait is set, the next wait to start wakes the monitor
+// instead (idle: the monitor sleeps until its next probe is due, or a wait or an event
+// wakes it). With no calm cadence every host is in alert.
+func (r *cadenceRun) cadenceAt(t *topo, probes []bool, active int, now time.Time) (alert, watch []bool, wake time.Time, idle bool) {
 	if r.calm == 0 {
-		return probes, make([]bool, len(probes)), time.Time{}
+		return probes, make([]bool, len(probes)), time.Time{}, false
 	}
 	r.observe(t, active, now)
 	alert, watch, wake = r.alerted(t, probes, active, now)
 	if r.waiting != nil {
-		wake = earliest(wake, now.Add(r.cfg.waitGrace()))
+		if idle = r.arm != nil && now.Sub(r.lastWait) >= DefaultIdleAfter && !r.arm(); !idle {
+			wake = earliest(wake, now.Add(r.cfg.waitGrace()))
+		}
 	}
-	return alert, watch, wake
+	return alert, watch, wake, idle
 }
 
 // earliest returns the earlier of a and b, either of which may be zero (none).

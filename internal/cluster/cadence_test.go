@@ -21,6 +21,7 @@ import (
 type calmRig struct {
 	*schedRig
 	waits []atomic.Int64
+	armed atomic.Pointer[func()] // the monitor's wake while it does not look (Env.ArmWait)
 }
 
 const calmPeriod = 2 * time.Second
@@ -48,17 +49,34 @@ func newCalmRigWith(t *testing.T, set func(*rigOpts), lat ...time.Duration) *cal
 			}
 			return time.Time{}
 		}
+		o.ArmWait = func(wake func()) bool {
+			c.armed.Store(&wake)
+			for i := range c.waits {
+				if c.waits[i].Load() != 0 {
+					c.armed.CompareAndSwap(&wake, nil)
+					return true
+				}
+			}
+			return false
+		}
 	}, lat...)
 	return c
 }
 
-// wait records that a statement to host h starts waiting now (false: its answer came).
+// wait records that a statement to host h starts waiting now (false: its answer came),
+// and wakes the monitor when it sleeps without looking at the waits, as the connector's
+// socket tracker does.
 func (c *calmRig) wait(h int, on bool) {
 	var w int64
 	if on {
 		w = c.sc.Now().UnixNano()
 	}
 	c.waits[h].Store(w)
+	if on {
+		if f := c.armed.Load(); f != nil && c.armed.CompareAndSwap(f, nil) {
+			(*f)()
+		}
+	}
 }
 
 // now returns the rig's clock, from t0.
@@ -147,6 +165,31 @@ func TestMonitorCalmCadenceWhenIdle(t *testing.T) {
 // wait): its probe starts 50 ms after the wait started, and it is probed every 50 ms
 // while the wait lasts, the other hosts are watched (every 500 ms). Once the answer
 // came, the hosts go back to the calm cadence.
+// An idle instance's monitor does not wake every grace time to look at the waits: once
+// none has been seen for DefaultIdleAfter it sleeps until its next probe is due, and the
+// next wait to start wakes it (Env.ArmWait). Over 20 s of a calm, idle cluster of two
+// hosts it sleeps about 20 times for the probes (each probe's round trip and the
+// monitor's sleep to the next), not 400 times for the 50 ms tick. A wait then still puts
+// the host on alert when it crosses the grace time (TestMonitorAlertWhileWaitCrossesGrace,
+// whose wait starts while the monitor sleeps so), and for DefaultIdleAfter after a wait
+// the monitor looks every grace time again.
+func TestMonitorIdleSleepsUntilAWait(t *testing.T) {
+	c := newCalmRig(t, time.Millisecond, time.Millisecond)
+	c.runTo(10 * time.Second)
+	before := c.sc.slept.Load()
+	c.runTo(30 * time.Second)
+	if n := c.sc.slept.Load() - before; n > 80 {
+		t.Errorf("%d sleeps in 20 s of an idle, calm cluster of 2 hosts, want at most 80 (the calm probes': at most 10 a host, a few sleeps each), not a look every %v", n, 50*time.Millisecond)
+	}
+	c.wait(0, true)
+	c.wait(0, false) // a statement that answered at once: the monitor looks every grace time for DefaultIdleAfter
+	from, at := c.sc.slept.Load(), c.now()
+	c.runTo(at + cluster.DefaultIdleAfter/2)
+	if n := c.sc.slept.Load() - from; n < int64(cluster.DefaultIdleAfter/2/(50*time.Millisecond))-1 {
+		t.Errorf("%d sleeps in the %v after a wait started, want a look every 50 ms", n, cluster.DefaultIdleAfter/2)
+	}
+}
+
 func TestMonitorAlertWhileWaitCrossesGrace(t *testing.T) {
 	c := newCalmRig(t, time.Millisecond, 0)
 	c.runTo(10 * time.Second)

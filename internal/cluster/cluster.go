@@ -89,6 +89,15 @@ type Env struct {
 	// alert cadence (cadence.go). nil: traffic is not watched, and a host that froze
 	// while it looked well is found by its next calm probe.
 	Waiting func(addr string) time.Time
+	// ArmWait, if set with Waiting, arms wake: the next read that starts to wait for an
+	// answer on a socket of the pool's connections (as Waiting counts them) calls wake,
+	// once, from the reading goroutine (wake never blocks), and the arming ends. When a
+	// read waits already it keeps nothing and reports true. The monitor arms it instead
+	// of looking at the waits every checkInterval/DefaultActiveProbes while none has been
+	// seen for DefaultIdleAfter: an idle instance then wakes for its calm probes only.
+	// It must be cheap on the read's side (an atomic load). nil: the monitor looks every
+	// checkInterval/DefaultActiveProbes while it watches traffic.
+	ArmWait func(wake func()) (waiting bool)
 }
 
 // Cluster is the failover state that every pooled connection of one connector shares:

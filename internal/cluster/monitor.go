@@ -73,7 +73,19 @@ const pollID = -1
 type schedule struct {
 	mu    sync.Mutex
 	ended []int
+	poked bool               // a wait started or an event came since the last take
 	wake  context.CancelFunc // ends the monitor's sleep; nil while it does not sleep
+}
+
+// poke wakes the monitor to look (a wait started, an event put a host into alert): at
+// once when it sleeps, else its next sleep returns at once. It never blocks.
+func (s *schedule) poke() {
+	s.mu.Lock()
+	s.poked = true
+	if s.wake != nil {
+		s.wake()
+	}
+	s.mu.Unlock()
 }
 
 // done records that id's probe (or the poll) ended and wakes the monitor.
@@ -86,19 +98,20 @@ func (s *schedule) done(id int) {
 	s.mu.Unlock()
 }
 
-// take returns the ids that ended since the last take.
-func (s *schedule) take() []int {
+// take returns the ids that ended since the last take, and whether the monitor was
+// poked meanwhile.
+func (s *schedule) take() (ended []int, poked bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e := s.ended
-	s.ended = nil
-	return e
+	ended, poked = s.ended, s.poked
+	s.ended, s.poked = nil, false
+	return ended, poked
 }
 
 // sleep waits d on clk, or until a probe ends (at once when one has already), or ctx ends.
 func (s *schedule) sleep(ctx context.Context, clk Clock, d time.Duration) {
 	s.mu.Lock()
-	if len(s.ended) > 0 {
+	if len(s.ended) > 0 || s.poked {
 		s.mu.Unlock()
 		return
 	}
@@ -143,8 +156,17 @@ func (mon *monitor) loop(ctx context.Context) {
 	var hosts []failover.ProvidedHost // the last poll's answer, read once it ended
 	var perr error
 	cad := mon.newCadence(mon.env.Clock.Now())
+	if mon.env.ArmWait != nil && mon.env.Waiting != nil {
+		poke := s.poke
+		cad.arm = func() bool { return mon.env.ArmWait(poke) }
+		mon.alerts.setKick(poke)
+		defer mon.alerts.setKick(nil)
+	}
 	for ctx.Err() == nil {
-		ended := s.take()
+		ended, poked := s.take()
+		if poked {
+			cad.lastWait = mon.env.Clock.Now() // a wait started: look every grace time again
+		}
 		probed := false
 		for _, id := range ended {
 			if id == pollID {
@@ -167,12 +189,15 @@ func (mon *monitor) loop(ctx context.Context) {
 			mon.decide()
 		}
 		now := mon.env.Clock.Now()
-		next := now.Add(mon.cfg.CheckInterval) // wakes sooner when a probe ends
 		t := mon.c.topo()
 		probes := mon.probedHosts(t)
 		mon.probes.keepOnly(probes)
 		active := mon.c.Active()
-		alert, watch, wake := cad.cadenceAt(t, probes, active, now)
+		alert, watch, wake, idle := cad.cadenceAt(t, probes, active, now)
+		next := now.Add(mon.cfg.CheckInterval) // wakes sooner when a probe ends
+		if idle {
+			next = now.Add(cad.calm) // the hosts' next probes (below), a wait or an event wake it sooner
+		}
 		if !wake.IsZero() {
 			next = earlier(next, wake) // the moment a wait under way crosses the grace time
 		}

@@ -22,6 +22,7 @@ type stepClock struct {
 	mu       sync.Mutex
 	now      time.Time
 	sleepers map[*stepSleeper]struct{}
+	slept    atomic.Int64 // Sleep calls with d > 0: the wake-ups of the monitor and its probes
 }
 
 type stepSleeper struct {
@@ -47,6 +48,7 @@ func (c *stepClock) Sleep(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return nil
 	}
+	c.slept.Add(1)
 	c.mu.Lock()
 	s := &stepSleeper{until: c.now.Add(d), ch: make(chan struct{}), ctx: ctx}
 	c.sleepers[s] = struct{}{}
