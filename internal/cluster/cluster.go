@@ -84,10 +84,11 @@ type Env struct {
 	// socket to addr (host:port as listed) started, on Clock; zero when none waits. Only
 	// the sockets of the pool's connections count, never those of probes and idle
 	// connections. With checkInterval > 0 and calmCheckInterval > 0 the monitor calls it
-	// every checkInterval/DefaultActiveProbes for each host: it must be cheap and safe
-	// for concurrent use. A wait that lasts that long puts the host on the monitor's
-	// alert cadence (cadence.go). nil: traffic is not watched, and a host that froze
-	// while it looked well is found by its next calm probe.
+	// every checkInterval/DefaultActiveProbes for each host while it watches traffic (see
+	// ArmWait): it must be cheap and safe for concurrent use. A wait that lasts that long
+	// puts the host on the monitor's alert cadence (cadence.go). nil: traffic is not
+	// watched, and a host that froze while it looked well is found by its next calm
+	// probe.
 	Waiting func(addr string) time.Time
 	// ArmWait, if set with Waiting, arms wake: the next read that starts to wait for an
 	// answer on a socket of the pool's connections (as Waiting counts them) calls wake,
