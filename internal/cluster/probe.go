@@ -556,12 +556,19 @@ func (mon *monitor) probeFailed(h *hostState, start, now time.Time, r probeResul
 
 // probePassed records a passed probe of h that started at start and ended at now, with
 // round trip rtt: in the monitor's record (monitorHost.passed), and the host up, out of
-// backoff.
+// backoff, unless a failure of the host was recorded after the probe started (a
+// session's, an attempt's: backOff): the probe's answer is older news than that failure,
+// and the host stays down until a probe that started after it passes. Without that rule a
+// probe in flight when the host died turned it up again for a moment, and the outage was
+// told twice (TestOutageLogs, under load).
 func (mon *monitor) probePassed(h *hostState, start, now time.Time, rtt time.Duration) {
 	h.mu.Lock()
 	h.mon.passed(h.unfitLocked(), start, now, rtt)
-	h.clearBackoffLocked()
-	changed := h.setState(failover.HostUp, nil, mon.env.Clock.Now())
+	changed := false
+	if h.state == failover.HostUp || h.changed.Before(start) {
+		h.clearBackoffLocked()
+		changed = h.setState(failover.HostUp, nil, mon.env.Clock.Now())
+	}
 	h.mu.Unlock()
 	mon.c.rec.reportState(h, changed, failover.HostUp, nil)
 	mon.c.emit(failover.Event{Kind: failover.EventProbePassed, Host: h.addr, Duration: now.Sub(start)})
