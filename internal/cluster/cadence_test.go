@@ -188,6 +188,17 @@ func TestMonitorIdleSleepsUntilAWait(t *testing.T) {
 	if n := c.sc.slept.Load() - from; n < int64(cluster.DefaultIdleAfter/2/(50*time.Millisecond))-1 {
 		t.Errorf("%d sleeps in the %v after a wait started, want a look every 50 ms", n, cluster.DefaultIdleAfter/2)
 	}
+	// Looking every grace time, the monitor is not armed: a wait that starts now, between
+	// two looks, is seen at the next one, and the host's alert probe starts by the time
+	// the wait crosses the grace time, as when idle.
+	k := len(c.startsOf(0, time.Hour))
+	w := c.now()
+	c.wait(0, true)
+	c.runTo(w + 50*time.Millisecond)
+	if got := c.startsOf(0, time.Hour)[k:]; len(got) == 0 || got[0] > w+50*time.Millisecond {
+		t.Errorf("a wait started at %v while the monitor looks every grace time: H1 probed at %v after it, want by 50 ms after it", w, got)
+	}
+	c.wait(0, false)
 }
 
 func TestMonitorAlertWhileWaitCrossesGrace(t *testing.T) {
