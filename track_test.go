@@ -222,14 +222,7 @@ func TestTrackedConnCounts(t *testing.T) {
 func TestTrackerWaiting(t *testing.T) {
 	clk := fake.NewClock()
 	tr := &tracker{now: clk.Now, stampAnswers: true}
-	dialPipe := func(ctx context.Context) (net.Conn, net.Conn) {
-		server, client := net.Pipe()
-		nc, err := tr.dialFunc(func(context.Context, string, string) (net.Conn, error) { return client, nil })(ctx, "tcp", "h1:3306")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return server, nc
-	}
+	dialPipe := pipeDialer(t, tr)
 	idleServer, idle := dialPipe(context.Background())
 	defer idle.Close()
 	defer idleServer.Close()
@@ -291,6 +284,19 @@ func TestTrackerWaiting(t *testing.T) {
 	_ = server.Close()
 }
 
+// pipeDialer returns a dial of tr to h1:3306 over an in-memory pipe: the server's end and
+// the tracked client's, dialled with ctx (a probe's, with cluster.WithProbe).
+func pipeDialer(t *testing.T, tr *tracker) func(ctx context.Context) (net.Conn, net.Conn) {
+	return func(ctx context.Context) (net.Conn, net.Conn) {
+		server, client := net.Pipe()
+		nc, err := tr.dialFunc(func(context.Context, string, string) (net.Conn, error) { return client, nil })(ctx, "tcp", "h1:3306")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return server, nc
+	}
+}
+
 // greetAndAnswer has server send client a greeting and then one answer, and client read
 // both: the host has answered a session since.
 func greetAndAnswer(t *testing.T, server, client net.Conn) {
@@ -322,14 +328,7 @@ func readsBlocked() int {
 func TestTrackerArmWait(t *testing.T) {
 	clk := fake.NewClock()
 	tr := &tracker{now: clk.Now, stampAnswers: true}
-	dialPipe := func(ctx context.Context) (net.Conn, net.Conn) {
-		server, client := net.Pipe()
-		nc, err := tr.dialFunc(func(context.Context, string, string) (net.Conn, error) { return client, nil })(ctx, "tcp", "h1:3306")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return server, nc
-	}
+	dialPipe := pipeDialer(t, tr)
 	var woken atomic.Int64
 	wake := func() { woken.Add(1) }
 	if tr.armWait(wake) {

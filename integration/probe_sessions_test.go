@@ -160,12 +160,7 @@ func TestWaitForPromotionOnProbeSessions(t *testing.T) {
 	admin, err := c.Node(3).Admin().Conn(ctx) // one session, opened before the count starts
 	must(t, err)
 	defer admin.Close()
-	connections := func() int64 {
-		var name string
-		var n int64
-		must(t, admin.QueryRowContext(ctx, "SHOW GLOBAL STATUS LIKE 'Connections'").Scan(&name, &n))
-		return n
-	}
+	connections := func() int64 { return statusOn(ctx, t, admin, "Connections") }
 	before := connections()
 	must(t, c.Node(1).Kill())
 	done := make(chan error, 1)
@@ -200,12 +195,7 @@ func TestWaitForPromotionOnProbeSessions(t *testing.T) {
 	a2, err := c.Node(2).Admin().Conn(ctx)
 	must(t, err)
 	defer a2.Close()
-	selects := func() int64 {
-		var name string
-		var n int64
-		must(t, a2.QueryRowContext(ctx, "SHOW GLOBAL STATUS LIKE 'Com_select'").Scan(&name, &n))
-		return n
-	}
+	selects := func() int64 { return statusOn(ctx, t, a2, "Com_select") }
 	s0 := selects()
 	time.Sleep(2 * time.Second)
 	probes := selects() - s0
@@ -217,4 +207,14 @@ func TestWaitForPromotionOnProbeSessions(t *testing.T) {
 	if probes > 12 {
 		t.Errorf("node 2, the pool's new host, ran %d SELECTs in the 2 s after the move with the pool idle, want at most 12 (watched every 500 ms: a ping and a role read each; at the alert rate, about 40)", probes)
 	}
+}
+
+// statusOn reads the global status counter name on conn, a session held for the count (a
+// session opened for the read would count in Connections).
+func statusOn(ctx context.Context, t *testing.T, conn *sql.Conn, name string) int64 {
+	t.Helper()
+	var k string
+	var n int64
+	must(t, conn.QueryRowContext(ctx, "SHOW GLOBAL STATUS LIKE '"+name+"'").Scan(&k, &n)) // SHOW takes no placeholder
+	return n
 }
