@@ -162,10 +162,7 @@ func (b *LocalBackend) makeGaleraTemplate(ctx context.Context, lg *localGalera) 
 	}
 	defer closeAll(locks)
 	i.bootPort = ports[0]
-	if i.port, err = freePort(); err != nil {
-		return "", err
-	}
-	if err := i.Start(ctx); err != nil {
+	if err := i.startOnReservedPort(ctx); err != nil {
 		return "", fmt.Errorf("harness: Galera template: %w", err)
 	}
 	if err := i.Stop(ctx); err != nil {
@@ -331,8 +328,8 @@ func (i *localInstance) forgetState(ctx context.Context, donor string) error {
 	return i.galera.writeFile(filepath.Join(i.datadir, "grastate.dat"), zeroGrastate.String())
 }
 
-// reservePorts reserves count loopback ports for Galera's group communication, IST and SST,
-// which other test processes of this machine must never take: ports below the kernel's
+// reservePorts reserves count loopback ports that no other test process of this machine may
+// take (a server's port; Galera's group communication, IST and SST): ports below the kernel's
 // ephemeral range (which freePort and every outgoing connection use), each one locked by an
 // flock on a file of its own in the temp directory for as long as the lock file is open
 // (a crashed process's locks go with it), and free to bind when reserved.

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"database/sql/driver"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -139,17 +140,7 @@ func (b *LocalBackend) StartNode(ctx context.Context, spec NodeSpec) (Instance, 
 	b.instances = append(b.instances, i)
 	b.mu.Unlock()
 
-	// The free port can be taken between our probe and the server's bind: try another.
-	var err error
-	for attempt := 0; attempt < 5; attempt++ {
-		if i.port, err = freePort(); err != nil {
-			return nil, err
-		}
-		if err = i.Start(ctx); !errors.Is(err, errPortInUse) {
-			break
-		}
-	}
-	if err != nil {
+	if err := i.startOnReservedPort(ctx); err != nil {
 		return nil, fmt.Errorf("harness: node %d: %w", spec.Index, err)
 	}
 	return i, nil
@@ -464,6 +455,7 @@ type localInstance struct {
 	logPath  string
 	sockPath string
 	port     int
+	portLock *os.File // holds port reserved (reservePorts) until Close
 
 	galera   *localGalera // a Galera node's backend set-up, nil for a plain node
 	boot     bool         // the Galera template's server: bootstraps a cluster of its own
@@ -633,10 +625,9 @@ func (i *localInstance) waitReady(ctx context.Context, p *proc) error {
 		default:
 		}
 		actx, acancel := context.WithTimeout(ctx, 2*time.Second)
-		c, err := connector.Connect(actx)
+		err := i.answers(actx, connector)
 		acancel()
 		if err == nil {
-			c.Close()
 			return nil
 		}
 		last = err
@@ -648,6 +639,32 @@ func (i *localInstance) waitReady(ctx context.Context, p *proc) error {
 		case <-tick.C:
 		}
 	}
+}
+
+// answers logs in on the instance's port and checks that the server there is this one (its
+// @@socket): while this server starts, another process may listen on its port (a proxy, or
+// another test process's server, handed the same port by the kernel), and this server's bind
+// then fails. Taking that other server's answer for this one's (seen once in CI) left a node
+// that never started and a replica replicating from itself.
+func (i *localInstance) answers(ctx context.Context, connector driver.Connector) error {
+	c, err := connector.Connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	rows, err := c.(driver.QueryerContext).QueryContext(ctx, "SELECT @@socket", nil)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	v := make([]driver.Value, 1)
+	if err := rows.Next(v); err != nil {
+		return err
+	}
+	if sock, _ := v[0].([]byte); string(sock) != i.sockPath {
+		return fmt.Errorf("another server answers on %s (socket %q)", i.Addr(), sock)
+	}
+	return nil
 }
 
 // Kill sends SIGKILL (after SIGCONT if frozen) and waits for the process to be gone.
@@ -741,12 +758,42 @@ func (i *localInstance) Stop(ctx context.Context) error {
 	return err
 }
 
-// Close kills the server; the instance cannot be started again.
+// Close kills the server and frees its port; the instance cannot be started again.
 func (i *localInstance) Close() error {
 	err := i.Kill()
 	i.mu.Lock()
 	i.closed = true
+	lock := i.portLock
+	i.portLock = nil
 	i.mu.Unlock()
+	if lock != nil {
+		lock.Close()
+	}
+	return err
+}
+
+// startOnReservedPort reserves the instance's port (reservePorts: below the ephemeral range,
+// so that no proxy, outgoing connection or other test process takes it while the server
+// starts or between a kill and a restart) and starts the server on it, on another one if a
+// server of some other program holds it.
+func (i *localInstance) startOnReservedPort(ctx context.Context) error {
+	var err error
+	for attempt := 0; attempt < 5; attempt++ {
+		ports, locks, rerr := reservePorts(1)
+		if rerr != nil {
+			return rerr
+		}
+		i.mu.Lock()
+		i.port, i.portLock = ports[0], locks[0]
+		i.mu.Unlock()
+		if err = i.Start(ctx); !errors.Is(err, errPortInUse) {
+			return err
+		}
+		i.mu.Lock()
+		i.portLock = nil
+		i.mu.Unlock()
+		locks[0].Close()
+	}
 	return err
 }
 
