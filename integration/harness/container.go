@@ -416,7 +416,7 @@ func (b *ContainerBackend) StartNode(ctx context.Context, spec NodeSpec) (Instan
 	}
 	i := &containerInstance{b: b, spec: spec, name: name, vol: vol.Volume.Name}
 	for attempt := 0; ; attempt++ {
-		if i.port, err = freePort(); err != nil {
+		if err = i.reservePort(); err != nil {
 			return nil, err
 		}
 		err = i.create(ctx, vol.Volume.Name, extra, files, data)
@@ -495,6 +495,7 @@ type containerInstance struct {
 	spec NodeSpec
 	name string
 	port int
+	lock *os.File // holds port reserved (reservePorts) until remove
 	vol  string   // its data volume
 	cmd  []string // the server's arguments (the container's Cmd)
 
@@ -588,6 +589,10 @@ func (i *containerInstance) create(ctx context.Context, vol string, extra []stri
 func (i *containerInstance) remove(ctx context.Context) error {
 	i.mu.Lock()
 	defer i.mu.Unlock()
+	if i.lock != nil {
+		defer i.lock.Close() // the port is free for others once the container is gone
+		i.lock = nil
+	}
 	if i.c == nil {
 		return nil
 	}
@@ -601,6 +606,23 @@ func (i *containerInstance) remove(ctx context.Context) error {
 	}
 	i.c = nil
 	i.running = false
+	return nil
+}
+
+// reservePort reserves the port the container publishes (and its server listens on), in
+// place of the one reserved before: below the ephemeral range, so that no proxy, outgoing
+// connection or other test process takes it between a kill and the next start.
+func (i *containerInstance) reservePort() error {
+	ports, locks, err := reservePorts(1)
+	if err != nil {
+		return err
+	}
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.lock != nil {
+		i.lock.Close()
+	}
+	i.port, i.lock = ports[0], locks[0]
 	return nil
 }
 
@@ -865,7 +887,7 @@ func (b *ContainerBackend) template(ctx context.Context, galera bool) ([]byte, e
 	}
 	defer b.cli.VolumeRemove(context.Background(), vol.Volume.Name, client.VolumeRemoveOptions{Force: true})
 	i := &containerInstance{b: b, spec: NodeSpec{Index: 0, ServerID: 1}, name: name}
-	if i.port, err = freePort(); err != nil {
+	if err = i.reservePort(); err != nil {
 		return nil, err
 	}
 	args := b.Args

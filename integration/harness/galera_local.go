@@ -162,13 +162,13 @@ func (b *LocalBackend) makeGaleraTemplate(ctx context.Context, lg *localGalera) 
 	}
 	defer closeAll(locks)
 	i.bootPort = ports[0]
+	defer i.Close() // kills a server left running and frees its port
 	if err := i.startOnReservedPort(ctx); err != nil {
 		return "", fmt.Errorf("harness: Galera template: %w", err)
 	}
 	if err := i.Stop(ctx); err != nil {
 		return "", fmt.Errorf("harness: Galera template: %w", err)
 	}
-	i.Close()
 	tpl := filepath.Join(b.root, "galera-template-data")
 	if err := copyTree(i.datadir, tpl, skipGaleraRuntime); err != nil {
 		return "", fmt.Errorf("harness: Galera template: %w", err)

@@ -141,8 +141,9 @@ func (n *Node) Attach(ctx context.Context) error {
 	return n.CatchUp(ctx, p)
 }
 
-// freePort returns a loopback port free now, for a server or a proxy whose address must
-// be known before it starts (report_port).
+// freePort returns a loopback port free now, for a proxy whose address must be known
+// before its node starts (AddNode's report_port). A server's own port comes from
+// reservePorts instead, below the ephemeral range this one is taken from.
 func freePort() (int, error) {
 	portsMu.Lock()
 	defer portsMu.Unlock()
@@ -153,11 +154,8 @@ func freePort() (int, error) {
 		}
 		port := l.Addr().(*net.TCPAddr).Port
 		l.Close()
-		// The kernel may hand the same port to two nodes starting at once (it is free
-		// again once probed), and a server that binds with SO_REUSEPORT does not fail on
-		// it: two servers would then share a port, and a replica could be sent to
-		// itself ("equal MariaDB server ids", seen once in CI). A port is handed out once
-		// per process.
+		// The kernel may hand the same port to two callers at once (it is free again
+		// once probed): a port is handed out once per process.
 		if !portsGiven[port] {
 			portsGiven[port] = true
 			return port, nil
