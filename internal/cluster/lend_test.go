@@ -415,6 +415,62 @@ func TestWalkPeeksAtTheStandbys(t *testing.T) {
 	}
 }
 
+// TestWalkPeekIsBounded: a peek whose read hangs (the standby froze after the pass read
+// its role) ends at the host's probe wait, closes the probes' session it took, and the
+// walk goes on: the next pass takes the host once it is promoted. The caller's context has
+// no deadline, so only the peek's own bound ends the read.
+func TestWalkPeekIsBounded(t *testing.T) {
+	hc := &hookClock{}
+	var r *rig
+	r, _ = monRig(t, 2, func(o *rigOpts) {
+		o.TargetSessionAttrs = attrs.ReadWrite
+		hc.Clock = o.Clock.(*fake.Clock)
+		o.Clock = hc
+	})
+	r.net.SetReadOnly(1, true)
+	r.tick(monInterval)
+	l := r.connect()
+	l.on(0)
+	defer l.c.Close()
+	probeSession := r.net.Conns(1)[len(r.net.Conns(1))-1]
+	r.down(0)
+	_ = l.c.Close()
+	r.clock.Advance(2 * time.Second) // the probe session is stale: the first pass dials
+	var sleeps atomic.Int32
+	hc.onSleep = func() {
+		switch sleeps.Add(1) {
+		case 1:
+			r.net.HangRoleReads(1, 1) // the first peek's read
+		case 2:
+			r.net.SetReadOnly(1, false)
+		}
+	}
+	type result struct {
+		c   driver.Conn
+		h   int
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		c, h, err := r.cl.Failover(context.Background(), 0, mysql.ErrInvalidConn, nil)
+		done <- result{c, h, err}
+	}()
+	var res result
+	select {
+	case res = <-done:
+	case <-time.After(10 * time.Second): // a hang guard, not a timing assertion
+		t.Fatal("the walk still waits on the peek's hung read after 10 s: the peek is not bounded")
+	}
+	hc.onSleep = nil
+	if res.err != nil || res.h != 1 {
+		t.Fatalf("Failover: host %d, %v; want host 1, promoted after the hung peek", res.h, res.err)
+	}
+	l.c = res.c
+	if probeSession.Closes() == 0 {
+		t.Error("the probes' session whose read hung was not closed")
+	}
+}
+
 // TestAdoptionOnlyByAWalkThatMoves: once the pool took the probes' session, the probe's
 // next opening of one waits no longer than its round trip would have (as when its probes
 // borrowed pooled sessions), not hostTimeout; a session that joins the pool's host, and

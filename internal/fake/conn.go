@@ -133,6 +133,10 @@ func (c *Conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 	if r, err, ok := c.threadAnswer(query); ok {
 		return r, err
 	}
+	if c.hangRole(query) {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
 	if r, err, ok := c.roleAnswer(query); ok {
 		return r, err
 	}

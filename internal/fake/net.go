@@ -64,6 +64,7 @@ type host struct {
 	statusDenied         bool  // SHOW REPLICA STATUS fails with 1227 (DenyReplicaStatus)
 	roleChecks           int
 	probes               int
+	hangRoles            int // role reads still to hang until their context ends (HangRoleReads)
 
 	vars, status map[string]string // more of the role query's answer, and SHOW GLOBAL STATUS (ready.go)
 	members      [][]driver.Value  // the Group Replication member query's answer

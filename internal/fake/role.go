@@ -77,6 +77,31 @@ const (
 	LagNone int64 = -2
 )
 
+// HangRoleReads makes the next k role reads on host i (on any of its connections) hang
+// until their context ends, as on a server that froze after it had answered before; each
+// then fails with the context's error.
+func (n *Net) HangRoleReads(i, k int) {
+	n.mu.Lock()
+	n.hosts[i].hangRoles = k
+	n.mu.Unlock()
+}
+
+// hangRole reports whether query is a role read of c's host that HangRoleReads says to
+// hang, and counts it.
+func (c *Conn) hangRole(query string) bool {
+	if !strings.HasPrefix(query, "SHOW GLOBAL VARIABLES") && !strings.HasPrefix(query, "SELECT @@global.read_only") {
+		return false
+	}
+	c.net.mu.Lock()
+	defer c.net.mu.Unlock()
+	h := c.net.hosts[c.Host]
+	if h.hangRoles == 0 {
+		return false
+	}
+	h.hangRoles--
+	return true
+}
+
 // RoleChecks returns how many role queries (SHOW GLOBAL VARIABLES ...) host i answered.
 func (n *Net) RoleChecks(i int) int {
 	n.mu.Lock()
