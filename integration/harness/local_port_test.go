@@ -61,6 +61,7 @@ func forward(t *testing.T, addr, to string) (stop func()) {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var conns []net.Conn
+	stopped := false
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -75,6 +76,12 @@ func forward(t *testing.T, addr, to string) (stop func()) {
 				continue
 			}
 			mu.Lock()
+			if stopped { // accepted as stop closed the listener
+				mu.Unlock()
+				c.Close()
+				s.Close()
+				return
+			}
 			conns = append(conns, c, s)
 			mu.Unlock()
 			wg.Add(2)
@@ -85,6 +92,7 @@ func forward(t *testing.T, addr, to string) (stop func()) {
 	return func() {
 		l.Close()
 		mu.Lock()
+		stopped = true
 		for _, c := range conns {
 			c.Close()
 		}
