@@ -222,11 +222,12 @@ func (t *tracker) waiting(addr string) time.Time {
 func (t *tracker) armWait(wake func()) (waiting bool) {
 	t.armed.Store(&wake)
 	t.mu.Lock()
+scan:
 	for _, conns := range t.conns {
 		for tc := range conns {
 			if tc.waitSince.Load() != 0 {
 				waiting = true
-				break
+				break scan
 			}
 		}
 	}

@@ -5,11 +5,11 @@ package harness
 import (
 	"context"
 	"errors"
-	"io"
-	"net"
-	"sync"
 	"testing"
 	"time"
+
+	toxiproxy "github.com/Shopify/toxiproxy/v2"
+	"github.com/rs/zerolog"
 )
 
 // TestLocalPortTakenByAnotherServer starts a server on a port where a proxy to another
@@ -41,62 +41,17 @@ func TestLocalPortTakenByAnotherServer(t *testing.T) {
 	if err := i2.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	stop := forward(t, i2.Addr(), i1.Addr())
-	if err := i2.Start(ctx); !errors.Is(err, errPortInUse) {
-		t.Fatalf("start on a port where node 1 answers through a proxy: %v, want a port in use", err)
-	}
-	stop()
-	if err := i2.Start(ctx); err != nil {
-		t.Fatalf("start once the port is free: %v", err)
-	}
-}
-
-// forward listens on addr and copies each connection to and from to; stop closes the
-// listener and the connections and waits for the copies.
-func forward(t *testing.T, addr, to string) (stop func()) {
-	l, err := net.Listen("tcp", addr)
-	if err != nil {
+	// A toxiproxy proxy to node 1 on node 2's port, as the cluster's proxies are.
+	proxy := toxiproxy.NewProxy(toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop()), "taken", i2.Addr(), i1.Addr())
+	if err := proxy.Start(); err != nil {
 		t.Fatal(err)
 	}
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var conns []net.Conn
-	stopped := false
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			s, err := net.Dial("tcp", to)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			mu.Lock()
-			if stopped { // accepted as stop closed the listener
-				mu.Unlock()
-				c.Close()
-				s.Close()
-				return
-			}
-			conns = append(conns, c, s)
-			mu.Unlock()
-			wg.Add(2)
-			go func() { defer wg.Done(); io.Copy(s, c); s.Close() }()
-			go func() { defer wg.Done(); io.Copy(c, s); c.Close() }()
-		}
-	}()
-	return func() {
-		l.Close()
-		mu.Lock()
-		stopped = true
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
+	err = i2.Start(ctx)
+	proxy.Stop()
+	if !errors.Is(err, errPortInUse) {
+		t.Fatalf("start on a port where node 1 answers through a proxy: %v, want a port in use", err)
+	}
+	if err := i2.Start(ctx); err != nil {
+		t.Fatalf("start once the port is free: %v", err)
 	}
 }

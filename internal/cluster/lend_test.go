@@ -375,17 +375,13 @@ func (c *hookClock) Sleep(ctx context.Context, d time.Duration) error {
 	return c.Clock.Sleep(ctx, d)
 }
 
-// TestWalkPeeksAtTheStandbys: a walk whose last pass found only a standby (the primary
-// dead) reads the standby's role again every DefaultRolePeek of its pause, on the probes'
-// idle session, however long it sat idle (here too long for the pool to adopt it: the
-// first pass dials): the promotion that comes during the pause is seen at the first
-// peek, and the next pass takes the new primary then, not after DefaultPassPause, and
-// without another handshake. With monitoring off there is no probe session to peek on:
-// the pause is DefaultPassPause (TestAllHostsWrongRoleSaysWhy).
-func TestWalkPeeksAtTheStandbys(t *testing.T) {
+// standbyRig is a monitored read-write rig of a primary and a standby (H2, read-only) whose
+// probes keep a session on H2, on a clock whose sleeps the test can hook, with a
+// connection on H1.
+func standbyRig(t *testing.T) (*rig, *hookClock, *logical) {
+	t.Helper()
 	hc := &hookClock{}
-	var r *rig
-	r, _ = monRig(t, 2, func(o *rigOpts) {
+	r, _ := monRig(t, 2, func(o *rigOpts) {
 		o.TargetSessionAttrs = attrs.ReadWrite
 		hc.Clock = o.Clock.(*fake.Clock)
 		o.Clock = hc
@@ -394,6 +390,18 @@ func TestWalkPeeksAtTheStandbys(t *testing.T) {
 	r.tick(monInterval)
 	l := r.connect()
 	l.on(0)
+	return r, hc, l
+}
+
+// TestWalkPeeksAtTheStandbys: a walk whose last pass found only a standby (the primary
+// dead) reads the standby's role again every DefaultRolePeek of its pause, on the probes'
+// idle session, however long it sat idle (here too long for the pool to adopt it: the
+// first pass dials): the promotion that comes during the pause is seen at the first
+// peek, and the next pass takes the new primary then, not after DefaultPassPause, and
+// without another handshake. With monitoring off there is no probe session to peek on:
+// the pause is DefaultPassPause (TestAllHostsWrongRoleSaysWhy).
+func TestWalkPeeksAtTheStandbys(t *testing.T) {
+	r, hc, l := standbyRig(t)
 	defer l.c.Close()
 	before := len(r.net.Conns(1))
 	r.down(0)
@@ -420,17 +428,7 @@ func TestWalkPeeksAtTheStandbys(t *testing.T) {
 // walk goes on: the next pass takes the host once it is promoted. The caller's context has
 // no deadline, so only the peek's own bound ends the read.
 func TestWalkPeekIsBounded(t *testing.T) {
-	hc := &hookClock{}
-	var r *rig
-	r, _ = monRig(t, 2, func(o *rigOpts) {
-		o.TargetSessionAttrs = attrs.ReadWrite
-		hc.Clock = o.Clock.(*fake.Clock)
-		o.Clock = hc
-	})
-	r.net.SetReadOnly(1, true)
-	r.tick(monInterval)
-	l := r.connect()
-	l.on(0)
+	r, hc, l := standbyRig(t)
 	defer l.c.Close()
 	probeSession := r.net.Conns(1)[len(r.net.Conns(1))-1]
 	r.down(0)
