@@ -360,6 +360,8 @@ func TestTrackerArmWait(t *testing.T) {
 		}
 	}
 	r := read()
+	// The read stores its wait before it takes the wake: wait for the call itself.
+	fake.WaitFor(t, "the statement's read to wake the monitor", func() bool { return woken.Load() >= 1 })
 	if n := woken.Load(); n != 1 {
 		t.Fatalf("the statement's read woke the monitor %d times, want 1", n)
 	}
